@@ -1,0 +1,512 @@
+// The approval store: every read and state transition of migrations/0001_approvals.sql's tables.
+//
+// Rules that hold throughout:
+// - A transition is ONE conditional UPDATE (`… where status = 'pending' … returning *`); its event row
+//   is written by the same statement and its NOTIFY in the same transaction, so exactly one of any
+//   number of concurrent callers (on any number of replicas) wins, and the log never disagrees.
+// - Expiry is decided by the DATABASE clock (now()), never the app's: a live row past expires_at reads
+//   as `expired` at once, and is written as expired (with a `system` event) whenever a transition or a
+//   create touches it, or the sweeper runs. The sweeper is housekeeping, never needed for safety.
+// - Every method runs under withDeadline: a busy pool or a dead server answers StoreUnavailableError
+//   within deadlineMs, and a call that failed that way never commits later.
+
+import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
+import { approvalHash, canonicalize } from '../json/canonical.js';
+import { parseJson } from '../json/parse.js';
+import { isWellFormed } from '../json/unicode.js';
+import { isJsonObject } from '../json/value.js';
+import type { JsonObject } from '../json/value.js';
+import type { ApprovalDescriptor, PolicyIdentity } from '../policy/model.js';
+import { withDeadline } from '../db/deadline.js';
+import { StoreUnavailableError } from '../db/errors.js';
+import { isUuid, uuidv7 } from './uuid.js';
+
+export type ApprovalStatus = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed';
+export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted', 'denied', 'expired', 'consumed'];
+
+/** The NOTIFY channel; the payload is the approval id. Sent on every status change. */
+export const APPROVALS_CHANNEL = 'gatehouse_approvals';
+
+/** Limits the migration's CHECKs enforce; exported so the HTTP schemas can say the same. */
+export const LIMITS = {
+  /** Grant note, deny reason, the policy's reason (characters). */
+  note: 2000,
+  /** sub, team, agent, tool, kind, rule (characters). */
+  name: 512,
+  /** Page size of list(). */
+  pageSize: 200,
+} as const;
+
+export interface Requester {
+  sub: string;
+  team: string | null;
+  agent: string | null;
+}
+
+/** The API shape of an approval. */
+export interface Approval {
+  id: string;
+  /** `expired` as soon as a pending or granted approval is past expires_at (database clock). */
+  status: ApprovalStatus;
+  kind: string;
+  hash: string;
+  tool: string;
+  /** Parsed from the stored canonical text: number lexemes survive, so it re-hashes to `hash`. */
+  args: JsonObject;
+  capability: JsonObject;
+  /** Model-chosen content: label it so wherever it is shown. */
+  presentation: JsonObject;
+  reason: string;
+  rule: string;
+  requester: Requester;
+  policies: PolicyIdentity[];
+  created_at: string;
+  expires_at: string;
+  decided_by: string | null;
+  decided_at: string | null;
+  decision_note: string | null;
+  consumed_at: string | null;
+}
+
+export interface ApprovalEvent {
+  id: number;
+  approval_id: string;
+  at: string;
+  /** The sub that acted, or `system` for expiry. */
+  actor: string;
+  /** null for the creation event. */
+  from_status: ApprovalStatus | null;
+  to_status: ApprovalStatus;
+  note: string | null;
+}
+
+export interface CreateApprovalInput {
+  descriptor: ApprovalDescriptor;
+  tool: string;
+  args: JsonObject;
+  reason: string;
+  rule: string;
+  requester: Requester;
+  policies: readonly PolicyIdentity[];
+}
+
+export type TransitionResult =
+  | { ok: true; approval: Approval }
+  | { ok: false; error: 'not_found' | 'self_approval' | 'conflict'; approval?: Approval /* current state, for conflict */ };
+
+export type ConsumeResult = { ok: true; approval: Approval } | { ok: false; approval: Approval | null };
+
+export interface ListQuery {
+  status?: ApprovalStatus;
+  tool?: string;
+  /** Restricts the list to this requester's approvals (callers without the approver role). */
+  requesterSub?: string;
+  /** 1..200. */
+  limit: number;
+  /** nextCursor of the previous page. */
+  cursor?: string;
+}
+
+export interface ApprovalPage {
+  items: Approval[];
+  nextCursor: string | null;
+}
+
+export interface ApprovalStoreOptions {
+  /** How long a pending approval waits for a decision (APPROVAL_TTL). */
+  approvalTtlMs: number;
+  /** How long a grant stays redeemable (GRANT_TTL). */
+  grantTtlMs: number;
+  /** Upper bound on every call, including the wait for a pooled connection. */
+  deadlineMs: number;
+}
+
+/** A list() query the caller got wrong: the route answers 400. */
+export class ListQueryError extends Error {
+  readonly code: 'invalid_cursor' | 'invalid_limit' | 'invalid_status';
+  constructor(code: ListQueryError['code'], message: string) {
+    super(message);
+    this.name = 'ListQueryError';
+    this.code = code;
+  }
+}
+
+/** Input the database could not hold (too long, or containing U+0000): the route answers 400/422. */
+export class ApprovalInputError extends Error {
+  readonly field: string;
+  constructor(field: string, problem: string) {
+    super(`${field}: ${problem}`);
+    this.name = 'ApprovalInputError';
+    this.field = field;
+  }
+}
+
+// A row as SELECTed with LIVE_COLUMNS. `lapsed`: live but past expires_at by the database clock.
+interface ApprovalRow {
+  id: string;
+  status: ApprovalStatus;
+  hash: string;
+  kind: string;
+  tool: string;
+  args: string;
+  capability: string;
+  presentation: string;
+  reason: string;
+  rule: string;
+  requester_sub: string;
+  requester_team: string | null;
+  requester_agent: string | null;
+  policies: PolicyIdentity[];
+  created_at: Date;
+  expires_at: Date;
+  decided_by: string | null;
+  decided_at: Date | null;
+  decision_note: string | null;
+  consumed_at: Date | null;
+  lapsed: boolean;
+}
+
+interface ListedRow extends ApprovalRow {
+  cursor_at: string;
+}
+
+interface EventRow {
+  id: string; // bigint arrives as a string
+  approval_id: string;
+  at: Date;
+  actor: string;
+  from_status: ApprovalStatus | null;
+  to_status: ApprovalStatus;
+  note: string | null;
+}
+
+export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
+  const approvalTtl = interval(options.approvalTtlMs, 'approvalTtlMs');
+  const grantTtl = interval(options.grantTtlMs, 'grantTtlMs');
+  const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, options.deadlineMs, fn);
+
+  async function create(input: CreateApprovalInput): Promise<{ approval: Approval; created: boolean }> {
+    const { descriptor, requester } = input;
+    checkName('tool', input.tool);
+    checkName('descriptor.kind', descriptor.kind);
+    checkName('rule', input.rule);
+    checkText('reason', input.reason, LIMITS.note);
+    checkRequester(requester);
+    const args = canonicalize(input.args);
+    const capability = canonicalize(descriptor.capability);
+    const presentation = canonicalize(descriptor.presentation);
+    // The row must re-hash to its hash, or a grant could be redeemed for something nobody saw.
+    const hash = approvalHash({
+      tool: input.tool,
+      args: input.args,
+      kind: descriptor.kind,
+      capability: descriptor.capability,
+      presentation: descriptor.presentation,
+    });
+    if (hash !== descriptor.hash) throw new Error('approval descriptor hash does not match its request');
+    const policies = JSON.stringify(input.policies);
+
+    return run(async (tx) => {
+      // A lapsed live row of this (sub, hash) would otherwise block the insert below.
+      await expireLapsed(tx, tx`requester_sub = ${requester.sub} and hash = ${hash}`);
+      // Insert-or-find, retried only if the live row we collided with left `live` before we read it.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const [inserted] = await tx<ApprovalRow[]>`
+          with created as (
+            insert into approvals (id, status, hash, kind, tool, args, capability, presentation, reason, rule,
+                                   requester_sub, requester_team, requester_agent, policies, expires_at)
+            values (${uuidv7()}, 'pending', ${hash}, ${descriptor.kind}, ${input.tool}, ${args}, ${capability},
+                    ${presentation}, ${input.reason}, ${input.rule}, ${requester.sub}, ${requester.team},
+                    ${requester.agent}, ${policies}::jsonb, now() + ${approvalTtl}::interval)
+            on conflict (requester_sub, hash) where status in ('pending', 'granted') do nothing
+            returning *
+          ), logged as (
+            insert into approval_events (approval_id, actor, from_status, to_status)
+            select id, requester_sub, null, 'pending' from created
+          )
+          select *, false as lapsed from created`;
+        if (inserted !== undefined) return { approval: toApproval(inserted), created: true };
+        const [live] = await tx<ApprovalRow[]>`
+          select ${liveColumns(tx)} from approvals
+           where requester_sub = ${requester.sub} and hash = ${hash} and status in ('pending', 'granted')`;
+        if (live !== undefined) return { approval: toApproval(live), created: false };
+      }
+      throw new StoreUnavailableError('contention');
+    });
+  }
+
+  async function get(id: string): Promise<Approval | null> {
+    if (!isUuid(id)) return null;
+    return run(async (tx) => {
+      const row = await selectById(tx, id);
+      return row === undefined ? null : toApproval(row);
+    });
+  }
+
+  async function list(query: ListQuery): Promise<ApprovalPage> {
+    const { limit } = query;
+    if (!Number.isInteger(limit) || limit < 1 || limit > LIMITS.pageSize) {
+      throw new ListQueryError('invalid_limit', `limit must be an integer from 1 to ${LIMITS.pageSize}`);
+    }
+    if (query.status !== undefined && !APPROVAL_STATUSES.includes(query.status)) {
+      throw new ListQueryError('invalid_status', `status must be one of ${APPROVAL_STATUSES.join(', ')}`);
+    }
+    const after = query.cursor === undefined ? null : decodeCursor(query.cursor);
+
+    return run(async (tx) => {
+      const rows = await tx<ListedRow[]>`
+        select ${liveColumns(tx)},
+               to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
+          from approvals
+         where true
+           ${query.status === undefined ? tx`` : statusFilter(tx, query.status)}
+           ${query.tool === undefined ? tx`` : tx`and tool = ${query.tool}`}
+           ${query.requesterSub === undefined ? tx`` : tx`and requester_sub = ${query.requesterSub}`}
+           ${after === null ? tx`` : tx`and (created_at, id) < (${after.at}::timestamptz, ${after.id}::uuid)`}
+         order by created_at desc, id desc
+         limit ${limit + 1}`;
+      const page = rows.slice(0, limit);
+      const last = page.at(-1);
+      return {
+        items: page.map(toApproval),
+        nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.cursor_at, last.id) : null,
+      };
+    });
+  }
+
+  function grant(id: string, approver: { sub: string }, note: string | null): Promise<TransitionResult> {
+    return decide(id, approver, note, 'granted');
+  }
+
+  function deny(id: string, approver: { sub: string }, reason: string | null): Promise<TransitionResult> {
+    return decide(id, approver, reason, 'denied');
+  }
+
+  async function decide(
+    id: string,
+    approver: { sub: string },
+    note: string | null,
+    to: 'granted' | 'denied',
+  ): Promise<TransitionResult> {
+    checkName('approver.sub', approver.sub);
+    if (note !== null) checkText('note', note, LIMITS.note);
+    if (!isUuid(id)) return { ok: false, error: 'not_found' };
+
+    return run(async (tx): Promise<TransitionResult> => {
+      // A grant restarts the clock: the agent has GRANT_TTL from now to redeem it.
+      const newExpiry = to === 'granted' ? tx`, expires_at = now() + ${grantTtl}::interval` : tx``;
+      const [moved] = await tx<ApprovalRow[]>`
+        with moved as (
+          update approvals
+             set status = ${to}, decided_by = ${approver.sub}, decided_at = now(), decision_note = ${note}
+                 ${newExpiry}
+           where id = ${id} and status = 'pending' and expires_at > now() and requester_sub <> ${approver.sub}
+          returning *
+        ), logged as (
+          insert into approval_events (approval_id, actor, from_status, to_status, note)
+          select id, decided_by, 'pending', status, decision_note from moved
+        )
+        select *, false as lapsed from moved`;
+      if (moved !== undefined) {
+        await notify(tx, moved.id);
+        return { ok: true, approval: toApproval(moved) };
+      }
+
+      // Lost, or never eligible: one read says why.
+      const row = await selectById(tx, id);
+      if (row === undefined) return { ok: false, error: 'not_found' };
+      if (row.requester_sub === approver.sub) return { ok: false, error: 'self_approval' };
+      if (row.lapsed) await expireLapsed(tx, tx`id = ${id}`);
+      return { ok: false, error: 'conflict', approval: toApproval(row) };
+    });
+  }
+
+  async function consume(id: string, requester: { sub: string }, hash: string): Promise<ConsumeResult> {
+    checkName('requester.sub', requester.sub);
+    if (!isUuid(id)) return { ok: false, approval: null };
+
+    return run(async (tx): Promise<ConsumeResult> => {
+      const [moved] = await tx<ApprovalRow[]>`
+        with moved as (
+          update approvals
+             set status = 'consumed', consumed_at = now()
+           where id = ${id} and status = 'granted' and expires_at > now()
+             and requester_sub = ${requester.sub} and hash = ${hash}
+          returning *
+        ), logged as (
+          insert into approval_events (approval_id, actor, from_status, to_status)
+          select id, requester_sub, 'granted', 'consumed' from moved
+        )
+        select *, false as lapsed from moved`;
+      if (moved !== undefined) {
+        await notify(tx, moved.id);
+        return { ok: true, approval: toApproval(moved) };
+      }
+
+      const row = await selectById(tx, id);
+      // Someone else's approval does not exist for this caller (the API answers 404, not 403).
+      if (row === undefined || row.requester_sub !== requester.sub) return { ok: false, approval: null };
+      if (row.lapsed) await expireLapsed(tx, tx`id = ${id}`);
+      return { ok: false, approval: toApproval(row) };
+    });
+  }
+
+  /** Marks every live approval past expires_at as expired; returns how many. For a periodic timer. */
+  function sweep(): Promise<number> {
+    return run((tx) => expireLapsed(tx, tx`true`));
+  }
+
+  async function events(id: string): Promise<ApprovalEvent[]> {
+    if (!isUuid(id)) return [];
+    return run(async (tx) => {
+      const rows = await tx<EventRow[]>`
+        select id, approval_id, at, actor, from_status, to_status, note
+          from approval_events where approval_id = ${id} order by id`;
+      return rows.map((r) => ({
+        id: Number(r.id),
+        approval_id: r.approval_id,
+        at: r.at.toISOString(),
+        actor: r.actor,
+        from_status: r.from_status,
+        to_status: r.to_status,
+        note: r.note,
+      }));
+    });
+  }
+
+  return { create, get, list, grant, deny, consume, sweep, events };
+}
+
+export type ApprovalStore = ReturnType<typeof createApprovalStore>;
+
+// ---- SQL pieces --------------------------------------------------------------------------------------
+
+function liveColumns(tx: TransactionSql): PendingQuery<Row[]> {
+  return tx`*, (status in ('pending', 'granted') and expires_at <= now()) as lapsed`;
+}
+
+function selectById(tx: TransactionSql, id: string): Promise<ApprovalRow | undefined> {
+  return tx<ApprovalRow[]>`select ${liveColumns(tx)} from approvals where id = ${id}`.then((rows) => rows[0]);
+}
+
+// The status filter agrees with the status list() shows: a live row past expiry is `expired`.
+function statusFilter(tx: TransactionSql, status: ApprovalStatus): PendingQuery<Row[]> {
+  switch (status) {
+    case 'pending':
+    case 'granted':
+      return tx`and status = ${status} and expires_at > now()`;
+    case 'expired':
+      return tx`and (status = 'expired' or (status in ('pending', 'granted') and expires_at <= now()))`;
+    case 'denied':
+    case 'consumed':
+      return tx`and status = ${status}`;
+  }
+}
+
+/**
+ * Writes `expired` (with a `system` event and a NOTIFY each) for the live rows past expiry that match
+ * `where`; returns how many. FOR UPDATE re-checks each row after any concurrent change, so a row granted
+ * or consumed meanwhile is skipped, and from_status is the state actually left.
+ */
+async function expireLapsed(tx: TransactionSql, where: PendingQuery<Row[]>): Promise<number> {
+  const rows = await tx`
+    with due as (
+      select id, status from approvals
+       where status in ('pending', 'granted') and expires_at <= now() and ${where}
+       for update
+    ), moved as (
+      update approvals a set status = 'expired' from due where a.id = due.id
+      returning a.id, due.status as from_status
+    ), logged as (
+      insert into approval_events (approval_id, actor, from_status, to_status)
+      select id, 'system', from_status, 'expired' from moved
+    )
+    select pg_notify(${APPROVALS_CHANNEL}, id::text) from moved`;
+  return rows.length;
+}
+
+async function notify(tx: TransactionSql, id: string): Promise<void> {
+  // Delivered at COMMIT, to every replica's LISTEN connection; nothing is sent on rollback.
+  await tx`select pg_notify(${APPROVALS_CHANNEL}, ${id})`;
+}
+
+// ---- mapping ---------------------------------------------------------------------------------------
+
+function toApproval(row: ApprovalRow): Approval {
+  return {
+    id: row.id,
+    status: row.lapsed ? 'expired' : row.status,
+    kind: row.kind,
+    hash: row.hash,
+    tool: row.tool,
+    args: storedObject(row.args),
+    capability: storedObject(row.capability),
+    presentation: storedObject(row.presentation),
+    reason: row.reason,
+    rule: row.rule,
+    requester: { sub: row.requester_sub, team: row.requester_team, agent: row.requester_agent },
+    policies: row.policies,
+    created_at: row.created_at.toISOString(),
+    expires_at: row.expires_at.toISOString(),
+    decided_by: row.decided_by,
+    decided_at: row.decided_at?.toISOString() ?? null,
+    decision_note: row.decision_note,
+    consumed_at: row.consumed_at?.toISOString() ?? null,
+  };
+}
+
+function storedObject(text: string): JsonObject {
+  const value = parseJson(text);
+  if (!isJsonObject(value)) throw new Error('stored approval JSON is not an object');
+  return value;
+}
+
+// ---- cursor: base64url("<created_at to the microsecond, UTC> <id>") ---------------------------------
+
+const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.(\d{3})\d{3}Z ([0-9a-f-]{36})$/;
+
+function encodeCursor(at: string, id: string): string {
+  return Buffer.from(`${at} ${id}`, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): { at: string; id: string } {
+  const invalid = new ListQueryError('invalid_cursor', 'cursor is not one this service issued');
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  // Buffer decoding is lenient (it skips stray characters): only our exact encoding is accepted.
+  if (Buffer.from(text, 'utf8').toString('base64url') !== cursor) throw invalid;
+  const match = CURSOR.exec(text);
+  if (match === null) throw invalid;
+  const [, seconds = '', millis = '', id = ''] = match;
+  if (!isUuid(id)) throw invalid;
+  // A real instant (no month 13, no February 30): the millisecond prefix must round-trip.
+  const prefix = `${seconds}.${millis}Z`;
+  const parsed = new Date(prefix);
+  if (Number.isNaN(parsed.getTime()) || parsed.toISOString() !== prefix) throw invalid;
+  return { at: text.slice(0, text.indexOf(' ')), id };
+}
+
+// ---- input checks ----------------------------------------------------------------------------------
+
+// PostgreSQL text cannot hold U+0000, and the CHECKs bound lengths; saying so here turns what would be a
+// 500 into a clear input error.
+function checkText(field: string, value: string, max: number): void {
+  if (value.includes('\u0000')) throw new ApprovalInputError(field, 'contains U+0000');
+  if (!isWellFormed(value)) throw new ApprovalInputError(field, 'contains a lone surrogate');
+  if ([...value].length > max) throw new ApprovalInputError(field, `longer than ${max} characters`);
+}
+
+function checkName(field: string, value: string): void {
+  if (value.length === 0) throw new ApprovalInputError(field, 'is empty');
+  checkText(field, value, LIMITS.name);
+}
+
+function checkRequester(requester: Requester): void {
+  checkName('requester.sub', requester.sub);
+  if (requester.team !== null) checkName('requester.team', requester.team);
+  if (requester.agent !== null) checkName('requester.agent', requester.agent);
+}
+
+function interval(ms: number, name: string): string {
+  if (!Number.isInteger(ms) || ms <= 0) throw new RangeError(`${name} must be a positive integer`);
+  return `${ms} milliseconds`;
+}

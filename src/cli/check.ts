@@ -1,0 +1,101 @@
+// `gatehouse check [DIR|FILE] [--env E] [--tool T --team X --user U --agent A]`: validate policies
+// (exit 2 with every problem) and summarise them, or show the rules that apply to one caller's tool.
+import { parseArgs } from 'node:util';
+import { formatProblem, PolicyLoadError } from '../policy/errors.js';
+import { loadPolicies } from '../policy/load.js';
+import { CALLER_SELECTORS, CHECKS, type Subject } from '../policy/match.js';
+import type { DefaultMode, EffectiveKind, PolicySet, Rule } from '../policy/model.js';
+import { EXIT, type Io } from './io.js';
+
+export async function runCheck(argv: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      env: { type: 'string' },
+      tool: { type: 'string' },
+      team: { type: 'string' },
+      user: { type: 'string' },
+      agent: { type: 'string' },
+    },
+  });
+  const target = positionals[0] ?? 'policies';
+  let set: PolicySet;
+  try {
+    set = await loadPolicies(target, { env: values.env ?? null });
+  } catch (err) {
+    if (!(err instanceof PolicyLoadError)) throw err;
+    for (const p of err.problems) io.err(`${formatProblem(p)}\n`);
+    io.err(`${err.problems.length} problem(s); nothing loaded\n`);
+    return EXIT.invalid;
+  }
+  if (values.tool === undefined) {
+    for (const f of set.files) {
+      const id = f.identity.version === undefined ? f.identity.policy : `${f.identity.policy} v${f.identity.version}`;
+      const counts = `${plural(f.rules.length, 'rule')}, ${plural(f.tools.length, 'tool')}, ${plural(f.guards.length, 'guard')}`;
+      io.out(`${f.path}  ${id}  ${f.identity.digest}  ${counts}  default ${f.defaultMode}\n`);
+    }
+    const where = set.env === null ? '' : ` for environment ${set.env}`;
+    io.out(set.files.length === 0 ? `no policy files: every call is decided by the built-in side_effects default with an empty catalogue${where}\n` : `ok: ${plural(set.files.length, 'file')}${where}\n`);
+    return EXIT.ok;
+  }
+  io.out(effectiveRules(set, values.tool, { team: values.team, user: values.user, agent: values.agent }));
+  return EXIT.ok;
+}
+
+interface Caller { team?: string | undefined; user?: string | undefined; agent?: string | undefined }
+
+/** The rules that would be considered for this tool and caller, in order, with what each does. */
+function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
+  const plan = set.plan(tool);
+  const lines: string[] = [];
+  const entry = plan.entry ? `catalogue entry "${plan.entry.pattern}" (${plan.entry.policy})` : 'not in any catalogue';
+  lines.push(`tool ${tool}: kind ${plan.kind}, tags [${[...plan.tags].join(', ')}], ${entry}${plan.entry?.validate ? ', has a schema' : ''}${plan.entry?.confirm ? ', always confirms' : ''}`);
+  lines.push(`caller: team ${caller.team ?? '(any)'}, user ${caller.user ?? '(any)'}, agent ${caller.agent ?? '(any)'}${set.env ? `; environment ${set.env}` : ''}`);
+  const subject: Subject = {
+    tool, kind: plan.kind, tags: plan.tags, env: set.env,
+    identity: { user: caller.user ?? '', team: caller.team ?? null, agent: caller.agent ?? null, roles: [] },
+  };
+  set.files.forEach((file, i) => {
+    lines.push('', `${file.identity.policy}  (${file.path})`);
+    let n = 0;
+    for (const rule of plan.files[i]?.rules ?? []) {
+      const only: string[] = [];
+      let excluded = false;
+      for (const name of CALLER_SELECTORS) {
+        const given = rule.selectors[name];
+        if (given === undefined) continue;
+        if (caller[name.slice(0, -1) as keyof Caller] === undefined) only.push(`only for ${name} [${[...given].join(', ')}]`);
+        else if (!CHECKS[name](rule.selectors, subject)) excluded = true;
+      }
+      if (excluded) continue;
+      lines.push(`  ${++n}. ${rule.id}: ${describeRule(rule)}${only.length ? `  (${only.join('; ')})` : ''}`);
+    }
+    if (n === 0) lines.push('  (no rule applies)');
+    lines.push(`  default: ${describeDefault(file.defaultMode, plan.kind)}`);
+    if (file.maxCalls !== undefined) lines.push(`  limit: abort after ${file.maxCalls} calls in a run`);
+    for (const g of plan.files[i]?.guards ?? []) lines.push(`  guard ${g.id}: ${g.guard} → ${g.action}`);
+  });
+  if (set.files.length === 0) lines.push('', `no policy files: default ${describeDefault('side_effects', plan.kind)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function describeRule(rule: Rule): string {
+  const parts: string[] = [rule.effect];
+  if (rule.when) parts.push(`when \`${rule.when.source}\``);
+  if (rule.confirm === true) parts.push('asks for approval');
+  else if (rule.confirm) parts.push(`asks for approval when \`${rule.confirm.source}\``);
+  if (rule.approval?.kind) parts.push(`approval kind ${rule.approval.kind}`);
+  if (rule.reason) parts.push(`reason: ${rule.reason}`);
+  return parts.join('; ');
+}
+
+function describeDefault(mode: DefaultMode, kind: EffectiveKind): string {
+  if (mode !== 'side_effects') return mode;
+  const d = kind === 'read_only' || kind === 'local_mutation' ? 'allow' : kind === 'remote_mutation' ? 'require_approval' : 'deny';
+  return `side_effects → ${d} (kind ${kind})`;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}

@@ -1,0 +1,59 @@
+// An application deadline for one transaction. postgres.js bounds opening a connection
+// (connect_timeout) but not waiting for a free one: with every pooled connection busy, a query waits
+// in an internal queue with no timer (porsager/postgres#824). A request must fail fast instead
+// (503 + Retry-After), and — the part that matters — a call that failed this way must NEVER commit
+// later, or a client told "unavailable" could find its grant or consume applied after it retried.
+//
+// One small state machine per call:
+//
+//   waiting ──(got a connection)──> running ──(fn returned, flag re-checked)──> committing
+//      │                               │
+//      └──────(timer fires)────────────┴──> abandoned   (caller rejected now; the transaction, if it
+//                                                        ever starts or finishes, throws → ROLLBACK)
+//
+// The transaction reads the flag when postgres.js hands it its connection and again right before it
+// returns (returning is what makes postgres.js send COMMIT). Both checks and the timer run on the
+// one JS thread, so there is no interleaving between "check" and "enter committing". Once committing,
+// the timer no longer abandons the call: the caller waits for COMMIT's own outcome, which the
+// server-side statement_timeout and the socket keepalive bound.
+
+import type { Sql, TransactionSql } from 'postgres';
+import { StoreUnavailableError, toStoreError } from './errors.js';
+
+type Phase = 'waiting' | 'running' | 'committing' | 'abandoned';
+
+// Thrown inside an abandoned transaction to make postgres.js roll it back; nobody sees it.
+class Abandoned extends Error {}
+
+export function withDeadline<T>(sql: Sql, ms: number, fn: (tx: TransactionSql) => Promise<T>): Promise<T> {
+  let phase: Phase = 'waiting';
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      if (phase === 'committing') return;
+      phase = 'abandoned';
+      reject(new StoreUnavailableError('deadline'));
+    }, ms);
+
+    sql
+      .begin(async (tx) => {
+        if (phase === 'abandoned') throw new Abandoned();
+        phase = 'running';
+        const value = await fn(tx);
+        if (phase === 'abandoned') throw new Abandoned();
+        phase = 'committing';
+        // Boxed: sql.begin would await the elements of an array result as queries.
+        return { value };
+      })
+      .then(
+        ({ value }) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          // An abandoned call was already rejected; its rollback (or failure) is nobody's business.
+          if (phase !== 'abandoned') reject(toStoreError(error));
+        },
+      );
+  });
+}

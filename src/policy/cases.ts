@@ -1,0 +1,173 @@
+// Policy test files (`*.test.yaml`): cases of tool, args, claims, env and run view with the wanted
+// decision, run through decide() exactly as the service runs a request (schema refusal first).
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { JsonObject } from '../json/value.js';
+import { createStrictAjv } from './ajv.js';
+import { decide } from './decide.js';
+import { PolicyLoadError, type LoadProblem } from './errors.js';
+import { buildPolicySet, readPolicyFiles } from './load.js';
+import type { Decision, DecisionResult, Identity, PolicySet, RunView } from './model.js';
+import { argsSchema, runViewSchema, toolNameSchema } from './request.js';
+import { readSource } from './source.js';
+
+const caseFileSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['cases'],
+  properties: {
+    env: { type: 'string', minLength: 1 },
+    cases: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'tool', 'want'],
+        properties: {
+          name: { type: 'string', minLength: 1 },
+          tool: toolNameSchema,
+          args: argsSchema,
+          claims: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              sub: { type: 'string', minLength: 1 },
+              team: { type: 'string' },
+              agent: { type: 'string' },
+              roles: { type: 'array', items: { type: 'string' } },
+            },
+          },
+          env: { type: 'string', minLength: 1 },
+          run: runViewSchema,
+          want: { enum: ['allow', 'deny', 'abort', 'require_approval'] },
+          rule: { type: 'string' },
+          kind: { type: 'string' },
+          reason: { type: 'string' },
+        },
+      },
+    },
+  },
+} as const;
+const validateCaseFile = createStrictAjv(true).compile(caseFileSchema);
+
+export interface PolicyCase {
+  file: string;
+  line: number;
+  name: string;
+  tool: string;
+  args: JsonObject;
+  identity: Identity;
+  env: string | null;
+  run?: RunView;
+  want: Decision;
+  rule?: string;
+  kind?: string;
+  reason?: string;
+}
+
+export interface CaseResult {
+  case: PolicyCase;
+  got: DecisionResult;
+  /** Empty when the case passed; else what disagreed. */
+  failures: string[];
+}
+
+interface CaseDoc {
+  env?: string;
+  cases: {
+    name: string; tool: string; args?: JsonObject; env?: string; run?: RunView; want: Decision; rule?: string; kind?: string; reason?: string;
+    claims?: { sub?: string; team?: string; agent?: string; roles?: string[] };
+  }[];
+}
+
+export function isCaseFileName(name: string): boolean {
+  return /\.test\.ya?ml$/i.test(name) && !name.startsWith('.');
+}
+
+export function readCaseFile(path: string, bytes: Uint8Array): { cases: PolicyCase[]; problems: LoadProblem[] } {
+  const read = readSource(path, bytes);
+  if (!read.source) return { cases: [], problems: read.problems };
+  const { value, locate } = read.source;
+  if (!validateCaseFile(value)) {
+    const problems = (validateCaseFile.errors ?? []).map((e) => {
+      const key = e.instancePath.slice(1).replace(/\//g, '.');
+      const path2 = key === '' ? [] : key.split('.').map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+      const extra = e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : '';
+      return { file: path, ...locate(path2), key, message: `${e.message ?? 'invalid'}${extra}` };
+    });
+    return { cases: [], problems };
+  }
+  const doc = value as unknown as CaseDoc;
+  const cases = doc.cases.map((c, i): PolicyCase => ({
+    file: path,
+    line: locate(['cases', i]).line,
+    name: c.name,
+    tool: c.tool,
+    args: c.args ?? {},
+    identity: {
+      user: c.claims?.sub ?? 'test-user',
+      team: c.claims?.team ?? null,
+      agent: c.claims?.agent ?? null,
+      roles: c.claims?.roles ?? [],
+    },
+    env: c.env ?? doc.env ?? null,
+    ...(c.run ? { run: c.run } : {}),
+    want: c.want,
+    ...(c.rule !== undefined ? { rule: c.rule } : {}),
+    ...(c.kind !== undefined ? { kind: c.kind } : {}),
+    ...(c.reason !== undefined ? { reason: c.reason } : {}),
+  }));
+  return { cases, problems: [] };
+}
+
+export function runCase(set: PolicySet, c: PolicyCase): CaseResult {
+  const got = decide(set, { tool: c.tool, args: c.args, ...(c.run ? { run: c.run } : {}) }, c.identity);
+  const failures: string[] = [];
+  if (got.decision !== c.want) failures.push(`decision: want ${c.want}, got ${got.decision}`);
+  if (c.rule !== undefined && got.rule !== c.rule) failures.push(`rule: want ${c.rule}, got ${got.rule}`);
+  if (c.kind !== undefined && got.approval?.kind !== c.kind) failures.push(`kind: want ${c.kind}, got ${got.approval?.kind ?? '(none)'}`);
+  if (c.reason !== undefined && !got.reason.includes(c.reason)) failures.push(`reason: want it to contain ${JSON.stringify(c.reason)}`);
+  return { case: c, got, failures };
+}
+
+/**
+ * Run every `*.test.yaml` in `dir` against the policies of `dir`, loaded once per environment the
+ * cases name. Bad test files or policies come back as problems (the CLI exits 2 on those).
+ */
+export async function runPolicyTests(dir: string): Promise<{ results: CaseResult[]; problems: LoadProblem[] }> {
+  const names = (await readdir(dir)).filter(isCaseFileName).sort();
+  if (names.length === 0) return { results: [], problems: [{ file: dir, line: 1, column: 1, key: '', message: 'no *.test.yaml files here' }] };
+  const problems: LoadProblem[] = [];
+  const cases: PolicyCase[] = [];
+  for (const name of names) {
+    const path = join(dir, name);
+    const read = readCaseFile(path, await readFile(path));
+    problems.push(...read.problems);
+    cases.push(...read.cases);
+  }
+  if (problems.length > 0) return { results: [], problems };
+  let files;
+  try {
+    files = await readPolicyFiles(dir);
+  } catch (err) {
+    if (err instanceof PolicyLoadError) return { results: [], problems: [...err.problems] };
+    throw err;
+  }
+  const sets = new Map<string | null, PolicySet>();
+  const results: CaseResult[] = [];
+  for (const c of cases) {
+    let set = sets.get(c.env);
+    if (!set) {
+      try {
+        set = buildPolicySet(files, { env: c.env });
+      } catch (err) {
+        if (err instanceof PolicyLoadError) return { results: [], problems: [...err.problems] };
+        throw err;
+      }
+      sets.set(c.env, set);
+    }
+    results.push(runCase(set, c));
+  }
+  return { results, problems: [] };
+}

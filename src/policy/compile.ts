@@ -1,0 +1,292 @@
+// One policy file's parsed value → a compiled PolicyFile: the file schema first, then every
+// semantic check of SPEC section 2 (globs, conditions, environments, identities, schemas).
+// Problems are collected, never thrown, so the operator sees all of them at once.
+import type { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { createStrictAjv } from './ajv.js';
+import { canonicalize, CanonicalError, sha256 } from '../json/canonical.js';
+import type { JsonObject, JsonValue } from '../json/value.js';
+import { compileCondition, ConditionError, type CompiledCondition } from './condition/compile.js';
+import type { LoadProblem } from './errors.js';
+import { policyFileSchema } from './file-schema.js';
+import { compileGlob, GlobError, type Glob } from './glob.js';
+import { GUARD_NAMES, type GuardName } from './guards.js';
+import type { ApprovalShape, ArgPath, CatalogueEntry, DefaultMode, Guard, PolicyFile, Rule, RuleEffect, Selectors, ToolKind } from './model.js';
+import { parseArgPath } from './path.js';
+import type { KeyPath, PolicySource } from './source.js';
+
+const SELECTOR_KEYS = ['tools', 'kinds', 'tags', 'envs', 'teams', 'users', 'agents'] as const;
+
+/** Reports problems against a source, locating each key path. */
+class Problems {
+  readonly list: LoadProblem[] = [];
+  constructor(private readonly source: PolicySource) {}
+  add(path: KeyPath, message: string, atKey = false): void {
+    const at = this.source.locate(path, atKey);
+    this.list.push({ file: this.source.file, line: at.line, column: at.column, key: path.join('.'), message });
+  }
+}
+
+const validateFile = createStrictAjv(true).compile(policyFileSchema);
+
+/** Compile one parsed file for the active environment; `ajv` compiles its tool schemas. */
+export function compilePolicyFile(source: PolicySource, env: string | null, ajv: Ajv2020): { file?: PolicyFile; problems: LoadProblem[] } {
+  const problems = new Problems(source);
+  const doc = source.value;
+  if (!validateFile(doc)) {
+    reportSchemaErrors(problems, doc, validateFile.errors ?? []);
+    return { problems: problems.list };
+  }
+  const d = doc as PolicyDoc;
+  checkIdentityText(problems, ['policy'], d.policy, 'policy');
+  if (d.version !== undefined) checkIdentityText(problems, ['version'], d.version, 'version');
+  const environments = d.environments ?? [];
+  checkEnvironments(problems, environments, env);
+  const defaultMode = resolveDefault(problems, d, environments, env);
+  const tools = Object.keys(d.tools ?? {}).map((pattern) => compileTool(problems, ajv, d.policy, pattern, (d.tools ?? {})[pattern]!));
+  const ruleIds = new Set<string>();
+  const rules = (d.rules ?? []).map((r, i) => compileRule(problems, d.policy, environments, r, i, ruleIds));
+  const guards = (d.guards ?? []).map((g, i) => compileGuard(problems, d.policy, environments, g, i));
+
+  let digest = '';
+  try {
+    digest = sha256(canonicalize(doc as JsonValue));
+  } catch (err) {
+    if (!(err instanceof CanonicalError)) throw err;
+    problems.add([], 'content cannot be canonicalized (a string holds a lone surrogate)');
+  }
+  if (problems.list.length > 0) return { problems: problems.list };
+  const file: PolicyFile = {
+    path: source.file,
+    identity: d.version === undefined ? { policy: d.policy, digest } : { policy: d.policy, version: d.version, digest },
+    environments,
+    defaultMode,
+    rules: rules.filter((r): r is Rule => r !== null),
+    guards: guards.filter((g): g is Guard => g !== null),
+    tools: tools.filter((t): t is CatalogueEntry => t !== null),
+    ...(d.limits?.max_calls !== undefined ? { maxCalls: d.limits.max_calls } : {}),
+  };
+  return { file, problems: [] };
+}
+
+// The validated document, as the file schema guarantees it.
+interface SelectorDoc { tools?: string[]; kinds?: string[]; tags?: string[]; envs?: string[]; teams?: string[]; users?: string[]; agents?: string[] }
+interface RuleDoc extends SelectorDoc {
+  id?: string; when?: string; allow?: boolean; abort?: boolean; confirm?: boolean | string; reason?: string;
+  approval?: { kind?: string; capability?: string[]; presentation?: string[] };
+}
+interface GuardDoc extends SelectorDoc { id?: string; guard: string; action?: 'deny' | 'require_approval' }
+interface ToolDoc { kind: ToolKind; tags?: string[]; confirm?: boolean; description?: string; schema?: JsonObject | boolean }
+interface PolicyDoc {
+  policy: string; version?: string; environments?: string[];
+  default?: DefaultMode | Record<string, DefaultMode>;
+  tools?: Record<string, ToolDoc>; rules?: RuleDoc[]; guards?: GuardDoc[]; limits?: { max_calls?: number };
+}
+
+function checkIdentityText(problems: Problems, path: KeyPath, text: string, what: string): void {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes < 1 || bytes > 256) problems.add(path, `${what} must be 1 to 256 bytes`);
+  if (!text.isWellFormed()) problems.add(path, `${what} must be valid UTF-8`);
+  if (/\p{Cc}/u.test(text)) problems.add(path, `${what} must not contain control characters`);
+}
+
+function checkEnvironments(problems: Problems, environments: readonly string[], env: string | null): void {
+  if (new Set(environments).size !== environments.length) problems.add(['environments'], 'environments are listed twice');
+  if (environments.length === 0) return;
+  if (env === null) problems.add(['environments'], 'this file declares environments: set POLICY_ENV to one of them');
+  else if (!environments.includes(env)) problems.add(['environments'], `POLICY_ENV "${env}" is not among the declared environments`);
+}
+
+function resolveDefault(problems: Problems, d: PolicyDoc, environments: readonly string[], env: string | null): DefaultMode {
+  const def = d.default;
+  if (def === undefined) return 'side_effects';
+  if (typeof def === 'string') return def;
+  if (environments.length === 0) {
+    problems.add(['default'], 'a per-environment default needs `environments`');
+    return 'deny';
+  }
+  for (const name of Object.keys(def)) {
+    if (!environments.includes(name)) problems.add(['default', name], `environment "${name}" is not declared in environments`, true);
+  }
+  for (const name of environments) {
+    if (!Object.hasOwn(def, name)) problems.add(['default'], `no default for environment "${name}"`);
+  }
+  return (env !== null && Object.hasOwn(def, env) ? def[env] : undefined) ?? 'deny';
+}
+
+function compileTool(problems: Problems, ajv: Ajv2020, policy: string, pattern: string, doc: ToolDoc): CatalogueEntry | null {
+  const path = ['tools', pattern];
+  const glob = globOrProblem(problems, path, pattern, true);
+  if (doc.confirm === false) problems.add([...path, 'confirm'], '`confirm: false` is refused: a policy can only add confirmation');
+  let validate: ValidateFunction | undefined;
+  if (doc.schema !== undefined) {
+    try {
+      validate = ajv.compile(doc.schema);
+    } catch (err) {
+      problems.add([...path, 'schema'], `schema does not compile: ${(err as Error).message}`);
+    }
+  }
+  if (!glob) return null;
+  return {
+    pattern,
+    glob,
+    kind: doc.kind,
+    tags: new Set(doc.tags ?? []),
+    confirm: doc.confirm === true,
+    policy,
+    ...(validate ? { validate } : {}),
+  };
+}
+
+function compileSelectors(problems: Problems, base: KeyPath, environments: readonly string[], doc: SelectorDoc): Selectors {
+  const sel: { -readonly [K in keyof Selectors]: Selectors[K] } = {};
+  for (const key of SELECTOR_KEYS) {
+    const list = doc[key];
+    if (list === undefined) continue;
+    if (key === 'tools') {
+      sel.tools = list.map((p, i) => globOrProblem(problems, [...base, 'tools', i], p, false)).filter((g): g is Glob => g !== null);
+      continue;
+    }
+    if (key === 'envs') {
+      list.forEach((e, i) => {
+        if (!environments.includes(e)) problems.add([...base, 'envs', i], `environment "${e}" is not declared in environments`);
+      });
+    }
+    sel[key] = new Set(list);
+  }
+  return sel;
+}
+
+function compileRule(problems: Problems, policy: string, environments: readonly string[], doc: RuleDoc, index: number, ids: Set<string>): Rule | null {
+  const base: KeyPath = ['rules', index];
+  const id = doc.id ?? `${policy}#${index}`;
+  if (ids.has(id)) problems.add([...base, 'id'], `rule id "${id}" is used twice in this file`);
+  ids.add(id);
+  const selectors = compileSelectors(problems, base, environments, doc);
+
+  let effect: RuleEffect | null = null;
+  if (doc.abort === false) problems.add([...base, 'abort'], '`abort: false` means nothing: remove it');
+  if (doc.abort === true && doc.allow !== undefined) problems.add([...base, 'abort'], 'a rule has either `allow` or `abort`, not both');
+  else if (doc.abort === true) effect = 'abort';
+  else if (doc.allow !== undefined) effect = doc.allow ? 'allow' : 'deny';
+  else problems.add(base, 'a rule needs `allow: true`, `allow: false` or `abort: true`');
+
+  const when = doc.when === undefined ? undefined : conditionOrProblem(problems, [...base, 'when'], doc.when);
+  let confirm: true | CompiledCondition | undefined;
+  if (doc.confirm !== undefined) {
+    if (doc.confirm === false) problems.add([...base, 'confirm'], '`confirm: false` is refused: a policy can only add confirmation');
+    else if (effect !== null && effect !== 'allow') problems.add([...base, 'confirm'], '`confirm` applies only to `allow: true` rules');
+    else confirm = doc.confirm === true ? true : conditionOrProblem(problems, [...base, 'confirm'], doc.confirm);
+  }
+  let approval: ApprovalShape | undefined;
+  if (doc.approval !== undefined) {
+    if (effect !== null && effect !== 'allow') problems.add([...base, 'approval'], '`approval` applies only to `allow: true` rules');
+    approval = {
+      ...(doc.approval.kind !== undefined ? { kind: doc.approval.kind } : {}),
+      ...(doc.approval.capability ? { capability: argPaths(problems, [...base, 'approval', 'capability'], doc.approval.capability) } : {}),
+      ...(doc.approval.presentation ? { presentation: argPaths(problems, [...base, 'approval', 'presentation'], doc.approval.presentation) } : {}),
+    };
+  }
+  if (effect === null) return null;
+  return {
+    id,
+    index,
+    selectors,
+    effect,
+    ...(when ? { when } : {}),
+    ...(confirm ? { confirm } : {}),
+    ...(approval ? { approval } : {}),
+    ...(doc.reason !== undefined ? { reason: doc.reason } : {}),
+  };
+}
+
+function compileGuard(problems: Problems, policy: string, environments: readonly string[], doc: GuardDoc, index: number): Guard | null {
+  const base: KeyPath = ['guards', index];
+  const selectors = compileSelectors(problems, base, environments, doc);
+  if (!(GUARD_NAMES as readonly string[]).includes(doc.guard)) {
+    problems.add([...base, 'guard'], `unknown guard (known: ${GUARD_NAMES.join(', ')})`);
+    return null;
+  }
+  return { id: doc.id ?? `${policy}#guards.${index}`, guard: doc.guard as GuardName, selectors, action: doc.action ?? 'deny' };
+}
+
+function globOrProblem(problems: Problems, path: KeyPath, pattern: string, atKey: boolean): Glob | null {
+  try {
+    return compileGlob(pattern);
+  } catch (err) {
+    if (!(err instanceof GlobError)) throw err;
+    problems.add(path, `glob does not compile: ${err.message}`, atKey);
+    return null;
+  }
+}
+
+function conditionOrProblem(problems: Problems, path: KeyPath, source: string): CompiledCondition | undefined {
+  try {
+    return compileCondition(source);
+  } catch (err) {
+    if (!(err instanceof ConditionError)) throw err;
+    problems.add(path, `condition: ${err.message}`);
+    return undefined;
+  }
+}
+
+function argPaths(problems: Problems, path: KeyPath, texts: readonly string[]): ArgPath[] {
+  const out: ArgPath[] = [];
+  texts.forEach((text, i) => {
+    const parsed = parseArgPath(text);
+    if ('error' in parsed) problems.add([...path, i], parsed.error);
+    else out.push({ text, segments: parsed.segments });
+  });
+  return out;
+}
+
+/** Turn ajv's errors on the file schema into located, value-free problems. */
+function reportSchemaErrors(problems: Problems, doc: unknown, errors: readonly ErrorObject[]): void {
+  // An anyOf failure comes with one error per branch; report the anyOf alone.
+  const anyOf = errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath);
+  for (const e of errors) {
+    if (e.keyword !== 'anyOf' && anyOf.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`))) continue;
+    const path = pointerToPath(doc, e.instancePath);
+    switch (e.keyword) {
+      case 'additionalProperties': {
+        const key = String((e.params as { additionalProperty: string }).additionalProperty);
+        problems.add([...path, key], 'unknown key', true);
+        break;
+      }
+      case 'required':
+        problems.add(path, `missing required key "${String((e.params as { missingProperty: string }).missingProperty)}"`);
+        break;
+      case 'anyOf':
+        problems.add(path, 'must be allow, deny, side_effects, or a map from environment to one of them');
+        break;
+      case 'enum':
+        problems.add(path, `must be one of: ${((e.params as { allowedValues: unknown[] }).allowedValues).join(', ')}`);
+        break;
+      case 'minItems':
+        problems.add(path, (e.params as { limit: number }).limit === 1 ? 'must not be empty' : `${e.message ?? 'too few items'}`);
+        break;
+      case 'propertyNames':
+        problems.add(path, `has an invalid key: ${e.message ?? ''}`);
+        break;
+      default:
+        problems.add(path, e.message ?? `fails ${e.keyword}`);
+    }
+  }
+}
+
+function pointerToPath(doc: unknown, pointer: string): (string | number)[] {
+  if (pointer === '') return [];
+  const out: (string | number)[] = [];
+  let node: unknown = doc;
+  for (const raw of pointer.slice(1).split('/')) {
+    const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (Array.isArray(node)) {
+      out.push(Number(seg));
+      node = node[Number(seg)];
+    } else {
+      out.push(seg);
+      node = node !== null && typeof node === 'object' && Object.hasOwn(node, seg) ? (node as Record<string, unknown>)[seg] : undefined;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,79 @@
+// Why an operator came out undecidable, for explain(). Called only after compare.ts has decided the
+// truth, so it can never change a result. It names paths and JSON types, never argument values.
+import { isScalarKind, kindOf, type Kind } from './values.js';
+
+/** An operand as the explanation names it: its path, or undefined for a literal. */
+export interface Named {
+  readonly path: string | undefined;
+}
+
+export function kindPhrase(k: Kind): string {
+  switch (k) {
+    case 'null':
+      return 'null';
+    case 'array':
+      return 'an array';
+    case 'object':
+      return 'an object';
+    case 'missing':
+      return 'a missing value';
+    case 'other':
+      return 'a value that is not JSON';
+    case 'boolean':
+    case 'number':
+    case 'string':
+      return `a ${k}`;
+  }
+}
+
+/** `==`, `!=` and the orderings. */
+export function whyCompare(op: string, l: Named, lv: unknown, r: Named, rv: unknown): string {
+  const absent = whyAbsent(l, lv) ?? whyAbsent(r, rv);
+  if (absent !== undefined) return absent;
+  const lk = kindOf(lv);
+  const rk = kindOf(rv);
+  if (lk !== rk) return crossType(l, lk, r, rk);
+  const subject = l.path !== undefined ? `\`${l.path}\`` : `\`${r.path ?? ''}\``;
+  const wants = op === '==' || op === '!=' ? 'compares numbers, strings, booleans or null' : 'orders only numbers or strings';
+  return `${subject} is ${kindPhrase(lk)}; ${op} ${wants}`;
+}
+
+/** `x in list` (list literal: `container` has no path) or `x in path`. */
+export function whyMember(x: Named, xv: unknown, container: Named, cv: unknown): string {
+  const absent = whyAbsent(x, xv) ?? whyAbsent(container, cv);
+  if (absent !== undefined) return absent;
+  const xk = kindOf(xv);
+  if (!isScalarKind(xk)) return `\`${x.path ?? ''}\` is ${kindPhrase(xk)}; \`in\` tests a number, string, boolean or null`;
+  if (!Array.isArray(cv)) return `\`${container.path ?? ''}\` is ${kindPhrase(kindOf(cv))}, not an array`;
+  let ek: Kind = 'null';
+  for (let i = 0; i < cv.length; i++) {
+    const k = kindOf(cv[i]);
+    if (k !== xk && k !== 'null') {
+      ek = k;
+      break;
+    }
+  }
+  const holder = container.path !== undefined ? `\`${container.path}\`` : 'the list';
+  if (x.path === undefined) return `${holder} holds ${kindPhrase(ek)}, compared with ${kindPhrase(xk)}`;
+  return `\`${x.path}\` is ${kindPhrase(xk)}, and ${holder} holds ${kindPhrase(ek)}`;
+}
+
+/** A bare path read as a boolean. */
+export function whyBoolean(p: Named, v: unknown): string {
+  return whyAbsent(p, v) ?? `\`${p.path ?? ''}\` is ${kindPhrase(kindOf(v))}, not a boolean`;
+}
+
+function whyAbsent(n: Named, v: unknown): string | undefined {
+  if (n.path === undefined) return undefined;
+  const k = kindOf(v);
+  if (k === 'missing') return `\`${n.path}\` is missing`;
+  if (k === 'other') return `\`${n.path}\` holds a value that is not JSON`;
+  return undefined;
+}
+
+function crossType(l: Named, lk: Kind, r: Named, rk: Kind): string {
+  // Lead with a path: "`amount` is a string, compared with a number" reads the same for `100 < amount`.
+  const [a, ak, b, bk] = l.path === undefined ? [r, rk, l, lk] : [l, lk, r, rk];
+  const other = b.path === undefined ? kindPhrase(bk) : `\`${b.path}\`, ${kindPhrase(bk)}`;
+  return `\`${a.path ?? ''}\` is ${kindPhrase(ak)}, compared with ${other}`;
+}

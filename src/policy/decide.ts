@@ -1,0 +1,288 @@
+// decide(): the pure, synchronous evaluation of SPEC section 2 for one request. explain() is the
+// same evaluation with a trace recorded on the way: one evaluator, the trace is optional output.
+import { approvalHash } from '../json/canonical.js';
+import type { JsonObject } from '../json/value.js';
+import type { ConditionResult } from './condition/compile.js';
+import { runGuard, type PiiKind } from './guards.js';
+import { CALLER_SELECTORS, selectorsMatch, traceSelectors, type SelectorTrace, type Subject } from './match.js';
+import { modelMessage } from './message.js';
+import {
+  SEVERITY,
+  type ApprovalDescriptor, type ApprovalShape, type Decision, type DecideRequest, type DecisionResult, type DefaultMode,
+  type EffectiveKind, type Guard, type Identity, type PolicyFile, type PolicySet, type Rule, type RuleEffect, type ToolPlan,
+} from './model.js';
+import { pickPaths } from './path.js';
+
+export interface RuleTrace {
+  id: string;
+  effect: RuleEffect;
+  selectors: SelectorTrace[];
+  when?: ConditionResult;
+  confirm?: ConditionResult;
+  /** `restricts_only`: its `when` was undecidable, so it counts where it restricts, not where it allows. */
+  applies: 'yes' | 'no' | 'restricts_only';
+}
+export interface GuardTrace { id: string; guard: string; action: Decision; selectors: SelectorTrace[]; finding: { path: string; kind: PiiKind } | null | 'not_run' }
+export interface FileTrace {
+  policy: string;
+  version?: string;
+  digest: string;
+  default: DefaultMode;
+  rules: RuleTrace[];
+  guards: GuardTrace[];
+  limits?: { max_calls: number; steps: number };
+  decision: Decision;
+  reason: string;
+  rule: string;
+}
+export interface Trace {
+  tool: string;
+  catalogue: { entry: string | null; policy: string | null; kind: EffectiveKind; tags: string[] };
+  schema: 'none' | 'passed' | 'failed';
+  files: FileTrace[];
+}
+export type ExplainResult = DecisionResult & { trace: Trace };
+
+/** Decide one request. Never throws: an internal failure is a `deny` flagged `internalError`. */
+export function decide(set: PolicySet, request: DecideRequest, identity: Identity): DecisionResult {
+  try {
+    return evaluate(set, request, identity, null);
+  } catch {
+    return internalError(set, request.tool);
+  }
+}
+
+/** decide() with the trace of every rule of every file considered. */
+export function explain(set: PolicySet, request: DecideRequest, identity: Identity): ExplainResult {
+  const trace: Trace = { tool: request.tool, catalogue: { entry: null, policy: null, kind: 'unknown', tags: [] }, schema: 'none', files: [] };
+  try {
+    return { ...evaluate(set, request, identity, trace), trace };
+  } catch {
+    return { ...internalError(set, request.tool), trace };
+  }
+}
+
+/** What one file decided, before it is combined with the others. */
+interface Outcome {
+  decision: Decision;
+  reason: string;
+  rule: string;
+  /** For require_approval: the approval kind and shape (`null`: the default `{tool, args}`). */
+  kind?: string;
+  shape?: ApprovalShape | null;
+}
+
+// With no policy file at all: the side-effect default and an empty catalogue (SPEC section 2).
+const BUILTIN: PolicyFile = {
+  path: '(builtin)', identity: { policy: 'builtin', digest: '' }, environments: [], defaultMode: 'side_effects', rules: [], guards: [], tools: [],
+};
+const NO_PLAN = { rules: [], guards: [] } as const;
+
+function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, trace: Trace | null): DecisionResult {
+  const plan = set.plan(request.tool);
+  const subject: Subject = { tool: request.tool, kind: plan.kind, tags: plan.tags, env: set.env, identity };
+  if (trace) {
+    trace.catalogue = { entry: plan.entry?.pattern ?? null, policy: plan.entry?.policy ?? null, kind: plan.kind, tags: [...plan.tags] };
+  }
+  const validate = plan.entry?.validate;
+  if (validate) {
+    // Step 2: the tool's schema is checked once, before any policy is consulted.
+    const ok = validate(request.args);
+    if (trace) trace.schema = ok ? 'passed' : 'failed';
+    if (!ok) {
+      const e = validate.errors?.[0];
+      const where = e?.instancePath || '/';
+      const reason = `the arguments do not match the schema of ${JSON.stringify(request.tool)}: ${where} ${e?.message ?? 'is invalid'}`;
+      return result(set, request, { decision: 'deny', reason, rule: `${plan.entry!.policy}#tools.${plan.entry!.pattern}.schema` }, true);
+    }
+  }
+  const files = set.files.length > 0 ? set.files : [BUILTIN];
+  let best: Outcome | null = null;
+  for (let i = 0; i < files.length; i++) {
+    const file = files[i]!;
+    const filePlan = plan.files[i] ?? NO_PLAN;
+    const ft: FileTrace | null = trace ? newFileTrace(file) : null;
+    // Decide evaluates only the plan's candidates; explain evaluates every rule (selectors re-checked).
+    const outcome = evaluateFile(file, plan, ft ? file.rules : filePlan.rules, ft ? file.guards : filePlan.guards, subject, request, ft);
+    if (ft) {
+      Object.assign(ft, { decision: outcome.decision, reason: outcome.reason, rule: outcome.rule });
+      trace!.files.push(ft);
+    }
+    // The most severe wins; among equals the first file in load order gives reason and approval.
+    if (best === null || SEVERITY[outcome.decision] > SEVERITY[best.decision]) best = outcome;
+  }
+  return result(set, request, best!, false);
+}
+
+function evaluateFile(
+  file: PolicyFile, plan: ToolPlan, rules: readonly Rule[], guards: readonly Guard[],
+  subject: Subject, request: DecideRequest, ft: FileTrace | null,
+): Outcome {
+  const args = request.args;
+  let abort: Rule | undefined;
+  let deny: Rule | undefined;
+  let allow: Rule | undefined;
+  let confirmBy: Rule | undefined;
+  for (const rule of rules) {
+    const rt: RuleTrace | null = ft ? { id: rule.id, effect: rule.effect, selectors: [], applies: 'no' } : null;
+    const applies = ruleApplies(rule, subject, args, rt);
+    if (rt) ft!.rules.push(rt);
+    if (applies === 'no') continue;
+    if (rule.effect === 'abort') {
+      abort ??= rule;
+      if (!ft) break; // nothing is more severe than the first abort
+    } else if (rule.effect === 'deny') {
+      deny ??= rule;
+    } else {
+      if (applies === 'yes') allow ??= rule;
+      if ((rt || !confirmBy) && confirmHolds(rule, args, rt)) confirmBy ??= rule;
+    }
+  }
+
+  let out: Outcome;
+  if (abort) out = { decision: 'abort', reason: abort.reason ?? `rule "${abort.id}" ends the run`, rule: abort.id };
+  else if (deny) out = { decision: 'deny', reason: deny.reason ?? `rule "${deny.id}" denies it`, rule: deny.id };
+  else if (allow) out = { decision: 'allow', reason: allow.reason ?? `rule "${allow.id}" allows it`, rule: allow.id };
+  else out = byDefault(file, subject);
+
+  // Step 5: an allowed call asks when the catalogue or an applicable rule says so.
+  if (out.decision === 'allow') {
+    const entry = plan.entry;
+    if (entry?.confirm) {
+      out = { decision: 'require_approval', reason: `${JSON.stringify(subject.tool)} always needs confirmation`, rule: `${entry.policy}#tools.${entry.pattern}`, kind: 'confirm', shape: null };
+    } else if (confirmBy) {
+      out = {
+        decision: 'require_approval',
+        reason: confirmBy.reason ?? `rule "${confirmBy.id}" asks for confirmation`,
+        rule: confirmBy.id,
+        kind: confirmBy.approval?.kind ?? 'confirm',
+        shape: confirmBy.approval ?? null,
+      };
+    }
+  }
+
+  // Step 6: the run's call budget, counted from the run view.
+  if (file.maxCalls !== undefined) {
+    const steps = request.run?.steps?.length ?? 0;
+    if (ft) ft.limits = { max_calls: file.maxCalls, steps };
+    if (steps >= file.maxCalls && out.decision !== 'abort') {
+      out = { decision: 'abort', reason: `the run reached its limit of ${file.maxCalls} calls`, rule: `${file.identity.policy}#limits.max_calls` };
+    }
+  }
+
+  // Step 7: guards only matter where they would make the answer more severe.
+  for (const guard of guards) {
+    const gt: GuardTrace | null = ft ? { id: guard.id, guard: guard.guard, action: guard.action, selectors: traceSelectors(guard.selectors, subject), finding: 'not_run' } : null;
+    if (gt) ft!.guards.push(gt);
+    const matches = gt ? gt.selectors.every((s) => s.matched) : selectorsMatch(guard.selectors, subject, CALLER_SELECTORS);
+    if (!matches || (!gt && SEVERITY[guard.action] <= SEVERITY[out.decision])) continue;
+    const finding = runGuard(guard.guard, args);
+    if (gt) gt.finding = finding;
+    if (finding && SEVERITY[guard.action] > SEVERITY[out.decision]) {
+      out = {
+        decision: guard.action,
+        reason: `guard "${guard.guard}" found ${PII_TEXT[finding.kind]} at ${finding.path || '/'}`,
+        rule: guard.id,
+        kind: guard.guard,
+        shape: null,
+      };
+    }
+  }
+  return out;
+}
+
+const PII_TEXT: Readonly<Record<PiiKind, string>> = { email: 'an email address', phone: 'a phone number', card: 'a card number', iban: 'an IBAN' };
+
+/** 'yes', 'no', or 'undecidable' (its `when` could not be decided: it applies where it restricts). */
+function ruleApplies(rule: Rule, subject: Subject, args: JsonObject, rt: RuleTrace | null): 'yes' | 'no' | 'undecidable' {
+  let selected: boolean;
+  if (rt) {
+    rt.selectors = traceSelectors(rule.selectors, subject);
+    selected = rt.selectors.every((s) => s.matched);
+  } else {
+    selected = selectorsMatch(rule.selectors, subject, CALLER_SELECTORS); // the plan settled the rest
+    if (!selected) return 'no';
+  }
+  let when: ConditionResult['truth'] = true;
+  if (rule.when) {
+    if (rt) {
+      rt.when = rule.when.explain(args);
+      when = rt.when.truth;
+    } else {
+      when = rule.when.evaluate(args);
+    }
+  }
+  // SPEC section 3: an undecidable `when` applies a restricting rule (allow: false, abort, confirm)
+  // and does not apply an allowing one: fail closed both ways.
+  const applies = !selected || when === false ? 'no' : when === true ? 'yes' : rule.effect !== 'allow' || rule.confirm ? 'undecidable' : 'no';
+  if (rt) rt.applies = applies === 'undecidable' ? (rule.effect === 'allow' ? 'restricts_only' : 'yes') : applies;
+  return applies;
+}
+
+/** A rule's `confirm`: true, or a condition that holds or cannot be decided. */
+function confirmHolds(rule: Rule, args: JsonObject, rt: RuleTrace | null): boolean {
+  if (rule.confirm === undefined) return false;
+  if (rule.confirm === true) {
+    if (rt) rt.confirm = { truth: true, why: 'confirm: true' };
+    return true;
+  }
+  if (rt) {
+    rt.confirm = rule.confirm.explain(args);
+    return rt.confirm.truth !== false;
+  }
+  return rule.confirm.evaluate(args) !== false;
+}
+
+function byDefault(file: PolicyFile, subject: Subject): Outcome {
+  const rule = `${file.identity.policy}#default`;
+  const where = subject.env === null ? '' : ` in ${subject.env}`;
+  switch (file.defaultMode) {
+    case 'allow':
+      return { decision: 'allow', reason: `no rule matched; the default${where} is allow`, rule };
+    case 'deny':
+      return { decision: 'deny', reason: `no rule matched; the default${where} is deny`, rule };
+    case 'side_effects':
+      switch (subject.kind) {
+        case 'read_only':
+        case 'local_mutation':
+          return { decision: 'allow', reason: `no rule matched; ${subject.kind} tools are allowed by default`, rule };
+        case 'remote_mutation':
+          return { decision: 'require_approval', reason: 'no rule matched; remote_mutation tools need approval by default', rule, kind: 'remote_mutation', shape: null };
+        case 'destructive':
+          return { decision: 'deny', reason: 'no rule matched; destructive tools are denied by default', rule };
+        case 'unknown':
+          return { decision: 'deny', reason: 'the tool is not in the catalogue; unknown tools are denied by default', rule };
+      }
+  }
+}
+
+function result(set: PolicySet, request: DecideRequest, out: Outcome, schemaRefused: boolean): DecisionResult {
+  const res: DecisionResult = {
+    decision: out.decision,
+    reason: out.reason,
+    rule: out.rule,
+    policies: set.identities,
+    message: modelMessage(out.decision, request.tool, out.reason, schemaRefused),
+  };
+  if (schemaRefused) res.schemaRefused = true;
+  if (out.decision === 'require_approval') res.approval = approvalFor(request, out.kind ?? 'confirm', out.shape ?? null);
+  return res;
+}
+
+/** SPEC section 2 and 4: the approval's kind, capability, presentation and hash. */
+export function approvalFor(request: DecideRequest, kind: string, shape: ApprovalShape | null): ApprovalDescriptor {
+  const { tool, args } = request;
+  const capability: JsonObject = shape === null ? { tool, args } : shape.capability ? pickPaths(args, shape.capability) : {};
+  const presentation: JsonObject = shape === null ? { tool, args } : shape.presentation ? pickPaths(args, shape.presentation) : {};
+  return { kind, capability, presentation, hash: approvalHash({ tool, args, kind, capability, presentation }) };
+}
+
+function internalError(set: PolicySet, tool: string): DecisionResult {
+  const reason = 'an internal error stopped the policy evaluation';
+  return { decision: 'deny', reason, rule: 'internal', policies: set.identities, message: modelMessage('deny', tool, reason, false), internalError: true };
+}
+
+function newFileTrace(file: PolicyFile): FileTrace {
+  const { policy, version, digest } = file.identity;
+  return { policy, ...(version !== undefined ? { version } : {}), digest, default: file.defaultMode, rules: [], guards: [], decision: 'allow', reason: '', rule: '' };
+}

@@ -1,0 +1,99 @@
+// The JSON Schema of a policy file (SPEC section 2). Closed everywhere: an unknown key is a load
+// error, never ignored. Semantic checks that a schema cannot express well (globs, conditions,
+// environments, identities) live in compile.ts.
+
+const name = { type: 'string', minLength: 1, maxLength: 256 } as const;
+const nameList = { type: 'array', minItems: 1, maxItems: 10_000, items: name } as const;
+const envName = { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' } as const;
+const decisionMode = { enum: ['allow', 'deny', 'side_effects'] } as const;
+const toolKind = { enum: ['read_only', 'local_mutation', 'remote_mutation', 'destructive'] } as const;
+const argPath = { type: 'string', minLength: 1, maxLength: 512 } as const;
+const argPathList = { type: 'array', maxItems: 256, items: argPath } as const;
+
+const selectors = {
+  tools: nameList,
+  kinds: { type: 'array', minItems: 1, items: { enum: [...toolKind.enum, 'unknown'] } },
+  tags: nameList,
+  envs: { type: 'array', minItems: 1, items: envName },
+  teams: nameList,
+  users: nameList,
+  agents: nameList,
+} as const;
+
+export const policyFileSchema = {
+  $id: 'https://gatehouse.dev/schemas/policy-file.json',
+  type: 'object',
+  additionalProperties: false,
+  required: ['policy'],
+  properties: {
+    policy: { type: 'string' },
+    version: { type: 'string' },
+    environments: { type: 'array', minItems: 1, maxItems: 256, items: envName },
+    default: {
+      anyOf: [decisionMode, { type: 'object', propertyNames: envName, additionalProperties: decisionMode }],
+    },
+    tools: {
+      type: 'object',
+      maxProperties: 100_000,
+      propertyNames: { minLength: 1, maxLength: 256 },
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['kind'],
+        properties: {
+          kind: toolKind,
+          tags: nameList,
+          confirm: { type: 'boolean' },
+          description: { type: 'string', maxLength: 4096 },
+          schema: { type: ['object', 'boolean'] },
+        },
+      },
+    },
+    rules: {
+      type: 'array',
+      maxItems: 100_000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          id: name,
+          ...selectors,
+          when: { type: 'string' },
+          allow: { type: 'boolean' },
+          abort: { type: 'boolean' },
+          confirm: { type: ['boolean', 'string'] },
+          reason: { type: 'string', minLength: 1, maxLength: 1024 },
+          approval: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              kind: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,64}$' },
+              capability: argPathList,
+              presentation: argPathList,
+            },
+          },
+        },
+      },
+    },
+    guards: {
+      type: 'array',
+      maxItems: 1000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['guard'],
+        properties: {
+          id: name,
+          guard: { type: 'string' },
+          ...selectors,
+          action: { enum: ['deny', 'require_approval'] },
+        },
+      },
+    },
+    limits: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { max_calls: { type: 'integer', minimum: 0, maximum: 1_000_000_000 } },
+    },
+  },
+} as const;

@@ -1,0 +1,187 @@
+// Load a policy directory (or one file) into a PolicySet: read every file, compile each, then the
+// cross-file checks (one identity per policy, one catalogue entry per tool name, unique rule ids).
+// Any problem anywhere fails the whole load: a partial policy set is never served.
+import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { basename, isAbsolute, join, relative, sep } from 'node:path';
+import { createArgsAjv } from './ajv.js';
+import { compilePolicyFile } from './compile.js';
+import { PolicyLoadError, type LoadProblem } from './errors.js';
+import { selectorsMatch, TOOL_SELECTORS, type Subject } from './match.js';
+import type { CatalogueEntry, FilePlan, PolicyFile, PolicySet, Rule, ToolPlan } from './model.js';
+import { formatOf, readSource } from './source.js';
+
+export interface LoadOptions {
+  /** The active environment (POLICY_ENV); required when a file declares environments. */
+  env?: string | null;
+}
+
+export interface FileBytes { path: string; bytes: Uint8Array }
+
+/** Policy test files live beside policies but are not policies. */
+export function isPolicyFileName(name: string): boolean {
+  return !name.startsWith('.') && formatOf(name) !== null && !/\.test\.(ya?ml|json|toml)$/i.test(name);
+}
+
+/** Read a directory (its policy files, in file-name order) or a single file. Throws PolicyLoadError. */
+export async function loadPolicies(target: string, options: LoadOptions = {}): Promise<PolicySet> {
+  return buildPolicySet(await readPolicyFiles(target), options);
+}
+
+export async function readPolicyFiles(target: string): Promise<FileBytes[]> {
+  const problem = (file: string, message: string): PolicyLoadError =>
+    new PolicyLoadError([{ file, line: 1, column: 1, key: '', message }]);
+  let info;
+  try {
+    info = await stat(target);
+  } catch {
+    throw problem(target, 'cannot read: no such file or directory');
+  }
+  if (!info.isDirectory()) return [{ path: target, bytes: await readFile(target) }];
+
+  const root = await realpath(target);
+  const names = (await readdir(target)).filter(isPolicyFileName).sort(byCodeUnits);
+  const files: FileBytes[] = [];
+  const problems: LoadProblem[] = [];
+  for (const name of names) {
+    const path = join(target, name);
+    const link = await lstat(path);
+    if (link.isSymbolicLink()) {
+      // Mounted config (e.g. a Kubernetes ConfigMap) is symlinks inside the directory; a link that
+      // leads outside it is refused, so a policy directory cannot pull in arbitrary files.
+      const real = await realpath(path).catch(() => null);
+      const rel = real === null ? '..' : relative(root, real);
+      if (rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) {
+        problems.push({ file: path, line: 1, column: 1, key: '', message: 'symbolic link leads outside the policy directory' });
+        continue;
+      }
+    }
+    const s = await stat(path).catch(() => null);
+    if (!s?.isFile()) continue;
+    files.push({ path, bytes: await readFile(path) });
+  }
+  if (problems.length > 0) throw new PolicyLoadError(problems);
+  return files;
+}
+
+/** Compile file contents into a policy set (pure: no I/O). Throws PolicyLoadError with every problem. */
+export function buildPolicySet(inputs: readonly FileBytes[], options: LoadOptions = {}): PolicySet {
+  const env = options.env ?? null;
+  const ajv = createArgsAjv(); // one per load: a reload drops the old set's compiled schemas with it
+  const problems: LoadProblem[] = [];
+  const files: PolicyFile[] = [];
+  for (const input of [...inputs].sort((a, b) => byCodeUnits(basename(a.path), basename(b.path)))) {
+    const read = readSource(input.path, input.bytes);
+    problems.push(...read.problems);
+    if (!read.source) continue;
+    const compiled = compilePolicyFile(read.source, env, ajv);
+    problems.push(...compiled.problems);
+    if (compiled.file) files.push(compiled.file);
+  }
+  problems.push(...crossFileProblems(files));
+  if (problems.length > 0) throw new PolicyLoadError(problems);
+  return createPolicySet(files, env);
+}
+
+function crossFileProblems(files: readonly PolicyFile[]): LoadProblem[] {
+  const problems: LoadProblem[] = [];
+  const at = (file: PolicyFile, key: string, message: string): void => {
+    problems.push({ file: file.path, line: 1, column: 1, key, message });
+  };
+  const policies = new Map<string, string>();
+  const tools = new Map<string, string>();
+  const ruleIds = new Map<string, string>();
+  for (const file of files) {
+    const first = policies.get(file.identity.policy);
+    if (first) at(file, 'policy', `policy "${file.identity.policy}" is also defined in ${first}`);
+    else policies.set(file.identity.policy, file.path);
+    for (const entry of file.tools) {
+      const other = tools.get(entry.pattern);
+      if (other) at(file, `tools.${entry.pattern}`, `tool "${entry.pattern}" is also in the catalogue of ${other}`);
+      else tools.set(entry.pattern, file.path);
+    }
+    for (const rule of file.rules) {
+      const other = ruleIds.get(rule.id);
+      if (other && other !== file.path) at(file, `rules.${rule.index}.id`, `rule id "${rule.id}" is also used in ${other}`);
+      else ruleIds.set(rule.id, file.path);
+    }
+  }
+  return problems;
+}
+
+const PLAN_CACHE_SIZE = 10_000;
+
+/**
+ * Index the rules so that deciding never scans every rule: per tool name, the rules and guards
+ * whose tool-dependent selectors match are computed once (from an exact-name index, the glob
+ * rules and the rules without `tools`) and memoised in a bounded map.
+ */
+export function createPolicySet(files: readonly PolicyFile[], env: string | null): PolicySet {
+  const exactEntries = new Map<string, CatalogueEntry>();
+  const globEntries: CatalogueEntry[] = [];
+  for (const file of files) {
+    for (const entry of file.tools) {
+      if (entry.glob.literal) exactEntries.set(entry.pattern, entry);
+      else globEntries.push(entry);
+    }
+  }
+  const indexes = files.map(indexRules);
+  const cache = new Map<string, ToolPlan>();
+
+  const computePlan = (tool: string): ToolPlan => {
+    const entry = exactEntries.get(tool) ?? globEntries.find((e) => e.glob.test(tool)) ?? null;
+    const subject: Subject = { tool, kind: entry?.kind ?? 'unknown', tags: entry?.tags ?? new Set(), env };
+    const filePlans: FilePlan[] = files.map((file, i) => {
+      const index = indexes[i]!;
+      const candidates = [...(index.exact.get(tool) ?? []), ...index.other].sort((a, b) => a.index - b.index);
+      return {
+        rules: candidates.filter((r, k) => candidates[k - 1] !== r && selectorsMatch(r.selectors, subject, TOOL_SELECTORS)),
+        guards: file.guards.filter((g) => selectorsMatch(g.selectors, subject, TOOL_SELECTORS)),
+      };
+    });
+    return { tool, entry, kind: subject.kind, tags: subject.tags, files: filePlans };
+  };
+
+  return {
+    files,
+    env,
+    identities: files.map((f) => f.identity),
+    plan(tool: string): ToolPlan {
+      let plan = cache.get(tool);
+      if (plan === undefined) {
+        plan = computePlan(tool);
+        if (cache.size >= PLAN_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+        cache.set(tool, plan);
+      }
+      return plan;
+    },
+  };
+}
+
+interface RuleIndex {
+  /** Rules whose every `tools` entry is a literal name, by name. */
+  readonly exact: ReadonlyMap<string, readonly Rule[]>;
+  /** Rules with a glob in `tools`, or no `tools` at all: checked per tool name (once, then memoised). */
+  readonly other: readonly Rule[];
+}
+
+function indexRules(file: PolicyFile): RuleIndex {
+  const exact = new Map<string, Rule[]>();
+  const other: Rule[] = [];
+  for (const rule of file.rules) {
+    const tools = rule.selectors.tools;
+    if (tools === undefined || tools.some((g) => !g.literal)) {
+      other.push(rule);
+      continue;
+    }
+    for (const g of tools) {
+      const list = exact.get(g.source) ?? [];
+      if (list[list.length - 1] !== rule) list.push(rule);
+      exact.set(g.source, list);
+    }
+  }
+  return { exact, other };
+}
+
+function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

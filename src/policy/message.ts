@@ -1,0 +1,20 @@
+// The text the model reads (SPEC section 5). It names the tool and the policy's reason, never an
+// argument value, and tells the model what to do next.
+import type { Decision } from './model.js';
+
+export function modelMessage(decision: Decision, tool: string, why: string, schemaRefused: boolean): string {
+  const action = `The ${JSON.stringify(tool)} action`;
+  const reason = why.replace(/[.\s]+$/, '');
+  switch (decision) {
+    case 'allow':
+      return `${action} is allowed by policy.`;
+    case 'deny':
+      return `${action} was not approved by policy. Reason: ${reason}. ${
+        schemaRefused ? 'Correct the arguments and try again.' : 'Tell the user it was declined; do not retry it unchanged.'
+      }`;
+    case 'abort':
+      return `${action} crossed a hard limit of this run (${reason}). Stop the run now and tell the user why; do not try to work around it.`;
+    case 'require_approval':
+      return `${action} needs an operator's approval (${reason}). Wait for the approval, then try again. Do not change the call while you wait.`;
+  }
+}

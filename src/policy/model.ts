@@ -1,0 +1,146 @@
+// The shapes the policy core works with: a compiled policy set, a request, an identity, a decision.
+// Everything here is built once at load (see compile.ts, load.ts) and read by decide.ts.
+import type { ValidateFunction } from 'ajv';
+import type { JsonObject } from '../json/value.js';
+import type { CompiledCondition } from './condition/compile.js';
+import type { Glob } from './glob.js';
+import type { GuardName } from './guards.js';
+
+/** The four answers, from least to most severe (SPEC section 1). */
+export type Decision = 'allow' | 'require_approval' | 'deny' | 'abort';
+export const SEVERITY: Readonly<Record<Decision, number>> = { allow: 0, require_approval: 1, deny: 2, abort: 3 };
+
+export type ToolKind = 'read_only' | 'local_mutation' | 'remote_mutation' | 'destructive';
+/** `unknown` is the kind of a tool that no catalogue names. */
+export type EffectiveKind = ToolKind | 'unknown';
+export type DefaultMode = 'allow' | 'deny' | 'side_effects';
+
+/** Who is asking: set by the host from a verified token, never by the model. */
+export interface Identity {
+  readonly user: string;
+  readonly team: string | null;
+  readonly agent: string | null;
+  readonly roles: readonly string[];
+}
+
+export interface RunStep { tool: string; decision?: Decision }
+export interface RunView { id?: string; steps?: RunStep[] }
+
+export interface DecideRequest {
+  readonly tool: string;
+  readonly args: JsonObject;
+  readonly run?: RunView;
+}
+
+export interface PolicyIdentity { policy: string; version?: string; digest: string }
+
+/** What a rule asks for when it turns a call into an approval. */
+export interface ArgPath { readonly text: string; readonly segments: readonly string[] }
+
+export interface ApprovalShape {
+  readonly kind?: string;
+  readonly capability?: readonly ArgPath[];
+  readonly presentation?: readonly ArgPath[];
+}
+
+export interface ApprovalDescriptor {
+  kind: string;
+  capability: JsonObject;
+  presentation: JsonObject;
+  hash: string;
+}
+
+/** Selectors shared by rules and guards: every list given must match; an absent list matches all. */
+export interface Selectors {
+  readonly tools?: readonly Glob[];
+  readonly kinds?: ReadonlySet<string>;
+  readonly tags?: ReadonlySet<string>;
+  readonly envs?: ReadonlySet<string>;
+  readonly teams?: ReadonlySet<string>;
+  readonly users?: ReadonlySet<string>;
+  readonly agents?: ReadonlySet<string>;
+}
+
+export type RuleEffect = 'allow' | 'deny' | 'abort';
+
+export interface Rule {
+  readonly id: string;
+  readonly index: number;
+  readonly selectors: Selectors;
+  readonly when?: CompiledCondition;
+  readonly effect: RuleEffect;
+  readonly confirm?: true | CompiledCondition;
+  readonly approval?: ApprovalShape;
+  readonly reason?: string;
+}
+
+export interface Guard {
+  readonly id: string;
+  readonly guard: GuardName;
+  readonly selectors: Selectors;
+  readonly action: 'deny' | 'require_approval';
+}
+
+export interface CatalogueEntry {
+  /** The name or glob as written in the file. */
+  readonly pattern: string;
+  readonly glob: Glob;
+  readonly kind: ToolKind;
+  readonly tags: ReadonlySet<string>;
+  readonly confirm: boolean;
+  readonly validate?: ValidateFunction;
+  /** The `policy` identity of the file that defines it. */
+  readonly policy: string;
+}
+
+/** One compiled policy file. */
+export interface PolicyFile {
+  readonly path: string;
+  readonly identity: PolicyIdentity;
+  readonly environments: readonly string[];
+  /** The default for the active environment. */
+  readonly defaultMode: DefaultMode;
+  readonly rules: readonly Rule[];
+  readonly guards: readonly Guard[];
+  readonly maxCalls?: number;
+  readonly tools: readonly CatalogueEntry[];
+}
+
+/** Rules and guards of one file whose tool-dependent selectors (tools, kinds, tags, envs) match a tool. */
+export interface FilePlan {
+  readonly rules: readonly Rule[];
+  readonly guards: readonly Guard[];
+}
+
+/** Everything about one tool name that does not depend on the caller or the arguments. */
+export interface ToolPlan {
+  readonly tool: string;
+  readonly entry: CatalogueEntry | null;
+  readonly kind: EffectiveKind;
+  readonly tags: ReadonlySet<string>;
+  readonly files: readonly FilePlan[];
+}
+
+export interface PolicySet {
+  readonly files: readonly PolicyFile[];
+  readonly env: string | null;
+  readonly identities: readonly PolicyIdentity[];
+  /** The plan for a tool name: memoised, bounded; pure function of the set and the name. */
+  plan(tool: string): ToolPlan;
+}
+
+export interface DecisionResult {
+  decision: Decision;
+  /** Operator-written or generated text; never argument values. */
+  reason: string;
+  /** What decided: a rule id, `<policy>#default`, `<policy>#limits.max_calls`, a guard id, or `schema`. */
+  rule: string;
+  policies: readonly PolicyIdentity[];
+  approval?: ApprovalDescriptor;
+  /** Text for the model. */
+  message: string;
+  /** Set when the arguments failed the tool's schema (the model may correct them). */
+  schemaRefused?: boolean;
+  /** Set when deciding failed internally: the decision is then `deny` and the host answers 500. */
+  internalError?: true;
+}

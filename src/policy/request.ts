@@ -1,0 +1,52 @@
+// The JSON Schemas of what a caller sends about a tool call, shared by the HTTP bodies and the
+// policy test files, so both refuse exactly the same requests.
+
+/**
+ * Tool names: ASCII letters, digits and `_ . : / -`, at most 128. Anything else (spaces, Unicode
+ * look-alikes, control or zero-width characters) is refused rather than normalised, so no variant of
+ * a denied name can slip past an exact-name rule.
+ */
+export const TOOL_NAME_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,127}$';
+
+export const toolNameSchema = { type: 'string', pattern: TOOL_NAME_PATTERN } as const;
+
+export const argsSchema = { type: 'object' } as const;
+
+const decisionEnum = { enum: ['allow', 'deny', 'abort', 'require_approval'] } as const;
+
+/** The run view: what the host's runtime has recorded of this run so far (SPEC section 5). */
+export const runViewSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', minLength: 1, maxLength: 256 },
+    steps: {
+      type: 'array',
+      maxItems: 100_000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['tool'],
+        properties: {
+          tool: { type: 'string', maxLength: 256 },
+          decision: decisionEnum,
+          approval_id: { type: 'string', maxLength: 64 },
+        },
+      },
+    },
+    approvals: {
+      type: 'array',
+      maxItems: 10_000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['id'],
+        properties: {
+          id: { type: 'string', maxLength: 64 },
+          kind: { type: 'string', maxLength: 64 },
+          status: { enum: ['pending', 'granted', 'denied', 'expired', 'consumed'] },
+        },
+      },
+    },
+  },
+} as const;

@@ -1,0 +1,273 @@
+// Reads one policy file (YAML, JSON or TOML) into a plain JSON value plus a locator that turns a
+// key path into a line and column, so every later error can say where it is.
+import { parse as parseToml, TomlError } from 'smol-toml';
+import { LineCounter, parseDocument, visit, isAlias, isMap, isScalar, isSeq, type Node } from 'yaml';
+import { JsonParseError, parseJsonWithPositions } from '../json/parse.js';
+import { jsonPointer } from '../json/pointer.js';
+import { setOwn, type JsonObject, type JsonValue } from '../json/value.js';
+import type { LoadProblem } from './errors.js';
+
+export type KeyPath = readonly (string | number)[];
+export interface Location { line: number; column: number }
+
+export interface PolicySource {
+  readonly file: string;
+  readonly value: JsonValue;
+  /** Where the value at `path` is written; with `atKey`, where its key is. Falls back to the nearest ancestor. */
+  locate(path: KeyPath, atKey?: boolean): Location;
+}
+
+export const MAX_FILE_BYTES = 8 * 1024 * 1024;
+export const MAX_DEPTH = 32;
+const START: Location = { line: 1, column: 1 };
+
+export type SourceFormat = 'yaml' | 'json' | 'toml';
+
+export function formatOf(file: string): SourceFormat | null {
+  const lower = file.toLowerCase();
+  if (lower.endsWith('.yaml') || lower.endsWith('.yml')) return 'yaml';
+  if (lower.endsWith('.json')) return 'json';
+  if (lower.endsWith('.toml')) return 'toml';
+  return null;
+}
+
+/** Parse a policy file's bytes. Problems are returned, not thrown: the loader collects them all. */
+export function readSource(file: string, bytes: Uint8Array): { source?: PolicySource; problems: LoadProblem[] } {
+  const problem = (message: string, at: Location = START, key = ''): { problems: LoadProblem[] } => ({
+    problems: [{ file, line: at.line, column: at.column, key, message }],
+  });
+  if (bytes.length > MAX_FILE_BYTES) return problem(`file is larger than ${MAX_FILE_BYTES} bytes`);
+  const format = formatOf(file);
+  if (format === null) return problem('not a policy file (want .yaml, .yml, .json or .toml)');
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes); // also drops one leading BOM
+  } catch {
+    return problem('file is not valid UTF-8');
+  }
+  const parsed = format === 'yaml' ? readYaml(file, text) : format === 'json' ? readJson(file, text) : readToml(file, text);
+  if (!parsed.raw) return { problems: parsed.problems };
+  const { locate } = parsed.raw;
+  const { value, problems } = toJson(file, parsed.raw.value, locate);
+  return problems.length > 0 ? { problems } : { source: { file, value, locate }, problems: [] };
+}
+
+type Locator = PolicySource['locate'];
+interface Parsed { raw?: { value: unknown; locate: Locator }; problems: LoadProblem[] }
+
+function readJson(file: string, text: string): Parsed {
+  try {
+    const { value, values, keys } = parseJsonWithPositions(text, { maxDepth: MAX_DEPTH });
+    const locate = (path: KeyPath, atKey = false): Location => {
+      for (let n = path.length; n >= 0; n--) {
+        const pointer = jsonPointer(path.slice(0, n));
+        const at = (atKey && n === path.length ? keys.get(pointer) : undefined) ?? values.get(pointer);
+        if (at) return at;
+      }
+      return START;
+    };
+    return { raw: { value, locate }, problems: [] };
+  } catch (err) {
+    if (!(err instanceof JsonParseError)) throw err;
+    const at = offsetToLocation(text, err.offset);
+    const message = err.code === 'too_deep' ? `nesting deeper than ${MAX_DEPTH}` : err.message;
+    return { problems: [{ file, ...at, key: pointerToKey(err.pointer), message }] };
+  }
+}
+
+function readYaml(file: string, text: string): Parsed {
+  const lines = new LineCounter();
+  // YAML 1.2 core schema: `yes` is a string, `<<` is a plain key (refused below), duplicate keys are errors.
+  const doc = parseDocument(text, {
+    lineCounter: lines,
+    schema: 'core',
+    merge: false,
+    uniqueKeys: true,
+    strict: true,
+    customTags: [],
+    prettyErrors: false,
+  });
+  const at = (offset: number): Location => {
+    const pos = lines.linePos(offset);
+    return { line: pos.line, column: pos.col };
+  };
+  const problems: LoadProblem[] = [];
+  for (const e of [...doc.errors, ...doc.warnings]) {
+    problems.push({ file, ...at(e.pos[0]), key: '', message: `YAML: ${yamlMessage(e.code)}` });
+  }
+  // Anchors, aliases, merge keys and explicit tags are refused outright: a policy is plain data,
+  // and alias expansion is how YAML bombs work.
+  visit(doc, {
+    Node(_, node) {
+      const offset = node.range?.[0] ?? 0;
+      if (isAlias(node)) problems.push({ file, ...at(offset), key: '', message: 'YAML aliases are not allowed' });
+      else if (node.anchor) problems.push({ file, ...at(offset), key: '', message: 'YAML anchors are not allowed' });
+      if (node.tag) problems.push({ file, ...at(offset), key: '', message: 'YAML tags are not allowed' });
+    },
+    Pair(_, pair) {
+      if (isScalar(pair.key) && pair.key.value === '<<' && pair.key.type === 'PLAIN') {
+        problems.push({ file, ...at(pair.key.range?.[0] ?? 0), key: '', message: 'YAML merge keys (<<) are not allowed' });
+      }
+    },
+  });
+  if (problems.length > 0) return { problems };
+  const value = doc.toJS({ maxAliasCount: 0 }) as unknown;
+  const locate = (path: KeyPath, atKey = false): Location => {
+    for (let n = path.length; n >= 0; n--) {
+      const node = nodeAt(doc.contents as Node | null, path.slice(0, n), atKey && n === path.length);
+      if (node?.range) return at(node.range[0]);
+    }
+    return START;
+  };
+  return { raw: { value, locate }, problems: [] };
+}
+
+function nodeAt(root: Node | null, path: KeyPath, atKey: boolean): Node | null {
+  let node: Node | null = root;
+  for (let i = 0; i < path.length && node; i++) {
+    const seg = path[i];
+    const last = i === path.length - 1;
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(seg));
+      if (!pair) return null;
+      node = last && atKey ? (pair.key as Node) : (pair.value as Node | null);
+    } else if (isSeq(node) && typeof seg === 'number') {
+      node = (node.items[seg] as Node | undefined) ?? null;
+    } else {
+      return null;
+    }
+  }
+  return node;
+}
+
+function yamlMessage(code: string): string {
+  switch (code) {
+    case 'DUPLICATE_KEY': return 'duplicate key';
+    case 'MULTIPLE_DOCS': return 'a policy file holds exactly one YAML document';
+    case 'TAG_RESOLVE_FAILED': return 'YAML tags are not allowed';
+    default: return `syntax error (${code.toLowerCase()})`;
+  }
+}
+
+function readToml(file: string, text: string): Parsed {
+  let value: unknown;
+  try {
+    value = parseToml(text);
+  } catch (err) {
+    if (!(err instanceof TomlError)) throw err;
+    // smol-toml's message quotes the source line; keep only its first line (no values).
+    const first = (err.message.split('\n')[0] ?? 'invalid TOML').replace(/^Invalid TOML document: /, '');
+    return { problems: [{ file, line: err.line, column: err.column, key: '', message: `TOML: ${first}` }] };
+  }
+  const table = tomlKeyLines(text);
+  const locate = (path: KeyPath): Location => {
+    for (let n = path.length; n >= 0; n--) {
+      const hit = table.get(path.slice(0, n).join('\u0000'));
+      if (hit) return hit;
+    }
+    return START;
+  };
+  return { raw: { value, locate }, problems: [] };
+}
+
+/**
+ * smol-toml gives no positions for keys, so this line scanner records where each key and table
+ * header is written. It understands `[a.b]`, `[[a]]` (counting entries), `key =`, dotted and quoted
+ * keys; keys inside inline tables resolve to their line's outer key (good enough to find them).
+ */
+function tomlKeyLines(text: string): Map<string, Location> {
+  const found = new Map<string, Location>();
+  const arrayCounts = new Map<string, number>();
+  let table: (string | number)[] = [];
+  let inMultiline: string | null = null;
+  const lines = text.split(/\r?\n/);
+  for (let i = 0; i < lines.length; i++) {
+    const raw = lines[i] ?? '';
+    if (inMultiline) {
+      if (raw.includes(inMultiline)) inMultiline = null;
+      continue;
+    }
+    const line = raw.trimStart();
+    const column = raw.length - line.length + 1;
+    const here = { line: i + 1, column };
+    const header = /^\[(\[)?\s*([^\]]+?)\s*\]\]?/.exec(line);
+    if (header) {
+      const path = splitTomlKey(header[2] ?? '');
+      if (header[1]) {
+        const k = path.join('\u0000');
+        const n = arrayCounts.get(k) ?? 0;
+        arrayCounts.set(k, n + 1);
+        table = [...path, n];
+      } else {
+        table = path;
+      }
+      found.set(table.join('\u0000'), here);
+      continue;
+    }
+    const assign = /^((?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=/.exec(line);
+    if (assign) {
+      const key = [...table, ...splitTomlKey(assign[1] ?? '')];
+      if (!found.has(key.join('\u0000'))) found.set(key.join('\u0000'), here);
+      const rest = line.slice(assign[0].length);
+      const triple = /("""|''')/.exec(rest);
+      if (triple && rest.split(triple[1] ?? '').length === 2) inMultiline = triple[1] ?? null;
+    }
+  }
+  return found;
+}
+
+function splitTomlKey(key: string): string[] {
+  const parts: string[] = [];
+  const re = /\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*(?:\.|$)/y;
+  let m: RegExpExecArray | null;
+  while (re.lastIndex < key.length && (m = re.exec(key))) parts.push(m[1] ?? m[2] ?? m[3] ?? '');
+  return parts;
+}
+
+/**
+ * Re-build the parsed value as ordinary JSON objects (TOML gives null-prototype objects, YAML may
+ * give non-JSON values) and enforce the depth limit. Anything that is not JSON data is a problem.
+ */
+function toJson(file: string, raw: unknown, locate: Locator): { value: JsonValue; problems: LoadProblem[] } {
+  const problems: LoadProblem[] = [];
+  const report = (path: KeyPath, message: string): void => {
+    problems.push({ file, ...locate(path), key: path.join('.'), message });
+  };
+  const copy = (v: unknown, path: (string | number)[]): JsonValue => {
+    if (path.length > MAX_DEPTH) {
+      report(path, `nesting deeper than ${MAX_DEPTH}`);
+      return null;
+    }
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) report(path, 'numbers must be finite');
+      return v;
+    }
+    if (Array.isArray(v)) return v.map((item, i) => copy(item, [...path, i]));
+    const proto = typeof v === 'object' ? Object.getPrototypeOf(v) : undefined;
+    if (typeof v === 'object' && (proto === null || proto === Object.prototype)) {
+      const out: JsonObject = {};
+      for (const key of Object.keys(v)) setOwn(out, key, copy((v as Record<string, unknown>)[key], [...path, key]));
+      return out;
+    }
+    report(path, 'only plain data is allowed (no dates, binary or other typed values)');
+    return null;
+  };
+  return { value: copy(raw, []), problems };
+}
+
+function offsetToLocation(text: string, byteOffset: number): Location {
+  // The parser reports UTF-8 byte offsets; count lines over the same bytes.
+  const bytes = new TextEncoder().encode(text).subarray(0, byteOffset);
+  const before = new TextDecoder().decode(bytes);
+  const lastNl = before.lastIndexOf('\n');
+  return { line: before.split('\n').length, column: before.length - lastNl };
+}
+
+function pointerToKey(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .join('.');
+}

@@ -1,0 +1,19 @@
+// The table-driven decision cases: every directory under test/cases and the shipped examples in
+// policies/ hold policy files plus *.test.yaml cases, run through the same code path as the CLI.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runPolicyTests } from '../../src/policy/cases.js';
+import { formatProblem } from '../../src/policy/errors.js';
+
+const dirs = ['policies', ...readdirSync('test/cases').map((d) => join('test/cases', d))];
+
+describe.each(dirs)('%s', (dir) => {
+  it('every case gets the decision it wants', async () => {
+    const { results, problems } = await runPolicyTests(dir);
+    expect(problems.map(formatProblem)).toEqual([]);
+    expect(results.length).toBeGreaterThan(0);
+    const failures = results.filter((r) => r.failures.length > 0).map((r) => `${r.case.name}: ${r.failures.join('; ')}`);
+    expect(failures).toEqual([]);
+  });
+});

@@ -1,0 +1,297 @@
+// One test per load-time refusal of SPEC section 2: each names file, line, column and key, and
+// never echoes the offending value.
+import { describe, expect, it } from 'vitest';
+import { PolicyLoadError, type LoadProblem } from '../../src/policy/errors.js';
+import { buildPolicySet } from '../../src/policy/load.js';
+
+const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+function problemsOf(files: Record<string, string>, env: string | null = null): LoadProblem[] {
+  try {
+    buildPolicySet(Object.entries(files).map(([path, text]) => ({ path, bytes: enc(text) })), { env });
+  } catch (err) {
+    expect(err).toBeInstanceOf(PolicyLoadError);
+    return [...(err as PolicyLoadError).problems];
+  }
+  throw new Error('expected the load to fail');
+}
+
+function onlyProblem(files: Record<string, string>, env: string | null = null): LoadProblem {
+  const problems = problemsOf(files, env);
+  expect(problems, JSON.stringify(problems)).toHaveLength(1);
+  return problems[0]!;
+}
+
+describe('loading refuses, naming file, line, column and key', () => {
+  const cases: { name: string; text: string; env?: string; want: Partial<LoadProblem>; match: RegExp }[] = [
+    {
+      name: 'an unknown top-level key',
+      text: 'policy: p\nrulez: []\n',
+      want: { line: 2, column: 1, key: 'rulez' },
+      match: /unknown key/,
+    },
+    {
+      name: 'an unknown key in a rule',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    efect: allow\n    allow: true\n',
+      want: { line: 4, column: 5, key: 'rules.0.efect' },
+      match: /unknown key/,
+    },
+    {
+      name: 'an unknown key in a catalogue entry',
+      text: 'policy: p\ntools:\n  a: {kind: read_only, sceme: {}}\n',
+      want: { line: 3, column: 24, key: 'tools.a.sceme' },
+      match: /unknown key/,
+    },
+    {
+      name: 'an unknown key in an approval shape',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    allow: true\n    approval: {kind: k, shown: [x]}\n',
+      want: { line: 5, column: 25, key: 'rules.0.approval.shown' },
+      match: /unknown key/,
+    },
+    {
+      name: 'a wrong type',
+      text: 'policy: p\nversion: 3\n',
+      want: { line: 2, column: 10, key: 'version' },
+      match: /must be string/,
+    },
+    {
+      name: 'a YAML 1.1 boolean where a boolean is expected',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    allow: yes\n',
+      want: { line: 4, column: 12, key: 'rules.0.allow' },
+      match: /must be boolean/,
+    },
+    {
+      name: 'an empty tools list',
+      text: 'policy: p\nrules:\n  - tools: []\n    allow: true\n',
+      want: { line: 3, column: 12, key: 'rules.0.tools' },
+      match: /must not be empty/,
+    },
+    {
+      name: 'an unclosed glob class',
+      text: 'policy: p\nrules:\n  - tools: ["look[up"]\n    allow: true\n',
+      want: { line: 3, column: 13, key: 'rules.0.tools.0' },
+      match: /glob does not compile/,
+    },
+    {
+      name: 'a brace glob',
+      text: 'policy: p\nrules:\n  - tools: ["{a,b}"]\n    allow: true\n',
+      want: { key: 'rules.0.tools.0' },
+      match: /glob does not compile/,
+    },
+    {
+      name: 'a ** glob in the catalogue',
+      text: 'policy: p\ntools:\n  "a/**": {kind: read_only}\n',
+      want: { line: 3, column: 3, key: 'tools.a/**' },
+      match: /glob does not compile/,
+    },
+    {
+      name: 'an environment not declared',
+      text: 'policy: p\nenvironments: [dev]\nrules:\n  - tools: [a]\n    envs: [prod]\n    allow: true\n',
+      env: 'dev',
+      want: { line: 5, column: 12, key: 'rules.0.envs.0' },
+      match: /not declared/,
+    },
+    {
+      name: 'a default for an undeclared environment',
+      text: 'policy: p\nenvironments: [dev]\ndefault: {dev: allow, prod: deny}\n',
+      env: 'dev',
+      want: { line: 3, column: 23, key: 'default.prod' },
+      match: /not declared/,
+    },
+    {
+      name: 'POLICY_ENV missing when environments are declared',
+      text: 'policy: p\nenvironments: [dev, prod]\n',
+      want: { line: 2, column: 15, key: 'environments' },
+      match: /set POLICY_ENV/,
+    },
+    {
+      name: 'POLICY_ENV not among the environments',
+      text: 'policy: p\nenvironments: [dev, prod]\n',
+      env: 'staging',
+      want: { line: 2, column: 15, key: 'environments' },
+      match: /not among the declared/,
+    },
+    {
+      name: 'a YAML anchor and alias',
+      text: 'policy: p\ntools:\n  a: &base {kind: read_only}\n  b: *base\n',
+      want: {},
+      match: /anchors|aliases/,
+    },
+    {
+      name: 'a YAML custom tag',
+      text: 'policy: p\nversion: !ver "3"\n',
+      want: { line: 2 },
+      match: /tags are not allowed/,
+    },
+    {
+      name: 'a condition that does not parse',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    when: "amount >> 1"\n    allow: false\n',
+      want: { line: 4, column: 11, key: 'rules.0.when' },
+      match: /condition/,
+    },
+    {
+      name: 'a condition naming a secret-like argument',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    when: "api_key == \'x\'"\n    allow: false\n',
+      want: { line: 4, column: 11, key: 'rules.0.when' },
+      match: /secret/,
+    },
+    {
+      name: 'confirm: false on a rule',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    allow: true\n    confirm: false\n',
+      want: { line: 5, column: 14, key: 'rules.0.confirm' },
+      match: /confirm: false/,
+    },
+    {
+      name: 'confirm: false in the catalogue',
+      text: 'policy: p\ntools:\n  a: {kind: read_only, confirm: false}\n',
+      want: { line: 3, column: 33, key: 'tools.a.confirm' },
+      match: /confirm: false/,
+    },
+    {
+      name: 'an unknown guard',
+      text: 'policy: p\nguards:\n  - guard: virus\n    tools: [a]\n',
+      want: { line: 3, column: 12, key: 'guards.0.guard' },
+      match: /unknown guard/,
+    },
+    {
+      name: 'a schema that does not compile',
+      text: 'policy: p\ntools:\n  a:\n    kind: read_only\n    schema: {type: object, requird: [x]}\n',
+      want: { line: 5, column: 13, key: 'tools.a.schema' },
+      match: /schema does not compile/,
+    },
+    {
+      name: 'a rule with no effect',
+      text: 'policy: p\nrules:\n  - tools: [a]\n',
+      want: { line: 3, column: 5, key: 'rules.0' },
+      match: /needs `allow: true`/,
+    },
+    {
+      name: 'an identity with a control character',
+      text: 'policy: "p\\u0007"\n',
+      want: { line: 1, column: 9, key: 'policy' },
+      match: /control characters/,
+    },
+    {
+      name: 'an identity over 256 bytes',
+      text: `policy: "${'é'.repeat(129)}"\n`,
+      want: { key: 'policy' },
+      match: /1 to 256 bytes/,
+    },
+    {
+      name: 'a duplicate YAML key',
+      text: 'policy: p\npolicy: q\n',
+      want: { line: 2 },
+      match: /duplicate key/,
+    },
+    {
+      name: 'two YAML documents',
+      text: 'policy: p\n---\npolicy: q\n',
+      want: {},
+      match: /exactly one YAML document/,
+    },
+  ];
+
+  for (const c of cases) {
+    it(c.name, () => {
+      const problems = problemsOf({ 'p.yaml': c.text }, c.env ?? null);
+      const p = problems[0]!;
+      expect(p.file).toBe('p.yaml');
+      expect(p).toMatchObject(c.want);
+      expect(p.message).toMatch(c.match);
+    });
+  }
+
+  it('refuses YAML merge keys', () => {
+    const problems = problemsOf({ 'p.yaml': 'policy: p\ntools:\n  a:\n    <<: {kind: read_only}\n' });
+    expect(problems.some((p) => /merge keys/.test(p.message) && p.line === 4)).toBe(true);
+    expect(({} as Record<string, unknown>).kind).toBeUndefined();
+  });
+
+  it('refuses nesting deeper than 32', () => {
+    const deep = `${'{"a":'.repeat(40)}1${'}'.repeat(40)}`;
+    const p = onlyProblem({ 'p.json': `{"policy":"p","tools":{"t":{"kind":"read_only","schema":${deep}}}}` });
+    expect(p.message).toMatch(/nesting deeper than 32/);
+    expect(p.line).toBe(1);
+  });
+
+  it('refuses two files with the same policy identity', () => {
+    const p = onlyProblem({ 'a.yaml': 'policy: same\n', 'b.yaml': 'policy: same\nversion: "2"\n' });
+    expect(p).toMatchObject({ file: 'b.yaml', key: 'policy' });
+    expect(p.message).toMatch(/also defined in a.yaml/);
+  });
+
+  it('refuses the same tool in two catalogues', () => {
+    const p = onlyProblem({ 'a.yaml': 'policy: a\ntools: {t: {kind: read_only}}\n', 'b.yaml': 'policy: b\ntools: {t: {kind: destructive}}\n' });
+    expect(p).toMatchObject({ file: 'b.yaml', key: 'tools.t' });
+  });
+
+  it('reports every problem of every file, sorted', () => {
+    const problems = problemsOf({
+      'b.yaml': 'policy: b\nbogus: 1\n',
+      'a.yaml': 'policy: a\nrules:\n  - tools: []\n    allow: true\n  - tools: [x]\n    allow: 1\n',
+    });
+    expect(problems.map((p) => `${p.file}:${p.line}`)).toEqual(['a.yaml:3', 'a.yaml:6', 'b.yaml:2']);
+  });
+
+  it('locates problems in JSON files', () => {
+    const p = onlyProblem({ 'p.json': '{\n  "policy": "p",\n  "rules": [\n    {"tools": ["a"], "allow": true, "confirm": false}\n  ]\n}\n' });
+    expect(p).toMatchObject({ line: 4, key: 'rules.0.confirm' });
+  });
+
+  it('locates problems in TOML files', () => {
+    const p = onlyProblem({ 'p.toml': 'policy = "p"\n\n[[rules]]\ntools = ["a"]\nallow = true\n\n[[rules]]\ntools = ["b"]\nallow = true\nconfirm = false\n' });
+    expect(p).toMatchObject({ line: 10, column: 1, key: 'rules.1.confirm' });
+  });
+
+  it('reports a JSON syntax error with line and column', () => {
+    const p = onlyProblem({ 'p.json': '{\n  "policy": "p",\n  "policy": "q"\n}' });
+    expect(p).toMatchObject({ line: 3 });
+    expect(p.message).toMatch(/duplicate/);
+  });
+
+  it('refuses a file that is not UTF-8', () => {
+    const problems = (() => {
+      try {
+        buildPolicySet([{ path: 'p.yaml', bytes: new Uint8Array([0x70, 0x3a, 0x20, 0xc3, 0x28]) }]);
+      } catch (err) {
+        return (err as PolicyLoadError).problems;
+      }
+      return [];
+    })();
+    expect(problems[0]?.message).toMatch(/not valid UTF-8/);
+  });
+
+  it('never echoes an offending value', () => {
+    const secret = 'SECRET-VALUE-8d1f';
+    const problems = problemsOf({
+      'p.yaml': `policy: p\nversion: 42\nenvironments: [dev]\ndefault: {dev: "${secret}"}\nrules:\n  - tools: ["${secret}["]\n    when: "x == ${secret}"\n    allow: "${secret}"\n`,
+    }, 'dev');
+    expect(problems.length).toBeGreaterThan(0);
+    for (const p of problems) expect(p.message).not.toContain(secret);
+  });
+});
+
+describe('loading succeeds', () => {
+  it('gives each file its identity and digest, the same for YAML, JSON and TOML', () => {
+    const yaml = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\nversion: "1"\nrules:\n  - tools: [a]\n    allow: true\n') }]);
+    const json = buildPolicySet([{ path: 'p.json', bytes: enc('{"policy":"p","version":"1","rules":[{"tools":["a"],"allow":true}]}') }]);
+    const toml = buildPolicySet([{ path: 'p.toml', bytes: enc('policy = "p"\nversion = "1"\n[[rules]]\ntools = ["a"]\nallow = true\n') }]);
+    expect(yaml.identities[0]).toEqual({ policy: 'p', version: '1', digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    expect(json.identities).toEqual(yaml.identities);
+    expect(toml.identities).toEqual(yaml.identities);
+  });
+
+  it('loads files in file-name order whatever order they are given in', () => {
+    const set = buildPolicySet([
+      { path: 'dir/b.yaml', bytes: enc('policy: b\n') },
+      { path: 'dir/a.yaml', bytes: enc('policy: a\n') },
+    ]);
+    expect(set.identities.map((i) => i.policy)).toEqual(['a', 'b']);
+  });
+
+  it('treats CRLF line endings and a BOM like plain text', () => {
+    const plain = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\nrules:\n  - tools: [a]\n    allow: true\n') }]);
+    const crlf = buildPolicySet([{ path: 'p.yaml', bytes: enc('\uFEFFpolicy: p\r\nrules:\r\n  - tools: [a]\r\n    allow: true\r\n') }]);
+    expect(crlf.identities).toEqual(plain.identities);
+  });
+});
