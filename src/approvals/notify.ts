@@ -68,15 +68,18 @@ export function createApprovalWaiter(
     try {
       // Subscribed before the first read, so a change between the read and the wait is not missed
       // (once LISTEN is up; the periodic re-read covers the time before).
-      await Promise.race([listening, sleep(Math.max(0, Math.min(timeoutMs, recheckMs)))]);
+      await raceTimeout(listening, Math.min(timeoutMs, recheckMs));
       let approval = await store.get(id);
       while (approval !== null && approval.status === 'pending' && !closed) {
         const left = deadline - Date.now();
         if (left <= 0) break;
         if (!woken) {
           await new Promise<void>((resolve) => {
-            wakeNow = resolve;
-            setTimeout(resolve, Math.min(left, recheckMs)).unref();
+            const timer = setTimeout(resolve, Math.min(left, recheckMs));
+            wakeNow = () => {
+              clearTimeout(timer);
+              resolve();
+            };
           });
           wakeNow = null;
         }
@@ -109,6 +112,13 @@ export function createApprovalWaiter(
   return { waitForChange, close };
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+/** Waits for promise, or ms, whichever comes first (the promise's outcome is not needed). */
+function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, Math.max(0, ms));
+    void promise.finally(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }

@@ -204,7 +204,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       presentation: descriptor.presentation,
     });
     if (hash !== descriptor.hash) throw new Error('approval descriptor hash does not match its request');
-    const policies = JSON.stringify(input.policies);
+    // Rebuilt as plain objects for tx.json (an interface type is not assignable to its JSON type).
+    const policies = input.policies.map((p) => ({ policy: p.policy, version: p.version, digest: p.digest }));
 
     return run(async (tx) => {
       // A lapsed live row of this (sub, hash) would otherwise block the insert below.
@@ -217,7 +218,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
                                    requester_sub, requester_team, requester_agent, policies, expires_at)
             values (${uuidv7()}, 'pending', ${hash}, ${descriptor.kind}, ${input.tool}, ${args}, ${capability},
                     ${presentation}, ${input.reason}, ${input.rule}, ${requester.sub}, ${requester.team},
-                    ${requester.agent}, ${policies}::jsonb, now() + ${approvalTtl}::interval)
+                    ${requester.agent}, ${tx.json(policies)}, now() + ${approvalTtl}::interval)
             on conflict (requester_sub, hash) where status in ('pending', 'granted') do nothing
             returning *
           ), logged as (

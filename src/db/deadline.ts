@@ -27,6 +27,9 @@ class Abandoned extends Error {}
 
 export function withDeadline<T>(sql: Sql, ms: number, fn: (tx: TransactionSql) => Promise<T>): Promise<T> {
   let phase: Phase = 'waiting';
+  // A call, not a comparison: TypeScript would narrow `phase` across the await below as if the timer
+  // could not change it meanwhile.
+  const abandoned = (): boolean => phase === 'abandoned';
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       if (phase === 'committing') return;
@@ -36,10 +39,10 @@ export function withDeadline<T>(sql: Sql, ms: number, fn: (tx: TransactionSql) =
 
     sql
       .begin(async (tx) => {
-        if (phase === 'abandoned') throw new Abandoned();
+        if (abandoned()) throw new Abandoned();
         phase = 'running';
         const value = await fn(tx);
-        if (phase === 'abandoned') throw new Abandoned();
+        if (abandoned()) throw new Abandoned();
         phase = 'committing';
         // Boxed: sql.begin would await the elements of an array result as queries.
         return { value };
@@ -52,7 +55,7 @@ export function withDeadline<T>(sql: Sql, ms: number, fn: (tx: TransactionSql) =
         (error: unknown) => {
           clearTimeout(timer);
           // An abandoned call was already rejected; its rollback (or failure) is nobody's business.
-          if (phase !== 'abandoned') reject(toStoreError(error));
+          if (!abandoned()) reject(toStoreError(error));
         },
       );
   });

@@ -203,6 +203,8 @@ export function scan(text: string, options: ScanOptions): JsonValue {
       e.pointer = pointer;
     }
     throw e;
+  } finally {
+    clearKeyCache();
   }
 }
 
@@ -242,11 +244,18 @@ function scanKey(
 }
 
 // Keys repeat (arrays of similar objects). Reusing the string from an earlier identical key saves
-// allocating a copy and V8 internalizing it again for the property store. Short keys only, so the
-// module-level cache never pins much memory.
-const KEY_CACHE_SIZE = 256;
+// allocating a copy and V8 internalizing it again for the property store. The cache is emptied after
+// every parse (see scan), so it never keeps one request's keys, or the body they were sliced from,
+// alive afterwards.
+const KEY_CACHE_SIZE = 128;
 const MAX_CACHED_KEY = 32;
 const keyCache: string[] = new Array<string>(KEY_CACHE_SIZE).fill('');
+const usedSlots: number[] = [];
+
+function clearKeyCache(): void {
+  for (const slot of usedSlots) keyCache[slot] = '';
+  usedSlots.length = 0;
+}
 
 function scanKeyString(text: string, start: number): string {
   const len = text.length;
@@ -261,6 +270,7 @@ function scanKeyString(text: string, start: number): string {
       const cached = keyCache[slot] ?? '';
       if (cached.length === n && text.startsWith(cached, start)) return cached;
       const name = text.slice(start, i);
+      if (cached === '') usedSlots.push(slot);
       keyCache[slot] = name;
       return name;
     }

@@ -25,14 +25,17 @@ export function createArgsAjv(): Ajv2020 {
   return ajv;
 }
 
-/** For our own static schemas (policy files, request bodies): every problem at once. */
-export function createStrictAjv(allErrors: boolean): Ajv2020 {
+/**
+ * For our own static schemas (policy files, test files, request bodies). `allErrors` for files an
+ * operator fixes at once; `coerceTypes` only for query strings, which arrive as text.
+ */
+export function createStrictAjv(allErrors: boolean, coerceTypes = false): Ajv2020 {
   return new Ajv2020({
     allErrors,
     strict: true,
     allowUnionTypes: true,
     ownProperties: true,
-    coerceTypes: false,
+    coerceTypes,
     useDefaults: false,
     removeAdditional: false,
     $data: false,

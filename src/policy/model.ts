@@ -129,6 +129,9 @@ export interface PolicySet {
   plan(tool: string): ToolPlan;
 }
 
+/** Where an approval stands, added to a decision that involved one (`approval_id`, POST /approvals). */
+export interface ApprovalRef { id: string; status: string }
+
 export interface DecisionResult {
   decision: Decision;
   /** Operator-written or generated text; never argument values. */
@@ -136,7 +139,7 @@ export interface DecisionResult {
   /** What decided: a rule id, `<policy>#default`, `<policy>#limits.max_calls`, a guard id, or `schema`. */
   rule: string;
   policies: readonly PolicyIdentity[];
-  approval?: ApprovalDescriptor;
+  approval?: ApprovalDescriptor & Partial<ApprovalRef>;
   /** Text for the model. */
   message: string;
   /** Set when the arguments failed the tool's schema (the model may correct them). */

@@ -1,0 +1,162 @@
+// The approval endpoints of SPEC section 5. Capability and presentation always come from the
+// policy's decision, never from the caller; visibility is "your own, or everything for approvers",
+// and anything you may not see is 404, not 403.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { decide } from '../policy/decide.js';
+import type { Identity } from '../policy/model.js';
+import { requireRole } from '../http/auth.js';
+import type { AppContext } from '../http/app.js';
+import { HttpError, sendProblem } from '../http/errors.js';
+import { decideBodySchema, decisionBody, sendDecision, toDecideRequest, type DecideBody } from '../http/routes/decide.js';
+import { ApprovalInputError, APPROVAL_STATUSES, LIMITS, ListQueryError, type Approval, type ApprovalStatus, type TransitionResult } from './store.js';
+import type { ApprovalService } from './service.js';
+import { randomUUID } from 'node:crypto';
+
+const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instructions to follow.';
+
+const createBodySchema = {
+  ...decideBodySchema,
+  properties: { tool: decideBodySchema.properties.tool, args: decideBodySchema.properties.args, run: decideBodySchema.properties.run },
+} as const;
+const idParams = { type: 'object', required: ['id'], additionalProperties: false, properties: { id: { type: 'string', maxLength: 64 } } } as const;
+const getQuery = { type: 'object', additionalProperties: false, properties: { wait: { type: 'integer', minimum: 0, maximum: 60 } } } as const;
+const listQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    status: { enum: APPROVAL_STATUSES },
+    tool: { type: 'string', maxLength: 256 },
+    limit: { type: 'integer', minimum: 1, maximum: LIMITS.pageSize },
+    cursor: { type: 'string', maxLength: 512 },
+  },
+} as const;
+const grantBody = { type: 'object', additionalProperties: false, properties: { note: { type: 'string', maxLength: LIMITS.note } } } as const;
+const denyBody = { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: LIMITS.note } } } as const;
+
+/** The API view of an approval: the presentation is labelled as model-chosen content. */
+export function approvalView(a: Approval): Record<string, unknown> {
+  return { ...a, presentation_label: PRESENTATION_LABEL };
+}
+
+export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const service = (): ApprovalService => {
+    if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
+    return ctx.approvals;
+  };
+  const identityOf = (request: FastifyRequest): Identity => request.identity as Identity;
+  const isApprover = (identity: Identity): boolean => identity.roles.includes(ctx.approverRole);
+  // A body is optional on grant and deny: an absent one is `{}`.
+  const emptyBodyIsObject = async (request: FastifyRequest): Promise<void> => {
+    if (request.body === undefined || request.body === null) request.body = {};
+  };
+
+  app.post('/approvals', { schema: { body: createBodySchema } }, async (request, reply) => {
+    const { store } = service();
+    const identity = identityOf(request);
+    const req = toDecideRequest(request.body as DecideBody);
+    const result = decide(ctx.policies.current(), req, identity);
+    const decisionId = randomUUID();
+    if (result.internalError) return sendDecision(reply, result, decisionId);
+    if (result.decision !== 'require_approval' || !result.approval) {
+      return reply.code(409).send(decisionBody(result, decisionId));
+    }
+    const { approval, created } = await withInputErrors(() =>
+      store.create({
+        descriptor: result.approval!,
+        tool: req.tool,
+        args: req.args,
+        reason: result.reason,
+        rule: result.rule,
+        requester: { sub: identity.user, team: identity.team, agent: identity.agent },
+        policies: result.policies,
+      }),
+    );
+    request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user }, 'approval requested');
+    return reply.code(created ? 201 : 200).send(approvalView(approval));
+  });
+
+  app.get('/approvals/:id', { schema: { params: idParams, querystring: getQuery } }, async (request, reply) => {
+    const { store, waiter } = service();
+    const identity = identityOf(request);
+    const { id } = request.params as { id: string };
+    const { wait } = request.query as { wait?: number };
+    let approval = await store.get(id);
+    if (approval === null || !(isApprover(identity) || approval.requester.sub === identity.user)) {
+      throw new HttpError('not_found', 'no such approval');
+    }
+    if (wait !== undefined && wait > 0 && approval.status === 'pending') {
+      const abort = new AbortController();
+      request.raw.once('close', () => abort.abort());
+      approval = (await waiter.waitForChange(id, wait * 1000, abort.signal).catch((err: unknown) => {
+        if (abort.signal.aborted) return approval; // the client left; nobody reads this answer
+        throw err;
+      })) ?? approval;
+    }
+    return reply.send(approvalView(approval));
+  });
+
+  app.get('/approvals', { schema: { querystring: listQuery } }, async (request, reply) => {
+    const { store } = service();
+    const identity = identityOf(request);
+    const q = request.query as { status?: ApprovalStatus; tool?: string; limit?: number; cursor?: string };
+    try {
+      const page = await store.list({
+        limit: q.limit ?? 50,
+        ...(q.status ? { status: q.status } : {}),
+        ...(q.tool ? { tool: q.tool } : {}),
+        ...(q.cursor ? { cursor: q.cursor } : {}),
+        ...(isApprover(identity) ? {} : { requesterSub: identity.user }),
+      });
+      return reply.send({ items: page.items.map(approvalView), next_cursor: page.nextCursor });
+    } catch (err) {
+      if (err instanceof ListQueryError) throw new HttpError('invalid_query', err.message, { errors: [{ pointer: '/cursor', message: err.code }] });
+      throw err;
+    }
+  });
+
+  app.post('/approvals/:id/grant', { schema: { params: idParams, body: grantBody }, preValidation: emptyBodyIsObject }, async (request, reply) => {
+    const identity = identityOf(request);
+    requireRole(identity, ctx.approverRole);
+    const { id } = request.params as { id: string };
+    const { note } = request.body as { note?: string };
+    const result = await withInputErrors(() => service().store.grant(id, { sub: identity.user }, note ?? null));
+    return sendTransition(reply, result, identity, 'granted');
+  });
+
+  app.post('/approvals/:id/deny', { schema: { params: idParams, body: denyBody }, preValidation: emptyBodyIsObject }, async (request, reply) => {
+    const identity = identityOf(request);
+    requireRole(identity, ctx.approverRole);
+    const { id } = request.params as { id: string };
+    const { reason } = request.body as { reason?: string };
+    const result = await withInputErrors(() => service().store.deny(id, { sub: identity.user }, reason ?? null));
+    return sendTransition(reply, result, identity, 'denied');
+  });
+
+  function sendTransition(reply: FastifyReply, result: TransitionResult, identity: Identity, verb: string): FastifyReply {
+    if (result.ok) {
+      ctx.log.info({ approval_id: result.approval.id, status: result.approval.status, by: identity.user }, `approval ${verb}`);
+      return reply.send(approvalView(result.approval));
+    }
+    switch (result.error) {
+      case 'not_found':
+        throw new HttpError('not_found', 'no such approval');
+      case 'self_approval':
+        throw new HttpError('forbidden', 'an approver cannot decide an approval it requested');
+      case 'conflict':
+        return sendProblem(reply, new HttpError('conflict', `only a pending approval can be ${verb}`, {
+          body: result.approval ? { approval: approvalView(result.approval) } : {},
+        }));
+    }
+  }
+}
+
+async function withInputErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof ApprovalInputError) {
+      throw new HttpError('invalid_body', 'a value cannot be stored', { errors: [{ pointer: `/${err.field}`, message: 'cannot be stored' }] });
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,75 @@
+// Approvals as the service uses them: redeem an approval on /decide, check the database, sweep
+// expired rows. The store does the SQL; this decides what a stored approval means for a decision.
+import type { Sql } from 'postgres';
+import { modelMessage } from '../policy/message.js';
+import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
+import type { ApprovalWaiter } from './notify.js';
+import type { ApprovalStore } from './store.js';
+
+export interface ApprovalService {
+  readonly store: ApprovalStore;
+  readonly waiter: ApprovalWaiter;
+  /** SPEC section 5, `/decide` with `approval_id`: consume a granted approval of this exact request. */
+  redeem(fresh: DecisionResult, request: DecideRequest, approvalId: string, identity: Identity): Promise<DecisionResult>;
+  /** Whether the database answers now (for /readyz). */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: ApprovalWaiter, options: { sweepMs?: number } = {}): ApprovalService {
+  // Expired approvals read as expired without a sweeper; the sweep makes it durable, with events.
+  const sweeper = setInterval(() => {
+    store.sweep().catch(() => undefined); // a down database is reported by /readyz, not here
+  }, options.sweepMs ?? 60_000);
+  sweeper.unref();
+
+  return {
+    store,
+    waiter,
+    async redeem(fresh, request, approvalId, identity) {
+      // The request was decided again from scratch; only a require_approval can be redeemed.
+      if (fresh.decision !== 'require_approval' || !fresh.approval) return fresh;
+      const approval = await store.get(approvalId);
+      // Someone else's approval, or none: say nothing about it; a new approval is needed.
+      if (approval === null || approval.requester.sub !== identity.user) return fresh;
+      const ref = { id: approval.id, status: approval.status };
+      if (approval.status === 'denied') {
+        const reason = `an operator denied approval ${approval.id}${approval.decision_note ? `: ${approval.decision_note}` : ''}`;
+        return { ...fresh, decision: 'deny', reason, message: modelMessage('deny', request.tool, reason, false), approval: { ...fresh.approval, ...ref } };
+      }
+      if (approval.hash !== fresh.approval.hash || approval.status !== 'granted') {
+        // Changed request or presentation, still pending, consumed or expired: the fresh descriptor
+        // stands. Only when it is the same request do we say where its approval stands.
+        return approval.hash === fresh.approval.hash ? { ...fresh, approval: { ...fresh.approval, ...ref } } : fresh;
+      }
+      const consumed = await store.consume(approval.id, { sub: identity.user }, fresh.approval.hash);
+      if (!consumed.ok) {
+        const status = consumed.approval?.status ?? approval.status;
+        return { ...fresh, approval: { ...fresh.approval, id: approval.id, status } };
+      }
+      const reason = `approval ${approval.id} was granted by an operator`;
+      return {
+        ...fresh,
+        decision: 'allow',
+        reason,
+        message: modelMessage('allow', request.tool, reason, false),
+        approval: { ...fresh.approval, id: approval.id, status: 'consumed' },
+      };
+    },
+    async ping() {
+      try {
+        await Promise.race([
+          sql`select 1`,
+          new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 1000).unref()),
+        ]);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      clearInterval(sweeper);
+      await waiter.close();
+    },
+  };
+}

@@ -1,0 +1,156 @@
+// The only reader of process.env. Every variable is validated at once, every problem reported
+// together, and the result frozen. The README lists each one with its default.
+import { createPublicKey, type KeyObject } from 'node:crypto';
+
+export type JwtAlgorithm = 'HS256' | 'RS256' | 'ES256' | 'EdDSA';
+
+export interface Config {
+  readonly production: boolean;
+  readonly port: number;
+  readonly host: string;
+  readonly policyDir: string;
+  readonly policyEnv: string | null;
+  /** Exactly one of secret / publicKey is set, or neither (development: a secret is generated). */
+  readonly jwt: {
+    readonly secret: string | null;
+    readonly publicKey: string | null;
+    readonly algorithm: JwtAlgorithm | null;
+    readonly issuer: string | null;
+    readonly audience: string | null;
+    readonly clockToleranceSec: number;
+  };
+  readonly claims: { readonly team: string; readonly agent: string; readonly roles: string };
+  readonly approverRole: string;
+  readonly adminRole: string;
+  readonly bodyLimit: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly logArgs: boolean;
+  readonly databaseUrl: string | null;
+  readonly dataDir: string;
+  readonly approvalTtlMs: number;
+  readonly grantTtlMs: number;
+  readonly dbPoolMax: number;
+  readonly dbDeadlineMs: number;
+  readonly shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Read and validate the configuration from an environment (process.env by default). */
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): Config {
+  const problems: string[] = [];
+  const str = (name: string, fallback: string | null = null): string | null => {
+    const v = env[name];
+    return v === undefined || v === '' ? fallback : v;
+  };
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = str(name);
+    if (raw === null) return fallback;
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw) || n < min || n > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max}`);
+      return fallback;
+    }
+    return n;
+  };
+  const duration = (name: string, fallback: string): number => {
+    const raw = str(name, fallback)!;
+    const ms = parseDuration(raw);
+    if (ms === null) {
+      problems.push(`${name} must be a duration like 90s, 30m, 24h or a number of milliseconds`);
+      return parseDuration(fallback)!;
+    }
+    return ms;
+  };
+  const bool = (name: string): boolean => {
+    const raw = str(name, 'false');
+    if (raw !== 'true' && raw !== 'false') problems.push(`${name} must be true or false`);
+    return raw === 'true';
+  };
+
+  const production = env.NODE_ENV === 'production';
+  const secret = str('JWT_SECRET');
+  const publicKey = str('JWT_PUBLIC_KEY');
+  let algorithm: JwtAlgorithm | null = null;
+  if (secret !== null && publicKey !== null) problems.push('set JWT_SECRET or JWT_PUBLIC_KEY, not both');
+  if (secret !== null) {
+    // RFC 8725 section 3.5: an HMAC key must carry enough entropy to resist brute force.
+    if (Buffer.byteLength(secret) < 32) problems.push('JWT_SECRET must be at least 32 bytes');
+    algorithm = 'HS256';
+  } else if (publicKey !== null) {
+    algorithm = algorithmOf(publicKey);
+    if (algorithm === null) problems.push('JWT_PUBLIC_KEY must be a PEM public key: RSA (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)');
+  } else if (production) {
+    problems.push('NODE_ENV=production needs JWT_SECRET or JWT_PUBLIC_KEY');
+  }
+  const databaseUrl = str('DATABASE_URL');
+  if (production && databaseUrl === null) problems.push('NODE_ENV=production needs DATABASE_URL');
+
+  const logLevel = str('LOG_LEVEL', 'info')!;
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+
+  const config: Config = {
+    production,
+    port: int('PORT', 8080, 0, 65535),
+    host: str('HOST', '127.0.0.1')!,
+    policyDir: str('POLICY_DIR', './policies')!,
+    policyEnv: str('POLICY_ENV'),
+    jwt: {
+      secret,
+      publicKey,
+      algorithm,
+      issuer: str('JWT_ISSUER'),
+      audience: str('JWT_AUDIENCE'),
+      clockToleranceSec: int('JWT_CLOCK_TOLERANCE', 30, 0, 300),
+    },
+    claims: { team: str('TEAM_CLAIM', 'team')!, agent: str('AGENT_CLAIM', 'agent')!, roles: str('ROLES_CLAIM', 'roles')! },
+    approverRole: str('APPROVER_ROLE', 'approver')!,
+    adminRole: str('ADMIN_ROLE', 'admin')!,
+    bodyLimit: int('BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
+    logLevel: logLevel as Config['logLevel'],
+    logArgs: bool('LOG_ARGS'),
+    databaseUrl,
+    dataDir: str('DATA_DIR', '.data')!,
+    approvalTtlMs: duration('APPROVAL_TTL', '24h'),
+    grantTtlMs: duration('GRANT_TTL', '1h'),
+    dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),
+    dbDeadlineMs: int('DB_DEADLINE_MS', 2000, 50, 60_000),
+    shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return deepFreeze(config);
+}
+
+export function parseDuration(text: string): number | null {
+  const m = /^(\d{1,9})(ms|s|m|h|d)?$/.exec(text.trim());
+  if (!m) return null;
+  const n = Number(m[1]);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? 'ms') as 'ms'];
+  return n > 0 ? n * unit : null;
+}
+
+/** The one algorithm a public key may verify: the key, not the token, picks it (RFC 8725 section 3.1). */
+export function algorithmOf(pem: string): JwtAlgorithm | null {
+  let key: KeyObject;
+  try {
+    key = createPublicKey(pem.trim());
+  } catch {
+    return null;
+  }
+  if (key.asymmetricKeyType === 'rsa') return 'RS256';
+  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
+  if (key.asymmetricKeyType === 'ed25519') return 'EdDSA';
+  return null;
+}
+
+function deepFreeze<T extends object>(o: T): T {
+  for (const v of Object.values(o)) if (v !== null && typeof v === 'object') deepFreeze(v as object);
+  return Object.freeze(o);
+}

@@ -1,0 +1,64 @@
+// The application: a Fastify instance with strict bodies, JWT identity and the routes, built from
+// its dependencies so tests drive it with inject() and main.ts owns the process around it.
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { ApprovalService } from '../approvals/service.js';
+import type { LivePolicies } from '../policy/live.js';
+import { approvalRoutes } from '../approvals/routes.js';
+import { authenticate, registerAuth, type AuthOptions } from './auth.js';
+import { registerStrictBodies } from './body.js';
+import { registerErrorHandling } from './errors.js';
+import type { Metrics } from './metrics.js';
+import { decideRoute } from './routes/decide.js';
+import { explainRoute } from './routes/explain.js';
+import { opsRoutes } from './routes/ops.js';
+import { policiesRoute } from './routes/policies.js';
+
+/** What the routes need, shared by all of them. */
+export interface AppContext {
+  readonly policies: LivePolicies;
+  readonly metrics: Metrics;
+  /** null when no database is configured: approval routes then answer 503. */
+  readonly approvals: ApprovalService | null;
+  readonly log: Logger;
+  readonly logArgs: boolean;
+  readonly adminRole: string;
+  readonly approverRole: string;
+}
+
+export interface AppOptions {
+  readonly bodyLimit: number;
+  readonly auth: AuthOptions;
+  /** The process logger; omitted in tests that do not look at logs. */
+  readonly logger?: Logger;
+}
+
+export async function buildApp(ctx: AppContext, options: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    bodyLimit: options.bodyLimit,
+    disableRequestLogging: true, // one decision line per /decide instead; errors are logged by the handler
+    return503OnClosing: true,
+    requestTimeout: 70_000, // above the longest approval long-poll (60 s)
+    keepAliveTimeout: 72_000,
+    trustProxy: false,
+    routerOptions: { maxParamLength: 128 },
+  }) as unknown as FastifyInstance; // the logger generic differs between the two branches above
+
+  registerErrorHandling(app);
+  registerStrictBodies(app, options.bodyLimit);
+  await registerAuth(app, options.auth);
+
+  opsRoutes(app, ctx);
+  await app.register(async (secured) => {
+    // Every route in here needs a verified bearer token (SPEC section 5).
+    secured.addHook('onRequest', async (request) => {
+      authenticate(app, request, options.auth.claims);
+    });
+    decideRoute(secured, ctx);
+    explainRoute(secured, ctx);
+    policiesRoute(secured, ctx);
+    approvalRoutes(secured, ctx);
+  });
+  return app;
+}

@@ -1,0 +1,96 @@
+// Bearer JWT → Identity. The server pins the one algorithm its key allows (RFC 8725 section 3.1),
+// requires `exp` and `sub`, checks `iss`/`aud` when configured, and reads team, agent and roles
+// only from verified claims. Every failure is 401; a role missing for a route is 403.
+import fastifyJwt from '@fastify/jwt';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
+import type { Identity } from '../policy/model.js';
+import { HttpError } from './errors.js';
+
+export interface AuthOptions {
+  /** HS256 secret or PEM public key, and the algorithm it pins. */
+  readonly key: string;
+  readonly algorithm: NonNullable<Config['jwt']['algorithm']>;
+  readonly issuer: string | null;
+  readonly audience: string | null;
+  readonly clockToleranceSec: number;
+  readonly claims: Config['claims'];
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    identity: Identity | null;
+  }
+}
+
+/** Longest token accepted: well above real tokens, far below the header limit. */
+const MAX_TOKEN_LENGTH = 8192;
+const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
+
+export async function registerAuth(app: FastifyInstance, options: AuthOptions): Promise<void> {
+  await app.register(fastifyJwt, {
+    secret: options.algorithm === 'HS256' ? options.key : { public: options.key },
+    verify: {
+      algorithms: [options.algorithm],
+      requiredClaims: ['exp', 'sub'],
+      // fast-jwt takes milliseconds here; @fastify/jwt only converts maxAge.
+      clockTolerance: options.clockToleranceSec * 1000,
+      ...(options.issuer !== null ? { allowedIss: options.issuer } : {}),
+      ...(options.audience !== null ? { allowedAud: options.audience } : {}),
+    },
+  });
+  app.decorateRequest('identity', null);
+}
+
+/** Verify the request's bearer token and set `request.identity`. Throws 401. */
+export function authenticate(app: FastifyInstance, request: FastifyRequest, claims: Config['claims']): Identity {
+  const header = request.headers.authorization;
+  if (header === undefined) throw new HttpError('unauthorized', 'send Authorization: Bearer <token>');
+  if (header.length > MAX_TOKEN_LENGTH + 7) throw new HttpError('unauthorized', 'the token is too long');
+  const m = BEARER.exec(header);
+  if (!m) throw new HttpError('unauthorized', 'the Authorization header is not a bearer token');
+  let payload: unknown;
+  try {
+    payload = app.jwt.verify(m[1]!);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    throw new HttpError('unauthorized', code === 'FAST_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid');
+  }
+  const identity = identityFromClaims(payload, claims);
+  request.identity = identity;
+  return identity;
+}
+
+/**
+ * SPEC section 5: user = sub, team/agent/roles from the configured claims. An absent team or agent
+ * is a caller without one (rules naming teams do not match it); a claim of the wrong type is 401,
+ * never coerced.
+ */
+export function identityFromClaims(payload: unknown, claims: Config['claims']): Identity {
+  if (payload === null || typeof payload !== 'object') throw new HttpError('unauthorized', 'the token has no claims');
+  const p = payload as Record<string, unknown>;
+  const sub = p.sub;
+  if (typeof sub !== 'string' || sub.length === 0 || sub.length > 256) throw new HttpError('unauthorized', 'the token needs a string `sub`');
+  const optional = (name: string): string | null => {
+    if (!Object.hasOwn(p, name) || p[name] === undefined) return null;
+    const v = p[name];
+    if (typeof v !== 'string' || v.length === 0 || v.length > 256) throw new HttpError('unauthorized', `the claim "${name}" must be a non-empty string`);
+    return v;
+  };
+  const team = optional(claims.team);
+  const agent = optional(claims.agent);
+  let roles: string[] = [];
+  if (Object.hasOwn(p, claims.roles)) {
+    const r = p[claims.roles];
+    if (!Array.isArray(r) || r.length > 100 || !r.every((x) => typeof x === 'string')) {
+      throw new HttpError('unauthorized', `the claim "${claims.roles}" must be an array of strings`);
+    }
+    roles = r as string[];
+  }
+  return { user: sub, team, agent, roles };
+}
+
+/** Roles match by exact element equality: no case folding, no prefixes. */
+export function requireRole(identity: Identity, role: string): void {
+  if (!identity.roles.includes(role)) throw new HttpError('forbidden', `this needs the role "${role}"`);
+}

@@ -1,0 +1,139 @@
+// One catalogue of error codes → HTTP status and title, one renderer of RFC 9457 problem+json,
+// one error handler. Throw sites pick a code; nothing else decides a status. A 5xx never carries
+// the internal message.
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { StoreUnavailableError } from '../db/errors.js';
+import { JsonParseError } from '../json/parse.js';
+
+export const ERRORS = {
+  bad_json: { status: 400, title: 'The body is not strict JSON' },
+  bad_request: { status: 400, title: 'Bad request' },
+  unauthorized: { status: 401, title: 'Missing or invalid bearer token' },
+  forbidden: { status: 403, title: 'Forbidden' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  body_too_large: { status: 413, title: 'The body is too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  invalid_body: { status: 422, title: 'The body does not match the schema' },
+  identity_in_body: { status: 422, title: 'Identity comes from the token, not the body' },
+  invalid_query: { status: 400, title: 'Invalid query parameters' },
+  reload_failed: { status: 422, title: 'The policies did not load' },
+  internal: { status: 500, title: 'Internal error' },
+  unavailable: { status: 503, title: 'A dependency is unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface FieldError { pointer: string; message: string }
+
+export class HttpError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly extra: { errors?: FieldError[]; retryAfterSec?: number; body?: Record<string, unknown> } = {},
+  ) {
+    super(detail);
+    this.name = 'HttpError';
+  }
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  errors?: FieldError[];
+  [extra: string]: unknown;
+}
+
+export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[]): Problem {
+  const { status, title } = ERRORS[code];
+  return { type: `urn:gatehouse:problem:${code}`, title, status, detail, code, ...(errors ? { errors } : {}) };
+}
+
+export function sendProblem(reply: FastifyReply, err: HttpError): FastifyReply {
+  const body = { ...problemOf(err.code, err.detail, err.extra.errors), ...err.extra.body };
+  if (err.extra.retryAfterSec !== undefined) reply.header('retry-after', String(err.extra.retryAfterSec));
+  return reply.code(ERRORS[err.code].status).type('application/problem+json').send(body);
+}
+
+/** The names a body may never use: hosts set identity from the verified token (SPEC section 5). */
+export const IDENTITY_FIELDS: ReadonlySet<string> = new Set(['user', 'sub', 'team', 'agent', 'roles', 'identity', 'claims']);
+
+/** Map anything thrown in a request to a problem. Unknown errors become a 500 with no details. */
+export function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  if (err instanceof JsonParseError) {
+    return new HttpError('bad_json', err.message, { errors: [{ pointer: err.pointer, message: err.code }] });
+  }
+  if (err instanceof StoreUnavailableError) {
+    return new HttpError('unavailable', 'the approval store is unavailable; retry later', { retryAfterSec: 2 });
+  }
+  const e = err as Partial<FastifyError>;
+  if (Array.isArray(e.validation)) return validationError(e as FastifyError);
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HttpError('body_too_large', 'the body is larger than BODY_LIMIT');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return new HttpError('unsupported_media_type', 'send application/json');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new HttpError('bad_json', 'the body is empty');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new HttpError('bad_request', 'Content-Length does not match the body');
+    case 'FST_ERR_BAD_URL':
+    case 'FST_ERR_ASYNC_CONSTRAINT':
+      return new HttpError('bad_request', 'the request URL is not valid');
+  }
+  if (typeof e.code === 'string' && e.code.startsWith('FST_JWT_')) return new HttpError('unauthorized', jwtDetail(e.code));
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    if (e.statusCode === 404) return new HttpError('not_found', 'no such resource');
+    if (e.statusCode === 405) return new HttpError('method_not_allowed', 'method not allowed');
+    if (e.statusCode === 408) return new HttpError('bad_request', 'the request timed out');
+    if (e.statusCode === 413) return new HttpError('body_too_large', 'the body is larger than BODY_LIMIT');
+    if (e.statusCode === 415) return new HttpError('unsupported_media_type', 'send application/json');
+    return new HttpError('bad_request', 'the request is not valid');
+  }
+  return new HttpError('internal', 'an internal error occurred; nothing was allowed');
+}
+
+function jwtDetail(code: string): string {
+  if (code === 'FST_JWT_NO_AUTHORIZATION_IN_HEADER') return 'send Authorization: Bearer <token>';
+  if (code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED') return 'the token has expired';
+  if (code === 'FST_JWT_BAD_REQUEST') return 'the Authorization header is not a bearer token';
+  return 'the token is not valid';
+}
+
+function validationError(err: FastifyError): HttpError {
+  const where = err.validationContext ?? 'body';
+  const errors: FieldError[] = [];
+  let identity: string | null = null;
+  for (const v of err.validation ?? []) {
+    let pointer = v.instancePath;
+    let message = v.message ?? `fails ${v.keyword}`;
+    if (v.keyword === 'additionalProperties') {
+      const name = String((v.params as { additionalProperty?: unknown }).additionalProperty);
+      pointer = `${v.instancePath}/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      message = 'unknown field';
+      if (v.instancePath === '' && where === 'body' && IDENTITY_FIELDS.has(name)) identity = name;
+    }
+    errors.push({ pointer, message });
+  }
+  if (identity !== null) {
+    return new HttpError('identity_in_body', `the body may not set "${identity}": identity comes from the token`, { errors });
+  }
+  if (where === 'querystring' || where === 'params') return new HttpError('invalid_query', `invalid ${where}`, { errors });
+  return new HttpError('invalid_body', 'the body does not match the schema of this route', { errors });
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err, request, reply) => {
+    const httpError = toHttpError(err);
+    const status = ERRORS[httpError.code].status;
+    if (status >= 500) request.log.error({ err, code: httpError.code }, 'request failed');
+    return sendProblem(reply, httpError);
+  });
+  app.setNotFoundHandler((_request, reply) => sendProblem(reply, new HttpError('not_found', 'no such route')));
+}

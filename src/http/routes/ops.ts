@@ -1,0 +1,26 @@
+// Unauthenticated operational routes: liveness, readiness, Prometheus metrics, the OpenAPI document.
+import { readFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../app.js';
+
+const OPENAPI = readFileSync(new URL('../../../openapi.yaml', import.meta.url));
+
+export function opsRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  // Ready when policies are loaded (they are, or the process would not have started) and the
+  // approval database answers. /decide without approval_id keeps working either way.
+  app.get('/readyz', async (_request, reply) => {
+    const database = ctx.approvals === null ? 'not_configured' : (await ctx.approvals.ping()) ? 'ok' : 'unavailable';
+    const ready = database === 'ok';
+    const policies = { status: 'ok', files: ctx.policies.current().files.length, reload_error: ctx.policies.lastFailure() !== null };
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', policies, database });
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    const text = await ctx.metrics.registry.metrics();
+    return reply.type(ctx.metrics.registry.contentType).send(text);
+  });
+
+  app.get('/openapi.yaml', async (_request, reply) => reply.type('application/yaml').send(OPENAPI));
+}

@@ -1,0 +1,50 @@
+// GET /policies: what is being served and the last reload failure. POST /admin/reload (role admin):
+// load and validate the whole directory, swap atomically, or keep the old set and say why.
+import type { FastifyInstance } from 'fastify';
+import type { Identity } from '../../policy/model.js';
+import type { AppContext } from '../app.js';
+import { requireRole } from '../auth.js';
+import { HttpError, sendProblem } from '../errors.js';
+
+export function policiesRoute(app: FastifyInstance, ctx: AppContext): void {
+  app.get('/policies', async () => policiesBody(ctx));
+
+  app.post('/admin/reload', async (request, reply) => {
+    requireRole(request.identity as Identity, ctx.adminRole);
+    const outcome = await reloadAndReport(ctx);
+    if (!outcome.ok) {
+      return sendProblem(reply, new HttpError('reload_failed', 'the policy directory did not load; the previous set keeps serving', {
+        body: policiesBody(ctx),
+      }));
+    }
+    return reply.send({ reloaded: true, ...policiesBody(ctx) });
+  });
+}
+
+/** Reload, count it, and log a failure; shared by the route and SIGHUP. */
+export async function reloadAndReport(ctx: AppContext): Promise<{ ok: true } | { ok: false; problems: string[] }> {
+  const outcome = await ctx.policies.reload();
+  ctx.metrics.reloads.inc({ result: outcome.ok ? 'success' : 'failure' });
+  if (outcome.ok) ctx.log.info({ policies: ctx.policies.current().identities }, 'policies reloaded');
+  else ctx.log.error({ problems: outcome.problems }, 'policy reload failed; the previous set keeps serving');
+  return outcome;
+}
+
+function policiesBody(ctx: AppContext): Record<string, unknown> {
+  const set = ctx.policies.current();
+  const failure = ctx.policies.lastFailure();
+  return {
+    env: set.env,
+    loaded_at: ctx.policies.loadedAt().toISOString(),
+    files: set.files.map((f) => ({
+      path: f.path,
+      policy: f.identity.policy,
+      ...(f.identity.version !== undefined ? { version: f.identity.version } : {}),
+      digest: f.identity.digest,
+      rules: f.rules.length,
+      tools: f.tools.length,
+      guards: f.guards.length,
+    })),
+    last_reload_error: failure === null ? null : { at: failure.at.toISOString(), problems: failure.problems },
+  };
+}

@@ -1,0 +1,152 @@
+// The process: configuration, logger, policies, database (embedded by default), the app, listen,
+// signals. The only module with process side effects.
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { createApprovalWaiter } from './approvals/notify.js';
+import { createApprovalService } from './approvals/service.js';
+import { createApprovalStore } from './approvals/store.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createSql } from './db/connect.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
+import { migrate } from './db/migrate.js';
+import { buildApp } from './http/app.js';
+import { createMetrics } from './http/metrics.js';
+import { reloadAndReport } from './http/routes/policies.js';
+import { formatProblem, PolicyLoadError } from './policy/errors.js';
+import { createLivePolicies } from './policy/live.js';
+
+const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
+
+export async function serve(env: Readonly<Record<string, string | undefined>> = process.env): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return fail(err.message);
+    throw err;
+  }
+  const logger = pino({ level: config.logLevel, base: { service: 'gatehouse' } });
+  // Outside production the example policies' `dev` environment is the default (README).
+  const policyEnv = config.policyEnv ?? (config.production ? null : 'dev');
+  let policies;
+  try {
+    policies = await createLivePolicies(config.policyDir, policyEnv);
+  } catch (err) {
+    if (err instanceof PolicyLoadError) return fail(`policies in ${config.policyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
+    throw err;
+  }
+
+  const key = config.jwt.secret ?? config.jwt.publicKey ?? (await developmentSecret(config.dataDir));
+  const generatedKey = config.jwt.secret === null && config.jwt.publicKey === null;
+
+  let embedded: EmbeddedPostgres | null = null;
+  let url = config.databaseUrl;
+  if (url === null) {
+    embedded = await startEmbeddedPostgres({ dataDir: join(config.dataDir, 'pg') });
+    url = embedded.url;
+    logger.info({ dataDir: join(config.dataDir, 'pg') }, 'started the embedded PostgreSQL (set DATABASE_URL to use your own)');
+  }
+  const sql = createSql(url, { max: config.dbPoolMax });
+  try {
+    const { applied } = await migrate(sql, MIGRATIONS);
+    if (applied.length > 0) logger.info({ applied }, 'applied database migrations');
+  } catch (err) {
+    await sql.end({ timeout: 1 }).catch(() => undefined);
+    await embedded?.stop().catch(() => undefined);
+    return fail(`the database is not usable: ${(err as Error).message}`);
+  }
+  const store = createApprovalStore(sql, { approvalTtlMs: config.approvalTtlMs, grantTtlMs: config.grantTtlMs, deadlineMs: config.dbDeadlineMs });
+  const approvals = createApprovalService(sql, store, createApprovalWaiter(sql, store));
+  const metrics = createMetrics(policies);
+  const ctx = {
+    policies, metrics, approvals, log: logger, logArgs: config.logArgs, adminRole: config.adminRole, approverRole: config.approverRole,
+  };
+  const app = await buildApp(ctx, {
+    bodyLimit: config.bodyLimit,
+    logger,
+    auth: {
+      key,
+      algorithm: config.jwt.algorithm ?? 'HS256',
+      issuer: config.jwt.issuer,
+      audience: config.jwt.audience,
+      clockToleranceSec: config.jwt.clockToleranceSec,
+      claims: config.claims,
+    },
+  });
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info({ url: base, env: policyEnv, policies: policies.current().identities }, 'gatehouse is serving');
+  if (generatedKey) printDevelopmentBanner(app.jwt.sign.bind(app.jwt), base, config);
+
+  process.on('SIGHUP', () => {
+    void reloadAndReport(ctx);
+  });
+  let closing = false;
+  const shutdown = async (signal: string): Promise<void> => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => {
+      logger.error('shutdown grace period exceeded; exiting');
+      logger.flush();
+      process.exit(1);
+    }, config.shutdownGraceMs);
+    force.unref();
+    try {
+      await app.close(); // stops accepting, waits for in-flight requests (new ones on open sockets get 503)
+      await approvals.close();
+      await sql.end({ timeout: 5 });
+      await embedded?.stop();
+    } catch (err) {
+      logger.error({ err }, 'error while shutting down');
+      process.exitCode = 1;
+    }
+    logger.info('stopped');
+    logger.flush();
+    clearTimeout(force);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+function fail(message: string): void {
+  process.stderr.write(`gatehouse: ${message}\n`);
+  process.exitCode = 2;
+}
+
+/** A development secret kept under DATA_DIR, so printed tokens survive restarts. Never in production. */
+async function developmentSecret(dataDir: string): Promise<string> {
+  const file = join(dataDir, 'dev-jwt-secret');
+  const existing = await readFile(file, 'utf8').catch(() => null);
+  if (existing !== null && existing.trim().length >= 43) return existing.trim();
+  const secret = randomBytes(32).toString('base64url');
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
+}
+
+function printDevelopmentBanner(sign: (payload: object, options: { expiresIn: string }) => string, base: string, config: Config): void {
+  const agent = sign({ sub: 'dev-agent', [config.claims.team]: 'support', [config.claims.agent]: 'support-bot', [config.claims.roles]: [] }, { expiresIn: '24h' });
+  const operator = sign({ sub: 'dev-operator', [config.claims.team]: 'support', [config.claims.roles]: [config.approverRole, config.adminRole] }, { expiresIn: '24h' });
+  process.stdout.write(`
+Development mode: no JWT_SECRET or JWT_PUBLIC_KEY, so a secret was generated (kept in ${join(config.dataDir, 'dev-jwt-secret')}).
+Tokens valid for 24 hours:
+
+  export GATEHOUSE=${base}
+  export AGENT_TOKEN=${agent}
+  export APPROVER_TOKEN=${operator}
+
+Try it:
+
+  curl -s $GATEHOUSE/decide -H "authorization: Bearer $AGENT_TOKEN" -H 'content-type: application/json' \\
+    -d '{"tool":"refund","args":{"order":"A1","amount":120}}'
+
+`);
+}
+
+

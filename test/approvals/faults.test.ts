@@ -1,0 +1,104 @@
+// Database faults on a PRIVATE server this file stops and starts: approvals survive a restart; with the
+// server down every store method fails fast with StoreUnavailableError (bounded by the deadline, not
+// a hang); once it is back the same store (same pools) works again, and waits resume.
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import type { Sql } from 'postgres';
+import { createApprovalWaiter } from '../../src/approvals/notify.js';
+import type { ApprovalWaiter } from '../../src/approvals/notify.js';
+import { createApprovalStore } from '../../src/approvals/store.js';
+import type { ApprovalStore } from '../../src/approvals/store.js';
+import { createSql } from '../../src/db/connect.js';
+import { StoreUnavailableError } from '../../src/db/errors.js';
+import { startPrivatePostgres } from '../helpers/db.js';
+import type { PrivatePostgres } from '../helpers/db.js';
+import { request } from './fixtures.js';
+
+const DEADLINE_MS = 1_000;
+let server: PrivatePostgres;
+let sql: Sql;
+let store: ApprovalStore;
+let waiter: ApprovalWaiter;
+
+beforeAll(async () => {
+  server = await startPrivatePostgres();
+  sql = createSql(server.url, { connectTimeoutMs: 2_000 });
+  store = createApprovalStore(sql, { approvalTtlMs: 60 * 60_000, grantTtlMs: 60 * 60_000, deadlineMs: DEADLINE_MS });
+  waiter = createApprovalWaiter(sql, store, { recheckMs: 100 });
+});
+afterAll(async () => {
+  await waiter.close();
+  await sql.end({ timeout: 1 });
+  await server.dispose();
+});
+
+async function restart(): Promise<void> {
+  await server.stop();
+  await server.start();
+}
+
+test('approvals, their decisions and their events survive a server restart', async () => {
+  const { approval } = await store.create(request({ sub: 'durable' }));
+  await store.grant(approval.id, { sub: 'operator' }, 'ok');
+  const before = await store.get(approval.id);
+  const events = await store.events(approval.id);
+  await restart();
+  // The first call after a restart may meet a pooled connection the server closed: that call says
+  // "unavailable", and the pool reconnects.
+  const after = await retryUnavailable(() => store.get(approval.id));
+  expect(after).toEqual(before);
+  expect(await store.events(approval.id)).toEqual(events);
+  expect((await store.consume(approval.id, { sub: 'durable' }, approval.hash)).ok).toBe(true);
+});
+
+test('server down: every method answers StoreUnavailableError, then the same store recovers', async () => {
+  const { approval } = await store.create(request({ sub: 'faulty' }));
+  await server.stop();
+  try {
+    const id = approval.id;
+    const calls: [string, () => Promise<unknown>][] = [
+      ['create', () => store.create(request({ sub: 'faulty-2' }))],
+      ['get', () => store.get(id)],
+      ['list', () => store.list({ limit: 10 })],
+      ['grant', () => store.grant(id, { sub: 'operator' }, null)],
+      ['deny', () => store.deny(id, { sub: 'operator' }, null)],
+      ['consume', () => store.consume(id, { sub: 'faulty' }, approval.hash)],
+      ['sweep', () => store.sweep()],
+      ['events', () => store.events(id)],
+      ['waitForChange', () => waiter.waitForChange(id, 10_000)],
+    ];
+    for (const [name, call] of calls) {
+      await expect(call(), name).rejects.toBeInstanceOf(StoreUnavailableError);
+    }
+  } finally {
+    await server.start();
+  }
+  const granted = await retryUnavailable(() => store.grant(approval.id, { sub: 'operator' }, null));
+  expect(granted.ok).toBe(true);
+  expect((await store.get(approval.id))?.status).toBe('granted');
+});
+
+test('a wait spanning a restart still sees the decision (re-listen or re-read)', async () => {
+  const { approval } = await store.create(request({ sub: 'waiting-through' }));
+  const waiting = waiter.waitForChange(approval.id, 20_000);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await restart();
+  const other = createSql(server.url);
+  try {
+    const decider = createApprovalStore(other, { approvalTtlMs: 60_000, grantTtlMs: 60_000, deadlineMs: 5_000 });
+    expect((await decider.deny(approval.id, { sub: 'operator' }, 'no')).ok).toBe(true);
+  } finally {
+    await other.end();
+  }
+  expect(await waiting).toMatchObject({ status: 'denied' });
+});
+
+/** Retries while the store reports unavailable (a pool meeting connections closed by the restart). */
+async function retryUnavailable<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError) || attempt >= 5) throw error;
+    }
+  }
+}

@@ -1,0 +1,111 @@
+// Listing: newest first, filters, keyset pages that neither skip nor repeat, and a status filter that
+// agrees with the expiry computed on read. A database of its own, so the whole table is known.
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { ListQueryError, createApprovalStore } from '../../src/approvals/store.js';
+import type { Approval, ApprovalStore, ListQuery } from '../../src/approvals/store.js';
+import { createTestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+import { request } from './fixtures.js';
+
+let db: TestDatabase;
+let store: ApprovalStore;
+// In creation order.
+const created: Approval[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  store = createApprovalStore(db.sql, { approvalTtlMs: 60 * 60_000, grantTtlMs: 60_000, deadlineMs: 10_000 });
+  // 12 approvals: subs alice/bob alternate, tools refund/delete_user every third.
+  for (let i = 0; i < 12; i++) {
+    const input = request({
+      sub: i % 2 === 0 ? 'alice' : 'bob',
+      tool: i % 3 === 0 ? 'delete_user' : 'refund',
+      args: `{"n":${i}}`,
+    });
+    created.push((await store.create(input)).approval);
+  }
+  const at = (i: number): string => created[i]?.id ?? '';
+  await store.grant(at(1), { sub: 'op' }, null);
+  await store.deny(at(2), { sub: 'op' }, 'no');
+  await store.grant(at(3), { sub: 'op' }, null);
+  // 4: pending past expiry (not swept), 5: granted past expiry (not swept).
+  await store.grant(at(5), { sub: 'op' }, null);
+  await db.sql`update approvals set expires_at = now() - interval '1 second' where id in (${at(4)}, ${at(5)})`;
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+/** All pages of a query, following nextCursor. */
+async function allPages(query: Omit<ListQuery, 'cursor'>): Promise<{ ids: string[]; pages: number }> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  for (;;) {
+    const page = await store.list(cursor === undefined ? query : { ...query, cursor });
+    pages++;
+    ids.push(...page.items.map((a) => a.id));
+    if (page.nextCursor === null) return { ids, pages };
+    cursor = page.nextCursor;
+  }
+}
+
+const newestFirst = (xs: Approval[]): string[] => [...xs].reverse().map((a) => a.id);
+const idsAt = (...indexes: number[]): string[] => newestFirst(indexes.map((i) => created[i] as Approval));
+
+test('newest first, keyset pages of 5 cover everything exactly once', async () => {
+  const { ids, pages } = await allPages({ limit: 5 });
+  expect(ids).toEqual(newestFirst(created));
+  expect(pages).toBe(3);
+  const single = await store.list({ limit: 200 });
+  expect(single.items.map((a) => a.id)).toEqual(ids);
+  expect(single.nextCursor).toBeNull();
+});
+
+test('a page exactly at the end has no next cursor', async () => {
+  const page = await store.list({ limit: 12 });
+  expect(page.items).toHaveLength(12);
+  expect(page.nextCursor).toBeNull();
+});
+
+test('filters: requester, tool, and both', async () => {
+  expect((await allPages({ limit: 2, requesterSub: 'alice' })).ids).toEqual(idsAt(0, 2, 4, 6, 8, 10));
+  expect((await allPages({ limit: 2, tool: 'delete_user' })).ids).toEqual(idsAt(0, 3, 6, 9));
+  expect((await allPages({ limit: 1, tool: 'delete_user', requesterSub: 'bob' })).ids).toEqual(idsAt(3, 9));
+  expect((await store.list({ limit: 5, requesterSub: 'nobody' })).items).toEqual([]);
+});
+
+test('the status filter agrees with the expiry computed on read', async () => {
+  expect((await allPages({ limit: 2, status: 'granted' })).ids).toEqual(idsAt(1, 3));
+  expect((await allPages({ limit: 2, status: 'denied' })).ids).toEqual(idsAt(2));
+  expect((await allPages({ limit: 2, status: 'expired' })).ids).toEqual(idsAt(4, 5));
+  expect((await allPages({ limit: 2, status: 'pending' })).ids).toEqual(idsAt(0, 6, 7, 8, 9, 10, 11));
+  expect((await allPages({ limit: 2, status: 'consumed' })).ids).toEqual([]);
+  const expired = await store.list({ limit: 10, status: 'expired' });
+  expect(expired.items.map((a) => a.status)).toEqual(['expired', 'expired']);
+  // Everything listed shows the computed status.
+  const all = await store.list({ limit: 200 });
+  expect(all.items.find((a) => a.id === created[4]?.id)?.status).toBe('expired');
+});
+
+test('a malformed cursor or limit is a typed error (400), never an SQL error', async () => {
+  const good = (await store.list({ limit: 3 })).nextCursor ?? '';
+  const decoded = Buffer.from(good, 'base64url').toString('utf8');
+  const bad = [
+    'garbage',
+    '',
+    good + 'x',
+    good.slice(1),
+    Buffer.from('2026-13-01T00:00:00.000000Z ' + (created[0]?.id ?? ''), 'utf8').toString('base64url'),
+    Buffer.from(decoded.replace(/ .*/, " ' or 1=1 --"), 'utf8').toString('base64url'),
+    Buffer.from(decoded.replace('T', ' '), 'utf8').toString('base64url'),
+  ];
+  for (const cursor of bad) {
+    await expect(store.list({ limit: 3, cursor }), cursor).rejects.toMatchObject({ name: 'ListQueryError', code: 'invalid_cursor' });
+  }
+  for (const limit of [0, 201, 1.5, Number.NaN]) {
+    await expect(store.list({ limit })).rejects.toBeInstanceOf(ListQueryError);
+  }
+  // @ts-expect-error: a status outside the union, as an unchecked caller might pass
+  await expect(store.list({ limit: 3, status: 'nope' })).rejects.toMatchObject({ code: 'invalid_status' });
+});

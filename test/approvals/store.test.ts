@@ -1,0 +1,386 @@
+// The approval state machine against a real PostgreSQL: every state × every action, the races the
+// single conditional statements must win exactly once, and expiry by the database clock.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { approvalHash } from '../../src/json/canonical.js';
+import { ApprovalInputError, createApprovalStore } from '../../src/approvals/store.js';
+import type { Approval, ApprovalStatus, ApprovalStore } from '../../src/approvals/store.js';
+import { createTestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+import { request } from './fixtures.js';
+
+const GRANT_TTL_MS = 10 * 60_000;
+let db: TestDatabase;
+let store: ApprovalStore;
+
+beforeAll(async () => {
+  db = await createTestDatabase({ max: 30 });
+  store = createApprovalStore(db.sql, { approvalTtlMs: 60 * 60_000, grantTtlMs: GRANT_TTL_MS, deadlineMs: 10_000 });
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+let serial = 0;
+/** A requester no other test uses, so rows never collide across tests. */
+const newSub = (): string => `agent-${process.pid}-${++serial}`;
+const OPERATOR = { sub: 'operator-1' };
+
+/** Ages a row past its expiry by the database clock (no sleeping). */
+async function age(id: string): Promise<void> {
+  await db.sql`update approvals set expires_at = now() - interval '1 second' where id = ${id}`;
+}
+async function storedStatus(id: string): Promise<string | undefined> {
+  const [row] = await db.sql<{ status: string }[]>`select status from approvals where id = ${id}`;
+  return row?.status;
+}
+async function eventCount(id: string): Promise<number> {
+  return (await store.events(id)).length;
+}
+function must<T>(value: T | null | undefined): T {
+  if (value === null || value === undefined) throw new Error('expected a value');
+  return value;
+}
+
+type State = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed' | 'pending-lapsed' | 'granted-lapsed';
+
+async function inState(state: State): Promise<{ approval: Approval; sub: string }> {
+  const sub = newSub();
+  const input = request({ sub });
+  const { approval } = await store.create(input);
+  const id = approval.id;
+  if (state === 'granted' || state === 'consumed' || state === 'granted-lapsed') {
+    expect((await store.grant(id, OPERATOR, 'fine')).ok).toBe(true);
+  }
+  if (state === 'consumed') expect((await store.consume(id, { sub }, approval.hash)).ok).toBe(true);
+  if (state === 'denied') expect((await store.deny(id, OPERATOR, 'no')).ok).toBe(true);
+  if (state === 'expired') {
+    await age(id);
+    expect(await store.sweep()).toBeGreaterThanOrEqual(1);
+  }
+  if (state === 'pending-lapsed' || state === 'granted-lapsed') await age(id);
+  return { approval: must(await store.get(id)), sub };
+}
+
+type Action = 'grant' | 'grant_self' | 'deny' | 'consume' | 'create' | 'get';
+// What the call answers, and the status the approval then shows.
+type Outcome =
+  | 'ok'
+  | 'conflict'
+  | 'self_approval'
+  | 'refused' // consume: { ok: false, approval }
+  | 'same' // create: returns the existing approval
+  | 'new' // create: a new approval; the old one keeps `after`
+  | 'read';
+const cell = (outcome: Outcome, after: ApprovalStatus) => ({ outcome, after });
+
+const TABLE: Record<State, Record<Action, { outcome: Outcome; after: ApprovalStatus }>> = {
+  pending: {
+    grant: cell('ok', 'granted'),
+    grant_self: cell('self_approval', 'pending'),
+    deny: cell('ok', 'denied'),
+    consume: cell('refused', 'pending'),
+    create: cell('same', 'pending'),
+    get: cell('read', 'pending'),
+  },
+  granted: {
+    grant: cell('conflict', 'granted'),
+    grant_self: cell('self_approval', 'granted'),
+    deny: cell('conflict', 'granted'),
+    consume: cell('ok', 'consumed'),
+    create: cell('same', 'granted'),
+    get: cell('read', 'granted'),
+  },
+  denied: {
+    grant: cell('conflict', 'denied'),
+    grant_self: cell('self_approval', 'denied'),
+    deny: cell('conflict', 'denied'),
+    consume: cell('refused', 'denied'),
+    create: cell('new', 'denied'),
+    get: cell('read', 'denied'),
+  },
+  expired: {
+    grant: cell('conflict', 'expired'),
+    grant_self: cell('self_approval', 'expired'),
+    deny: cell('conflict', 'expired'),
+    consume: cell('refused', 'expired'),
+    create: cell('new', 'expired'),
+    get: cell('read', 'expired'),
+  },
+  consumed: {
+    grant: cell('conflict', 'consumed'),
+    grant_self: cell('self_approval', 'consumed'),
+    deny: cell('conflict', 'consumed'),
+    consume: cell('refused', 'consumed'),
+    create: cell('new', 'consumed'),
+    get: cell('read', 'consumed'),
+  },
+  'pending-lapsed': {
+    grant: cell('conflict', 'expired'),
+    grant_self: cell('self_approval', 'expired'),
+    deny: cell('conflict', 'expired'),
+    consume: cell('refused', 'expired'),
+    create: cell('new', 'expired'),
+    get: cell('read', 'expired'),
+  },
+  'granted-lapsed': {
+    grant: cell('conflict', 'expired'),
+    grant_self: cell('self_approval', 'expired'),
+    deny: cell('conflict', 'expired'),
+    consume: cell('refused', 'expired'),
+    create: cell('new', 'expired'),
+    get: cell('read', 'expired'),
+  },
+};
+
+const CELLS = Object.entries(TABLE).flatMap(([state, actions]) =>
+  Object.entries(actions).map(([action, want]) => ({ state: state as State, action: action as Action, ...want })),
+);
+
+describe('state table', () => {
+  test.each(CELLS)('$state × $action → $outcome, then $after', async ({ state, action, outcome, after }) => {
+    const { approval, sub } = await inState(state);
+    const id = approval.id;
+    const eventsBefore = await eventCount(id);
+    let got: Outcome;
+    switch (action) {
+      case 'grant':
+      case 'grant_self':
+      case 'deny': {
+        const who = action === 'grant_self' ? { sub } : OPERATOR;
+        const r = action === 'deny' ? await store.deny(id, who, 'no') : await store.grant(id, who, 'yes');
+        got = r.ok ? 'ok' : r.error === 'not_found' ? 'read' : r.error;
+        if (r.ok) expect(r.approval.status).toBe(after);
+        if (!r.ok && r.error === 'conflict') expect(must(r.approval).status).toBe(after);
+        break;
+      }
+      case 'consume': {
+        const r = await store.consume(id, { sub }, approval.hash);
+        got = r.ok ? 'ok' : 'refused';
+        expect(must(r.approval).status).toBe(after);
+        break;
+      }
+      case 'create': {
+        const r = await store.create(request({ sub }));
+        got = r.approval.id === id ? 'same' : 'new';
+        expect(r.created).toBe(got === 'new');
+        expect(r.approval.status).toBe(got === 'new' ? 'pending' : after);
+        break;
+      }
+      case 'get':
+        got = 'read';
+        break;
+    }
+    expect(got).toBe(outcome);
+    expect(must(await store.get(id)).status).toBe(after);
+
+    // One event per successful transition; a lapsed row that a write touched is now stored as expired,
+    // with one `system` event.
+    const events = await store.events(id);
+    const touchedLapsed = state.endsWith('-lapsed') && !['get', 'grant_self'].includes(action);
+    expect(events.length - eventsBefore).toBe(outcome === 'ok' || touchedLapsed ? 1 : 0);
+    if (touchedLapsed) {
+      expect(await storedStatus(id)).toBe('expired');
+      expect(events.at(-1)).toMatchObject({ actor: 'system', to_status: 'expired' });
+    }
+  });
+
+  test('a missing or malformed id: not found everywhere, never an SQL error', async () => {
+    for (const id of [randomUUID(), 'not-a-uuid', "'; drop table approvals; --", '']) {
+      expect(await store.get(id)).toBeNull();
+      expect(await store.grant(id, OPERATOR, null)).toEqual({ ok: false, error: 'not_found' });
+      expect(await store.deny(id, OPERATOR, null)).toEqual({ ok: false, error: 'not_found' });
+      expect(await store.consume(id, { sub: 'x' }, 'sha256:' + '0'.repeat(64))).toEqual({ ok: false, approval: null });
+      expect(await store.events(id)).toEqual([]);
+    }
+  });
+});
+
+describe('create', () => {
+  test('stores the request so it re-hashes to its hash (number lexemes kept)', async () => {
+    const input = request({ sub: newSub(), args: '{"amount":1.0,"big":12345678901234567890,"e":1e2,"s":"a&&b\\u0000"}' });
+    const { approval, created } = await store.create(input);
+    expect(created).toBe(true);
+    const read = must(await store.get(approval.id));
+    expect(read.hash).toBe(input.descriptor.hash);
+    const { tool, args, kind, capability, presentation } = read;
+    expect(approvalHash({ tool, args, kind, capability, presentation })).toBe(read.hash);
+    expect(read).toMatchObject({
+      status: 'pending',
+      requester: input.requester,
+      policies: input.policies,
+      reason: input.reason,
+      rule: input.rule,
+      decided_by: null,
+      consumed_at: null,
+    });
+    expect(Date.parse(read.expires_at) - Date.parse(read.created_at)).toBe(60 * 60_000);
+    expect(await store.events(approval.id)).toMatchObject([
+      { actor: input.requester.sub, from_status: null, to_status: 'pending', note: null },
+    ]);
+  });
+
+  test('20 concurrent identical creates → one row, one id, one creation event', async () => {
+    const input = request({ sub: newSub() });
+    const results = await Promise.all(Array.from({ length: 20 }, () => store.create(input)));
+    const ids = new Set(results.map((r) => r.approval.id));
+    expect(ids.size).toBe(1);
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    const rows = await db.sql`select id from approvals where requester_sub = ${input.requester.sub}`;
+    expect(rows).toHaveLength(1);
+    expect(await eventCount(must(results[0]).approval.id)).toBe(1);
+  });
+
+  test('a lapsed live approval does not block: it is expired (once) and 20 concurrent creates make one new one', async () => {
+    const sub = newSub();
+    const old = (await store.create(request({ sub }))).approval;
+    await age(old.id);
+    const results = await Promise.all(Array.from({ length: 20 }, () => store.create(request({ sub }))));
+    const ids = new Set(results.map((r) => r.approval.id));
+    expect(ids.size).toBe(1);
+    expect(ids.has(old.id)).toBe(false);
+    expect(await storedStatus(old.id)).toBe('expired');
+    const events = await store.events(old.id);
+    expect(events.filter((e) => e.to_status === 'expired')).toEqual([
+      expect.objectContaining({ actor: 'system', from_status: 'pending' }),
+    ]);
+  });
+
+  test('the same request from another sub, or with another presentation, is another approval', async () => {
+    const sub = newSub();
+    const a = await store.create(request({ sub }));
+    const b = await store.create(request({ sub: newSub() }));
+    const c = await store.create(request({ sub, presentation: '{"summary":"something else"}' }));
+    expect(new Set([a.approval.id, b.approval.id, c.approval.id]).size).toBe(3);
+    expect([a.created, b.created, c.created]).toEqual([true, true, true]);
+  });
+
+  test('refuses a descriptor whose hash is not the request’s, and text PostgreSQL cannot hold', async () => {
+    const input = request({ sub: newSub() });
+    await expect(store.create({ ...input, descriptor: { ...input.descriptor, hash: 'sha256:' + '1'.repeat(64) } })).rejects.toThrow(
+      /hash does not match/,
+    );
+    await expect(store.create({ ...input, requester: { ...input.requester, sub: 'a\u0000b' } })).rejects.toBeInstanceOf(
+      ApprovalInputError,
+    );
+    await expect(store.create({ ...input, reason: 'x'.repeat(2001) })).rejects.toBeInstanceOf(ApprovalInputError);
+    const { approval } = await store.create(input);
+    await expect(store.grant(approval.id, OPERATOR, 'n'.repeat(2001))).rejects.toBeInstanceOf(ApprovalInputError);
+    expect(await storedStatus(approval.id)).toBe('pending');
+  });
+});
+
+describe('grant and deny', () => {
+  test('a grant records who, when and the note, and restarts the clock at GRANT_TTL', async () => {
+    const { approval } = await inState('pending');
+    const r = await store.grant(approval.id, OPERATOR, 'looks right');
+    if (!r.ok) throw new Error('grant failed');
+    expect(r.approval).toMatchObject({ status: 'granted', decided_by: 'operator-1', decision_note: 'looks right' });
+    expect(Date.parse(r.approval.expires_at) - Date.parse(must(r.approval.decided_at))).toBe(GRANT_TTL_MS);
+    expect((await store.events(approval.id)).at(-1)).toMatchObject({
+      actor: 'operator-1',
+      from_status: 'pending',
+      to_status: 'granted',
+      note: 'looks right',
+    });
+  });
+
+  test('20 concurrent grants and denies by different operators → exactly one winner, one decision event', async () => {
+    const { approval } = await inState('pending');
+    const calls = Array.from({ length: 20 }, (_, i) =>
+      i % 2 === 0 ? store.grant(approval.id, { sub: `op-${i}` }, null) : store.deny(approval.id, { sub: `op-${i}` }, 'no'),
+    );
+    const results = await Promise.all(calls);
+    const winners = results.filter((r) => r.ok);
+    expect(winners).toHaveLength(1);
+    const winner = must(winners[0]).approval;
+    for (const r of results) {
+      if (r.ok) continue;
+      expect(r.error).toBe('conflict');
+      expect(must(r.approval)).toMatchObject({ status: winner.status, decided_by: winner.decided_by });
+    }
+    expect(must(await store.get(approval.id))).toMatchObject({ status: winner.status, decided_by: winner.decided_by });
+    const decisions = (await store.events(approval.id)).filter((e) => e.from_status === 'pending');
+    expect(decisions).toHaveLength(1);
+  });
+
+  test('the requester can never decide its own approval, also when racing other operators', async () => {
+    const { approval, sub } = await inState('pending');
+    const calls = Array.from({ length: 20 }, (_, i) =>
+      i % 2 === 0 ? store.grant(approval.id, { sub }, null) : store.deny(approval.id, { sub: `op-${i}` }, null),
+    );
+    const results = await Promise.all(calls);
+    results.forEach((r, i) => {
+      if (i % 2 === 0) expect(r).toEqual({ ok: false, error: 'self_approval' });
+    });
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+    const final = must(await store.get(approval.id));
+    expect(final.status).toBe('denied');
+    expect(final.decided_by).not.toBe(sub);
+  });
+});
+
+describe('consume', () => {
+  test('20 concurrent consumes of one grant → exactly one succeeds, one event', async () => {
+    const { approval, sub } = await inState('granted');
+    const results = await Promise.all(Array.from({ length: 20 }, () => store.consume(approval.id, { sub }, approval.hash)));
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+    for (const r of results) expect(must(r.approval).status).toBe('consumed');
+    const consumed = (await store.events(approval.id)).filter((e) => e.to_status === 'consumed');
+    expect(consumed).toEqual([expect.objectContaining({ actor: sub, from_status: 'granted' })]);
+  });
+
+  test('another hash is not consumed (the grant stays usable for the request it was for)', async () => {
+    const { approval, sub } = await inState('granted');
+    const other = request({ sub, args: '{"order":"A1","amount":120.5}' }).descriptor.hash; // 120.5 ≠ 120.50
+    expect(other).not.toBe(approval.hash);
+    const r = await store.consume(approval.id, { sub }, other);
+    expect(r.ok).toBe(false);
+    expect(must(r.approval).status).toBe('granted');
+    expect((await store.consume(approval.id, { sub }, approval.hash)).ok).toBe(true);
+  });
+
+  test('another requester cannot consume it, and is not told it exists', async () => {
+    const { approval } = await inState('granted');
+    expect(await store.consume(approval.id, { sub: newSub() }, approval.hash)).toEqual({ ok: false, approval: null });
+    expect(await storedStatus(approval.id)).toBe('granted');
+  });
+});
+
+describe('expiry by the database clock', () => {
+  test('a pending approval past expires_at reads as expired at once; sweep() writes it with a system event', async () => {
+    const { approval } = await inState('pending');
+    await age(approval.id);
+    expect(must(await store.get(approval.id)).status).toBe('expired');
+    expect(await storedStatus(approval.id)).toBe('pending'); // nothing written yet
+    expect(await store.sweep()).toBeGreaterThanOrEqual(1);
+    expect(await storedStatus(approval.id)).toBe('expired');
+    expect((await store.events(approval.id)).at(-1)).toMatchObject({ actor: 'system', from_status: 'pending', to_status: 'expired' });
+    expect(await store.sweep()).toBe(0);
+  });
+
+  test('a grant past its GRANT_TTL cannot be consumed', async () => {
+    const { approval, sub } = await inState('granted-lapsed');
+    const r = await store.consume(approval.id, { sub }, approval.hash);
+    expect(r).toMatchObject({ ok: false, approval: { status: 'expired' } });
+    expect((await store.events(approval.id)).at(-1)).toMatchObject({ from_status: 'granted', to_status: 'expired' });
+  });
+});
+
+describe('the schema is the backstop', () => {
+  test('events are append-only; hashed columns are immutable; illegal transitions are refused', async () => {
+    const { approval } = await inState('denied');
+    await expect(db.sql`update approval_events set note = 'x' where approval_id = ${approval.id}`).rejects.toThrow(/append-only/);
+    await expect(db.sql`delete from approval_events where approval_id = ${approval.id}`).rejects.toThrow(/append-only/);
+    await expect(db.sql`truncate approval_events cascade`).rejects.toThrow(/append-only/);
+    await expect(db.sql`update approvals set presentation = '{}' where id = ${approval.id}`).rejects.toThrow(/immutable/);
+    await expect(db.sql`update approvals set status = 'granted' where id = ${approval.id}`).rejects.toThrow(/illegal transition/);
+    const { approval: pending, sub } = await inState('pending');
+    await expect(
+      db.sql`update approvals set status = 'granted', decided_by = ${sub}, decided_at = now() where id = ${pending.id}`,
+    ).rejects.toThrow(/approvals_not_self_decided/);
+    await expect(db.sql`update approvals set status = 'granted' where id = ${pending.id}`).rejects.toThrow(
+      /approvals_decided_fields/,
+    );
+  });
+});

@@ -1,0 +1,103 @@
+// migrate(): applied once, safe when replicas race, and refusing every kind of drift.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, test } from 'vitest';
+import { createSql } from '../../src/db/connect.js';
+import { MigrationError, migrate } from '../../src/db/migrate.js';
+import { MIGRATIONS_DIR, createTestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+
+const cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanup.length > 0) await cleanup.pop()?.();
+});
+
+async function emptyDatabase(): Promise<TestDatabase> {
+  const db = await createTestDatabase({ migrate: false });
+  cleanup.push(() => db.drop());
+  return db;
+}
+
+async function migrationsDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'gatehouse-migrations-'));
+  cleanup.push(() => rm(dir, { recursive: true, force: true }));
+  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+  return dir;
+}
+
+async function appliedVersions(db: TestDatabase): Promise<number[]> {
+  const rows = await db.sql<{ version: number }[]>`select version from schema_migrations order by version`;
+  return rows.map((r) => r.version);
+}
+
+test('the real migrations apply once; a second run applies nothing', async () => {
+  const db = await emptyDatabase();
+  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0001_approvals.sql'] });
+  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
+  expect(await appliedVersions(db)).toEqual([1]);
+  const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
+  expect(row?.n).toBe(0);
+});
+
+test('two replicas migrating at once from two pools: both succeed, one applied set', async () => {
+  const db = await emptyDatabase();
+  const other = createSql(db.url);
+  cleanup.push(() => other.end());
+  const results = await Promise.all([migrate(db.sql, MIGRATIONS_DIR), migrate(other, MIGRATIONS_DIR)]);
+  expect(results.map((r) => r.applied).sort()).toEqual([[], ['0001_approvals.sql']]);
+  expect(await appliedVersions(db)).toEqual([1]);
+});
+
+test('new files apply in order after the applied ones, each once', async () => {
+  const db = await emptyDatabase();
+  const dir = await migrationsDir({ '0001_a.sql': 'create table a (x int);' });
+  expect((await migrate(db.sql, dir)).applied).toEqual(['0001_a.sql']);
+  await writeFile(join(dir, '0002_b.sql'), 'create table b (x int);\ninsert into a values (1);');
+  await writeFile(join(dir, '0003_c.sql'), 'insert into a select x + 1 from a;');
+  expect((await migrate(db.sql, dir)).applied).toEqual(['0002_b.sql', '0003_c.sql']);
+  expect(await db.sql`select x from a order by x`).toEqual([{ x: 1 }, { x: 2 }]);
+});
+
+test('a failing file rolls back the whole run: nothing half-applied', async () => {
+  const db = await emptyDatabase();
+  const dir = await migrationsDir({ '0001_a.sql': 'create table a (x int);', '0002_b.sql': 'create table b (x int); selec 1;' });
+  await expect(migrate(db.sql, dir)).rejects.toMatchObject({ code: '42601' });
+  expect(await db.sql`select to_regclass('a') as a, to_regclass('schema_migrations') as m`).toEqual([{ a: null, m: null }]);
+});
+
+test('refuses a gap, a repeat, or a malformed name, before touching the database', async () => {
+  const db = await emptyDatabase();
+  const gap = await migrationsDir({ '0001_a.sql': 'select 1;', '0003_c.sql': 'select 1;' });
+  await expect(migrate(db.sql, gap)).rejects.toThrow(/expected 0002, found 0003_c\.sql/);
+  const repeat = await migrationsDir({ '0001_a.sql': 'select 1;', '0001_b.sql': 'select 1;' });
+  await expect(migrate(db.sql, repeat)).rejects.toBeInstanceOf(MigrationError);
+  const noZero = await migrationsDir({ '0002_a.sql': 'select 1;' });
+  await expect(migrate(db.sql, noZero)).rejects.toBeInstanceOf(MigrationError);
+  for (const name of ['1_a.sql', '0001-a.sql', '0001_A.sql', '0001_.sql', '00001_a.sql']) {
+    const dir = await migrationsDir({ [name]: 'select 1;' });
+    await expect(migrate(db.sql, dir), name).rejects.toThrow(/is not NNNN_name\.sql/);
+  }
+  expect(await db.sql`select to_regclass('schema_migrations') as m`).toEqual([{ m: null }]);
+});
+
+test('refuses an edited applied file and an applied file missing from disk', async () => {
+  const db = await emptyDatabase();
+  const dir = await migrationsDir({ '0001_a.sql': 'create table a (x int);', '0002_b.sql': 'create table b (x int);' });
+  await migrate(db.sql, dir);
+
+  const original = await readFile(join(dir, '0002_b.sql'), 'utf8');
+  await writeFile(join(dir, '0002_b.sql'), original + '\n-- a harmless-looking comment');
+  await expect(migrate(db.sql, dir)).rejects.toThrow(/0002_b\.sql differs from the applied 0002_b\.sql/);
+  await writeFile(join(dir, '0002_b.sql'), original);
+
+  await rm(join(dir, '0002_b.sql'));
+  await expect(migrate(db.sql, dir)).rejects.toThrow(/0002_b\.sql \(version 2\) is applied but missing from disk/);
+
+  // A rename of an applied file is drift too.
+  await writeFile(join(dir, '0002_renamed.sql'), original);
+  await expect(migrate(db.sql, dir)).rejects.toBeInstanceOf(MigrationError);
+  await rm(join(dir, '0002_renamed.sql'));
+  await writeFile(join(dir, '0002_b.sql'), original);
+  expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
+});

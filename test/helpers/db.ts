@@ -1,0 +1,100 @@
+// Databases for tests. createTestDatabase(): a fresh, migrated database per test file on the shared
+// test server (test/setup/postgres.ts). startPrivatePostgres(): a server of the test's own, to stop
+// and restart in fault tests, always on the same port so existing pools can reconnect to it.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+import type { Sql } from 'postgres';
+import { inject } from 'vitest';
+import { createSql } from '../../src/db/connect.js';
+import type { SqlOptions } from '../../src/db/connect.js';
+import { startEmbeddedPostgres } from '../../src/db/embedded.js';
+import { migrate } from '../../src/db/migrate.js';
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
+
+export interface TestDatabase {
+  url: string;
+  sql: Sql;
+  drop(): Promise<void>;
+}
+
+/**
+ * A new uniquely named database, migrated (unless migrate: false), with a pool on it. drop() ends the
+ * pool and removes the database.
+ */
+export async function createTestDatabase(options: SqlOptions & { migrate?: boolean } = {}): Promise<TestDatabase> {
+  const adminUrl = inject('databaseUrl');
+  const name = `gatehouse_test_${randomBytes(6).toString('hex')}`;
+  await withAdmin(adminUrl, (admin) => admin`create database ${admin(name)}`);
+  const url = databaseUrl(adminUrl, name);
+  const { migrate: migrated = true, ...sqlOptions } = options;
+  const sql = createSql(url, sqlOptions);
+  if (migrated) await migrate(sql, MIGRATIONS_DIR);
+  return {
+    url,
+    sql,
+    async drop() {
+      await sql.end({ timeout: 5 });
+      // force: other pools a test opened on it (and their LISTEN connections) are cut off.
+      await withAdmin(adminUrl, (admin) => admin`drop database if exists ${admin(name)} with (force)`);
+    },
+  };
+}
+
+/** The same server, another database. */
+export function databaseUrl(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${encodeURIComponent(database)}`;
+  return u.toString();
+}
+
+async function withAdmin(adminUrl: string, fn: (admin: Sql) => Promise<unknown>): Promise<void> {
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    await fn(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+export interface PrivatePostgres {
+  /** URL of the `gatehouse` database (migrated). Stays valid across stop() and start(). */
+  url: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Stops the server (if running) and deletes its data. */
+  dispose(): Promise<void>;
+}
+
+/** A server only this test uses, that it can stop and start again (data kept, same port). */
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-private-pg-'));
+  let server = await startEmbeddedPostgres({ dataDir });
+  const { port, url } = server;
+  let running = true;
+  const migrator = createSql(url, { max: 1 });
+  await migrate(migrator, MIGRATIONS_DIR);
+  await migrator.end();
+  return {
+    url,
+    async stop() {
+      if (!running) return;
+      await server.stop();
+      running = false;
+    },
+    async start() {
+      if (running) return;
+      server = await startEmbeddedPostgres({ dataDir, port });
+      running = true;
+    },
+    async dispose() {
+      if (running) await server.stop();
+      running = false;
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}

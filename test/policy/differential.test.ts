@@ -1,0 +1,265 @@
+// Differential test (research §3.D test 56, Cedar DRT, anchor A11): decide() against a deliberately
+// simple reference evaluator written straight from SPEC section 2 (steps 1-7) and section 3 (the
+// undecidable rules). The reference reads the generated policy DOCUMENTS, not the compiled set: no
+// index, no plan, no cache. It borrows only the leaf semantics from src: condition truth values
+// (compileCondition), glob matching (compileGlob), the pii scan (runGuard) and the hash (approvalHash).
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { approvalHash } from '../../src/json/canonical.js';
+import type { JsonObject, JsonValue } from '../../src/json/value.js';
+import { compileCondition, type Truth } from '../../src/policy/condition/compile.js';
+import { decide } from '../../src/policy/decide.js';
+import { compileGlob } from '../../src/policy/glob.js';
+import { runGuard } from '../../src/policy/guards.js';
+import type { DecideRequest, Identity } from '../../src/policy/model.js';
+import {
+  identityArb, requestArb, schemaAccepts, setArb, toPolicySet,
+  type GenApproval, type GenDoc, type GenSelectors, type GenSet,
+} from '../helpers/policy-gen.js';
+
+type Decision = 'allow' | 'require_approval' | 'deny' | 'abort';
+const SEV: Record<Decision, number> = { allow: 0, require_approval: 1, deny: 2, abort: 3 };
+
+interface RefApproval { kind: string; capability: JsonObject; presentation: JsonObject; hash: string }
+interface RefAnswer { decision: Decision; rule: string; schemaRefused?: true; approval?: RefApproval }
+interface Outcome { decision: Decision; rule: string; kind?: string; shape?: GenApproval | null }
+
+const truth = (source: string, args: JsonObject): Truth => compileCondition(source).evaluate(args);
+const globMatches = (pattern: string, name: string): boolean => compileGlob(pattern).test(name);
+const isLiteral = (pattern: string): boolean => !/[*?[]/.test(pattern);
+
+/** The value at a dotted path: own properties and in-range array indexes only. */
+function readPath(args: JsonObject, path: string): JsonValue | undefined {
+  let cur: JsonValue | undefined = args;
+  for (const seg of path.split('.')) {
+    if (Array.isArray(cur)) cur = /^\d+$/.test(seg) && Number(seg) < cur.length ? cur[Number(seg)] : undefined;
+    else if (cur !== null && typeof cur === 'object' && Object.hasOwn(cur, seg)) cur = cur[seg];
+    else return undefined;
+  }
+  return cur;
+}
+
+function pick(args: JsonObject, paths: readonly string[] | undefined): JsonObject {
+  const out: JsonObject = {};
+  for (const p of paths ?? []) {
+    const v = readPath(args, p);
+    if (v !== undefined) out[p] = v;
+  }
+  return out;
+}
+
+/** SPEC section 2 and 3, read literally. */
+export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAnswer {
+  const { tool, args } = req;
+  const files = [...gen.files].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+
+  // Step 1: the catalogue entry: exact name first, then the first matching glob in load order.
+  const catalogue = files.flatMap((f) => Object.entries(f.doc.tools ?? {}).map(([pattern, entry]) => ({ pattern, entry, policy: f.doc.policy })));
+  const cat =
+    catalogue.find((e) => isLiteral(e.pattern) && e.pattern === tool) ??
+    catalogue.find((e) => !isLiteral(e.pattern) && globMatches(e.pattern, tool));
+  const kind = cat?.entry.kind ?? 'unknown';
+  const tags: readonly string[] = cat?.entry.tags ?? [];
+
+  // Step 2: the schema, once, before any file.
+  if (cat?.entry.schema !== undefined && !schemaAccepts(cat.entry.schema, args)) {
+    return { decision: 'deny', rule: `${cat.policy}#tools.${cat.pattern}.schema`, schemaRefused: true };
+  }
+
+  // Every list given must match; an absent list matches everything.
+  const selected = (s: GenSelectors): boolean =>
+    (s.tools === undefined || s.tools.some((p) => globMatches(p, tool))) &&
+    (s.kinds === undefined || s.kinds.includes(kind)) &&
+    (s.tags === undefined || s.tags.some((t) => tags.includes(t))) &&
+    (s.envs === undefined || (gen.env !== null && s.envs.includes(gen.env))) &&
+    (s.teams === undefined || (who.team !== null && s.teams.includes(who.team))) &&
+    (s.users === undefined || s.users.includes(who.user)) &&
+    (s.agents === undefined || (who.agent !== null && s.agents.includes(who.agent)));
+
+  const evalFile = (doc: GenDoc): Outcome => {
+    // Step 3: applicable rules. An undecidable `when` applies where the rule restricts
+    // (allow: false, abort, confirm) and not where it allows (allow: true).
+    const rules = (doc.rules ?? []).map((r, i) => ({ r, id: r.id ?? `${doc.policy}#${i}`, w: r.when === undefined ? true : truth(r.when, args) }));
+    const applying = rules.filter((x) => selected(x.r) && x.w !== false);
+    // Step 4.
+    const abort = applying.find((x) => x.r.abort === true);
+    const deny = applying.find((x) => x.r.allow === false);
+    const allow = applying.find((x) => x.r.allow === true && x.w === true);
+    const rule = `${doc.policy}#default`;
+    let out: Outcome;
+    if (abort) out = { decision: 'abort', rule: abort.id };
+    else if (deny) out = { decision: 'deny', rule: deny.id };
+    else if (allow) out = { decision: 'allow', rule: allow.id };
+    else {
+      const mode = doc.default === undefined ? 'side_effects' : typeof doc.default === 'string' ? doc.default : doc.default[gen.env!]!;
+      if (mode !== 'side_effects') out = { decision: mode, rule };
+      else if (kind === 'read_only' || kind === 'local_mutation') out = { decision: 'allow', rule };
+      else if (kind === 'remote_mutation') out = { decision: 'require_approval', rule, kind: 'remote_mutation', shape: null };
+      else out = { decision: 'deny', rule };
+    }
+    // Step 5: the catalogue's confirm, else an applicable rule's confirm that holds or is undecidable.
+    if (out.decision === 'allow') {
+      const asks = applying.find((x) => x.r.allow === true && x.r.confirm !== undefined && (x.r.confirm === true || truth(x.r.confirm, args) !== false));
+      if (cat?.entry.confirm) out = { decision: 'require_approval', rule: `${cat.policy}#tools.${cat.pattern}`, kind: 'confirm', shape: null };
+      else if (asks) out = { decision: 'require_approval', rule: asks.id, kind: asks.r.approval?.kind ?? 'confirm', shape: asks.r.approval ?? null };
+    }
+    // Step 6.
+    if (doc.limits !== undefined && (req.run?.steps?.length ?? 0) >= doc.limits.max_calls && out.decision !== 'abort') {
+      out = { decision: 'abort', rule: `${doc.policy}#limits.max_calls` };
+    }
+    // Step 7: a finding turns the decision into the guard's action when that is more severe.
+    (doc.guards ?? []).forEach((g, i) => {
+      const action = g.action ?? 'deny';
+      if (selected(g) && SEV[action] > SEV[out.decision] && runGuard('pii', args) !== null) {
+        out = { decision: action, rule: g.id ?? `${doc.policy}#guards.${i}`, kind: 'pii', shape: null };
+      }
+    });
+    return out;
+  };
+
+  // Every file applies; the most severe wins; among equals the first file in load order.
+  const docs: GenDoc[] = files.length > 0 ? files.map((f) => f.doc) : [{ policy: 'builtin' }];
+  let best: Outcome | null = null;
+  for (const doc of docs) {
+    const out = evalFile(doc);
+    if (best === null || SEV[out.decision] > SEV[best.decision]) best = out;
+  }
+  const answer: RefAnswer = { decision: best!.decision, rule: best!.rule };
+  if (best!.decision === 'require_approval') {
+    const shape = best!.shape ?? null;
+    const kind = best!.kind!;
+    const capability = shape === null ? { tool, args } : pick(args, shape.capability);
+    const presentation = shape === null ? { tool, args } : pick(args, shape.presentation);
+    answer.approval = { kind, capability, presentation, hash: approvalHash({ tool, args, kind, capability, presentation }) };
+  }
+  return answer;
+}
+
+function compare(gen: GenSet, req: DecideRequest, who: Identity): void {
+  const got = decide(toPolicySet(gen), req, who);
+  const want = reference(gen, req, who);
+  expect({ decision: got.decision, rule: got.rule, schemaRefused: got.schemaRefused, approval: got.approval }).toEqual(want);
+}
+
+describe('decide() agrees with the reference evaluator', () => {
+  it('on random sets and requests (decision, rule, approval kind, capability, presentation, hash)', () => {
+    fc.assert(
+      fc.property(setArb(), fc.array(fc.tuple(requestArb(), identityArb), { minLength: 1, maxLength: 5 }), (gen, pairs) => {
+        const set = toPolicySet(gen);
+        for (const [req, who] of pairs) {
+          const got = decide(set, req, who);
+          const want = reference(gen, req, who);
+          expect({ decision: got.decision, rule: got.rule, schemaRefused: got.schemaRefused, approval: got.approval }).toEqual(want);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('on random sets whose catalogues carry argument schemas', () => {
+    fc.assert(
+      fc.property(setArb({ minFiles: 1, schemaP: 0.5 }), fc.array(fc.tuple(requestArb(), identityArb), { minLength: 1, maxLength: 10 }), (gen, pairs) => {
+        const set = toPolicySet(gen);
+        for (const [req, who] of pairs) {
+          const got = decide(set, req, who);
+          expect({ decision: got.decision, rule: got.rule, schemaRefused: got.schemaRefused, approval: got.approval }).toEqual(reference(gen, req, who));
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('the reference itself gets the spec examples right (so the property is not vacuous)', () => {
+    const who: Identity = { user: 'u1', team: 'team1', agent: null, roles: [] };
+    const gen: GenSet = {
+      env: 'prod',
+      files: [
+        {
+          name: 'p00.json',
+          doc: {
+            policy: 'p0', environments: ['dev', 'prod'], default: { dev: 'allow', prod: 'deny' },
+            tools: { t0: { kind: 'remote_mutation' }, 'g_*': { kind: 'destructive' } },
+            rules: [
+              { tools: ['t0'], allow: true, confirm: 'a > 5', approval: { kind: 'k_one', capability: ['a'] } },
+              { kinds: ['destructive'], envs: ['prod'], abort: true },
+              { tools: ['t1'], when: 'a > 5', allow: false },
+            ],
+          },
+        },
+      ],
+    };
+    expect(reference(gen, { tool: 't0', args: { a: 1 } }, who)).toEqual({ decision: 'allow', rule: 'p0#0' });
+    expect(reference(gen, { tool: 't0', args: { a: 9 } }, who)).toMatchObject({ decision: 'require_approval', rule: 'p0#0', approval: { kind: 'k_one', capability: { a: 9 }, presentation: {} } });
+    expect(reference(gen, { tool: 'g_a', args: {} }, who)).toEqual({ decision: 'abort', rule: 'p0#1' });
+    expect(reference(gen, { tool: 't1', args: {} }, who)).toEqual({ decision: 'deny', rule: 'p0#2' }); // undecidable when restricts
+    expect(reference(gen, { tool: 't1', args: { a: 1 } }, who)).toEqual({ decision: 'deny', rule: 'p0#default' });
+    for (const [tool, args] of [['t0', { a: 1 }], ['t0', { a: 9 }], ['t0', {}], ['g_a', {}], ['t1', {}], ['t1', { a: 1 }]] as const) {
+      compare(gen, { tool, args: { ...args } }, who);
+    }
+  });
+});
+
+// Minimized counterexamples found while writing the property, kept as regressions. Each is also a
+// case the random search reaches only rarely.
+describe('regressions and corner cases (reference and decide agree)', () => {
+  const who: Identity = { user: 'u1', team: null, agent: null, roles: [] };
+  const one = (doc: GenDoc, env: GenSet['env'] = null): GenSet => ({ env, files: [{ name: 'p00.json', doc }] });
+
+  it('an allow rule with an undecidable `when` still asks through its confirm (it restricts there)', () => {
+    const gen = one({ policy: 'p0', default: 'allow', rules: [{ tools: ['t0'], when: 'a > 5', allow: true, confirm: true }] });
+    compare(gen, { tool: 't0', args: {} }, who);
+    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who).decision).toBe('require_approval');
+  });
+
+  it('a confirm condition that is false on an allow rule with an undecidable `when` does not ask', () => {
+    const gen = one({ policy: 'p0', default: 'allow', rules: [{ tools: ['t0'], when: 'c', allow: true, confirm: 'b == "x"' }] });
+    compare(gen, { tool: 't0', args: { b: 'y' } }, who);
+    expect(decide(toPolicySet(gen), { tool: 't0', args: { b: 'y' } }, who)).toMatchObject({ decision: 'allow', rule: 'p0#default' });
+  });
+
+  it('a rule listing the same exact tool twice, next to a glob rule, keeps rule order', () => {
+    const gen = one({ policy: 'p0', rules: [{ tools: ['t?'], allow: true, confirm: 'a > 5' }, { tools: ['t0', 't1', 't0'], allow: true, confirm: true, approval: { kind: 'k_one' } }] });
+    compare(gen, { tool: 't0', args: { a: 9 } }, who);
+    compare(gen, { tool: 't0', args: { a: 1 } }, who);
+  });
+
+  it('the exact catalogue name wins over an earlier file\'s glob', () => {
+    const gen: GenSet = {
+      env: null,
+      files: [
+        { name: 'p00.json', doc: { policy: 'p0', tools: { 't?': { kind: 'destructive' } } } },
+        { name: 'p01.json', doc: { policy: 'p1', tools: { t0: { kind: 'read_only' } } } },
+      ],
+    };
+    compare(gen, { tool: 't0', args: {} }, who);
+    compare(gen, { tool: 't1', args: {} }, who);
+  });
+
+  it('no file at all: the built-in side_effects default with an empty catalogue', () => {
+    compare({ env: null, files: [] }, { tool: 't0', args: {} }, who);
+    expect(decide(toPolicySet({ env: null, files: [] }), { tool: 't0', args: {} }, who).rule).toBe('builtin#default');
+  });
+
+  it('max_calls 0 aborts every call, and a later guard cannot change it', () => {
+    const gen = one({ policy: 'p0', default: 'allow', limits: { max_calls: 0 }, guards: [{ guard: 'pii' }] });
+    compare(gen, { tool: 't0', args: { b: 'jane@example.com' } }, who);
+  });
+
+  it('a require_approval guard, then a deny guard: the deny (more severe) wins', () => {
+    const gen = one({ policy: 'p0', default: 'allow', guards: [{ guard: 'pii', action: 'require_approval' }, { guard: 'pii', id: 'g-deny' }] });
+    compare(gen, { tool: 't0', args: { note: 'mail jane@example.com' } }, who);
+    expect(decide(toPolicySet(gen), { tool: 't0', args: { note: 'mail jane@example.com' } }, who).rule).toBe('g-deny');
+  });
+
+  it('among equally severe files the first in file-name order gives the rule, whatever the input order', () => {
+    const gen: GenSet = {
+      env: null,
+      files: [
+        { name: 'p01.json', doc: { policy: 'p1', default: 'deny' } },
+        { name: 'p00.json', doc: { policy: 'p0', default: 'deny' } },
+      ],
+    };
+    compare(gen, { tool: 't0', args: {} }, who);
+    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who).rule).toBe('p0#default');
+  });
+});
