@@ -26,6 +26,8 @@ export interface SqlOptions {
   applicationName?: string;
   /** Named prepared statements; turn off behind a transaction-mode pooler that lacks support. Default true. */
   prepare?: boolean;
+  /** Cap on the jittered, growing wait before reconnecting after failures. Default 2000 ms. */
+  reconnectBackoffMaxMs?: number;
 }
 
 export function createSql(url: string, options: SqlOptions = {}): Sql {
@@ -36,6 +38,9 @@ export function createSql(url: string, options: SqlOptions = {}): Sql {
     idle_timeout: (options.idleTimeoutMs ?? 60_000) / 1000,
     max_lifetime: (options.maxLifetimeMs ?? 30 * 60_000) / 1000,
     prepare: options.prepare ?? true,
+    // postgres.js's own backoff grows to 20 s, during which a connection (the LISTEN one included)
+    // stays down after the server is back; a short cap recovers within a couple of seconds.
+    backoff: reconnectBackoff(options.reconnectBackoffMaxMs ?? 2_000),
     // Server NOTICEs (e.g. "relation already exists, skipping") are not ours to print.
     onnotice: () => {},
     connection: {
@@ -47,4 +52,9 @@ export function createSql(url: string, options: SqlOptions = {}): Sql {
     // Deliberately no `transform` and no `types`: column names arrive exactly as the SQL names them
     // (snake_case, as the stores expect) and timestamptz arrives as a JS Date.
   });
+}
+
+/** Seconds to wait before reconnect attempt n (postgres.js counts consecutive failures): 50 ms doubling, capped, jittered. */
+function reconnectBackoff(maxMs: number): (attempt: number) => number {
+  return (attempt) => (Math.min(maxMs, 50 * 2 ** attempt) / 1000) * (0.5 + Math.random() / 2);
 }

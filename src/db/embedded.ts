@@ -25,6 +25,8 @@ export interface EmbeddedPostgresOptions {
   onLog?: (message: string) => void;
   /** Extra server settings (`-c name=value`), e.g. { fsync: 'off' } for throwaway test clusters. */
   settings?: Readonly<Record<string, string>>;
+  /** Extra initdb flags for a fresh cluster, e.g. ['--no-sync'] for throwaway test clusters. */
+  initdbFlags?: readonly string[];
 }
 
 export interface EmbeddedPostgres {
@@ -68,6 +70,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     persistent: true,
     // Postgres refuses to run as root; the package then creates and uses a `postgres` OS user.
     createPostgresUser: userInfo().uid === 0,
+    initdbFlags: [...(options.initdbFlags ?? [])],
     postgresFlags: Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     onLog: log,
     onError: (error: unknown) => log(error instanceof Error ? error.message : String(error)),

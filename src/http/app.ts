@@ -1,6 +1,6 @@
 // The application: a Fastify instance with strict bodies, JWT identity and the routes, built from
 // its dependencies so tests drive it with inject() and main.ts owns the process around it.
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
 import type { LivePolicies } from '../policy/live.js';
@@ -37,7 +37,8 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: options.bodyLimit,
-    disableRequestLogging: true, // one decision line per /decide instead; errors are logged by the handler
+    // One decision line per /decide instead of two lines per request; errors are logged by the handler.
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     requestTimeout: 70_000, // above the longest approval long-poll (60 s)
     keepAliveTimeout: 72_000,

@@ -67,13 +67,17 @@ const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  * array. A top-level number has no container, so its lexeme is not kept.
  */
 export function parseJson(input: Uint8Array | string, options?: ParseOptions): JsonValue {
-  return runWithText(input, options, null).value;
+  const maxDepth = maxDepthOf(options);
+  const text = typeof input === 'string' ? input : decode(input, maxDepth);
+  return scanText(text, typeof input === 'string', maxDepth, null);
 }
 
 /** parseJson plus the line and column (1-based, UTF-16 columns) of every value and key. */
 export function parseJsonWithPositions(input: Uint8Array | string, options?: ParseOptions): PositionedJson {
+  const maxDepth = maxDepthOf(options);
+  const text = typeof input === 'string' ? input : decode(input, maxDepth);
   const sites: Sites = { valuePointers: [], valueIndexes: [], keyPointers: [], keyIndexes: [] };
-  const { value, text } = runWithText(input, options, sites);
+  const value = scanText(text, typeof input === 'string', maxDepth, sites);
   const starts = lineStarts(text);
   const values = new Map<string, Position>();
   sites.valuePointers.forEach((p, n) => values.set(p, positionAt(starts, sites.valueIndexes[n] ?? 0)));
@@ -82,18 +86,17 @@ export function parseJsonWithPositions(input: Uint8Array | string, options?: Par
   return { value, values, keys };
 }
 
-function runWithText(
-  input: Uint8Array | string,
-  options: ParseOptions | undefined,
-  sites: Sites | null,
-): { value: JsonValue; text: string } {
+function maxDepthOf(options: ParseOptions | undefined): number {
   const maxDepth = options?.maxDepth ?? DEFAULT_MAX_DEPTH;
   if (!Number.isInteger(maxDepth) || maxDepth < 0) throw new RangeError('maxDepth must be a non-negative integer');
-  const text = typeof input === 'string' ? input : decode(input, maxDepth);
+  return maxDepth;
+}
+
+function scanText(text: string, fromString: boolean, maxDepth: number, sites: Sites | null): JsonValue {
   // Decoded bytes are always well-formed; only a JS string can carry a raw lone surrogate.
-  const rawSurrogates = typeof input === 'string' && !isWellFormed(input);
+  const rawSurrogates = fromString && !isWellFormed(text);
   try {
-    return { value: scan(text, { maxDepth, rawSurrogates, sites }), text };
+    return scan(text, { maxDepth, rawSurrogates, sites });
   } catch (e) {
     if (e instanceof ScanError) throw new JsonParseError(e.code, utf8Offset(text, e.index), e.pointer, e.detail);
     throw e;

@@ -59,6 +59,7 @@ const MINUS = 0x2d;
 // module state to avoid a result object per token. Safe: scanning is synchronous and never re-entered.
 let scanEnd = 0;
 let scanLexeme: string | undefined;
+let scannedKey = '';
 
 function fail(code: ScanErrorCode, index: number, detail: string): never {
   throw new ScanError(code, index, detail);
@@ -204,11 +205,12 @@ export function scan(text: string, options: ScanOptions): JsonValue {
     }
     throw e;
   } finally {
+    // Keep nothing from this input in module state.
     clearKeyCache();
+    scanLexeme = undefined;
+    scannedKey = '';
   }
 }
-
-let scannedKey = '';
 
 /**
  * Parses `"name" :` at i into scannedKey, rejecting a duplicate of a member already in obj, and
@@ -245,7 +247,7 @@ function scanKey(
 
 // Keys repeat (arrays of similar objects). Reusing the string from an earlier identical key saves
 // allocating a copy and V8 internalizing it again for the property store. The cache is emptied after
-// every parse (see scan), so it never keeps one request's keys, or the body they were sliced from,
+// every parse (see scan), so it never keeps one request's keys, or the body a slice may point into,
 // alive afterwards.
 const KEY_CACHE_SIZE = 128;
 const MAX_CACHED_KEY = 32;

@@ -1,0 +1,138 @@
+// Build a Gatehouse app for inject() tests, and sign tokens for it. Tokens are made by hand with
+// node:crypto, so tests can also forge the malformed and hostile ones (alg none, key confusion).
+import { createHmac, createSign, generateKeyPairSync, sign as edSign, type KeyObject } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { createApprovalWaiter } from '../../src/approvals/notify.js';
+import { createApprovalService } from '../../src/approvals/service.js';
+import { createApprovalStore } from '../../src/approvals/store.js';
+import type { JwtAlgorithm } from '../../src/config.js';
+import { buildApp, type AppContext } from '../../src/http/app.js';
+import { createMetrics } from '../../src/http/metrics.js';
+import { createLivePolicies } from '../../src/policy/live.js';
+import { createTestDatabase, type TestDatabase } from './db.js';
+
+export const SECRET = 'gatehouse-test-secret-0123456789abcdef';
+
+export interface TestAppOptions {
+  policyDir?: string;
+  env?: string | null;
+  /** Give the app a fresh migrated database (approvals). */
+  database?: boolean | TestDatabase;
+  key?: string;
+  algorithm?: JwtAlgorithm;
+  issuer?: string | null;
+  audience?: string | null;
+  bodyLimit?: number;
+  logArgs?: boolean;
+  /** Collect log lines here (JSON objects). */
+  logs?: Record<string, unknown>[];
+  approvalTtlMs?: number;
+  grantTtlMs?: number;
+  deadlineMs?: number;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  ctx: AppContext;
+  db: TestDatabase | null;
+  close(): Promise<void>;
+}
+
+export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const logs = options.logs;
+  const log = pino(
+    { level: logs ? 'info' : 'silent' },
+    { write: (line: string) => logs?.push(JSON.parse(line) as Record<string, unknown>) },
+  );
+  const policies = await createLivePolicies(options.policyDir ?? 'policies', options.env === undefined ? 'prod' : options.env);
+  let db: TestDatabase | null = null;
+  let approvals: AppContext['approvals'] = null;
+  if (options.database) {
+    db = options.database === true ? await createTestDatabase() : options.database;
+    const store = createApprovalStore(db.sql, {
+      approvalTtlMs: options.approvalTtlMs ?? 86_400_000,
+      grantTtlMs: options.grantTtlMs ?? 3_600_000,
+      deadlineMs: options.deadlineMs ?? 5_000,
+    });
+    approvals = createApprovalService(db.sql, store, createApprovalWaiter(db.sql, store, { recheckMs: 200 }));
+  }
+  const ctx: AppContext = {
+    policies,
+    metrics: createMetrics(policies, { defaultMetrics: false }),
+    approvals,
+    log,
+    logArgs: options.logArgs ?? false,
+    adminRole: 'admin',
+    approverRole: 'approver',
+  };
+  const app = await buildApp(ctx, {
+    bodyLimit: options.bodyLimit ?? 1_048_576,
+    logger: log,
+    auth: {
+      key: options.key ?? SECRET,
+      algorithm: options.algorithm ?? 'HS256',
+      issuer: options.issuer ?? null,
+      audience: options.audience ?? null,
+      clockToleranceSec: 30,
+      claims: { team: 'team', agent: 'agent', roles: 'roles' },
+    },
+  });
+  await app.ready();
+  return {
+    app,
+    ctx,
+    db,
+    async close() {
+      await app.close();
+      await approvals?.close();
+      if (options.database === true) await db?.drop();
+    },
+  };
+}
+
+const b64url = (data: string | Buffer): string => Buffer.from(data).toString('base64url');
+
+/** Sign a compact JWT. `key`: the HMAC secret, or a private key for RS256/ES256/EdDSA. */
+export function signJwt(payload: Record<string, unknown>, options: { key?: string | KeyObject; alg?: string; header?: Record<string, unknown> } = {}): string {
+  const alg = options.alg ?? 'HS256';
+  const head = b64url(JSON.stringify({ alg, typ: 'JWT', ...options.header }));
+  const body = b64url(JSON.stringify(payload));
+  const input = `${head}.${body}`;
+  const key = options.key ?? SECRET;
+  let signature: Buffer;
+  if (alg === 'none') signature = Buffer.alloc(0);
+  else if (alg.startsWith('HS')) signature = createHmac(`sha${alg.slice(2)}`, key as string).update(input).digest();
+  else if (alg.startsWith('RS')) signature = createSign(`sha${alg.slice(2)}`).update(input).sign(key as KeyObject);
+  else if (alg.startsWith('ES')) signature = createSign(`sha${alg.slice(2)}`).update(input).sign({ key: key as KeyObject, dsaEncoding: 'ieee-p1363' });
+  else if (alg === 'EdDSA') signature = edSign(null, Buffer.from(input), key as KeyObject);
+  else throw new Error(`unsupported alg ${alg}`);
+  return `${input}.${b64url(signature)}`;
+}
+
+/** A valid token for the test secret: sub, team, agent and roles as given, expiring in an hour. */
+export function token(claims: { sub?: string; team?: string; agent?: string; roles?: string[]; [k: string]: unknown } = {}): string {
+  const now = Math.floor(Date.now() / 1000);
+  return signJwt({ sub: 'agent-1', team: 'support', agent: 'bot', roles: [], iat: now, exp: now + 3600, ...claims });
+}
+
+export const agentToken = (sub = 'agent-1', extra: Record<string, unknown> = {}): string => token({ sub, ...extra });
+export const approverToken = (sub = 'operator-1'): string => token({ sub, team: 'ops', roles: ['approver'] });
+export const adminToken = (sub = 'admin-1'): string => token({ sub, team: 'ops', roles: ['admin'] });
+
+export function bearer(t: string): Record<string, string> {
+  return { authorization: `Bearer ${t}` };
+}
+
+/** POST a JSON body with a bearer token. */
+export function post(app: FastifyInstance, url: string, body: unknown, tok: string = agentToken()) {
+  return app.inject({ method: 'POST', url, headers: { ...bearer(tok), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+}
+
+export function keyPairs() {
+  return {
+    rsa: generateKeyPairSync('rsa', { modulusLength: 2048 }),
+    ec: generateKeyPairSync('ec', { namedCurve: 'P-256' }),
+    ed: generateKeyPairSync('ed25519'),
+  };
+}
