@@ -50,6 +50,7 @@ export function createApprovalWaiter(
     );
 
   async function waitForChange(id: string, timeoutMs: number, signal?: AbortSignal): Promise<Approval | null> {
+    if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new RangeError('timeoutMs must be a finite number ≥ 0');
     signal?.throwIfAborted();
     const key = id.toLowerCase();
     const deadline = Date.now() + timeoutMs;

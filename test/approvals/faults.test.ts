@@ -77,20 +77,50 @@ test('server down: every method answers StoreUnavailableError, then the same sto
   expect((await store.get(approval.id))?.status).toBe('granted');
 });
 
-test('a wait spanning a restart still sees the decision (re-listen or re-read)', async () => {
-  const { approval } = await store.create(request({ sub: 'waiting-through' }));
-  const waiting = waiter.waitForChange(approval.id, 20_000);
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  await restart();
+test('a wait spanning a restart is woken by the decision: LISTEN comes back by itself', async () => {
+  // No fallback re-read within the test's reach: only the re-established LISTEN can answer.
+  const listening = createApprovalWaiter(sql, store, { recheckMs: 600_000 });
+  try {
+    const { approval } = await store.create(request({ sub: 'waiting-through' }));
+    const waiting = listening.waitForChange(approval.id, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await restart();
+    await decideElsewhere((decider) => decider.deny(approval.id, { sub: 'operator' }, 'no'));
+    expect(await waiting).toMatchObject({ status: 'denied' });
+  } finally {
+    await listening.close();
+  }
+});
+
+test('a waiter created while the server is down fails fast, then works once the server is back', async () => {
+  await server.stop();
+  const late = createApprovalWaiter(sql, store, { recheckMs: 600_000 });
+  try {
+    await expect(late.waitForChange('0190a0c0-0000-7000-8000-000000000000', 10_000)).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
+    await server.start();
+    const { approval } = await retryUnavailable(() => store.create(request({ sub: 'late-waiter' })));
+    const waiting = late.waitForChange(approval.id, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await decideElsewhere((decider) => decider.grant(approval.id, { sub: 'operator' }, null));
+    expect(await waiting).toMatchObject({ status: 'granted' });
+  } finally {
+    await server.start();
+    await late.close();
+  }
+});
+
+/** A decision made through another pool (another replica) on the same server. */
+async function decideElsewhere(fn: (store: ApprovalStore) => Promise<{ ok: boolean }>): Promise<void> {
   const other = createSql(server.url);
   try {
     const decider = createApprovalStore(other, { approvalTtlMs: 60_000, grantTtlMs: 60_000, deadlineMs: 5_000 });
-    expect((await decider.deny(approval.id, { sub: 'operator' }, 'no')).ok).toBe(true);
+    expect((await fn(decider)).ok).toBe(true);
   } finally {
     await other.end();
   }
-  expect(await waiting).toMatchObject({ status: 'denied' });
-});
+}
 
 /** Retries while the store reports unavailable (a pool meeting connections closed by the restart). */
 async function retryUnavailable<T>(fn: () => Promise<T>): Promise<T> {

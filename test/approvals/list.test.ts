@@ -106,6 +106,8 @@ test('a malformed cursor or limit is a typed error (400), never an SQL error', a
   for (const limit of [0, 201, 1.5, Number.NaN]) {
     await expect(store.list({ limit })).rejects.toBeInstanceOf(ListQueryError);
   }
+  await expect(store.list({ limit: 3, tool: 'a\u0000b' })).rejects.toMatchObject({ code: 'invalid_filter' });
+  await expect(store.list({ limit: 3, requesterSub: 'x'.repeat(513) })).rejects.toMatchObject({ code: 'invalid_filter' });
   // @ts-expect-error: a status outside the union, as an unchecked caller might pass
   await expect(store.list({ limit: 3, status: 'nope' })).rejects.toMatchObject({ code: 'invalid_status' });
 });

@@ -340,6 +340,14 @@ describe('consume', () => {
     expect((await store.consume(approval.id, { sub }, approval.hash)).ok).toBe(true);
   });
 
+  test('a malformed hash is a mismatch, never an SQL error', async () => {
+    const { approval, sub } = await inState('granted');
+    for (const hash of ['', 'sha256:', approval.hash.toUpperCase(), approval.hash + '\u0000', 'md5:abc']) {
+      const r = await store.consume(approval.id, { sub }, hash);
+      expect(r).toMatchObject({ ok: false, approval: { status: 'granted' } });
+    }
+  });
+
   test('another requester cannot consume it, and is not told it exists', async () => {
     const { approval } = await inState('granted');
     expect(await store.consume(approval.id, { sub: newSub() }, approval.hash)).toEqual({ ok: false, approval: null });

@@ -73,7 +73,8 @@ export interface PrivatePostgres {
 /** A server only this test uses, that it can stop and start again (data kept, same port). */
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-private-pg-'));
-  let server = await startEmbeddedPostgres({ dataDir });
+  // Server settings stay the defaults (fsync on): this server is the one durability is tested on.
+  let server = await startEmbeddedPostgres({ dataDir, initdbFlags: ['--no-sync'] });
   const { port, url } = server;
   let running = true;
   const migrator = createSql(url, { max: 1 });

