@@ -32,7 +32,8 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
     secret: options.algorithm === 'HS256' ? options.key : { public: options.key },
     verify: {
       algorithms: [options.algorithm],
-      requiredClaims: ['exp', 'sub'],
+      // fast-jwt skips the iss/aud check when the claim is absent: require them when configured.
+      requiredClaims: ['exp', 'sub', ...(options.issuer !== null ? ['iss'] : []), ...(options.audience !== null ? ['aud'] : [])],
       // fast-jwt takes milliseconds here; @fastify/jwt only converts maxAge.
       clockTolerance: options.clockToleranceSec * 1000,
       ...(options.issuer !== null ? { allowedIss: options.issuer } : {}),

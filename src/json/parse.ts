@@ -5,8 +5,10 @@
 
 import { lineStarts, positionAt } from './positions.js';
 import type { Position } from './positions.js';
-import { ScanError, scan } from './scanner.js';
-import type { ScanErrorCode, Sites } from './scanner.js';
+import { ScanError } from './scan-error.js';
+import type { ScanErrorCode } from './scan-error.js';
+import { scan } from './scanner.js';
+import type { Sites } from './scanner.js';
 import { invalidUtf8Offset, isWellFormed, utf8Offset } from './unicode.js';
 import type { JsonValue } from './value.js';
 

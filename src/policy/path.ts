@@ -1,7 +1,7 @@
 // Argument paths (`order`, `order.total`, `items.0.sku`): how conditions and approval shapes name
 // a value inside the tool's arguments. Reads own properties only, so inherited members
 // (`constructor`, `__proto__`, `toString`) are never seen.
-import { numberLexeme, setNumberLexeme, setOwn, type JsonObject, type JsonValue } from '../json/value.js';
+import { copyMember, type JsonObject, type JsonValue } from '../json/value.js';
 
 const SECRET_WORDS = ['password', 'secret', 'token', 'apikey', 'privatekey', 'credential'];
 
@@ -31,7 +31,7 @@ export function parseArgPath(text: string): { segments: string[] } | { error: st
 }
 
 /** The value at a path, reading own properties and in-range array indexes only. */
-export function readPath(args: JsonObject, segments: readonly string[]): { found: false } | { found: true; value: JsonValue; parent: object; key: string } {
+export function readPath(args: JsonObject, segments: readonly string[]): { found: false } | { found: true; value: JsonValue; parent: JsonObject | JsonValue[]; key: string } {
   let parent: JsonValue = args;
   let value: JsonValue = args;
   let key = '';
@@ -49,7 +49,7 @@ export function readPath(args: JsonObject, segments: readonly string[]): { found
     }
     key = s;
   }
-  return { found: true, value, parent: parent as object, key };
+  return { found: true, value, parent: parent as JsonObject | JsonValue[], key };
 }
 
 /**
@@ -60,12 +60,7 @@ export function pickPaths(args: JsonObject, paths: readonly { text: string; segm
   const out: JsonObject = {};
   for (const p of paths) {
     const hit = readPath(args, p.segments);
-    if (!hit.found) continue;
-    setOwn(out, p.text, hit.value);
-    if (typeof hit.value === 'number') {
-      const lexeme = numberLexeme(hit.parent, hit.key);
-      if (lexeme !== undefined) setNumberLexeme(out, p.text, lexeme);
-    }
+    if (hit.found) copyMember(hit.parent, hit.key, out, p.text);
   }
   return out;
 }

@@ -1,0 +1,700 @@
+// Approvals over HTTP against a real PostgreSQL (SPEC section 5): the full loop, idempotent create,
+// who may grant, self-approval, visibility, races, redeem-once, hash binding, expiry, long-poll across
+// two app instances, listing, and a database that goes away and comes back.
+import { randomUUID } from 'node:crypto';
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSql } from '../../src/db/connect.js';
+import { agentToken, approverToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
+import { startPrivatePostgres, type PrivatePostgres, type TestDatabase } from '../helpers/db.js';
+
+interface ApprovalBody {
+  id: string;
+  status: string;
+  kind: string;
+  hash: string;
+  tool: string;
+  args: Record<string, unknown>;
+  capability: Record<string, unknown>;
+  presentation: Record<string, unknown>;
+  presentation_label: string;
+  requester: { sub: string; team: string | null; agent: string | null };
+  reason: string;
+  rule: string;
+  policies: { policy: string; digest: string }[];
+  decided_by: string | null;
+  decision_note: string | null;
+  expires_at: string;
+}
+interface DecisionBody {
+  decision: string;
+  reason: string;
+  rule: string;
+  message: string;
+  approval?: { kind: string; hash: string; id?: string; status?: string; capability: object; presentation: object };
+}
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp({ env: 'prod', database: true });
+});
+afterAll(async () => t.close());
+
+let seq = 0;
+/** A fresh sub per test, so idempotency never joins two tests' approvals. */
+const newSub = (label = 'agent'): string => `${label}-${++seq}-${randomUUID().slice(0, 8)}`;
+/** A support-team agent token (the refund-support rule selects team support). */
+const agent = (sub: string): string => token({ sub, team: 'support', agent: 'bot' });
+/** A refund over 100: require_approval, with the payments approval shape. */
+const bigRefund = (extra: Record<string, unknown> = {}) => ({ tool: 'refund', args: { order: `O-${++seq}`, amount: 120, note: 'customer asked twice', ...extra } });
+
+const get = (app: TestApp, url: string, tok: string) => app.app.inject({ method: 'GET', url, headers: bearer(tok) });
+const grant = (id: string, tok = approverToken(), body: unknown = { note: 'ok' }, app = t) => post(app.app, `/approvals/${id}/grant`, body, tok);
+const deny = (id: string, tok = approverToken(), body: unknown = { reason: 'no' }, app = t) => post(app.app, `/approvals/${id}/deny`, body, tok);
+
+async function requestApproval(sub: string, body = bigRefund(), app = t): Promise<{ approval: ApprovalBody; body: typeof body }> {
+  const res = await post(app.app, '/approvals', body, agent(sub));
+  expect(res.statusCode, res.body).toBe(201);
+  return { approval: res.json() as ApprovalBody, body };
+}
+
+function expectProblem(res: LightMyRequestResponse, status: number): Record<string, unknown> {
+  expect(res.statusCode, res.body).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  const body = res.json() as Record<string, unknown>;
+  expect(body).toMatchObject({ status, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+  return body;
+}
+
+const statusOf = async (id: string): Promise<string> => ((await get(t, `/approvals/${id}`, approverToken())).json() as ApprovalBody).status;
+
+describe('the full loop', () => {
+  it('decide → require_approval → create → pending → grant → redeem once → require_approval again', async () => {
+    const sub = newSub();
+    const body = bigRefund();
+    const first = await post(t.app, '/decide', body, agent(sub));
+    expect(first.statusCode).toBe(403);
+    const firstBody = first.json() as DecisionBody;
+    expect(firstBody).toMatchObject({ decision: 'require_approval', rule: 'refund-support', approval: { kind: 'refund_over_cap' } });
+    expect(firstBody.approval).not.toHaveProperty('id');
+
+    const created = await post(t.app, '/approvals', body, agent(sub));
+    expect(created.statusCode).toBe(201);
+    const a = created.json() as ApprovalBody;
+    expect(a).toMatchObject({
+      status: 'pending',
+      kind: 'refund_over_cap',
+      hash: firstBody.approval!.hash,
+      tool: 'refund',
+      args: body.args,
+      capability: { order: body.args.order, amount: 120 },
+      presentation: { order: body.args.order, amount: 120, note: 'customer asked twice' },
+      requester: { sub, team: 'support', agent: 'bot' },
+      rule: 'refund-support',
+      reason: 'refund over 100 needs an operator',
+      decided_by: null,
+    });
+    expect(a.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(a.presentation_label).toMatch(/model-chosen/i);
+    expect(a.policies.map((p) => p.policy)).toEqual(['payments']);
+
+    const shown = await get(t, `/approvals/${a.id}`, agent(sub));
+    expect(shown.statusCode).toBe(200);
+    expect(shown.json()).toMatchObject({ id: a.id, status: 'pending', presentation_label: a.presentation_label });
+
+    const granted = await grant(a.id, approverToken('operator-loop'), { note: 'fine' });
+    expect(granted.statusCode).toBe(200);
+    expect(granted.json()).toMatchObject({ id: a.id, status: 'granted', decided_by: 'operator-loop', decision_note: 'fine', presentation_label: a.presentation_label });
+
+    const redeemed = await post(t.app, '/decide', { ...body, approval_id: a.id }, agent(sub));
+    expect(redeemed.statusCode).toBe(200);
+    expect(redeemed.json()).toMatchObject({ decision: 'allow', approval: { id: a.id, status: 'consumed', hash: a.hash } });
+
+    const again = await post(t.app, '/decide', { ...body, approval_id: a.id }, agent(sub));
+    expect(again.statusCode).toBe(403);
+    expect(again.json()).toMatchObject({ decision: 'require_approval', approval: { id: a.id, status: 'consumed' } });
+    expect(await statusOf(a.id)).toBe('consumed');
+
+    // Every transition is in the events table.
+    const events = await t.db!.sql<{ from_status: string | null; to_status: string; actor: string }[]>`
+      select from_status, to_status, actor from approval_events where approval_id = ${a.id} order by id`;
+    expect(events.map((e) => [e.from_status, e.to_status, e.actor])).toEqual([
+      [null, 'pending', sub], ['pending', 'granted', 'operator-loop'], ['granted', 'consumed', sub],
+    ]);
+  });
+});
+
+describe('POST /approvals', () => {
+  it('an allowed request is 409 with the decision body', async () => {
+    const res = await post(t.app, '/approvals', { tool: 'refund', args: { order: 'A1', amount: 40 } }, agent(newSub()));
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ decision: 'allow', rule: 'refund-support' });
+  });
+  it('a denied request is 409 with the decision body', async () => {
+    const res = await post(t.app, '/approvals', { tool: 'dispatch_vendor', args: { unitId: 'U1', estimateUsd: 5000 } }, agent(newSub()));
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ decision: 'deny', rule: 'vendor-hard-cap' });
+  });
+  it('an aborted request is 409 with the decision body', async () => {
+    const res = await post(t.app, '/approvals', { tool: 'wipe_orders' }, agent(newSub()));
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ decision: 'abort' });
+  });
+
+  it('is idempotent: the same request twice is 201 then 200 with the same id', async () => {
+    const sub = newSub();
+    const body = bigRefund();
+    const { approval } = await requestApproval(sub, body);
+    // Key order and whitespace do not matter: the hash is of the parsed value.
+    const reordered = `{ "args": {"note": "customer asked twice", "amount": 120, "order": "${body.args.order}"}, "tool": "refund" }`;
+    const again = await t.app.inject({ method: 'POST', url: '/approvals', headers: { ...bearer(agent(sub)), 'content-type': 'application/json' }, payload: reordered });
+    expect(again.statusCode).toBe(200);
+    expect((again.json() as ApprovalBody).id).toBe(approval.id);
+    // Still the same one once granted (live), and a new one once consumed.
+    expect((await grant(approval.id)).statusCode).toBe(200);
+    const whileGranted = await post(t.app, '/approvals', body, agent(sub));
+    expect(whileGranted.statusCode).toBe(200);
+    expect(whileGranted.json()).toMatchObject({ id: approval.id, status: 'granted' });
+    expect((await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub))).statusCode).toBe(200);
+    const afterConsume = await post(t.app, '/approvals', body, agent(sub));
+    expect(afterConsume.statusCode).toBe(201);
+    expect((afterConsume.json() as ApprovalBody).id).not.toBe(approval.id);
+  });
+
+  it('20 concurrent identical creates make one approval', async () => {
+    const sub = newSub();
+    const body = bigRefund();
+    const results = await Promise.all(Array.from({ length: 20 }, () => post(t.app, '/approvals', body, agent(sub))));
+    const statuses = results.map((r) => r.statusCode);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(19);
+    expect(new Set(results.map((r) => (r.json() as ApprovalBody).id)).size).toBe(1);
+    const [row] = await t.db!.sql<{ n: number }[]>`select count(*)::int as n from approvals where requester_sub = ${sub}`;
+    expect(row!.n).toBe(1);
+  });
+
+  it('the same request from another sub is another approval', async () => {
+    const body = bigRefund();
+    const a = await requestApproval(newSub(), body);
+    const b = await requestApproval(newSub(), body);
+    expect(b.approval.id).not.toBe(a.approval.id);
+    expect(b.approval.hash).toBe(a.approval.hash);
+  });
+
+  for (const field of ['capability', 'presentation', 'kind', 'hash', 'status', 'approval_id', 'requester', 'expires_at']) {
+    it(`"${field}" in the body is refused (422 unknown field): the policy decides it`, async () => {
+      const body = { ...bigRefund(), [field]: field === 'approval_id' ? randomUUID() : { order: 'Z9', amount: 1 } };
+      const res = await post(t.app, '/approvals', body, agent(newSub()));
+      const problem = expectProblem(res, 422);
+      expect(problem.errors).toContainEqual({ pointer: `/${field}`, message: 'unknown field' });
+    });
+  }
+  it('identity in the body is 422 identity_in_body', async () => {
+    expectProblem(await post(t.app, '/approvals', { ...bigRefund(), user: 'someone-else' }, agent(newSub())), 422);
+  });
+});
+
+describe('who may grant or deny', () => {
+  let id: string;
+  beforeAll(async () => {
+    id = (await requestApproval(newSub())).approval.id;
+  });
+  const attempts: [string, () => string, number][] = [
+    ['an agent', () => agentToken('not-an-approver'), 403],
+    ['roles ["APPROVER"] (case differs)', () => token({ sub: 'op-x', roles: ['APPROVER'] }), 403],
+    ['roles ["approvers"]', () => token({ sub: 'op-x', roles: ['approvers'] }), 403],
+    ['roles ["admin"] only', () => token({ sub: 'op-x', roles: ['admin'] }), 403],
+    ['roles "approver" as a string', () => token({ sub: 'op-x', roles: 'approver' as unknown as string[] }), 401],
+  ];
+  for (const [name, tok, status] of attempts) {
+    it(`${name}: ${status} on grant and on deny, status stays pending`, async () => {
+      expectProblem(await grant(id, tok()), status);
+      expectProblem(await deny(id, tok()), status);
+      expect(await statusOf(id)).toBe('pending');
+    });
+  }
+  it('the approver role (or any server-owned field) in the body is refused: 422', async () => {
+    // The body is validated before the role check: an agent claiming the role in the body is refused either way.
+    expectProblem(await grant(id, agentToken('not-an-approver'), { note: 'x', roles: ['approver'] }), 422);
+    expectProblem(await grant(id, approverToken(), { note: 'x', roles: ['approver'] }), 422);
+    expectProblem(await grant(id, approverToken(), { status: 'granted' }), 422);
+    expectProblem(await deny(id, approverToken(), { reason: 'x', decided_by: 'someone' }), 422);
+    expect(await statusOf(id)).toBe('pending');
+  });
+  it('an unknown or malformed id is 404', async () => {
+    expectProblem(await grant(randomUUID()), 404);
+    expectProblem(await grant('not-a-uuid'), 404);
+    expectProblem(await deny('01234567-89ab-7def-8123-456789abcdef'), 404);
+  });
+  it('a grant without a body is accepted (no note)', async () => {
+    const a = (await requestApproval(newSub())).approval;
+    const res = await t.app.inject({ method: 'POST', url: `/approvals/${a.id}/grant`, headers: bearer(approverToken()) });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ status: 'granted', decision_note: null });
+  });
+  it('a note or reason of 2000 characters is accepted; 2001 is 422', async () => {
+    const a = (await requestApproval(newSub())).approval;
+    const b = (await requestApproval(newSub())).approval;
+    expectProblem(await grant(a.id, approverToken(), { note: 'n'.repeat(2001) }), 422);
+    expectProblem(await deny(a.id, approverToken(), { reason: 'r'.repeat(2001) }), 422);
+    expect(await statusOf(a.id)).toBe('pending');
+    expect((await grant(a.id, approverToken(), { note: 'n'.repeat(2000) })).statusCode).toBe(200);
+    expect((await deny(b.id, approverToken(), { reason: 'é'.repeat(2000) })).statusCode).toBe(200);
+  });
+  it('a note of the wrong type is 422', async () => {
+    const a = (await requestApproval(newSub())).approval;
+    expectProblem(await grant(a.id, approverToken(), { note: 123 }), 422);
+    expectProblem(await deny(a.id, approverToken(), { reason: ['x'] }), 422);
+  });
+});
+
+describe('self-approval', () => {
+  it('an approver cannot grant or deny its own request: 403, status stays pending', async () => {
+    const sub = newSub('dual');
+    const { approval } = await requestApproval(sub);
+    const self = token({ sub, team: 'support', roles: ['approver'] });
+    expectProblem(await grant(approval.id, self), 403);
+    expectProblem(await deny(approval.id, self), 403);
+    expect(await statusOf(approval.id)).toBe('pending');
+  });
+  it('10 concurrent self-grants and self-denies: all 403, status stays pending', async () => {
+    const sub = newSub('dual');
+    const { approval } = await requestApproval(sub);
+    const self = token({ sub, roles: ['approver'] });
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? grant(approval.id, self) : deny(approval.id, self))));
+    expect(results.map((r) => r.statusCode)).toEqual(Array(10).fill(403));
+    expect(await statusOf(approval.id)).toBe('pending');
+    // Another approver still can.
+    expect((await grant(approval.id, approverToken('operator-other'))).statusCode).toBe(200);
+  });
+});
+
+describe('visibility', () => {
+  let owner: string;
+  let other: string;
+  let id: string;
+  beforeAll(async () => {
+    owner = newSub('owner');
+    other = newSub('other');
+    id = (await requestApproval(owner)).approval.id;
+    await requestApproval(other);
+  });
+  it('another agent\'s approval by id is 404, not 403 (also with ?wait)', async () => {
+    expectProblem(await get(t, `/approvals/${id}`, agent(other)), 404);
+    expectProblem(await get(t, `/approvals/${id}?wait=1`, agent(other)), 404);
+    expect((await get(t, `/approvals/${id}`, agent(owner))).statusCode).toBe(200);
+  });
+  it('another agent\'s approval is absent from its list; the owner sees it', async () => {
+    const otherList = (await get(t, '/approvals?limit=200', agent(other))).json() as { items: ApprovalBody[] };
+    expect(otherList.items.length).toBeGreaterThan(0);
+    expect(otherList.items.every((a) => a.requester.sub === other)).toBe(true);
+    expect(otherList.items.map((a) => a.id)).not.toContain(id);
+    const ownerList = (await get(t, '/approvals?limit=200', agent(owner))).json() as { items: ApprovalBody[] };
+    expect(ownerList.items.map((a) => a.id)).toEqual([id]);
+    expect(ownerList.items[0]?.presentation_label).toMatch(/model-chosen/i);
+  });
+  it('approvers see everyone\'s', async () => {
+    expect((await get(t, `/approvals/${id}`, approverToken('viewer'))).statusCode).toBe(200);
+    const all = (await get(t, '/approvals?limit=200', approverToken('viewer'))).json() as { items: ApprovalBody[] };
+    const subs = new Set(all.items.map((a) => a.requester.sub));
+    expect(subs.has(owner)).toBe(true);
+    expect(subs.has(other)).toBe(true);
+  });
+  it('another agent cannot redeem someone else\'s granted approval', async () => {
+    const body = bigRefund();
+    const { approval } = await requestApproval(owner, body);
+    expect((await grant(approval.id)).statusCode).toBe(200);
+    const thief = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(other));
+    expect(thief.statusCode).toBe(403);
+    const tb = thief.json() as DecisionBody;
+    expect(tb.decision).toBe('require_approval');
+    expect(tb.approval).not.toHaveProperty('id'); // nothing said about someone else's approval
+    expect(await statusOf(approval.id)).toBe('granted');
+    expect((await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(owner))).statusCode).toBe(200);
+  });
+});
+
+describe('races', () => {
+  it('20 concurrent grants and denies: exactly one 200, the rest 409 with the current state', async () => {
+    const { approval } = await requestApproval(newSub());
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+      (i % 2 === 0 ? grant(approval.id, approverToken(`op-${i}`)) : deny(approval.id, approverToken(`op-${i}`), { reason: `r${i}` }))));
+    const winners = results.filter((r) => r.statusCode === 200);
+    expect(winners).toHaveLength(1);
+    const won = winners[0]!.json() as ApprovalBody;
+    const losers = results.filter((r) => r.statusCode !== 200);
+    expect(losers).toHaveLength(19);
+    for (const l of losers) {
+      const p = expectProblem(l, 409);
+      expect(p.approval).toMatchObject({ id: approval.id, status: won.status, decided_by: won.decided_by });
+    }
+    expect(await statusOf(approval.id)).toBe(won.status);
+    const [row] = await t.db!.sql<{ n: number }[]>`
+      select count(*)::int as n from approval_events where approval_id = ${approval.id} and from_status = 'pending'`;
+    expect(row!.n).toBe(1);
+  });
+
+  it('terminal states stay terminal: grant after deny, deny after grant, grant after consume → 409', async () => {
+    const a = (await requestApproval(newSub())).approval;
+    expect((await deny(a.id)).statusCode).toBe(200);
+    expect(expectProblem(await grant(a.id), 409).approval).toMatchObject({ status: 'denied' });
+    const sub = newSub();
+    const { approval: b, body } = await requestApproval(sub);
+    expect((await grant(b.id)).statusCode).toBe(200);
+    expect(expectProblem(await deny(b.id), 409).approval).toMatchObject({ status: 'granted' });
+    expect((await post(t.app, '/decide', { ...body, approval_id: b.id }, agent(sub))).statusCode).toBe(200);
+    expect(expectProblem(await grant(b.id), 409).approval).toMatchObject({ status: 'consumed' });
+  });
+
+  it('redeem exactly once under 20 concurrent /decide calls', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    expect((await grant(approval.id)).statusCode).toBe(200);
+    const results = await Promise.all(Array.from({ length: 20 }, () => post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub))));
+    const allowed = results.filter((r) => r.statusCode === 200);
+    expect(allowed).toHaveLength(1);
+    expect(allowed[0]!.json()).toMatchObject({ decision: 'allow', approval: { status: 'consumed' } });
+    for (const r of results.filter((x) => x.statusCode !== 200)) {
+      expect(r.statusCode).toBe(403);
+      expect(r.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'consumed' } });
+    }
+    expect(await statusOf(approval.id)).toBe('consumed');
+  });
+});
+
+describe('redeeming with approval_id', () => {
+  it('a denied approval answers 403 deny with the operator\'s reason', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    expect((await deny(approval.id, approverToken(), { reason: 'refunds are frozen this week' })).statusCode).toBe(200);
+    const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
+    expect(res.statusCode).toBe(403);
+    const d = res.json() as DecisionBody;
+    expect(d).toMatchObject({ decision: 'deny', approval: { id: approval.id, status: 'denied' } });
+    expect(d.reason).toContain('refunds are frozen this week');
+    expect(d.message).toContain('refunds are frozen this week');
+  });
+
+  it('a pending approval answers require_approval with status pending', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
+    expect(res.statusCode).toBe(403);
+    expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'pending', hash: approval.hash } });
+  });
+
+  it('a changed argument gets a NEW hash and does not consume the approval', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    expect((await grant(approval.id)).statusCode).toBe(200);
+    const changed = { ...body, args: { ...body.args, amount: 130 } };
+    const res = await post(t.app, '/decide', { ...changed, approval_id: approval.id }, agent(sub));
+    expect(res.statusCode).toBe(403);
+    const d = res.json() as DecisionBody;
+    expect(d.decision).toBe('require_approval');
+    expect(d.approval?.hash).not.toBe(approval.hash);
+    expect(d.approval).not.toHaveProperty('id');
+    expect(await statusOf(approval.id)).toBe('granted');
+    // A number written differently but equal in value (120 vs 120.0) is a different lexeme: new hash too.
+    const relexed = await t.app.inject({
+      method: 'POST', url: '/decide', headers: { ...bearer(agent(sub)), 'content-type': 'application/json' },
+      payload: `{"tool":"refund","args":{"order":"${body.args.order}","amount":120.0,"note":"customer asked twice"},"approval_id":"${approval.id}"}`,
+    });
+    expect(relexed.statusCode).toBe(403);
+    expect(await statusOf(approval.id)).toBe('granted');
+    // The original request still redeems it.
+    expect((await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub))).statusCode).toBe(200);
+  });
+
+  it('a changed presentation-only argument (note) gets a NEW hash and does not consume the approval', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    expect((await grant(approval.id)).statusCode).toBe(200);
+    for (const args of [{ ...body.args, note: 'different words' }, { order: body.args.order, amount: body.args.amount }]) {
+      const res = await post(t.app, '/decide', { tool: 'refund', args, approval_id: approval.id }, agent(sub));
+      expect(res.statusCode).toBe(403);
+      const d = res.json() as DecisionBody;
+      expect(d.decision).toBe('require_approval');
+      expect(d.approval?.hash).not.toBe(approval.hash);
+      // The capability (order, amount) is the same; only what the reviewer saw changed.
+      expect(d.approval?.capability).toEqual(approval.capability);
+      expect(d.approval?.presentation).not.toEqual(approval.presentation);
+    }
+    expect(await statusOf(approval.id)).toBe('granted');
+  });
+
+  it('an unknown or malformed approval_id answers the fresh decision, never allow', async () => {
+    const body = bigRefund();
+    for (const approvalId of [randomUUID(), 'nope']) {
+      const res = await post(t.app, '/decide', { ...body, approval_id: approvalId }, agent(newSub()));
+      expect(res.statusCode).toBe(403);
+      expect(res.json()).toMatchObject({ decision: 'require_approval' });
+    }
+  });
+
+  it('an approval_id on a request that is allowed anyway: allow, the approval untouched', async () => {
+    const sub = newSub();
+    const { approval } = await requestApproval(sub);
+    expect((await grant(approval.id)).statusCode).toBe(200);
+    const res = await post(t.app, '/decide', { tool: 'refund', args: { order: 'A1', amount: 40 }, approval_id: approval.id }, agent(sub));
+    expect(res.statusCode).toBe(200);
+    expect(await statusOf(approval.id)).toBe('granted');
+  });
+});
+
+describe('expiry (database clock)', () => {
+  const age = (id: string) => t.db!.sql`update approvals set expires_at = now() - interval '1 second' where id = ${id}`;
+
+  it('a pending approval past expires_at reads expired; grant and deny are 409', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    await age(approval.id);
+    expect((await get(t, `/approvals/${approval.id}`, agent(sub))).json()).toMatchObject({ status: 'expired' });
+    expect(expectProblem(await grant(approval.id), 409).approval).toMatchObject({ status: 'expired' });
+    expect(expectProblem(await deny(approval.id), 409).approval).toMatchObject({ status: 'expired' });
+    const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
+    expect(res.statusCode).toBe(403);
+    expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'expired' } });
+    // A new request for the same thing makes a new approval.
+    const renewed = await post(t.app, '/approvals', body, agent(sub));
+    expect(renewed.statusCode).toBe(201);
+    expect((renewed.json() as ApprovalBody).id).not.toBe(approval.id);
+  });
+
+  it('a granted approval past expires_at cannot be redeemed', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    expect((await grant(approval.id)).statusCode).toBe(200);
+    await age(approval.id);
+    const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
+    expect(res.statusCode).toBe(403);
+    expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'expired' } });
+    expect(await statusOf(approval.id)).toBe('expired');
+  });
+
+  it('a tiny grant TTL: the grant lapses by itself', async () => {
+    const short = await createTestApp({ env: 'prod', database: t.db!, grantTtlMs: 1 });
+    try {
+      const sub = newSub();
+      const { approval, body } = await requestApproval(sub, bigRefund(), short);
+      expect((await grant(approval.id, approverToken(), {}, short)).statusCode).toBe(200);
+      await t.db!.sql`select pg_sleep(0.05)`;
+      const res = await post(short.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
+      expect(res.statusCode).toBe(403);
+      expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { status: 'expired' } });
+    } finally {
+      await short.close();
+    }
+  });
+});
+
+describe('GET /approvals/:id?wait=N', () => {
+  let second: TestApp;
+  beforeAll(async () => {
+    second = await createTestApp({ env: 'prod', database: t.db! });
+  });
+  afterAll(async () => second.close());
+
+  it('returns as soon as a grant happens through a second app instance on the same database', async () => {
+    const sub = newSub();
+    const { approval } = await requestApproval(sub);
+    const waiting = get(t, `/approvals/${approval.id}?wait=30`, agent(sub));
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await grant(approval.id, approverToken('operator-replica'), { note: 'from replica 2' }, second)).statusCode).toBe(200);
+    // Bounded: the wait asked for 30 s; the grant must end it long before.
+    const guard = new Promise<'timed out'>((r) => setTimeout(() => r('timed out'), 15_000).unref());
+    const res = await Promise.race([waiting, guard]);
+    expect(res).not.toBe('timed out');
+    const done = res as LightMyRequestResponse;
+    expect(done.statusCode).toBe(200);
+    expect(done.json()).toMatchObject({ id: approval.id, status: 'granted', decided_by: 'operator-replica' });
+  });
+
+  it('?wait=1 on a still-pending approval returns pending after the wait', async () => {
+    const sub = newSub();
+    const { approval } = await requestApproval(sub);
+    const started = Date.now();
+    const res = await get(second, `/approvals/${approval.id}?wait=1`, agent(sub));
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ status: 'pending' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+
+  it('a decided approval returns at once whatever the wait', async () => {
+    const sub = newSub();
+    const { approval } = await requestApproval(sub);
+    expect((await deny(approval.id)).statusCode).toBe(200);
+    const res = await get(t, `/approvals/${approval.id}?wait=60`, agent(sub));
+    expect(res.json()).toMatchObject({ status: 'denied' });
+  });
+
+  for (const wait of ['61', '-1', '1.5', 'abc', '1e9']) {
+    it(`wait=${wait} → 400`, async () => {
+      const sub = newSub();
+      const { approval } = await requestApproval(sub);
+      expectProblem(await get(t, `/approvals/${approval.id}?wait=${wait}`, agent(sub)), 400);
+    });
+  }
+  it('an unknown query parameter → 400', async () => {
+    expectProblem(await get(t, `/approvals/${randomUUID()}?foo=1`, approverToken()), 400);
+  });
+});
+
+describe('GET /approvals: filters and keyset pagination', () => {
+  const sub = newSub('lister');
+  const ids: string[] = [];
+  let vendorId: string;
+  beforeAll(async () => {
+    for (let i = 0; i < 5; i++) ids.push((await requestApproval(sub)).approval.id);
+    const v = await post(t.app, '/approvals', { tool: 'dispatch_vendor', args: { unitId: 'U1', estimateUsd: 320 } }, agent(sub));
+    expect(v.statusCode).toBe(201);
+    vendorId = (v.json() as ApprovalBody).id;
+    ids.push(vendorId);
+    expect((await grant(ids[0]!)).statusCode).toBe(200);
+    expect((await deny(ids[1]!)).statusCode).toBe(200);
+  });
+  const list = async (query: string, tok = agent(sub)) => {
+    const res = await get(t, `/approvals${query}`, tok);
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json() as { items: ApprovalBody[]; next_cursor: string | null };
+  };
+
+  it('newest first, all of mine', async () => {
+    const page = await list('?limit=200');
+    expect(page.items.map((a) => a.id)).toEqual([...ids].reverse());
+    expect(page.next_cursor).toBeNull();
+  });
+  it('status filter', async () => {
+    expect((await list('?status=pending')).items.map((a) => a.id)).toEqual([ids[5], ids[4], ids[3], ids[2]]);
+    expect((await list('?status=granted')).items.map((a) => a.id)).toEqual([ids[0]]);
+    expect((await list('?status=denied')).items.map((a) => a.id)).toEqual([ids[1]]);
+    expect((await list('?status=consumed')).items).toEqual([]);
+  });
+  it('tool filter', async () => {
+    expect((await list('?tool=dispatch_vendor')).items.map((a) => a.id)).toEqual([vendorId]);
+    expect((await list('?tool=refund')).items).toHaveLength(5);
+    expect((await list('?tool=refund&status=pending')).items).toHaveLength(3);
+    expect((await list('?tool=nothing_like_it')).items).toEqual([]);
+  });
+  it('limit and cursor walk every item once, newest first', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await list(`?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      expect(page.items.length).toBeLessThanOrEqual(2);
+      seen.push(...page.items.map((a) => a.id));
+      cursor = page.next_cursor;
+      pages++;
+    } while (cursor !== null && pages < 10);
+    expect(pages).toBe(3);
+    expect(seen).toEqual([...ids].reverse());
+  });
+  it('a cursor with filters pages within the filter', async () => {
+    const first = await list('?status=pending&limit=3');
+    expect(first.items).toHaveLength(3);
+    expect(first.next_cursor).not.toBeNull();
+    const rest = await list(`?status=pending&limit=3&cursor=${encodeURIComponent(first.next_cursor!)}`);
+    expect(rest.items.map((a) => a.id)).toEqual([ids[2]]);
+    expect(rest.next_cursor).toBeNull();
+  });
+  for (const [name, query] of [
+    ['a bad cursor', '?cursor=not-a-cursor'],
+    ['a cursor with a bad date', `?cursor=${Buffer.from(`2024-13-40T00:00:00.000000Z ${randomUUID()}`).toString('base64url')}`],
+    ['limit=0', '?limit=0'],
+    ['limit=201', '?limit=201'],
+    ['limit=abc', '?limit=abc'],
+    ['an unknown status', '?status=approved'],
+    ['an unknown parameter', '?team=support'],
+  ] as const) {
+    it(`${name} → 400`, async () => {
+      expectProblem(await get(t, `/approvals${query}`, agent(sub)), 400);
+    });
+  }
+});
+
+describe('the database goes away and comes back', () => {
+  let pg: PrivatePostgres;
+  let db: TestDatabase;
+  let a: TestApp;
+  beforeAll(async () => {
+    pg = await startPrivatePostgres();
+    const sql = createSql(pg.url, { max: 4, connectTimeoutMs: 1_000 });
+    db = { url: pg.url, sql, drop: async () => { await sql.end({ timeout: 1 }); } };
+    a = await createTestApp({ env: 'prod', database: db, deadlineMs: 1_000 });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await db?.drop();
+    await pg?.dispose();
+  });
+
+  it('503 + Retry-After on approval routes, /decide still decides, approval_id is never allowed; then recovery', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub, bigRefund(), a);
+    expect((await grant(approval.id, approverToken(), {}, a)).statusCode).toBe(200);
+    const spare = (await requestApproval(sub, bigRefund(), a)).approval;
+
+    await pg.stop();
+    try {
+      const calls: [string, () => Promise<LightMyRequestResponse>][] = [
+        ['POST /approvals', () => post(a.app, '/approvals', bigRefund(), agent(sub))],
+        ['GET /approvals', () => get(a, '/approvals', agent(sub))],
+        ['GET /approvals/:id', () => get(a, `/approvals/${approval.id}`, agent(sub))],
+        ['GET /approvals/:id?wait=2', () => get(a, `/approvals/${spare.id}?wait=2`, agent(sub))],
+        ['grant', () => grant(spare.id, approverToken(), {}, a)],
+        ['deny', () => deny(spare.id, approverToken(), {}, a)],
+        ['/decide with approval_id', () => post(a.app, '/decide', { ...body, approval_id: approval.id }, agent(sub))],
+      ];
+      for (const [name, call] of calls) {
+        const res = await call();
+        expect(res.statusCode, `${name}: ${res.body}`).toBe(503);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(res.headers['retry-after'], name).toMatch(/^\d+$/);
+        expect(res.body).not.toContain('"allow"');
+      }
+      // Decisions without an approval do not need the database.
+      const plain = await post(a.app, '/decide', { tool: 'refund', args: { order: 'A1', amount: 40 } }, agent(sub));
+      expect(plain.statusCode).toBe(200);
+      expect((await post(a.app, '/decide', body, agent(sub))).json()).toMatchObject({ decision: 'require_approval' });
+      const ready = await a.app.inject({ method: 'GET', url: '/readyz' });
+      expect(ready.statusCode).toBe(503);
+      expect(ready.json()).toMatchObject({ status: 'not_ready', database: 'unavailable' });
+      expect((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    } finally {
+      await pg.start();
+    }
+
+    // Same app, same pools: ready again within a bounded number of tries.
+    let readyAgain = false;
+    for (let i = 0; i < 40 && !readyAgain; i++) {
+      readyAgain = (await a.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200;
+      if (!readyAgain) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(readyAgain).toBe(true);
+    const retry = async (fn: () => Promise<LightMyRequestResponse>): Promise<LightMyRequestResponse> => {
+      for (let i = 0; i < 20; i++) {
+        const res = await fn();
+        if (res.statusCode !== 503) return res;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      return fn();
+    };
+    expect((await retry(() => get(a, `/approvals/${approval.id}`, agent(sub)))).json()).toMatchObject({ status: 'granted' });
+    expect((await retry(() => grant(spare.id, approverToken(), {}, a))).statusCode).toBe(200);
+    const redeemed = await retry(() => post(a.app, '/decide', { ...body, approval_id: approval.id }, agent(sub)));
+    expect(redeemed.statusCode).toBe(200);
+    expect(redeemed.json()).toMatchObject({ decision: 'allow', approval: { id: approval.id, status: 'consumed' } });
+    expect((await retry(() => post(a.app, '/approvals', bigRefund(), agent(sub)))).statusCode).toBe(201);
+  });
+});
+
+describe('token edge cases on approval routes', () => {
+  it('an expired approver token cannot grant (401)', async () => {
+    const { approval } = await requestApproval(newSub());
+    const now = Math.floor(Date.now() / 1000);
+    const expired = signJwt({ sub: 'op-late', roles: ['approver'], iat: now - 7200, exp: now - 3600 });
+    expectProblem(await grant(approval.id, expired), 401);
+    expect(await statusOf(approval.id)).toBe('pending');
+  });
+});

@@ -1,0 +1,307 @@
+// Authentication over HTTP (SPEC section 5): every way a bearer token can be missing, malformed,
+// forged, expired or carry the wrong claims answers 401 problem+json, never 500 and never a decision.
+// Identity comes only from verified claims; the algorithm is pinned by the server's key.
+import { createHmac } from 'node:crypto';
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  SECRET, agentToken, bearer, createTestApp, keyPairs, post, signJwt, token, type TestApp,
+} from '../helpers/app.js';
+
+const now = (): number => Math.floor(Date.now() / 1000);
+const claims = (extra: Record<string, unknown> = {}): Record<string, unknown> =>
+  ({ sub: 'agent-1', team: 'support', agent: 'bot', roles: [], iat: now(), exp: now() + 3600, ...extra });
+const LOOKUP = { tool: 'lookup_order', args: { order: 'A1' } };
+
+function expect401(res: LightMyRequestResponse): void {
+  expect(res.statusCode).toBe(401);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  const body = res.json() as Record<string, unknown>;
+  expect(body).toMatchObject({ status: 401, type: 'urn:gatehouse:problem:unauthorized' });
+  expect(typeof body.title).toBe('string');
+  expect(typeof body.detail).toBe('string');
+  expect(body).not.toHaveProperty('decision');
+}
+
+const b64 = (o: unknown): string => Buffer.from(typeof o === 'string' ? o : JSON.stringify(o)).toString('base64url');
+const hs = (input: string, key: string | Buffer, bits = 256): string => createHmac(`sha${bits}`, key).update(input).digest('base64url');
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp({ env: 'prod' });
+});
+afterAll(async () => t.close());
+
+const decideWith = (headers: Record<string, string>, url = '/decide') =>
+  t.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(LOOKUP) });
+
+describe('HS256 app: malformed and forged tokens are 401', () => {
+  it('control: a valid token decides', async () => {
+    const res = await post(t.app, '/decide', LOOKUP, agentToken());
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ decision: 'allow' });
+  });
+
+  const valid = (): string => token();
+  const cases: [string, () => Record<string, string>][] = [
+    ['no Authorization header', () => ({})],
+    ['scheme Basic', () => ({ authorization: `Basic ${Buffer.from('a:b').toString('base64')}` })],
+    ['scheme Basic carrying a valid JWT', () => ({ authorization: `Basic ${valid()}` })],
+    ['lowercase bearer', () => ({ authorization: `bearer ${valid()}` })],
+    ['Bearer without a token', () => ({ authorization: 'Bearer ' })],
+    ['Bearer with two spaces', () => ({ authorization: `Bearer  ${valid()}` })],
+    ['garbage', () => ({ authorization: 'Bearer not-a-jwt-at-all' })],
+    ['garbage with dots', () => ({ authorization: 'Bearer ...' })],
+    ['two segments', () => ({ authorization: `Bearer ${valid().split('.').slice(0, 2).join('.')}` })],
+    ['four segments', () => ({ authorization: `Bearer ${valid()}.${b64('x')}` })],
+    ['five segments (JWE shape)', () => ({ authorization: `Bearer ${valid()}.${b64('x')}.${b64('y')}` })],
+    ['base64 padding', () => ({ authorization: `Bearer ${valid()}==` })],
+    ['header is not JSON', () => {
+      const [, p] = valid().split('.');
+      const input = `${b64('not json')}.${p}`;
+      return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
+    }],
+    ['payload is not JSON', () => {
+      const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64('{"sub":')}`;
+      return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
+    }],
+    ['payload is a JSON string, not an object', () => {
+      const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64('"agent-1"')}`;
+      return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
+    }],
+    ['bad signature (another secret)', () => ({ authorization: `Bearer ${signJwt(claims(), { key: 'another-secret-0123456789abcdef0123' })}` })],
+    ['bad signature (payload swapped after signing)', () => {
+      const [h, , s] = valid().split('.');
+      return { authorization: `Bearer ${h}.${b64(claims({ roles: ['admin', 'approver'] }))}.${s}` };
+    }],
+    ['signature stripped', () => {
+      const [h, p] = valid().split('.');
+      return { authorization: `Bearer ${h}.${p}.` };
+    }],
+    ['alg none', () => ({ authorization: `Bearer ${signJwt(claims(), { alg: 'none' })}` })],
+    ['alg None', () => ({ authorization: `Bearer ${b64({ alg: 'None', typ: 'JWT' })}.${b64(claims())}.` })],
+    ['alg NONE with an HMAC signature', () => {
+      const input = `${b64({ alg: 'NONE', typ: 'JWT' })}.${b64(claims())}`;
+      return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
+    }],
+    ['validly signed HS384 (non-pinned alg)', () => ({ authorization: `Bearer ${signJwt(claims(), { alg: 'HS384' })}` })],
+    ['validly signed HS512 (non-pinned alg)', () => ({ authorization: `Bearer ${signJwt(claims(), { alg: 'HS512' })}` })],
+    ['header says HS256 but the MAC is HS512', () => {
+      const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims())}`;
+      return { authorization: `Bearer ${input}.${hs(input, SECRET, 512)}` };
+    }],
+    ['a token longer than 8 KiB', () => ({ authorization: `Bearer ${signJwt(claims({ pad: 'x'.repeat(9000) }))}` })],
+    ['crit header naming an unknown extension', () => ({ authorization: `Bearer ${signJwt(claims(), { header: { crit: ['exp2'], exp2: 1 } })}` })],
+  ];
+  for (const [name, headers] of cases) {
+    it(name, async () => {
+      expect401(await decideWith(headers()));
+    });
+  }
+});
+
+describe('time claims, with a 30 s clock tolerance', () => {
+  it('expired beyond the tolerance is 401', async () => {
+    expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ exp: now() - 60 }))));
+  });
+  it('expired within the tolerance is accepted', async () => {
+    const res = await post(t.app, '/decide', LOOKUP, signJwt(claims({ exp: now() - 10 })));
+    expect(res.statusCode).toBe(200);
+  });
+  it('nbf in the future beyond the tolerance is 401', async () => {
+    expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ nbf: now() + 120 }))));
+  });
+  it('nbf in the future within the tolerance is accepted', async () => {
+    expect((await post(t.app, '/decide', LOOKUP, signJwt(claims({ nbf: now() + 10 })))).statusCode).toBe(200);
+  });
+  it('exp missing is 401', async () => {
+    const c = claims();
+    delete c.exp;
+    expect401(await post(t.app, '/decide', LOOKUP, signJwt(c)));
+  });
+  it('exp as a string is 401', async () => {
+    expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ exp: String(now() + 3600) }))));
+  });
+});
+
+describe('identity claims', () => {
+  it('sub missing is 401', async () => {
+    const c = claims();
+    delete c.sub;
+    expect401(await post(t.app, '/decide', LOOKUP, signJwt(c)));
+  });
+  for (const [name, sub] of [['a number', 42], ['an array', ['agent-1']], ['an object', { id: 'a' }], ['empty', ''], ['null', null], ['over 256 characters', 'a'.repeat(257)]] as const) {
+    it(`sub ${name} is 401`, async () => {
+      expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ sub }))));
+    });
+  }
+  for (const [name, team] of [['a number', 123], ['an array', ['support', 'sales']], ['an object', { id: 'support' }], ['empty', ''], ['null', null], ['true', true]] as const) {
+    it(`team ${name} is 401`, async () => {
+      expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ team }))));
+    });
+  }
+  for (const [name, agent] of [['a number', 7], ['an array', ['bot']]] as const) {
+    it(`agent ${name} is 401`, async () => {
+      expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ agent }))));
+    });
+  }
+  for (const [name, roles] of [['a string', 'approver'], ['an object', { approver: true }], ['an array with a number', ['approver', 1]], ['a number', 1]] as const) {
+    it(`roles ${name} is 401`, async () => {
+      expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ roles }))));
+    });
+  }
+
+  it('team missing: a caller with no team, so rules naming teams do not match it', async () => {
+    const refund = { tool: 'refund', args: { order: 'A1', amount: 40 } };
+    const withTeam = await post(t.app, '/decide', refund, token({ team: 'support' }));
+    expect(withTeam.statusCode).toBe(200);
+    expect(withTeam.json()).toMatchObject({ decision: 'allow', rule: 'refund-support' });
+    const noTeam = await post(t.app, '/decide', refund, token({ team: undefined }));
+    expect(noTeam.statusCode).toBe(403);
+    expect(noTeam.json()).toMatchObject({ decision: 'deny', rule: 'payments#default' });
+  });
+
+  it('roles missing: a caller with no roles (admin route is 403, not 401)', async () => {
+    const c = claims();
+    delete c.roles;
+    const res = await t.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(signJwt(c)) });
+    expect(res.statusCode).toBe(403);
+  });
+});
+
+describe('token placement: only the Authorization header counts', () => {
+  it('a token in the query string is ignored', async () => {
+    const tok = token();
+    for (const name of ['token', 'access_token', 'jwt']) {
+      expect401(await decideWith({}, `/decide?${name}=${tok}`));
+    }
+  });
+  it('a token in a cookie is ignored', async () => {
+    const tok = token();
+    expect401(await decideWith({ cookie: `token=${tok}; access_token=${tok}; authorization=Bearer%20${tok}` }));
+  });
+});
+
+describe('issuer and audience, when configured', () => {
+  let ia: TestApp;
+  beforeAll(async () => {
+    ia = await createTestApp({ issuer: 'https://idp.example.com', audience: 'gatehouse' });
+  });
+  afterAll(async () => ia.close());
+  const ok = { iss: 'https://idp.example.com', aud: 'gatehouse' };
+
+  it('the right iss and aud are accepted (aud as a string or an array holding ours)', async () => {
+    expect((await post(ia.app, '/decide', LOOKUP, signJwt(claims(ok)))).statusCode).toBe(200);
+    expect((await post(ia.app, '/decide', LOOKUP, signJwt(claims({ ...ok, aud: ['other', 'gatehouse'] })))).statusCode).toBe(200);
+  });
+  const bad: [string, Record<string, unknown>][] = [
+    ['another issuer', { ...ok, iss: 'https://evil.example.com' }],
+    ['an issuer with a suffix', { ...ok, iss: 'https://idp.example.com.evil' }],
+    ['an issuer with a prefix', { ...ok, iss: 'xhttps://idp.example.com' }],
+    ['an issuer with a trailing slash', { ...ok, iss: 'https://idp.example.com/' }],
+    ['an issuer in an array', { ...ok, iss: ['https://idp.example.com'] }],
+    ['a numeric issuer', { ...ok, iss: 1 }],
+    ['another audience', { ...ok, aud: 'billing' }],
+    ['an audience array without ours', { ...ok, aud: ['billing', 'crm'] }],
+    ['an empty audience', { ...ok, aud: '' }],
+    ['iss missing', { aud: 'gatehouse' }],
+    ['aud missing', { iss: 'https://idp.example.com' }],
+  ];
+  for (const [name, extra] of bad) {
+    it(`${name} is 401`, async () => {
+      expect401(await post(ia.app, '/decide', LOOKUP, signJwt(claims(extra))));
+    });
+  }
+});
+
+describe('asymmetric keys: each app accepts its own key and algorithm only', () => {
+  const keys = keyPairs();
+  const pem = (k: { export(o: { type: 'spki'; format: 'pem' }): string | Buffer }): string => String(k.export({ type: 'spki', format: 'pem' }));
+  const setups = [
+    { name: 'RS256', alg: 'RS256', pair: keys.rsa, other: keys.ec, otherAlg: 'ES256' },
+    { name: 'ES256', alg: 'ES256', pair: keys.ec, other: keys.ed, otherAlg: 'EdDSA' },
+    { name: 'EdDSA', alg: 'EdDSA', pair: keys.ed, other: keys.rsa, otherAlg: 'RS256' },
+  ] as const;
+
+  for (const s of setups) {
+    describe(s.name, () => {
+      let a: TestApp;
+      const publicPem = pem(s.pair.publicKey);
+      beforeAll(async () => {
+        a = await createTestApp({ key: publicPem, algorithm: s.alg });
+      });
+      afterAll(async () => a.close());
+
+      it('accepts a token signed with its private key', async () => {
+        const res = await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: s.alg, key: s.pair.privateKey }));
+        expect(res.statusCode).toBe(200);
+        expect(res.json()).toMatchObject({ decision: 'allow' });
+      });
+      it('refuses a token signed by another key pair of another algorithm', async () => {
+        expect401(await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: s.otherAlg, key: s.other.privateKey })));
+      });
+      it('refuses HS256 signed with the public key PEM as the HMAC secret (key confusion)', async () => {
+        expect401(await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: 'HS256', key: publicPem })));
+        expect401(await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: 'HS256', key: publicPem.trim() })));
+        const der = s.pair.publicKey.export({ type: 'spki', format: 'der' });
+        const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims())}`;
+        expect401(await post(a.app, '/decide', LOOKUP, `${input}.${hs(input, der)}`));
+      });
+      it('refuses HS256 signed with the test secret, and alg none', async () => {
+        expect401(await post(a.app, '/decide', LOOKUP, token()));
+        expect401(await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: 'none' })));
+      });
+    });
+  }
+
+  it('RS256 app refuses a validly signed RS512 token (non-pinned alg)', async () => {
+    const a = await createTestApp({ key: pem(keys.rsa.publicKey), algorithm: 'RS256' });
+    try {
+      expect401(await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: 'RS512', key: keys.rsa.privateKey })));
+      expect((await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: 'RS256', key: keys.rsa.privateKey }))).statusCode).toBe(200);
+    } finally {
+      await a.close();
+    }
+  });
+});
+
+describe('every authenticated route refuses a request without a valid token', () => {
+  const id = '018f3c1e-7a2b-7c3d-8e4f-0123456789ab';
+  const routes: { method: 'GET' | 'POST'; url: string; body?: unknown }[] = [
+    { method: 'POST', url: '/decide', body: LOOKUP },
+    { method: 'POST', url: '/explain', body: LOOKUP },
+    { method: 'GET', url: '/policies' },
+    { method: 'POST', url: '/admin/reload' },
+    { method: 'POST', url: '/approvals', body: { tool: 'refund', args: { order: 'A1', amount: 120 } } },
+    { method: 'GET', url: '/approvals' },
+    { method: 'GET', url: `/approvals/${id}` },
+    { method: 'GET', url: `/approvals/${id}?wait=5` },
+    { method: 'POST', url: `/approvals/${id}/grant`, body: { note: 'ok' } },
+    { method: 'POST', url: `/approvals/${id}/deny`, body: { reason: 'no' } },
+  ];
+  const badHeaders: [string, () => Record<string, string>][] = [
+    ['no token', () => ({})],
+    ['garbage', () => ({ authorization: 'Bearer garbage' })],
+    ['alg none', () => bearer(signJwt(claims({ roles: ['admin', 'approver'] }), { alg: 'none' }))],
+    ['expired', () => bearer(signJwt(claims({ exp: now() - 3600, roles: ['admin', 'approver'] })))],
+    ['bad signature', () => bearer(signJwt(claims({ roles: ['admin', 'approver'] }), { key: 'wrong-secret-wrong-secret-wrong-secret' }))],
+    ['HS512', () => bearer(signJwt(claims({ roles: ['admin', 'approver'] }), { alg: 'HS512' }))],
+  ];
+  for (const r of routes) {
+    for (const [name, headers] of badHeaders) {
+      it(`${r.method} ${r.url}: ${name} → 401`, async () => {
+        const res = await t.app.inject({
+          method: r.method,
+          url: r.url,
+          headers: { ...headers(), ...(r.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+          ...(r.body !== undefined ? { payload: JSON.stringify(r.body) } : {}),
+        });
+        expect401(res);
+      });
+    }
+  }
+  it('authentication runs before the body is read: a broken body without a token is still 401', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/decide', headers: { 'content-type': 'text/plain' }, payload: '{{{' });
+    expect401(res);
+  });
+});

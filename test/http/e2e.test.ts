@@ -1,0 +1,164 @@
+// End to end: the real process (`node dist/cli.js serve`) on a real port, in development mode (no JWT
+// key, so it prints tokens), on a fresh test database. One approval loop over fetch, then SIGTERM: the
+// process finishes, logs "stopped" and exits 0. Every wait is bounded.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CLI = join(ROOT, 'dist', 'cli.js');
+
+async function newestMtime(dir: string): Promise<number> {
+  let newest = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? await newestMtime(path) : (await stat(path)).mtimeMs);
+  }
+  return newest;
+}
+
+async function ensureBuilt(): Promise<void> {
+  const built = await stat(CLI).then((s) => s.mtimeMs, () => 0);
+  if (built > (await newestMtime(join(ROOT, 'src')))) return;
+  const result = await new Promise<{ code: number; output: string }>((resolve) => {
+    execFile('npm', ['run', 'build'], { cwd: ROOT, timeout: 120_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? 1 : 0, output: `${stdout}${stderr}` });
+    });
+  });
+  // tsc emits even with type errors (someone else's, mid-edit); what this test needs is a fresh dist.
+  const after = await stat(CLI).then((s) => s.mtimeMs, () => 0);
+  if (after <= built) throw new Error(`npm run build did not produce dist/cli.js:\n${result.output}`);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves with the output so far once `test` holds; rejects on exit or after ms. */
+function waitForOutput(child: ChildProcess, read: () => string, test: (out: string) => boolean, ms: number, what: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const check = (): void => {
+      if (test(read())) done(() => resolve(read()));
+    };
+    const onExit = (code: number | null): void => done(() => reject(new Error(`the server exited (${code}) before ${what}:\n${read()}`)));
+    const timer = setTimeout(() => done(() => reject(new Error(`timed out waiting for ${what}:\n${read()}`))), ms);
+    const done = (fn: () => void): void => {
+      clearTimeout(timer);
+      child.stdout?.off('data', check);
+      child.off('exit', onExit);
+      fn();
+    };
+    child.stdout?.on('data', check);
+    child.once('exit', onExit);
+    check();
+  });
+}
+
+function waitForExit(child: ChildProcess, ms: number): Promise<number | null> {
+  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the server did not exit in time')), ms);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+  });
+}
+
+let db: TestDatabase;
+let dataDir: string;
+let child: ChildProcess | null = null;
+let stdout = '';
+let stderr = '';
+
+beforeAll(async () => {
+  await ensureBuilt();
+  db = await createTestDatabase();
+  dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-e2e-'));
+}, 180_000);
+
+afterAll(async () => {
+  if (child !== null && child.exitCode === null && child.signalCode === null) {
+    child.kill('SIGKILL');
+    await waitForExit(child, 5_000).catch(() => null);
+  }
+  await db?.drop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', async () => {
+  const port = await freePort();
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !/^(JWT_|DATABASE_URL$|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|BODY_LIMIT$)/.test(k)) env[k] = v;
+  }
+  Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'info' });
+  const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child = proc;
+  proc.stdout.setEncoding('utf8');
+  proc.stderr.setEncoding('utf8');
+  proc.stdout.on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  proc.stderr.on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+
+  const banner = await waitForOutput(proc, () => stdout, (out) => out.includes('gatehouse is serving') && /APPROVER_TOKEN=\S+\n/.test(out), 30_000, 'the banner');
+  const serving = banner.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'gatehouse is serving');
+  expect(serving).toMatchObject({ url: `http://127.0.0.1:${port}`, env: 'dev' });
+  const agentToken = /AGENT_TOKEN=(\S+)/.exec(banner)![1]!;
+  const approverToken = /APPROVER_TOKEN=(\S+)/.exec(banner)![1]!;
+  const base = `http://127.0.0.1:${port}`;
+
+  const call = async (method: string, path: string, tok: string | null, body?: unknown) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { ...(tok ? { authorization: `Bearer ${tok}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  expect((await call('GET', '/healthz', null)).status).toBe(200);
+  expect((await call('GET', '/readyz', null))).toMatchObject({ status: 200, body: { database: 'ok' } });
+  expect((await call('POST', '/decide', null, { tool: 'lookup_order' })).status).toBe(401);
+
+  const request = { tool: 'refund', args: { order: 'E2E-1', amount: 120 } };
+  const first = await call('POST', '/decide', agentToken, request);
+  expect(first).toMatchObject({ status: 403, body: { decision: 'require_approval', rule: 'refund-support' } });
+
+  const created = await call('POST', '/approvals', agentToken, request);
+  expect(created).toMatchObject({ status: 201, body: { status: 'pending', requester: { sub: 'dev-agent' } } });
+  const id = created.body.id as string;
+
+  const granted = await call('POST', `/approvals/${id}/grant`, approverToken, { note: 'e2e' });
+  expect(granted).toMatchObject({ status: 200, body: { status: 'granted', decided_by: 'dev-operator' } });
+
+  const redeemed = await call('POST', '/decide', agentToken, { ...request, approval_id: id });
+  expect(redeemed).toMatchObject({ status: 200, body: { decision: 'allow', approval: { id, status: 'consumed' } } });
+  expect((await call('POST', '/decide', agentToken, { ...request, approval_id: id })).status).toBe(403);
+
+  proc.kill('SIGTERM');
+  const code = await waitForExit(proc, 20_000);
+  expect(code, stderr).toBe(0);
+  const lines = stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  expect(lines.some((l) => l.msg === 'shutting down: finishing in-flight requests' && l.signal === 'SIGTERM')).toBe(true);
+  expect(lines.at(-1)).toMatchObject({ msg: 'stopped' });
+  // Decision log lines carried no argument values.
+  expect(stdout).not.toContain('E2E-1');
+}, 60_000);

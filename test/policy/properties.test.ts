@@ -1,0 +1,335 @@
+// Property tests of decide() (research §3.D tests 53-55, 63; Cedar theorems, anchor A10): deny wins,
+// composition never loosens, monotonicity, totality, the side_effects "never" check, order and
+// duplicate independence, and no argument value in any text the model reads.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { JsonObject } from '../../src/json/value.js';
+import { compileCondition } from '../../src/policy/condition/compile.js';
+import { decide } from '../../src/policy/decide.js';
+import { compileGlob } from '../../src/policy/glob.js';
+import { SEVERITY, type DecideRequest, type DecisionResult, type Identity } from '../../src/policy/model.js';
+import {
+  CONDITIONS, PII, identityArb, requestArb, ruleArb, setArb, toPolicySet,
+  type GenDoc, type GenFile, type GenRule, type GenSet,
+} from '../helpers/policy-gen.js';
+
+const DECISIONS = ['allow', 'require_approval', 'deny', 'abort'];
+const sev = (d: DecisionResult): number => SEVERITY[d.decision];
+const pairsArb = (max = 4) => fc.array(fc.tuple(requestArb(), identityArb), { minLength: 1, maxLength: max });
+
+/** A copy of the set with `rule` inserted at `pos` (modulo) in file `fileIx` (modulo). */
+function withRule(gen: GenSet, fileIx: number, pos: number, rule: GenRule): GenSet {
+  const k = fileIx % gen.files.length;
+  return {
+    env: gen.env,
+    files: gen.files.map((f, i) => {
+      if (i !== k) return f;
+      const rules = [...(f.doc.rules ?? [])];
+      rules.splice(pos % (rules.length + 1), 0, rule);
+      return { name: f.name, doc: { ...f.doc, rules } };
+    }),
+  };
+}
+
+/** Rules may carry `envs` only in files that declare environments. */
+function fitRule(rule: GenRule, doc: GenDoc): GenRule {
+  if (doc.environments !== undefined || rule.envs === undefined) return rule;
+  const { envs: _drop, ...rest } = rule;
+  return rest;
+}
+
+describe('deny wins (Cedar forbid_trumps_permit)', () => {
+  it('an applying allow: false or abort: true in any file makes the answer deny or abort', () => {
+    const denyArb = fc.record({
+      effect: fc.constantFrom('deny', 'abort'),
+      select: fc.constantFrom('exact', 'star', 'none', 'user'),
+      condition: fc.option(fc.constantFrom(...CONDITIONS), { nil: undefined }),
+      fileIx: fc.nat(),
+      pos: fc.nat(),
+    });
+    fc.assert(
+      fc.property(setArb({ minFiles: 1 }), requestArb(), identityArb, denyArb, (gen, req, who, d) => {
+        const rule: GenRule = { id: 'injected' };
+        if (d.select === 'exact') rule.tools = [req.tool];
+        if (d.select === 'star') rule.tools = ['*'];
+        if (d.select === 'user') rule.users = [who.user];
+        // A `when` that holds, or cannot be decided (then a restricting rule applies too).
+        if (d.condition !== undefined && compileCondition(d.condition).evaluate(req.args) !== false) rule.when = d.condition;
+        if (d.effect === 'abort') rule.abort = true;
+        else rule.allow = false;
+        const got = decide(toPolicySet(withRule(gen, d.fileIx, d.pos, rule)), req, who);
+        expect(['deny', 'abort']).toContain(got.decision);
+        if (d.effect === 'abort' && !got.schemaRefused) expect(got.decision).toBe('abort');
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
+
+describe('composition: adding a file never loosens a decision', () => {
+  /** Split off the first or the last file (in file-name order) as F, minus catalogue entries that name the requested tools. */
+  function split(gen: GenSet, at: 'first' | 'last', tools: readonly string[]): { without: GenSet; with: GenSet } {
+    const ix = at === 'first' ? 0 : gen.files.length - 1;
+    const f = gen.files[ix]!;
+    const tools2 = Object.fromEntries(Object.entries(f.doc.tools ?? {}).filter(([p]) => !tools.some((t) => compileGlob(p).test(t))));
+    const { tools: _drop, ...rest } = f.doc;
+    const F: GenFile = { name: f.name, doc: Object.keys(tools2).length > 0 ? { ...rest, tools: tools2 } : rest };
+    const others = gen.files.filter((_, i) => i !== ix);
+    return { without: { env: gen.env, files: others }, with: { env: gen.env, files: at === 'first' ? [F, ...others] : [...others, F] } };
+  }
+
+  for (const at of ['last', 'first'] as const) {
+    it(`severity(S ∪ F) >= severity(S) with F ${at === 'last' ? 'AFTER' : 'BEFORE'} S in file-name order`, () => {
+      fc.assert(
+        fc.property(setArb({ minFiles: 2, maxFiles: 4 }), pairsArb(), (gen, pairs) => {
+          const { without, with: both } = split(gen, at, pairs.map(([r]) => r.tool));
+          const s = toPolicySet(without);
+          const sf = toPolicySet(both);
+          for (const [req, who] of pairs) {
+            const a = decide(s, req, who);
+            const b = decide(sf, req, who);
+            expect(sev(b), `${a.decision} (${a.rule}) became ${b.decision} (${b.rule})`).toBeGreaterThanOrEqual(sev(a));
+          }
+        }),
+        { numRuns: 300 },
+      );
+    });
+  }
+
+  it('the one exception is documented: a catalogue entry in an added file can name an unknown tool', () => {
+    // Not a loosening of decisions but of the catalogue (SPEC: the catalogue is the union of every
+    // file's tools): a tool nobody catalogued is denied; once catalogued read_only, it is allowed.
+    const who: Identity = { user: 'u1', team: null, agent: null, roles: [] };
+    const s: GenSet = { env: null, files: [{ name: 'p00.json', doc: { policy: 'p0' } }] };
+    const sf: GenSet = { env: null, files: [...s.files, { name: 'p01.json', doc: { policy: 'p1', tools: { t0: { kind: 'read_only' } } } }] };
+    expect(decide(toPolicySet(s), { tool: 't0', args: {} }, who).decision).toBe('deny');
+    expect(decide(toPolicySet(sf), { tool: 't0', args: {} }, who).decision).toBe('allow');
+  });
+});
+
+describe('monotonicity (Cedar unchanged_deny_when_add_forbid)', () => {
+  const placed = fc.record({ fileIx: fc.nat(), pos: fc.nat() });
+
+  it('adding a deny or abort rule to a file never gives a less severe answer', () => {
+    fc.assert(
+      fc.property(setArb({ minFiles: 1 }), pairsArb(), ruleArb(true, ['deny', 'abort']), placed, (gen, pairs, rule, p) => {
+        const target = gen.files[p.fileIx % gen.files.length]!.doc;
+        const more = withRule(gen, p.fileIx, p.pos, { ...fitRule(rule, target), id: 'added-rule' });
+        const s = toPolicySet(gen);
+        const s2 = toPolicySet(more);
+        for (const [req, who] of pairs) expect(sev(decide(s2, req, who))).toBeGreaterThanOrEqual(sev(decide(s, req, who)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('adding an allow rule without confirm to a file never gives a more severe answer', () => {
+    fc.assert(
+      fc.property(setArb({ minFiles: 1 }), pairsArb(), ruleArb(true, ['allow']), placed, (gen, pairs, rule, p) => {
+        const target = gen.files[p.fileIx % gen.files.length]!.doc;
+        const { confirm: _c, approval: _a, ...plain } = fitRule(rule, target);
+        const more = withRule(gen, p.fileIx, p.pos, { ...plain, id: 'added-rule' });
+        const s = toPolicySet(gen);
+        const s2 = toPolicySet(more);
+        for (const [req, who] of pairs) expect(sev(decide(s2, req, who))).toBeLessThanOrEqual(sev(decide(s, req, who)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('totality (research test 63)', () => {
+  function wellFormed(set: ReturnType<typeof toPolicySet>, d: DecisionResult): void {
+    expect(DECISIONS).toContain(d.decision);
+    expect(typeof d.reason).toBe('string');
+    expect(d.reason.length).toBeGreaterThan(0);
+    expect(d.rule.length).toBeGreaterThan(0);
+    expect(d.message.length).toBeGreaterThan(0);
+    expect(d.policies).toEqual(set.identities);
+    expect(d.internalError).toBeUndefined();
+    if (d.decision === 'require_approval') {
+      expect(d.approval?.hash).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(d.approval?.kind.length).toBeGreaterThan(0);
+      expect(d.approval?.capability).toBeTypeOf('object');
+      expect(d.approval?.presentation).toBeTypeOf('object');
+    } else {
+      expect(d.approval).toBeUndefined();
+    }
+  }
+
+  it('every (policy, request) gets exactly one decision with a reason, rule and message; approval iff require_approval', () => {
+    fc.assert(
+      fc.property(setArb(), pairsArb(6), (gen, pairs) => {
+        const set = toPolicySet(gen);
+        for (const [req, who] of pairs) wellFormed(set, decide(set, req, who));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('arbitrary tool names and arbitrary JSON arguments never make decide throw', () => {
+    const wild = fc.record({
+      tool: fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('t0', 'g_a', 'ax')),
+      args: fc.dictionary(fc.oneof(fc.constantFrom('a', 'b', 'c', 'x', 'items', '__proto__', 'constructor'), fc.string({ maxLength: 6 })), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 }),
+      steps: fc.nat(8),
+    });
+    fc.assert(
+      fc.property(setArb({ maxFiles: 2 }), fc.array(fc.tuple(wild, identityArb), { minLength: 1, maxLength: 5 }), (gen, reqs) => {
+        const set = toPolicySet(gen);
+        for (const [w, who] of reqs) {
+          const req: DecideRequest = { tool: w.tool, args: w.args as JsonObject, run: { steps: Array.from({ length: w.steps }, () => ({ tool: 't0' })) } };
+          wellFormed(set, decide(set, req, who));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('the "never" check: the side_effects default', () => {
+  // Files with only catalogues, guards and limits (no rules), default side_effects (written or not).
+  const fileArb = (i: number) =>
+    fc.record({
+      written: fc.boolean(),
+      tools: fc.subarray(['d0', 'd1', 'd_*', 'r0', 'm0', 'l0'], { minLength: 0 }),
+      confirm: fc.boolean(),
+      guard: fc.option(fc.constantFrom('deny', 'require_approval'), { nil: undefined }),
+      maxCalls: fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined }),
+    }).map(({ written, tools, confirm, guard, maxCalls }): GenFile => {
+      const doc: GenDoc = { policy: `p${i}` };
+      if (written) doc.default = 'side_effects';
+      const kinds = { d0: 'destructive', d1: 'destructive', 'd_*': 'destructive', r0: 'read_only', m0: 'remote_mutation', l0: 'local_mutation' } as const;
+      // Each name in at most one file: file i keeps the names whose index is i modulo the file count (below).
+      doc.tools = Object.fromEntries(tools.map((t) => [t, { kind: kinds[t as keyof typeof kinds], ...(confirm ? { confirm: true as const } : {}) }]));
+      if (guard !== undefined) doc.guards = [{ guard: 'pii', action: guard as 'deny' | 'require_approval' }];
+      if (maxCalls !== undefined) doc.limits = { max_calls: maxCalls };
+      return { name: `p${String(i).padStart(2, '0')}.json`, doc };
+    });
+  const setOf = fc.integer({ min: 1, max: 3 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => fileArb(i)))).map((files): GenSet => {
+    const seen = new Set<string>();
+    for (const f of files) {
+      for (const name of Object.keys(f.doc.tools ?? {})) {
+        if (seen.has(name)) delete f.doc.tools![name];
+        seen.add(name);
+      }
+    }
+    return { env: null, files };
+  });
+  const toolArb = fc.oneof(fc.constantFrom('d0', 'd1', 'd_x', 'd_'), fc.stringMatching(/^u[a-z0-9_]{0,8}$/));
+  const argsArb = fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 });
+
+  it('a destructive or unknown tool is never allowed (nor sent for approval) over generated arguments', () => {
+    fc.assert(
+      fc.property(setOf, toolArb, fc.array(argsArb, { minLength: 1, maxLength: 5 }), identityArb, fc.nat(5), (gen, tool, argsList, who, steps) => {
+        const set = toPolicySet(gen);
+        for (const args of argsList) {
+          const d = decide(set, { tool, args: args as JsonObject, run: { steps: Array.from({ length: steps }, () => ({ tool })) } }, who);
+          expect(['deny', 'abort']).toContain(d.decision);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
+
+describe('order and duplicate independence (Cedar order_and_dup_independent)', () => {
+  const keysArb = fc.array(fc.array(fc.nat(1000), { minLength: 8, maxLength: 8 }), { minLength: 4, maxLength: 4 });
+  const permute = <T>(items: readonly T[] | undefined, keys: readonly number[]): T[] | undefined =>
+    items === undefined ? undefined : items.map((x, i) => [keys[i] ?? 0, i, x] as const).sort((p, q) => p[0] - q[0] || p[1] - q[1]).map((t) => t[2]);
+
+  it('shuffling the rules (and guards) inside each file never changes the decision', () => {
+    fc.assert(
+      fc.property(setArb({ minFiles: 1 }), pairsArb(), keysArb, (gen, pairs, keys) => {
+        const shuffled: GenSet = {
+          env: gen.env,
+          files: gen.files.map((f, i) => {
+            const doc: GenDoc = { ...f.doc };
+            if (doc.rules) doc.rules = permute(doc.rules, keys[i]!);
+            if (doc.guards) doc.guards = permute(doc.guards, [...keys[i]!].reverse());
+            return { name: f.name, doc };
+          }),
+        };
+        const s = toPolicySet(gen);
+        const s2 = toPolicySet(shuffled);
+        for (const [req, who] of pairs) expect(decide(s2, req, who).decision).toBe(decide(s, req, who).decision);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('duplicating a rule inside a file never changes the decision', () => {
+    fc.assert(
+      fc.property(setArb({ minFiles: 1 }), pairsArb(), fc.nat(), fc.nat(), fc.nat(), (gen, pairs, fileIx, which, pos) => {
+        const doc = gen.files[fileIx % gen.files.length]!.doc;
+        const rules = doc.rules ?? [];
+        fc.pre(rules.length > 0);
+        const rule = rules[which % rules.length]!;
+        const copy: GenRule = rule.id === undefined ? { ...rule } : { ...rule, id: `${rule.id}-copy` };
+        const s = toPolicySet(gen);
+        const s2 = toPolicySet(withRule(gen, fileIx, pos, copy));
+        for (const [req, who] of pairs) expect(decide(s2, req, who).decision).toBe(decide(s, req, who).decision);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('duplicating a file (same rules, guards, limits and default; no catalogue) never changes the decision', () => {
+    fc.assert(
+      fc.property(setArb({ minFiles: 1 }), pairsArb(), fc.nat(), fc.boolean(), (gen, pairs, fileIx, before) => {
+        const f = gen.files[fileIx % gen.files.length]!;
+        const { tools: _t, ...rest } = f.doc;
+        const doc: GenDoc = {
+          ...rest,
+          policy: `${f.doc.policy}-copy`,
+          ...(rest.rules ? { rules: rest.rules.map((r) => (r.id === undefined ? r : { ...r, id: `${r.id}-copy` })) } : {}),
+          ...(rest.guards ? { guards: rest.guards.map((g) => (g.id === undefined ? g : { ...g, id: `${g.id}-copy` })) } : {}),
+        };
+        const more: GenSet = { env: gen.env, files: [...gen.files, { name: before ? 'a-copy.json' : 'z-copy.json', doc }] };
+        const s = toPolicySet(gen);
+        const s2 = toPolicySet(more);
+        for (const [req, who] of pairs) expect(decide(s2, req, who).decision).toBe(decide(s, req, who).decision);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('reason and message never contain an argument value (SPEC section 5)', () => {
+  const valueArb = fc.stringMatching(/^[0-9a-f]{6,12}$/).map((h) => `VALUE-${h}`);
+
+  function noValue(d: DecisionResult): void {
+    for (const text of [d.reason, d.message]) {
+      expect(text).not.toContain('VALUE-');
+      expect(text).not.toContain(PII);
+      expect(text).not.toContain('jane');
+    }
+  }
+
+  it('on random sets, with distinctive string values in the arguments', () => {
+    fc.assert(
+      fc.property(setArb(), fc.array(fc.tuple(requestArb(valueArb), identityArb), { minLength: 1, maxLength: 6 }), (gen, pairs) => {
+        const set = toPolicySet(gen);
+        for (const [req, who] of pairs) noValue(decide(set, req, who));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('on random sets with argument schemas (schema refusals name the path, not the value)', () => {
+    fc.assert(
+      fc.property(setArb({ minFiles: 1, schemaP: 0.6 }), fc.array(fc.tuple(requestArb(valueArb), identityArb), { minLength: 1, maxLength: 8 }), (gen, pairs) => {
+        const set = toPolicySet(gen);
+        for (const [req, who] of pairs) noValue(decide(set, req, who));
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('pii findings name the path only', () => {
+    const set = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }] } }] });
+    const d = decide(set, { tool: 't0', args: { note: `VALUE-1 ${PII}` } }, { user: 'u1', team: null, agent: null, roles: [] });
+    expect(d.decision).toBe('deny');
+    expect(d.reason).toBe('guard "pii" found an email address at /note');
+    noValue(d);
+  });
+});
