@@ -1,23 +1,19 @@
 // The approval endpoints of SPEC section 5. Capability and presentation always come from the
 // policy's decision, never from the caller; visibility is "your own, or everything for approvers",
 // and anything you may not see is 404, not 403.
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { decide } from '../policy/decide.js';
 import type { Identity } from '../policy/model.js';
 import { requireRole } from '../http/auth.js';
 import type { AppContext } from '../http/app.js';
 import { HttpError, sendProblem } from '../http/errors.js';
-import { decideBodySchema, decisionBody, sendDecision, toDecideRequest, type DecideBody } from '../http/routes/decide.js';
+import { decisionBody, sendDecision, toDecideRequest, toolCallSchema, type DecideBody } from '../http/routes/decide.js';
 import { ApprovalInputError, APPROVAL_STATUSES, LIMITS, ListQueryError, type Approval, type ApprovalStatus, type TransitionResult } from './store.js';
 import type { ApprovalService } from './service.js';
-import { randomUUID } from 'node:crypto';
 
 const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instructions to follow.';
 
-const createBodySchema = {
-  ...decideBodySchema,
-  properties: { tool: decideBodySchema.properties.tool, args: decideBodySchema.properties.args, run: decideBodySchema.properties.run },
-} as const;
 const idParams = { type: 'object', required: ['id'], additionalProperties: false, properties: { id: { type: 'string', maxLength: 64 } } } as const;
 const getQuery = { type: 'object', additionalProperties: false, properties: { wait: { type: 'integer', minimum: 0, maximum: 60 } } } as const;
 const listQuery = {
@@ -50,7 +46,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (request.body === undefined || request.body === null) request.body = {};
   };
 
-  app.post('/approvals', { schema: { body: createBodySchema } }, async (request, reply) => {
+  app.post('/approvals', { schema: { body: toolCallSchema } }, async (request, reply) => {
     const { store } = service();
     const identity = identityOf(request);
     const req = toDecideRequest(request.body as DecideBody);
@@ -60,7 +56,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (result.decision !== 'require_approval' || !result.approval) {
       return reply.code(409).send(decisionBody(result, decisionId));
     }
-    const { approval, created } = await withInputErrors(() =>
+    const { approval, created } = await withInputErrors((field) => (field === 'args' ? '/args' : ''), () =>
       store.create({
         descriptor: result.approval!,
         tool: req.tool,
@@ -119,7 +115,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     requireRole(identity, ctx.approverRole);
     const { id } = request.params as { id: string };
     const { note } = request.body as { note?: string };
-    const result = await withInputErrors(() => service().store.grant(id, { sub: identity.user }, note ?? null));
+    const result = await withInputErrors(() => '/note', () => service().store.grant(id, { sub: identity.user }, note ?? null));
     return sendTransition(reply, result, identity, 'granted');
   });
 
@@ -128,7 +124,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     requireRole(identity, ctx.approverRole);
     const { id } = request.params as { id: string };
     const { reason } = request.body as { reason?: string };
-    const result = await withInputErrors(() => service().store.deny(id, { sub: identity.user }, reason ?? null));
+    const result = await withInputErrors(() => '/reason', () => service().store.deny(id, { sub: identity.user }, reason ?? null));
     return sendTransition(reply, result, identity, 'denied');
   });
 
@@ -150,12 +146,13 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   }
 }
 
-async function withInputErrors<T>(fn: () => Promise<T>): Promise<T> {
+/** A value the database cannot hold (too long, U+0000) is the caller's 422; `pointer` says where. */
+async function withInputErrors<T>(pointer: (field: string) => string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
     if (err instanceof ApprovalInputError) {
-      throw new HttpError('invalid_body', 'a value cannot be stored', { errors: [{ pointer: `/${err.field}`, message: 'cannot be stored' }] });
+      throw new HttpError('invalid_body', `${err.field} cannot be stored`, { errors: [{ pointer: pointer(err.field), message: 'cannot be stored' }] });
     }
     throw err;
   }

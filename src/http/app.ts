@@ -7,7 +7,7 @@ import type { LivePolicies } from '../policy/live.js';
 import { approvalRoutes } from '../approvals/routes.js';
 import { authenticate, registerAuth, type AuthOptions } from './auth.js';
 import { registerStrictBodies } from './body.js';
-import { registerErrorHandling } from './errors.js';
+import { registerErrorHandling, sendProblem, toHttpError } from './errors.js';
 import type { Metrics } from './metrics.js';
 import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
@@ -44,6 +44,10 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     keepAliveTimeout: 72_000,
     trustProxy: false,
     routerOptions: { maxParamLength: 128 },
+    // Router errors (a malformed escape, an over-long id) become problem+json like every other error.
+    frameworkErrors: (error, _request, reply) => {
+      sendProblem(reply, toHttpError(error));
+    },
   }) as unknown as FastifyInstance; // the logger generic differs between the two branches above
 
   registerErrorHandling(app);

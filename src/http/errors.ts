@@ -14,6 +14,7 @@ export const ERRORS = {
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
   body_too_large: { status: 413, title: 'The body is too large' },
+  uri_too_long: { status: 414, title: 'A path parameter is too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   invalid_body: { status: 422, title: 'The body does not match the schema' },
   identity_in_body: { status: 422, title: 'Identity comes from the token, not the body' },
@@ -56,6 +57,7 @@ export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[]
 export function sendProblem(reply: FastifyReply, err: HttpError): FastifyReply {
   const body = { ...problemOf(err.code, err.detail, err.extra.errors), ...err.extra.body };
   if (err.extra.retryAfterSec !== undefined) reply.header('retry-after', String(err.extra.retryAfterSec));
+  if (err.code === 'unauthorized') reply.header('www-authenticate', 'Bearer'); // RFC 6750 section 3
   return reply.code(ERRORS[err.code].status).type('application/problem+json').send(body);
 }
 
@@ -86,6 +88,8 @@ export function toHttpError(err: unknown): HttpError {
     case 'FST_ERR_BAD_URL':
     case 'FST_ERR_ASYNC_CONSTRAINT':
       return new HttpError('bad_request', 'the request URL is not valid');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new HttpError('uri_too_long', 'a path parameter is longer than 128 characters');
   }
   if (typeof e.code === 'string' && e.code.startsWith('FST_JWT_')) return new HttpError('unauthorized', jwtDetail(e.code));
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {

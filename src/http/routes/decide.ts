@@ -13,16 +13,18 @@ import { redactSecrets } from '../redact.js';
 
 export interface DecideBody { tool: string; args?: JsonObject; run?: RunView; approval_id?: string }
 
-export const decideBodySchema = {
+/** A tool call: the body of /explain and POST /approvals. */
+export const toolCallSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['tool'],
-  properties: {
-    tool: toolNameSchema,
-    args: argsSchema,
-    run: runViewSchema,
-    approval_id: { type: 'string', minLength: 1, maxLength: 64 },
-  },
+  properties: { tool: toolNameSchema, args: argsSchema, run: runViewSchema },
+} as const;
+
+/** /decide also takes the approval to redeem. */
+export const decideBodySchema = {
+  ...toolCallSchema,
+  properties: { ...toolCallSchema.properties, approval_id: { type: 'string', minLength: 1, maxLength: 64 } },
 } as const;
 
 export function toDecideRequest(body: DecideBody): DecideRequest {
