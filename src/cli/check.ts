@@ -50,7 +50,7 @@ function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
   const plan = set.plan(tool);
   const lines: string[] = [];
   const entry = plan.entry ? `catalogue entry "${plan.entry.pattern}" (${plan.entry.policy})` : 'not in any catalogue';
-  lines.push(`tool ${tool}: kind ${plan.kind}, tags [${[...plan.tags].join(', ')}], ${entry}${plan.entry?.validate ? ', has a schema' : ''}${plan.entry?.confirm ? ', always confirms' : ''}`);
+  lines.push(`tool ${tool}: kind ${plan.kind}, tags [${[...plan.tags].join(', ')}], ${entry}${plan.entries.some((e) => e.validate) ? ', has a schema' : ''}${plan.entries.some((e) => e.confirm) ? ', always confirms' : ''}`);
   lines.push(`caller: team ${caller.team ?? '(any)'}, user ${caller.user ?? '(any)'}, agent ${caller.agent ?? '(any)'}${set.env ? `; environment ${set.env}` : ''}`);
   const subject: Subject = {
     tool, kind: plan.kind, tags: plan.tags, env: set.env,

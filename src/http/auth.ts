@@ -4,6 +4,8 @@
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
+import { parseJson } from '../json/parse.js';
+import { isJsonObject } from '../json/value.js';
 import type { Identity } from '../policy/model.js';
 import { HttpError } from './errors.js';
 
@@ -47,9 +49,13 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
 export function authenticate(app: FastifyInstance, request: FastifyRequest, claims: Config['claims']): Identity {
   const header = request.headers.authorization;
   if (header === undefined) throw new HttpError('unauthorized', 'send Authorization: Bearer <token>');
+  // Node keeps the first of repeated Authorization headers and drops the rest; a proxy may keep
+  // another. Two credentials are ambiguous: refuse rather than pick one.
+  if (authorizationCount(request.raw.rawHeaders) > 1) throw new HttpError('unauthorized', 'send exactly one Authorization header');
   if (header.length > MAX_TOKEN_LENGTH + 7) throw new HttpError('unauthorized', 'the token is too long');
   const m = BEARER.exec(header);
   if (!m) throw new HttpError('unauthorized', 'the Authorization header is not a bearer token');
+  if (!strictSegments(m[1]!)) throw new HttpError('unauthorized', 'the token is not valid');
   let payload: unknown;
   try {
     payload = app.jwt.verify(m[1]!);
@@ -60,6 +66,30 @@ export function authenticate(app: FastifyInstance, request: FastifyRequest, clai
   const identity = identityFromClaims(payload, claims);
   request.identity = identity;
   return identity;
+}
+
+function authorizationCount(rawHeaders: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === 'authorization') n++;
+  return n;
+}
+
+/**
+ * The header and the claims must be strict JSON (RFC 8725 section 2.6, RFC 7493). fast-jwt reads them
+ * with JSON.parse, which keeps the LAST of duplicate names ({"roles":[],"roles":["approver"]}), turns
+ * `1e400` into Infinity (an `exp` that never passes) and replaces invalid UTF-8 with U+FFFD. A header
+ * with `crit` names an extension we do not implement (RFC 7515 section 4.1.11; fast-jwt lets
+ * `"crit": null` through): refused whatever its value.
+ */
+function strictSegments(token: string): boolean {
+  const [head, body] = token.split('.');
+  try {
+    const header = parseJson(Buffer.from(head!, 'base64url'), { maxDepth: 32 });
+    parseJson(Buffer.from(body!, 'base64url'), { maxDepth: 32 });
+    return isJsonObject(header) && !Object.hasOwn(header, 'crit');
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -84,16 +84,17 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
   if (trace) {
     trace.catalogue = { entry: plan.entry?.pattern ?? null, policy: plan.entry?.policy ?? null, kind: plan.kind, tags: [...plan.tags] };
   }
-  const validate = plan.entry?.validate;
-  if (validate) {
-    // Step 2: the tool's schema is checked once, before any policy is consulted.
-    const ok = validate(request.args);
+  // Step 2: the tool's schema (every catalogue's, if several files describe it) is checked once,
+  // before any policy is consulted.
+  for (const entry of plan.entries) {
+    if (!entry.validate) continue;
+    const ok = entry.validate(request.args);
     if (trace) trace.schema = ok ? 'passed' : 'failed';
     if (!ok) {
-      const e = validate.errors?.[0];
+      const e = entry.validate.errors?.[0];
       const where = e?.instancePath || '/';
       const reason = `the arguments do not match the schema of ${JSON.stringify(request.tool)}: ${where} ${e?.message ?? 'is invalid'}`;
-      return result(set, request, { decision: 'deny', reason, rule: `${plan.entry!.policy}#tools.${plan.entry!.pattern}.schema` }, true);
+      return result(set, request, { decision: 'deny', reason, rule: `${entry.policy}#tools.${entry.pattern}.schema` }, true);
     }
   }
   const files = set.files.length > 0 ? set.files : [BUILTIN];
@@ -147,8 +148,8 @@ function evaluateFile(
 
   // Step 5: an allowed call asks when the catalogue or an applicable rule says so.
   if (out.decision === 'allow') {
-    const entry = plan.entry;
-    if (entry?.confirm) {
+    const entry = plan.entries.find((e) => e.confirm);
+    if (entry) {
       out = { decision: 'require_approval', reason: `${JSON.stringify(subject.tool)} always needs confirmation`, rule: `${entry.policy}#tools.${entry.pattern}`, kind: 'confirm', shape: null };
     } else if (confirmBy) {
       out = {

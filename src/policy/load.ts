@@ -7,8 +7,8 @@ import { createArgsAjv } from './ajv.js';
 import { compilePolicyFile } from './compile.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
 import { selectorsMatch, TOOL_SELECTORS, type Subject } from './match.js';
-import type { CatalogueEntry, FilePlan, PolicyFile, PolicySet, Rule, ToolPlan } from './model.js';
-import { formatOf, readSource } from './source.js';
+import { KIND_SEVERITY, type CatalogueEntry, type FilePlan, type PolicyFile, type PolicySet, type Rule, type ToolPlan } from './model.js';
+import { formatOf, MAX_FILE_BYTES, readSource } from './source.js';
 
 export interface LoadOptions {
   /** The active environment (POLICY_ENV); required when a file declares environments. */
@@ -36,7 +36,10 @@ export async function readPolicyFiles(target: string): Promise<FileBytes[]> {
   } catch {
     throw problem(target, 'cannot read: no such file or directory');
   }
-  if (!info.isDirectory()) return [{ path: target, bytes: await readFile(target) }];
+  if (!info.isDirectory()) {
+    if (info.size > MAX_FILE_BYTES) throw problem(target, `file is larger than ${MAX_FILE_BYTES} bytes`);
+    return [{ path: target, bytes: await readBytes(target, problem) }];
+  }
 
   const root = await realpath(target);
   const names = (await readdir(target)).filter(isPolicyFileName).sort(byCodeUnits);
@@ -44,7 +47,12 @@ export async function readPolicyFiles(target: string): Promise<FileBytes[]> {
   const problems: LoadProblem[] = [];
   for (const name of names) {
     const path = join(target, name);
-    const link = await lstat(path);
+    const link = await lstat(path).catch(() => null);
+    if (link === null) {
+      // Listed, then gone (a file replaced while the directory is read): this load fails, the next one sees it.
+      problems.push({ file: path, line: 1, column: 1, key: '', message: 'cannot read: the file changed while the directory was read' });
+      continue;
+    }
     if (link.isSymbolicLink()) {
       // Mounted config (e.g. a Kubernetes ConfigMap) is symlinks inside the directory; a link that
       // leads outside it is refused, so a policy directory cannot pull in arbitrary files.
@@ -57,10 +65,29 @@ export async function readPolicyFiles(target: string): Promise<FileBytes[]> {
     }
     const s = await stat(path).catch(() => null);
     if (!s?.isFile()) continue;
-    files.push({ path, bytes: await readFile(path) });
+    // Checked before reading: a huge file is refused without being loaded into memory.
+    if (s.size > MAX_FILE_BYTES) {
+      problems.push({ file: path, line: 1, column: 1, key: '', message: `file is larger than ${MAX_FILE_BYTES} bytes` });
+      continue;
+    }
+    try {
+      files.push({ path, bytes: await readBytes(path, problem) });
+    } catch (err) {
+      if (!(err instanceof PolicyLoadError)) throw err;
+      problems.push(...err.problems);
+    }
   }
   if (problems.length > 0) throw new PolicyLoadError(problems);
   return files;
+}
+
+/** A file's bytes; an unreadable file (permissions, removed meanwhile) is a load problem, not a crash. */
+async function readBytes(path: string, problem: (file: string, message: string) => PolicyLoadError): Promise<Uint8Array> {
+  try {
+    return await readFile(path);
+  } catch {
+    throw problem(path, 'cannot read the file');
+  }
 }
 
 /** Compile file contents into a policy set (pure: no I/O). Throws PolicyLoadError with every problem. */
@@ -116,20 +143,17 @@ const PLAN_CACHE_SIZE = 10_000;
  * rules and the rules without `tools`) and memoised in a bounded map.
  */
 export function createPolicySet(files: readonly PolicyFile[], env: string | null): PolicySet {
-  const exactEntries = new Map<string, CatalogueEntry>();
-  const globEntries: CatalogueEntry[] = [];
-  for (const file of files) {
-    for (const entry of file.tools) {
-      if (entry.glob.literal) exactEntries.set(entry.pattern, entry);
-      else globEntries.push(entry);
-    }
-  }
+  const catalogues = files.map(indexCatalogue);
   const indexes = files.map(indexRules);
   const cache = new Map<string, ToolPlan>();
 
   const computePlan = (tool: string): ToolPlan => {
-    const entry = exactEntries.get(tool) ?? globEntries.find((e) => e.glob.test(tool)) ?? null;
-    const subject: Subject = { tool, kind: entry?.kind ?? 'unknown', tags: entry?.tags ?? new Set(), env };
+    const entries = catalogues.map((c) => c.exact.get(tool) ?? c.globs.find((e) => e.glob.test(tool))).filter((e) => e !== undefined);
+    // Across files the most severe entry gives the kind, so one file's catalogue cannot make a tool
+    // that another file calls destructive look harmless (a later file never loosens an earlier one).
+    const entry = entries.reduce<CatalogueEntry | null>((a, e) => (a === null || KIND_SEVERITY[e.kind] > KIND_SEVERITY[a.kind] ? e : a), null);
+    const tags = new Set(entries.flatMap((e) => [...e.tags]));
+    const subject: Subject = { tool, kind: entry?.kind ?? 'unknown', tags, env };
     const filePlans: FilePlan[] = files.map((file, i) => {
       const index = indexes[i]!;
       const candidates = [...(index.exact.get(tool) ?? []), ...index.other].sort((a, b) => a.index - b.index);
@@ -138,7 +162,7 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
         guards: file.guards.filter((g) => selectorsMatch(g.selectors, subject, TOOL_SELECTORS)),
       };
     });
-    return { tool, entry, kind: subject.kind, tags: subject.tags, files: filePlans };
+    return { tool, entries, entry, kind: subject.kind, tags, files: filePlans };
   };
 
   return {
@@ -155,6 +179,17 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
       return plan;
     },
   };
+}
+
+/** One file's catalogue: exact names, then globs in file order (SPEC section 2). */
+function indexCatalogue(file: PolicyFile): { exact: ReadonlyMap<string, CatalogueEntry>; globs: readonly CatalogueEntry[] } {
+  const exact = new Map<string, CatalogueEntry>();
+  const globs: CatalogueEntry[] = [];
+  for (const entry of file.tools) {
+    if (entry.glob.literal) exact.set(entry.pattern, entry);
+    else globs.push(entry);
+  }
+  return { exact, globs };
 }
 
 interface RuleIndex {

@@ -11,6 +11,7 @@ export type Decision = 'allow' | 'require_approval' | 'deny' | 'abort';
 export const SEVERITY: Readonly<Record<Decision, number>> = { allow: 0, require_approval: 1, deny: 2, abort: 3 };
 
 export type ToolKind = 'read_only' | 'local_mutation' | 'remote_mutation' | 'destructive';
+export const KIND_SEVERITY: Readonly<Record<ToolKind, number>> = { read_only: 0, local_mutation: 1, remote_mutation: 2, destructive: 3 };
 /** `unknown` is the kind of a tool that no catalogue names. */
 export type EffectiveKind = ToolKind | 'unknown';
 export type DefaultMode = 'allow' | 'deny' | 'side_effects';
@@ -115,6 +116,9 @@ export interface FilePlan {
 /** Everything about one tool name that does not depend on the caller or the arguments. */
 export interface ToolPlan {
   readonly tool: string;
+  /** Each file's catalogue entry for the tool (its exact name, else its first matching glob), in load order. */
+  readonly entries: readonly CatalogueEntry[];
+  /** The entry that gives the kind: the most severe of `entries`, the first among equals. */
   readonly entry: CatalogueEntry | null;
   readonly kind: EffectiveKind;
   readonly tags: ReadonlySet<string>;

@@ -1,7 +1,7 @@
 // Reads one policy file (YAML, JSON or TOML) into a plain JSON value plus a locator that turns a
 // key path into a line and column, so every later error can say where it is.
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { LineCounter, parseDocument, visit, isAlias, isMap, isScalar, isSeq, type Node } from 'yaml';
+import { Lexer, LineCounter, Parser, parseDocument, visit, isAlias, isMap, isScalar, isSeq, type Node } from 'yaml';
 import { JsonParseError, parseJsonWithPositions } from '../json/parse.js';
 import { jsonPointer } from '../json/pointer.js';
 import { setOwn, type JsonObject, type JsonValue } from '../json/value.js';
@@ -76,6 +76,12 @@ function readJson(file: string, text: string): Parsed {
 }
 
 function readYaml(file: string, text: string): Parsed {
+  // Before composing: the yaml package composes recursively and only survives deep nesting by
+  // catching the stack overflow, after seconds and 100+ MB for 100,000 levels. Refuse it first.
+  const tooDeep = yamlNestingOverflow(text);
+  if (tooDeep !== null) {
+    return { problems: [{ file, ...textOffsetToLocation(text, tooDeep), key: '', message: `nesting deeper than ${MAX_DEPTH}` }] };
+  }
   const lines = new LineCounter();
   // YAML 1.2 core schema: `yes` is a string, `<<` is a plain key (refused below), duplicate keys are errors.
   const doc = parseDocument(text, {
@@ -120,6 +126,35 @@ function readYaml(file: string, text: string): Parsed {
     return START;
   };
   return { raw: { value, locate }, problems: [] };
+}
+
+/**
+ * The offset where the YAML text opens its (MAX_DEPTH + 2)th nested collection, or null when it never
+ * does. The yaml package's CST parser is iterative (an explicit stack of open nodes), so it is driven
+ * lexeme by lexeme and stopped as soon as the open collections exceed what toJson would accept (a
+ * collection at key depth MAX_DEPTH is the deepest allowed: MAX_DEPTH + 1 open collections).
+ */
+function yamlNestingOverflow(text: string): number | null {
+  const limit = MAX_DEPTH + 1;
+  const parser = new Parser();
+  for (const lexeme of new Lexer().lex(text)) {
+    for (const _ of parser.next(lexeme)); // the tokens are not needed, only the stack of open nodes
+    const stack = parser.stack;
+    if (stack.length <= limit) continue;
+    // Most of the stack is open collections; the rest (the document, a pending value) is a bounded few.
+    let open = 0;
+    for (const token of stack) if (token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection') open++;
+    if (open > limit || stack.length > 2 * limit + 8) return parser.offset;
+  }
+  return null;
+}
+
+function textOffsetToLocation(text: string, offset: number): Location {
+  const before = text.slice(0, Math.min(offset, text.length));
+  const lastNl = before.lastIndexOf('\n');
+  let line = 1;
+  for (let i = before.indexOf('\n'); i !== -1; i = before.indexOf('\n', i + 1)) line++;
+  return { line, column: before.length - lastNl };
 }
 
 function nodeAt(root: Node | null, path: KeyPath, atKey: boolean): Node | null {

@@ -66,17 +66,25 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
   const { tool, args } = req;
   const files = [...gen.files].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
 
-  // Step 1: the catalogue entry: exact name first, then the first matching glob in load order.
-  const catalogue = files.flatMap((f) => Object.entries(f.doc.tools ?? {}).map(([pattern, entry]) => ({ pattern, entry, policy: f.doc.policy })));
-  const cat =
-    catalogue.find((e) => isLiteral(e.pattern) && e.pattern === tool) ??
-    catalogue.find((e) => !isLiteral(e.pattern) && globMatches(e.pattern, tool));
+  // Step 1: each file's catalogue entry (exact name first, then its first matching glob); across
+  // files the most severe kind wins, tags unite, any confirm counts (the fail-closed reading of
+  // "a later file never loosens an earlier one": see the README).
+  const SEVERE = ['read_only', 'local_mutation', 'remote_mutation', 'destructive'];
+  const cats = files.flatMap((f) => {
+    const entries = Object.entries(f.doc.tools ?? {}).map(([pattern, entry]) => ({ pattern, entry, policy: f.doc.policy }));
+    const hit = entries.find((e) => isLiteral(e.pattern) && e.pattern === tool) ?? entries.find((e) => !isLiteral(e.pattern) && globMatches(e.pattern, tool));
+    return hit ? [hit] : [];
+  });
+  const cat = cats.reduce<(typeof cats)[number] | undefined>((a, e) => (a === undefined || SEVERE.indexOf(e.entry.kind) > SEVERE.indexOf(a.entry.kind) ? e : a), undefined);
   const kind = cat?.entry.kind ?? 'unknown';
-  const tags: readonly string[] = cat?.entry.tags ?? [];
+  const tags: readonly string[] = cats.flatMap((c) => c.entry.tags ?? []);
+  const confirmCat = cats.find((c) => c.entry.confirm === true);
 
-  // Step 2: the schema, once, before any file.
-  if (cat?.entry.schema !== undefined && !schemaAccepts(cat.entry.schema, args)) {
-    return { decision: 'deny', rule: `${cat.policy}#tools.${cat.pattern}.schema`, schemaRefused: true };
+  // Step 2: the schemas, once, before any file.
+  for (const c of cats) {
+    if (c.entry.schema !== undefined && !schemaAccepts(c.entry.schema, args)) {
+      return { decision: 'deny', rule: `${c.policy}#tools.${c.pattern}.schema`, schemaRefused: true };
+    }
   }
 
   // Every list given must match; an absent list matches everything.
@@ -113,7 +121,7 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     // Step 5: the catalogue's confirm, else an applicable rule's confirm that holds or is undecidable.
     if (out.decision === 'allow') {
       const asks = applying.find((x) => x.r.allow === true && x.r.confirm !== undefined && (x.r.confirm === true || truth(x.r.confirm, args) !== false));
-      if (cat?.entry.confirm) out = { decision: 'require_approval', rule: `${cat.policy}#tools.${cat.pattern}`, kind: 'confirm', shape: null };
+      if (confirmCat) out = { decision: 'require_approval', rule: `${confirmCat.policy}#tools.${confirmCat.pattern}`, kind: 'confirm', shape: null };
       else if (asks) out = { decision: 'require_approval', rule: asks.id, kind: asks.r.approval?.kind ?? 'confirm', shape: asks.r.approval ?? null };
     }
     // Step 6.
@@ -241,7 +249,7 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     compare(gen, { tool: 't0', args: { a: 1 } }, who);
   });
 
-  it('the exact catalogue name wins over an earlier file\'s glob', () => {
+  it('across files the most severe catalogue entry gives the kind, even over an exact name', () => {
     const gen: GenSet = {
       env: null,
       files: [
@@ -251,6 +259,7 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     };
     compare(gen, { tool: 't0', args: {} }, who);
     compare(gen, { tool: 't1', args: {} }, who);
+    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who).decision).toBe('deny');
   });
 
   it('no file at all: the built-in side_effects default with an empty catalogue', () => {
@@ -271,7 +280,7 @@ describe('regressions and corner cases (reference and decide agree)', () => {
 
   // The next four are the minimized counterexamples the property produced against deliberately
   // broken copies of src (mutation check of this test): each pins one place a plausible bug hides.
-  it('catalogue globs: the first matching glob in load order gives the kind', () => {
+  it('catalogue globs: within a file the first match, across files the most severe, gives the kind', () => {
     const gen: GenSet = {
       env: null,
       files: [
@@ -280,7 +289,8 @@ describe('regressions and corner cases (reference and decide agree)', () => {
       ],
     };
     compare(gen, { tool: 'ax', args: {} }, who);
-    expect(decide(toPolicySet(gen), { tool: 'ax', args: {} }, who)).toMatchObject({ decision: 'require_approval', approval: { kind: 'remote_mutation' } });
+    expect(decide(toPolicySet(gen), { tool: 'ax', args: {} }, who)).toMatchObject({ decision: 'deny' });
+    expect(decide(toPolicySet(gen), { tool: 'cx', args: {} }, who)).toMatchObject({ decision: 'require_approval', approval: { kind: 'remote_mutation' } });
   });
 
   it('a rule whose tools mix a glob and an exact name matches through the glob too', () => {
