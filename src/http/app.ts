@@ -7,7 +7,7 @@ import type { LivePolicies } from '../policy/live.js';
 import { approvalRoutes } from '../approvals/routes.js';
 import { authenticate, registerAuth, type AuthOptions } from './auth.js';
 import { registerStrictBodies } from './body.js';
-import { registerErrorHandling, sendProblem, toHttpError } from './errors.js';
+import { answerClientError, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
 import type { Metrics } from './metrics.js';
 import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
@@ -48,6 +48,8 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     frameworkErrors: (error, _request, reply) => {
       sendProblem(reply, toHttpError(error));
     },
+    // Requests Node's HTTP parser refuses (two Content-Lengths, a cut body) get problem+json too.
+    clientErrorHandler: answerClientError,
   }) as unknown as FastifyInstance; // the logger generic differs between the two branches above
 
   registerErrorHandling(app);

@@ -9,6 +9,13 @@ import { HttpError } from './errors.js';
 
 const JSON_MEDIA_TYPE = /^application\/json(?:; ?charset=(?:utf-8|"utf-8"))?$/i;
 
+/**
+ * Object keys allowed in one body. Each key costs a duplicate check when parsing and a sort when
+ * hashing; past this a body could hold the event loop for tens of milliseconds. Real tool arguments
+ * are far below it; arrays are bounded by BODY_LIMIT alone.
+ */
+export const MAX_BODY_KEYS = 10_000;
+
 export function registerStrictBodies(app: FastifyInstance, bodyLimit: number): void {
   // preParsing runs after authentication (onRequest) and before any byte of the body is parsed.
   app.addHook('preParsing', async (request, _reply, payload) => {
@@ -28,7 +35,7 @@ export function registerStrictBodies(app: FastifyInstance, bodyLimit: number): v
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => {
     try {
-      done(null, parseJson(body as Buffer));
+      done(null, parseJson(body as Buffer, { maxKeys: MAX_BODY_KEYS }));
     } catch (err) {
       done(err as Error, undefined);
     }

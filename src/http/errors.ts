@@ -1,6 +1,8 @@
 // One catalogue of error codes → HTTP status and title, one renderer of RFC 9457 problem+json,
 // one error handler. Throw sites pick a code; nothing else decides a status. A 5xx never carries
 // the internal message.
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { StoreUnavailableError } from '../db/errors.js';
 import { JsonParseError } from '../json/parse.js';
@@ -130,6 +132,26 @@ function validationError(err: FastifyError): HttpError {
   }
   if (where === 'querystring' || where === 'params') return new HttpError('invalid_query', `invalid ${where}`, { errors });
   return new HttpError('invalid_body', 'the body does not match the schema of this route', { errors });
+}
+
+/**
+ * Node's HTTP parser refuses some requests before Fastify sees them (two Content-Lengths, Content-Length
+ * with chunked, a body cut short, a bad header line): answer those as problem+json too, then close.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  // One catalogue: these are all `bad_request` (as toHttpError maps a 408), with a detail saying which.
+  const detail = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'the request was not received in time'
+    : err.code === 'HPE_HEADER_OVERFLOW' ? 'the request headers are too large'
+      : 'the request is not valid HTTP/1.1';
+  const { status } = ERRORS.bad_request;
+  const body = JSON.stringify(problemOf('bad_request', detail));
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy());
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {

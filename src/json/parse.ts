@@ -22,6 +22,7 @@ const PROBLEMS: Record<JsonErrorCode, string> = {
   syntax: 'syntax error',
   duplicate_key: 'duplicate key',
   too_deep: 'nesting too deep',
+  too_many_keys: 'too many object keys',
   lone_surrogate: 'lone surrogate',
   trailing_data: 'trailing data',
   number_out_of_range: 'number out of range',
@@ -47,6 +48,11 @@ export class JsonParseError extends Error {
 export interface ParseOptions {
   /** Maximum nesting of arrays and objects; default 256. */
   maxDepth?: number;
+  /**
+   * Maximum number of object members in the whole document; default unlimited. Each key costs a
+   * duplicate check here and a sort when hashing, so request bodies cap it to bound the work.
+   */
+  maxKeys?: number;
 }
 
 export interface PositionedJson {
@@ -71,7 +77,7 @@ const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 export function parseJson(input: Uint8Array | string, options?: ParseOptions): JsonValue {
   const maxDepth = maxDepthOf(options);
   const text = typeof input === 'string' ? input : decode(input, maxDepth);
-  return scanText(text, typeof input === 'string', maxDepth, null);
+  return scanText(text, typeof input === 'string', maxDepth, options?.maxKeys ?? Infinity, null);
 }
 
 /** parseJson plus the line and column (1-based, UTF-16 columns) of every value and key. */
@@ -79,7 +85,7 @@ export function parseJsonWithPositions(input: Uint8Array | string, options?: Par
   const maxDepth = maxDepthOf(options);
   const text = typeof input === 'string' ? input : decode(input, maxDepth);
   const sites: Sites = { valuePointers: [], valueIndexes: [], keyPointers: [], keyIndexes: [] };
-  const value = scanText(text, typeof input === 'string', maxDepth, sites);
+  const value = scanText(text, typeof input === 'string', maxDepth, options?.maxKeys ?? Infinity, sites);
   const starts = lineStarts(text);
   const values = new Map<string, Position>();
   sites.valuePointers.forEach((p, n) => values.set(p, positionAt(starts, sites.valueIndexes[n] ?? 0)));
@@ -94,11 +100,11 @@ function maxDepthOf(options: ParseOptions | undefined): number {
   return maxDepth;
 }
 
-function scanText(text: string, fromString: boolean, maxDepth: number, sites: Sites | null): JsonValue {
+function scanText(text: string, fromString: boolean, maxDepth: number, maxKeys: number, sites: Sites | null): JsonValue {
   // Decoded bytes are always well-formed; only a JS string can carry a raw lone surrogate.
   const rawSurrogates = fromString && !isWellFormed(text);
   try {
-    return scan(text, { maxDepth, rawSurrogates, sites });
+    return scan(text, { maxDepth, maxKeys, rawSurrogates, sites });
   } catch (e) {
     if (e instanceof ScanError) throw new JsonParseError(e.code, utf8Offset(text, e.index), e.pointer, e.detail);
     throw e;
@@ -119,7 +125,7 @@ function decode(bytes: Uint8Array, maxDepth: number): string {
 function pointerBefore(bytes: Uint8Array, offset: number, maxDepth: number): string {
   const prefix = decoder.decode(bytes.subarray(0, offset));
   try {
-    scan(prefix, { maxDepth, rawSurrogates: false, sites: null });
+    scan(prefix, { maxDepth, maxKeys: Infinity, rawSurrogates: false, sites: null });
   } catch (e) {
     if (e instanceof ScanError && e.index === prefix.length && e.code !== 'empty') return e.pointer;
   }

@@ -5,6 +5,7 @@ export type ScanErrorCode =
   | 'syntax'
   | 'duplicate_key'
   | 'too_deep'
+  | 'too_many_keys'
   | 'lone_surrogate'
   | 'trailing_data'
   | 'number_out_of_range';

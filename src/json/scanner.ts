@@ -20,6 +20,8 @@ export interface Sites {
 
 export interface ScanOptions {
   maxDepth: number;
+  /** Object members allowed in the whole document. */
+  maxKeys: number;
   /** Reject raw (unescaped) lone surrogates inside strings: only needed for ill-formed JS strings. */
   rawSurrogates: boolean;
   sites: Sites | null;
@@ -38,10 +40,14 @@ const MINUS = 0x2d;
 
 // scanKey's second result (see tokens.ts for why results travel in module state).
 let scannedKey = '';
+// Keys still allowed in the document being scanned, and the limit (for the message).
+let keysLeft = Infinity;
+let keyLimit = Infinity;
 
 export function scan(text: string, options: ScanOptions): JsonValue {
   const { maxDepth, rawSurrogates, sites } = options;
   const len = text.length;
+  keysLeft = keyLimit = options.maxKeys;
 
   // Open containers enclosing `cur`, outermost first, with the member key each one is parsing.
   const stack: Container[] = [];
@@ -202,6 +208,7 @@ function scanKey(
   if (text.charCodeAt(i) !== QUOTE) {
     fail('syntax', i, i >= len ? 'unexpected end of input' : 'expected a string key');
   }
+  if (--keysLeft < 0) fail('too_many_keys', i, `more than ${keyLimit} object keys`);
   const name = scanKeyString(text, i + 1);
   if (rawSurrogates) checkRaw(text, i + 1, scanEnd - 1);
   // Decoded names are compared, so "t\u006fol" repeats "tool"; hasOwn, as "toString" is inherited.

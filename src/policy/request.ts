@@ -22,7 +22,7 @@ export const runViewSchema = {
     id: { type: 'string', minLength: 1, maxLength: 256 },
     steps: {
       type: 'array',
-      maxItems: 100_000,
+      maxItems: 10_000, // each step is an object, and a body holds at most 10,000 keys (src/http/body.ts)
       items: {
         type: 'object',
         additionalProperties: false,

@@ -380,6 +380,13 @@ describe('parseJson: values', () => {
     expect(parseJson(Buffer.from(text))).toEqual(expected);
   });
 
+  it('counts object keys across the whole document against maxKeys', () => {
+    expect(parseJson('{"a":{"b":1},"c":[{"d":2}]}', { maxKeys: 4 })).toEqual({ a: { b: 1 }, c: [{ d: 2 }] });
+    expect(() => parseJson('{"a":{"b":1},"c":[{"d":2,"SECRET-VALUE-123":3}]}', { maxKeys: 4 })).toThrow(
+      expect.objectContaining({ code: 'too_many_keys', message: expect.not.stringContaining('SECRET') }),
+    );
+  });
+
   it('parses a 50,000-key object', () => {
     const parts: string[] = [];
     for (let i = 0; i < 50_000; i++) parts.push(`"k${i}":${i}`);

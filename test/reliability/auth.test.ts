@@ -2,7 +2,7 @@
 // Every forged, confused, stale, malformed or misplaced token answers 401 problem+json: never a
 // decision, never a 500, never an outbound connection. test/http/auth.test.ts has the basic cases;
 // this file adds the variants the catalogue names that it does not cover.
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SECRET, bearer, createTestApp, keyPairs, post, type TestApp } from '../helpers/app.js';
 import {
@@ -177,7 +177,6 @@ describe('validly signed tokens of an algorithm the server did not pin (catalogu
   });
   it('ES256 app: an ES256 header over an ES384-style (DER) signature → 401', async () => {
     const input = `${b64url(JSON.stringify({ alg: 'ES256', typ: 'JWT' }))}.${b64url(JSON.stringify(claimSet()))}`;
-    const { createSign } = await import('node:crypto');
     const der = createSign('sha256').update(input).sign(keys.ec.privateKey); // DER, not IEEE P1363
     expect401(await decide(es, `${input}.${b64url(der)}`));
   });
