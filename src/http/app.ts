@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
 import type { LivePolicies } from '../policy/live.js';
 import { approvalRoutes } from '../approvals/routes.js';
-import { authenticate, registerAuth, type AuthOptions } from './auth.js';
+import { createAuthenticator, registerAuth, type AuthOptions } from './auth.js';
 import { registerStrictBodies } from './body.js';
 import { answerClientError, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
 import type { Metrics } from './metrics.js';
@@ -57,10 +57,11 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
   await registerAuth(app, options.auth);
 
   opsRoutes(app, ctx);
+  const authenticate = createAuthenticator(app, options.auth);
   await app.register(async (secured) => {
     // Every route in here needs a verified bearer token (SPEC section 5).
     secured.addHook('onRequest', async (request) => {
-      authenticate(app, request, options.auth.claims);
+      authenticate(request);
     });
     decideRoute(secured, ctx);
     explainRoute(secured, ctx);

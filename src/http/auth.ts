@@ -45,27 +45,48 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
   app.decorateRequest('identity', null);
 }
 
-/** Verify the request's bearer token and set `request.identity`. Throws 401. */
-export function authenticate(app: FastifyInstance, request: FastifyRequest, claims: Config['claims']): Identity {
-  const header = request.headers.authorization;
-  if (header === undefined) throw new HttpError('unauthorized', 'send Authorization: Bearer <token>');
-  // Node keeps the first of repeated Authorization headers and drops the rest; a proxy may keep
-  // another. Two credentials are ambiguous: refuse rather than pick one.
-  if (authorizationCount(request.raw.rawHeaders) > 1) throw new HttpError('unauthorized', 'send exactly one Authorization header');
-  if (header.length > MAX_TOKEN_LENGTH + 7) throw new HttpError('unauthorized', 'the token is too long');
-  const m = BEARER.exec(header);
-  if (!m) throw new HttpError('unauthorized', 'the Authorization header is not a bearer token');
-  if (!strictSegments(m[1]!)) throw new HttpError('unauthorized', 'the token is not valid');
-  let payload: unknown;
-  try {
-    payload = app.jwt.verify(m[1]!);
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    throw new HttpError('unauthorized', code === 'FAST_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid');
-  }
-  const identity = identityFromClaims(payload, claims);
-  request.identity = identity;
-  return identity;
+/** Verified tokens kept, so a token seen before costs a map lookup (issue 5); bounded. */
+const TOKEN_CACHE_SIZE = 10_000;
+
+/**
+ * The request authenticator of one app: verify the bearer token and set `request.identity`, or
+ * throw 401. A verified token's identity is cached under the whole token (never a derived key: a
+ * colliding key would hand one caller another's identity, GHSA-rp9m-7r4c-75qg) until its `exp`
+ * plus the clock tolerance, which is checked on every use.
+ */
+export function createAuthenticator(app: FastifyInstance, options: AuthOptions): (request: FastifyRequest) => Identity {
+  const cache = new Map<string, { identity: Identity; expiresAtMs: number }>();
+  const toleranceMs = options.clockToleranceSec * 1000;
+  return (request) => {
+    const header = request.headers.authorization;
+    if (header === undefined) throw new HttpError('unauthorized', 'send Authorization: Bearer <token>');
+    // Node keeps the first of repeated Authorization headers and drops the rest; a proxy may keep
+    // another. Two credentials are ambiguous: refuse rather than pick one.
+    if (authorizationCount(request.raw.rawHeaders) > 1) throw new HttpError('unauthorized', 'send exactly one Authorization header');
+    if (header.length > MAX_TOKEN_LENGTH + 7) throw new HttpError('unauthorized', 'the token is too long');
+    const m = BEARER.exec(header);
+    if (!m) throw new HttpError('unauthorized', 'the Authorization header is not a bearer token');
+    const token = m[1]!;
+    const now = Date.now();
+    const hit = cache.get(token);
+    if (hit !== undefined) {
+      if (now <= hit.expiresAtMs) return (request.identity = hit.identity);
+      cache.delete(token);
+    }
+    if (!strictSegments(token)) throw new HttpError('unauthorized', 'the token is not valid');
+    let payload: unknown;
+    try {
+      payload = app.jwt.verify(token);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      throw new HttpError('unauthorized', code === 'FAST_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid');
+    }
+    const identity = identityFromClaims(payload, options.claims);
+    const exp = (payload as { exp: number }).exp; // required and checked by the verifier
+    if (cache.size >= TOKEN_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+    cache.set(token, { identity, expiresAtMs: exp * 1000 + toleranceMs });
+    return (request.identity = identity);
+  };
 }
 
 function authorizationCount(rawHeaders: readonly string[]): number {
@@ -116,9 +137,9 @@ export function identityFromClaims(payload: unknown, claims: Config['claims']): 
     if (!Array.isArray(r) || r.length > 100 || !r.every((x) => typeof x === 'string')) {
       throw new HttpError('unauthorized', `the claim "${claims.roles}" must be an array of strings`);
     }
-    roles = r as string[];
+    roles = [...(r as string[])];
   }
-  return { user: sub, team, agent, roles };
+  return Object.freeze({ user: sub, team, agent, roles: Object.freeze(roles) });
 }
 
 /** Roles match by exact element equality: no case folding, no prefixes. */

@@ -3,7 +3,7 @@
 // Identity comes only from verified claims; the algorithm is pinned by the server's key.
 import { createHmac } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   SECRET, agentToken, bearer, createTestApp, keyPairs, post, signJwt, token, type TestApp,
 } from '../helpers/app.js';
@@ -303,5 +303,41 @@ describe('every authenticated route refuses a request without a valid token', ()
   it('authentication runs before the body is read: a broken body without a token is still 401', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/decide', headers: { 'content-type': 'text/plain' }, payload: '{{{' });
     expect401(res);
+  });
+});
+
+describe('the verified-token cache', () => {
+  it('still refuses a cached token once it has expired (exp plus the tolerance)', async () => {
+    const t = await createTestApp();
+    try {
+      const now = Math.floor(Date.now() / 1000);
+      const tok = signJwt({ sub: 'cached-1', team: 'support', iat: now, exp: now + 60 });
+      const body = { tool: 'lookup_order', args: { order: 'A1' } };
+      expect((await post(t.app, '/decide', body, tok)).statusCode).toBe(200);
+      expect((await post(t.app, '/decide', body, tok)).statusCode).toBe(200); // from the cache
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime((now + 60 + 31) * 1000);
+      const late = await post(t.app, '/decide', body, tok);
+      expect(late.statusCode).toBe(401);
+      expect(late.headers['content-type']).toContain('application/problem+json');
+    } finally {
+      vi.useRealTimers();
+      await t.close();
+    }
+  });
+
+  it('gives each token its own identity (the whole token is the key)', async () => {
+    const t = await createTestApp();
+    try {
+      const a = token({ sub: 'ann', team: 'support' });
+      const b = token({ sub: 'bob', team: 'sales' });
+      const body = { tool: 'refund', args: { order: 'A1', amount: 5 } };
+      for (let i = 0; i < 3; i++) {
+        expect((await post(t.app, '/decide', body, a)).json()).toMatchObject({ decision: 'allow' });
+        expect((await post(t.app, '/decide', body, b)).json()).toMatchObject({ decision: 'deny' });
+      }
+    } finally {
+      await t.close();
+    }
   });
 });
