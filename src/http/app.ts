@@ -13,6 +13,7 @@ import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
 import { opsRoutes } from './routes/ops.js';
 import { policiesRoute } from './routes/policies.js';
+import { uiRoutes } from './routes/ui.js';
 
 /** What the routes need, shared by all of them. */
 export interface AppContext {
@@ -57,6 +58,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
   await registerAuth(app, options.auth);
 
   opsRoutes(app, ctx);
+  uiRoutes(app);
   const authenticate = createAuthenticator(app, options.auth);
   await app.register(async (secured) => {
     // Every route in here needs a verified bearer token (SPEC section 5).
