@@ -10,6 +10,7 @@ import { createApprovalService } from './approvals/service.js';
 import { createApprovalStore } from './approvals/store.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createSql } from './db/connect.js';
+import { unavailableFrom } from './db/errors.js';
 import type { EmbeddedPostgres } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { buildApp } from './http/app.js';
@@ -52,16 +53,41 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     logger.info({ dataDir: join(config.dataDir, 'pg') }, 'started the embedded PostgreSQL (set DATABASE_URL to use your own)');
   }
   const sql = createSql(url, { max: config.dbPoolMax });
-  try {
+  // Migrations run before serving. A database that cannot be reached does not stop /decide, which
+  // needs none: approval routes answer 503 and the migrations are retried until they apply. A
+  // migration that is wrong (a gap, an edited file) is a deployment error: refuse to start.
+  let migrated = false;
+  const runMigrations = async (): Promise<void> => {
     const { applied } = await migrate(sql, MIGRATIONS);
+    migrated = true;
     if (applied.length > 0) logger.info({ applied }, 'applied database migrations');
+  };
+  let migrationRetry: NodeJS.Timeout | null = null;
+  try {
+    await runMigrations();
   } catch (err) {
-    await sql.end({ timeout: 1 }).catch(() => undefined);
-    await embedded?.stop().catch(() => undefined);
-    return fail(`the database is not usable: ${(err as Error).message}`);
+    if (unavailableFrom(err) === null) {
+      await sql.end({ timeout: 1 }).catch(() => undefined);
+      await embedded?.stop().catch(() => undefined);
+      return fail(`the database is not usable: ${(err as Error).message}`);
+    }
+    logger.error({ code: unavailableFrom(err)?.sourceCode }, 'the database is unreachable: serving /decide; approvals answer 503 until it is back');
+    let running = false;
+    migrationRetry = setInterval(() => {
+      if (running || migrated) return;
+      running = true;
+      runMigrations()
+        .then(() => {
+          if (migrationRetry) clearInterval(migrationRetry);
+          logger.info('the database is reachable again: approvals are available');
+        })
+        .catch(() => undefined)
+        .finally(() => (running = false));
+    }, 2000);
+    migrationRetry.unref();
   }
   const store = createApprovalStore(sql, { approvalTtlMs: config.approvalTtlMs, grantTtlMs: config.grantTtlMs, deadlineMs: config.dbDeadlineMs });
-  const approvals = createApprovalService(sql, store, createApprovalWaiter(sql, store));
+  const approvals = createApprovalService(sql, store, createApprovalWaiter(sql, store), { schemaReady: () => migrated });
   const metrics = createMetrics(policies);
   const ctx = {
     policies, metrics, approvals, log: logger, logArgs: config.logArgs, adminRole: config.adminRole, approverRole: config.approverRole,
@@ -103,6 +129,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     // answer (Fastify closes only the connections idle at that moment), and app.close() would wait
     // for the client to hang up: until the grace period ran out and the exit code was 1. Reap each
     // connection as soon as it is idle.
+    if (migrationRetry) clearInterval(migrationRetry);
     const reaper = setInterval(() => app.server.closeIdleConnections(), 100);
     reaper.unref();
     try {

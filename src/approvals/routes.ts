@@ -37,6 +37,7 @@ export function approvalView(a: Approval): Record<string, unknown> {
 export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   const service = (): ApprovalService => {
     if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
+    ctx.approvals.ensureReady();
     return ctx.approvals;
   };
   const identityOf = (request: FastifyRequest): Identity => request.identity as Identity;

@@ -1,6 +1,7 @@
 // Approvals as the service uses them: redeem an approval on /decide, check the database, sweep
 // expired rows. The store does the SQL; this decides what a stored approval means for a decision.
 import type { Sql } from 'postgres';
+import { StoreUnavailableError } from '../db/errors.js';
 import { modelMessage } from '../policy/message.js';
 import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import type { ApprovalWaiter } from './notify.js';
@@ -9,6 +10,8 @@ import type { ApprovalStore } from './store.js';
 export interface ApprovalService {
   readonly store: ApprovalStore;
   readonly waiter: ApprovalWaiter;
+  /** Throws StoreUnavailableError (503) while the database schema is not in place yet. */
+  ensureReady(): void;
   /** SPEC section 5, `/decide` with `approval_id`: consume a granted approval of this exact request. */
   redeem(fresh: DecisionResult, request: DecideRequest, approvalId: string, identity: Identity): Promise<DecisionResult>;
   /** Whether the database answers now (for /readyz). */
@@ -16,19 +19,34 @@ export interface ApprovalService {
   close(): Promise<void>;
 }
 
-export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: ApprovalWaiter, options: { sweepMs?: number } = {}): ApprovalService {
+export interface ApprovalServiceOptions {
+  sweepMs?: number;
+  /**
+   * Whether the migrations have been applied. A service started while the database was down
+   * answers 503 until they are (main.ts keeps retrying them); tests start migrated.
+   */
+  schemaReady?: () => boolean;
+}
+
+export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: ApprovalWaiter, options: ApprovalServiceOptions = {}): ApprovalService {
+  const schemaReady = options.schemaReady ?? (() => true);
+  const ensureReady = (): void => {
+    if (!schemaReady()) throw new StoreUnavailableError('connection');
+  };
   // Expired approvals read as expired without a sweeper; the sweep makes it durable, with events.
   const sweeper = setInterval(() => {
-    store.sweep().catch(() => undefined); // a down database is reported by /readyz, not here
+    if (schemaReady()) store.sweep().catch(() => undefined); // a down database is reported by /readyz, not here
   }, options.sweepMs ?? 60_000);
   sweeper.unref();
 
   return {
     store,
     waiter,
+    ensureReady,
     async redeem(fresh, request, approvalId, identity) {
       // The request was decided again from scratch; only a require_approval can be redeemed.
       if (fresh.decision !== 'require_approval' || !fresh.approval) return fresh;
+      ensureReady();
       const approval = await store.get(approvalId);
       // Someone else's approval, or none: say nothing about it; a new approval is needed.
       if (approval === null || approval.requester.sub !== identity.user) return fresh;
@@ -57,6 +75,7 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
       };
     },
     async ping() {
+      if (!schemaReady()) return false;
       try {
         await Promise.race([
           sql`select 1`,

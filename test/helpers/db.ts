@@ -2,7 +2,7 @@
 // test server (test/setup/postgres.ts). startPrivatePostgres(): a server of the test's own, to stop
 // and restart in fault tests, always on the same port so existing pools can reconnect to it.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,6 +65,8 @@ export interface PrivatePostgres {
   /** URL of the `gatehouse` database (migrated). Stays valid across stop() and start(). */
   url: string;
   stop(): Promise<void>;
+  /** Kill the server outright (SIGKILL), as a crash would. */
+  crash(): Promise<void>;
   start(): Promise<void>;
   /** Stops the server (if running) and deletes its data. */
   dispose(): Promise<void>;
@@ -85,6 +87,28 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     async stop() {
       if (!running) return;
       await server.stop();
+      running = false;
+    },
+    async crash() {
+      // SIGKILL the postmaster and its backends: no shutdown checkpoint; the next start replays the WAL.
+      const pid = Number((await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+      const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+      for (const p of [pid, ...children.split(' ').filter(Boolean).map(Number)]) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      for (let i = 0; i < 100; i++) {
+        try {
+          process.kill(pid, 0);
+        } catch {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await rm(join(dataDir, 'postmaster.pid'), { force: true });
       running = false;
     },
     async start() {

@@ -493,4 +493,25 @@ describe('database faults', () => {
     expect((await redeem(app, sub, body, id)).statusCode).toBe(200);
     expect(await decider.stop()).toBeGreaterThan(5);
   });
+
+  it('killed right after a grant commits: the 200 grant survives the crash, a retry is 409, the redeem works', async () => {
+    const app = await openApp('gh-crash', {}, 1_000);
+    const sub = agentSub();
+    const { id, body } = await createApproval(app, sub);
+    expect((await grant(app, id)).statusCode).toBe(200);
+    await pg.crash(); // SIGKILL: no shutdown checkpoint, the WAL is replayed at the next start
+    const during = await redeem(app, sub, body, id);
+    expectNotAllowedByFault(during, 'while the database is dead');
+    expectUnavailable(during, 'while the database is dead');
+    await pg.start();
+    const state = await eventually('the database to answer after the crash', 10_000, async () => stateOf(id).catch(() => undefined));
+    expect(state.status).toBe('granted');
+    expect(state.events.filter((e) => e.to_status === 'granted')).toHaveLength(1);
+    const again = await eventually('the grant route to answer', 10_000, async () => {
+      const r = await grant(app, id);
+      return r.statusCode === 503 ? undefined : r;
+    });
+    expect(again.statusCode).toBe(409);
+    expect((await redeem(app, sub, body, id)).statusCode).toBe(200);
+  });
 });
