@@ -1,0 +1,86 @@
+// loadConfig: every variable validated at once, every problem reported together, the result frozen.
+import { generateKeyPairSync } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
+
+const SECRET = 'x'.repeat(32);
+
+function problemsOf(env: Record<string, string>): readonly string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('gives the documented defaults for an empty environment', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      production: false, port: 8080, host: '127.0.0.1', policyDir: './policies', policyEnv: null,
+      claims: { team: 'team', agent: 'agent', roles: 'roles' }, approverRole: 'approver', adminRole: 'admin',
+      bodyLimit: 1_048_576, logLevel: 'info', logArgs: false, databaseUrl: null, dataDir: '.data',
+      approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, dbPoolMax: 10, dbDeadlineMs: 2000,
+    });
+    expect(c.jwt).toMatchObject({ secret: null, publicKey: null, algorithm: null, clockToleranceSec: 30 });
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.jwt)).toBe(true);
+  });
+
+  it('reads every variable', () => {
+    const c = loadConfig({
+      PORT: '9000', HOST: '0.0.0.0', POLICY_DIR: '/p', POLICY_ENV: 'prod', JWT_SECRET: SECRET, JWT_ISSUER: 'https://idp',
+      JWT_AUDIENCE: 'gatehouse', JWT_CLOCK_TOLERANCE: '5', TEAM_CLAIM: 'grp', AGENT_CLAIM: 'azp', ROLES_CLAIM: 'scope',
+      APPROVER_ROLE: 'ops', ADMIN_ROLE: 'root', BODY_LIMIT: '65536', LOG_LEVEL: 'warn', LOG_ARGS: 'true',
+      DATABASE_URL: 'postgres://db/g', DATA_DIR: '/d', APPROVAL_TTL: '30m', GRANT_TTL: '90s', DB_POOL_MAX: '4',
+      DB_DEADLINE_MS: '500', SHUTDOWN_GRACE_MS: '1000',
+    });
+    expect(c).toMatchObject({
+      port: 9000, host: '0.0.0.0', policyDir: '/p', policyEnv: 'prod', claims: { team: 'grp', agent: 'azp', roles: 'scope' },
+      approverRole: 'ops', adminRole: 'root', bodyLimit: 65536, logLevel: 'warn', logArgs: true, databaseUrl: 'postgres://db/g',
+      dataDir: '/d', approvalTtlMs: 1_800_000, grantTtlMs: 90_000, dbPoolMax: 4, dbDeadlineMs: 500, shutdownGraceMs: 1000,
+    });
+    expect(c.jwt).toMatchObject({ secret: SECRET, algorithm: 'HS256', issuer: 'https://idp', audience: 'gatehouse', clockToleranceSec: 5 });
+  });
+
+  it('reports every problem at once, never the secret value', () => {
+    const problems = problemsOf({ PORT: 'http', BODY_LIMIT: '-1', LOG_LEVEL: 'loud', LOG_ARGS: 'yes', APPROVAL_TTL: 'soon', JWT_SECRET: 'short-secret-value' });
+    expect(problems).toHaveLength(6);
+    expect(problems.join('\n')).toMatch(/PORT/);
+    expect(problems.join('\n')).toMatch(/JWT_SECRET must be at least 32 bytes/);
+    expect(problems.join('\n')).not.toContain('short-secret-value');
+  });
+
+  it('refuses both JWT_SECRET and JWT_PUBLIC_KEY', () => {
+    const { publicKey } = generateKeyPairSync('ed25519');
+    expect(problemsOf({ JWT_SECRET: SECRET, JWT_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'pem' }).toString() })).toEqual(['set JWT_SECRET or JWT_PUBLIC_KEY, not both']);
+  });
+
+  it('derives the algorithm from the public key', () => {
+    const pem = (k: ReturnType<typeof generateKeyPairSync>['publicKey']): string => k.export({ type: 'spki', format: 'pem' }).toString();
+    expect(loadConfig({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey) }).jwt.algorithm).toBe('RS256');
+    expect(loadConfig({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey) }).jwt.algorithm).toBe('ES256');
+    expect(loadConfig({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('ed25519').publicKey) }).jwt.algorithm).toBe('EdDSA');
+    expect(problemsOf({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey) })[0]).toMatch(/JWT_PUBLIC_KEY/);
+    expect(problemsOf({ JWT_PUBLIC_KEY: 'not a key' })[0]).toMatch(/JWT_PUBLIC_KEY/);
+  });
+
+  it('in production refuses to start without a JWT key or DATABASE_URL', () => {
+    expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
+      'NODE_ENV=production needs JWT_SECRET or JWT_PUBLIC_KEY',
+      'NODE_ENV=production needs DATABASE_URL',
+    ]);
+    expect(loadConfig({ NODE_ENV: 'production', JWT_SECRET: SECRET, DATABASE_URL: 'postgres://db/g' }).production).toBe(true);
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([['90s', 90_000], ['30m', 1_800_000], ['24h', 86_400_000], ['7d', 604_800_000], ['250', 250], ['250ms', 250]])('%s', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+  it.each(['', '0', '1w', '-5s', '1.5h', 'h'])('refuses %j', (text) => {
+    expect(parseDuration(text)).toBeNull();
+  });
+});
