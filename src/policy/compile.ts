@@ -43,7 +43,7 @@ export function compilePolicyFile(source: PolicySource, env: string | null, ajv:
   const environments = d.environments ?? [];
   checkEnvironments(problems, environments, env);
   const defaultMode = resolveDefault(problems, d, environments, env);
-  const tools = Object.keys(d.tools ?? {}).map((pattern) => compileTool(problems, ajv, d.policy, pattern, (d.tools ?? {})[pattern]!));
+  const tools = Object.keys(d.tools ?? {}).map((pattern, order) => compileTool(problems, ajv, d.policy, pattern, order, (d.tools ?? {})[pattern]!));
   const ruleIds = new Set<string>();
   const rules = (d.rules ?? []).map((r, i) => compileRule(problems, d.policy, environments, r, i, ruleIds));
   const guards = (d.guards ?? []).map((g, i) => compileGuard(problems, d.policy, environments, g, i));
@@ -114,7 +114,7 @@ function resolveDefault(problems: Problems, d: PolicyDoc, environments: readonly
   return (env !== null && Object.hasOwn(def, env) ? def[env] : undefined) ?? 'deny';
 }
 
-function compileTool(problems: Problems, ajv: Ajv2020, policy: string, pattern: string, doc: ToolDoc): CatalogueEntry | null {
+function compileTool(problems: Problems, ajv: Ajv2020, policy: string, pattern: string, order: number, doc: ToolDoc): CatalogueEntry | null {
   const path = ['tools', pattern];
   const glob = globOrProblem(problems, path, pattern, true);
   if (doc.confirm === false) problems.add([...path, 'confirm'], '`confirm: false` is refused: a policy can only add confirmation');
@@ -129,6 +129,7 @@ function compileTool(problems: Problems, ajv: Ajv2020, policy: string, pattern: 
   if (!glob) return null;
   return {
     pattern,
+    order,
     glob,
     kind: doc.kind,
     tags: new Set(doc.tags ?? []),

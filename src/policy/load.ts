@@ -6,6 +6,7 @@ import { basename, isAbsolute, join, relative, sep } from 'node:path';
 import { createArgsAjv } from './ajv.js';
 import { compilePolicyFile } from './compile.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
+import type { Glob } from './glob.js';
 import { selectorsMatch, TOOL_SELECTORS, type Subject } from './match.js';
 import { KIND_SEVERITY, type CatalogueEntry, type FilePlan, type PolicyFile, type PolicySet, type Rule, type ToolPlan } from './model.js';
 import { formatOf, MAX_FILE_BYTES, readSource } from './source.js';
@@ -139,8 +140,8 @@ const PLAN_CACHE_SIZE = 10_000;
 
 /**
  * Index the rules so that deciding never scans every rule: per tool name, the rules and guards
- * whose tool-dependent selectors match are computed once (from an exact-name index, the glob
- * rules and the rules without `tools`) and memoised in a bounded map.
+ * whose tool-dependent selectors match are computed once (from an exact-name index, a literal-prefix
+ * index of the globs and the rules without `tools`) and memoised in a bounded map.
  */
 export function createPolicySet(files: readonly PolicyFile[], env: string | null): PolicySet {
   const catalogues = files.map(indexCatalogue);
@@ -148,7 +149,7 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
   const cache = new Map<string, ToolPlan>();
 
   const computePlan = (tool: string): ToolPlan => {
-    const entries = catalogues.map((c) => c.exact.get(tool) ?? c.globs.find((e) => e.glob.test(tool))).filter((e) => e !== undefined);
+    const entries = catalogues.map((c) => c.exact.get(tool) ?? firstMatch(c.globs.candidates(tool), tool)).filter((e) => e !== undefined);
     // Across files the most severe entry gives the kind, so one file's catalogue cannot make a tool
     // that another file calls destructive look harmless (a later file never loosens an earlier one).
     const entry = entries.reduce<CatalogueEntry | null>((a, e) => (a === null || KIND_SEVERITY[e.kind] > KIND_SEVERITY[a.kind] ? e : a), null);
@@ -156,7 +157,7 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
     const subject: Subject = { tool, kind: entry?.kind ?? 'unknown', tags, env };
     const filePlans: FilePlan[] = files.map((file, i) => {
       const index = indexes[i]!;
-      const candidates = [...(index.exact.get(tool) ?? []), ...index.other].sort((a, b) => a.index - b.index);
+      const candidates = [...(index.exact.get(tool) ?? []), ...index.globbed.candidates(tool), ...index.untooled].sort((a, b) => a.index - b.index);
       return {
         rules: candidates.filter((r, k) => candidates[k - 1] !== r && selectorsMatch(r.selectors, subject, TOOL_SELECTORS)),
         guards: file.guards.filter((g) => selectorsMatch(g.selectors, subject, TOOL_SELECTORS)),
@@ -181,40 +182,84 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
   };
 }
 
-/** One file's catalogue: exact names, then globs in file order (SPEC section 2). */
-function indexCatalogue(file: PolicyFile): { exact: ReadonlyMap<string, CatalogueEntry>; globs: readonly CatalogueEntry[] } {
+/**
+ * Items filed under the literal prefix of their globs (the text before the first `*`, `?` or `[`):
+ * the candidates for a name are the items filed under one of its prefixes, a superset of the items
+ * whose glob matches it. So a new tool name costs one map lookup per character, not a test of every
+ * glob in the set.
+ */
+class PrefixIndex<T> {
+  private readonly byPrefix = new Map<string, T[]>();
+  private longest = 0;
+
+  add(glob: Glob, item: T): void {
+    const prefix = /^[^*?[]*/.exec(glob.source)![0];
+    this.longest = Math.max(this.longest, prefix.length);
+    const list = this.byPrefix.get(prefix);
+    if (list === undefined) this.byPrefix.set(prefix, [item]);
+    else if (list[list.length - 1] !== item) list.push(item);
+  }
+
+  candidates(name: string): T[] {
+    const out: T[] = [];
+    // Only as far as the longest prefix filed (globs are at most 256 characters), whatever the name.
+    for (let k = 0; k <= Math.min(name.length, this.longest); k++) {
+      const list = this.byPrefix.get(name.slice(0, k));
+      if (list !== undefined) out.push(...list);
+    }
+    return out;
+  }
+}
+
+/** One file's catalogue: exact names, then its globs (the first in file order wins: SPEC section 2). */
+function indexCatalogue(file: PolicyFile): { exact: ReadonlyMap<string, CatalogueEntry>; globs: PrefixIndex<CatalogueEntry> } {
   const exact = new Map<string, CatalogueEntry>();
-  const globs: CatalogueEntry[] = [];
+  const globs = new PrefixIndex<CatalogueEntry>();
   for (const entry of file.tools) {
     if (entry.glob.literal) exact.set(entry.pattern, entry);
-    else globs.push(entry);
+    else globs.add(entry.glob, entry);
   }
   return { exact, globs };
 }
 
+function firstMatch(candidates: readonly CatalogueEntry[], tool: string): CatalogueEntry | undefined {
+  let first: CatalogueEntry | undefined;
+  for (const e of candidates) {
+    if ((first === undefined || e.order < first.order) && e.glob.test(tool)) first = e;
+  }
+  return first;
+}
+
 interface RuleIndex {
-  /** Rules whose every `tools` entry is a literal name, by name. */
+  /** Rules by each literal name in their `tools`. */
   readonly exact: ReadonlyMap<string, readonly Rule[]>;
-  /** Rules with a glob in `tools`, or no `tools` at all: checked per tool name (once, then memoised). */
-  readonly other: readonly Rule[];
+  /** Rules by the literal prefix of each glob in their `tools`. */
+  readonly globbed: PrefixIndex<Rule>;
+  /** Rules without `tools`: candidates for every tool. */
+  readonly untooled: readonly Rule[];
 }
 
 function indexRules(file: PolicyFile): RuleIndex {
   const exact = new Map<string, Rule[]>();
-  const other: Rule[] = [];
+  const globbed = new PrefixIndex<Rule>();
+  const untooled: Rule[] = [];
   for (const rule of file.rules) {
     const tools = rule.selectors.tools;
-    if (tools === undefined || tools.some((g) => !g.literal)) {
-      other.push(rule);
+    if (tools === undefined) {
+      untooled.push(rule);
       continue;
     }
     for (const g of tools) {
+      if (!g.literal) {
+        globbed.add(g, rule);
+        continue;
+      }
       const list = exact.get(g.source) ?? [];
       if (list[list.length - 1] !== rule) list.push(rule);
       exact.set(g.source, list);
     }
   }
-  return { exact, other };
+  return { exact, globbed, untooled };
 }
 
 function byCodeUnits(a: string, b: string): number {

@@ -85,6 +85,8 @@ export interface Guard {
 export interface CatalogueEntry {
   /** The name or glob as written in the file. */
   readonly pattern: string;
+  /** Its position in the file's catalogue (the first matching glob wins). */
+  readonly order: number;
   readonly glob: Glob;
   readonly kind: ToolKind;
   readonly tags: ReadonlySet<string>;
