@@ -47,32 +47,30 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
       // The request was decided again from scratch; only a require_approval can be redeemed.
       if (fresh.decision !== 'require_approval' || !fresh.approval) return fresh;
       ensureReady();
-      const approval = await store.get(approvalId);
+      // One statement consumes a granted approval of this requester for exactly this hash; when it
+      // does not, the same transaction reads where the approval stands instead.
+      const result = await store.consume(approvalId, { sub: identity.user }, fresh.approval.hash);
+      if (result.ok) {
+        const reason = `approval ${result.approval.id} was granted by an operator`;
+        return {
+          ...fresh,
+          decision: 'allow',
+          reason,
+          message: modelMessage('allow', request.tool, reason, false),
+          approval: { ...fresh.approval, id: result.approval.id, status: 'consumed' },
+        };
+      }
       // Someone else's approval, or none: say nothing about it; a new approval is needed.
-      if (approval === null || approval.requester.sub !== identity.user) return fresh;
+      const approval = result.approval;
+      if (approval === null) return fresh;
       const ref = { id: approval.id, status: approval.status };
       if (approval.status === 'denied') {
         const reason = `an operator denied approval ${approval.id}${approval.decision_note ? `: ${approval.decision_note}` : ''}`;
         return { ...fresh, decision: 'deny', reason, message: modelMessage('deny', request.tool, reason, false), approval: { ...fresh.approval, ...ref } };
       }
-      if (approval.hash !== fresh.approval.hash || approval.status !== 'granted') {
-        // Changed request or presentation, still pending, consumed or expired: the fresh descriptor
-        // stands. Only when it is the same request do we say where its approval stands.
-        return approval.hash === fresh.approval.hash ? { ...fresh, approval: { ...fresh.approval, ...ref } } : fresh;
-      }
-      const consumed = await store.consume(approval.id, { sub: identity.user }, fresh.approval.hash);
-      if (!consumed.ok) {
-        const status = consumed.approval?.status ?? approval.status;
-        return { ...fresh, approval: { ...fresh.approval, id: approval.id, status } };
-      }
-      const reason = `approval ${approval.id} was granted by an operator`;
-      return {
-        ...fresh,
-        decision: 'allow',
-        reason,
-        message: modelMessage('allow', request.tool, reason, false),
-        approval: { ...fresh.approval, id: approval.id, status: 'consumed' },
-      };
+      // Changed request or presentation, still pending, consumed or expired: the fresh descriptor
+      // stands. Only when it is the same request do we say where its approval stands.
+      return approval.hash === fresh.approval.hash ? { ...fresh, approval: { ...fresh.approval, ...ref } } : fresh;
     },
     async ping() {
       if (!schemaReady()) return false;

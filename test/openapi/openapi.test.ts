@@ -782,7 +782,8 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const store = db.ctx.approvals!.store;
     const unavailable = (): StoreUnavailableError => new StoreUnavailableError('deadline');
     const spies = [
-      vi.spyOn(store, 'get').mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(new Error('boom')),
+      vi.spyOn(store, 'get').mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(new Error('boom')),
+      vi.spyOn(store, 'consume').mockRejectedValueOnce(unavailable()),
       vi.spyOn(store, 'create').mockRejectedValueOnce(unavailable()),
       vi.spyOn(store, 'list').mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(new Error('boom')),
       vi.spyOn(store, 'grant').mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(new Error('boom')),

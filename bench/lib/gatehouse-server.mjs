@@ -1,0 +1,88 @@
+// Gatehouse as main.ts builds it, minus the parts /decide does not need: pino at info level on
+// stdout with pino's default (synchronous) destination, prom-client default metrics on, the example
+// policies, HS256. With BENCH_DATABASE_URL the approval store is wired in too (approvals benchmark).
+// Run as a child process by the benchmarks: it reports {port, timings} over IPC when listening, and
+// closes on SIGTERM (flushing the log), like main.ts.
+//
+// Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
+//      BENCH_LOG_LEVEL (info), BENCH_DATABASE_URL (unset: no database), BENCH_SECRET.
+import { performance } from 'node:perf_hooks';
+const tImported0 = performance.now();
+const { default: pino } = await import('pino');
+const { buildApp } = await import('../../dist/http/app.js');
+const { createMetrics } = await import('../../dist/http/metrics.js');
+const { createLivePolicies } = await import('../../dist/policy/live.js');
+const { SECRET } = await import('./bodies.mjs');
+const tImported = performance.now();
+
+const env = process.env;
+// BENCH_LOG_DEST=async: the lever of issue 5 (pino.destination with sync: false, flushed on shutdown)
+// to measure it; the default is what main.ts does today (pino's default destination: synchronous).
+const asyncDest = env.BENCH_LOG_DEST === 'async' ? pino.destination({ dest: 1, sync: false }) : null;
+const logOptions = { level: env.BENCH_LOG_LEVEL ?? 'info', base: { service: 'gatehouse' } };
+const logger = asyncDest ? pino(logOptions, asyncDest) : pino(logOptions);
+// BENCH_POLICY_ENV='' means no environment (policy files that declare none).
+const policyEnv = env.BENCH_POLICY_ENV === undefined ? 'prod' : env.BENCH_POLICY_ENV || null;
+const policies = await createLivePolicies(env.BENCH_POLICY_DIR ?? './policies', policyEnv);
+const tPolicies = performance.now();
+
+let approvals = null;
+let sql = null;
+if (env.BENCH_DATABASE_URL) {
+  const { createSql } = await import('../../dist/db/connect.js');
+  const { createApprovalStore } = await import('../../dist/approvals/store.js');
+  const { createApprovalService } = await import('../../dist/approvals/service.js');
+  const { createApprovalWaiter } = await import('../../dist/approvals/notify.js');
+  sql = createSql(env.BENCH_DATABASE_URL, { max: Number(env.BENCH_DB_POOL_MAX ?? 10) });
+  const store = createApprovalStore(sql, { approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, deadlineMs: 2_000 });
+  approvals = createApprovalService(sql, store, createApprovalWaiter(sql, store));
+}
+
+const metrics = createMetrics(policies);
+const ctx = { policies, metrics, approvals, log: logger, logArgs: false, adminRole: 'admin', approverRole: 'approver' };
+const app = await buildApp(ctx, {
+  bodyLimit: 1_048_576,
+  logger,
+  auth: {
+    key: env.BENCH_SECRET ?? SECRET,
+    algorithm: 'HS256',
+    issuer: null,
+    audience: null,
+    clockToleranceSec: 30,
+    claims: { team: 'team', agent: 'agent', roles: 'roles' },
+  },
+});
+await app.ready();
+const tReady = performance.now();
+await app.listen({ port: Number(env.BENCH_PORT ?? 0), host: '127.0.0.1' });
+const tListening = performance.now();
+const port = app.server.address().port;
+logger.info({ port }, 'gatehouse is serving');
+
+const cpu = process.cpuUsage(); // CPU used so far (all threads): what contention for the CPU does not inflate
+const timings = { imported: tImported, importsMs: tImported - tImported0, policiesLoaded: tPolicies, ready: tReady, listening: tListening, cpuMs: (cpu.user + cpu.system) / 1000 };
+if (process.send) process.send({ type: 'listening', port, timings, pid: process.pid });
+else process.stderr.write(`listening on ${port} ${JSON.stringify(timings)}\n`);
+
+// Diagnostics for the benchmarks: the process's own memory figures (after a full GC when started
+// with --expose-gc), on request over IPC.
+process.on('message', (msg) => {
+  if (msg?.type !== 'memory') return;
+  if (msg.gc && typeof globalThis.gc === 'function') globalThis.gc();
+  process.send?.({ type: 'memory', ...process.memoryUsage() });
+});
+
+let closing = false;
+const shutdown = async () => {
+  if (closing) return;
+  closing = true;
+  await app.close();
+  await approvals?.close();
+  await sql?.end({ timeout: 5 });
+  logger.flush();
+  asyncDest?.flushSync();
+  process.disconnect?.();
+};
+process.once('SIGTERM', () => void shutdown());
+process.once('SIGINT', () => void shutdown());
+process.on('disconnect', () => void shutdown());

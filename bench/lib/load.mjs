@@ -1,0 +1,30 @@
+// The closed-loop load generator, run as its own process: autocannon against one URL, the result
+// printed as one JSON line on stdout. Config: one JSON argument
+//   {url, body, headers, connections, duration, overallRate?, expectStatus?}
+import autocannon from 'autocannon';
+
+const cfg = JSON.parse(process.argv[2]);
+const result = await autocannon({
+  url: cfg.url,
+  method: 'POST',
+  body: cfg.body,
+  headers: cfg.headers,
+  connections: cfg.connections,
+  duration: cfg.duration,
+  ...(cfg.overallRate ? { overallRate: cfg.overallRate } : {}),
+  pipelining: 1,
+  timeout: 10,
+});
+const l = result.latency;
+process.stdout.write(JSON.stringify({
+  tool: 'autocannon',
+  reqPerSec: result.requests.average,
+  total: result.requests.total,
+  duration: result.duration,
+  // autocannon keeps latency in whole milliseconds (hdr histogram, 1 ms lowest value).
+  latencyMs: { p50: l.p50, p90: l.p90, p99: l.p99, max: l.max, mean: l.average },
+  non2xx: result.non2xx,
+  errors: result.errors,
+  timeouts: result.timeouts,
+  mismatches: result.mismatches,
+}) + '\n');

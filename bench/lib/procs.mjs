@@ -1,0 +1,145 @@
+// Child processes of the benchmarks: servers (forked, with IPC, optionally pinned to a CPU with
+// taskset) and load generators (run to completion, JSON on stdout), and /proc memory sampling.
+import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
+export const ROOT_DIR = fileURLToPath(new URL('../..', import.meta.url));
+
+let tasksetPath;
+export function taskset() {
+  if (tasksetPath === undefined) {
+    try {
+      tasksetPath = execFileSync('sh', ['-c', 'command -v taskset'], { encoding: 'utf8' }).trim() || null;
+    } catch {
+      tasksetPath = null;
+    }
+  }
+  return tasksetPath;
+}
+
+/** The command line for `node script`, pinned to `cpu` when taskset exists and there are ≥ 2 CPUs. */
+function nodeCommand(script, cpu, nodeArgs = []) {
+  const args = [...nodeArgs, script];
+  if (cpu !== undefined && cpu !== null && taskset()) return { cmd: taskset(), args: ['-c', String(cpu), process.execPath, ...args] };
+  return { cmd: process.execPath, args };
+}
+
+/**
+ * Start a server script; resolves when it reports {type: 'listening'} over IPC.
+ * stdout goes to `stdoutFd` (a file descriptor) or is ignored.
+ */
+export function startServer(script, { env = {}, cpu, stdoutFd = 'ignore', timeoutMs = 30_000 } = {}) {
+  const { cmd, args } = nodeCommand(script, cpu);
+  const child = spawn(cmd, args, {
+    cwd: ROOT_DIR,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', stdoutFd, 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${script} did not start within ${timeoutMs} ms`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited with ${code} before listening`));
+    });
+    child.on('message', (msg) => {
+      if (msg?.type !== 'listening') return;
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      resolve({
+        child,
+        port: msg.port,
+        pid: msg.pid, // the node process itself (child.pid may be taskset's, which execs node: the same pid)
+        timings: msg.timings,
+        stop: () => stopChild(child),
+      });
+    });
+  });
+}
+
+/** SIGTERM, then SIGKILL after a grace period. Resolves when the process has exited. */
+export function stopChild(child, graceMs = 10_000) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** Run a load script with a JSON config to completion; parse its last stdout line. */
+export function runLoad(script, config, { cpu, timeoutMs } = {}) {
+  const { cmd, args } = nodeCommand(script, cpu);
+  const child = spawn(cmd, [...args, JSON.stringify(config)], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const limit = timeoutMs ?? ((config.duration ?? 10) + (config.warmup ?? 0) + 30) * 1000;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${script} did not finish within ${limit} ms`));
+    }, limit);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      const line = out.trim().split('\n').pop();
+      if (code !== 0 || !line) return reject(new Error(`${script} exited with ${code}: ${out}`));
+      resolve(JSON.parse(line));
+    });
+  });
+}
+
+/** VmRSS and VmHWM (peak) of a process, in MB, from /proc (Linux). */
+export function memoryOf(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { rssMB: kb('VmRSS') / 1024, peakMB: kb('VmHWM') / 1024 };
+  } catch {
+    return { rssMB: NaN, peakMB: NaN };
+  }
+}
+
+/** Sample VmRSS every `everyMs` until stopped; returns {stop(): maxMB}. */
+export function sampleRss(pid, everyMs = 200) {
+  let max = 0;
+  const timer = setInterval(() => {
+    const { rssMB } = memoryOf(pid);
+    if (rssMB > max) max = rssMB;
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      const { rssMB } = memoryOf(pid);
+      return Math.max(max, Number.isFinite(rssMB) ? rssMB : 0);
+    },
+  };
+}
+
+let clockTicks;
+/** CPU time (user + system, all threads) of a process so far, in ms, from /proc/<pid>/stat. */
+export function cpuTimeMs(pid) {
+  if (clockTicks === undefined) {
+    try {
+      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start at ") ": utime is field 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks;
+  } catch {
+    return NaN;
+  }
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,243 @@
+// Micro-benchmarks of the built code (dist/): decide() over generated policy sets of 100 and 10,000
+// rules, explain(), the strict JSON parser against JSON.parse, canonical form + SHA-256, and the
+// rule index's plan() miss against a hit. Every figure: a warm-up, then several timed runs; the
+// per-op time is sampled per batch of ops (a batch takes about 20 µs), median and p99 over samples.
+//
+//   node bench/micro.mjs [--quick] [--json out.json]
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { approvalHash, canonicalize, sha256 } from '../dist/json/canonical.js';
+import { parseJson } from '../dist/json/parse.js';
+import { decide, explain } from '../dist/policy/decide.js';
+import { buildPolicySet, loadPolicies } from '../dist/policy/load.js';
+import { DECIDE_BODY, DECIDE_TEXT, IDENTITY, largeBody } from './lib/bodies.mjs';
+import { policyFiles, probes } from './lib/gen-policies.mjs';
+import { fmt, fmtInt, measure, parseArgs, table } from './lib/stats.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+export const TARGETS = {
+  decide100MedianUs: 2,
+  decide10kMedianUs: 10,
+  hashUs: 5,
+  parseRatio: 3,
+};
+
+export async function runMicro({ quick = false, log = console.log } = {}) {
+  const opts = quick ? { warmupMs: 50, runs: 3, runMs: 60 } : { warmupMs: 300, runs: 5, runMs: 300 };
+  const rows = [];
+  const add = (group, name, r, extra = '') => {
+    rows.push({ group, name, ...r, extra });
+    log(`  ${group.padEnd(22)} ${name.padEnd(34)} median ${fmt(r.medianUs, 3).padStart(9)} µs  p99 ${fmt(r.p99Us, 3).padStart(9)} µs  ${fmtInt(r.opsPerSec).padStart(12)} ops/s  ${extra}`);
+    return r;
+  };
+
+  // ---- decide() over generated sets --------------------------------------------------------------
+  const identity = { user: 'u1', team: 'team3', agent: 'bot1', roles: [] };
+  const args = { amount: 500, note: 'customer asked twice' };
+  const sets = {};
+  for (const n of [100, 10_000]) {
+    const t0 = performance.now();
+    const { doc, files } = policyFiles(n);
+    const set = buildPolicySet(files, { env: null });
+    const loadMs = performance.now() - t0;
+    const p = probes(doc, (tool) => decide(set, { tool, args }, identity));
+    sets[n] = { set, probes: p, loadMs, doc, files };
+    log(`decide(): ${n} generated rules (${Object.keys(doc.tools).length} catalogue entries, ${fmtInt(files[0].bytes.length)} bytes of JSON, built in ${fmt(loadMs, 0)} ms)`);
+    for (const [shape, tool] of Object.entries(p)) {
+      const req = { tool, args };
+      const res = decide(set, req, identity);
+      const candidates = set.plan(tool).files[0].rules.length;
+      add(`decide ${n}`, shape, measure(() => decide(set, req, identity), opts), `${tool} → ${res.decision} by ${res.rule}; ${candidates} candidate rule(s)`);
+    }
+  }
+
+  // ---- decide() over the example policies, with the HTTP benchmark's body ------------------------
+  const payments = await loadPolicies(`${ROOT}policies`, { env: 'prod' });
+  {
+    const req = { tool: DECIDE_BODY.tool, args: DECIDE_BODY.args, run: DECIDE_BODY.run };
+    const res = decide(payments, req, IDENTITY);
+    log('decide(): the example policies (policies/, env prod), the /decide benchmark body');
+    add('decide example', 'refund (schema + confirm + limits)', measure(() => decide(payments, req, IDENTITY), opts), `→ ${res.decision} by ${res.rule}`);
+  }
+
+  // ---- explain() -----------------------------------------------------------------------------------
+  log('explain(): 100 generated rules');
+  {
+    const { set, probes: p } = sets[100];
+    for (const shape of ['exact', 'condition']) {
+      const req = { tool: p[shape], args };
+      add('explain 100', shape, measure(() => explain(set, req, identity), opts));
+    }
+  }
+
+  // ---- strict parse vs JSON.parse ------------------------------------------------------------------
+  log('parseJson (strict, from bytes) vs JSON.parse (from the same bytes, decoded)');
+  const parse = {};
+  for (const [label, text] of [['300 B', DECIDE_TEXT], ['100 KB', JSON.stringify(largeBody())]]) {
+    const bytes = Buffer.from(text);
+    const strict = add('parse', `parseJson ${label} (${bytes.length} B)`, measure(() => parseJson(bytes), opts));
+    const native = add('parse', `JSON.parse(buf.toString()) ${label}`, measure(() => JSON.parse(bytes.toString('utf8')), opts));
+    const nativeStr = add('parse', `JSON.parse(string) ${label}`, measure(() => JSON.parse(text), opts));
+    parse[label] = { ratio: strict.medianUs / native.medianUs, ratioVsString: strict.medianUs / nativeStr.medianUs };
+    log(`  ratio parseJson / JSON.parse(buf.toString()) at ${label}: ${fmt(parse[label].ratio)}x (vs JSON.parse of a ready string: ${fmt(parse[label].ratioVsString)}x)`);
+  }
+
+  // ---- canonical form + SHA-256 ---------------------------------------------------------------------
+  log('canonical form + SHA-256 of the ~300-byte request');
+  const request = parseJson(Buffer.from(DECIDE_TEXT)); // as the server has it: parsed strictly
+  const canonicalText = canonicalize(request);
+  const hashRows = {};
+  hashRows.canonical = add('hash', `canonicalize (${Buffer.byteLength(canonicalText)} B out)`, measure(() => canonicalize(request), opts));
+  hashRows.both = add('hash', 'sha256(canonicalize(request))', measure(() => sha256(canonicalize(request)), opts));
+  const hashInput = { tool: request.tool, args: request.args, kind: 'confirm', capability: { tool: request.tool, args: request.args }, presentation: { tool: request.tool, args: request.args } };
+  hashRows.approval = add('hash', 'approvalHash (as decide builds it)', measure(() => approvalHash(hashInput), opts), `${Buffer.byteLength(canonicalize(hashInput))} B canonical`);
+
+  // ---- plan(): the rule index ------------------------------------------------------------------------
+  log('plan(): first lookup of a tool name (index miss, computed) vs a memoised hit');
+  const plan = {};
+  for (const n of [100, 10_000]) {
+    // A fresh set so the misses below do not evict the probes' plans used above.
+    const set = buildPolicySet(sets[n].files, { env: null });
+    const hitTool = sets[n].probes.exact;
+    set.plan(hitTool);
+    let k = 0;
+    const nsCount = Math.max(5, Math.floor(n / 40));
+    const miss = add(`plan ${n}`, 'miss (new name, glob namespace)', measure(() => set.plan(`svc${k % nsCount}_op1_new${k++}`), { ...opts, batchUs: 200 }));
+    const hit = add(`plan ${n}`, 'hit', measure(() => set.plan(hitTool), opts));
+    plan[n] = { missUs: miss.medianUs, hitUs: hit.medianUs };
+  }
+
+  // ---- the parts of one POST /decide --------------------------------------------------------------
+  log('the parts of one POST /decide (what Gatehouse adds to Fastify), each alone');
+  const parts = await requestParts(opts, add, payments);
+
+  // Worst shape among allow/deny/default answers, and separately the require_approval one, which
+  // also builds the approval descriptor and its SHA-256 hash inside decide().
+  const worst = (group, approval) => Math.max(...rows.filter((r) => r.group === group && (r.name === 'confirm') === approval).map((r) => r.medianUs));
+  const decideCheck = (n, target, approval) => {
+    const v = worst(`decide ${n}`, approval);
+    const what = approval ? 'require_approval (approval hash included)' : 'allow/deny/default shapes, worst';
+    return { target: `decide() median ≤ ${target} µs at ${n.toLocaleString('en-US')} rules: ${what}`, value: `${fmt(v, 3)} µs`, met: v <= target };
+  };
+  const checks = [
+    decideCheck(100, TARGETS.decide100MedianUs, false),
+    decideCheck(100, TARGETS.decide100MedianUs, true),
+    decideCheck(10_000, TARGETS.decide10kMedianUs, false),
+    decideCheck(10_000, TARGETS.decide10kMedianUs, true),
+    { target: `canonical + SHA-256 of a 300-byte request ≤ ${TARGETS.hashUs} µs`, value: `${fmt(hashRows.both.medianUs, 3)} µs`, met: hashRows.both.medianUs <= TARGETS.hashUs },
+    { target: `strict parse ≤ ${TARGETS.parseRatio}× JSON.parse (300 B)`, value: `${fmt(parse['300 B'].ratio)}x`, met: parse['300 B'].ratio <= TARGETS.parseRatio },
+    { target: `strict parse ≤ ${TARGETS.parseRatio}× JSON.parse (100 KB)`, value: `${fmt(parse['100 KB'].ratio)}x`, met: parse['100 KB'].ratio <= TARGETS.parseRatio },
+  ];
+  return { rows, parse, plan, parts, checks, loadMs: { 100: sets[100].loadMs, 10000: sets[10_000].loadMs } };
+}
+
+/**
+ * Each step of the /decide handler path on its own, with the objects the server uses: the
+ * authenticator (token cached, and a new token each time), the strict parse, the body schema, decide,
+ * the response body serialized as Fastify does without a response schema (JSON.stringify) and with
+ * one (fast-json-stringify), the decision log line (pino at info, to /dev/null, synchronous as in
+ * main.ts, and with sync: false), the metrics, the decision id.
+ */
+async function requestParts(opts, add, payments) {
+  const { randomUUID } = await import('node:crypto');
+  const { default: pino } = await import('pino');
+  // Fastify's own serializer (a dependency of fastify, not of Gatehouse): skipped if not installed flat.
+  const fjs = await import('fast-json-stringify').then((m) => m.default, () => null);
+  const { buildApp } = await import('../dist/http/app.js');
+  const auth = await import('../dist/http/auth.js');
+  const { createMetrics } = await import('../dist/http/metrics.js');
+  const { createStrictAjv } = await import('../dist/policy/ajv.js');
+  const routes = await import('../dist/http/routes/decide.js');
+  const { SECRET, signToken } = await import('./lib/bodies.mjs');
+
+  const live = { current: () => payments, loadedAt: () => new Date(), lastFailure: () => null, reload: async () => ({ ok: true }) };
+  const metrics = createMetrics(live);
+  const authOptions = { key: SECRET, algorithm: 'HS256', issuer: null, audience: null, clockToleranceSec: 30, claims: { team: 'team', agent: 'agent', roles: 'roles' } };
+  const app = await buildApp({ policies: live, metrics, approvals: null, log: pino({ level: 'silent' }), logArgs: false, adminRole: 'admin', approverRole: 'approver' }, { bodyLimit: 1_048_576, auth: authOptions });
+  await app.ready();
+  const out = {};
+  const part = (name, fn) => (out[name] = add('/decide parts', name, measure(fn, opts)).medianUs);
+
+  const token = signToken();
+  const fakeRequest = (t) => ({ headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' }, raw: { rawHeaders: ['authorization', `Bearer ${t}`, 'content-type', 'application/json'] }, identity: null });
+  if (typeof auth.createAuthenticator === 'function') {
+    const authenticate = auth.createAuthenticator(app, authOptions);
+    const same = fakeRequest(token);
+    part('authenticate, token seen before', () => authenticate(same));
+    const fresh = Array.from({ length: 30_000 }, (_, k) => fakeRequest(signToken({ jti: `t${k}` }))); // more than any cache holds
+    part('authenticate, a new token each time', (i) => authenticate(fresh[i % fresh.length]));
+  }
+  part('app.jwt.verify (fast-jwt HS256, uncached)', () => app.jwt.verify(token));
+  const bytes = Buffer.from(DECIDE_TEXT);
+  part('parseJson of the 300-byte body', () => parseJson(bytes));
+  const validate = createStrictAjv(false).compile(routes.decideBodySchema);
+  const body = parseJson(bytes);
+  part('body schema (ajv)', () => validate(body));
+  const req = routes.toDecideRequest(body);
+  part('decide() over the example policies', () => decide(payments, req, IDENTITY));
+  const result = decide(payments, req, IDENTITY);
+  part('randomUUID()', () => randomUUID());
+  part('metrics: counter + histogram', () => {
+    metrics.decisions.inc({ decision: result.decision, rule: result.rule });
+    metrics.decideSeconds.observe(0.000002);
+  });
+  const id = randomUUID();
+  part('response: decisionBody + JSON.stringify', () => JSON.stringify(routes.decisionBody(result, id)));
+  if (fjs) {
+    const stringify = fjs(routes.decisionResponseSchema ?? DECISION_RESPONSE_SCHEMA);
+    part('response: decisionBody + fast-json-stringify', () => stringify(routes.decisionBody(result, id)));
+  }
+  for (const sync of [true, false]) {
+    const dest = pino.destination({ dest: '/dev/null', sync });
+    const logger = pino({ level: 'info', base: { service: 'gatehouse' } }, dest).child({ reqId: 'req-1' });
+    part(`decision log line (pino, ${sync ? 'synchronous' : 'sync: false'})`, () => logger.info({
+      decision_id: id, tool: req.tool, decision: result.decision, rule: result.rule, policies: result.policies.map((p) => p.digest),
+      user: IDENTITY.user, team: IDENTITY.team, agent: IDENTITY.agent, duration_us: 1.7,
+    }, 'decision'));
+    if (sync) dest.flushSync();
+    else await new Promise((resolve) => dest.flush(() => resolve()));
+  }
+  await app.close();
+  return out;
+}
+
+// The /decide response, for fast-json-stringify (used when dist/ does not export its own).
+const POLICY_IDENTITY = { type: 'object', required: ['policy', 'digest'], properties: { policy: { type: 'string' }, version: { type: 'string' }, digest: { type: 'string' } } };
+const DECISION_RESPONSE_SCHEMA = {
+  type: 'object',
+  required: ['decision', 'reason', 'rule', 'policies', 'message', 'decision_id'],
+  properties: {
+    decision: { type: 'string' },
+    reason: { type: 'string' },
+    rule: { type: 'string' },
+    policies: { type: 'array', items: POLICY_IDENTITY },
+    approval: {
+      type: 'object',
+      required: ['kind', 'capability', 'presentation', 'hash'],
+      properties: {
+        kind: { type: 'string' }, capability: { type: 'object', additionalProperties: true }, presentation: { type: 'object', additionalProperties: true },
+        hash: { type: 'string' }, id: { type: 'string' }, status: { type: 'string' },
+      },
+    },
+    message: { type: 'string' },
+    decision_id: { type: 'string' },
+  },
+};
+
+export function printMicro(result, print = console.log) {
+  print('\nMicro-benchmarks (µs per op; median and p99 over batch samples of all runs)');
+  print(table(
+    ['group', 'op', 'median µs', 'p99 µs', 'ops/s', 'note'],
+    result.rows.map((r) => [r.group, r.name, fmt(r.medianUs, 3), fmt(r.p99Us, 3), fmtInt(r.opsPerSec), r.extra]),
+  ));
+  print('\nTargets');
+  print(table(['target', 'measured', 'met'], result.checks.map((c) => [c.target, c.value, c.met ? 'yes' : 'NO'])));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const args = parseArgs();
+  const result = await runMicro({ quick: args.quick });
+  printMicro(result);
+  if (args.json) (await import('node:fs')).writeFileSync(args.json, JSON.stringify(result, null, 2));
+}
