@@ -209,9 +209,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     const policies = input.policies.map((p) => ({ policy: p.policy, version: p.version, digest: p.digest }));
 
     return run(async (tx) => {
-      // A lapsed live row of this (sub, hash) would otherwise block the insert below.
-      await expireLapsed(tx, tx`requester_sub = ${requester.sub} and hash = ${hash}`);
-      // Insert-or-find, retried only if the live row we collided with left `live` before we read it.
+      // Insert-or-find, retried only if the live row we collided with left `live` before we read it
+      // (or was a lapsed one, expired here: it would otherwise block the insert).
       for (let attempt = 0; attempt < 3; attempt++) {
         const [inserted] = await tx<ApprovalRow[]>`
           with created as (
@@ -228,6 +227,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           )
           select *, false as lapsed from created`;
         if (inserted !== undefined) return { approval: toApproval(inserted), created: true };
+        if ((await expireLapsed(tx, tx`requester_sub = ${requester.sub} and hash = ${hash}`)) > 0) continue;
         const [live] = await tx<ApprovalRow[]>`
           select ${liveColumns(tx)} from approvals
            where requester_sub = ${requester.sub} and hash = ${hash} and status in ('pending', 'granted')`;
@@ -313,11 +313,9 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           insert into approval_events (approval_id, actor, from_status, to_status, note)
           select id, decided_by, 'pending', status, decision_note from moved
         )
-        select *, false as lapsed from moved`;
-      if (moved !== undefined) {
-        await notify(tx, moved.id);
-        return { ok: true, approval: toApproval(moved) };
-      }
+        select *, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
+      // The notification is delivered at COMMIT to every replica's LISTEN connection, never on rollback.
+      if (moved !== undefined) return { ok: true, approval: toApproval(moved) };
 
       // Lost, or never eligible: one read says why.
       const row = await selectById(tx, id);
@@ -345,11 +343,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           insert into approval_events (approval_id, actor, from_status, to_status)
           select id, requester_sub, 'granted', 'consumed' from moved
         )
-        select *, false as lapsed from moved`;
-      if (moved !== undefined) {
-        await notify(tx, moved.id);
-        return { ok: true, approval: toApproval(moved) };
-      }
+        select *, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
+      if (moved !== undefined) return { ok: true, approval: toApproval(moved) };
 
       const row = await selectById(tx, id);
       // Someone else's approval does not exist for this caller (the API answers 404, not 403).
@@ -431,11 +426,6 @@ async function expireLapsed(tx: TransactionSql, where: PendingQuery<Row[]>): Pro
     )
     select pg_notify(${APPROVALS_CHANNEL}, id::text) from moved`;
   return rows.length;
-}
-
-async function notify(tx: TransactionSql, id: string): Promise<void> {
-  // Delivered at COMMIT, to every replica's LISTEN connection; nothing is sent on rollback.
-  await tx`select pg_notify(${APPROVALS_CHANNEL}, ${id})`;
 }
 
 // ---- mapping ---------------------------------------------------------------------------------------

@@ -62,8 +62,15 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
   const authenticate = createAuthenticator(app, options.auth);
   await app.register(async (secured) => {
     // Every route in here needs a verified bearer token (SPEC section 5).
-    secured.addHook('onRequest', async (request) => {
-      authenticate(request);
+    // Callback style: no promise and no microtask turn per request.
+    secured.addHook('onRequest', (request, _reply, done) => {
+      try {
+        authenticate(request);
+      } catch (err) {
+        done(err as Error);
+        return;
+      }
+      done();
     });
     decideRoute(secured, ctx);
     explainRoute(secured, ctx);

@@ -18,19 +18,20 @@ export const MAX_BODY_KEYS = 10_000;
 
 export function registerStrictBodies(app: FastifyInstance, bodyLimit: number): void {
   // preParsing runs after authentication (onRequest) and before any byte of the body is parsed.
-  app.addHook('preParsing', async (request, _reply, payload) => {
+  // Callback style: no promise and no microtask turn per request.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
     const length = request.headers['content-length'];
     const hasBody = (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
-    if (!hasBody) return payload;
+    if (!hasBody) return done(null, payload);
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-      throw new HttpError('unsupported_media_type', 'compressed bodies are not accepted');
+      return done(new HttpError('unsupported_media_type', 'compressed bodies are not accepted'));
     }
     const type = request.headers['content-type'];
     if (type === undefined || !JSON_MEDIA_TYPE.test(type)) {
-      throw new HttpError('unsupported_media_type', 'send Content-Type: application/json');
+      return done(new HttpError('unsupported_media_type', 'send Content-Type: application/json'));
     }
-    return payload;
+    done(null, payload);
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => {

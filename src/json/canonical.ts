@@ -30,10 +30,15 @@ class Failure {
 const MAX_DEPTH = 1000;
 
 export function canonicalize(value: JsonValue): string {
+  return canonicalAt(value, []);
+}
+
+/** canonicalize, for a value found at `at` inside a larger document (errors point from its root). */
+function canonicalAt(value: unknown, at: readonly string[]): string {
   try {
     return write(value, 0);
   } catch (e) {
-    if (e instanceof Failure) throw new CanonicalError(e.problem, jsonPointer(e.segments.reverse()));
+    if (e instanceof Failure) throw new CanonicalError(e.problem, jsonPointer([...at, ...e.segments.reverse()]));
     throw e;
   }
 }
@@ -62,7 +67,18 @@ export interface ApprovalHashInput {
  */
 export function approvalHash(input: ApprovalHashInput): string {
   const { tool, args, kind, capability, presentation } = input;
-  return sha256(canonicalize({ args, capability, kind, presentation, tool }));
+  // The same text as canonicalize({args, capability, kind, presentation, tool}), built around one
+  // canonical form of the arguments: the default capability and presentation ({tool, args}, the
+  // same args object) would otherwise canonicalize them three times.
+  const a = canonicalAt(args, ['args']);
+  const t = canonicalAt(tool, ['tool']);
+  const part = (o: JsonObject, name: string): string => (isDefaultShape(o, tool, args) ? `{"args":${a},"tool":${t}}` : canonicalAt(o, [name]));
+  return sha256(`{"args":${a},"capability":${part(capability, 'capability')},"kind":${canonicalAt(kind, ['kind'])},"presentation":${part(presentation, 'presentation')},"tool":${t}}`);
+}
+
+function isDefaultShape(o: JsonObject, tool: string, args: JsonObject): boolean {
+  const keys = Object.keys(o);
+  return keys.length === 2 && o.args === args && o.tool === tool && (keys[0] === 'args' || keys[0] === 'tool');
 }
 
 function write(v: unknown, depth: number): string {

@@ -246,6 +246,20 @@ describe('sha256 and approvalHash', () => {
     expect(hashes.size).toBe(6);
   });
 
+  it('gives the same hash when the default {tool, args} shape shares the args object (the fast path)', () => {
+    const args = parseJson('{"order":"A-17","amount":150.0,"items":[{"sku":"X1","qty":1e0}],"note":"<&&>"}') as JsonObject;
+    const tool = 'refund';
+    for (const shaped of [{ tool, args }, { args, tool }]) {
+      const input = { tool, args, kind: 'remote_mutation', capability: shaped, presentation: { tool, args } };
+      const slow = sha256(canonicalize({ args, capability: shaped, kind: 'remote_mutation', presentation: { tool, args }, tool }));
+      expect(approvalHash(input)).toBe(slow);
+    }
+    // A look-alike with a copy of the args (not the same object) takes the general path, same text.
+    const copy = parseJson('{"order":"A-17","amount":150.0,"items":[{"sku":"X1","qty":1e0}],"note":"<&&>"}') as JsonObject;
+    expect(approvalHash({ tool, args, kind: 'k', capability: { tool, args: copy }, presentation: {} }))
+      .toBe(sha256(canonicalize({ args, capability: { tool, args: copy }, kind: 'k', presentation: {}, tool })));
+  });
+
   it('reports where a part cannot be hashed', () => {
     let caught: unknown;
     try {
