@@ -4,7 +4,7 @@
 // Run as a child process by the benchmarks: it reports {port, timings} over IPC when listening, and
 // closes on SIGTERM (flushing the log), like main.ts.
 //
-// Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
+// Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async | buffered), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
 //      BENCH_LOG_LEVEL (info), BENCH_DATABASE_URL (unset: no database), BENCH_SECRET.
 import { performance } from 'node:perf_hooks';
 const tImported0 = performance.now();
@@ -18,7 +18,9 @@ const tImported = performance.now();
 const env = process.env;
 // BENCH_LOG_DEST=async: the lever of issue 5 (pino.destination with sync: false, flushed on shutdown)
 // to measure it; the default is what main.ts does today (pino's default destination: synchronous).
-const asyncDest = env.BENCH_LOG_DEST === 'async' ? pino.destination({ dest: 1, sync: false }) : null;
+// BENCH_LOG_DEST=buffered: sync: false with minLength 4096 (lines written in ~4 KB batches).
+const asyncDest = env.BENCH_LOG_DEST === 'async' ? pino.destination({ dest: 1, sync: false })
+  : env.BENCH_LOG_DEST === 'buffered' ? pino.destination({ dest: 1, sync: false, minLength: 4096 }) : null;
 const logOptions = { level: env.BENCH_LOG_LEVEL ?? 'info', base: { service: 'gatehouse' } };
 const logger = asyncDest ? pino(logOptions, asyncDest) : pino(logOptions);
 // BENCH_POLICY_ENV='' means no environment (policy files that declare none).
