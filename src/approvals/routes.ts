@@ -111,23 +111,21 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     }
   });
 
-  app.post('/approvals/:id/grant', { schema: { params: idParams, body: grantBody }, preValidation: emptyBodyIsObject }, async (request, reply) => {
-    const identity = identityOf(request);
-    requireRole(identity, ctx.approverRole);
-    const { id } = request.params as { id: string };
-    const { note } = request.body as { note?: string };
-    const result = await withInputErrors(() => '/note', () => service().store.grant(id, { sub: identity.user }, note ?? null));
-    return sendTransition(reply, result, identity, 'granted');
-  });
-
-  app.post('/approvals/:id/deny', { schema: { params: idParams, body: denyBody }, preValidation: emptyBodyIsObject }, async (request, reply) => {
-    const identity = identityOf(request);
-    requireRole(identity, ctx.approverRole);
-    const { id } = request.params as { id: string };
-    const { reason } = request.body as { reason?: string };
-    const result = await withInputErrors(() => '/reason', () => service().store.deny(id, { sub: identity.user }, reason ?? null));
-    return sendTransition(reply, result, identity, 'denied');
-  });
+  // Grant and deny: the approver role, then one conditional transition in the store.
+  const transitions = [
+    { action: 'grant', verb: 'granted', field: 'note', body: grantBody, move: (id: string, sub: string, text: string | null) => service().store.grant(id, { sub }, text) },
+    { action: 'deny', verb: 'denied', field: 'reason', body: denyBody, move: (id: string, sub: string, text: string | null) => service().store.deny(id, { sub }, text) },
+  ] as const;
+  for (const t of transitions) {
+    app.post(`/approvals/:id/${t.action}`, { schema: { params: idParams, body: t.body }, preValidation: emptyBodyIsObject }, async (request, reply) => {
+      const identity = identityOf(request);
+      requireRole(identity, ctx.approverRole);
+      const { id } = request.params as { id: string };
+      const text = (request.body as Record<string, string | undefined>)[t.field] ?? null;
+      const result = await withInputErrors(() => `/${t.field}`, () => t.move(id, identity.user, text));
+      return sendTransition(reply, result, identity, t.verb);
+    });
+  }
 
   function sendTransition(reply: FastifyReply, result: TransitionResult, identity: Identity, verb: string): FastifyReply {
     if (result.ok) {
