@@ -81,7 +81,7 @@ interface CaseDoc {
   }[];
 }
 
-export function isCaseFileName(name: string): boolean {
+function isCaseFileName(name: string): boolean {
   return /\.test\.ya?ml$/i.test(name) && !name.startsWith('.');
 }
 

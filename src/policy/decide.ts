@@ -271,7 +271,7 @@ function result(set: PolicySet, request: DecideRequest, out: Outcome, schemaRefu
 }
 
 /** SPEC section 2 and 4: the approval's kind, capability, presentation and hash. */
-export function approvalFor(request: DecideRequest, kind: string, shape: ApprovalShape | null): ApprovalDescriptor {
+function approvalFor(request: DecideRequest, kind: string, shape: ApprovalShape | null): ApprovalDescriptor {
   const { tool, args } = request;
   const capability: JsonObject = shape === null ? { tool, args } : shape.capability ? pickPaths(args, shape.capability) : {};
   const presentation: JsonObject = shape === null ? { tool, args } : shape.presentation ? pickPaths(args, shape.presentation) : {};
