@@ -11,3 +11,9 @@ export function escapePointerSegment(segment: string): string {
   if (segment.indexOf('~') === -1 && segment.indexOf('/') === -1) return segment;
   return segment.replace(/~/g, '~0').replace(/\//g, '~1');
 }
+
+/** The unescaped segments of a pointer ("" → []). */
+export function pointerSegments(pointer: string): string[] {
+  if (pointer === '') return [];
+  return pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+}

@@ -9,7 +9,7 @@ import { PolicyLoadError, type LoadProblem } from './errors.js';
 import { buildPolicySet, readPolicyFiles } from './load.js';
 import type { Decision, DecisionResult, Identity, PolicySet, RunView } from './model.js';
 import { argsSchema, runViewSchema, toolNameSchema } from './request.js';
-import { readSource } from './source.js';
+import { keyPathOf, readSource } from './source.js';
 
 const caseFileSchema = {
   type: 'object',
@@ -91,10 +91,10 @@ export function readCaseFile(path: string, bytes: Uint8Array): { cases: PolicyCa
   const { value, locate } = read.source;
   if (!validateCaseFile(value)) {
     const problems = (validateCaseFile.errors ?? []).map((e) => {
-      const key = e.instancePath.slice(1).replace(/\//g, '.');
-      const path2 = key === '' ? [] : key.split('.').map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+      const keyPath = keyPathOf(value, e.instancePath);
+      const key = keyPath.join('.');
       const extra = e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : '';
-      return { file: path, ...locate(path2), key, message: `${e.message ?? 'invalid'}${extra}` };
+      return { file: path, ...locate(keyPath), key, message: `${e.message ?? 'invalid'}${extra}` };
     });
     return { cases: [], problems };
   }

@@ -13,7 +13,7 @@ import { compileGlob, GlobError, type Glob } from './glob.js';
 import { GUARD_NAMES, type GuardName } from './guards.js';
 import type { ApprovalShape, ArgPath, CatalogueEntry, DefaultMode, Guard, PolicyFile, Rule, RuleEffect, Selectors, ToolKind } from './model.js';
 import { parseArgPath } from './path.js';
-import type { KeyPath, PolicySource } from './source.js';
+import { keyPathOf, type KeyPath, type PolicySource } from './source.js';
 
 const SELECTOR_KEYS = ['tools', 'kinds', 'tags', 'envs', 'teams', 'users', 'agents'] as const;
 
@@ -247,7 +247,7 @@ function reportSchemaErrors(problems: Problems, doc: unknown, errors: readonly E
   const anyOf = errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath);
   for (const e of errors) {
     if (e.keyword !== 'anyOf' && anyOf.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`))) continue;
-    const path = pointerToPath(doc, e.instancePath);
+    const path = keyPathOf(doc, e.instancePath);
     switch (e.keyword) {
       case 'additionalProperties': {
         const key = String((e.params as { additionalProperty: string }).additionalProperty);
@@ -275,19 +275,3 @@ function reportSchemaErrors(problems: Problems, doc: unknown, errors: readonly E
   }
 }
 
-function pointerToPath(doc: unknown, pointer: string): (string | number)[] {
-  if (pointer === '') return [];
-  const out: (string | number)[] = [];
-  let node: unknown = doc;
-  for (const raw of pointer.slice(1).split('/')) {
-    const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-    if (Array.isArray(node)) {
-      out.push(Number(seg));
-      node = node[Number(seg)];
-    } else {
-      out.push(seg);
-      node = node !== null && typeof node === 'object' && Object.hasOwn(node, seg) ? (node as Record<string, unknown>)[seg] : undefined;
-    }
-  }
-  return out;
-}

@@ -3,7 +3,7 @@
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { Lexer, LineCounter, Parser, parseDocument, visit, isAlias, isMap, isScalar, isSeq, type Node } from 'yaml';
 import { JsonParseError, parseJsonWithPositions } from '../json/parse.js';
-import { jsonPointer } from '../json/pointer.js';
+import { jsonPointer, pointerSegments } from '../json/pointer.js';
 import { setOwn, type JsonObject, type JsonValue } from '../json/value.js';
 import type { LoadProblem } from './errors.js';
 
@@ -71,7 +71,7 @@ function readJson(file: string, text: string): Parsed {
     if (!(err instanceof JsonParseError)) throw err;
     const at = offsetToLocation(text, err.offset);
     const message = err.code === 'too_deep' ? `nesting deeper than ${MAX_DEPTH}` : err.message;
-    return { problems: [{ file, ...at, key: pointerToKey(err.pointer), message }] };
+    return { problems: [{ file, ...at, key: pointerSegments(err.pointer).join('.'), message }] };
   }
 }
 
@@ -299,10 +299,21 @@ function offsetToLocation(text: string, byteOffset: number): Location {
   return { line: before.split('\n').length, column: before.length - lastNl };
 }
 
-function pointerToKey(pointer: string): string {
-  return pointer
-    .split('/')
-    .slice(1)
-    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .join('.');
+/**
+ * The key path of a JSON pointer into a parsed document (as ajv reports errors): array indexes become
+ * numbers, so locate() can follow them; object keys stay strings even when they look numeric.
+ */
+export function keyPathOf(doc: unknown, pointer: string): (string | number)[] {
+  const out: (string | number)[] = [];
+  let node: unknown = doc;
+  for (const seg of pointerSegments(pointer)) {
+    if (Array.isArray(node)) {
+      out.push(Number(seg));
+      node = node[Number(seg)];
+    } else {
+      out.push(seg);
+      node = node !== null && typeof node === 'object' && Object.hasOwn(node, seg) ? (node as Record<string, unknown>)[seg] : undefined;
+    }
+  }
+  return out;
 }
