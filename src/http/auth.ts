@@ -91,7 +91,11 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
 
 function authorizationCount(rawHeaders: readonly string[]): number {
   let n = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === 'authorization') n++;
+  // Length first: only a 13-character name is lower-cased (no string per header per request).
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') n++;
+  }
   return n;
 }
 

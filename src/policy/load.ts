@@ -170,6 +170,7 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
     files,
     env,
     identities: files.map((f) => f.identity),
+    digests: files.map((f) => f.identity.digest),
     plan(tool: string): ToolPlan {
       let plan = cache.get(tool);
       if (plan === undefined) {

@@ -131,6 +131,8 @@ export interface PolicySet {
   readonly files: readonly PolicyFile[];
   readonly env: string | null;
   readonly identities: readonly PolicyIdentity[];
+  /** The files' digests, in load order (the decision log names them on every line). */
+  readonly digests: readonly string[];
   /** The plan for a tool name: memoised, bounded; pure function of the set and the name. */
   plan(tool: string): ToolPlan;
 }

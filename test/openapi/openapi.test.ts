@@ -481,7 +481,7 @@ async function call(t: TestApp, c: Call, status: number): Promise<Body> {
 
 /** A policy set whose evaluation throws: decide() must fail closed. */
 function brokenSet(real: PolicySet): PolicySet {
-  return { files: real.files, env: real.env, identities: real.identities, plan: () => { throw new Error('boom'); } };
+  return { ...real, plan: () => { throw new Error('boom'); } };
 }
 
 describe('conformance: every response of the app matches openapi.yaml', () => {

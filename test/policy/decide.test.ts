@@ -217,6 +217,7 @@ describe('internal errors fail closed', () => {
     files: refunds.files,
     env: null,
     identities: refunds.identities,
+    digests: refunds.digests,
     plan(): never {
       throw new Error('boom VALUE-secret');
     },

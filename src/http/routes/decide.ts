@@ -45,13 +45,14 @@ export function decisionBody(result: DecisionResult, decisionId: string): Record
 }
 
 /** Send a decision: 200 only for allow; an internal failure is a 500 problem that allows nothing. */
-export function sendDecision(reply: FastifyReply, result: DecisionResult, decisionId: string, extra: Record<string, unknown> = {}): FastifyReply {
+export function sendDecision(reply: FastifyReply, result: DecisionResult, decisionId: string, extra?: Record<string, unknown>): FastifyReply {
   if (result.internalError) {
     return sendProblem(reply, new HttpError('internal', 'the decision could not be made; nothing was allowed', {
       body: { decision: 'deny', decision_id: decisionId },
     }));
   }
-  return reply.code(result.decision === 'allow' ? 200 : 403).send({ ...decisionBody(result, decisionId), ...extra });
+  const body = decisionBody(result, decisionId);
+  return reply.code(result.decision === 'allow' ? 200 : 403).send(extra ? { ...body, ...extra } : body);
 }
 
 export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
@@ -61,7 +62,8 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     const decisionId = randomUUID();
     const req = toDecideRequest(body);
     const started = process.hrtime.bigint();
-    let result = decide(ctx.policies.current(), req, identity);
+    const set = ctx.policies.current();
+    let result = decide(set, req, identity);
     const durationUs = Number(process.hrtime.bigint() - started) / 1000;
     if (body.approval_id !== undefined) {
       if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
@@ -74,7 +76,7 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
       tool: req.tool,
       decision: result.decision,
       rule: result.rule,
-      policies: result.policies.map((p) => p.digest),
+      policies: set.digests,
       user: identity.user,
       team: identity.team,
       agent: identity.agent,
