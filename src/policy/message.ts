@@ -4,7 +4,7 @@ import type { Decision } from './model.js';
 
 export function modelMessage(decision: Decision, tool: string, why: string, schemaRefused: boolean): string {
   const action = `The ${JSON.stringify(tool)} action`;
-  const reason = why.replace(/[.\s]+$/, '');
+  const reason = trimEnd(why);
   switch (decision) {
     case 'allow':
       return `${action} is allowed by policy.`;
@@ -18,3 +18,14 @@ export function modelMessage(decision: Decision, tool: string, why: string, sche
       return `${action} needs an operator's approval (${reason}). Wait for the approval, then try again. Do not change the call while you wait.`;
   }
 }
+
+// Drops trailing dots and whitespace so the reason fits the sentence around it. A loop, not
+// `/[.\s]+$/`: that RegExp is quadratic on a long run of spaces followed by another character, and
+// reasons carry request-derived text (a schema error's instance path, a guard finding's path).
+function trimEnd(why: string): string {
+  let end = why.length;
+  while (end > 0 && TRAILING.test(why[end - 1]!)) end--;
+  return why.slice(0, end);
+}
+
+const TRAILING = /^[.\s]$/;

@@ -168,6 +168,16 @@ describe('the message for the model (SPEC section 5)', () => {
     expect(missing.message.endsWith('Correct the arguments and try again.')).toBe(true);
   });
 
+  it('a reason carrying a request-derived path of 200,000 spaces is trimmed in linear time', () => {
+    // `/[.\s]+$/` took O(n²) on such a run (about a minute here): a body-sized key stalled the loop.
+    const set = setOf({ 'n.json': { policy: 'notes', tools: { note: { kind: 'read_only', schema: { type: 'object', additionalProperties: { type: 'number' } } } } } });
+    const key = `${' '.repeat(200_000)}x`;
+    const d = decide(set, { tool: 'note', args: { [key]: 'text' } }, who);
+    expect(d).toMatchObject({ decision: 'deny', schemaRefused: true });
+    expect(d.reason).toContain(`/${key} must be number`);
+    expect(d.message.endsWith(' must be number. Correct the arguments and try again.')).toBe(true);
+  });
+
   it('abort: the run must stop, and why', () => {
     const d = decide(refunds, { tool: 'purge', args: {} }, who);
     expect(d.decision).toBe('abort');
