@@ -91,7 +91,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     persistent: true,
     // Postgres refuses to run as root; the package then creates and uses a `postgres` OS user.
     createPostgresUser: userInfo().uid === 0,
-    initdbFlags: [...(options.initdbFlags ?? [])],
+    // UTF8 and the C locale whatever the environment says: without LANG, initdb would pick SQL_ASCII,
+    // where char_length counts bytes and the schema's length checks refuse valid non-ASCII text.
+    initdbFlags: ['--encoding=UTF8', '--locale=C', ...(options.initdbFlags ?? [])],
     postgresFlags: Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     onLog: log,
     onError: (error: unknown) => log(error instanceof Error ? error.message : String(error)),

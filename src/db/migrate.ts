@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Sql } from 'postgres';
+import type { Sql, TransactionSql } from 'postgres';
 
 export class MigrationError extends Error {
   constructor(message: string) {
@@ -48,6 +48,7 @@ export async function migrate(sql: Sql, dir: string, options: MigrateOptions = {
   const applied = await sql.begin(async (tx) => {
     await tx`select set_config('lock_timeout', ${lockTimeout}, true), set_config('statement_timeout', ${statementTimeout}, true)`;
     await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY}::bigint)`;
+    await checkEncoding(tx);
     await tx`
       create table if not exists schema_migrations (
         version    int primary key,
@@ -70,6 +71,15 @@ export async function migrate(sql: Sql, dir: string, options: MigrateOptions = {
     return names;
   });
   return { applied };
+}
+
+// The schema's length checks count characters, and text must round-trip: in SQL_ASCII (initdb's
+// choice without a locale) char_length counts bytes and nothing is validated.
+async function checkEncoding(tx: TransactionSql): Promise<void> {
+  const [row] = await tx<{ encoding: string }[]>`select current_setting('server_encoding') as encoding`;
+  if (row?.encoding !== 'UTF8') {
+    throw new MigrationError(`the database encoding is ${row?.encoding ?? 'unknown'}; Gatehouse needs a UTF8 database (CREATE DATABASE … ENCODING 'UTF8')`);
+  }
 }
 
 async function readMigrations(dir: string): Promise<MigrationFile[]> {

@@ -40,6 +40,15 @@ test('the real migrations apply once; a second run applies nothing', async () =>
   expect(row?.n).toBe(0);
 });
 
+test('a database that is not UTF8 is refused before anything is applied', async () => {
+  const db = await createTestDatabase({ migrate: false, encoding: 'SQL_ASCII' });
+  cleanup.push(() => db.drop());
+  await expect(migrate(db.sql, MIGRATIONS_DIR)).rejects.toThrow(MigrationError);
+  await expect(migrate(db.sql, MIGRATIONS_DIR)).rejects.toThrow(/encoding is SQL_ASCII; Gatehouse needs a UTF8 database/);
+  const [row] = await db.sql<{ t: string | null }[]>`select to_regclass('approvals')::text as t`;
+  expect(row?.t).toBeNull();
+});
+
 test('two replicas migrating at once from two pools: both succeed, one applied set', async () => {
   const db = await emptyDatabase();
   const other = createSql(db.url);

@@ -26,12 +26,18 @@ export interface TestDatabase {
  * A new uniquely named database, migrated (unless migrate: false), with a pool on it. drop() ends the
  * pool and removes the database.
  */
-export async function createTestDatabase(options: SqlOptions & { migrate?: boolean } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(
+  options: SqlOptions & { migrate?: boolean; encoding?: string } = {},
+): Promise<TestDatabase> {
   const adminUrl = inject('databaseUrl');
   const name = `gatehouse_test_${randomBytes(6).toString('hex')}`;
-  await withAdmin(adminUrl, (admin) => admin`create database ${admin(name)}`);
+  const { migrate: migrated = true, encoding, ...sqlOptions } = options;
+  await withAdmin(adminUrl, (admin) =>
+    encoding === undefined
+      ? admin`create database ${admin(name)}`
+      : admin.unsafe(`create database "${name}" template template0 encoding '${encoding}' locale 'C'`),
+  );
   const url = databaseUrl(adminUrl, name);
-  const { migrate: migrated = true, ...sqlOptions } = options;
   const sql = createSql(url, sqlOptions);
   if (migrated) await migrate(sql, MIGRATIONS_DIR);
   return {
