@@ -2,7 +2,8 @@
 // cannot fire in a worker whose event loop is blocked (a synchronous loop that never ends), and the
 // run would then wait for that worker forever. This reporter lives in the main process, whose event
 // loop stays free: when no test starts or ends for STALL_MS it prints what was running, kills every
-// process the run started (workers, PostgreSQL servers, spawned services) and exits non-zero.
+// process the run started (workers, PostgreSQL servers, spawned services) and exits with HUNG_EXIT
+// (75, EX_TEMPFAIL), which .ci/run tells apart from failed tests.
 // STALL_MS is far above any legitimate gap (testTimeout 30 s, hookTimeout 60 s): it bounds a hang,
 // it does not measure speed.
 import { execFileSync } from 'node:child_process';
@@ -11,6 +12,7 @@ import type { Reporter, TestCase, TestModule } from 'vitest/node';
 
 const STALL_MS = 4 * 60_000;
 const CHECK_EVERY_MS = 10_000;
+const HUNG_EXIT = 75;
 
 export default class Watchdog implements Reporter {
   private lastProgress = Date.now();
@@ -69,7 +71,7 @@ export default class Watchdog implements Reporter {
         `processes:\n${processTree()}\n`,
     );
     killDescendants(process.pid);
-    process.exit(1);
+    process.exit(HUNG_EXIT);
   }
 }
 
