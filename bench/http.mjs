@@ -4,7 +4,7 @@
 // connections; then a fixed offered rate for the p99; RSS idle and under load.
 //
 // With taskset (util-linux) and 2+ CPUs, servers are pinned to CPU 0 and the load generator to CPU 1.
-// The decision log: pino's default synchronous destination (stdout, as main.ts sets it up), with the
+// The decision log: synchronous, on stdout, as main.ts sets it up (src/log.ts), with the
 // server's stdout redirected to a file in the temp directory (counted, then deleted).
 //
 //   node bench/http.mjs [--quick] [--rounds N] [--duration S] [--connections C] [--rate R] [--log sync|async] [--wrk] [--json out.json]
@@ -220,7 +220,7 @@ export function printHttp(result, print = console.log) {
     ...(f.autocannon ? [[name, 'autocannon overallRate (ms clock)', fmtInt(f.autocannon.reqPerSec), f.autocannon.latencyMs.p50, f.autocannon.latencyMs.p99, '', f.autocannon.latencyMs.max, '', '']] : []),
   ])));
   print(`\nRSS (MB): gatehouse idle ${fmt(result.idle.gatehouse.rssMB, 1)}, peak ${fmt(result.peakRssMB.vmHWM, 1)} (VmHWM), idle after load ${fmt(result.idleAfter.gatehouse.rssMB, 1)}; echo idle ${fmt(result.idle.echo.rssMB, 1)}, after ${fmt(result.idleAfter.echo.rssMB, 1)} (peak ${fmt(result.idleAfter.echo.peakMB, 1)})`);
-  print(`Decision log: ${fmtInt(result.logLines)} lines (${fmt(result.logBytes / 1048576, 1)} MB), pino ${c.logDest === 'async' ? 'destination with sync: false' : 'default synchronous destination'} → stdout → file`);
+  print(`Decision log: ${fmtInt(result.logLines)} lines (${fmt(result.logBytes / 1048576, 1)} MB), pino ${c.logDest === 'async' ? 'destination with sync: false' : 'synchronous destination (src/log.ts)'} → stdout → file`);
   if (result.wrk) {
     print(`\nwrk (1 thread, ${c.connections} connections), alternating`);
     print(table(['server', 'req/s', 'p50', 'p99', 'server CPU µs/req', 'server busy', 'non-2xx'], ['gatehouse', 'echo'].flatMap((name) => result.wrk[name].map((x) => [name, fmtInt(x.reqPerSec), x.p50, x.p99, fmt(x.cpuUsPerReq, 1), `${fmt(x.busy * 100, 0)}%`, x.non2xx]))));

@@ -4,7 +4,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pino from 'pino';
 import { createApprovalWaiter } from './approvals/notify.js';
 import { createApprovalService } from './approvals/service.js';
 import { createApprovalStore } from './approvals/store.js';
@@ -16,6 +15,7 @@ import { migrate } from './db/migrate.js';
 import { buildApp } from './http/app.js';
 import { createMetrics } from './http/metrics.js';
 import { reloadAndReport } from './http/routes/policies.js';
+import { createLogger } from './log.js';
 import { formatProblem, PolicyLoadError } from './policy/errors.js';
 import { createLivePolicies } from './policy/live.js';
 
@@ -29,7 +29,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     if (err instanceof ConfigError) return fail(err.message);
     throw err;
   }
-  const logger = pino({ level: config.logLevel, base: { service: 'gatehouse' } });
+  const logger = createLogger(config.logLevel);
   // Outside production the example policies' `dev` environment is the default (README).
   const policyEnv = config.policyEnv ?? (config.production ? null : 'dev');
   let policies;

@@ -1,6 +1,6 @@
-// Gatehouse as main.ts builds it, minus the parts /decide does not need: pino at info level on
-// stdout with pino's default (synchronous) destination, prom-client default metrics on, the example
-// policies, HS256. With BENCH_DATABASE_URL the approval store is wired in too (approvals benchmark).
+// Gatehouse as main.ts builds it, minus the parts /decide does not need: the decision log at info
+// level on stdout through src/log.ts (synchronous, as main.ts), prom-client default metrics on, the
+// example policies, HS256. With BENCH_DATABASE_URL the approval store is wired in too (approvals benchmark).
 // Run as a child process by the benchmarks: it reports {port, timings} over IPC when listening, and
 // closes on SIGTERM (flushing the log), like main.ts.
 //
@@ -10,19 +10,20 @@ import { performance } from 'node:perf_hooks';
 const tImported0 = performance.now();
 const { default: pino } = await import('pino');
 const { buildApp } = await import('../../dist/http/app.js');
+const { createLogger } = await import('../../dist/log.js');
 const { createMetrics } = await import('../../dist/http/metrics.js');
 const { createLivePolicies } = await import('../../dist/policy/live.js');
 const { SECRET } = await import('./bodies.mjs');
 const tImported = performance.now();
 
 const env = process.env;
-// BENCH_LOG_DEST=async: the lever of issue 5 (pino.destination with sync: false, flushed on shutdown)
-// to measure it; the default is what main.ts does today (pino's default destination: synchronous).
-// BENCH_LOG_DEST=buffered: sync: false with minLength 4096 (lines written in ~4 KB batches).
+// BENCH_LOG_DEST=async: pino.destination with sync: false (pino's own default for stdout: its buffer
+// is unbounded), flushed on shutdown; BENCH_LOG_DEST=buffered: the same with minLength 4096 (lines
+// written in ~4 KB batches). The default is what main.ts does (src/log.ts: synchronous).
 const asyncDest = env.BENCH_LOG_DEST === 'async' ? pino.destination({ dest: 1, sync: false })
   : env.BENCH_LOG_DEST === 'buffered' ? pino.destination({ dest: 1, sync: false, minLength: 4096 }) : null;
-const logOptions = { level: env.BENCH_LOG_LEVEL ?? 'info', base: { service: 'gatehouse' } };
-const logger = asyncDest ? pino(logOptions, asyncDest) : pino(logOptions);
+const logLevel = env.BENCH_LOG_LEVEL ?? 'info';
+const logger = asyncDest ? pino({ level: logLevel, base: { service: 'gatehouse' } }, asyncDest) : createLogger(logLevel);
 // BENCH_POLICY_ENV='' means no environment (policy files that declare none).
 const policyEnv = env.BENCH_POLICY_ENV === undefined ? 'prod' : env.BENCH_POLICY_ENV || null;
 const policies = await createLivePolicies(env.BENCH_POLICY_DIR ?? './policies', policyEnv);
