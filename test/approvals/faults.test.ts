@@ -78,12 +78,23 @@ test('server down: every method answers StoreUnavailableError, then the same sto
 });
 
 test('a wait spanning a restart is woken by the decision: LISTEN comes back by itself', async () => {
-  // No fallback re-read within the test's reach: only the re-established LISTEN can answer.
-  const listening = createApprovalWaiter(sql, store, { recheckMs: 600_000 });
+  // No fallback re-read within the test's reach: only the re-established LISTEN can answer. The
+  // restart waits for the wait's first read (LISTEN is up by then): a first read that meets the
+  // server going down fails the wait at once, by design (see the next test).
+  let firstRead: () => void = () => {};
+  const read = new Promise<void>((resolve) => (firstRead = resolve));
+  const observed: Pick<ApprovalStore, 'get'> = {
+    get: async (id) => {
+      const approval = await store.get(id);
+      firstRead();
+      return approval;
+    },
+  };
+  const listening = createApprovalWaiter(sql, observed, { recheckMs: 600_000 });
   try {
     const { approval } = await store.create(request({ sub: 'waiting-through' }));
     const waiting = listening.waitForChange(approval.id, 20_000);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await read;
     await restart();
     await decideElsewhere((decider) => decider.deny(approval.id, { sub: 'operator' }, 'no'));
     expect(await waiting).toMatchObject({ status: 'denied' });
