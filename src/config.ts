@@ -29,6 +29,7 @@ export interface Config {
   readonly dataDir: string;
   readonly approvalTtlMs: number;
   readonly grantTtlMs: number;
+  readonly maxPendingApprovals: number;
   readonly dbPoolMax: number;
   readonly dbDeadlineMs: number;
   readonly shutdownGraceMs: number;
@@ -120,6 +121,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     dataDir: str('DATA_DIR', '.data')!,
     approvalTtlMs: duration('APPROVAL_TTL', '24h'),
     grantTtlMs: duration('GRANT_TTL', '1h'),
+    maxPendingApprovals: int('MAX_PENDING_APPROVALS', 100, 1, 1_000_000),
     dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),
     dbDeadlineMs: int('DB_DEADLINE_MS', 2000, 50, 60_000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),

@@ -86,7 +86,12 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     }, 2000);
     migrationRetry.unref();
   }
-  const store = createApprovalStore(sql, { approvalTtlMs: config.approvalTtlMs, grantTtlMs: config.grantTtlMs, deadlineMs: config.dbDeadlineMs });
+  const store = createApprovalStore(sql, {
+    approvalTtlMs: config.approvalTtlMs,
+    grantTtlMs: config.grantTtlMs,
+    deadlineMs: config.dbDeadlineMs,
+    maxPendingPerRequester: config.maxPendingApprovals,
+  });
   const approvals = createApprovalService(sql, store, createApprovalWaiter(sql, store), { schemaReady: () => migrated });
   const metrics = createMetrics(policies);
   const ctx = {

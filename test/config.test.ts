@@ -22,7 +22,7 @@ describe('loadConfig', () => {
       production: false, port: 8080, host: '127.0.0.1', policyDir: './policies', policyEnv: null,
       claims: { team: 'team', agent: 'agent', roles: 'roles' }, approverRole: 'approver', adminRole: 'admin',
       bodyLimit: 1_048_576, logLevel: 'info', logArgs: false, databaseUrl: null, dataDir: '.data',
-      approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, dbPoolMax: 10, dbDeadlineMs: 2000,
+      approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, maxPendingApprovals: 100, dbPoolMax: 10, dbDeadlineMs: 2000,
     });
     expect(c.jwt).toMatchObject({ secret: null, publicKey: null, algorithm: null, clockToleranceSec: 30 });
     expect(Object.isFrozen(c)).toBe(true);
@@ -35,19 +35,22 @@ describe('loadConfig', () => {
       JWT_AUDIENCE: 'gatehouse', JWT_CLOCK_TOLERANCE: '5', TEAM_CLAIM: 'grp', AGENT_CLAIM: 'azp', ROLES_CLAIM: 'scope',
       APPROVER_ROLE: 'ops', ADMIN_ROLE: 'root', BODY_LIMIT: '65536', LOG_LEVEL: 'warn', LOG_ARGS: 'true',
       DATABASE_URL: 'postgres://db/g', DATA_DIR: '/d', APPROVAL_TTL: '30m', GRANT_TTL: '90s', DB_POOL_MAX: '4',
-      DB_DEADLINE_MS: '500', SHUTDOWN_GRACE_MS: '1000',
+      DB_DEADLINE_MS: '500', SHUTDOWN_GRACE_MS: '1000', MAX_PENDING_APPROVALS: '7',
     });
     expect(c).toMatchObject({
       port: 9000, host: '0.0.0.0', policyDir: '/p', policyEnv: 'prod', claims: { team: 'grp', agent: 'azp', roles: 'scope' },
       approverRole: 'ops', adminRole: 'root', bodyLimit: 65536, logLevel: 'warn', logArgs: true, databaseUrl: 'postgres://db/g',
-      dataDir: '/d', approvalTtlMs: 1_800_000, grantTtlMs: 90_000, dbPoolMax: 4, dbDeadlineMs: 500, shutdownGraceMs: 1000,
+      dataDir: '/d', approvalTtlMs: 1_800_000, grantTtlMs: 90_000, maxPendingApprovals: 7, dbPoolMax: 4, dbDeadlineMs: 500, shutdownGraceMs: 1000,
     });
     expect(c.jwt).toMatchObject({ secret: SECRET, algorithm: 'HS256', issuer: 'https://idp', audience: 'gatehouse', clockToleranceSec: 5 });
   });
 
   it('reports every problem at once, never the secret value', () => {
-    const problems = problemsOf({ PORT: 'http', BODY_LIMIT: '-1', LOG_LEVEL: 'loud', LOG_ARGS: 'yes', APPROVAL_TTL: 'soon', JWT_SECRET: 'short-secret-value' });
-    expect(problems).toHaveLength(6);
+    const problems = problemsOf({
+      PORT: 'http', BODY_LIMIT: '-1', LOG_LEVEL: 'loud', LOG_ARGS: 'yes', APPROVAL_TTL: 'soon', JWT_SECRET: 'short-secret-value', MAX_PENDING_APPROVALS: '0',
+    });
+    expect(problems).toHaveLength(7);
+    expect(problems).toContain('MAX_PENDING_APPROVALS must be an integer from 1 to 1000000');
     expect(problems.join('\n')).toMatch(/PORT/);
     expect(problems.join('\n')).toMatch(/JWT_SECRET must be at least 32 bytes/);
     expect(problems.join('\n')).not.toContain('short-secret-value');

@@ -9,10 +9,14 @@ import { requireRole } from '../http/auth.js';
 import type { AppContext } from '../http/app.js';
 import { HttpError, sendProblem } from '../http/errors.js';
 import { decisionBody, sendDecision, toDecideRequest, toolCallSchema, type DecideBody } from '../http/routes/decide.js';
-import { ApprovalInputError, APPROVAL_STATUSES, LIMITS, ListQueryError, type Approval, type ApprovalStatus, type TransitionResult } from './store.js';
+import {
+  ApprovalInputError, APPROVAL_STATUSES, LIMITS, ListQueryError, PendingLimitError, type Approval, type ApprovalStatus, type TransitionResult,
+} from './store.js';
 import type { ApprovalService } from './service.js';
 
 const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instructions to follow.';
+// A place frees up only when an operator decides or an approval expires: minutes, not seconds.
+const PENDING_RETRY_AFTER_SEC = 60;
 
 const idParams = { type: 'object', required: ['id'], additionalProperties: false, properties: { id: { type: 'string', maxLength: 64 } } } as const;
 const getQuery = { type: 'object', additionalProperties: false, properties: { wait: { type: 'integer', minimum: 0, maximum: 60 } } } as const;
@@ -67,7 +71,12 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         requester: { sub: identity.user, team: identity.team, agent: identity.agent },
         policies: result.policies,
       }),
-    );
+    ).catch((err: unknown) => {
+      if (!(err instanceof PendingLimitError)) throw err;
+      throw new HttpError('too_many_pending', `you already have ${err.limit} pending approvals; wait until operators decide some, or they expire`, {
+        retryAfterSec: PENDING_RETRY_AFTER_SEC,
+      });
+    });
     request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user }, 'approval requested');
     return reply.code(created ? 201 : 200).send(approvalView(approval));
   });

@@ -119,6 +119,19 @@ export interface ApprovalStoreOptions {
   grantTtlMs: number;
   /** Upper bound on every call, including the wait for a pooled connection. */
   deadlineMs: number;
+  /** Unexpired pending approvals one requester (`sub`) may hold at once (MAX_PENDING_APPROVALS). Default 100. */
+  maxPendingPerRequester?: number;
+}
+
+/**
+ * The requester already holds maxPendingPerRequester unexpired pending approvals: one agent cannot
+ * flood the operators' queue. The route answers 429; a decision or an expiry frees a place.
+ */
+export class PendingLimitError extends Error {
+  constructor(readonly limit: number) {
+    super(`the requester already has ${limit} pending approvals`);
+    this.name = 'PendingLimitError';
+  }
 }
 
 /** A list() query the caller got wrong: the route answers 400. */
@@ -184,6 +197,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
   const approvalTtl = interval(positiveMs(options.approvalTtlMs, 'approvalTtlMs'));
   const grantTtl = interval(positiveMs(options.grantTtlMs, 'grantTtlMs'));
   const deadlineMs = positiveMs(options.deadlineMs, 'deadlineMs');
+  const maxPending = options.maxPendingPerRequester ?? 100;
+  if (!Number.isSafeInteger(maxPending) || maxPending < 1) throw new RangeError('maxPendingPerRequester must be a positive integer');
   const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, deadlineMs, fn);
 
   async function create(input: CreateApprovalInput): Promise<{ approval: Approval; created: boolean }> {
@@ -210,15 +225,19 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
 
     return run(async (tx) => {
       // Insert-or-find, retried only if the live row we collided with left `live` before we read it
-      // (or was a lapsed one, expired here: it would otherwise block the insert).
+      // (or was a lapsed one, expired here: it would otherwise block the insert). The insert happens
+      // only while the requester holds fewer than maxPending unexpired pending approvals; concurrent
+      // creates by one requester can each see the last free place (read committed), so the cap may
+      // be passed by as many creates as are in flight at that instant, never more.
       for (let attempt = 0; attempt < 3; attempt++) {
         const [inserted] = await tx<ApprovalRow[]>`
           with created as (
             insert into approvals (id, status, hash, kind, tool, args, capability, presentation, reason, rule,
                                    requester_sub, requester_team, requester_agent, policies, expires_at)
-            values (${uuidv7()}, 'pending', ${hash}, ${descriptor.kind}, ${input.tool}, ${args}, ${capability},
-                    ${presentation}, ${input.reason}, ${input.rule}, ${requester.sub}, ${requester.team},
-                    ${requester.agent}, ${tx.json(policies)}, now() + ${approvalTtl}::interval)
+            select ${uuidv7()}, 'pending', ${hash}, ${descriptor.kind}, ${input.tool}, ${args}, ${capability},
+                   ${presentation}, ${input.reason}, ${input.rule}, ${requester.sub}, ${requester.team},
+                   ${requester.agent}, ${tx.json(policies)}, now() + ${approvalTtl}::interval
+             where ${pendingCount(tx, requester.sub)} < ${maxPending}
             on conflict (requester_sub, hash) where status in ('pending', 'granted') do nothing
             returning *
           ), logged as (
@@ -232,6 +251,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           select ${liveColumns(tx)} from approvals
            where requester_sub = ${requester.sub} and hash = ${hash} and status in ('pending', 'granted')`;
         if (live !== undefined) return { approval: toApproval(live), created: false };
+        const [held] = await tx<{ n: number }[]>`select ${pendingCount(tx, requester.sub)} as n`;
+        if ((held?.n ?? 0) >= maxPending) throw new PendingLimitError(maxPending);
       }
       throw new StoreUnavailableError('contention');
     });
@@ -383,6 +404,11 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
 export type ApprovalStore = ReturnType<typeof createApprovalStore>;
 
 // ---- SQL pieces --------------------------------------------------------------------------------------
+
+/** The requester's unexpired pending approvals, as an SQL scalar subquery (an int). */
+function pendingCount(tx: TransactionSql, sub: string): PendingQuery<Row[]> {
+  return tx`(select count(*)::int from approvals where requester_sub = ${sub} and status = 'pending' and expires_at > now())`;
+}
 
 function liveColumns(tx: TransactionSql): PendingQuery<Row[]> {
   return tx`*, (status in ('pending', 'granted') and expires_at <= now()) as lapsed`;

@@ -22,6 +22,7 @@ export const ERRORS = {
   identity_in_body: { status: 422, title: 'Identity comes from the token, not the body' },
   invalid_query: { status: 400, title: 'Invalid query parameters' },
   reload_failed: { status: 422, title: 'The policies did not load' },
+  too_many_pending: { status: 429, title: 'Too many pending approvals' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'A dependency is unavailable' },
 } as const satisfies Record<string, { status: number; title: string }>;

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { approvalHash } from '../../src/json/canonical.js';
-import { ApprovalInputError, createApprovalStore } from '../../src/approvals/store.js';
+import { ApprovalInputError, createApprovalStore, PendingLimitError } from '../../src/approvals/store.js';
 import type { Approval, ApprovalStatus, ApprovalStore } from '../../src/approvals/store.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
@@ -267,6 +267,50 @@ describe('create', () => {
     const { approval } = await store.create(input);
     await expect(store.grant(approval.id, OPERATOR, 'n'.repeat(2001))).rejects.toBeInstanceOf(ApprovalInputError);
     expect(await storedStatus(approval.id)).toBe('pending');
+  });
+});
+
+describe('the pending cap per requester (MAX_PENDING_APPROVALS)', () => {
+  const capped = (): ApprovalStore =>
+    createApprovalStore(db.sql, { approvalTtlMs: 60 * 60_000, grantTtlMs: GRANT_TTL_MS, deadlineMs: 10_000, maxPendingPerRequester: 3 });
+  const nth = (sub: string, n: number) => request({ sub, args: `{"order":"A${n}","amount":120.50}` });
+
+  test('the cap+1st distinct request is refused; a re-request of a pending one still returns it', async () => {
+    const s = capped();
+    const sub = newSub();
+    const made = [];
+    for (let n = 1; n <= 3; n++) made.push((await s.create(nth(sub, n))).approval);
+    await expect(s.create(nth(sub, 4))).rejects.toBeInstanceOf(PendingLimitError);
+    await expect(s.create(nth(sub, 4))).rejects.toThrow('the requester already has 3 pending approvals');
+    const again = await s.create(nth(sub, 2));
+    expect(again).toEqual({ approval: made[1], created: false });
+    const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals where requester_sub = ${sub}`;
+    expect(row?.n).toBe(3); // nothing half-written by the refusals
+  });
+
+  test('a decision or an expiry frees a place; granted approvals do not count; others are not affected', async () => {
+    const s = capped();
+    const sub = newSub();
+    const made = [];
+    for (let n = 1; n <= 3; n++) made.push((await s.create(nth(sub, n))).approval);
+    expect((await s.create(nth(newSub(), 1))).created).toBe(true); // another requester
+    expect((await s.deny(must(made[0]).id, OPERATOR, 'no')).ok).toBe(true);
+    expect((await s.create(nth(sub, 4))).created).toBe(true);
+    await expect(s.create(nth(sub, 5))).rejects.toBeInstanceOf(PendingLimitError);
+    expect((await s.grant(must(made[1]).id, OPERATOR, null)).ok).toBe(true);
+    expect((await s.create(nth(sub, 5))).created).toBe(true);
+    await age(must(made[2]).id); // lapsed: no longer pending by the database clock, even before a sweep
+    expect((await s.create(nth(sub, 6))).created).toBe(true);
+    await expect(s.create(nth(sub, 7))).rejects.toBeInstanceOf(PendingLimitError);
+  });
+
+  test('the cap defaults to 100 and must be a positive integer', async () => {
+    const sub = newSub();
+    for (let n = 1; n <= 100; n++) await store.create(nth(sub, n));
+    await expect(store.create(nth(sub, 101))).rejects.toThrow('the requester already has 100 pending approvals');
+    for (const bad of [0, -1, 1.5, Number.NaN]) {
+      expect(() => createApprovalStore(db.sql, { approvalTtlMs: 1000, grantTtlMs: 1000, deadlineMs: 1000, maxPendingPerRequester: bad })).toThrow(RangeError);
+    }
   });
 });
 

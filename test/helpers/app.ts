@@ -30,6 +30,7 @@ export interface TestAppOptions {
   approvalTtlMs?: number;
   grantTtlMs?: number;
   deadlineMs?: number;
+  maxPendingApprovals?: number;
 }
 
 export interface TestApp {
@@ -54,6 +55,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       approvalTtlMs: options.approvalTtlMs ?? 86_400_000,
       grantTtlMs: options.grantTtlMs ?? 3_600_000,
       deadlineMs: options.deadlineMs ?? 5_000,
+      ...(options.maxPendingApprovals !== undefined ? { maxPendingPerRequester: options.maxPendingApprovals } : {}),
     });
     approvals = createApprovalService(db.sql, store, createApprovalWaiter(db.sql, store, { recheckMs: 200 }));
   }

@@ -248,6 +248,33 @@ describe('who may grant or deny', () => {
   });
 });
 
+describe('flooding (research item 79): MAX_PENDING_APPROVALS per requester', () => {
+  it('past the cap POST /approvals is 429 problem+json with Retry-After; operators still list and decide; a decision frees a place', async () => {
+    const capped = await createTestApp({ env: 'prod', database: true, maxPendingApprovals: 2 });
+    try {
+      const sub = newSub('flood');
+      const first = (await requestApproval(sub, bigRefund(), capped)).approval;
+      const second = await requestApproval(sub, bigRefund(), capped);
+      const refused = await post(capped.app, '/approvals', bigRefund(), agent(sub));
+      expect(expectProblem(refused, 429)).toMatchObject({ code: 'too_many_pending', type: 'urn:gatehouse:problem:too_many_pending' });
+      expect(refused.headers['retry-after']).toBe('60');
+      // Re-requesting one that is pending is still the idempotent 200.
+      const again = await post(capped.app, '/approvals', second.body, agent(sub));
+      expect(again.statusCode).toBe(200);
+      expect((again.json() as ApprovalBody).id).toBe(second.approval.id);
+      // Another agent is not affected, and the operators' queue works as before.
+      expect((await post(capped.app, '/approvals', bigRefund(), agent(newSub('calm')))).statusCode).toBe(201);
+      const queue = await get(capped, '/approvals?status=pending&limit=200', approverToken());
+      expect(queue.statusCode).toBe(200);
+      expect((queue.json() as { items: ApprovalBody[] }).items.filter((a) => a.requester.sub === sub)).toHaveLength(2);
+      expect((await deny(first.id, approverToken(), { reason: 'no' }, capped)).statusCode).toBe(200);
+      expect((await post(capped.app, '/approvals', bigRefund(), agent(sub))).statusCode).toBe(201);
+    } finally {
+      await capped.close();
+    }
+  });
+});
+
 describe('self-approval', () => {
   it('an approver cannot grant or deny its own request: 403, status stays pending', async () => {
     const sub = newSub('dual');

@@ -768,6 +768,17 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     await call(db, { url: '/approvals?status=open', token: mine }, 400);
   });
 
+  it('approvals: 429 with Retry-After past MAX_PENDING_APPROVALS', async () => {
+    const capped = await createTestApp({ database: true, maxPendingApprovals: 1 });
+    try {
+      await call(capped, { url: '/approvals', token: supportToken('agent-cap'), body: REFUND }, 201);
+      const other = { ...REFUND, args: { ...REFUND.args, order: 'A2' } };
+      expect((await call(capped, { url: '/approvals', token: supportToken('agent-cap'), body: other }, 429)).code).toBe('too_many_pending');
+    } finally {
+      await capped.close();
+    }
+  });
+
   it('approvals: 503 with Retry-After without a database or when it cannot answer, 500 on a store bug', async () => {
     const id = randomUUID();
     await call(plain, { url: '/approvals', token: supportToken(), body: REFUND }, 503);
