@@ -63,6 +63,9 @@ describe('compile errors', () => {
     ['a b', 'syntax', 3, /unexpected `b`/],
     ['amount 100', 'syntax', 8, /unexpected `100`/],
     ['amount -1', 'syntax', 8, /unexpected `-1`/],
+    // a long token is named by its first 32 characters only (a pasted secret is not printed back)
+    [`a ${'k'.repeat(3000)}`, 'syntax', 3, new RegExp(`^unexpected \`${'k'.repeat(32)}…\`;`)],
+    [`a 1.${'0'.repeat(3000)}`, 'syntax', 3, new RegExp(`^unexpected \`1\\.${'0'.repeat(30)}…\`;`)],
     ['a and', 'syntax', 6, /expected a value/],
     ['and a', 'syntax', 1, /found `and`/],
     ['a == not b', 'syntax', 6, /found `not`/],

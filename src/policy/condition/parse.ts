@@ -222,19 +222,24 @@ class Parser {
   }
 }
 
+const SHOWN_MAX = 32;
+
 function fail(t: Token, what: string): never {
   throw new ConditionError('syntax', t.start + 1, what);
 }
 
-/** How an error message names a token: operator-written text, but never the content of a string. */
+/**
+ * How an error message names a token: operator-written text, cut to a few dozen characters (a long
+ * run pasted into a condition, a secret say, is not printed back at load), and never the content of
+ * a string.
+ */
 function describe(t: Token): string {
   switch (t.type) {
     case 'path':
-      return `\`${t.text}\``;
+    case 'number':
+      return `\`${t.text.length > SHOWN_MAX ? `${t.text.slice(0, SHOWN_MAX)}…` : t.text}\``;
     case 'keyword':
       return `\`${t.value}\``;
-    case 'number':
-      return `\`${t.text}\``;
     case 'string':
       return 'a string';
     case 'op':
