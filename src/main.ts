@@ -66,12 +66,13 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   try {
     await runMigrations();
   } catch (err) {
-    if (unavailableFrom(err) === null) {
+    const unavailable = unavailableFrom(err);
+    if (unavailable === null) {
       await sql.end({ timeout: 1 }).catch(() => undefined);
       await embedded?.stop().catch(() => undefined);
       return fail(`the database is not usable: ${(err as Error).message}`);
     }
-    logger.error({ code: unavailableFrom(err)?.sourceCode }, 'the database is unreachable: serving /decide; approvals answer 503 until it is back');
+    logger.error({ code: unavailable.sourceCode }, 'the database is unreachable: serving /decide; approvals answer 503 until it is back');
     let running = false;
     migrationRetry = setInterval(() => {
       if (running || migrated) return;

@@ -122,8 +122,8 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   // Grant and deny: the approver role, then one conditional transition in the store.
   const transitions = [
-    { action: 'grant', verb: 'granted', field: 'note', body: grantBody, move: (id: string, sub: string, text: string | null) => service().store.grant(id, { sub }, text) },
-    { action: 'deny', verb: 'denied', field: 'reason', body: denyBody, move: (id: string, sub: string, text: string | null) => service().store.deny(id, { sub }, text) },
+    { action: 'grant', verb: 'granted', field: 'note', body: grantBody },
+    { action: 'deny', verb: 'denied', field: 'reason', body: denyBody },
   ] as const;
   for (const t of transitions) {
     app.post(`/approvals/:id/${t.action}`, { schema: { params: idParams, body: t.body }, preValidation: emptyBodyIsObject }, async (request, reply) => {
@@ -131,7 +131,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       requireRole(identity, ctx.approverRole);
       const { id } = request.params as { id: string };
       const text = (request.body as Record<string, string | undefined>)[t.field] ?? null;
-      const result = await withInputErrors(() => `/${t.field}`, () => t.move(id, identity.user, text));
+      const result = await withInputErrors(() => `/${t.field}`, () => service().store[t.action](id, { sub: identity.user }, text));
       return sendTransition(reply, result, identity, t.verb);
     });
   }

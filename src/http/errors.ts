@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { StoreUnavailableError } from '../db/errors.js';
 import { JsonParseError } from '../json/parse.js';
+import { escapePointerSegment } from '../json/pointer.js';
 
 export const ERRORS = {
   bad_json: { status: 400, title: 'The body is not strict JSON' },
@@ -122,7 +123,7 @@ function validationError(err: FastifyError): HttpError {
     let message = v.message ?? `fails ${v.keyword}`;
     if (v.keyword === 'additionalProperties') {
       const name = String((v.params as { additionalProperty?: unknown }).additionalProperty);
-      pointer = `${v.instancePath}/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      pointer = `${v.instancePath}/${escapePointerSegment(name)}`;
       message = 'unknown field';
       if (v.instancePath === '' && where === 'body' && IDENTITY_FIELDS.has(name)) identity = name;
     }
