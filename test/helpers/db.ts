@@ -13,6 +13,7 @@ import { createSql } from '../../src/db/connect.js';
 import type { SqlOptions } from '../../src/db/connect.js';
 import { startEmbeddedPostgres } from '../../src/db/embedded.js';
 import { migrate } from '../../src/db/migrate.js';
+import { childPids, kill9 } from './procs.js';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
@@ -98,14 +99,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     async crash() {
       // SIGKILL the postmaster and its backends: no shutdown checkpoint; the next start replays the WAL.
       const pid = Number((await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
-      const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
-      for (const p of [pid, ...children.split(' ').filter(Boolean).map(Number)]) {
-        try {
-          process.kill(p, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
+      for (const p of [pid, ...childPids(pid)]) kill9(p);
       for (let i = 0; i < 100; i++) {
         try {
           process.kill(pid, 0);

@@ -7,8 +7,8 @@
 // STALL_MS is far above any legitimate gap (testTimeout 30 s, hookTimeout 60 s): it bounds a hang,
 // it does not measure speed.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import type { Reporter, TestCase, TestModule } from 'vitest/node';
+import { childPids, kill9 } from '../helpers/procs.js';
 
 const STALL_MS = 4 * 60_000;
 const CHECK_EVERY_MS = 10_000;
@@ -75,23 +75,10 @@ export default class Watchdog implements Reporter {
   }
 }
 
-function childrenOf(pid: number): number[] {
-  try {
-    const tasks = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
-    return tasks.split(' ').filter((s) => s !== '').map(Number);
-  } catch {
-    return []; // not Linux, or the process is gone
-  }
-}
-
 function killDescendants(pid: number): void {
-  for (const child of childrenOf(pid)) {
+  for (const child of childPids(pid)) {
     killDescendants(child);
-    try {
-      process.kill(child, 'SIGKILL');
-    } catch {
-      // already gone
-    }
+    kill9(child);
   }
 }
 
