@@ -18,7 +18,7 @@ import { decide } from '../dist/policy/decide.js';
 import { loadPolicies } from '../dist/policy/load.js';
 import { IDENTITY, signToken } from './lib/bodies.mjs';
 import { BENCH_DIR, ROOT_DIR, cpuTimeMs, sleep, startServer } from './lib/procs.mjs';
-import { fmt, fmtInt, parseArgs, quantile, median, table } from './lib/stats.mjs';
+import { fmt, fmtInt, parseArgs, quantile, median, table, targetsTable } from './lib/stats.mjs';
 
 export const TARGETS = { cyclesPerSec: 500 };
 
@@ -200,7 +200,7 @@ export function printApprovals(result, print = console.log) {
     [...result.store.map((r) => ['store', r.setting, r.concurrency, fmt(r.cyclesPerSec, 0), fmt(r.p50Ms, 1), fmt(r.p99Ms, 1), r.failures, ...cpu(r)]),
       ...result.http.map((r) => ['HTTP', r.setting, r.concurrency, fmt(r.cyclesPerSec, 0), fmt(r.p50Ms, 1), fmt(r.p99Ms, 1), r.failures, ...cpu(r)])]));
   print('\nTargets');
-  print(table(['target', 'measured', 'met'], result.checks.map((x) => [x.target, x.value, x.met ? 'yes' : 'NO'])));
+  print(targetsTable(result.checks));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

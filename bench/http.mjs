@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DECIDE_TEXT, signToken } from './lib/bodies.mjs';
 import { BENCH_DIR, cpuTimeMs, memoryOf, runLoad, sampleRss, sleep, startServer, taskset } from './lib/procs.mjs';
-import { fmt, fmtInt, median, parseArgs, table } from './lib/stats.mjs';
+import { fmt, fmtInt, median, parseArgs, table, targetsTable } from './lib/stats.mjs';
 
 export const TARGETS = { ratio: 0.5, p99Ms: 5, rate: 5000, rssMB: 150 };
 
@@ -227,7 +227,7 @@ export function printHttp(result, print = console.log) {
     print(`wrk ratio gatehouse/echo: ${fmt(result.wrk.ratio, 3)} by req/s, ${fmt(result.wrk.cpuRatio, 3)} by server CPU per request`);
   }
   print('\nTargets');
-  print(table(['target', 'measured', 'met'], result.checks.map((x) => [x.target, x.value, x.met ? 'yes' : 'NO'])));
+  print(targetsTable(result.checks));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -12,7 +12,7 @@ import { decide, explain } from '../dist/policy/decide.js';
 import { buildPolicySet, loadPolicies } from '../dist/policy/load.js';
 import { DECIDE_BODY, DECIDE_TEXT, IDENTITY, largeBody } from './lib/bodies.mjs';
 import { policyFiles, probes } from './lib/gen-policies.mjs';
-import { fmt, fmtInt, measure, parseArgs, table } from './lib/stats.mjs';
+import { fmt, fmtInt, measure, parseArgs, table, targetsTable } from './lib/stats.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -232,7 +232,7 @@ export function printMicro(result, print = console.log) {
     result.rows.map((r) => [r.group, r.name, fmt(r.medianUs, 3), fmt(r.p99Us, 3), fmtInt(r.opsPerSec), r.extra]),
   ));
   print('\nTargets');
-  print(table(['target', 'measured', 'met'], result.checks.map((c) => [c.target, c.value, c.met ? 'yes' : 'NO'])));
+  print(targetsTable(result.checks));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generatePolicyDoc } from './lib/gen-policies.mjs';
 import { BENCH_DIR, startServer } from './lib/procs.mjs';
-import { fmt, median, parseArgs, table } from './lib/stats.mjs';
+import { fmt, median, parseArgs, table, targetsTable } from './lib/stats.mjs';
 
 export const TARGETS = { readyMs: 1000 };
 
@@ -60,7 +60,7 @@ export function printStartup(result, print = console.log) {
   print(table(['policy set', 'runs', 'imports done', 'policies loaded', 'app ready', 'listening', 'spawn → listening', 'worst', 'CPU ms to listening'],
     result.rows.map((r) => [r.set, r.runs, fmt(r.imports, 0), fmt(r.policies, 0), fmt(r.ready, 0), fmt(r.listening, 0), fmt(r.wall, 0), fmt(r.maxWall, 0), fmt(r.cpuMs, 0)])));
   print('\nTargets');
-  print(table(['target', 'measured', 'met'], result.checks.map((x) => [x.target, x.value, x.met ? 'yes' : 'NO'])));
+  print(targetsTable(result.checks));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

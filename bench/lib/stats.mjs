@@ -117,3 +117,8 @@ export function parseArgs(argv = process.argv.slice(2)) {
   }
   return out;
 }
+
+/** The table of a benchmark's target checks ({target, value, met}), printed last by each benchmark. */
+export function targetsTable(checks) {
+  return table(['target', 'measured', 'met'], checks.map((c) => [c.target, c.value, c.met ? 'yes' : 'NO']));
+}
