@@ -188,7 +188,7 @@ export async function runApprovals({ quick = false, http = true, log = console.l
   ];
   if (result.http.length > 0) {
     const h = Math.max(...result.http.map((r) => r.cyclesPerSec));
-    result.checks.push({ target: `the same through HTTP (informational)`, value: `${fmt(h, 0)} cycles/s`, met: h >= TARGETS.cyclesPerSec });
+    result.checks.push({ target: `the same through HTTP (informational)`, value: `${fmt(h, 0)} cycles/s`, met: null });
   }
   return result;
 }

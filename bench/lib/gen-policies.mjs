@@ -110,6 +110,22 @@ export function probes(doc, decideTool) {
   };
 }
 
+/**
+ * A stream of requests as a host would send them: every exact tool name of the catalogue, one name
+ * in each `mcpK__*` namespace and a few names nobody declared, in a fixed shuffled order. What each
+ * gets (allow, deny, require_approval, the default) is whatever the generated rules say.
+ */
+export function mixedTools(doc, seed = 7) {
+  const names = Object.keys(doc.tools).map((t) => (t.endsWith('__*') ? t.replace('*', 'create_issue') : t));
+  for (let k = 0; k < 10; k++) names.push(`undeclared_tool_${k}`);
+  const rand = rng(seed);
+  for (let i = names.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [names[i], names[j]] = [names[j], names[i]];
+  }
+  return names;
+}
+
 /** FileBytes for buildPolicySet. */
 export function policyFiles(n, seed = 42) {
   const doc = generatePolicyDoc(n, seed);

@@ -118,7 +118,12 @@ export function parseArgs(argv = process.argv.slice(2)) {
   return out;
 }
 
+/** A check's verdict: `met` is true, false, or null for a figure shown beside the targets, not one. */
+export function metText(check) {
+  return check.met === null ? 'info' : check.met ? 'yes' : 'NO';
+}
+
 /** The table of a benchmark's target checks ({target, value, met}), printed last by each benchmark. */
 export function targetsTable(checks) {
-  return table(['target', 'measured', 'met'], checks.map((c) => [c.target, c.value, c.met ? 'yes' : 'NO']));
+  return table(['target', 'measured', 'met'], checks.map((c) => [c.target, c.value, metText(c)]));
 }
