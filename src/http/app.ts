@@ -7,7 +7,7 @@ import type { LivePolicies } from '../policy/live.js';
 import { approvalRoutes } from '../approvals/routes.js';
 import { createAuthenticator, registerAuth, type AuthOptions } from './auth.js';
 import { registerStrictBodies } from './body.js';
-import { answerClientError, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
+import { HttpError, answerClientError, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
 import type { Metrics } from './metrics.js';
 import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
@@ -40,7 +40,8 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     bodyLimit: options.bodyLimit,
     // One decision line per /decide instead of two lines per request; errors are logged by the handler.
     logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
+    // Our own drain answer below instead (Fastify's is plain JSON without Retry-After).
+    return503OnClosing: false,
     requestTimeout: 70_000, // above the longest approval long-poll (60 s)
     keepAliveTimeout: 72_000,
     trustProxy: false,
@@ -54,6 +55,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
   }) as unknown as FastifyInstance; // the logger generic differs between the two branches above
 
   registerErrorHandling(app);
+  registerDrain(app);
   registerStrictBodies(app, options.bodyLimit);
   await registerAuth(app, options.auth);
 
@@ -78,4 +80,26 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     approvalRoutes(secured, ctx);
   });
   return app;
+}
+
+/**
+ * Once app.close() has begun, a request that still arrives (on a keep-alive connection that was busy
+ * when closing began: only idle ones are closed) is answered 503 problem+json with Retry-After and
+ * `Connection: close`, before authentication or any route runs: a client retries elsewhere, and
+ * nothing is decided by a process on its way out.
+ */
+function registerDrain(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) {
+      done();
+      return;
+    }
+    reply.header('connection', 'close');
+    sendProblem(reply, new HttpError('unavailable', 'the service is shutting down; retry', { retryAfterSec: 1 }));
+  });
 }

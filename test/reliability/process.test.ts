@@ -79,9 +79,10 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 /** A decision answer: complete JSON, exactly the policy's answer for the tool, or 503 while closing. */
 function expectValidDecision(res: JsonResponse, tool: string, closingOk: boolean): void {
   if (closingOk && res.status === 503) {
-    // Fastify's own drain answer ({"error":"Service Unavailable",…}), not our problem+json: it is
-    // sent before any route or hook runs. Either way: complete, and nothing allowed.
-    expect(res.headers.get('content-type')).toMatch(/^application\/(problem\+)?json/);
+    // The drain answer (src/http/app.ts): complete problem+json, retry elsewhere, nothing allowed.
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(res.body).toMatchObject({ status: 503, code: 'unavailable' });
     expect(res.body).not.toHaveProperty('decision');
     return;
   }
