@@ -108,7 +108,15 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   } catch (error) {
     await server.stop().catch(() => {});
     const detail = error instanceof Error ? error.message : 'the server process exited';
-    throw new Error(`embedded PostgreSQL failed to start in ${options.dataDir}: ${detail}\n${tail.join('')}`, {
+    const output = tail.join('');
+    // As root the package runs initdb and the server as the OS user `postgres`, which cannot enter a
+    // private directory above the data directory (a mkdtemp one, a home directory): say so.
+    const hint = userInfo().uid === 0 && /permission denied/i.test(`${detail}\n${output}`)
+      ? `\nRunning as root, PostgreSQL runs as the OS user "${USER}", which must be able to reach ${options.dataDir}: ` +
+        'every directory above it needs search permission for other users (chmod o+x), or choose a data ' +
+        'directory outside private ones (e.g. DATA_DIR=/var/lib/gatehouse).'
+      : '';
+    throw new Error(`embedded PostgreSQL failed to start in ${options.dataDir}: ${detail}${hint}\n${output}`, {
       cause: error,
     });
   }

@@ -1,8 +1,8 @@
 // startEmbeddedPostgres beyond what the test servers already exercise (fresh start in globalSetup,
-// restart with kept data in the fault tests): refusing a data directory it did not create, and a
-// cluster that is UTF8 whatever locale the environment names.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+// restart with kept data in the fault tests): refusing a data directory it did not create, a data
+// directory inside a private one, and a cluster that is UTF8 whatever locale the environment names.
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { expect, test } from 'vitest';
@@ -15,6 +15,25 @@ test('a cluster directory without our password file is refused with a clear mess
     await expect(startEmbeddedPostgres({ dataDir })).rejects.toThrow(/no gatehouse\.password/);
   } finally {
     await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a data directory inside a private (0700) one: as root, a clear error saying what to change; otherwise it starts', async () => {
+  const privateDir = await mkdtemp(join(tmpdir(), 'gatehouse-private-')); // mode 0700, like a home directory
+  const dataDir = join(privateDir, 'pg'); // as main.ts places it under DATA_DIR
+  try {
+    expect((await stat(privateDir)).mode & 0o777).toBe(0o700);
+    const started = startEmbeddedPostgres({ dataDir, initdbFlags: ['--no-sync'] });
+    if (userInfo().uid === 0) {
+      // PostgreSQL runs as the OS user `postgres`, which cannot enter privateDir.
+      await expect(started).rejects.toThrow(/Running as root, PostgreSQL runs as the OS user "postgres".*chmod o\+x/);
+    } else {
+      const server = await started;
+      await server.stop();
+      expect((await stat(join(dataDir, 'PG_VERSION'))).isFile()).toBe(true);
+    }
+  } finally {
+    await rm(privateDir, { recursive: true, force: true });
   }
 });
 
