@@ -3,6 +3,7 @@
 // - the database down at boot: serve() refuses to start (exit 2, never listening);
 // - SIGTERM under load: every answer that arrives is complete and valid, no grant that answered
 //   200 is lost, new connections are refused once closing, exit 0; a long-poll does not hold it up;
+// - the decision log's reader gone (stdout closed): decisions go on, SIGTERM still exits 0;
 // - SIGKILL mid-transaction: the dead server's transaction never commits, and a second instance
 //   grants the approval once the dead backend is gone; a terminated backend never crashes a server;
 // - reload storms: 100 SIGHUPs while the policy file is rewritten in place and a client decides
@@ -389,6 +390,22 @@ describe('process faults', () => {
     const exit = await s.exited(6_000);
     expect(exit, s.stderr()).toEqual({ code: 0, signal: null });
     expect(performance.now() - started).toBeLessThan(6_000);
+  });
+
+  it('the decision log reader goes away (stdout closed: EPIPE): /decide keeps answering, SIGTERM still exits 0', async () => {
+    // Research catalogue 107: the decision log is best effort; losing its reader never stops decisions.
+    const s = await serve();
+    const before = s.stdout().length;
+    s.proc.stdout!.destroy(); // the parent's end of the pipe: every later write of the child fails
+    for (let i = 0; i < 200; i++) {
+      const tool = ['lookup', 'refund', 'wipe'][i % 3]!;
+      expectValidDecision(await callJson(s.base, 'POST', '/decide', agentToken(), { tool, args: {} }), tool, false);
+    }
+    expect((await callJson(s.base, 'GET', '/healthz', null)).status).toBe(200);
+    s.proc.kill('SIGTERM');
+    expect(await s.exited(8_000), s.stderr()).toEqual({ code: 0, signal: null });
+    expect(s.stdout().length).toBe(before); // nothing more was read: the reader was really gone
+    expect(s.stderr()).not.toMatch(/EPIPE|Error/);
   });
 
   it('SIGKILL mid-transaction: nothing commits; a second instance grants once the dead backend is gone, and survives a terminated backend', async () => {
