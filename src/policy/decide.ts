@@ -3,7 +3,7 @@
 import { approvalHash } from '../json/canonical.js';
 import type { JsonObject } from '../json/value.js';
 import type { ConditionResult } from './condition/compile.js';
-import { runGuard, type PiiKind } from './guards.js';
+import { runGuard, type GuardFinding, type PiiKind } from './guards.js';
 import { CALLER_SELECTORS, selectorsMatch, traceSelectors, type SelectorTrace, type Subject } from './match.js';
 import { modelMessage } from './message.js';
 import {
@@ -22,7 +22,7 @@ export interface RuleTrace {
   /** `restricts_only`: its `when` was undecidable, so it counts where it restricts, not where it allows. */
   applies: 'yes' | 'no' | 'restricts_only';
 }
-export interface GuardTrace { id: string; guard: string; action: Decision; selectors: SelectorTrace[]; finding: { path: string; kind: PiiKind } | null | 'not_run' }
+export interface GuardTrace { id: string; guard: string; action: Decision; selectors: SelectorTrace[]; finding: GuardFinding | null | 'not_run' }
 export interface FileTrace {
   policy: string;
   version?: string;
@@ -182,7 +182,7 @@ function evaluateFile(
     if (finding && SEVERITY[guard.action] > SEVERITY[out.decision]) {
       out = {
         decision: guard.action,
-        reason: `guard "${guard.guard}" found ${PII_TEXT[finding.kind]} at ${finding.path || '/'}`,
+        reason: `guard "${guard.guard}" found ${PII_TEXT[finding.kind]} ${finding.inKey ? 'in a key of' : 'at'} ${finding.path || '/'}`,
         rule: guard.id,
         kind: guard.guard,
         shape: null,

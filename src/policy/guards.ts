@@ -1,11 +1,12 @@
 // Content guards run on a tool's arguments (SPEC section 2, step 7). The only guard is `pii`: it looks
-// for emails, phone numbers, payment card numbers and IBANs in every string value.
+// for emails, phone numbers, payment card numbers and IBANs in every string value, every object key,
+// and every number as it was written (a card number sent as a JSON number is still a card number).
 //
 // Every detector is a hand-written single pass (no RegExp, so no backtracking): each start position
 // does bounded work and the scan resumes after the run it looked at, so a 100 KB adversarial string
 // costs linear time. A finding names the JSON pointer and the kind, never the matched text.
 import { escapePointerSegment } from '../json/pointer.js';
-import type { JsonObject } from '../json/value.js';
+import { numberLexemes, type JsonObject } from '../json/value.js';
 
 export type GuardName = 'pii';
 export const GUARD_NAMES: readonly GuardName[] = Object.freeze(['pii']);
@@ -13,9 +14,14 @@ export const GUARD_NAMES: readonly GuardName[] = Object.freeze(['pii']);
 export type PiiKind = 'email' | 'phone' | 'card' | 'iban';
 
 export interface GuardFinding {
-  /** RFC 6901 JSON pointer of the string value, e.g. "/note" or "/items/0/text". */
+  /**
+   * RFC 6901 JSON pointer of the value, e.g. "/note" or "/items/0/text"; for a finding in a key, the
+   * pointer of the object holding that key (the key itself is what must not be echoed).
+   */
   path: string;
   kind: PiiKind;
+  /** Present (true) when the finding is in an object key rather than a value. */
+  inKey?: true;
 }
 
 export function runGuard(name: GuardName, args: JsonObject): GuardFinding | null {
@@ -27,7 +33,8 @@ export function runGuard(name: GuardName, args: JsonObject): GuardFinding | null
 
 /**
  * The first finding in document order: depth first, arrays by index, objects in Object.keys order (which
- * puts integer-like keys first, as every JS object does). Keys are not scanned, only string values.
+ * puts integer-like keys first, as every JS object does), an object's keys before its values. A number
+ * is scanned as the text it was written with (its recorded lexeme, else its shortest form).
  * Iterative, so 256-deep arguments cannot overflow the stack.
  */
 export function scanPii(args: JsonObject): GuardFinding | null {
@@ -40,17 +47,28 @@ export function scanPii(args: JsonObject): GuardFinding | null {
       if (kind !== null) return { path: pointer(top), kind };
     } else if (Array.isArray(value)) {
       const path = pointer(top);
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], parent: path, key: String(i) });
+      const lexemes = numberLexemes(value);
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: scannable(value[i], lexemes, String(i)), parent: path, key: String(i) });
     } else if (typeof value === 'object' && value !== null) {
       const path = pointer(top);
       const keys = Object.keys(value); // own enumerable keys only, `__proto__` data included
+      for (const key of keys) {
+        const kind = detectPii(key);
+        if (kind !== null) return { path, kind, inKey: true };
+      }
+      const lexemes = numberLexemes(value);
       for (let k = keys.length - 1; k >= 0; k--) {
         const key = keys[k]!; // k < length
-        stack.push({ value: (value as Record<string, unknown>)[key], parent: path, key });
+        stack.push({ value: scannable((value as Record<string, unknown>)[key], lexemes, key), parent: path, key });
       }
     }
   }
   return null;
+}
+
+/** A number becomes the text it was written with; anything else is scanned as it is. */
+function scannable(v: unknown, lexemes: ReadonlyMap<string, string> | undefined, key: string): unknown {
+  return typeof v === 'number' ? (lexemes?.get(key) ?? String(v)) : v;
 }
 
 /** `key` is null for the arguments object itself, whose pointer is "". */

@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
+import { parseJson } from '../../src/json/parse.js';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
 import { GUARD_NAMES, runGuard, scanPii, type PiiKind } from '../../src/policy/guards.js';
 
@@ -190,9 +191,25 @@ describe('finding paths and document order', () => {
     expect(scanPii({ t: 'alice@example.com 4111111111111111' })?.kind).toBe('card');
   });
 
-  it('does not scan keys or non-string values', () => {
-    expect(scanPii({ 'alice@example.com': 'x', '4111111111111111': 1 })).toBeNull();
-    expect(scanPii({ n: 4111111111111111, b: true, z: null, e: [], o: {} })).toBeNull();
+  it('scans keys: a finding points at the object holding the key, never at the key itself', () => {
+    expect(scanPii({ 'alice@example.com': 'x' })).toEqual({ path: '', kind: 'email', inKey: true });
+    expect(scanPii({ to: { 'bob@example.com': true } })).toEqual({ path: '/to', kind: 'email', inKey: true });
+    // An object's keys come before its values, so no path below a PII key is ever reported.
+    expect(scanPii({ 'bob@example.com': { card: '4111111111111111' } })).toEqual({ path: '', kind: 'email', inKey: true });
+    expect(scanPii({ a: 'clean', b: 'plain' })).toBeNull();
+  });
+
+  it('scans numbers as written: a card number sent as a JSON number is a card number', () => {
+    expect(scanPii({ n: 4111111111111111 })).toEqual({ path: '/n', kind: 'card' });
+    expect(scanPii({ list: [1, 4111111111111111] })).toEqual({ path: '/list/1', kind: 'card' });
+    // Beyond double precision the recorded lexeme is what is scanned (19-digit card, Luhn-valid).
+    const big = parseJson(Buffer.from('{"n": 6011000990139424000}')) as JsonObject;
+    expect(scanPii(big)).toBeNull(); // not Luhn-valid as written
+    const card19 = parseJson(Buffer.from('{"n": 4111111111111111110}')) as JsonObject;
+    expect(scanPii(card19)).toEqual({ path: '/n', kind: 'card' });
+    // Ordinary numbers are not PII: amounts, ids and timestamps without separators.
+    expect(scanPii({ amount: 120.5, id: 1234567890, ts: 1700000000123, n: -0, e: 1e21 })).toBeNull();
+    expect(scanPii({ b: true, z: null, e: [], o: {} })).toBeNull();
     expect(scanPii({})).toBeNull();
   });
 

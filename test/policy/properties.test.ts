@@ -332,4 +332,16 @@ describe('reason and message never contain an argument value (SPEC section 5)', 
     expect(d.reason).toBe('guard "pii" found an email address at /note');
     noValue(d);
   });
+
+  it('pii in a key names the object holding it, never the key; a card sent as a number is found', () => {
+    const set = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }] } }] });
+    const who = { user: 'u1', team: null, agent: null, roles: [] };
+    const inKey = decide(set, { tool: 't0', args: { to: { [PII]: true } } }, who);
+    expect(inKey.decision).toBe('deny');
+    expect(inKey.reason).toBe('guard "pii" found an email address in a key of /to');
+    expect(JSON.stringify(inKey)).not.toContain(PII);
+    const card = decide(set, { tool: 't0', args: { card: 4111111111111111 } }, who);
+    expect(card.decision).toBe('deny');
+    expect(card.reason).toBe('guard "pii" found a card number at /card');
+  });
 });
