@@ -6,7 +6,7 @@ import type { JsonObject } from '../json/value.js';
 import { createStrictAjv } from './ajv.js';
 import { decide } from './decide.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
-import { buildPolicySet, readPolicyFiles } from './load.js';
+import { buildPolicySet, isPolicyTestFileName, readPolicyFiles } from './load.js';
 import type { Decision, DecisionResult, Identity, PolicySet, RunView } from './model.js';
 import { argsSchema, runViewSchema, toolNameSchema } from './request.js';
 import { keyPathOf, readSource } from './source.js';
@@ -81,10 +81,6 @@ interface CaseDoc {
   }[];
 }
 
-function isCaseFileName(name: string): boolean {
-  return /\.test\.ya?ml$/i.test(name) && !name.startsWith('.');
-}
-
 export function readCaseFile(path: string, bytes: Uint8Array): { cases: PolicyCase[]; problems: LoadProblem[] } {
   const read = readSource(path, bytes);
   if (!read.source) return { cases: [], problems: read.problems };
@@ -136,7 +132,7 @@ export function runCase(set: PolicySet, c: PolicyCase): CaseResult {
  * cases name. Bad test files or policies come back as problems (the CLI exits 2 on those).
  */
 export async function runPolicyTests(dir: string): Promise<{ results: CaseResult[]; problems: LoadProblem[] }> {
-  const names = (await readdir(dir)).filter(isCaseFileName).sort();
+  const names = (await readdir(dir)).filter(isPolicyTestFileName).sort();
   if (names.length === 0) return { results: [], problems: [{ file: dir, line: 1, column: 1, key: '', message: 'no *.test.yaml files here' }] };
   const problems: LoadProblem[] = [];
   const cases: PolicyCase[] = [];

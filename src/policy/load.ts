@@ -18,9 +18,17 @@ export interface LoadOptions {
 
 export interface FileBytes { path: string; bytes: Uint8Array }
 
-/** Policy test files live beside policies but are not policies. */
+/**
+ * Policy test files (`*.test.yaml`, `*.test.yml`: SPEC section 6) live beside policies but are not
+ * policies. Exactly those: a `*.test.json` or `*.test.toml` is a policy file like any other, since
+ * skipping it would silently drop its rules (`gatehouse test` does not read it either).
+ */
+export function isPolicyTestFileName(name: string): boolean {
+  return !name.startsWith('.') && /\.test\.ya?ml$/i.test(name);
+}
+
 export function isPolicyFileName(name: string): boolean {
-  return !name.startsWith('.') && formatOf(name) !== null && !/\.test\.(ya?ml|json|toml)$/i.test(name);
+  return !name.startsWith('.') && formatOf(name) !== null && !isPolicyTestFileName(name);
 }
 
 /** Read a directory (its policy files, in file-name order) or a single file. Throws PolicyLoadError. */

@@ -1,8 +1,12 @@
 // One test per load-time refusal of SPEC section 2: each names file, line, column and key, and
 // never echoes the offending value.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { decide } from '../../src/policy/decide.js';
 import { PolicyLoadError, type LoadProblem } from '../../src/policy/errors.js';
-import { buildPolicySet } from '../../src/policy/load.js';
+import { buildPolicySet, loadPolicies } from '../../src/policy/load.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
@@ -287,6 +291,25 @@ describe('loading succeeds', () => {
       { path: 'dir/a.yaml', bytes: enc('policy: a\n') },
     ]);
     expect(set.identities.map((i) => i.policy)).toEqual(['a', 'b']);
+  });
+
+  it('skips only *.test.yaml / *.test.yml (policy tests) and dotfiles: a *.test.json or *.test.toml is a policy', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-load-names-'));
+    try {
+      await writeFile(join(dir, 'a.yaml'), 'policy: a\ndefault: allow\n');
+      await writeFile(join(dir, 'z.test.json'), '{"policy": "z", "default": "allow", "rules": [{"id": "no-t", "tools": ["t"], "allow": false, "reason": "not t"}]}');
+      await writeFile(join(dir, 'y.test.toml'), 'policy = "y"\ndefault = "allow"\n[[rules]]\nid = "stop-u"\ntools = ["u"]\nabort = true\n');
+      await writeFile(join(dir, 'a.test.yaml'), 'cases: []\n');
+      await writeFile(join(dir, 'b.test.YML'), 'cases: []\n');
+      await writeFile(join(dir, '.hidden.yaml'), 'policy: hidden\n');
+      const set = await loadPolicies(dir);
+      expect(set.files.map((f) => f.identity.policy)).toEqual(['a', 'y', 'z']);
+      const who = { user: 'u1', team: null, agent: null, roles: [] };
+      expect(decide(set, { tool: 't', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'no-t' });
+      expect(decide(set, { tool: 'u', args: {} }, who)).toMatchObject({ decision: 'abort', rule: 'stop-u' });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('treats CRLF line endings and a BOM like plain text', () => {
