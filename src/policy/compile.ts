@@ -106,7 +106,7 @@ function resolveDefault(problems: Problems, d: PolicyDoc, environments: readonly
     return 'deny';
   }
   for (const name of Object.keys(def)) {
-    if (!environments.includes(name)) problems.add(['default', name], `environment "${name}" is not declared in environments`, true);
+    if (!environments.includes(name)) problems.add(['default', name], 'this environment is not declared in environments', true);
   }
   for (const name of environments) {
     if (!Object.hasOwn(def, name)) problems.add(['default'], `no default for environment "${name}"`);
@@ -150,7 +150,7 @@ function compileSelectors(problems: Problems, base: KeyPath, environments: reado
     }
     if (key === 'envs') {
       list.forEach((e, i) => {
-        if (!environments.includes(e)) problems.add([...base, 'envs', i], `environment "${e}" is not declared in environments`);
+        if (!environments.includes(e)) problems.add([...base, 'envs', i], 'this environment is not declared in environments');
       });
     }
     sel[key] = new Set(list);
@@ -161,7 +161,7 @@ function compileSelectors(problems: Problems, base: KeyPath, environments: reado
 function compileRule(problems: Problems, policy: string, environments: readonly string[], doc: RuleDoc, index: number, ids: Set<string>): Rule | null {
   const base: KeyPath = ['rules', index];
   const id = doc.id ?? `${policy}#${index}`;
-  if (ids.has(id)) problems.add([...base, 'id'], `rule id "${id}" is used twice in this file`);
+  if (ids.has(id)) problems.add([...base, 'id'], 'this rule id is used twice in this file');
   ids.add(id);
   const selectors = compileSelectors(problems, base, environments, doc);
 

@@ -9,7 +9,7 @@ import { PolicyLoadError, type LoadProblem } from './errors.js';
 import type { Glob } from './glob.js';
 import { selectorsMatch, TOOL_SELECTORS, type Subject } from './match.js';
 import { KIND_SEVERITY, type CatalogueEntry, type FilePlan, type PolicyFile, type PolicySet, type Rule, type ToolPlan } from './model.js';
-import { formatOf, MAX_FILE_BYTES, readSource } from './source.js';
+import { formatOf, MAX_FILE_BYTES, readSource, type KeyPath, type PolicySource } from './source.js';
 
 export interface LoadOptions {
   /** The active environment (POLICY_ENV); required when a file declares environments. */
@@ -104,40 +104,47 @@ export function buildPolicySet(inputs: readonly FileBytes[], options: LoadOption
   const env = options.env ?? null;
   const ajv = createArgsAjv(); // one per load: a reload drops the old set's compiled schemas with it
   const problems: LoadProblem[] = [];
-  const files: PolicyFile[] = [];
+  const files: { file: PolicyFile; source: PolicySource }[] = [];
   for (const input of [...inputs].sort((a, b) => byCodeUnits(basename(a.path), basename(b.path)))) {
     const read = readSource(input.path, input.bytes);
     problems.push(...read.problems);
     if (!read.source) continue;
     const compiled = compilePolicyFile(read.source, env, ajv);
     problems.push(...compiled.problems);
-    if (compiled.file) files.push(compiled.file);
+    if (compiled.file) files.push({ file: compiled.file, source: read.source });
   }
   problems.push(...crossFileProblems(files));
   if (problems.length > 0) throw new PolicyLoadError(problems);
-  return createPolicySet(files, env);
+  return createPolicySet(files.map((f) => f.file), env);
 }
 
-function crossFileProblems(files: readonly PolicyFile[]): LoadProblem[] {
+/**
+ * What no single file can check: two files with the same `policy` name (whatever their versions: a
+ * decision's `rule`, `<policy>#<i>` for a rule without an id, must name one file), one tool in two
+ * catalogues, one rule id in two files. Each problem is placed where the later file writes it;
+ * messages name the other file, not the value (the key path says which).
+ */
+function crossFileProblems(files: readonly { file: PolicyFile; source: PolicySource }[]): LoadProblem[] {
   const problems: LoadProblem[] = [];
-  const at = (file: PolicyFile, key: string, message: string): void => {
-    problems.push({ file: file.path, line: 1, column: 1, key, message });
+  const at = (source: PolicySource, path: KeyPath, message: string): void => {
+    const { line, column } = source.locate(path);
+    problems.push({ file: source.file, line, column, key: path.join('.'), message });
   };
   const policies = new Map<string, string>();
   const tools = new Map<string, string>();
   const ruleIds = new Map<string, string>();
-  for (const file of files) {
+  for (const { file, source } of files) {
     const first = policies.get(file.identity.policy);
-    if (first) at(file, 'policy', `policy "${file.identity.policy}" is also defined in ${first}`);
+    if (first) at(source, ['policy'], `this policy name is also used by ${first}`);
     else policies.set(file.identity.policy, file.path);
     for (const entry of file.tools) {
       const other = tools.get(entry.pattern);
-      if (other) at(file, `tools.${entry.pattern}`, `tool "${entry.pattern}" is also in the catalogue of ${other}`);
+      if (other) at(source, ['tools', entry.pattern], `this tool is also in the catalogue of ${other}`);
       else tools.set(entry.pattern, file.path);
     }
     for (const rule of file.rules) {
       const other = ruleIds.get(rule.id);
-      if (other && other !== file.path) at(file, `rules.${rule.index}.id`, `rule id "${rule.id}" is also used in ${other}`);
+      if (other && other !== file.path) at(source, ['rules', rule.index, 'id'], `this rule id is also used in ${other}`);
       else ruleIds.set(rule.id, file.path);
     }
   }

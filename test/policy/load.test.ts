@@ -218,15 +218,20 @@ describe('loading refuses, naming file, line, column and key', () => {
     expect(p.line).toBe(1);
   });
 
-  it('refuses two files with the same policy identity', () => {
-    const p = onlyProblem({ 'a.yaml': 'policy: same\n', 'b.yaml': 'policy: same\nversion: "2"\n' });
-    expect(p).toMatchObject({ file: 'b.yaml', key: 'policy' });
-    expect(p.message).toMatch(/also defined in a.yaml/);
+  it('refuses two files with the same policy name, even with different versions, where the later one writes it', () => {
+    const p = onlyProblem({ 'a.yaml': 'policy: same\n', 'b.yaml': 'version: "2"\npolicy: same\n' });
+    expect(p).toMatchObject({ file: 'b.yaml', key: 'policy', line: 2, column: 9 });
+    expect(p.message).toBe('this policy name is also used by a.yaml');
   });
 
-  it('refuses the same tool in two catalogues', () => {
-    const p = onlyProblem({ 'a.yaml': 'policy: a\ntools: {t: {kind: read_only}}\n', 'b.yaml': 'policy: b\ntools: {t: {kind: destructive}}\n' });
-    expect(p).toMatchObject({ file: 'b.yaml', key: 'tools.t' });
+  it('refuses the same tool in two catalogues, and one rule id in two files, at the place in the later file', () => {
+    const tool = onlyProblem({ 'a.yaml': 'policy: a\ntools: {t: {kind: read_only}}\n', 'b.yaml': 'policy: b\ntools:\n  u: {kind: read_only}\n  t: {kind: destructive}\n' });
+    expect(tool).toMatchObject({ file: 'b.yaml', key: 'tools.t', line: 4, message: 'this tool is also in the catalogue of a.yaml' });
+    const rule = onlyProblem({
+      'a.yaml': 'policy: a\nrules:\n  - {id: shared, tools: [x], allow: true}\n',
+      'b.yaml': 'policy: b\nrules:\n  - {tools: [y], allow: true}\n  - id: shared\n    tools: [z]\n    allow: true\n',
+    });
+    expect(rule).toMatchObject({ file: 'b.yaml', key: 'rules.1.id', line: 4, message: 'this rule id is also used in a.yaml' });
   });
 
   it('reports every problem of every file, sorted', () => {
@@ -272,6 +277,15 @@ describe('loading refuses, naming file, line, column and key', () => {
     }, 'dev');
     expect(problems.length).toBeGreaterThan(0);
     for (const p of problems) expect(p.message).not.toContain(secret);
+  });
+
+  it('never echoes a name that is the problem: an undeclared environment, a rule id used twice', () => {
+    const secret = 'SECRET-NAME-5c2e';
+    const problems = problemsOf({
+      'p.yaml': `policy: p\nenvironments: [dev]\nrules:\n  - {id: ${secret}, tools: [a], envs: [${secret}x], allow: true}\n  - {id: ${secret}, tools: [b], allow: true}\n`,
+    }, 'dev');
+    expect(problems.map((p) => p.message).sort()).toEqual(['this environment is not declared in environments', 'this rule id is used twice in this file']);
+    expect(problems.map((p) => p.key).sort()).toEqual(['rules.0.envs.0', 'rules.1.id']);
   });
 });
 
