@@ -93,7 +93,8 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
     if (!ok) {
       const e = entry.validate.errors?.[0];
       const where = e?.instancePath || '/';
-      const reason = `the arguments do not match the schema of ${JSON.stringify(request.tool)}: ${where} ${e?.message ?? 'is invalid'}`;
+      // SPEC section 2, step 2: the failing path and keyword (and ajv's text, which never quotes the value).
+      const reason = `the arguments do not match the schema of ${JSON.stringify(request.tool)}: ${where} ${e?.message ?? 'is invalid'} (keyword ${e?.keyword ?? 'unknown'})`;
       return result(set, request, { decision: 'deny', reason, rule: `${entry.policy}#tools.${entry.pattern}.schema` }, true);
     }
   }
