@@ -11,7 +11,9 @@ import { runTest } from './cli/test.js';
 const USAGE = `usage: gatehouse <command>
   check [DIR|FILE] [--env E] [--tool T --team X --user U --agent A]   validate policies; show the rules for a tool
   test [DIR]                                                           run DIR's *.test.yaml cases against DIR's policies
-  hash FILE.json|- [--approval]                                        canonical form and sha256 (or the approval hash)
+  hash FILE.json|- [--policies DIR --env E --user U --team T --agent A --role R]
+                                                                       the approval hash of a request, decided as /decide would
+  hash --document FILE.json|-                                          canonical form and sha256 of any JSON
   serve                                                                run the service (what npm start runs)
 `;
 

@@ -1,59 +1,123 @@
-// `gatehouse hash FILE.json|-`: the canonical form and SHA-256 of a JSON document, or with
-// `--approval` the approval hash of {tool, args, kind, capability, presentation} (SPEC section 4).
+// `gatehouse hash FILE.json|-` (SPEC section 6): the canonical form and the approval hash of a request.
+//
+// - A request as `/decide` takes it, `{tool, args, run}`: decided against the policies (`--policies
+//   DIR`, default ./policies, `--env`, and the caller `--user --team --agent --role`) exactly as the
+//   service decides it; a `require_approval` answer prints the canonical form of its approval hash
+//   input and the hash, which is the `approval.hash` the service answers. Any other answer has no
+//   approval hash: exit 1, saying what it was.
+// - An approval hash input `{tool, args, kind, capability, presentation}` (it has `kind`): hashed as it
+//   is, without policies (SPEC section 4: a missing capability or presentation is {}).
+// - `--document`: the canonical form and SHA-256 of any JSON document (the test vectors' `sha256`).
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { approvalHash, canonicalize, sha256 } from '../json/canonical.js';
+import { approvalHash, canonicalize, sha256, type ApprovalHashInput } from '../json/canonical.js';
 import { JsonParseError, parseJson } from '../json/parse.js';
-import { isJsonObject, type JsonObject } from '../json/value.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../json/value.js';
+import { createStrictAjv } from '../policy/ajv.js';
+import { decide } from '../policy/decide.js';
+import { formatProblem, PolicyLoadError } from '../policy/errors.js';
+import { loadPolicies } from '../policy/load.js';
+import type { DecideRequest, PolicySet } from '../policy/model.js';
+import { argsSchema, runViewSchema, toolNameSchema } from '../policy/request.js';
 import { EXIT, type Io } from './io.js';
 
+const USAGE = 'usage: gatehouse hash FILE.json|- [--policies DIR] [--env E] [--user U --team T --agent A --role R…] | --document FILE.json|-\n';
+
+const validateRequest = createStrictAjv(false).compile({
+  type: 'object',
+  additionalProperties: false,
+  required: ['tool'],
+  properties: { tool: toolNameSchema, args: argsSchema, run: runViewSchema },
+});
+
 export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8Array> = readStdin): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { approval: { type: 'boolean' } } });
-  const target = positionals[0];
-  if (target === undefined || positionals.length > 1) {
-    io.err('usage: gatehouse hash FILE.json|- [--approval]\n');
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        document: { type: 'boolean' },
+        policies: { type: 'string' },
+        env: { type: 'string' },
+        user: { type: 'string' },
+        team: { type: 'string' },
+        agent: { type: 'string' },
+        role: { type: 'string', multiple: true },
+      },
+    });
+  } catch (err) {
+    io.err(`${(err as Error).message}\n${USAGE}`);
     return EXIT.invalid;
   }
-  let value;
-  try {
-    value = parseJson(target === '-' ? await stdin() : await readFile(target));
-  } catch (err) {
-    if (err instanceof JsonParseError) {
-      io.err(`${target}: ${err.message}\n`);
-      return EXIT.invalid;
-    }
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      io.err(`${target}: no such file\n`);
-      return EXIT.invalid;
-    }
-    throw err;
+  const { values, positionals } = parsed;
+  const target = positionals[0];
+  if (target === undefined || positionals.length > 1) {
+    io.err(USAGE);
+    return EXIT.invalid;
   }
-  if (!values.approval) {
-    const text = canonicalize(value);
+  const read = await readJson(target, io, stdin);
+  if (read === undefined) return EXIT.invalid;
+  const { value, bytes } = read;
+
+  if (values.document) {
+    // A number's lexeme is kept by its container; a document that is only a number is its own text.
+    const text = typeof value === 'number' ? Buffer.from(bytes).toString('utf8').trim() : canonicalize(value);
     io.out(`${text}\n${sha256(text)}\n`);
     return EXIT.ok;
   }
-  const problem = approvalInputProblem(value);
+  if (!isJsonObject(value)) {
+    io.err(`${target}: want a request {tool, args, run} or an approval hash input {tool, args, kind, capability, presentation} (--document hashes any JSON)\n`);
+    return EXIT.invalid;
+  }
+  if (Object.hasOwn(value, 'kind')) return printHashInput(value, target, io);
+
+  if (!validateRequest(value)) {
+    const e = validateRequest.errors?.[0];
+    io.err(`${target}: not a request as /decide takes it: ${e?.instancePath || '/'} ${e?.message ?? 'is invalid'}\n`);
+    return EXIT.invalid;
+  }
+  let set: PolicySet;
+  try {
+    set = await loadPolicies(values.policies ?? 'policies', { env: values.env ?? null });
+  } catch (err) {
+    if (!(err instanceof PolicyLoadError)) throw err;
+    for (const p of err.problems) io.err(`${formatProblem(p)}\n`);
+    io.err(`${err.problems.length} problem(s); nothing loaded\n`);
+    return EXIT.invalid;
+  }
+  const request = value as unknown as DecideRequest;
+  const identity = { user: values.user ?? 'cli-user', team: values.team ?? null, agent: values.agent ?? null, roles: values.role ?? [] };
+  const result = decide(set, { tool: request.tool, args: request.args ?? {}, ...(request.run ? { run: request.run } : {}) }, identity);
+  if (result.decision !== 'require_approval' || result.approval === undefined) {
+    io.err(`${target}: decided ${result.decision} by ${result.rule} (${result.reason}): only a require_approval answer has an approval hash\n`);
+    return EXIT.failed;
+  }
+  const { kind, capability, presentation, hash } = result.approval;
+  io.out(`${canonicalize({ tool: request.tool, args: request.args ?? {}, kind, capability, presentation })}\n${hash}\n`);
+  return EXIT.ok;
+}
+
+function printHashInput(v: JsonObject, target: string, io: Io): number {
+  const problem = hashInputProblem(v);
   if (problem) {
     io.err(`${target}: ${problem}\n`);
     return EXIT.invalid;
   }
-  const o = value as JsonObject & { tool: string; kind: string; args: JsonObject };
-  const input = {
-    tool: o.tool,
-    args: o.args,
-    kind: o.kind,
-    capability: (o.capability as JsonObject | undefined) ?? {},
-    presentation: (o.presentation as JsonObject | undefined) ?? {},
+  const input: ApprovalHashInput = {
+    tool: v.tool as string,
+    args: v.args as JsonObject,
+    kind: v.kind as string,
+    capability: (v.capability as JsonObject | undefined) ?? {},
+    presentation: (v.presentation as JsonObject | undefined) ?? {},
   };
-  io.out(`${canonicalize(input)}\n${approvalHash(input)}\n`);
+  io.out(`${canonicalize({ ...input })}\n${approvalHash(input)}\n`);
   return EXIT.ok;
 }
 
-function approvalInputProblem(v: unknown): string | null {
-  if (!isJsonObject(v)) return 'want an object {tool, args, kind, capability, presentation}';
+function hashInputProblem(v: JsonObject): string | null {
   for (const key of Object.keys(v)) {
-    if (!['tool', 'args', 'kind', 'capability', 'presentation'].includes(key)) return `unknown key "${key}"`;
+    if (!['tool', 'args', 'kind', 'capability', 'presentation'].includes(key)) return `unknown key "${key}" in an approval hash input`;
   }
   if (typeof v.tool !== 'string') return '"tool" must be a string';
   if (typeof v.kind !== 'string') return '"kind" must be a string';
@@ -62,6 +126,24 @@ function approvalInputProblem(v: unknown): string | null {
     if (v[key] !== undefined && !isJsonObject(v[key])) return `"${key}" must be an object`;
   }
   return null;
+}
+
+/** The strictly parsed document and its bytes, or undefined after reporting why not. */
+async function readJson(target: string, io: Io, stdin: () => Promise<Uint8Array>): Promise<{ value: JsonValue; bytes: Uint8Array } | undefined> {
+  try {
+    const bytes = target === '-' ? await stdin() : await readFile(target);
+    return { value: parseJson(bytes), bytes };
+  } catch (err) {
+    if (err instanceof JsonParseError) {
+      io.err(`${target}: ${err.message}\n`);
+      return undefined;
+    }
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      io.err(`${target}: no such file\n`);
+      return undefined;
+    }
+    throw err;
+  }
 }
 
 async function readStdin(): Promise<Uint8Array> {

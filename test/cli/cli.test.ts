@@ -70,22 +70,46 @@ describe('gatehouse test', () => {
 });
 
 describe('gatehouse hash', () => {
-  it('prints the canonical form and its digest', async () => {
+  it('prints the canonical form and the approval hash of an approval hash input (it has kind)', async () => {
     const r = await run('hash', 'test/cli/fixtures/request.json');
-    expect(r.code).toBe(0);
-    golden('hash.txt', r.out);
-  });
-
-  it('prints the approval hash with --approval', async () => {
-    const r = await run('hash', 'test/cli/fixtures/request.json', '--approval');
     expect(r.code).toBe(0);
     golden('hash-approval.txt', r.out);
   });
 
-  it('refuses input that is not strict JSON', async () => {
-    const r = await run('hash', 'test/cli/fixtures/broken/a.yaml');
-    expect(r.code).toBe(2);
-    expect(r.err).toMatch(/a\.yaml: /);
+  it('decides a request as /decide would and prints its approval hash: the same as the hand-written input', async () => {
+    const r = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', 'policies', '--env', 'prod', '--team', 'support');
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    // refund-support's approval shape (kind refund_over_cap, capability [order, amount], presentation
+    // [order, amount, note]) gives exactly the descriptor written by hand in request.json.
+    expect(r.out).toBe(readFileSync('test/cli/golden/hash-approval.txt', 'utf8'));
+  });
+
+  it('a request whose answer is not require_approval has no approval hash: exit 1, saying what it got', async () => {
+    const r = await run('hash', 'test/cli/fixtures/refund-small.json', '--env', 'prod', '--team', 'support');
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    expect(r.err).toBe('test/cli/fixtures/refund-small.json: decided allow by refund-support (refund over 100 needs an operator): only a require_approval answer has an approval hash\n');
+  });
+
+  it('--document prints the canonical form and SHA-256 of any JSON, numbers as written', async () => {
+    const r = await run('hash', '--document', 'test/cli/fixtures/request.json');
+    expect(r.code).toBe(0);
+    golden('hash.txt', r.out);
+    const n = await run('hash', '--document', 'test/cli/fixtures/number.json');
+    expect(n.out.split('\n')[0]).toBe('1.0');
+  });
+
+  it('refuses what is neither a request nor a hash input, bad options, and input that is not strict JSON', async () => {
+    const wrong = await run('hash', 'test/cli/fixtures/number.json');
+    expect(wrong.code).toBe(2);
+    expect(wrong.err).toMatch(/want a request \{tool, args, run\}/);
+    const option = await run('hash', 'test/cli/fixtures/request.json', '--approval');
+    expect(option.code).toBe(2);
+    expect(option.err).toMatch(/usage: gatehouse hash/);
+    const broken = await run('hash', 'test/cli/fixtures/broken/a.yaml');
+    expect(broken.code).toBe(2);
+    expect(broken.err).toMatch(/a\.yaml: /);
   });
 });
 
