@@ -1,7 +1,7 @@
 // Reads one policy file (YAML, JSON or TOML) into a plain JSON value plus a locator that turns a
 // key path into a line and column, so every later error can say where it is.
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { Lexer, LineCounter, Parser, parseDocument, visit, isAlias, isMap, isScalar, isSeq, type Node } from 'yaml';
+import { Lexer, LineCounter, Parser, parseDocument, visit, isAlias, isMap, isPair, isScalar, isSeq, type Node } from 'yaml';
 import { JsonParseError, parseJsonWithPositions } from '../json/parse.js';
 import { jsonPointer, pointerSegments } from '../json/pointer.js';
 import { setOwn, type JsonObject, type JsonValue } from '../json/value.js';
@@ -99,20 +99,22 @@ function readYaml(file: string, text: string): Parsed {
   };
   const problems: LoadProblem[] = [];
   for (const e of [...doc.errors, ...doc.warnings]) {
+    if (e.code === 'TAG_RESOLVE_FAILED') continue; // every tag is reported below, with its key path
     problems.push({ file, ...at(e.pos[0]), key: '', message: `YAML: ${yamlMessage(e.code)}` });
   }
   // Anchors, aliases, merge keys and explicit tags are refused outright: a policy is plain data,
   // and alias expansion is how YAML bombs work.
   visit(doc, {
-    Node(_, node) {
+    Node(_, node, path) {
       const offset = node.range?.[0] ?? 0;
-      if (isAlias(node)) problems.push({ file, ...at(offset), key: '', message: 'YAML aliases are not allowed' });
-      else if (node.anchor) problems.push({ file, ...at(offset), key: '', message: 'YAML anchors are not allowed' });
-      if (node.tag) problems.push({ file, ...at(offset), key: '', message: 'YAML tags are not allowed' });
+      const key = yamlKeyPath(path, node);
+      if (isAlias(node)) problems.push({ file, ...at(offset), key, message: 'YAML aliases are not allowed' });
+      else if (node.anchor) problems.push({ file, ...at(offset), key, message: 'YAML anchors are not allowed' });
+      if (node.tag) problems.push({ file, ...at(offset), key, message: 'YAML tags are not allowed' });
     },
-    Pair(_, pair) {
+    Pair(_, pair, path) {
       if (isScalar(pair.key) && pair.key.value === '<<' && pair.key.type === 'PLAIN') {
-        problems.push({ file, ...at(pair.key.range?.[0] ?? 0), key: '', message: 'YAML merge keys (<<) are not allowed' });
+        problems.push({ file, ...at(pair.key.range?.[0] ?? 0), key: yamlKeyPath(path, pair), message: 'YAML merge keys (<<) are not allowed' });
       }
     },
   });
@@ -156,6 +158,23 @@ function textOffsetToLocation(text: string, offset: number): Location {
   return { line, column: before.length - lastNl };
 }
 
+/**
+ * The dotted key path of `target` from the visitor's ancestry (document, maps, pairs, sequences):
+ * a map contributes the key of the pair on the way, a sequence the index. A node that is itself a
+ * key (a tag on a key) is named by its pair's key path.
+ */
+function yamlKeyPath(ancestry: readonly unknown[], target: unknown): string {
+  const chain = [...ancestry, target];
+  const segments: string[] = [];
+  for (let i = 1; i < chain.length; i++) {
+    const parent = chain[i - 1];
+    const child = chain[i];
+    if (isPair(child) && isScalar(child.key)) segments.push(String(child.key.value));
+    else if (isSeq(parent)) segments.push(String(parent.items.indexOf(child as never)));
+  }
+  return segments.join('.');
+}
+
 function nodeAt(root: Node | null, path: KeyPath, atKey: boolean): Node | null {
   let node: Node | null = root;
   for (let i = 0; i < path.length && node; i++) {
@@ -178,7 +197,6 @@ function yamlMessage(code: string): string {
   switch (code) {
     case 'DUPLICATE_KEY': return 'duplicate key';
     case 'MULTIPLE_DOCS': return 'a policy file holds exactly one YAML document';
-    case 'TAG_RESOLVE_FAILED': return 'YAML tags are not allowed';
     default: return `syntax error (${code.toLowerCase()})`;
   }
 }

@@ -118,13 +118,13 @@ describe('loading refuses, naming file, line, column and key', () => {
     {
       name: 'a YAML anchor and alias',
       text: 'policy: p\ntools:\n  a: &base {kind: read_only}\n  b: *base\n',
-      want: {},
-      match: /anchors|aliases/,
+      want: { line: 3, column: 12, key: 'tools.a' },
+      match: /anchors are not allowed/,
     },
     {
       name: 'a YAML custom tag',
       text: 'policy: p\nversion: !ver "3"\n',
-      want: { line: 2 },
+      want: { line: 2, key: 'version' },
       match: /tags are not allowed/,
     },
     {
@@ -207,7 +207,9 @@ describe('loading refuses, naming file, line, column and key', () => {
 
   it('refuses YAML merge keys', () => {
     const problems = problemsOf({ 'p.yaml': 'policy: p\ntools:\n  a:\n    <<: {kind: read_only}\n' });
-    expect(problems.some((p) => /merge keys/.test(p.message) && p.line === 4)).toBe(true);
+    expect(problems.some((p) => /merge keys/.test(p.message) && p.line === 4 && p.key === 'tools.a.<<')).toBe(true);
+    const inList = problemsOf({ 'p.yaml': 'policy: p\nrules:\n  - tools: [a]\n    allow: true\n  - tools: [*x]\n    allow: true\n' });
+    expect(inList.find((p) => /alias/.test(p.message))).toMatchObject({ line: 5, key: 'rules.1.tools.0' });
     expect(({} as Record<string, unknown>).kind).toBeUndefined();
   });
 
