@@ -24,6 +24,16 @@ afterAll(async () => {
   await db.drop();
 });
 
+/** Resolves once `n` statements `select pg_sleep(<seconds>)` are running on the server. */
+async function sleeping(seconds: number, n: number): Promise<void> {
+  const text = `select pg_sleep(${seconds})`;
+  for (;;) {
+    const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where query = ${text} and state = 'active'`;
+    if ((row?.n ?? 0) >= n) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 async function count(): Promise<number> {
   const [row] = await db.sql<{ n: number }[]>`select n from counter where id = 1`;
   return row?.n ?? -1;
@@ -57,7 +67,8 @@ test('an error inside rolls back; a bug is rethrown as is, a transient failure b
 
 test('abandoned while waiting for a connection: rejected at the deadline, never runs, never commits', async () => {
   const before = await count();
-  const blocker = single`select pg_sleep(0.5)`.execute(); // holds the only connection (queries are lazy)
+  const blocker = single`select pg_sleep(0.5)`.execute(); // holds the only connection
+  await sleeping(0.5, 1);
   let ran = false;
   const call = withDeadline(single, 50, async (tx) => {
     ran = true;
@@ -102,7 +113,8 @@ test('pool exhaustion: 20 calls past the deadline all fail, none commits once th
   const pool = createSql(db.url, { max: 2 });
   try {
     const before = await count();
-    const sleepers = [pool`select pg_sleep(0.5)`.execute(), pool`select pg_sleep(0.5)`.execute()];
+    const sleepers = [pool`select pg_sleep(0.6)`.execute(), pool`select pg_sleep(0.6)`.execute()];
+    await sleeping(0.6, 2);
     const calls = Array.from({ length: 20 }, () =>
       withDeadline(pool, 50, (tx) => tx`update counter set n = n + 1 where id = 1`),
     );
