@@ -39,6 +39,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     if (err instanceof PolicyLoadError) return fail(`policies in ${config.policyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
     throw err;
   }
+  if (config.policyEnv === null && policyEnv !== null && policies.current().files.some((f) => f.environments.length > 0)) {
+    logger.warn({ env: policyEnv }, `POLICY_ENV is not set: serving the "${policyEnv}" environment of the policies (the development default; with NODE_ENV=production Gatehouse refuses to start without it)`);
+  }
 
   const key = config.jwt.secret ?? config.jwt.publicKey ?? (await developmentSecret(config.dataDir));
   const generatedKey = config.jwt.secret === null && config.jwt.publicKey === null;

@@ -126,9 +126,8 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     { action: 'deny', verb: 'denied', field: 'reason', body: denyBody },
   ] as const;
   for (const t of transitions) {
-    app.post(`/approvals/:id/${t.action}`, { schema: { params: idParams, body: t.body }, preValidation: emptyBodyIsObject }, async (request, reply) => {
+    app.post(`/approvals/:id/${t.action}`, { schema: { params: idParams, body: t.body }, onRequest: requireRole(ctx.approverRole), preValidation: emptyBodyIsObject }, async (request, reply) => {
       const identity = identityOf(request);
-      requireRole(identity, ctx.approverRole);
       const { id } = request.params as { id: string };
       const text = (request.body as Record<string, string | undefined>)[t.field] ?? null;
       const result = await withInputErrors(() => `/${t.field}`, () => service().store[t.action](id, { sub: identity.user }, text));

@@ -146,7 +146,14 @@ export function identityFromClaims(payload: unknown, claims: Config['claims']): 
   return Object.freeze({ user: sub, team, agent, roles: Object.freeze(roles) });
 }
 
-/** Roles match by exact element equality: no case folding, no prefixes. */
-export function requireRole(identity: Identity, role: string): void {
-  if (!identity.roles.includes(role)) throw new HttpError('forbidden', `this needs the role "${role}"`);
+/**
+ * A route's onRequest hook requiring `role` (403 otherwise), run right after authentication: before
+ * the body is parsed or validated, so a caller without the role learns nothing about what a valid
+ * body would be. Roles match by exact element equality: no case folding, no prefixes.
+ */
+export function requireRole(role: string) {
+  return (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
+    const identity = request.identity as Identity;
+    done(identity.roles.includes(role) ? undefined : new HttpError('forbidden', `this needs the role "${role}"`));
+  };
 }

@@ -213,9 +213,18 @@ describe('who may grant or deny', () => {
       expect(await statusOf(id)).toBe('pending');
     });
   }
+  it('without the role it is 403 before the body is read: invalid, oversized or malformed bodies included', async () => {
+    const agentTok = agentToken('not-an-approver');
+    expectProblem(await grant(id, agentTok, { note: 'x', roles: ['approver'] }), 403);
+    expectProblem(await grant(id, agentTok, { note: 'x'.repeat(2001) }), 403);
+    expectProblem(await deny(id, agentTok, { reason: 'x', bogus: 1 }), 403);
+    const malformed = await t.app.inject({
+      method: 'POST', url: `/approvals/${id}/grant`, headers: { ...bearer(agentTok), 'content-type': 'application/json' }, payload: '{"note":',
+    });
+    expectProblem(malformed, 403);
+    expect(await statusOf(id)).toBe('pending');
+  });
   it('the approver role (or any server-owned field) in the body is refused: 422', async () => {
-    // The body is validated before the role check: an agent claiming the role in the body is refused either way.
-    expectProblem(await grant(id, agentToken('not-an-approver'), { note: 'x', roles: ['approver'] }), 422);
     expectProblem(await grant(id, approverToken(), { note: 'x', roles: ['approver'] }), 422);
     expectProblem(await grant(id, approverToken(), { status: 'granted' }), 422);
     expectProblem(await deny(id, approverToken(), { reason: 'x', decided_by: 'someone' }), 422);
@@ -400,6 +409,23 @@ describe('redeeming with approval_id', () => {
     expect(d).toMatchObject({ decision: 'deny', approval: { id: approval.id, status: 'denied' } });
     expect(d.reason).toContain('refunds are frozen this week');
     expect(d.message).toContain('refunds are frozen this week');
+  });
+
+  it('a denied approval: a changed request that still needs approval is denied too; one the policy allows is allowed', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    expect((await deny(approval.id, approverToken(), { reason: 'no' })).statusCode).toBe(200);
+    const bigger = { ...body, args: { ...body.args, amount: 150 } }; // another hash, still over the cap
+    const denied = await post(t.app, '/decide', { ...bigger, approval_id: approval.id }, agent(sub));
+    expect(denied.statusCode).toBe(403);
+    expect(denied.json()).toMatchObject({ decision: 'deny', approval: { id: approval.id, status: 'denied' } });
+    // Under the confirm cap the policy allows it outright: the cited approval is not consulted, as
+    // without it (citing an approval never makes an answer stricter than not citing it).
+    const small = { ...body, args: { ...body.args, amount: 40 } };
+    const allowed = await post(t.app, '/decide', { ...small, approval_id: approval.id }, agent(sub));
+    expect(allowed.statusCode).toBe(200);
+    expect(allowed.json()).toMatchObject({ decision: 'allow', rule: 'refund-support' });
+    expect((await post(t.app, '/decide', small, agent(sub))).json()).toMatchObject({ decision: 'allow', rule: 'refund-support' });
   });
 
   it('a pending approval answers require_approval with status pending', async () => {

@@ -205,6 +205,11 @@ describe('POST /admin/reload', () => {
       expect(res.statusCode).toBe(403);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     }
+    // Before any body is read: a malformed one from a non-admin is still 403, not 400.
+    const malformed = await r.app.inject({
+      method: 'POST', url: '/admin/reload', headers: { ...bearer(agentToken()), 'content-type': 'application/json' }, payload: '{"x":',
+    });
+    expect(malformed.statusCode).toBe(403);
   });
 
   it('succeeds: a changed file gives a new digest and new decisions; then a broken file keeps the old set', async () => {

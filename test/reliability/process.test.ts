@@ -392,6 +392,22 @@ describe('process faults', () => {
     expect(performance.now() - started).toBeLessThan(6_000);
   });
 
+  it('POLICY_ENV unset outside production, with files that declare environments: serves dev and says so', async () => {
+    const envDir = await policyDir({ 'envs.yaml': 'policy: envs\nenvironments: [dev, prod]\ndefault: {dev: allow, prod: deny}\n' });
+    try {
+      const s = await serve({ POLICY_DIR: envDir });
+      const line = s.stdout().split('\n').find((l) => l.includes('POLICY_ENV is not set'));
+      expect(line, s.stdout()).toBeDefined();
+      expect(JSON.parse(line!)).toMatchObject({ level: 40, env: 'dev' });
+      const res = await callJson(s.base, 'POST', '/decide', agentToken(), { tool: 'anything', args: {} });
+      expect(res.body).toMatchObject({ decision: 'allow', rule: 'envs#default' });
+      s.proc.kill('SIGTERM');
+      expect(await s.exited(8_000)).toEqual({ code: 0, signal: null });
+    } finally {
+      await rm(envDir, { recursive: true, force: true });
+    }
+  });
+
   it('the decision log reader goes away (stdout closed: EPIPE): /decide keeps answering, SIGTERM still exits 0', async () => {
     // Research catalogue 107: the decision log is best effort; losing its reader never stops decisions.
     const s = await serve();

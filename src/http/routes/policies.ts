@@ -1,7 +1,6 @@
 // GET /policies: what is being served and the last reload failure. POST /admin/reload (role admin):
 // load and validate the whole directory, swap atomically, or keep the old set and say why.
 import type { FastifyInstance } from 'fastify';
-import type { Identity } from '../../policy/model.js';
 import type { AppContext } from '../app.js';
 import { requireRole } from '../auth.js';
 import { HttpError, sendProblem } from '../errors.js';
@@ -9,8 +8,7 @@ import { HttpError, sendProblem } from '../errors.js';
 export function policiesRoute(app: FastifyInstance, ctx: AppContext): void {
   app.get('/policies', async () => policiesBody(ctx));
 
-  app.post('/admin/reload', async (request, reply) => {
-    requireRole(request.identity as Identity, ctx.adminRole);
+  app.post('/admin/reload', { onRequest: requireRole(ctx.adminRole) }, async (_request, reply) => {
     const outcome = await reloadAndReport(ctx);
     if (!outcome.ok) {
       return sendProblem(reply, new HttpError('reload_failed', 'the policy directory did not load; the previous set keeps serving', {
