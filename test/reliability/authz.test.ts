@@ -70,7 +70,7 @@ describe('identity fields in a body are refused on EVERY body route (catalogue 1
     ['/explain', () => '/explain', (f) => ({ tool: 'lookup_order', args: {}, [f]: identityValue(f) }), () => agent(newSub())],
     ['/approvals', () => '/approvals', (f) => ({ ...bigRefund(), [f]: identityValue(f) }), () => agent(newSub())],
     ['grant (as an approver)', () => `/approvals/${pendingId}/grant`, (f) => ({ note: 'ok', [f]: identityValue(f) }), () => approverToken('op-id')],
-    ['grant (as an agent)', () => `/approvals/${pendingId}/grant`, (f) => ({ [f]: identityValue(f) }), () => agent(newSub())],
+    ['grant (as an approver)', () => `/approvals/${pendingId}/grant`, (f) => ({ [f]: identityValue(f) }), () => approverToken('op-id-g')],
     ['deny (as an approver)', () => `/approvals/${pendingId}/deny`, (f) => ({ reason: 'no', [f]: identityValue(f) }), () => approverToken('op-id')],
   ];
   for (const [name, url, body, tok] of routes) {
@@ -84,6 +84,11 @@ describe('identity fields in a body are refused on EVERY body route (catalogue 1
       });
     }
   }
+  it('grant as an agent with identity fields: refused before its body is read (403), nothing moved', async () => {
+    for (const field of IDENTITY_FIELDS) {
+      expectProblemJson(await post(t.app, `/approvals/${pendingId}/grant`, { [field]: identityValue(field) }, agent(newSub())), 403);
+    }
+  });
   it('the grant target stayed pending with only its creation event', async () => {
     await expectUntouched(pendingId);
   });
@@ -98,8 +103,10 @@ describe('identity fields in a body are refused on EVERY body route (catalogue 1
     const raw = (url: string, payload: string, tok: string) =>
       t.app.inject({ method: 'POST', url, headers: { ...bearer(tok), 'content-type': 'application/json' }, payload });
     expectProblemJson(await raw('/decide', '{"tool":"refund","args":{"order":"A1","amount":40},"__proto__":{"team":"support"}}', token({ sub: newSub(), team: 'sales' })), 422);
-    expectProblemJson(await raw(`/approvals/${pendingId}/grant`, '{"__proto__":{"roles":["approver"]}}', agent(newSub())), 422);
-    expectProblemJson(await raw(`/approvals/${pendingId}/grant`, '{"constructor":{"prototype":{"roles":["approver"]}}}', agent(newSub())), 422);
+    // An agent never gets as far as the body (403); an approver's smuggled fields are unknown fields.
+    expectProblemJson(await raw(`/approvals/${pendingId}/grant`, '{"__proto__":{"roles":["approver"]}}', agent(newSub())), 403);
+    expectProblemJson(await raw(`/approvals/${pendingId}/grant`, '{"__proto__":{"roles":["approver"]}}', approverToken('op-proto')), 422);
+    expectProblemJson(await raw(`/approvals/${pendingId}/grant`, '{"constructor":{"prototype":{"roles":["approver"]}}}', approverToken('op-proto')), 422);
     await expectUntouched(pendingId);
   });
   it('args.team is data: a sales token with args.team "support" is still not the support team', async () => {
@@ -140,9 +147,9 @@ describe('the approver role is matched exactly (catalogue 19)', () => {
       await expectUntouched(id);
     });
   }
-  it('the role only in the body → 422, as an agent and as an approver; state untouched', async () => {
-    expectProblemJson(await grant(id, agent(newSub()), { note: 'x', roles: ['approver'] }), 422);
-    expectProblemJson(await deny(id, agent(newSub()), { reason: 'x', roles: ['approver'] }), 422);
+  it('the role only in the body: 403 for an agent (its body is never read), 422 on /approvals; state untouched', async () => {
+    expectProblemJson(await grant(id, agent(newSub()), { note: 'x', roles: ['approver'] }), 403);
+    expectProblemJson(await deny(id, agent(newSub()), { reason: 'x', roles: ['approver'] }), 403);
     expectProblemJson(await post(t.app, '/approvals', { ...bigRefund(), roles: ['approver'] }, agent(newSub())), 422);
     await expectUntouched(id);
   });
