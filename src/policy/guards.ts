@@ -136,7 +136,10 @@ function joinedAfter(s: string, end: number): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Card: 13–19 digits, optionally grouped by single spaces or dashes, passing the Luhn check.
+// Card: 13–19 digits, optionally grouped by single spaces or dashes, starting with 2–6 (the major
+// industry identifiers of the payment networks: Mastercard 2 and 5, Amex, JCB and Diners 3, Visa 4,
+// Discover and UnionPay 6), passing the Luhn check. The first digit keeps millisecond timestamps
+// (1…) and other long ids from reading as cards one time in ten.
 
 const CARD_MIN = 13;
 const CARD_MAX = 19;
@@ -171,6 +174,8 @@ function hasCard(s: string): boolean {
     const glued = joinedBefore(s, i) || s.charCodeAt(i - 1) === PLUS;
     for (let a = 0; a < starts.length; a++) {
       if (a === 0 && glued) continue;
+      const first = s.charCodeAt(starts[a]!); // a < length
+      if (first < 0x32 || first > 0x36) continue; // '2'..'6'
       let digits = 0;
       for (let b = a; b < starts.length; b++) {
         const len = lens[b]!; // b < length

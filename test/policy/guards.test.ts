@@ -72,6 +72,9 @@ describe('card numbers (Luhn)', () => {
     'id4111111111111111',
     '4111111111111111.5', // a decimal
     'order 12345, qty 3',
+    withLuhn('170000000012'), // a Luhn-valid millisecond timestamp: 1 is no payment network
+    withLuhn('900000000000000'), // Luhn-valid 16 digits starting 9
+    withLuhn('700000000000000').replace(/(\d{4})(?=\d)/g, '$1 '), // grouped, starting 7
   ];
   it.each(notCards)('does not flag %s', (text) => {
     expect(kindOf(text)).not.toBe('card');
@@ -207,7 +210,8 @@ describe('finding paths and document order', () => {
     expect(scanPii(big)).toBeNull(); // not Luhn-valid as written
     const card19 = parseJson(Buffer.from('{"n": 4111111111111111110}')) as JsonObject;
     expect(scanPii(card19)).toEqual({ path: '/n', kind: 'card' });
-    // Ordinary numbers are not PII: amounts, ids and timestamps without separators.
+    // Ordinary numbers are not PII: amounts, ids and timestamps (a Luhn-valid one included).
+    expect(scanPii({ since: Number(withLuhn('170000000012')) })).toBeNull();
     expect(scanPii({ amount: 120.5, id: 1234567890, ts: 1700000000123, n: -0, e: 1e21 })).toBeNull();
     expect(scanPii({ b: true, z: null, e: [], o: {} })).toBeNull();
     expect(scanPii({})).toBeNull();
