@@ -5,19 +5,14 @@ import { formatProblem, PolicyLoadError } from '../policy/errors.js';
 import { loadPolicies } from '../policy/load.js';
 import { CALLER_SELECTORS, CHECKS, type Subject } from '../policy/match.js';
 import type { DefaultMode, EffectiveKind, PolicySet, Rule } from '../policy/model.js';
+import { CALLER_OPTIONS } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
 export async function runCheck(argv: string[], io: Io): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: {
-      env: { type: 'string' },
-      tool: { type: 'string' },
-      team: { type: 'string' },
-      user: { type: 'string' },
-      agent: { type: 'string' },
-    },
+    options: { ...CALLER_OPTIONS, tool: { type: 'string' } },
   });
   const target = positionals[0] ?? 'policies';
   let set: PolicySet;

@@ -19,6 +19,7 @@ import { formatProblem, PolicyLoadError } from '../policy/errors.js';
 import { loadPolicies } from '../policy/load.js';
 import type { DecideRequest, PolicySet } from '../policy/model.js';
 import { argsSchema, runViewSchema, toolNameSchema } from '../policy/request.js';
+import { CALLER_OPTIONS, callerIdentity } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
 const USAGE = 'usage: gatehouse hash FILE.json|- [--policies DIR] [--env E] [--user U --team T --agent A --role R…] | --document FILE.json|-\n';
@@ -36,15 +37,7 @@ export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: {
-        document: { type: 'boolean' },
-        policies: { type: 'string' },
-        env: { type: 'string' },
-        user: { type: 'string' },
-        team: { type: 'string' },
-        agent: { type: 'string' },
-        role: { type: 'string', multiple: true },
-      },
+      options: { ...CALLER_OPTIONS, document: { type: 'boolean' }, policies: { type: 'string' }, role: { type: 'string', multiple: true } },
     });
   } catch (err) {
     io.err(`${(err as Error).message}\n${USAGE}`);
@@ -87,8 +80,7 @@ export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8
     return EXIT.invalid;
   }
   const request = value as unknown as DecideRequest;
-  const identity = { user: values.user ?? 'cli-user', team: values.team ?? null, agent: values.agent ?? null, roles: values.role ?? [] };
-  const result = decide(set, { tool: request.tool, args: request.args ?? {}, ...(request.run ? { run: request.run } : {}) }, identity);
+  const result = decide(set, { tool: request.tool, args: request.args ?? {}, ...(request.run ? { run: request.run } : {}) }, callerIdentity(values));
   if (result.decision !== 'require_approval' || result.approval === undefined) {
     io.err(`${target}: decided ${result.decision} by ${result.rule} (${result.reason}): only a require_approval answer has an approval hash\n`);
     return EXIT.failed;
