@@ -220,7 +220,7 @@ export function printHttp(result, print = console.log) {
     ...(f.autocannon ? [[name, 'autocannon overallRate (ms clock)', fmtInt(f.autocannon.reqPerSec), f.autocannon.latencyMs.p50, f.autocannon.latencyMs.p99, '', f.autocannon.latencyMs.max, '', '']] : []),
   ])));
   print(`\nRSS (MB): gatehouse idle ${fmt(result.idle.gatehouse.rssMB, 1)}, peak ${fmt(result.peakRssMB.vmHWM, 1)} (VmHWM), idle after load ${fmt(result.idleAfter.gatehouse.rssMB, 1)}; echo idle ${fmt(result.idle.echo.rssMB, 1)}, after ${fmt(result.idleAfter.echo.rssMB, 1)} (peak ${fmt(result.idleAfter.echo.peakMB, 1)})`);
-  print(`Decision log: ${fmtInt(result.logLines)} lines (${fmt(result.logBytes / 1048576, 1)} MB), pino ${c.logDest === 'async' ? 'destination with sync: false' : 'synchronous destination (src/log.ts)'} → stdout → file`);
+  print(`Decision log: ${fmtInt(result.logLines)} lines (${fmt(result.logBytes / 1048576, 1)} MB), ${c.logDest === 'async' ? 'pino destination with sync: false' : 'src/log.ts (synchronous)'} → stdout → file`);
   if (result.wrk) {
     print(`\nwrk (1 thread, ${c.connections} connections), alternating`);
     print(table(['server', 'req/s', 'p50', 'p99', 'server CPU µs/req', 'server busy', 'non-2xx'], ['gatehouse', 'echo'].flatMap((name) => result.wrk[name].map((x) => [name, fmtInt(x.reqPerSec), x.p50, x.p99, fmt(x.cpuUsPerReq, 1), `${fmt(x.busy * 100, 0)}%`, x.non2xx]))));

@@ -159,12 +159,14 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
  * Each step of the /decide handler path on its own, with the objects the server uses: the
  * authenticator (token cached, and a new token each time), the strict parse, the body schema, decide,
  * the response body serialized as Fastify does without a response schema (JSON.stringify) and with
- * one (fast-json-stringify), the decision log line (pino at info, to /dev/null, synchronous as in
- * main.ts, and with sync: false), the metrics, the decision id.
+ * one (fast-json-stringify), the decision log line (pino at info, to /dev/null: through src/log.ts as
+ * main.ts, and through pino's own destinations), the metrics, the decision id.
  */
 async function requestParts(opts, add, payments) {
   const { randomUUID } = await import('node:crypto');
   const { default: pino } = await import('pino');
+  const { closeSync, openSync } = await import('node:fs');
+  const { createLogger } = await import('../dist/log.js');
   // Fastify's own serializer (a dependency of fastify, not of Gatehouse): skipped if not installed flat.
   const fjs = await import('fast-json-stringify').then((m) => m.default, () => null);
   const { buildApp } = await import('../dist/http/app.js');
@@ -211,16 +213,23 @@ async function requestParts(opts, add, payments) {
     const stringify = fjs(routes.decisionResponseSchema ?? DECISION_RESPONSE_SCHEMA);
     part('response: decisionBody + fast-json-stringify', () => stringify(routes.decisionBody(result, id)));
   }
+  // The decision log line to /dev/null: through src/log.ts as main.ts writes it (synchronous), and
+  // through pino's own destinations for comparison.
+  const line = (logger) => logger.info({
+    decision_id: id, tool: req.tool, decision: result.decision, rule: result.rule, policies: result.policies.map((p) => p.digest),
+    user: IDENTITY.user, team: IDENTITY.team, agent: IDENTITY.agent, duration_us: 1.7,
+  }, 'decision');
+  const devNull = openSync('/dev/null', 'w');
+  const ours = createLogger('info', devNull).child({ reqId: 'req-1' });
+  part('decision log line (src/log.ts, synchronous)', () => line(ours));
   for (const sync of [true, false]) {
     const dest = pino.destination({ dest: '/dev/null', sync });
     const logger = pino({ level: 'info', base: { service: 'gatehouse' } }, dest).child({ reqId: 'req-1' });
-    part(`decision log line (pino, ${sync ? 'synchronous' : 'sync: false'})`, () => logger.info({
-      decision_id: id, tool: req.tool, decision: result.decision, rule: result.rule, policies: result.policies.map((p) => p.digest),
-      user: IDENTITY.user, team: IDENTITY.team, agent: IDENTITY.agent, duration_us: 1.7,
-    }, 'decision'));
+    part(`decision log line (pino.destination, sync: ${sync})`, () => line(logger));
     if (sync) dest.flushSync();
     else await new Promise((resolve) => dest.flush(() => resolve()));
   }
+  closeSync(devNull);
   await app.close();
   return out;
 }

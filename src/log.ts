@@ -5,8 +5,120 @@
 // memory. pino's default stdout destination is asynchronous with an unbounded buffer: under
 // sustained load the event loop rarely ran the write callbacks, and ~70 MB of unwritten lines piled
 // up in 30 s (the "peak RSS" of issue 5), all of it lost had the process died.
+//
+// Best effort when the descriptor cannot take a line (research catalogue 107, like OPA's decision
+// logs): a non-blocking pipe or socket whose reader stopped reading answers EAGAIN, and pino's own
+// synchronous destination would then sleep and retry, holding the event loop. Here the line waits
+// instead, in order, and is retried every RETRY_MS; while anything waits, new lines queue behind it;
+// past MAX_PENDING_BYTES, lines are dropped and counted (`dropped`, the metric
+// gatehouse_log_lines_dropped_total). A closed reader (EPIPE) or any other write error drops the
+// line, counted too. /decide keeps answering either way. (A descriptor in blocking mode, such as a
+// file or most pipes a container runtime hands over, never answers EAGAIN: there a reader that stops
+// reading blocks the write, as before.)
+import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 
-export function createLogger(level: string, fd = 1): Logger {
-  return pino({ level, base: { service: 'gatehouse' } }, pino.destination({ dest: fd, sync: true }));
+const MAX_PENDING_BYTES = 4 * 1024 * 1024;
+const RETRY_MS = 10;
+/** How long flush() waits for a descriptor that keeps answering EAGAIN before dropping what waits. */
+const FLUSH_WAIT_MS = 2_000;
+
+export class LogSink {
+  private readonly pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private retry: NodeJS.Timeout | null = null;
+  private droppedLines = 0;
+
+  constructor(
+    private readonly fd: number,
+    private readonly maxPendingBytes = MAX_PENDING_BYTES,
+  ) {}
+
+  /** Lines dropped so far: the descriptor failed, or too much was already waiting. */
+  get dropped(): number {
+    return this.droppedLines;
+  }
+
+  /** pino's stream interface: one call per line. */
+  write(line: string): boolean {
+    if (this.pendingBytes > 0) {
+      this.enqueue(Buffer.from(line, 'utf8'));
+      return true;
+    }
+    let written: number;
+    try {
+      written = writeSync(this.fd, line, null, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EAGAIN') this.enqueue(Buffer.from(line, 'utf8'));
+      else this.droppedLines++;
+      return true;
+    }
+    // A short write (a pipe with a little room left): the rest of the line waits.
+    if (written < Buffer.byteLength(line, 'utf8')) this.enqueue(Buffer.from(line, 'utf8').subarray(written));
+    return true;
+  }
+
+  /** Writes what waits before returning, giving a stuck reader FLUSH_WAIT_MS (pino's logger.flush()). */
+  flush(callback?: (err?: Error) => void): void {
+    const deadline = Date.now() + FLUSH_WAIT_MS;
+    while (!this.writePending() && Date.now() < deadline) sleep(RETRY_MS);
+    if (this.pendingBytes > 0) this.dropPending();
+    callback?.();
+  }
+
+  private enqueue(bytes: Buffer): void {
+    if (this.pendingBytes + bytes.length > this.maxPendingBytes) {
+      this.droppedLines++;
+      return;
+    }
+    this.pending.push(bytes);
+    this.pendingBytes += bytes.length;
+    if (this.retry === null) {
+      this.retry = setTimeout(this.onRetry, RETRY_MS);
+      this.retry.unref(); // a stuck reader must not keep the process alive; exit flushes
+    }
+  }
+
+  private readonly onRetry = (): void => {
+    this.retry = null;
+    if (this.writePending()) return;
+    this.retry = setTimeout(this.onRetry, RETRY_MS);
+    this.retry.unref();
+  };
+
+  /** Writes waiting bytes in order; false while the descriptor still answers EAGAIN. */
+  private writePending(): boolean {
+    while (this.pending.length > 0) {
+      const head = this.pending[0]!; // length > 0
+      let written: number;
+      try {
+        written = writeSync(this.fd, head);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EAGAIN') return false;
+        this.dropPending(); // EPIPE, EBADF…: nothing that waits can be written any more
+        return true;
+      }
+      this.pendingBytes -= written;
+      if (written < head.length) this.pending[0] = head.subarray(written);
+      else this.pending.shift();
+    }
+    return true;
+  }
+
+  private dropPending(): void {
+    // Lines are counted, not bytes: a waiting buffer holds one line, or the tail of one.
+    this.droppedLines += this.pending.length;
+    this.pending.length = 0;
+    this.pendingBytes = 0;
+  }
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+function sleep(ms: number): void {
+  Atomics.wait(sleeper, 0, 0, ms);
+}
+
+/** The process logger on `sink` (or on a new sink for that file descriptor). */
+export function createLogger(level: string, sink: LogSink | number = 1): Logger {
+  return pino({ level, base: { service: 'gatehouse' } }, typeof sink === 'number' ? new LogSink(sink) : sink);
 }

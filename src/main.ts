@@ -15,7 +15,7 @@ import { migrate } from './db/migrate.js';
 import { buildApp } from './http/app.js';
 import { createMetrics } from './http/metrics.js';
 import { reloadAndReport } from './http/routes/policies.js';
-import { createLogger } from './log.js';
+import { createLogger, LogSink } from './log.js';
 import { formatProblem, PolicyLoadError } from './policy/errors.js';
 import { createLivePolicies } from './policy/live.js';
 
@@ -29,7 +29,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     if (err instanceof ConfigError) return fail(err.message);
     throw err;
   }
-  const logger = createLogger(config.logLevel);
+  const logSink = new LogSink(1);
+  const logger = createLogger(config.logLevel, logSink);
+  process.once('exit', () => logSink.flush()); // lines that waited for a stuck reader, if any
   // Outside production the example policies' `dev` environment is the default (README).
   const policyEnv = config.policyEnv ?? (config.production ? null : 'dev');
   let policies;
@@ -97,7 +99,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     maxPendingPerRequester: config.maxPendingApprovals,
   });
   const approvals = createApprovalService(sql, store, createApprovalWaiter(sql, store), { schemaReady: () => migrated });
-  const metrics = createMetrics(policies);
+  const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped });
   const ctx = {
     policies, metrics, approvals, log: logger, logArgs: config.logArgs, adminRole: config.adminRole, approverRole: config.approverRole,
   };

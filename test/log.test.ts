@@ -1,10 +1,15 @@
 // The decision log is written synchronously (src/log.ts): every line is on its file when the logging
-// call returns, and nothing waits in a buffer for the event loop.
+// call returns, and nothing waits in a buffer for the event loop. A descriptor that cannot take a
+// line (EAGAIN, a reader gone) never blocks the process: lines wait in order, bounded, or are dropped
+// and counted.
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { createLogger } from '../src/log.js';
+import { createLogger, LogSink } from '../src/log.js';
+import { createMetrics } from '../src/http/metrics.js';
+import type { LivePolicies } from '../src/policy/live.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-log-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -39,4 +44,83 @@ test('below the configured level nothing is written', () => {
   } finally {
     closeSync(fd);
   }
+});
+
+/** A connected pair of local stream sockets: the writer's descriptor (non-blocking, as libuv opens
+ * sockets) and the reader's socket, paused so that nothing is read until the test says so. */
+async function socketPair(name: string): Promise<{ fd: number; reader: Socket; server: Server; writer: Socket }> {
+  const path = join(dir, name);
+  let accepted!: (s: Socket) => void;
+  const readerReady = new Promise<Socket>((resolve) => (accepted = resolve));
+  const server = createServer((s) => {
+    s.pause();
+    accepted(s);
+  });
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  const writer = connect(path);
+  await new Promise<void>((resolve) => writer.once('connect', () => resolve()));
+  const reader = await readerReady;
+  // The descriptor under the writer's libuv handle; only the sink writes to it.
+  const fd = (writer as unknown as { _handle: { fd: number } })._handle.fd;
+  return { fd, reader, server, writer };
+}
+
+test('a reader that stops reading never blocks: lines wait in order, the excess is dropped and counted, the rest arrives', async () => {
+  const { fd, reader, server, writer } = await socketPair('stuck.sock');
+  try {
+    const sink = new LogSink(fd, 64 * 1024);
+    const logger = createLogger('info', sink);
+    const total = 20_000; // ~2.5 MB of lines: far more than the socket buffer and the 64 KiB bound
+    const note = 'x'.repeat(60);
+    for (let i = 0; i < total; i++) logger.info({ i, note }, 'decision');
+    expect(sink.dropped).toBeGreaterThan(0);
+    expect(sink.dropped).toBeLessThan(total);
+
+    let received = '';
+    reader.setEncoding('utf8');
+    reader.on('data', (chunk: string) => (received += chunk));
+    reader.resume();
+    const want = total - sink.dropped;
+    for (let waited = 0; received.split('\n').length - 1 < want; waited += 10) {
+      if (waited > 10_000) throw new Error(`only ${received.split('\n').length - 1} of ${want} lines arrived`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const lines = received.trimEnd().split('\n').map((l) => JSON.parse(l) as { i: number });
+    expect(lines).toHaveLength(want);
+    // In order, whole lines only: what was dropped is whole lines, never a piece of one.
+    for (let k = 1; k < lines.length; k++) expect(lines[k]!.i).toBeGreaterThan(lines[k - 1]!.i);
+    expect(lines[0]!.i).toBe(0);
+  } finally {
+    writer.destroy();
+    reader.destroy();
+    server.close();
+  }
+});
+
+test('a reader that went away (EPIPE): every line is dropped and counted, nothing throws', async () => {
+  const { fd, reader, server, writer } = await socketPair('gone.sock');
+  try {
+    const ended = new Promise((resolve) => writer.once('end', resolve));
+    writer.resume();
+    reader.destroy();
+    await ended; // the reader's side is closed: from now on a write fails with EPIPE
+    const sink = new LogSink(fd);
+    const logger = createLogger('info', sink);
+    for (let i = 0; i < 100; i++) logger.info({ i }, 'decision');
+    expect(sink.dropped).toBe(100);
+  } finally {
+    writer.destroy();
+    server.close();
+  }
+});
+
+test('dropped lines are the metric gatehouse_log_lines_dropped_total', async () => {
+  let dropped = 0;
+  const policies = { current: () => ({ files: [] }), loadedAt: () => new Date() } as unknown as LivePolicies;
+  const metrics = createMetrics(policies, { defaultMetrics: false, logLinesDropped: () => dropped });
+  expect(await metrics.registry.metrics()).toMatch(/^gatehouse_log_lines_dropped_total 0$/m);
+  dropped = 7;
+  expect(await metrics.registry.metrics()).toMatch(/^gatehouse_log_lines_dropped_total 7$/m);
+  dropped = 9;
+  expect(await metrics.registry.metrics()).toMatch(/^gatehouse_log_lines_dropped_total 9$/m);
 });

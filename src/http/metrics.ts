@@ -2,7 +2,13 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { LivePolicies } from '../policy/live.js';
 
-export function createMetrics(policies: LivePolicies, options: { defaultMetrics?: boolean } = {}) {
+export interface MetricsOptions {
+  defaultMetrics?: boolean;
+  /** Log lines dropped so far (src/log.ts LogSink.dropped). */
+  logLinesDropped?: () => number;
+}
+
+export function createMetrics(policies: LivePolicies, options: MetricsOptions = {}) {
   const registry = new Registry();
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const decisions = new Counter({
@@ -39,6 +45,20 @@ export function createMetrics(policies: LivePolicies, options: { defaultMetrics?
       this.set(policies.current().files.length);
     },
   });
+  const { logLinesDropped } = options;
+  if (logLinesDropped !== undefined) {
+    let counted = 0;
+    new Counter({
+      name: 'gatehouse_log_lines_dropped_total',
+      help: 'Log lines (the decision log included) dropped: the log destination failed, or too much was waiting for it.',
+      registers: [registry],
+      collect() {
+        const now = logLinesDropped();
+        if (now > counted) this.inc(now - counted);
+        counted = now;
+      },
+    });
+  }
   return { registry, decisions, decideSeconds, reloads };
 }
 
