@@ -104,17 +104,20 @@ function readYaml(file: string, text: string): Parsed {
   }
   // Anchors, aliases, merge keys and explicit tags are refused outright: a policy is plain data,
   // and alias expansion is how YAML bombs work.
+  // The key path is worked out only for a node that is refused: most files have none.
+  const refuse = (ancestry: readonly unknown[], target: unknown, offset: number, message: string): void => {
+    problems.push({ file, ...at(offset), key: yamlKeyPath(ancestry, target), message });
+  };
   visit(doc, {
     Node(_, node, path) {
       const offset = node.range?.[0] ?? 0;
-      const key = yamlKeyPath(path, node);
-      if (isAlias(node)) problems.push({ file, ...at(offset), key, message: 'YAML aliases are not allowed' });
-      else if (node.anchor) problems.push({ file, ...at(offset), key, message: 'YAML anchors are not allowed' });
-      if (node.tag) problems.push({ file, ...at(offset), key, message: 'YAML tags are not allowed' });
+      if (isAlias(node)) refuse(path, node, offset, 'YAML aliases are not allowed');
+      else if (node.anchor) refuse(path, node, offset, 'YAML anchors are not allowed');
+      if (node.tag) refuse(path, node, offset, 'YAML tags are not allowed');
     },
     Pair(_, pair, path) {
       if (isScalar(pair.key) && pair.key.value === '<<' && pair.key.type === 'PLAIN') {
-        problems.push({ file, ...at(pair.key.range?.[0] ?? 0), key: yamlKeyPath(path, pair), message: 'YAML merge keys (<<) are not allowed' });
+        refuse(path, pair, pair.key.range?.[0] ?? 0, 'YAML merge keys (<<) are not allowed');
       }
     },
   });
