@@ -8,7 +8,8 @@ import type { Identity } from '../policy/model.js';
 import { requireRole } from '../http/auth.js';
 import type { AppContext } from '../http/app.js';
 import { HttpError, sendProblem } from '../http/errors.js';
-import { decisionBody, sendDecision, toDecideRequest, toolCallSchema, type DecideBody } from '../http/routes/decide.js';
+import { decisionBody, sendDecision } from '../http/routes/decide.js';
+import { toDecideRequest, toolCallSchema, type ToolCall } from '../policy/request.js';
 import {
   ApprovalInputError, APPROVAL_STATUSES, LIMITS, ListQueryError, PendingLimitError, type Approval, type ApprovalStatus, type TransitionResult,
 } from './store.js';
@@ -54,7 +55,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post('/approvals', { schema: { body: toolCallSchema } }, async (request, reply) => {
     const { store } = service();
     const identity = identityOf(request);
-    const req = toDecideRequest(request.body as DecideBody);
+    const req = toDecideRequest(request.body as ToolCall);
     const result = decide(ctx.policies.current(), req, identity);
     const decisionId = randomUUID();
     if (result.internalError) return sendDecision(reply, result, decisionId);

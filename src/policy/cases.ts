@@ -8,7 +8,7 @@ import { decide } from './decide.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
 import { buildPolicySet, isPolicyTestFileName, readPolicyFiles } from './load.js';
 import type { Decision, DecisionResult, Identity, PolicySet, RunView } from './model.js';
-import { argsSchema, runViewSchema, toolNameSchema } from './request.js';
+import { argsSchema, runViewSchema, toDecideRequest, toolNameSchema } from './request.js';
 import { keyPathOf, readSource } from './source.js';
 
 const caseFileSchema = {
@@ -118,7 +118,7 @@ export function readCaseFile(path: string, bytes: Uint8Array): { cases: PolicyCa
 }
 
 export function runCase(set: PolicySet, c: PolicyCase): CaseResult {
-  const got = decide(set, { tool: c.tool, args: c.args, ...(c.run ? { run: c.run } : {}) }, c.identity);
+  const got = decide(set, toDecideRequest(c), c.identity);
   const failures: string[] = [];
   if (got.decision !== c.want) failures.push(`decision: want ${c.want}, got ${got.decision}`);
   if (c.rule !== undefined && got.rule !== c.rule) failures.push(`rule: want ${c.rule}, got ${got.rule}`);

@@ -1,5 +1,8 @@
-// The JSON Schemas of what a caller sends about a tool call, shared by the HTTP bodies and the
-// policy test files, so both refuse exactly the same requests.
+// The JSON Schemas of what a caller sends about a tool call, shared by the HTTP bodies, the policy
+// test files and the CLI, so all of them refuse exactly the same requests.
+
+import type { JsonObject } from '../json/value.js';
+import type { DecideRequest, RunView } from './model.js';
 
 /**
  * Tool names: ASCII letters, digits and `_ . : / -`, at most 128. Anything else (spaces, Unicode
@@ -50,3 +53,18 @@ export const runViewSchema = {
     },
   },
 } as const;
+
+/** A tool call as a caller sends it: the body of /explain and POST /approvals, a `gatehouse hash` file. */
+export const toolCallSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['tool'],
+  properties: { tool: toolNameSchema, args: argsSchema, run: runViewSchema },
+} as const;
+
+export interface ToolCall { tool: string; args?: JsonObject; run?: RunView }
+
+/** The request decide() takes: absent arguments are `{}`. */
+export function toDecideRequest(call: ToolCall): DecideRequest {
+  return { tool: call.tool, args: call.args ?? {}, ...(call.run ? { run: call.run } : {}) };
+}

@@ -3,33 +3,20 @@
 // decided again from scratch and a matching granted approval is redeemed (src/approvals).
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { JsonObject } from '../../json/value.js';
 import { decide } from '../../policy/decide.js';
-import type { DecideRequest, DecisionResult, Identity, RunView } from '../../policy/model.js';
-import { argsSchema, runViewSchema, toolNameSchema } from '../../policy/request.js';
+import type { DecisionResult, Identity } from '../../policy/model.js';
+import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import type { AppContext } from '../app.js';
 import { HttpError, sendProblem } from '../errors.js';
 import { redactSecrets } from '../redact.js';
 
-export interface DecideBody { tool: string; args?: JsonObject; run?: RunView; approval_id?: string }
-
-/** A tool call: the body of /explain and POST /approvals. */
-export const toolCallSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['tool'],
-  properties: { tool: toolNameSchema, args: argsSchema, run: runViewSchema },
-} as const;
+export interface DecideBody extends ToolCall { approval_id?: string }
 
 /** /decide also takes the approval to redeem. */
 export const decideBodySchema = {
   ...toolCallSchema,
   properties: { ...toolCallSchema.properties, approval_id: { type: 'string', minLength: 1, maxLength: 64 } },
 } as const;
-
-export function toDecideRequest(body: DecideBody): DecideRequest {
-  return { tool: body.tool, args: body.args ?? {}, ...(body.run ? { run: body.run } : {}) };
-}
 
 /** The response body of a decision (SPEC section 5). */
 export function decisionBody(result: DecisionResult, decisionId: string): Record<string, unknown> {

@@ -5,11 +5,12 @@ import type { FastifyInstance } from 'fastify';
 import { explain } from '../../policy/decide.js';
 import type { Identity } from '../../policy/model.js';
 import type { AppContext } from '../app.js';
-import { sendDecision, toDecideRequest, toolCallSchema, type DecideBody } from './decide.js';
+import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
+import { sendDecision } from './decide.js';
 
 export function explainRoute(app: FastifyInstance, ctx: AppContext): void {
   app.post('/explain', { schema: { body: toolCallSchema } }, async (request, reply) => {
-    const body = request.body as DecideBody;
+    const body = request.body as ToolCall;
     const result = explain(ctx.policies.current(), toDecideRequest(body), request.identity as Identity);
     return sendDecision(reply, result, randomUUID(), { trace: result.trace });
   });
