@@ -1,11 +1,9 @@
 // `gatehouse check [DIR|FILE] [--env E] [--tool T --team X --user U --agent A]`: validate policies
 // (exit 2 with every problem) and summarise them, or show the rules that apply to one caller's tool.
 import { parseArgs } from 'node:util';
-import { formatProblem, PolicyLoadError } from '../policy/errors.js';
-import { loadPolicies } from '../policy/load.js';
 import { CALLER_SELECTORS, CHECKS, type Subject } from '../policy/match.js';
 import type { DefaultMode, EffectiveKind, PolicySet, Rule } from '../policy/model.js';
-import { CALLER_OPTIONS } from './caller.js';
+import { CALLER_OPTIONS, loadPoliciesOrReport } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
 export async function runCheck(argv: string[], io: Io): Promise<number> {
@@ -15,15 +13,8 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
     options: { ...CALLER_OPTIONS, tool: { type: 'string' } },
   });
   const target = positionals[0] ?? 'policies';
-  let set: PolicySet;
-  try {
-    set = await loadPolicies(target, { env: values.env ?? null });
-  } catch (err) {
-    if (!(err instanceof PolicyLoadError)) throw err;
-    for (const p of err.problems) io.err(`${formatProblem(p)}\n`);
-    io.err(`${err.problems.length} problem(s); nothing loaded\n`);
-    return EXIT.invalid;
-  }
+  const set = await loadPoliciesOrReport(target, values.env ?? null, io);
+  if (set === null) return EXIT.invalid;
   if (values.tool === undefined) {
     for (const f of set.files) {
       const id = f.identity.version === undefined ? f.identity.policy : `${f.identity.policy} v${f.identity.version}`;

@@ -10,26 +10,18 @@
 // - `--document`: the canonical form and SHA-256 of any JSON document (the test vectors' `sha256`).
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { approvalHash, canonicalize, sha256, type ApprovalHashInput } from '../json/canonical.js';
+import { approvalHashText, canonicalize, sha256, type ApprovalHashInput } from '../json/canonical.js';
 import { JsonParseError, parseJson } from '../json/parse.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json/value.js';
 import { createStrictAjv } from '../policy/ajv.js';
 import { decide } from '../policy/decide.js';
-import { formatProblem, PolicyLoadError } from '../policy/errors.js';
-import { loadPolicies } from '../policy/load.js';
-import type { DecideRequest, PolicySet } from '../policy/model.js';
-import { argsSchema, runViewSchema, toolNameSchema } from '../policy/request.js';
-import { CALLER_OPTIONS, callerIdentity } from './caller.js';
+import { toDecideRequest, toolCallSchema, type ToolCall } from '../policy/request.js';
+import { CALLER_OPTIONS, callerIdentity, loadPoliciesOrReport } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
 const USAGE = 'usage: gatehouse hash FILE.json|- [--policies DIR] [--env E] [--user U --team T --agent A --role R…] | --document FILE.json|-\n';
 
-const validateRequest = createStrictAjv(false).compile({
-  type: 'object',
-  additionalProperties: false,
-  required: ['tool'],
-  properties: { tool: toolNameSchema, args: argsSchema, run: runViewSchema },
-});
+const validateRequest = createStrictAjv(false).compile(toolCallSchema);
 
 export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8Array> = readStdin): Promise<number> {
   let parsed;
@@ -70,23 +62,16 @@ export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8
     io.err(`${target}: not a request as /decide takes it: ${e?.instancePath || '/'} ${e?.message ?? 'is invalid'}\n`);
     return EXIT.invalid;
   }
-  let set: PolicySet;
-  try {
-    set = await loadPolicies(values.policies ?? 'policies', { env: values.env ?? null });
-  } catch (err) {
-    if (!(err instanceof PolicyLoadError)) throw err;
-    for (const p of err.problems) io.err(`${formatProblem(p)}\n`);
-    io.err(`${err.problems.length} problem(s); nothing loaded\n`);
-    return EXIT.invalid;
-  }
-  const request = value as unknown as DecideRequest;
-  const result = decide(set, { tool: request.tool, args: request.args ?? {}, ...(request.run ? { run: request.run } : {}) }, callerIdentity(values));
+  const set = await loadPoliciesOrReport(values.policies ?? 'policies', values.env ?? null, io);
+  if (set === null) return EXIT.invalid;
+  const request = toDecideRequest(value as unknown as ToolCall);
+  const result = decide(set, request, callerIdentity(values));
   if (result.decision !== 'require_approval' || result.approval === undefined) {
     io.err(`${target}: decided ${result.decision} by ${result.rule} (${result.reason}): only a require_approval answer has an approval hash\n`);
     return EXIT.failed;
   }
   const { kind, capability, presentation, hash } = result.approval;
-  io.out(`${canonicalize({ tool: request.tool, args: request.args ?? {}, kind, capability, presentation })}\n${hash}\n`);
+  io.out(`${approvalHashText({ tool: request.tool, args: request.args, kind, capability, presentation })}\n${hash}\n`);
   return EXIT.ok;
 }
 
@@ -103,7 +88,8 @@ function printHashInput(v: JsonObject, target: string, io: Io): number {
     capability: (v.capability as JsonObject | undefined) ?? {},
     presentation: (v.presentation as JsonObject | undefined) ?? {},
   };
-  io.out(`${canonicalize({ ...input })}\n${approvalHash(input)}\n`);
+  const text = approvalHashText(input);
+  io.out(`${text}\n${sha256(text)}\n`);
   return EXIT.ok;
 }
 

@@ -66,6 +66,11 @@ export interface ApprovalHashInput {
  * what the reviewer was shown is part of what they granted.
  */
 export function approvalHash(input: ApprovalHashInput): string {
+  return sha256(approvalHashText(input));
+}
+
+/** The canonical text approvalHash hashes: canonicalize({args, capability, kind, presentation, tool}). */
+export function approvalHashText(input: ApprovalHashInput): string {
   const { tool, args, kind, capability, presentation } = input;
   // The same text as canonicalize({args, capability, kind, presentation, tool}), built around one
   // canonical form of the arguments: the default capability and presentation ({tool, args}, the
@@ -73,7 +78,7 @@ export function approvalHash(input: ApprovalHashInput): string {
   const a = canonicalAt(args, ['args']);
   const t = canonicalAt(tool, ['tool']);
   const part = (o: JsonObject, name: string): string => (isDefaultShape(o, tool, args) ? `{"args":${a},"tool":${t}}` : canonicalAt(o, [name]));
-  return sha256(`{"args":${a},"capability":${part(capability, 'capability')},"kind":${canonicalAt(kind, ['kind'])},"presentation":${part(presentation, 'presentation')},"tool":${t}}`);
+  return `{"args":${a},"capability":${part(capability, 'capability')},"kind":${canonicalAt(kind, ['kind'])},"presentation":${part(presentation, 'presentation')},"tool":${t}}`;
 }
 
 function isDefaultShape(o: JsonObject, tool: string, args: JsonObject): boolean {
