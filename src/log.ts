@@ -73,17 +73,17 @@ export class LogSink {
     }
     this.pending.push(bytes);
     this.pendingBytes += bytes.length;
-    if (this.retry === null) {
-      this.retry = setTimeout(this.onRetry, RETRY_MS);
-      this.retry.unref(); // a stuck reader must not keep the process alive; exit flushes
-    }
+    if (this.retry === null) this.retryLater();
+  }
+
+  private retryLater(): void {
+    this.retry = setTimeout(this.onRetry, RETRY_MS);
+    this.retry.unref(); // a stuck reader must not keep the process alive; exit flushes
   }
 
   private readonly onRetry = (): void => {
     this.retry = null;
-    if (this.writePending()) return;
-    this.retry = setTimeout(this.onRetry, RETRY_MS);
-    this.retry.unref();
+    if (!this.writePending()) this.retryLater();
   };
 
   /** Writes waiting bytes in order; false while the descriptor still answers EAGAIN. */
