@@ -8,10 +8,9 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createHmac } from 'node:crypto';
 import { chromium } from 'playwright-core';
+import { SECRET, signToken } from '../bench/lib/bodies.mjs';
 
-const SECRET = 'ui-test-secret-0123456789abcdef-0123456789';
 const PORT = Number(process.env.UI_CHECK_PORT ?? 18089);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // Not a mkdtemp directory: those are 0700, and initdb runs as the postgres user when started as root.
@@ -19,15 +18,8 @@ const DATA_DIR = `/tmp/gatehouse-ui-check-${process.pid}`;
 mkdirSync(DATA_DIR, { mode: 0o755 });
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const base = `http://127.0.0.1:${PORT}`;
-const b64 = (x) => Buffer.from(x).toString('base64url');
-function tok(claims) {
-  const now = Math.floor(Date.now() / 1000);
-  const h = b64(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
-  const p = b64(JSON.stringify({ iat: now, exp: now + 3600, ...claims }));
-  return `${h}.${p}.${createHmac('sha256', SECRET).update(`${h}.${p}`).digest('base64url')}`;
-}
-const agent = tok({ sub: 'agent-ui', team: 'support', agent: 'bot' });
-const approver = tok({ sub: 'op-ui', team: 'ops', roles: ['approver'] });
+const agent = signToken({ sub: 'agent-ui', team: 'support', agent: 'bot' });
+const approver = signToken({ sub: 'op-ui', team: 'ops', roles: ['approver'] });
 
 const srv = spawn(process.execPath, ['dist/cli.js', 'serve'], { cwd: ROOT, env: { ...process.env, PORT: String(PORT), JWT_SECRET: SECRET, DATA_DIR, LOG_LEVEL: 'warn', DATABASE_URL: '' }, stdio: ['ignore', 'inherit', 'inherit'] });
 const exited = new Promise((resolve) => srv.once('exit', resolve));
