@@ -4,7 +4,7 @@
 // Run as a child process by the benchmarks: it reports {port, timings} over IPC when listening, and
 // closes on SIGTERM (flushing the log), like main.ts.
 //
-// Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async | buffered), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
+// Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
 //      BENCH_LOG_LEVEL (info), BENCH_DATABASE_URL (unset: no database), BENCH_SECRET.
 import { performance } from 'node:perf_hooks';
 const tImported0 = performance.now();
@@ -18,10 +18,8 @@ const tImported = performance.now();
 
 const env = process.env;
 // BENCH_LOG_DEST=async: pino.destination with sync: false (pino's own default for stdout: its buffer
-// is unbounded), flushed on shutdown; BENCH_LOG_DEST=buffered: the same with minLength 4096 (lines
-// written in ~4 KB batches). The default is what main.ts does (src/log.ts: synchronous).
-const asyncDest = env.BENCH_LOG_DEST === 'async' ? pino.destination({ dest: 1, sync: false })
-  : env.BENCH_LOG_DEST === 'buffered' ? pino.destination({ dest: 1, sync: false, minLength: 4096 }) : null;
+// is unbounded), flushed on shutdown. The default is what main.ts does (src/log.ts: synchronous).
+const asyncDest = env.BENCH_LOG_DEST === 'async' ? pino.destination({ dest: 1, sync: false }) : null;
 const logLevel = env.BENCH_LOG_LEVEL ?? 'info';
 const logger = asyncDest ? pino({ level: logLevel, base: { service: 'gatehouse' } }, asyncDest) : createLogger(logLevel);
 // BENCH_POLICY_ENV='' means no environment (policy files that declare none).
