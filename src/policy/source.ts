@@ -1,7 +1,7 @@
 // Reads one policy file (YAML, JSON or TOML) into a plain JSON value plus a locator that turns a
 // key path into a line and column, so every later error can say where it is.
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { Lexer, LineCounter, Parser, parseDocument, visit, isAlias, isMap, isPair, isScalar, isSeq, type Node } from 'yaml';
+import { Lexer, LineCounter, Parser, parseDocument, visit, isAlias, isMap, isNode, isPair, isScalar, isSeq, type Node } from 'yaml';
 import { JsonParseError, parseJsonWithPositions } from '../json/parse.js';
 import { jsonPointer, pointerSegments } from '../json/pointer.js';
 import { setOwn, type JsonObject, type JsonValue } from '../json/value.js';
@@ -99,7 +99,8 @@ function readYaml(file: string, text: string): Parsed {
   };
   const problems: LoadProblem[] = [];
   for (const e of [...doc.errors, ...doc.warnings]) {
-    if (e.code === 'TAG_RESOLVE_FAILED') continue; // every tag is reported below, with its key path
+    // Reported below with their key paths: every tag, and duplicate keys (found among string keys).
+    if (e.code === 'TAG_RESOLVE_FAILED' || e.code === 'DUPLICATE_KEY') continue;
     problems.push({ file, ...at(e.pos[0]), key: '', message: `YAML: ${yamlMessage(e.code)}` });
   }
   // Anchors, aliases, merge keys and explicit tags are refused outright: a policy is plain data,
@@ -114,10 +115,24 @@ function readYaml(file: string, text: string): Parsed {
       if (isAlias(node)) refuse(path, node, offset, 'YAML aliases are not allowed');
       else if (node.anchor) refuse(path, node, offset, 'YAML anchors are not allowed');
       if (node.tag) refuse(path, node, offset, 'YAML tags are not allowed');
+      // (Here, not in a `Map` visitor: visit() calls only the most specific one of Map and Node.)
+      if (isMap(node)) {
+        const seen = new Set<string>();
+        for (const pair of node.items) {
+          if (!isScalar(pair.key) || typeof pair.key.value !== 'string') continue; // refused in Pair
+          if (seen.has(pair.key.value)) refuse([...path, node], pair, pair.key.range?.[0] ?? 0, 'YAML: duplicate key');
+          seen.add(pair.key.value);
+        }
+      }
     },
     Pair(_, pair, path) {
+      const offset = (isNode(pair.key) ? pair.key.range?.[0] : undefined) ?? 0;
       if (isScalar(pair.key) && pair.key.value === '<<' && pair.key.type === 'PLAIN') {
-        refuse(path, pair, pair.key.range?.[0] ?? 0, 'YAML merge keys (<<) are not allowed');
+        refuse(path, pair, offset, 'YAML merge keys (<<) are not allowed');
+      } else if (!isScalar(pair.key) || typeof pair.key.value !== 'string') {
+        // `2024:` would become the string "2024" (and collide with a quoted "2024": unseen by
+        // uniqueKeys, which compares 2024 with "2024"), `0x1F:` the tool "31", `? [a, b]` "[ a, b ]".
+        refuse(path, pair, offset, 'a key must be a string: quote it');
       }
     },
   });
@@ -172,7 +187,8 @@ function yamlKeyPath(ancestry: readonly unknown[], target: unknown): string {
   for (let i = 1; i < chain.length; i++) {
     const parent = chain[i - 1];
     const child = chain[i];
-    if (isPair(child) && isScalar(child.key)) segments.push(String(child.key.value));
+    // As written: a refused non-string key (`0x1F`) would otherwise read as what it resolves to (`31`).
+    if (isPair(child) && isScalar(child.key)) segments.push(typeof child.key.value === 'string' ? child.key.value : (child.key.source ?? String(child.key.value)));
     else if (isSeq(parent)) segments.push(String(parent.items.indexOf(child as never)));
   }
   return segments.join('.');

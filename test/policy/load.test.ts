@@ -184,8 +184,50 @@ describe('loading refuses, naming file, line, column and key', () => {
     {
       name: 'a duplicate YAML key',
       text: 'policy: p\npolicy: q\n',
-      want: { line: 2 },
+      want: { line: 2, column: 1, key: 'policy' },
       match: /duplicate key/,
+    },
+    {
+      name: 'a duplicate YAML key deeper down, with its key path',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    allow: true\n    allow: false\n',
+      want: { line: 5, column: 5, key: 'rules.0.allow' },
+      match: /duplicate key/,
+    },
+    {
+      name: 'a YAML number key that a quoted key of the same text would silently replace',
+      text: 'policy: p\ntools:\n  2024: {kind: destructive}\n  "2024": {kind: read_only}\n',
+      want: { line: 3, column: 3, key: 'tools.2024' },
+      match: /a key must be a string: quote it/,
+    },
+    {
+      name: 'a YAML hexadecimal key, named as written',
+      text: 'policy: p\ntools:\n  0x1F: {kind: destructive}\n',
+      want: { line: 3, column: 3, key: 'tools.0x1F' },
+      match: /a key must be a string/,
+    },
+    {
+      name: 'YAML boolean and null keys',
+      text: 'policy: p\ntools:\n  true: {kind: read_only}\n',
+      want: { key: 'tools.true' },
+      match: /a key must be a string/,
+    },
+    {
+      name: 'a YAML null key',
+      text: 'policy: p\ntools:\n  ~: {kind: read_only}\n',
+      want: { line: 3 },
+      match: /a key must be a string/,
+    },
+    {
+      name: 'a YAML sequence as a key',
+      text: 'policy: p\ntools:\n  ? [a, b]\n  : {kind: read_only}\n',
+      want: { line: 3, key: 'tools' },
+      match: /a key must be a string/,
+    },
+    {
+      name: 'a YAML number key inside a tool schema',
+      text: 'policy: p\ntools:\n  a:\n    kind: read_only\n    schema: {type: object, properties: {1: {type: string}}}\n',
+      want: { line: 5, key: 'tools.a.schema.properties.1' },
+      match: /a key must be a string/,
     },
     {
       name: 'two YAML documents',
