@@ -47,7 +47,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     for (const [shape, tool] of Object.entries(p)) {
       const req = { tool, args };
       const res = decide(set, req, identity);
-      const candidates = set.plan(tool).files[0].rules.length;
+      const candidates = set.plan(tool).views[0].files[0].rules.length;
       add(`decide ${n}`, shape, measure(() => decide(set, req, identity), opts), `${tool} → ${res.decision} by ${res.rule}; ${candidates} candidate rule(s)`);
     }
     // The hash a require_approval answer carries, computed alone over that answer's own input.

@@ -35,34 +35,38 @@ interface Caller { team?: string | undefined; user?: string | undefined; agent?:
 function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
   const plan = set.plan(tool);
   const lines: string[] = [];
-  const entry = plan.entry ? `catalogue entry "${plan.entry.pattern}" (${plan.entry.policy})` : 'not in any catalogue';
-  lines.push(`tool ${tool}: kind ${plan.kind}, tags [${[...plan.tags].join(', ')}], ${entry}${plan.entries.some((e) => e.validate) ? ', has a schema' : ''}${plan.entries.some((e) => e.confirm) ? ', always confirms' : ''}`);
+  const described = plan.views.map((v) => `kind ${v.kind}, tags [${[...v.tags].join(', ')}], ${v.entry ? `catalogue entry "${v.entry.pattern}" (${v.entry.policy})` : 'not in any catalogue'}`);
+  lines.push(`tool ${tool}: ${described.join(' | ')}${plan.entries.some((e) => e.validate) ? ', has a schema' : ''}${plan.entries.some((e) => e.confirm) ? ', always confirms' : ''}`);
   lines.push(`caller: team ${caller.team ?? '(any)'}, user ${caller.user ?? '(any)'}, agent ${caller.agent ?? '(any)'}${set.env ? `; environment ${set.env}` : ''}`);
-  const subject: Subject = {
-    tool, kind: plan.kind, tags: plan.tags, env: set.env,
-    identity: { user: caller.user ?? '', team: caller.team ?? null, agent: caller.agent ?? null, roles: [] },
-  };
-  set.files.forEach((file, i) => {
-    lines.push('', `${file.identity.policy}  (${file.path})`);
-    let n = 0;
-    for (const rule of plan.files[i]?.rules ?? []) {
-      const only: string[] = [];
-      let excluded = false;
-      for (const name of CALLER_SELECTORS) {
-        const given = rule.selectors[name];
-        if (given === undefined) continue;
-        if (caller[name.slice(0, -1) as keyof Caller] === undefined) only.push(`only for ${name} [${[...given].join(', ')}]`);
-        else if (!CHECKS[name](rule.selectors, subject)) excluded = true;
+  if (plan.views.length > 1) lines.push('the catalogues describe this tool in several ways: every file answers under each, and its most severe answer counts');
+  plan.views.forEach((view, v) => {
+    if (plan.views.length > 1) lines.push('', `as ${described[v]}:`);
+    const subject: Subject = {
+      tool, kind: view.kind, tags: view.tags, env: set.env,
+      identity: { user: caller.user ?? '', team: caller.team ?? null, agent: caller.agent ?? null, roles: [] },
+    };
+    set.files.forEach((file, i) => {
+      lines.push('', `${file.identity.policy}  (${file.path})`);
+      let n = 0;
+      for (const rule of view.files[i]?.rules ?? []) {
+        const only: string[] = [];
+        let excluded = false;
+        for (const name of CALLER_SELECTORS) {
+          const given = rule.selectors[name];
+          if (given === undefined) continue;
+          if (caller[name.slice(0, -1) as keyof Caller] === undefined) only.push(`only for ${name} [${[...given].join(', ')}]`);
+          else if (!CHECKS[name](rule.selectors, subject)) excluded = true;
+        }
+        if (excluded) continue;
+        lines.push(`  ${++n}. ${rule.id}: ${describeRule(rule)}${only.length ? `  (${only.join('; ')})` : ''}`);
       }
-      if (excluded) continue;
-      lines.push(`  ${++n}. ${rule.id}: ${describeRule(rule)}${only.length ? `  (${only.join('; ')})` : ''}`);
-    }
-    if (n === 0) lines.push('  (no rule applies)');
-    lines.push(`  default: ${describeDefault(file.defaultMode, plan.kind)}`);
-    if (file.maxCalls !== undefined) lines.push(`  limit: abort after ${file.maxCalls} calls in a run`);
-    for (const g of plan.files[i]?.guards ?? []) lines.push(`  guard ${g.id}: ${g.guard} → ${g.action}`);
+      if (n === 0) lines.push('  (no rule applies)');
+      lines.push(`  default: ${describeDefault(file.defaultMode, view.kind)}`);
+      if (file.maxCalls !== undefined) lines.push(`  limit: abort after ${file.maxCalls} calls in a run`);
+      for (const g of view.files[i]?.guards ?? []) lines.push(`  guard ${g.id}: ${g.guard} → ${g.action}`);
+    });
   });
-  if (set.files.length === 0) lines.push('', `no policy files: default ${describeDefault('side_effects', plan.kind)}`);
+  if (set.files.length === 0) lines.push('', `no policy files: default ${describeDefault('side_effects', 'unknown')}`);
   return `${lines.join('\n')}\n`;
 }
 

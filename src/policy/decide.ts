@@ -9,7 +9,7 @@ import { modelMessage } from './message.js';
 import {
   SEVERITY,
   type ApprovalDescriptor, type ApprovalShape, type Decision, type DecideRequest, type DecisionResult, type DefaultMode,
-  type EffectiveKind, type Guard, type Identity, type PolicyFile, type PolicySet, type Rule, type RuleEffect, type ToolPlan,
+  type EffectiveKind, type Guard, type Identity, type PolicyFile, type PolicySet, type Rule, type RuleEffect, type ToolPlan, type ToolView,
 } from './model.js';
 import { pickPaths } from './path.js';
 
@@ -28,6 +28,8 @@ export interface FileTrace {
   version?: string;
   digest: string;
   default: DefaultMode;
+  /** With several descriptions of the tool: the index in `catalogue.views` this file's answer (and trace) is from. */
+  view?: number;
   rules: RuleTrace[];
   guards: GuardTrace[];
   limits?: { max_calls: number; steps: number };
@@ -35,9 +37,12 @@ export interface FileTrace {
   reason: string;
   rule: string;
 }
+/** A description of the tool by the catalogue (SPEC section 2, step 1). */
+export interface CatalogueTrace { entry: string | null; policy: string | null; kind: EffectiveKind; tags: string[] }
 export interface Trace {
   tool: string;
-  catalogue: { entry: string | null; policy: string | null; kind: EffectiveKind; tags: string[] };
+  /** The first description; with `views` when files' catalogues describe the tool differently. */
+  catalogue: CatalogueTrace & { views?: CatalogueTrace[] };
   schema: 'none' | 'passed' | 'failed';
   files: FileTrace[];
 }
@@ -80,9 +85,10 @@ const NO_PLAN = { rules: [], guards: [] } as const;
 
 function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, trace: Trace | null): DecisionResult {
   const plan = set.plan(request.tool);
-  const subject: Subject = { tool: request.tool, kind: plan.kind, tags: plan.tags, env: set.env, identity };
+  const views = plan.views;
   if (trace) {
-    trace.catalogue = { entry: plan.entry?.pattern ?? null, policy: plan.entry?.policy ?? null, kind: plan.kind, tags: [...plan.tags] };
+    trace.catalogue = describeView(views[0]!);
+    if (views.length > 1) trace.catalogue.views = views.map(describeView);
   }
   // Step 2: the tool's schema (every catalogue's, if several files describe it) is checked once,
   // before any policy is consulted.
@@ -102,18 +108,33 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
   let best: Outcome | null = null;
   for (let i = 0; i < files.length; i++) {
     const file = files[i]!;
-    const filePlan = plan.files[i] ?? NO_PLAN;
-    const ft: FileTrace | null = trace ? newFileTrace(file) : null;
-    // Decide evaluates only the plan's candidates; explain evaluates every rule (selectors re-checked).
-    const outcome = evaluateFile(file, plan, ft ? file.rules : filePlan.rules, ft ? file.guards : filePlan.guards, subject, request, ft);
-    if (ft) {
-      Object.assign(ft, { decision: outcome.decision, reason: outcome.reason, rule: outcome.rule });
-      trace!.files.push(ft);
+    // Each file answers under every description of the tool; its most severe answer counts (the
+    // first description among equals).
+    let fileBest: Outcome | null = null;
+    let fileTrace: FileTrace | null = null;
+    for (let v = 0; v < views.length; v++) {
+      const view = views[v]!;
+      const filePlan = view.files[i] ?? NO_PLAN;
+      const subject: Subject = { tool: request.tool, kind: view.kind, tags: view.tags, env: set.env, identity };
+      const ft: FileTrace | null = trace ? newFileTrace(file) : null;
+      // Decide evaluates only the plan's candidates; explain evaluates every rule (selectors re-checked).
+      const outcome = evaluateFile(file, plan, ft ? file.rules : filePlan.rules, ft ? file.guards : filePlan.guards, subject, request, ft);
+      if (fileBest !== null && SEVERITY[outcome.decision] <= SEVERITY[fileBest.decision]) continue;
+      fileBest = outcome;
+      if (ft) {
+        Object.assign(ft, { decision: outcome.decision, reason: outcome.reason, rule: outcome.rule }, views.length > 1 ? { view: v } : {});
+        fileTrace = ft;
+      }
     }
+    if (fileTrace) trace!.files.push(fileTrace);
     // The most severe wins; among equals the first file in load order gives reason and approval.
-    if (best === null || SEVERITY[outcome.decision] > SEVERITY[best.decision]) best = outcome;
+    if (best === null || SEVERITY[fileBest!.decision] > SEVERITY[best.decision]) best = fileBest;
   }
   return result(set, request, best!, false);
+}
+
+function describeView(view: ToolView): CatalogueTrace {
+  return { entry: view.entry?.pattern ?? null, policy: view.entry?.policy ?? null, kind: view.kind, tags: [...view.tags] };
 }
 
 function evaluateFile(

@@ -8,7 +8,7 @@ import { compilePolicyFile } from './compile.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
 import type { Glob } from './glob.js';
 import { selectorsMatch, TOOL_SELECTORS, type Subject } from './match.js';
-import { KIND_SEVERITY, type CatalogueEntry, type FilePlan, type PolicyFile, type PolicySet, type Rule, type ToolPlan } from './model.js';
+import type { CatalogueEntry, FilePlan, PolicyFile, PolicySet, Rule, ToolPlan, ToolView } from './model.js';
 import { formatOf, MAX_FILE_BYTES, readSource, type KeyPath, type PolicySource } from './source.js';
 
 export interface LoadOptions {
@@ -152,6 +152,7 @@ function crossFileProblems(files: readonly { file: PolicyFile; source: PolicySou
 }
 
 const PLAN_CACHE_SIZE = 10_000;
+const NO_TAGS: ReadonlySet<string> = new Set();
 
 /**
  * Index the rules so that deciding never scans every rule: per tool name, the rules and guards
@@ -165,20 +166,26 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
 
   const computePlan = (tool: string): ToolPlan => {
     const entries = catalogues.map((c) => c.exact.get(tool) ?? firstMatch(c.globs.candidates(tool), tool)).filter((e) => e !== undefined);
-    // Across files the most severe entry gives the kind, so one file's catalogue cannot make a tool
-    // that another file calls destructive look harmless (a later file never loosens an earlier one).
-    const entry = entries.reduce<CatalogueEntry | null>((a, e) => (a === null || KIND_SEVERITY[e.kind] > KIND_SEVERITY[a.kind] ? e : a), null);
-    const tags = new Set(entries.flatMap((e) => [...e.tags]));
-    const subject: Subject = { tool, kind: entry?.kind ?? 'unknown', tags, env };
-    const filePlans: FilePlan[] = files.map((file, i) => {
-      const index = indexes[i]!;
-      const candidates = [...(index.exact.get(tool) ?? []), ...index.globbed.candidates(tool), ...index.untooled].sort((a, b) => a.index - b.index);
-      return {
-        rules: candidates.filter((r, k) => candidates[k - 1] !== r && selectorsMatch(r.selectors, subject, TOOL_SELECTORS)),
-        guards: file.guards.filter((g) => selectorsMatch(g.selectors, subject, TOOL_SELECTORS)),
-      };
+    // One view per distinct description (kind and tags) of the tool, in load order; `unknown` when none.
+    const described: (CatalogueEntry | null)[] = entries.length === 0 ? [null] : [];
+    for (const e of entries) {
+      if (!described.some((d) => d !== null && d.kind === e.kind && sameSet(d.tags, e.tags))) described.push(e);
+    }
+    const candidates = indexes.map((index) =>
+      [...(index.exact.get(tool) ?? []), ...index.globbed.candidates(tool), ...index.untooled].sort((a, b) => a.index - b.index),
+    );
+    const views = described.map((entry): ToolView => {
+      const subject: Subject = { tool, kind: entry?.kind ?? 'unknown', tags: entry?.tags ?? NO_TAGS, env };
+      const filePlans = files.map((file, i): FilePlan => {
+        const rules = candidates[i]!;
+        return {
+          rules: rules.filter((r, k) => rules[k - 1] !== r && selectorsMatch(r.selectors, subject, TOOL_SELECTORS)),
+          guards: file.guards.filter((g) => selectorsMatch(g.selectors, subject, TOOL_SELECTORS)),
+        };
+      });
+      return { entry, kind: subject.kind, tags: subject.tags, files: filePlans };
     });
-    return { tool, entries, entry, kind: subject.kind, tags, files: filePlans };
+    return { tool, entries, views };
   };
 
   return {
@@ -276,6 +283,10 @@ function indexRules(file: PolicyFile): RuleIndex {
     }
   }
   return { exact, globbed, untooled };
+}
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  return a.size === b.size && [...a].every((x) => b.has(x));
 }
 
 function byCodeUnits(a: string, b: string): number {

@@ -11,7 +11,6 @@ export type Decision = 'allow' | 'require_approval' | 'deny' | 'abort';
 export const SEVERITY: Readonly<Record<Decision, number>> = { allow: 0, require_approval: 1, deny: 2, abort: 3 };
 
 export type ToolKind = 'read_only' | 'local_mutation' | 'remote_mutation' | 'destructive';
-export const KIND_SEVERITY: Readonly<Record<ToolKind, number>> = { read_only: 0, local_mutation: 1, remote_mutation: 2, destructive: 3 };
 /** `unknown` is the kind of a tool that no catalogue names. */
 export type EffectiveKind = ToolKind | 'unknown';
 export type DefaultMode = 'allow' | 'deny' | 'side_effects';
@@ -115,16 +114,30 @@ export interface FilePlan {
   readonly guards: readonly Guard[];
 }
 
+/**
+ * One description of a tool: the kind and tags one catalogue entry gives it (or `unknown` and no
+ * tags when no catalogue names it), with the rules and guards that description selects in each file.
+ */
+export interface ToolView {
+  /** The entry that gives this description; null for `unknown`. */
+  readonly entry: CatalogueEntry | null;
+  readonly kind: EffectiveKind;
+  readonly tags: ReadonlySet<string>;
+  /** Per file, in load order. */
+  readonly files: readonly FilePlan[];
+}
+
 /** Everything about one tool name that does not depend on the caller or the arguments. */
 export interface ToolPlan {
   readonly tool: string;
   /** Each file's catalogue entry for the tool (its exact name, else its first matching glob), in load order. */
   readonly entries: readonly CatalogueEntry[];
-  /** The entry that gives the kind: the most severe of `entries`, the first among equals. */
-  readonly entry: CatalogueEntry | null;
-  readonly kind: EffectiveKind;
-  readonly tags: ReadonlySet<string>;
-  readonly files: readonly FilePlan[];
+  /**
+   * At least one. Several when files' catalogues describe the tool differently (kind or tags): every
+   * file is asked under each description and its most severe answer counts, so no catalogue entry can
+   * take a rule of another file off the tool (a later file never loosens an earlier one).
+   */
+  readonly views: readonly ToolView[];
 }
 
 export interface PolicySet {

@@ -597,6 +597,25 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     await call(db, { url: '/explain', token: supportToken(), body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } }, 413);
   });
 
+  it('POST /explain when two catalogues describe a tool differently: every description, and the one each file answered under', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-views-'));
+    await writeFile(join(dir, 'a.yaml'), 'policy: a\ndefault: allow\ntools:\n  send_wire: {kind: remote_mutation}\nrules:\n  - {id: no-remote, kinds: [remote_mutation], allow: false}\n');
+    await writeFile(join(dir, 'b.yaml'), 'policy: b\ndefault: allow\ntools:\n  "send_*": {kind: destructive, tags: [money]}\n');
+    const t = await createTestApp({ policyDir: dir, env: null });
+    try {
+      const got = await call(t, { url: '/explain', token: supportToken(), body: { tool: 'send_wire' } }, 403);
+      expect(got).toMatchObject({ decision: 'deny', rule: 'no-remote' });
+      expect(got.trace.catalogue.views).toEqual([
+        { entry: 'send_wire', policy: 'a', kind: 'remote_mutation', tags: [] },
+        { entry: 'send_*', policy: 'b', kind: 'destructive', tags: ['money'] },
+      ]);
+      expect(got.trace.files.map((f: Body) => [f.policy, f.view, f.decision])).toEqual([['a', 0, 'deny'], ['b', 0, 'allow']]);
+    } finally {
+      await t.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('POST /explain on other policy sets: the built-in default and the dev environment', async () => {
     const empty = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-empty-'));
     const none = await createTestApp({ policyDir: empty, env: null });

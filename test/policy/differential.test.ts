@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { approvalHash } from '../../src/json/canonical.js';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
 import { compileCondition, type CompiledCondition, type Truth } from '../../src/policy/condition/compile.js';
-import { decide } from '../../src/policy/decide.js';
+import { decide, explain } from '../../src/policy/decide.js';
 import { compileGlob, type Glob } from '../../src/policy/glob.js';
 import { runGuard } from '../../src/policy/guards.js';
 import type { DecideRequest, DecisionResult, Identity } from '../../src/policy/model.js';
@@ -66,18 +66,16 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
   const { tool, args } = req;
   const files = [...gen.files].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
 
-  // Step 1: each file's catalogue entry (exact name first, then its first matching glob); across
-  // files the most severe kind wins, tags unite, any confirm counts (the fail-closed reading of
-  // "a later file never loosens an earlier one": see the README).
-  const SEVERE = ['read_only', 'local_mutation', 'remote_mutation', 'destructive'];
+  // Step 1: each file's catalogue entry (exact name first, then its first matching glob). Where files
+  // describe the tool differently (kind or tags), every file answers under each description and its
+  // most severe answer counts (the fail-closed reading of "a later file never loosens an earlier one":
+  // see the README); any confirm counts and every schema must pass.
   const cats = files.flatMap((f) => {
     const entries = Object.entries(f.doc.tools ?? {}).map(([pattern, entry]) => ({ pattern, entry, policy: f.doc.policy }));
     const hit = entries.find((e) => isLiteral(e.pattern) && e.pattern === tool) ?? entries.find((e) => !isLiteral(e.pattern) && globMatches(e.pattern, tool));
     return hit ? [hit] : [];
   });
-  const cat = cats.reduce<(typeof cats)[number] | undefined>((a, e) => (a === undefined || SEVERE.indexOf(e.entry.kind) > SEVERE.indexOf(a.entry.kind) ? e : a), undefined);
-  const kind = cat?.entry.kind ?? 'unknown';
-  const tags: readonly string[] = cats.flatMap((c) => c.entry.tags ?? []);
+  const views: { kind: string; tags: readonly string[] }[] = cats.length === 0 ? [{ kind: 'unknown', tags: [] }] : cats.map((c) => ({ kind: c.entry.kind, tags: c.entry.tags ?? [] }));
   const confirmCat = cats.find((c) => c.entry.confirm === true);
 
   // Step 2: the schemas, once, before any file.
@@ -88,7 +86,7 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
   }
 
   // Every list given must match; an absent list matches everything.
-  const selected = (s: GenSelectors): boolean =>
+  const selected = (s: GenSelectors, { kind, tags }: (typeof views)[number]): boolean =>
     (s.tools === undefined || s.tools.some((p) => globMatches(p, tool))) &&
     (s.kinds === undefined || s.kinds.includes(kind)) &&
     (s.tags === undefined || s.tags.some((t) => tags.includes(t))) &&
@@ -97,11 +95,12 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     (s.users === undefined || s.users.includes(who.user)) &&
     (s.agents === undefined || (who.agent !== null && s.agents.includes(who.agent)));
 
-  const evalFile = (doc: GenDoc): Outcome => {
+  const evalFile = (doc: GenDoc, view: (typeof views)[number]): Outcome => {
+    const { kind } = view;
     // Step 3: applicable rules. An undecidable `when` applies where the rule restricts
     // (allow: false, abort, confirm) and not where it allows (allow: true).
     const rules = (doc.rules ?? []).map((r, i) => ({ r, id: r.id ?? `${doc.policy}#${i}`, w: r.when === undefined ? true : truth(r.when, args) }));
-    const applying = rules.filter((x) => selected(x.r) && x.w !== false);
+    const applying = rules.filter((x) => selected(x.r, view) && x.w !== false);
     // Step 4.
     const abort = applying.find((x) => x.r.abort === true);
     const deny = applying.find((x) => x.r.allow === false);
@@ -131,7 +130,7 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     // Step 7: a finding turns the decision into the guard's action when that is more severe.
     (doc.guards ?? []).forEach((g, i) => {
       const action = g.action ?? 'deny';
-      if (selected(g) && SEV[action] > SEV[out.decision] && runGuard('pii', args) !== null) {
+      if (selected(g, view) && SEV[action] > SEV[out.decision] && runGuard('pii', args) !== null) {
         out = { decision: action, rule: g.id ?? `${doc.policy}#guards.${i}`, kind: 'pii', shape: null };
       }
     });
@@ -142,8 +141,10 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
   const docs: GenDoc[] = files.length > 0 ? files.map((f) => f.doc) : [{ policy: 'builtin' }];
   let best: Outcome | null = null;
   for (const doc of docs) {
-    const out = evalFile(doc);
-    if (best === null || SEV[out.decision] > SEV[best.decision]) best = out;
+    for (const view of views) {
+      const out = evalFile(doc, view);
+      if (best === null || SEV[out.decision] > SEV[best.decision]) best = out;
+    }
   }
   const answer: RefAnswer = { decision: best!.decision, rule: best!.rule };
   if (best!.decision === 'require_approval') {
@@ -249,7 +250,7 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     compare(gen, { tool: 't0', args: { a: 1 } }, who);
   });
 
-  it('across files the most severe catalogue entry gives the kind, even over an exact name', () => {
+  it('across files every description counts: an exact read_only name does not undo a destructive glob', () => {
     const gen: GenSet = {
       env: null,
       files: [
@@ -260,6 +261,50 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     compare(gen, { tool: 't0', args: {} }, who);
     compare(gen, { tool: 't1', args: {} }, who);
     expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who).decision).toBe('deny');
+  });
+
+  it('a second description of a tool cannot take a rule of another file off it (audit: escalation)', () => {
+    // Read as one "most severe kind", p1's destructive would make p0's remote_mutation deny miss.
+    const gen: GenSet = {
+      env: null,
+      files: [
+        { name: 'p00.json', doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'remote_mutation' } }, rules: [{ kinds: ['remote_mutation'], allow: false }] } },
+        { name: 'p01.json', doc: { policy: 'p1', default: 'allow', tools: { 't?': { kind: 'destructive' } } } },
+      ],
+    };
+    compare(gen, { tool: 't0', args: {} }, who);
+    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#0' });
+    expect(decide(toPolicySet({ env: null, files: [gen.files[0]!] }), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#0' });
+  });
+
+  it("another file's tags do not satisfy an allowing rule's tags under this file's description (audit: tags)", () => {
+    const gen: GenSet = {
+      env: null,
+      files: [
+        { name: 'p00.json', doc: { policy: 'p0', default: 'deny', tools: { t0: { kind: 'read_only' } }, rules: [{ tags: ['money'], allow: true }] } },
+        { name: 'p01.json', doc: { policy: 'p1', default: 'allow', tools: { 't?': { kind: 'destructive', tags: ['money'] } } } },
+      ],
+    };
+    compare(gen, { tool: 't0', args: {} }, who);
+    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#default' });
+    // The explanation says which description each file answered under.
+    const { trace } = explain(toPolicySet(gen), { tool: 't0', args: {} }, who);
+    expect(trace.catalogue.views?.map((v) => [v.entry, v.kind, v.tags])).toEqual([['t0', 'read_only', []], ['t?', 'destructive', ['money']]]);
+    expect(trace.files.map((f) => [f.policy, f.view, f.decision])).toEqual([['p0', 0, 'deny'], ['p1', 0, 'allow']]);
+  });
+
+  it('one description shared by several files is one view (no views list in the trace)', () => {
+    const gen: GenSet = {
+      env: null,
+      files: [
+        { name: 'p00.json', doc: { policy: 'p0', tools: { t0: { kind: 'read_only', tags: ['ops'] } } } },
+        { name: 'p01.json', doc: { policy: 'p1', tools: { 't?': { kind: 'read_only', tags: ['ops'] } } } },
+      ],
+    };
+    expect(toPolicySet(gen).plan('t0').views).toHaveLength(1);
+    const { trace } = explain(toPolicySet(gen), { tool: 't0', args: {} }, who);
+    expect(trace.catalogue).toEqual({ entry: 't0', policy: 'p0', kind: 'read_only', tags: ['ops'] });
+    expect(trace.files.every((f) => f.view === undefined)).toBe(true);
   });
 
   it('no file at all: the built-in side_effects default with an empty catalogue', () => {
@@ -280,7 +325,7 @@ describe('regressions and corner cases (reference and decide agree)', () => {
 
   // The next four are the minimized counterexamples the property produced against deliberately
   // broken copies of src (mutation check of this test): each pins one place a plausible bug hides.
-  it('catalogue globs: within a file the first match, across files the most severe, gives the kind', () => {
+  it('catalogue globs: within a file the first match gives the description, across files every description counts', () => {
     const gen: GenSet = {
       env: null,
       files: [

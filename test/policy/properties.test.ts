@@ -67,15 +67,22 @@ describe('deny wins (Cedar forbid_trumps_permit)', () => {
 });
 
 describe('composition: adding a file never loosens a decision', () => {
-  /** Split off the first or the last file (in file-name order) as F, minus catalogue entries that name the requested tools. */
+  /**
+   * Split off the first or the last file (in file-name order) as F. F keeps its catalogue entries for
+   * tools the other files already describe (a second description must not loosen anything); it loses
+   * those naming a requested tool nobody else catalogues (the one documented exception, below).
+   */
   function split(gen: GenSet, at: 'first' | 'last', tools: readonly string[]): { without: GenSet; with: GenSet } {
     const ix = at === 'first' ? 0 : gen.files.length - 1;
     const f = gen.files[ix]!;
-    const tools2 = Object.fromEntries(Object.entries(f.doc.tools ?? {}).filter(([p]) => !tools.some((t) => compileGlob(p).test(t))));
+    const others = gen.files.filter((_, i) => i !== ix);
+    const without: GenSet = { env: gen.env, files: others };
+    const known = toPolicySet(without);
+    const unknown = tools.filter((t) => known.plan(t).entries.length === 0);
+    const tools2 = Object.fromEntries(Object.entries(f.doc.tools ?? {}).filter(([p]) => !unknown.some((t) => compileGlob(p).test(t))));
     const { tools: _drop, ...rest } = f.doc;
     const F: GenFile = { name: f.name, doc: Object.keys(tools2).length > 0 ? { ...rest, tools: tools2 } : rest };
-    const others = gen.files.filter((_, i) => i !== ix);
-    return { without: { env: gen.env, files: others }, with: { env: gen.env, files: at === 'first' ? [F, ...others] : [...others, F] } };
+    return { without, with: { env: gen.env, files: at === 'first' ? [F, ...others] : [...others, F] } };
   }
 
   for (const at of ['last', 'first'] as const) {
