@@ -135,8 +135,39 @@ function compileTool(problems: Problems, ajv: Ajv2020, policy: string, pattern: 
     tags: new Set(doc.tags ?? []),
     confirm: doc.confirm === true,
     policy,
-    ...(validate ? { validate } : {}),
+    ...(validate ? { validate, schemaNames: declaredNames(doc.schema) } : {}),
   };
+}
+
+/**
+ * Every property name the schema declares (`properties` keys, `required` and `dependentRequired`
+ * entries, at any depth): operator-written text a schema refusal may name. Any other key in a failing
+ * path is the model's, maybe an email or a card number, and is reported as `*` (SPEC section 2).
+ */
+function declaredNames(schema: unknown): ReadonlySet<string> {
+  const names = new Set<string>();
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      node.forEach(walk);
+      return;
+    }
+    if (node === null || typeof node !== 'object') return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'properties' && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+        for (const name of Object.keys(value)) names.add(name);
+      } else if (key === 'required' && Array.isArray(value)) {
+        for (const name of value) if (typeof name === 'string') names.add(name);
+      } else if (key === 'dependentRequired' && value !== null && typeof value === 'object') {
+        for (const [name, list] of Object.entries(value)) {
+          names.add(name);
+          if (Array.isArray(list)) for (const n of list) if (typeof n === 'string') names.add(n);
+        }
+      }
+      walk(value);
+    }
+  };
+  walk(schema);
+  return names;
 }
 
 function compileSelectors(problems: Problems, base: KeyPath, environments: readonly string[], doc: SelectorDoc): Selectors {

@@ -98,7 +98,7 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
     if (trace) trace.schema = ok ? 'passed' : 'failed';
     if (!ok) {
       const e = entry.validate.errors?.[0];
-      const where = e?.instancePath || '/';
+      const where = safeInstancePath(e?.instancePath ?? '', entry.schemaNames);
       // SPEC section 2, step 2: the failing path and keyword (and ajv's text, which never quotes the value).
       const reason = `the arguments do not match the schema of ${JSON.stringify(request.tool)}: ${where} ${e?.message ?? 'is invalid'} (keyword ${e?.keyword ?? 'unknown'})`;
       return result(set, request, { decision: 'deny', reason, rule: `${entry.policy}#tools.${entry.pattern}.schema` }, true);
@@ -131,6 +131,25 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
     if (best === null || SEVERITY[fileBest!.decision] > SEVERITY[best.decision]) best = fileBest;
   }
   return result(set, request, best!, false);
+}
+
+// An array index, not a key that could be a phone or card number.
+const INDEX = /^(?:0|[1-9]\d{0,5})$/;
+
+/**
+ * The failing argument path for the model, keys the schema does not declare written `*`: the model
+ * chose them, and one may be an email or a card number (SPEC section 2: never the offending value).
+ */
+function safeInstancePath(pointer: string, declared: ReadonlySet<string> | undefined): string {
+  if (pointer === '') return '/';
+  return pointer
+    .split('/')
+    .map((token, i) => {
+      if (i === 0) return token;
+      const key = token.replaceAll('~1', '/').replaceAll('~0', '~');
+      return INDEX.test(key) || declared?.has(key) ? token : '*';
+    })
+    .join('/');
 }
 
 function describeView(view: ToolView): CatalogueTrace {

@@ -91,6 +91,8 @@ export interface CatalogueEntry {
   readonly tags: ReadonlySet<string>;
   readonly confirm: boolean;
   readonly validate?: ValidateFunction;
+  /** With `validate`: the property names its schema declares (a refusal may name only these). */
+  readonly schemaNames?: ReadonlySet<string>;
   /** The `policy` identity of the file that defines it. */
   readonly policy: string;
 }

@@ -174,8 +174,26 @@ describe('the message for the model (SPEC section 5)', () => {
     const key = `${' '.repeat(200_000)}x`;
     const d = decide(set, { tool: 'note', args: { [key]: 'text' } }, who);
     expect(d).toMatchObject({ decision: 'deny', schemaRefused: true });
-    expect(d.reason).toContain(`/${key} must be number (keyword type)`);
+    expect(d.reason).toBe('the arguments do not match the schema of "note": /* must be number (keyword type)');
     expect(d.message.endsWith(' must be number (keyword type). Correct the arguments and try again.')).toBe(true);
+  });
+
+  it('a schema refusal names only keys the schema declares: a key the model chose is `*` (audit: an email as a key)', () => {
+    const set = setOf({
+      'n.json': {
+        policy: 'notes',
+        tools: {
+          note: { kind: 'read_only', schema: { type: 'object', properties: { to: { type: 'array', items: { type: 'object', additionalProperties: { type: 'string' } } } }, additionalProperties: { type: 'number' } } },
+        },
+      },
+    });
+    const asKey = decide(set, { tool: 'note', args: { 'jane.doe@example.com': 'x' } }, who);
+    expect(asKey.reason).toBe('the arguments do not match the schema of "note": /* must be number (keyword type)');
+    expect(JSON.stringify(asKey)).not.toContain('jane');
+    const nested = decide(set, { tool: 'note', args: { to: [{ ok: 'a' }, { '4111111111111111': 5 }] } }, who);
+    expect(nested.reason).toBe('the arguments do not match the schema of "note": /to/1/* must be string (keyword type)');
+    expect(JSON.stringify(nested)).not.toContain('4111');
+    expect(decide(set, { tool: 'note', args: { to: 'x' } }, who).reason).toContain(': /to must be array (keyword type)');
   });
 
   it('abort: the run must stop, and why', () => {
