@@ -12,6 +12,11 @@ export const CALLER_OPTIONS = {
   agent: { type: 'string' },
 } as const;
 
+/** The environment to load for: `--env`, else POLICY_ENV as the service reads it (no development default here). */
+export function envOf(values: { env?: string | undefined }): string | null {
+  return values.env ?? (process.env.POLICY_ENV || null);
+}
+
 /** The identity `decide()` takes; a user the flags do not name is `cli-user`. */
 export function callerIdentity(values: { user?: string | undefined; team?: string | undefined; agent?: string | undefined; role?: string[] | undefined }): Identity {
   return { user: values.user ?? 'cli-user', team: values.team ?? null, agent: values.agent ?? null, roles: values.role ?? [] };

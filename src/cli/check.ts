@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { CALLER_SELECTORS, CHECKS, type Subject } from '../policy/match.js';
 import type { DefaultMode, EffectiveKind, PolicySet, Rule } from '../policy/model.js';
-import { CALLER_OPTIONS, loadPoliciesOrReport } from './caller.js';
+import { CALLER_OPTIONS, envOf, loadPoliciesOrReport } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
 export async function runCheck(argv: string[], io: Io): Promise<number> {
@@ -13,7 +13,7 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
     options: { ...CALLER_OPTIONS, tool: { type: 'string' } },
   });
   const target = positionals[0] ?? 'policies';
-  const set = await loadPoliciesOrReport(target, values.env ?? null, io);
+  const set = await loadPoliciesOrReport(target, envOf(values), io);
   if (set === null) return EXIT.invalid;
   if (values.tool === undefined) {
     for (const f of set.files) {

@@ -16,7 +16,7 @@ import { isJsonObject, type JsonObject, type JsonValue } from '../json/value.js'
 import { createStrictAjv } from '../policy/ajv.js';
 import { decide } from '../policy/decide.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../policy/request.js';
-import { CALLER_OPTIONS, callerIdentity, loadPoliciesOrReport } from './caller.js';
+import { CALLER_OPTIONS, callerIdentity, envOf, loadPoliciesOrReport } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
 const USAGE = 'usage: gatehouse hash FILE.json|- [--policies DIR] [--env E] [--user U --team T --agent A --role R…] | --document FILE.json|-\n';
@@ -62,7 +62,7 @@ export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8
     io.err(`${target}: not a request as /decide takes it: ${e?.instancePath || '/'} ${e?.message ?? 'is invalid'}\n`);
     return EXIT.invalid;
   }
-  const set = await loadPoliciesOrReport(values.policies ?? 'policies', values.env ?? null, io);
+  const set = await loadPoliciesOrReport(values.policies ?? 'policies', envOf(values), io);
   if (set === null) return EXIT.invalid;
   const request = toDecideRequest(value as unknown as ToolCall);
   const result = decide(set, request, callerIdentity(values));

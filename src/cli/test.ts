@@ -1,14 +1,16 @@
-// `gatehouse test [DIR]`: run the policy test files of DIR against DIR's policies and print one
+// `gatehouse test [DIR] [--env E]`: run the policy test files of DIR against DIR's policies and print one
 // table of disagreements. Exit 0 all pass, 1 any disagreement, 2 bad files.
 import { parseArgs } from 'node:util';
 import { runPolicyTests } from '../policy/cases.js';
 import { formatProblem } from '../policy/errors.js';
+import { envOf } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
 export async function runTest(argv: string[], io: Io): Promise<number> {
-  const { positionals } = parseArgs({ args: argv, allowPositionals: true, options: {} });
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { env: { type: 'string' } } });
   const dir = positionals[0] ?? 'policies';
-  const { results, problems } = await runPolicyTests(dir);
+  // For cases (and case files) that name no `env`.
+  const { results, problems } = await runPolicyTests(dir, envOf(values));
   if (problems.length > 0) {
     for (const p of problems) io.err(`${formatProblem(p)}\n`);
     return EXIT.invalid;

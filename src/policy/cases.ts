@@ -131,8 +131,14 @@ export function runCase(set: PolicySet, c: PolicyCase): CaseResult {
  * Run every `*.test.yaml` in `dir` against the policies of `dir`, loaded once per environment the
  * cases name. Bad test files or policies come back as problems (the CLI exits 2 on those).
  */
-export async function runPolicyTests(dir: string): Promise<{ results: CaseResult[]; problems: LoadProblem[] }> {
-  const names = (await readdir(dir)).filter(isPolicyTestFileName).sort();
+export async function runPolicyTests(dir: string, defaultEnv: string | null = null): Promise<{ results: CaseResult[]; problems: LoadProblem[] }> {
+  let names: string[];
+  try {
+    names = (await readdir(dir)).filter(isPolicyTestFileName).sort();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    return { results: [], problems: [{ file: dir, line: 1, column: 1, key: '', message: `cannot read this directory (${code})` }] };
+  }
   if (names.length === 0) return { results: [], problems: [{ file: dir, line: 1, column: 1, key: '', message: 'no *.test.yaml files here' }] };
   const problems: LoadProblem[] = [];
   const cases: PolicyCase[] = [];
@@ -153,15 +159,16 @@ export async function runPolicyTests(dir: string): Promise<{ results: CaseResult
   const sets = new Map<string | null, PolicySet>();
   const results: CaseResult[] = [];
   for (const c of cases) {
-    let set = sets.get(c.env);
+    const env = c.env ?? defaultEnv;
+    let set = sets.get(env);
     if (!set) {
       try {
-        set = buildPolicySet(files, { env: c.env });
+        set = buildPolicySet(files, { env });
       } catch (err) {
         if (err instanceof PolicyLoadError) return { results: [], problems: [...err.problems] };
         throw err;
       }
-      sets.set(c.env, set);
+      sets.set(env, set);
     }
     results.push(runCase(set, c));
   }

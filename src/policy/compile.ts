@@ -191,6 +191,7 @@ function compileSelectors(problems: Problems, base: KeyPath, environments: reado
 
 function compileRule(problems: Problems, policy: string, environments: readonly string[], doc: RuleDoc, index: number, ids: Set<string>): Rule | null {
   const base: KeyPath = ['rules', index];
+  if (doc.id !== undefined) checkOwnId(problems, [...base, 'id'], doc.id);
   const id = doc.id ?? `${policy}#${index}`;
   if (ids.has(id)) problems.add([...base, 'id'], 'this rule id is used twice in this file');
   ids.add(id);
@@ -234,12 +235,20 @@ function compileRule(problems: Problems, policy: string, environments: readonly 
 
 function compileGuard(problems: Problems, policy: string, environments: readonly string[], doc: GuardDoc, index: number): Guard | null {
   const base: KeyPath = ['guards', index];
+  if (doc.id !== undefined) checkOwnId(problems, [...base, 'id'], doc.id);
   const selectors = compileSelectors(problems, base, environments, doc);
   if (!(GUARD_NAMES as readonly string[]).includes(doc.guard)) {
     problems.add([...base, 'guard'], `unknown guard (known: ${GUARD_NAMES.join(', ')})`);
     return null;
   }
   return { id: doc.id ?? `${policy}#guards.${index}`, guard: doc.guard as GuardName, selectors, action: doc.action ?? 'deny' };
+}
+
+// Ids Gatehouse writes itself: `<policy>#<index>`, `<policy>#default`, `<policy>#tools.<name>`,
+// `builtin#default`, `internal` (an evaluation error). A rule or guard written with one would pass
+// its answers off as another file's default or as an internal error.
+function checkOwnId(problems: Problems, path: KeyPath, id: string): void {
+  if (id.includes('#') || id === 'internal') problems.add(path, 'an id cannot contain "#" or be "internal": Gatehouse writes those ids itself');
 }
 
 function globOrProblem(problems: Problems, path: KeyPath, pattern: string, atKey: boolean): Glob | null {

@@ -1,6 +1,8 @@
 // The CLI's output, compared with golden files in test/cli/golden (UPDATE_GOLDEN=1 rewrites them).
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../src/cli.js';
 
 async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -42,10 +44,25 @@ describe('gatehouse check', () => {
     golden('check-broken.txt', r.err);
   });
 
-  it('exits 2 when environments are declared and no --env is given', async () => {
-    const r = await run('check', 'policies');
-    expect(r.code).toBe(2);
-    expect(r.err).toMatch(/policies\/payments\.yaml:\d+:\d+: environments: .*--env/);
+  it('exits 2 when environments are declared and neither --env nor POLICY_ENV is given', async () => {
+    vi.stubEnv('POLICY_ENV', '');
+    try {
+      const r = await run('check', 'policies');
+      expect(r.code).toBe(2);
+      expect(r.err).toMatch(/policies\/payments\.yaml:\d+:\d+: environments: .*--env/);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('reads POLICY_ENV as the service does when --env is not given (and --env wins)', async () => {
+    vi.stubEnv('POLICY_ENV', 'prod');
+    try {
+      expect(await run('check', 'policies')).toMatchObject({ code: 0, out: expect.stringMatching(/for environment prod\n$/) });
+      expect(await run('check', 'policies', '--env', 'dev')).toMatchObject({ code: 0, out: expect.stringMatching(/for environment dev\n$/) });
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });
 
@@ -60,6 +77,29 @@ describe('gatehouse test', () => {
     const r = await run('test', 'test/cli/fixtures/failing');
     expect(r.code).toBe(1);
     golden('test-failing.txt', r.out);
+  });
+
+  it('--env gives the environment of cases that name none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-env-'));
+    try {
+      writeFileSync(join(dir, 'p.yaml'), 'policy: p\nenvironments: [dev, prod]\ndefault: {dev: allow, prod: deny}\n');
+      writeFileSync(join(dir, 'p.test.yaml'), 'cases:\n  - {name: open in dev, tool: t, want: allow}\n');
+      vi.stubEnv('POLICY_ENV', '');
+      const none = await run('test', dir);
+      expect(none.code).toBe(2);
+      expect(none.err).toMatch(/environments: .*--env/);
+      expect(await run('test', dir, '--env', 'dev')).toMatchObject({ code: 0, out: '1 passed, 0 failed\n' });
+      expect((await run('test', dir, '--env', 'prod')).code).toBe(1);
+    } finally {
+      vi.unstubAllEnvs();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('exits 2 when the directory cannot be read', async () => {
+    const r = await run('test', 'test/cli/fixtures/no-such-dir');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/no-such-dir:1:1: .*cannot read this directory \(ENOENT\)/);
   });
 
   it('exits 2 on a bad test file', async () => {

@@ -176,6 +176,18 @@ describe('loading refuses, naming file, line, column and key', () => {
       match: /control characters/,
     },
     {
+      name: 'a rule id that Gatehouse writes itself',
+      text: 'policy: p\nrules:\n  - {id: "q#default", tools: [a], allow: false}\n',
+      want: { line: 3, key: 'rules.0.id' },
+      match: /an id cannot contain "#" or be "internal"/,
+    },
+    {
+      name: 'a guard id "internal"',
+      text: 'policy: p\nguards:\n  - {id: internal, guard: pii}\n',
+      want: { line: 3, key: 'guards.0.id' },
+      match: /an id cannot contain "#" or be "internal"/,
+    },
+    {
       name: 'an identity over 256 bytes',
       text: `policy: "${'é'.repeat(129)}"\n`,
       want: { key: 'policy' },
