@@ -251,6 +251,17 @@ function tomlKeyLines(text: string): Map<string, Location> {
   const arrayCounts = new Map<string, number>();
   let table: (string | number)[] = [];
   let inMultiline: string | null = null;
+  // In a header, a prefix that names an array of tables means its latest element:
+  // `[rules.approval]` after the second `[[rules]]` is rules.1.approval.
+  const resolveTable = (path: readonly string[]): (string | number)[] => {
+    const out: (string | number)[] = [];
+    for (const segment of path) {
+      out.push(segment);
+      const n = arrayCounts.get(out.join('\u0000'));
+      if (n !== undefined) out.push(n - 1);
+    }
+    return out;
+  };
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
     const raw = lines[i] ?? '';
@@ -265,12 +276,13 @@ function tomlKeyLines(text: string): Map<string, Location> {
     if (header) {
       const path = splitTomlKey(header[2] ?? '');
       if (header[1]) {
-        const k = path.join('\u0000');
+        const at = [...resolveTable(path.slice(0, -1)), path.at(-1) ?? ''];
+        const k = at.join('\u0000');
         const n = arrayCounts.get(k) ?? 0;
         arrayCounts.set(k, n + 1);
-        table = [...path, n];
+        table = [...at, n];
       } else {
-        table = path;
+        table = resolveTable(path);
       }
       found.set(table.join('\u0000'), here);
       continue;

@@ -308,6 +308,11 @@ describe('loading refuses, naming file, line, column and key', () => {
     expect(p).toMatchObject({ line: 10, column: 1, key: 'rules.1.confirm' });
   });
 
+  it('locates a key of a TOML sub-table under an array of tables', () => {
+    const p = onlyProblem({ 'p.toml': 'policy = "p"\n\n[[rules]]\ntools = ["a"]\nallow = true\n\n[[rules]]\ntools = ["b"]\nallow = true\n\n[rules.approval]\nkinds = "x"\n' });
+    expect(p).toMatchObject({ line: 12, column: 1, key: 'rules.1.approval.kinds' });
+  });
+
   it('reports a JSON syntax error with line and column', () => {
     const p = onlyProblem({ 'p.json': '{\n  "policy": "p",\n  "policy": "q"\n}' });
     expect(p).toMatchObject({ line: 3 });
