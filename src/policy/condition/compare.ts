@@ -1,8 +1,10 @@
 // The three-valued operators (SPEC section 3). A MISSING operand, or two values of different JSON
 // types, gives 'undecidable' rather than a guess: the caller then fails closed (asks for approval, or
-// applies a restricting rule). Numbers compare as JS doubles, strings by UTF-16 code units.
+// applies a restricting rule). Numbers compare by their exact decimal value as written (never as
+// doubles, which round above 2^53), strings by UTF-16 code units.
+import { compareDecimals } from '../../json/decimal.js';
 import type { CompareOp } from './lex.js';
-import { isScalarKind, kindOf } from './values.js';
+import { asExact, ExactNumber, isScalarKind, kindOf, operandAt } from './values.js';
 
 export type Truth = true | false | 'undecidable';
 
@@ -10,7 +12,9 @@ export type Truth = true | false | 'undecidable';
 export function equals(l: unknown, r: unknown): Truth {
   const lk = kindOf(l);
   if (!isScalarKind(lk) || lk !== kindOf(r)) return 'undecidable';
-  return l === r;
+  if (lk !== 'number') return l === r;
+  const c = compareNumbers(asExact(l), asExact(r));
+  return c === undefined ? 'undecidable' : c === 0;
 }
 
 /** `== null` (the literal): defined for any present value, true iff it is null. */
@@ -28,18 +32,25 @@ export function negate(t: Truth): Truth {
 export function order(op: CompareOp, l: unknown, r: unknown): Truth {
   const lk = kindOf(l);
   if ((lk !== 'number' && lk !== 'string') || lk !== kindOf(r)) return 'undecidable';
-  // Same primitive type on both sides, checked above.
-  const a = l as number | string;
-  const b = r as number | string;
+  let c: -1 | 0 | 1 | undefined;
+  if (lk === 'number') {
+    c = compareNumbers(asExact(l), asExact(r));
+    if (c === undefined) return 'undecidable';
+  } else {
+    // Both strings, checked above.
+    const a = l as string;
+    const b = r as string;
+    c = a < b ? -1 : a > b ? 1 : 0;
+  }
   switch (op) {
     case '<':
-      return a < b;
+      return c < 0;
     case '<=':
-      return a <= b;
+      return c <= 0;
     case '>':
-      return a > b;
+      return c > 0;
     case '>=':
-      return a >= b;
+      return c >= 0;
     case '==':
     case '!=':
       return 'undecidable'; // not an ordering: compile.ts never routes these here
@@ -49,17 +60,26 @@ export function order(op: CompareOp, l: unknown, r: unknown): Truth {
 /**
  * `x in list`: x must be a present scalar. True if an element equals it; else undecidable if an
  * element could not be compared with it; else false. An element can be compared when it has x's type
- * or is null (as the `null` literal can be compared with anything present).
+ * (and, for numbers, both have an exact value) or is null (as the `null` literal can be compared with
+ * anything present). `list` is a compiled literal list or an argument array, whose numbers are read
+ * with their lexemes.
  */
 export function member(x: unknown, list: readonly unknown[]): Truth {
   const xk = kindOf(x);
   if (!isScalarKind(xk)) return 'undecidable';
+  const xn = xk === 'number' ? asExact(x) : undefined;
   let incomparable = false;
   for (let i = 0; i < list.length; i++) {
-    const e = list[i];
+    const e = operandAt(list, i, list[i]);
+    if (xn !== undefined && e instanceof ExactNumber) {
+      const c = compareNumbers(xn, e);
+      if (c === 0) return true;
+      if (c === undefined) incomparable = true;
+      continue;
+    }
     const ek = kindOf(e);
     if (ek === xk) {
-      if (e === x) return true;
+      if (e === x) return true; // not a number: operandAt made every number an ExactNumber, handled above
     } else if (ek !== 'null') {
       incomparable = true;
     }
@@ -77,6 +97,15 @@ export function nullMemberOf(arr: unknown): Truth {
     if (t === 'undecidable') incomparable = true;
   }
   return incomparable ? 'undecidable' : false;
+}
+
+/** -1, 0 or 1 between two numbers as written; undefined when either cannot be compared. */
+function compareNumbers(a: ExactNumber, b: ExactNumber): -1 | 0 | 1 | undefined {
+  // Both are their doubles' own text: the doubles order them (see ExactNumber.lexeme).
+  if (a.lexeme === undefined && b.lexeme === undefined) return a.double < b.double ? -1 : a.double > b.double ? 1 : 0;
+  const x = a.exact();
+  const y = b.exact();
+  return x === null || y === null ? undefined : compareDecimals(x, y);
 }
 
 /** `x in path`: like member, and undecidable unless the path holds an array. */

@@ -2,13 +2,14 @@
 // generated (no eval, Function or vm): every node is a closure over its pre-compiled children.
 // evaluate() and explain() run the same closures; explain passes a sink that collects reasons, so the
 // two can never disagree about the truth.
+import { compareDecimals, decimalOf } from '../../json/decimal.js';
 import type { JsonObject } from '../../json/value.js';
 import { looksSecret } from '../path.js';
 import { equals, isNull, member, memberOf, negate, nullMemberOf, order, type Truth } from './compare.js';
 import { ConditionError } from './errors.js';
 import type { CompareOp } from './lex.js';
 import { parseCondition, type Expr, type ListExpr, type LiteralExpr, type PathExpr, type Scalar } from './parse.js';
-import { lookup, toSegments } from './values.js';
+import { ExactNumber, lookup, toSegments } from './values.js';
 import { whyBoolean, whyCompare, whyMember, type Named } from './why.js';
 
 export { ConditionError } from './errors.js';
@@ -36,7 +37,7 @@ type Node = (args: JsonObject, sink: Sink) => Truth;
 interface Operand extends Named {
   read(args: JsonObject): unknown;
   readonly literal: LiteralExpr | undefined;
-  /** How explanations print it: the path, or the literal as written in canonical form. */
+  /** How explanations print it: the path, or the literal in canonical form (a number as written). */
   readonly text: string;
 }
 
@@ -143,7 +144,7 @@ class Compiler {
   private member(opStart: number, x: Operand, right: Expr): Node {
     if (right.kind === 'list') {
       if (x.literal !== undefined) throw typeError(opStart, '`in` compares two constants; the left side must be a path');
-      const items = right.items.map((i) => i.value);
+      const items = right.items.map(literalValue);
       const text = `${x.text} in ${renderList(right)}`;
       const listNamed: Named = { path: undefined };
       return (args, sink) => {
@@ -185,8 +186,8 @@ class Compiler {
       case 'path':
         return this.path(e);
       case 'literal': {
-        const value = e.value;
-        return { path: undefined, literal: e, text: renderScalar(value), read: () => value };
+        const value = literalValue(e);
+        return { path: undefined, literal: e, text: renderLiteral(e), read: () => value };
       }
       case 'list':
         throw typeError(e.start, 'a list can only stand on the right of `in`');
@@ -251,6 +252,18 @@ function junction(children: readonly Node[], dominant: boolean): Node {
   };
 }
 
+/** A literal as an operand, built once at compile time: a number carries its exact value as written. */
+function literalValue(e: LiteralExpr): unknown {
+  if (e.number === undefined) return e.value;
+  const double = e.value as number; // a number literal's value is its nearest double
+  const { exact, text } = e.number;
+  // When the text denotes what String(double) does (100, 1e2, 0.1, but not 1234567890123456789), the
+  // literal compares as its double against arguments that do too (see ExactNumber.lexeme).
+  const same = decimalOf(String(double));
+  const plain = same !== null && compareDecimals(same, exact) === 0;
+  return new ExactNumber(double, plain ? undefined : text, exact);
+}
+
 function typeError(start: number, what: string): ConditionError {
   return new ConditionError('type', start + 1, what);
 }
@@ -259,8 +272,14 @@ function literalKind(v: Scalar): string {
   return v === null ? 'null' : typeof v === 'boolean' ? `\`${String(v)}\`` : `a ${typeof v} literal`;
 }
 
-/** Literals print canonically in explanations; strings in single quotes (they are policy text, not data). */
-function renderScalar(v: Scalar): string {
+/**
+ * Literals print canonically in explanations; strings in single quotes (they are policy text, not
+ * data); numbers as written, since String() of the double can differ (1234567890123456789 prints as
+ * 1234567890123456800).
+ */
+function renderLiteral(e: LiteralExpr): string {
+  if (e.number !== undefined) return e.number.text;
+  const v = e.value;
   if (typeof v !== 'string') return String(v);
   let out = "'";
   for (let i = 0; i < v.length; i++) {
@@ -277,5 +296,5 @@ function renderScalar(v: Scalar): string {
 }
 
 function renderList(list: ListExpr): string {
-  return `[${list.items.map((i) => renderScalar(i.value)).join(', ')}]`;
+  return `[${list.items.map(renderLiteral).join(', ')}]`;
 }

@@ -1,5 +1,6 @@
 // Condition tokenizer: source text → tokens with positions. A dotted path (`items.0.sku`) is one
 // token, so `0.5` inside a path can never be read as a number and no whitespace fits inside a path.
+import { decimalOf, type Decimal } from '../../json/decimal.js';
 import { ConditionError, MAX_SOURCE_LENGTH } from './errors.js';
 
 export type Keyword = 'and' | 'or' | 'not' | 'in' | 'true' | 'false' | 'null';
@@ -17,7 +18,8 @@ export type Token = Span &
   (
     | { readonly type: 'path'; readonly segments: readonly string[]; readonly text: string }
     | { readonly type: 'keyword'; readonly value: Keyword }
-    | { readonly type: 'number'; readonly value: number; readonly text: string }
+    // `value` is only the nearest double; comparisons use `exact`, the number as written.
+    | { readonly type: 'number'; readonly value: number; readonly text: string; readonly exact: Decimal }
     | { readonly type: 'string'; readonly value: string }
     | { readonly type: 'op'; readonly value: CompareOp }
     | { readonly type: 'punct'; readonly value: Punct }
@@ -139,7 +141,11 @@ function readNumber(source: string, start: number): Token {
   const text = source.slice(start, i);
   const value = Number(text);
   if (!Number.isFinite(value)) throw new ConditionError('syntax', start + 1, 'the number is too large');
-  return { type: 'number', value, text, start, end: i };
+  // Compiled once here so no evaluation re-reads the text. null only for an exponent of more digits
+  // than any comparison can use (1e-9999999999999999999): such a literal could never decide.
+  const exact = decimalOf(text);
+  if (exact === null) throw new ConditionError('syntax', start + 1, 'the exponent of the number is too long');
+  return { type: 'number', value, text, exact, start, end: i };
 }
 
 function readString(source: string, start: number): Token {

@@ -6,6 +6,7 @@
 //   prim := '(' or ')' | path | literal | '[' literal (',' literal)* ']' | '[' ']'
 // Types (what may stand where) are checked by compile.ts, so the messages can say why.
 // Recursion is bounded: only `(` and `not` nest, at most MAX_NESTING deep; and/or are n-ary lists.
+import type { Decimal } from '../../json/decimal.js';
 import { ConditionError, MAX_LIST_ITEMS, MAX_NESTING } from './errors.js';
 import { tokenize, type CompareOp, type Token } from './lex.js';
 
@@ -24,6 +25,13 @@ export interface PathExpr extends Span {
 export interface LiteralExpr extends Span {
   readonly kind: 'literal';
   readonly value: Scalar;
+  /** Set for a number literal, whose `value` is then only the nearest double. */
+  readonly number?: NumberLiteral;
+}
+/** A number literal as written: compared exactly, and printed back the way the policy wrote it. */
+export interface NumberLiteral {
+  readonly exact: Decimal;
+  readonly text: string;
 }
 export interface ListExpr extends Span {
   readonly kind: 'list';
@@ -140,6 +148,7 @@ class Parser {
         return { kind: 'path', segments: t.segments, text: t.text, start: t.start };
       }
       case 'number':
+        return numberLiteral(t);
       case 'string':
         return { kind: 'literal', value: t.value, start: t.start };
       case 'keyword':
@@ -175,7 +184,9 @@ class Parser {
     }
     for (;;) {
       const t = this.next();
-      if (t.type === 'number' || t.type === 'string') {
+      if (t.type === 'number') {
+        items.push(numberLiteral(t));
+      } else if (t.type === 'string') {
         items.push({ kind: 'literal', value: t.value, start: t.start });
       } else if (t.type === 'keyword' && (t.value === 'true' || t.value === 'false' || t.value === 'null')) {
         items.push({ kind: 'literal', value: t.value === 'null' ? null : t.value === 'true', start: t.start });
@@ -220,6 +231,10 @@ class Parser {
     const t = this.peek();
     return t.type === 'punct' && t.value === value;
   }
+}
+
+function numberLiteral(t: Extract<Token, { type: 'number' }>): LiteralExpr {
+  return { kind: 'literal', value: t.value, number: { exact: t.exact, text: t.text }, start: t.start };
 }
 
 const SHOWN_MAX = 32;

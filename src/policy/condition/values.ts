@@ -1,8 +1,42 @@
 // Reading arguments for a condition: own properties only, so an inherited member (`constructor`,
 // `toString`, the `__proto__` accessor, anything added to Object.prototype) is never seen, and an
 // array exposes its in-range indexes only (`length` is not readable). Anything else is MISSING,
-// represented as `undefined` (which JSON never produces), so a lookup allocates nothing.
-import type { JsonObject } from '../../json/value.js';
+// represented as `undefined` (which JSON never produces), so a lookup allocates nothing but the
+// ExactNumber of a number it finds.
+import { decimalOf, type Decimal } from '../../json/decimal.js';
+import { numberLexeme, type JsonObject } from '../../json/value.js';
+
+/**
+ * A number as conditions compare it. The double alone would not do: 1234567890123456800 and
+ * 1234567890123456789 are the same double, so an id could pass an allow-list it is not on. The value
+ * is the number as written: the argument's lexeme, the literal's text. Its exact() is null when it
+ * cannot be compared (an exponent too long, see json/decimal.ts): undecidable, like a comparison
+ * across types.
+ */
+export class ExactNumber {
+  private decimal: Decimal | null | undefined;
+
+  constructor(
+    /** The nearest double. */
+    readonly double: number,
+    /**
+     * The text as written, or undefined when that is String(double). Two numbers without one compare
+     * as doubles, which gives the same order as their decimals (distinct doubles have distinct,
+     * equally ordered shortest texts) without reading any text: the common case stays cheap.
+     */
+    readonly lexeme: string | undefined,
+    /** The exact value when already known (a literal's, computed at load). */
+    decimal?: Decimal,
+  ) {
+    this.decimal = decimal;
+  }
+
+  /** The exact value, computed at most once; null when it cannot be compared. */
+  exact(): Decimal | null {
+    if (this.decimal === undefined) this.decimal = decimalOf(this.lexeme ?? String(this.double));
+    return this.decimal;
+  }
+}
 
 /** One compiled path segment: the object key, and the array index when the segment is an integer. */
 export interface Segment {
@@ -16,29 +50,51 @@ export function toSegments(segments: readonly string[]): Segment[] {
   return segments.map((key) => ({ key, index: /^[0-9]+$/.test(key) ? Number(key) : -1 }));
 }
 
-/** The value at the path, or undefined when it is MISSING. */
+/** The value at the path as an operand (see operandAt), or undefined when it is MISSING. */
 export function lookup(args: JsonObject, segments: readonly Segment[]): unknown {
   let cur: unknown = args;
+  // Where cur was read from: a number's lexeme is recorded against its container and key.
+  let container: object = args;
+  let key: string | number = '';
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i]!; // i < length
     if (Array.isArray(cur)) {
       // hasOwn as well as the bound: a sparse array's hole is missing, not undefined-as-a-value.
       if (seg.index < 0 || seg.index >= cur.length || !Object.hasOwn(cur, seg.index)) return undefined;
+      container = cur;
+      key = seg.index;
       cur = cur[seg.index];
     } else if (typeof cur === 'object' && cur !== null) {
       if (!Object.hasOwn(cur, seg.key)) return undefined;
+      container = cur;
+      key = seg.key;
       // After hasOwn this reads the own property, even one named `__proto__`.
       cur = (cur as Record<string, unknown>)[seg.key];
     } else {
       return undefined;
     }
   }
-  return cur;
+  return operandAt(container, key, cur);
 }
 
 /**
- * The JSON type of a looked-up value. `other` is whatever JSON cannot hold (NaN, Infinity, a function,
- * a bigint): it can only arrive through a bug upstream, and never compares (undecidable).
+ * value, read from container[key], as an operand: a finite number becomes an ExactNumber with the
+ * lexeme parsed JSON records beside it (none when String(value) is the text, as for numbers from a
+ * YAML or TOML test file). Anything else, including an ExactNumber already built, is returned as it is.
+ */
+export function operandAt(container: object, key: string | number, value: unknown): unknown {
+  return typeof value === 'number' && Number.isFinite(value) ? new ExactNumber(value, numberLexeme(container, key)) : value;
+}
+
+/** An operand of kind 'number' as an ExactNumber (a bare double, not read through operandAt, is its own text). */
+export function asExact(v: unknown): ExactNumber {
+  return v instanceof ExactNumber ? v : new ExactNumber(v as number, undefined);
+}
+
+/**
+ * The JSON type of a looked-up value (an ExactNumber is a number). `other` is whatever JSON cannot
+ * hold (NaN, Infinity, a function, a bigint): it can only arrive through a bug upstream, and never
+ * compares (undecidable).
  */
 export type Kind = 'missing' | 'null' | 'boolean' | 'number' | 'string' | 'array' | 'object' | 'other';
 
@@ -53,7 +109,7 @@ export function kindOf(v: unknown): Kind {
     case 'number':
       return Number.isFinite(v) ? 'number' : 'other';
     case 'object':
-      return v === null ? 'null' : Array.isArray(v) ? 'array' : 'object';
+      return v === null ? 'null' : Array.isArray(v) ? 'array' : v instanceof ExactNumber ? 'number' : 'object';
     default:
       return 'other';
   }

@@ -1,6 +1,6 @@
 // Why an operator came out undecidable, for explain(). Called only after compare.ts has decided the
 // truth, so it can never change a result. It names paths and JSON types, never argument values.
-import { isScalarKind, kindOf, type Kind } from './values.js';
+import { asExact, isScalarKind, kindOf, operandAt, type Kind } from './values.js';
 
 /** An operand as the explanation names it: its path, or undefined for a literal. */
 export interface Named {
@@ -33,6 +33,8 @@ export function whyCompare(op: string, l: Named, lv: unknown, r: Named, rv: unkn
   const lk = kindOf(lv);
   const rk = kindOf(rv);
   if (lk !== rk) return crossType(l, lk, r, rk);
+  const incomparable = whyIncomparable(l, lv) ?? whyIncomparable(r, rv);
+  if (incomparable !== undefined) return incomparable;
   const subject = l.path !== undefined ? `\`${l.path}\`` : `\`${r.path ?? ''}\``;
   const wants = op === '==' || op === '!=' ? 'compares numbers, strings, booleans or null' : 'orders only numbers or strings';
   return `${subject} is ${kindPhrase(lk)}; ${op} ${wants}`;
@@ -45,15 +47,20 @@ export function whyMember(x: Named, xv: unknown, container: Named, cv: unknown):
   const xk = kindOf(xv);
   if (!isScalarKind(xk)) return `\`${x.path ?? ''}\` is ${kindPhrase(xk)}; \`in\` tests a number, string, boolean or null`;
   if (!Array.isArray(cv)) return `\`${container.path ?? ''}\` is ${kindPhrase(kindOf(cv))}, not an array`;
+  const incomparable = whyIncomparable(x, xv);
+  if (incomparable !== undefined) return incomparable;
+  const holder = container.path !== undefined ? `\`${container.path}\`` : 'the list';
   let ek: Kind = 'null';
   for (let i = 0; i < cv.length; i++) {
-    const k = kindOf(cv[i]);
+    // Read as member() reads it, so a number comes with its lexeme.
+    const e = operandAt(cv, i, cv[i]);
+    const k = kindOf(e);
+    if (k === 'number' && xk === 'number' && asExact(e).exact() === null) return `${holder} holds ${INCOMPARABLE}`;
     if (k !== xk && k !== 'null') {
       ek = k;
       break;
     }
   }
-  const holder = container.path !== undefined ? `\`${container.path}\`` : 'the list';
   if (x.path === undefined) return `${holder} holds ${kindPhrase(ek)}, compared with ${kindPhrase(xk)}`;
   return `\`${x.path}\` is ${kindPhrase(xk)}, and ${holder} holds ${kindPhrase(ek)}`;
 }
@@ -61,6 +68,14 @@ export function whyMember(x: Named, xv: unknown, container: Named, cv: unknown):
 /** A bare path read as a boolean. */
 export function whyBoolean(p: Named, v: unknown): string {
   return whyAbsent(p, v) ?? `\`${p.path ?? ''}\` is ${kindPhrase(kindOf(v))}, not a boolean`;
+}
+
+const INCOMPARABLE = 'a number with an exponent too long to compare';
+
+/** A number operand without an exact value (a literal always has one: the lexer refuses the rest). */
+function whyIncomparable(n: Named, v: unknown): string | undefined {
+  if (kindOf(v) !== 'number' || asExact(v).exact() !== null) return undefined;
+  return `\`${n.path ?? ''}\` is ${INCOMPARABLE}`;
 }
 
 function whyAbsent(n: Named, v: unknown): string | undefined {
