@@ -5,6 +5,7 @@ import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { createStrictAjv } from './ajv.js';
 import { canonicalize, CanonicalError, sha256 } from '../json/canonical.js';
+import { compareDecimals, decimalAt, decimalOf } from '../json/decimal.js';
 import type { JsonObject, JsonValue } from '../json/value.js';
 import { compileCondition, ConditionError, type CompiledCondition } from './condition/compile.js';
 import type { LoadProblem } from './errors.js';
@@ -50,7 +51,9 @@ export function compilePolicyFile(source: PolicySource, env: string | null, ajv:
 
   let digest = '';
   try {
-    digest = sha256(canonicalize(doc as JsonValue));
+    // Numbers in their shortest form (a JSON round trip drops the recorded lexemes): TOML keeps no
+    // number text, and one policy has one digest in YAML, JSON or TOML (README).
+    digest = sha256(canonicalize(JSON.parse(JSON.stringify(doc)) as JsonValue));
   } catch (err) {
     if (!(err instanceof CanonicalError)) throw err;
     problems.add([], 'content cannot be canonicalized (a string holds a lone surrogate)');
@@ -120,6 +123,9 @@ function compileTool(problems: Problems, ajv: Ajv2020, policy: string, pattern: 
   if (doc.confirm === false) problems.add([...path, 'confirm'], '`confirm: false` is refused: a policy can only add confirmation');
   let validate: ValidateFunction | undefined;
   if (doc.schema !== undefined) {
+    for (const at of inexactNumbers(doc.schema)) {
+      problems.add([...path, 'schema', ...at], 'a number a double cannot hold exactly: the schema check compares doubles, so it would not mean what is written');
+    }
     try {
       validate = ajv.compile(doc.schema);
     } catch (err) {
@@ -137,6 +143,26 @@ function compileTool(problems: Problems, ajv: Ajv2020, policy: string, pattern: 
     policy,
     ...(validate ? { validate, schemaNames: declaredNames(doc.schema) } : {}),
   };
+}
+
+/** Key paths of the numbers written with more precision than a double keeps (their lexeme's value is not the double's). */
+function inexactNumbers(root: unknown): KeyPath[] {
+  const found: KeyPath[] = [];
+  const walk = (node: unknown, at: KeyPath): void => {
+    if (node === null || typeof node !== 'object') return;
+    const entries: [string | number, unknown][] = Array.isArray(node) ? node.map((v, i) => [i, v]) : Object.entries(node);
+    for (const [key, value] of entries) {
+      if (typeof value === 'number') {
+        const written = decimalAt(node, key, value);
+        const held = decimalOf(String(value));
+        if (written === null || held === null || compareDecimals(written, held) !== 0) found.push([...at, key]);
+      } else {
+        walk(value, [...at, key]);
+      }
+    }
+  };
+  walk(root, []);
+  return found;
 }
 
 /**

@@ -4,7 +4,7 @@ import { parse as parseToml, TomlError } from 'smol-toml';
 import { Lexer, LineCounter, Parser, parseDocument, visit, isAlias, isMap, isNode, isPair, isScalar, isSeq, type Node } from 'yaml';
 import { JsonParseError, parseJsonWithPositions } from '../json/parse.js';
 import { jsonPointer, pointerSegments } from '../json/pointer.js';
-import { setOwn, type JsonObject, type JsonValue } from '../json/value.js';
+import { numberLexemes, setNumberLexeme, setOwn, type JsonObject, type JsonValue } from '../json/value.js';
 import type { LoadProblem } from './errors.js';
 
 export type KeyPath = readonly (string | number)[];
@@ -138,6 +138,7 @@ function readYaml(file: string, text: string): Parsed {
   });
   if (problems.length > 0) return { problems };
   const value = doc.toJS({ maxAliasCount: 0 }) as unknown;
+  recordNumberLexemes(doc.contents, value);
   const locate = (path: KeyPath, atKey = false): Location => {
     for (let n = path.length; n >= 0; n--) {
       const node = nodeAt(doc.contents as Node | null, path.slice(0, n), atKey && n === path.length);
@@ -174,6 +175,33 @@ function textOffsetToLocation(text: string, offset: number): Location {
   let line = 1;
   for (let i = before.indexOf('\n'); i !== -1; i = before.indexOf('\n', i + 1)) line++;
   return { line, column: before.length - lastNl };
+}
+
+// JSON's number grammar: the YAML numbers written this way keep their text, as the request parser
+// keeps a body's (a case's `1234567890123456789` must not become ...800 before it is decided on).
+const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
+
+/** Walks the YAML nodes beside the value toJS built from them, recording number lexemes. */
+function recordNumberLexemes(node: unknown, value: unknown): void {
+  if (isMap(node) && value !== null && typeof value === 'object') {
+    for (const pair of node.items) {
+      if (!isScalar(pair.key) || typeof pair.key.value !== 'string') continue; // refused already
+      const key = pair.key.value;
+      const member = (value as Record<string, unknown>)[key];
+      if (isScalar(pair.value)) recordScalar(pair.value, value, key, member);
+      else recordNumberLexemes(pair.value, member);
+    }
+  } else if (isSeq(node) && Array.isArray(value)) {
+    node.items.forEach((item, i) => {
+      if (isScalar(item)) recordScalar(item, value, i, value[i]);
+      else recordNumberLexemes(item, value[i]);
+    });
+  }
+}
+
+function recordScalar(node: { source?: string }, container: object, key: string | number, member: unknown): void {
+  const text = node.source;
+  if (typeof member === 'number' && text !== undefined && JSON_NUMBER.test(text) && String(member) !== text) setNumberLexeme(container, key, text);
 }
 
 /**
@@ -327,17 +355,24 @@ function toJson(file: string, raw: unknown, locate: Locator): { value: JsonValue
       if (!Number.isFinite(v)) report(path, 'numbers must be finite');
       return v;
     }
-    if (Array.isArray(v)) return v.map((item, i) => copy(item, [...path, i]));
+    if (Array.isArray(v)) return withLexemesOf(v, v.map((item, i) => copy(item, [...path, i])));
     const proto = typeof v === 'object' ? Object.getPrototypeOf(v) : undefined;
     if (typeof v === 'object' && (proto === null || proto === Object.prototype)) {
       const out: JsonObject = {};
       for (const key of Object.keys(v)) setOwn(out, key, copy((v as Record<string, unknown>)[key], [...path, key]));
-      return out;
+      return withLexemesOf(v, out);
     }
     report(path, 'only plain data is allowed (no dates, binary or other typed values)');
     return null;
   };
   return { value: copy(raw, []), problems };
+}
+
+/** `to` (a copy of `from`) with the number lexemes `from` has: numbers stay as written. */
+function withLexemesOf<T extends object>(from: object, to: T): T {
+  const recorded = numberLexemes(from);
+  if (recorded !== undefined) for (const [key, lexeme] of recorded) setNumberLexeme(to, key, lexeme);
+  return to;
 }
 
 function offsetToLocation(text: string, byteOffset: number): Location {

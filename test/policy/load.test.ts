@@ -176,6 +176,12 @@ describe('loading refuses, naming file, line, column and key', () => {
       match: /control characters/,
     },
     {
+      name: 'a schema number a double cannot hold exactly',
+      text: 'policy: p\ntools:\n  a:\n    kind: read_only\n    schema: {properties: {id: {enum: [1, 1234567890123456789]}}}\n',
+      want: { line: 5, key: 'tools.a.schema.properties.id.enum.1' },
+      match: /a number a double cannot hold exactly/,
+    },
+    {
       name: 'a rule id that Gatehouse writes itself',
       text: 'policy: p\nrules:\n  - {id: "q#default", tools: [a], allow: false}\n',
       want: { line: 3, key: 'rules.0.id' },
@@ -357,6 +363,16 @@ describe('loading succeeds', () => {
     const toml = buildPolicySet([{ path: 'p.toml', bytes: enc('policy = "p"\nversion = "1"\n[[rules]]\ntools = ["a"]\nallow = true\n') }]);
     expect(yaml.identities[0]).toEqual({ policy: 'p', version: '1', digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
     expect(json.identities).toEqual(yaml.identities);
+    expect(toml.identities).toEqual(yaml.identities);
+  });
+
+  it('hashes numbers in their shortest form, so YAML, JSON and TOML give one digest (TOML keeps no number text)', () => {
+    const yaml = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\ntools:\n  a: {kind: read_only, schema: {type: number, maximum: 100.50, minimum: 1e2}}\n') }]);
+    const json = buildPolicySet([{ path: 'p.json', bytes: enc('{"policy":"p","tools":{"a":{"kind":"read_only","schema":{"type":"number","maximum":100.50,"minimum":1e2}}}}') }]);
+    const plain = buildPolicySet([{ path: 'p.json', bytes: enc('{"policy":"p","tools":{"a":{"kind":"read_only","schema":{"type":"number","maximum":100.5,"minimum":100}}}}') }]);
+    const toml = buildPolicySet([{ path: 'p.toml', bytes: enc('policy = "p"\n[tools.a]\nkind = "read_only"\nschema = {type = "number", maximum = 100.50, minimum = 1e2}\n') }]);
+    expect(json.identities).toEqual(yaml.identities);
+    expect(plain.identities).toEqual(yaml.identities);
     expect(toml.identities).toEqual(yaml.identities);
   });
 
