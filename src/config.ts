@@ -18,6 +18,8 @@ export interface Config {
     readonly issuer: string | null;
     readonly audience: string | null;
     readonly clockToleranceSec: number;
+    /** Longest lifetime accepted: a token whose `exp` is further ahead than this (plus the tolerance) is 401. */
+    readonly maxLifetimeSec: number;
   };
   readonly claims: { readonly team: string; readonly agent: string; readonly roles: string };
   readonly approverRole: string;
@@ -43,6 +45,13 @@ export class ConfigError extends Error {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * JWT_MAX_LIFETIME's default, in seconds: 24 h, the lifetime of the development tokens `serve`
+ * prints. A bound on `exp - now` stops an `exp` of 1e20, or one written in milliseconds by mistake,
+ * from making a token (and its cached identity) valid practically forever.
+ */
+export const DEFAULT_JWT_MAX_LIFETIME_SEC = 86_400;
 
 /** Read and validate the configuration from an environment (process.env by default). */
 export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): Config {
@@ -78,7 +87,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
 
   const production = env.NODE_ENV === 'production';
   const secret = str('JWT_SECRET');
-  const publicKey = str('JWT_PUBLIC_KEY');
+  // Trimmed once, here: env files and secret stores often add a newline or indentation that the
+  // PEM decoder refuses. The key validated below is the key the server then uses.
+  const publicKey = str('JWT_PUBLIC_KEY')?.trim() ?? null;
   let algorithm: JwtAlgorithm | null = null;
   if (secret !== null && publicKey !== null) problems.push('set JWT_SECRET or JWT_PUBLIC_KEY, not both');
   if (secret !== null) {
@@ -110,6 +121,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       issuer: str('JWT_ISSUER'),
       audience: str('JWT_AUDIENCE'),
       clockToleranceSec: int('JWT_CLOCK_TOLERANCE', 30, 0, 300),
+      maxLifetimeSec: int('JWT_MAX_LIFETIME', DEFAULT_JWT_MAX_LIFETIME_SEC, 60, 31_536_000),
     },
     claims: { team: str('TEAM_CLAIM', 'team')!, agent: str('AGENT_CLAIM', 'agent')!, roles: str('ROLES_CLAIM', 'roles')! },
     approverRole: str('APPROVER_ROLE', 'approver')!,
@@ -138,11 +150,14 @@ export function parseDuration(text: string): number | null {
   return n > 0 ? n * unit : null;
 }
 
-/** The one algorithm a public key may verify: the key, not the token, picks it (RFC 8725 section 3.1). */
+/**
+ * The one algorithm a public key may verify: the key, not the token, picks it (RFC 8725 section 3.1).
+ * `pem` is used as given (loadConfig trims it first), so a key accepted here is accepted by the verifier.
+ */
 export function algorithmOf(pem: string): JwtAlgorithm | null {
   let key: KeyObject;
   try {
-    key = createPublicKey(pem.trim());
+    key = createPublicKey(pem);
   } catch {
     return null;
   }

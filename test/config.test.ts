@@ -2,6 +2,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
+import { createTestApp, post, signJwt } from './helpers/app.js';
 
 const SECRET = 'x'.repeat(32);
 
@@ -24,7 +25,7 @@ describe('loadConfig', () => {
       bodyLimit: 1_048_576, logLevel: 'info', logArgs: false, databaseUrl: null, dataDir: '.data',
       approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, maxPendingApprovals: 100, dbPoolMax: 10, dbDeadlineMs: 2000,
     });
-    expect(c.jwt).toMatchObject({ secret: null, publicKey: null, algorithm: null, clockToleranceSec: 30 });
+    expect(c.jwt).toMatchObject({ secret: null, publicKey: null, algorithm: null, clockToleranceSec: 30, maxLifetimeSec: 86_400 });
     expect(Object.isFrozen(c)).toBe(true);
     expect(Object.isFrozen(c.jwt)).toBe(true);
   });
@@ -35,14 +36,14 @@ describe('loadConfig', () => {
       JWT_AUDIENCE: 'gatehouse', JWT_CLOCK_TOLERANCE: '5', TEAM_CLAIM: 'grp', AGENT_CLAIM: 'azp', ROLES_CLAIM: 'scope',
       APPROVER_ROLE: 'ops', ADMIN_ROLE: 'root', BODY_LIMIT: '65536', LOG_LEVEL: 'warn', LOG_ARGS: 'true',
       DATABASE_URL: 'postgres://db/g', DATA_DIR: '/d', APPROVAL_TTL: '30m', GRANT_TTL: '90s', DB_POOL_MAX: '4',
-      DB_DEADLINE_MS: '500', SHUTDOWN_GRACE_MS: '1000', MAX_PENDING_APPROVALS: '7',
+      DB_DEADLINE_MS: '500', SHUTDOWN_GRACE_MS: '1000', MAX_PENDING_APPROVALS: '7', JWT_MAX_LIFETIME: '3600',
     });
     expect(c).toMatchObject({
       port: 9000, host: '0.0.0.0', policyDir: '/p', policyEnv: 'prod', claims: { team: 'grp', agent: 'azp', roles: 'scope' },
       approverRole: 'ops', adminRole: 'root', bodyLimit: 65536, logLevel: 'warn', logArgs: true, databaseUrl: 'postgres://db/g',
       dataDir: '/d', approvalTtlMs: 1_800_000, grantTtlMs: 90_000, maxPendingApprovals: 7, dbPoolMax: 4, dbDeadlineMs: 500, shutdownGraceMs: 1000,
     });
-    expect(c.jwt).toMatchObject({ secret: SECRET, algorithm: 'HS256', issuer: 'https://idp', audience: 'gatehouse', clockToleranceSec: 5 });
+    expect(c.jwt).toMatchObject({ secret: SECRET, algorithm: 'HS256', issuer: 'https://idp', audience: 'gatehouse', clockToleranceSec: 5, maxLifetimeSec: 3600 });
   });
 
   it('reports every problem at once, never the secret value', () => {
@@ -68,6 +69,31 @@ describe('loadConfig', () => {
     expect(loadConfig({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('ed25519').publicKey) }).jwt.algorithm).toBe('EdDSA');
     expect(problemsOf({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey) })[0]).toMatch(/JWT_PUBLIC_KEY/);
     expect(problemsOf({ JWT_PUBLIC_KEY: 'not a key' })[0]).toMatch(/JWT_PUBLIC_KEY/);
+  });
+
+  it('JWT_MAX_LIFETIME is whole seconds from 60 to 31536000 (one year)', () => {
+    expect(loadConfig({ JWT_MAX_LIFETIME: '60' }).jwt.maxLifetimeSec).toBe(60);
+    expect(loadConfig({ JWT_MAX_LIFETIME: '31536000' }).jwt.maxLifetimeSec).toBe(31_536_000);
+    for (const v of ['59', '31536001', '24h', '1.5', '-60', '1e5']) {
+      expect(problemsOf({ JWT_MAX_LIFETIME: v }), v).toEqual(['JWT_MAX_LIFETIME must be an integer from 60 to 31536000']);
+    }
+  });
+
+  it('trims JWT_PUBLIC_KEY once: the key it validated is the key the verifier uses (audit F3)', async () => {
+    const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    const c = loadConfig({ JWT_PUBLIC_KEY: `   \n${pem}\n  ` });
+    expect(c.jwt).toMatchObject({ publicKey: pem.trim(), algorithm: 'RS256' });
+    // The configured key, as is, starts an app that verifies tokens signed by its private key.
+    const t = await createTestApp({ key: c.jwt.publicKey!, algorithm: c.jwt.algorithm! });
+    try {
+      const now = Math.floor(Date.now() / 1000);
+      const res = await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } }, signJwt({ sub: 'a', iat: now, exp: now + 60 }, { alg: 'RS256', key: privateKey }));
+      expect(res.statusCode).toBe(200);
+    } finally {
+      await t.close();
+    }
+    expect(problemsOf({ JWT_PUBLIC_KEY: '  \n ' })).toEqual(['JWT_PUBLIC_KEY must be a PEM public key: RSA (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)']);
   });
 
   it('in production refuses to start without a JWT key or DATABASE_URL', () => {

@@ -116,7 +116,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       });
       return reply.send({ items: page.items.map(approvalView), next_cursor: page.nextCursor });
     } catch (err) {
-      if (err instanceof ListQueryError) throw new HttpError('invalid_query', err.message, { errors: [{ pointer: '/cursor', message: err.code }] });
+      if (err instanceof ListQueryError) throw listQueryProblem(err);
       throw err;
     }
   });
@@ -154,12 +154,25 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   }
 }
 
-/** A value the database cannot hold (too long, U+0000) is the caller's 422; `pointer` says where. */
+/** A list filter the store refused: 400 pointing at the query parameter at fault. */
+function listQueryProblem(err: ListQueryError): HttpError {
+  // requesterSub is not a parameter but the token's `sub`: authentication refuses any sub the store
+  // would (src/http/auth.ts), so this is a safety net, not a path a caller can take.
+  if (err.field === 'requesterSub') return new HttpError('unauthorized', "the token's identity claims cannot be used");
+  return new HttpError('invalid_query', err.message, { errors: [{ pointer: `/${err.field}`, message: err.code }] });
+}
+
+/**
+ * A value the database cannot hold (too long, U+0000) is the caller's 422; `pointer` says where.
+ * Requester and approver fields come from the token, whose claims authentication already checked
+ * against the store's rules: if one ever got through, it is the token's fault (401), not the body's.
+ */
 async function withInputErrors<T>(pointer: (field: string) => string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
     if (err instanceof ApprovalInputError) {
+      if (/^(requester|approver)\./.test(err.field)) throw new HttpError('unauthorized', "the token's identity claims cannot be used");
       throw new HttpError('invalid_body', `${err.field} cannot be stored`, { errors: [{ pointer: pointer(err.field), message: 'cannot be stored' }] });
     }
     throw err;

@@ -134,13 +134,16 @@ export class PendingLimitError extends Error {
   }
 }
 
-/** A list() query the caller got wrong: the route answers 400. */
+/** A list() query the caller got wrong: the route answers 400, pointing at `field`. */
 export class ListQueryError extends Error {
   readonly code: 'invalid_cursor' | 'invalid_limit' | 'invalid_status' | 'invalid_filter';
-  constructor(code: ListQueryError['code'], message: string) {
+  /** The ListQuery member at fault. */
+  readonly field: 'cursor' | 'limit' | 'status' | 'tool' | 'requesterSub';
+  constructor(code: ListQueryError['code'], field: ListQueryError['field'], message: string) {
     super(message);
     this.name = 'ListQueryError';
     this.code = code;
+    this.field = field;
   }
 }
 
@@ -269,14 +272,14 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
   async function list(query: ListQuery): Promise<ApprovalPage> {
     const { limit } = query;
     if (!Number.isInteger(limit) || limit < 1 || limit > LIMITS.pageSize) {
-      throw new ListQueryError('invalid_limit', `limit must be an integer from 1 to ${LIMITS.pageSize}`);
+      throw new ListQueryError('invalid_limit', 'limit', `limit must be an integer from 1 to ${LIMITS.pageSize}`);
     }
     if (query.status !== undefined && !APPROVAL_STATUSES.includes(query.status)) {
-      throw new ListQueryError('invalid_status', `status must be one of ${APPROVAL_STATUSES.join(', ')}`);
+      throw new ListQueryError('invalid_status', 'status', `status must be one of ${APPROVAL_STATUSES.join(', ')}`);
     }
     for (const [name, value] of [['tool', query.tool], ['requesterSub', query.requesterSub]] as const) {
       if (value !== undefined && !storable(value, LIMITS.name)) {
-        throw new ListQueryError('invalid_filter', `${name} is not a possible value`);
+        throw new ListQueryError('invalid_filter', name, `${name} is not a possible value`);
       }
     }
     const after = query.cursor === undefined ? null : decodeCursor(query.cursor);
@@ -494,7 +497,7 @@ function encodeCursor(at: string, id: string): string {
 }
 
 function decodeCursor(cursor: string): { at: string; id: string } {
-  const invalid = new ListQueryError('invalid_cursor', 'cursor is not one this service issued');
+  const invalid = new ListQueryError('invalid_cursor', 'cursor', 'cursor is not one this service issued');
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   // Buffer decoding is lenient (it skips stray characters): only our exact encoding is accepted.
   if (Buffer.from(text, 'utf8').toString('base64url') !== cursor) throw invalid;
@@ -506,6 +509,9 @@ function decodeCursor(cursor: string): { at: string; id: string } {
   const prefix = `${seconds}.${millis}Z`;
   const parsed = new Date(prefix);
   if (Number.isNaN(parsed.getTime()) || parsed.toISOString() !== prefix) throw invalid;
+  // Years 0001–9999 only: JS Date accepts year 0000, PostgreSQL's timestamptz does not (SQLSTATE
+  // 22008, a 500), and to_char's four-digit YYYY never encodes one.
+  if (parsed.getUTCFullYear() < 1) throw invalid;
   return { at: text.slice(0, text.indexOf(' ')), id };
 }
 

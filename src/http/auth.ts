@@ -1,10 +1,12 @@
 // Bearer JWT → Identity. The server pins the one algorithm its key allows (RFC 8725 section 3.1),
-// requires `exp` and `sub`, checks `iss`/`aud` when configured, and reads team, agent and roles
-// only from verified claims. Every failure is 401; a role missing for a route is 403.
+// requires `exp` and `sub`, bounds the lifetime (`exp - now`), checks `iss`/`aud` when configured,
+// and reads team, agent and roles only from verified claims. Every failure is 401; a role missing
+// for a route is 403.
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Config } from '../config.js';
+import { DEFAULT_JWT_MAX_LIFETIME_SEC, type Config } from '../config.js';
 import { parseJson } from '../json/parse.js';
+import { isWellFormed } from '../json/unicode.js';
 import { isJsonObject } from '../json/value.js';
 import type { Identity } from '../policy/model.js';
 import { HttpError } from './errors.js';
@@ -16,6 +18,8 @@ export interface AuthOptions {
   readonly issuer: string | null;
   readonly audience: string | null;
   readonly clockToleranceSec: number;
+  /** JWT_MAX_LIFETIME (seconds); DEFAULT_JWT_MAX_LIFETIME_SEC when absent. */
+  readonly maxLifetimeSec?: number;
   readonly claims: Config['claims'];
 }
 
@@ -52,11 +56,13 @@ const TOKEN_CACHE_SIZE = 10_000;
  * The request authenticator of one app: verify the bearer token and set `request.identity`, or
  * throw 401. A verified token's identity is cached under the whole token (never a derived key: a
  * colliding key would hand one caller another's identity, GHSA-rp9m-7r4c-75qg) until its `exp`
- * plus the clock tolerance, which is checked on every use.
+ * plus the clock tolerance, which is checked on every use. A token living longer than the maximum
+ * lifetime is refused before it is cached, and no entry outlives the check time plus that maximum.
  */
 export function createAuthenticator(app: FastifyInstance, options: AuthOptions): (request: FastifyRequest) => Identity {
   const cache = new Map<string, { identity: Identity; expiresAtMs: number }>();
   const toleranceMs = options.clockToleranceSec * 1000;
+  const maxLifetimeMs = (options.maxLifetimeSec ?? DEFAULT_JWT_MAX_LIFETIME_SEC) * 1000;
   return (request) => {
     const header = request.headers.authorization;
     if (header === undefined) throw new HttpError('unauthorized', 'send Authorization: Bearer <token>');
@@ -81,10 +87,15 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
       const code = (err as { code?: string }).code;
       throw new HttpError('unauthorized', code === 'FAST_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid');
     }
-    const identity = identityFromClaims(payload, options.claims);
     const exp = (payload as { exp: number }).exp; // required and checked by the verifier
+    // An `exp` of 1e20, or one written in milliseconds, would otherwise be a credential valid for
+    // millennia, only revocable by rotating the key. The value is never echoed.
+    if (exp * 1000 > now + maxLifetimeMs + toleranceMs) {
+      throw new HttpError('unauthorized', "the token's lifetime is longer than this server accepts");
+    }
+    const identity = identityFromClaims(payload, options.claims);
     if (cache.size >= TOKEN_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-    cache.set(token, { identity, expiresAtMs: exp * 1000 + toleranceMs });
+    cache.set(token, { identity, expiresAtMs: Math.min(exp * 1000, now + maxLifetimeMs) + toleranceMs });
     return (request.identity = identity);
   };
 }
@@ -118,19 +129,35 @@ function strictSegments(token: string): boolean {
 }
 
 /**
+ * Longest sub, team or agent accepted, in UTF-16 code units. At most the approval store's LIMITS.name
+ * (512 characters; test/http/auth.test.ts checks it): with the checks below, every identity that
+ * authenticates can be stored as a requester or an approver, so the approval routes never fail
+ * later on the token's claims.
+ */
+export const MAX_CLAIM_LENGTH = 256;
+
+/**
  * SPEC section 5: user = sub, team/agent/roles from the configured claims. An absent team or agent
  * is a caller without one (rules naming teams do not match it); a claim of the wrong type is 401,
- * never coerced.
+ * never coerced. Identity strings hold no control characters (U+0000 cannot even be stored) and no
+ * lone surrogates: such a token is refused here, naming the claim and never its value, instead of
+ * failing later as a 500 or as an error that blames the body.
  */
 export function identityFromClaims(payload: unknown, claims: Config['claims']): Identity {
   if (payload === null || typeof payload !== 'object') throw new HttpError('unauthorized', 'the token has no claims');
   const p = payload as Record<string, unknown>;
   const sub = p.sub;
-  if (typeof sub !== 'string' || sub.length === 0 || sub.length > 256) throw new HttpError('unauthorized', 'the token needs a string `sub`');
+  if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_CLAIM_LENGTH) {
+    throw new HttpError('unauthorized', `the token needs a string \`sub\` of 1 to ${MAX_CLAIM_LENGTH} characters`);
+  }
+  checkClaimText('sub', sub);
   const optional = (name: string): string | null => {
     if (!Object.hasOwn(p, name) || p[name] === undefined) return null;
     const v = p[name];
-    if (typeof v !== 'string' || v.length === 0 || v.length > 256) throw new HttpError('unauthorized', `the claim "${name}" must be a non-empty string`);
+    if (typeof v !== 'string' || v.length === 0 || v.length > MAX_CLAIM_LENGTH) {
+      throw new HttpError('unauthorized', `the claim "${name}" must be a non-empty string of at most ${MAX_CLAIM_LENGTH} characters`);
+    }
+    checkClaimText(name, v);
     return v;
   };
   const team = optional(claims.team);
@@ -141,9 +168,18 @@ export function identityFromClaims(payload: unknown, claims: Config['claims']): 
     if (!Array.isArray(r) || r.length > 100 || !r.every((x) => typeof x === 'string')) {
       throw new HttpError('unauthorized', `the claim "${claims.roles}" must be an array of strings`);
     }
+    for (const role of r as string[]) checkClaimText(claims.roles, role);
     roles = [...(r as string[])];
   }
   return Object.freeze({ user: sub, team, agent, roles: Object.freeze(roles) });
+}
+
+// Cc: C0 controls (U+0000–U+001F), DEL and C1 controls (U+007F–U+009F).
+const CONTROL = /\p{Cc}/u;
+
+function checkClaimText(name: string, value: string): void {
+  if (CONTROL.test(value)) throw new HttpError('unauthorized', `the claim "${name}" contains a control character`);
+  if (!isWellFormed(value)) throw new HttpError('unauthorized', `the claim "${name}" contains a lone surrogate`);
 }
 
 /**

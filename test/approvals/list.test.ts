@@ -106,8 +106,22 @@ test('a malformed cursor or limit is a typed error (400), never an SQL error', a
   for (const limit of [0, 201, 1.5, Number.NaN]) {
     await expect(store.list({ limit })).rejects.toBeInstanceOf(ListQueryError);
   }
-  await expect(store.list({ limit: 3, tool: 'a\u0000b' })).rejects.toMatchObject({ code: 'invalid_filter' });
-  await expect(store.list({ limit: 3, requesterSub: 'x'.repeat(513) })).rejects.toMatchObject({ code: 'invalid_filter' });
+  await expect(store.list({ limit: 3, tool: 'a\u0000b' })).rejects.toMatchObject({ code: 'invalid_filter', field: 'tool' });
+  await expect(store.list({ limit: 3, requesterSub: 'x'.repeat(513) })).rejects.toMatchObject({ code: 'invalid_filter', field: 'requesterSub' });
   // @ts-expect-error: a status outside the union, as an unchecked caller might pass
-  await expect(store.list({ limit: 3, status: 'nope' })).rejects.toMatchObject({ code: 'invalid_status' });
+  await expect(store.list({ limit: 3, status: 'nope' })).rejects.toMatchObject({ code: 'invalid_status', field: 'status' });
+  await expect(store.list({ limit: 0 })).rejects.toMatchObject({ code: 'invalid_limit', field: 'limit' });
+  await expect(store.list({ limit: 3, cursor: 'garbage' })).rejects.toMatchObject({ code: 'invalid_cursor', field: 'cursor' });
+});
+
+test('a cursor instant outside years 0001–9999 is refused before it reaches PostgreSQL (audit F5)', async () => {
+  const id = created[0]?.id ?? '';
+  const cursorAt = (at: string): string => Buffer.from(`${at} ${id}`, 'utf8').toString('base64url');
+  // JS Date accepts year 0000 and round-trips it; PostgreSQL's timestamptz answers 22008.
+  expect(new Date('0000-01-01T00:00:00.000Z').toISOString()).toBe('0000-01-01T00:00:00.000Z');
+  await expect(store.list({ limit: 3, cursor: cursorAt('0000-01-01T00:00:00.000000Z') })).rejects.toMatchObject({ code: 'invalid_cursor' });
+  await expect(store.list({ limit: 3, cursor: cursorAt('0000-12-31T23:59:59.999999Z') })).rejects.toMatchObject({ code: 'invalid_cursor' });
+  // The ends of the range are real instants PostgreSQL holds: a page, not an error.
+  expect((await store.list({ limit: 3, cursor: cursorAt('0001-01-01T00:00:00.000000Z') })).items).toEqual([]);
+  expect((await store.list({ limit: 3, cursor: cursorAt('9999-12-31T23:59:59.999999Z') })).items).toHaveLength(3);
 });

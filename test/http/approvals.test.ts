@@ -3,7 +3,8 @@
 // two app instances, listing, and a database that goes away and comes back.
 import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ApprovalInputError, ListQueryError } from '../../src/approvals/store.js';
 import { createSql } from '../../src/db/connect.js';
 import { agentToken, approverToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
 import { startPrivatePostgres, type PrivatePostgres, type TestDatabase } from '../helpers/db.js';
@@ -664,6 +665,19 @@ describe('GET /approvals: filters and keyset pagination', () => {
       expectProblem(await get(t, `/approvals${query}`, agent(sub)), 400);
     });
   }
+  const cursorAt = (at: string): string => Buffer.from(`${at} ${randomUUID()}`).toString('base64url');
+  it('a forged cursor in year 0000 (JS Date accepts it, PostgreSQL does not) → 400 invalid_cursor, not 500 (audit F5)', async () => {
+    const body = expectProblem(await get(t, `/approvals?cursor=${cursorAt('0000-01-01T00:00:00.000000Z')}`, agent(sub)), 400);
+    expect(body).toMatchObject({ code: 'invalid_query', errors: [{ pointer: '/cursor', message: 'invalid_cursor' }] });
+  });
+  it('cursors at the ends of the range PostgreSQL holds are accepted', async () => {
+    expect((await list(`?cursor=${cursorAt('0001-01-01T00:00:00.000000Z')}`)).items).toEqual([]);
+    expect((await list(`?limit=200&cursor=${cursorAt('9999-12-31T23:59:59.999999Z')}`)).items.map((a) => a.id)).toEqual([...ids].reverse());
+  });
+  it('a filter the store refuses points at its own parameter (audit F5)', async () => {
+    const body = expectProblem(await get(t, '/approvals?tool=%00', agent(sub)), 400);
+    expect(body).toMatchObject({ code: 'invalid_query', errors: [{ pointer: '/tool', message: 'invalid_filter' }] });
+  });
 });
 
 describe('the database goes away and comes back', () => {
@@ -743,6 +757,52 @@ describe('the database goes away and comes back', () => {
 });
 
 describe('token edge cases on approval routes', () => {
+  // Audit F6: a validly signed token whose sub holds U+0000 used to pass authentication, then fail
+  // as a 500 (/decide with approval_id) or as errors blaming the body, note or cursor.
+  it('a sub or approver sub with U+0000 is 401 on every approval route, naming the claim', async () => {
+    const { approval, body } = await requestApproval(newSub());
+    const nulAgent = token({ sub: 'a\u0000b', team: 'support', agent: 'bot' });
+    const nulApprover = token({ sub: 'op\u0000x', team: 'ops', roles: ['approver'] });
+    const calls: [string, () => Promise<LightMyRequestResponse>][] = [
+      ['POST /approvals', () => post(t.app, '/approvals', bigRefund(), nulAgent)],
+      ['/decide with approval_id', () => post(t.app, '/decide', { ...body, approval_id: approval.id }, nulAgent)],
+      ['GET /approvals', () => get(t, '/approvals', nulAgent)],
+      ['GET /approvals/:id', () => get(t, `/approvals/${approval.id}`, nulApprover)],
+      ['grant', () => grant(approval.id, nulApprover)],
+      ['deny', () => deny(approval.id, nulApprover)],
+    ];
+    for (const [name, call] of calls) {
+      const res = await call();
+      const problem = expectProblem(res, 401);
+      expect(problem.detail, name).toBe('the claim "sub" contains a control character');
+    }
+    expect(await statusOf(approval.id)).toBe('pending');
+  });
+
+  it('should the store still refuse an identity, it is the token\'s 401, never a 500 or a body error', async () => {
+    // Unreachable through authentication (the test above); the routes' safety net, forced here.
+    const { approval, body } = await requestApproval(newSub());
+    const approvals = t.ctx.approvals!;
+    const spies = [
+      vi.spyOn(approvals, 'redeem').mockRejectedValue(new ApprovalInputError('requester.sub', 'contains U+0000')),
+      vi.spyOn(approvals.store, 'create').mockRejectedValue(new ApprovalInputError('requester.team', 'contains U+0000')),
+      vi.spyOn(approvals.store, 'grant').mockRejectedValue(new ApprovalInputError('approver.sub', 'contains U+0000')),
+      vi.spyOn(approvals.store, 'list').mockRejectedValue(new ListQueryError('invalid_filter', 'requesterSub', 'requesterSub is not a possible value')),
+    ];
+    try {
+      for (const res of [
+        await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(newSub())),
+        await post(t.app, '/approvals', bigRefund(), agent(newSub())),
+        await grant(approval.id),
+        await get(t, '/approvals', agent(newSub())),
+      ]) {
+        expect(expectProblem(res, 401).detail).toBe("the token's identity claims cannot be used");
+      }
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+  });
+
   it('an expired approver token cannot grant (401)', async () => {
     const { approval } = await requestApproval(newSub());
     const now = Math.floor(Date.now() / 1000);

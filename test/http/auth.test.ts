@@ -2,8 +2,12 @@
 // forged, expired or carry the wrong claims answers 401 problem+json, never 500 and never a decision.
 // Identity comes only from verified claims; the algorithm is pinned by the server's key.
 import { createHmac } from 'node:crypto';
-import type { LightMyRequestResponse } from 'fastify';
+import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { LIMITS } from '../../src/approvals/store.js';
+import { DEFAULT_JWT_MAX_LIFETIME_SEC } from '../../src/config.js';
+import { createAuthenticator, identityFromClaims, MAX_CLAIM_LENGTH, registerAuth, type AuthOptions } from '../../src/http/auth.js';
+import { HttpError, registerErrorHandling } from '../../src/http/errors.js';
 import {
   SECRET, agentToken, bearer, createTestApp, keyPairs, post, signJwt, token, type TestApp,
 } from '../helpers/app.js';
@@ -166,6 +170,119 @@ describe('identity claims', () => {
     delete c.roles;
     const res = await t.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(signJwt(c)) });
     expect(res.statusCode).toBe(403);
+  });
+});
+
+describe('identity claims with control characters or lone surrogates (audit F6)', () => {
+  // A distinctive value, to check no answer echoes it.
+  const bad = (ch: string): string => `agentVALUE${ch}x`;
+  const cases: [string, string, Record<string, unknown>][] = [
+    ['sub with U+0000', 'sub', { sub: bad('\u0000') }],
+    ['sub with a newline', 'sub', { sub: bad('\n') }],
+    ['sub with DEL', 'sub', { sub: bad('\u007f') }],
+    ['sub with a C1 control (U+0085)', 'sub', { sub: bad('\u0085') }],
+    ['team with U+0000', 'team', { team: bad('\u0000') }],
+    ['agent with a tab', 'agent', { agent: bad('\t') }],
+    ['a role with U+0000', 'roles', { roles: ['approver', bad('\u0000')] }],
+  ];
+  for (const [name, claim, extra] of cases) {
+    it(`${name} is 401, naming the claim and never its value`, async () => {
+      const res = await post(t.app, '/decide', LOOKUP, signJwt(claims(extra)));
+      expect401(res);
+      expect((res.json() as { detail: string }).detail).toBe(`the claim "${claim}" contains a control character`);
+      expect(res.body).not.toContain('VALUE');
+    });
+  }
+
+  it('a lone surrogate in any identity claim is refused (identityFromClaims)', () => {
+    const names = { team: 'team', agent: 'agent', roles: 'roles' };
+    for (const [claim, extra] of [['sub', { sub: 'a\ud800' }], ['team', { team: '\udc00b' }], ['agent', { agent: 'x\ud83d' }], ['roles', { roles: ['\ud800'] }]] as const) {
+      expect(() => identityFromClaims(claims(extra), names), claim).toThrow(new HttpError('unauthorized', `the claim "${claim}" contains a lone surrogate`));
+    }
+    // A well-formed pair is an ordinary character.
+    expect(identityFromClaims(claims({ sub: 'ann \ud83d\ude00' }), names).user).toBe('ann \ud83d\ude00');
+  });
+
+  it('the configured claim names are the ones checked', () => {
+    const names = { team: 'grp', agent: 'azp', roles: 'scope' };
+    expect(() => identityFromClaims(claims({ grp: 'a\u0000' }), names)).toThrow('the claim "grp" contains a control character');
+    expect(() => identityFromClaims(claims({ scope: ['\u0001'] }), names)).toThrow('the claim "scope" contains a control character');
+  });
+
+  it('everything authentication accepts fits the approval store (sub, team, agent)', () => {
+    expect(MAX_CLAIM_LENGTH).toBeLessThanOrEqual(LIMITS.name);
+    const longest = 'x'.repeat(MAX_CLAIM_LENGTH);
+    expect(identityFromClaims(claims({ sub: longest, team: longest, agent: longest }), { team: 'team', agent: 'agent', roles: 'roles' }))
+      .toMatchObject({ user: longest, team: longest, agent: longest });
+  });
+});
+
+describe('maximum token lifetime (JWT_MAX_LIFETIME, audit F4)', () => {
+  const TOO_LONG = "the token's lifetime is longer than this server accepts";
+  function expectTooLong(res: LightMyRequestResponse): void {
+    expect401(res);
+    expect((res.json() as { detail: string }).detail).toBe(TOO_LONG);
+  }
+
+  it('the default is 24 h: the development tokens `serve` prints (expiresIn 24h) are accepted', async () => {
+    expect(DEFAULT_JWT_MAX_LIFETIME_SEC).toBe(86_400);
+    expect((await post(t.app, '/decide', LOOKUP, signJwt(claims({ exp: now() + 86_400 })))).statusCode).toBe(200);
+  });
+
+  for (const [name, exp] of [
+    ['exp = 1e20', () => 1e20],
+    ['exp in milliseconds', () => Date.now() + 1000],
+    ['exp a day and ten minutes ahead', () => now() + 86_400 + 600],
+  ] as const) {
+    it(`${name} is 401, without echoing the value`, async () => {
+      const value = exp();
+      const res = await post(t.app, '/decide', LOOKUP, signJwt(claims({ exp: value })));
+      expectTooLong(res);
+      expect(res.body).not.toContain(String(value));
+      // Refused before caching: the same token is refused again.
+      expectTooLong(await post(t.app, '/decide', LOOKUP, signJwt(claims({ exp: value }))));
+    });
+  }
+
+  describe('with a configured maximum', () => {
+    let app: FastifyInstance;
+    const options = (maxLifetimeSec: number): AuthOptions => ({
+      key: SECRET, algorithm: 'HS256', issuer: null, audience: null, clockToleranceSec: 30, maxLifetimeSec,
+      claims: { team: 'team', agent: 'agent', roles: 'roles' },
+    });
+    beforeAll(async () => {
+      // Authentication alone: a route that answers the identity it authenticated.
+      app = Fastify();
+      const opts = options(600);
+      await registerAuth(app, opts);
+      registerErrorHandling(app);
+      const authenticate = createAuthenticator(app, opts);
+      app.get('/whoami', async (request) => authenticate(request));
+      await app.ready();
+    });
+    afterAll(async () => app.close());
+    const whoami = (tok: string) => app.inject({ method: 'GET', url: '/whoami', headers: bearer(tok) });
+
+    it('accepts a token within it (plus the clock tolerance) and refuses one beyond it', async () => {
+      expect((await whoami(signJwt(claims({ exp: now() + 300 })))).json()).toMatchObject({ user: 'agent-1' });
+      expect((await whoami(signJwt(claims({ exp: now() + 600 })))).statusCode).toBe(200);
+      expectTooLong(await whoami(signJwt(claims({ exp: now() + 3600 }))));
+    });
+
+    it('a cached identity never outlives its exp', async () => {
+      const start = now();
+      const tok = signJwt(claims({ sub: 'cached-2', iat: start, exp: start + 600 }));
+      try {
+        expect((await whoami(tok)).statusCode).toBe(200);
+        vi.useFakeTimers({ toFake: ['Date'] });
+        vi.setSystemTime((start + 599) * 1000);
+        expect((await whoami(tok)).statusCode).toBe(200); // from the cache
+        vi.setSystemTime((start + 600 + 31) * 1000);
+        expect401(await whoami(tok));
+      } finally {
+        vi.useRealTimers();
+      }
+    });
   });
 });
 

@@ -1,14 +1,35 @@
 // GET /ui: the operator page is static, locked down by its headers, and puts values on the page as
-// text only (the presentation is model-chosen content: SPEC section 5).
+// text only (the presentation is model-chosen content: SPEC section 5). Each card shows the exact
+// call a grant lets run (tool and full args: the approval hash binds them, SPEC section 4) and names
+// the arguments neither the capability nor the presentation shows (audit F1).
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PAGE_JS } from '../../src/http/ui/page.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { CARD_JS, PAGE_HTML, PAGE_JS } from '../../src/http/ui/page.js';
+import { approverToken, createTestApp, post, token, type TestApp } from '../helpers/app.js';
 
 let t: TestApp;
 beforeAll(async () => {
   t = await createTestApp();
 });
 afterAll(async () => t.close());
+
+/** The page's own card logic, run in a fresh context on the JSON the browser would receive. */
+function cardText(approval: unknown): Record<string, string> {
+  const out = runInNewContext(`${CARD_JS}\nJSON.stringify(cardText(JSON.parse(input)))`, { input: JSON.stringify(approval) }) as string;
+  return JSON.parse(out) as Record<string, string>;
+}
+
+/** An approval as GET /approvals returns it (only the fields the card reads matter). */
+function approvalOf(parts: { tool?: string; args: object; capability: object; presentation: object }): Record<string, unknown> {
+  return {
+    id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab', status: 'pending', kind: 'payment', tool: 'send_payment', reason: 'payments need an operator',
+    rule: 'pay', requester: { sub: 'agent-1', team: 'support', agent: 'bot' }, expires_at: '2030-01-01T00:00:00.000Z',
+    presentation_label: 'Model-chosen content: shown for review, not instructions to follow.', ...parts,
+  };
+}
 
 describe('the approval page', () => {
   for (const [url, type] of [['/ui', 'text/html'], ['/ui/page.js', 'text/javascript'], ['/ui/page.css', 'text/css']] as const) {
@@ -37,11 +58,109 @@ describe('the approval page', () => {
       expect(PAGE_JS, sink).not.toContain(sink);
     }
     expect(PAGE_JS).toContain('textContent');
+    expect(PAGE_JS).toContain(CARD_JS); // the logic tested below is the logic served
   });
 
   it('labels the presentation as model-chosen content', async () => {
     const html = (await t.app.inject({ method: 'GET', url: '/ui' })).body;
     expect(html).toContain('Presentation: model-chosen content, not instructions');
     expect(html).toContain('data-field="presentation_label"');
+  });
+
+  it('shows the exact call (tool and full args) as what a grant lets run, labelled model-chosen', async () => {
+    const html = (await t.app.inject({ method: 'GET', url: '/ui' })).body;
+    expect(html).toContain('The exact call a grant lets run, once');
+    expect(html).toContain('model-chosen content, shown as text');
+    expect(html).toMatch(/<section class="call">[\s\S]*data-field="tool"[\s\S]*<pre data-field="args"><\/pre>[\s\S]*data-field="unshown"[\s\S]*<\/section>/);
+    // The capability is still shown, but it is not what a grant authorizes: the args are.
+    expect(html).toContain('data-field="capability"');
+    expect(html).not.toMatch(/what a grant authorizes/i);
+  });
+
+  it('fills every field of the card template', () => {
+    const fields = [...PAGE_HTML.matchAll(/data-field="([a-z_]+)"/g)].map((m) => m[1]);
+    const texts = cardText(approvalOf({ args: { amount: 10 }, capability: { amount: 10 }, presentation: { amount: 10 } }));
+    for (const field of fields) expect(Object.keys(texts), field).toContain(field);
+  });
+});
+
+describe('the card: the exact call, and arguments the shape leaves out', () => {
+  const args = { amount: 10, memo: 'monthly rent', recipient_iban: 'XX00ATTACKER', currency: 'BTC' };
+
+  it('shows the full args and flags the keys in neither the capability nor the presentation (audit F1)', () => {
+    const texts = cardText(approvalOf({ args, capability: { amount: 10 }, presentation: { amount: 10, memo: 'monthly rent' } }));
+    expect(texts.tool).toBe('send_payment');
+    expect(JSON.parse(texts.args!)).toEqual(args);
+    expect(texts.args).toContain('XX00ATTACKER');
+    expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "recipient_iban", "currency"');
+    expect(JSON.parse(texts.capability!)).toEqual({ amount: 10 });
+    expect(JSON.parse(texts.presentation!)).toEqual({ amount: 10, memo: 'monthly rent' });
+  });
+
+  it('flags nothing when the shape shows every argument, or for the default shape {tool, args}', () => {
+    expect(cardText(approvalOf({ args, capability: { amount: 10 }, presentation: args })).unshown).toBe('');
+    const whole = { tool: 'send_payment', args };
+    expect(cardText(approvalOf({ args, capability: whole, presentation: whole })).unshown).toBe('');
+    // A shape that happens to pick paths named "tool" and "args" is not the default shape.
+    const picked = { tool: 'x', args: 'y' };
+    expect(cardText(approvalOf({ args: { ...picked, extra: 1 }, capability: picked, presentation: {} })).unshown).toContain('"extra"');
+  });
+
+  it('flags every argument when the shape shows none ({} capability and presentation)', () => {
+    expect(cardText(approvalOf({ args, capability: {}, presentation: {} })).unshown).toContain('"amount", "memo", "recipient_iban", "currency"');
+  });
+
+  it('looks inside a value only part of which is shown (dotted paths, array indexes)', () => {
+    const nested = { customer: { email: 'a@example.com', iban: 'XX00' }, items: [{ sku: 'A', qty: 1 }, { sku: 'B' }], empty: {} };
+    const texts = cardText(approvalOf({
+      args: nested,
+      capability: { 'customer.email': 'a@example.com' },
+      presentation: { 'items.0.sku': 'A', items: nested.items },
+    }));
+    expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "customer.iban", "empty"');
+    // A key that contains a dot is not the path through two keys.
+    const dotted = cardText(approvalOf({ args: { 'a.b': 1, a: { b: 2 } }, capability: { 'a.b': 2 }, presentation: {} }));
+    expect(dotted.unshown).toContain('"a.b"');
+  });
+
+  it('keeps hostile values as text in the args and the flagged keys', () => {
+    const hostile = '<img src=x onerror="window.__pwned=1">';
+    const texts = cardText(approvalOf({ args: { amount: 1, [hostile]: hostile }, capability: { amount: 1 }, presentation: {} }));
+    expect(texts.args).toContain('<img src=x');
+    expect(texts.unshown).toContain('<img src=x');
+  });
+});
+
+describe('the card for a real approval whose rule shape shows a subset of the args', () => {
+  let dir: string;
+  let a: TestApp;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gatehouse-ui-'));
+    await writeFile(join(dir, 'pay.yaml'), [
+      'policy: pay',
+      'tools:',
+      '  send_payment: {kind: remote_mutation, schema: {type: object, required: [amount, memo], properties: {amount: {type: number}, memo: {type: string}}}}',
+      'rules:',
+      '  - {id: pay, tools: [send_payment], allow: true, confirm: true, reason: payments need an operator,',
+      '     approval: {kind: payment, capability: [amount], presentation: [amount, memo]}}',
+      '',
+    ].join('\n'));
+    a = await createTestApp({ policyDir: dir, env: null, database: true });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('the operator sees recipient_iban and currency, flagged, before granting', async () => {
+    const args = { amount: 10, memo: 'monthly rent', recipient_iban: 'XX00ATTACKER', currency: 'BTC' };
+    const created = await post(a.app, '/approvals', { tool: 'send_payment', args }, token({ sub: 'ui-agent' }));
+    expect(created.statusCode, created.body).toBe(201);
+    const listed = await a.app.inject({ method: 'GET', url: '/approvals?status=pending&limit=200', headers: { authorization: `Bearer ${approverToken()}` } });
+    const item = (listed.json() as { items: { id: string }[] }).items.find((i) => i.id === (created.json() as { id: string }).id);
+    const texts = cardText(item);
+    expect(JSON.parse(texts.args!)).toEqual(args);
+    // The API returns args in canonical key order.
+    expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "currency", "recipient_iban"');
   });
 });

@@ -131,7 +131,7 @@ describe('the approver role is matched exactly (catalogue 19)', () => {
     ['roles [" approver"]', { roles: [' approver'] }, 403],
     ['roles ["approvers"]', { roles: ['approvers'] }, 403],
     ['roles ["approve"]', { roles: ['approve'] }, 403],
-    ['roles ["approver\\u0000"]', { roles: ['approver\u0000'] }, 403],
+    ['roles ["approver\\u0000"] (a control character: refused at authentication)', { roles: ['approver\u0000'] }, 401],
     ['roles ["аpprover"] (Cyrillic а)', { roles: ['\u0430pprover'] }, 403],
     ['roles ["approver,admin"]', { roles: ['approver,admin'] }, 403],
     ['roles ["admin"]', { roles: ['admin'] }, 403],

@@ -3,6 +3,7 @@
 // decided again from scratch and a matching granted approval is redeemed (src/approvals).
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { ApprovalInputError } from '../../approvals/store.js';
 import { decide } from '../../policy/decide.js';
 import type { DecisionResult, Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
@@ -54,7 +55,12 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     const durationUs = Number(process.hrtime.bigint() - started) / 1000;
     if (body.approval_id !== undefined) {
       if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
-      result = await ctx.approvals.redeem(result, req, body.approval_id, identity);
+      // The store refuses a sub it cannot hold (ApprovalInputError). Authentication already refuses
+      // every such token (src/http/auth.ts), so this is a safety net: the token's fault, never a 500.
+      result = await ctx.approvals.redeem(result, req, body.approval_id, identity).catch((err: unknown) => {
+        if (err instanceof ApprovalInputError) throw new HttpError('unauthorized', "the token's identity claims cannot be used");
+        throw err;
+      });
     }
     ctx.metrics.decisions.inc({ decision: result.decision, rule: result.rule });
     ctx.metrics.decideSeconds.observe(durationUs / 1e6);

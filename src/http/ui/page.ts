@@ -1,7 +1,12 @@
 // The operator's web page (SPEC section 5): pending approvals, grant or deny. Static files with a
 // strict Content-Security-Policy; the page holds no data and calls the REST API with the bearer
-// token the operator pastes. Every value, the model-chosen presentation above all, is put on the
-// page with textContent: never parsed as HTML.
+// token the operator pastes. Every value, the model-chosen arguments and presentation above all, is
+// put on the page with textContent: never parsed as HTML.
+//
+// A grant lets exactly one call run: the tool with these exact `args` (the approval hash binds them,
+// SPEC section 4). The capability and presentation are what the policy picked from the arguments for
+// review, and a rule's shape may pick only some of them: so each card shows the full call first, and
+// names the arguments that neither the capability nor the presentation shows.
 
 export const PAGE_HTML = `<!doctype html>
 <html lang="en">
@@ -25,12 +30,21 @@ export const PAGE_HTML = `<!doctype html>
 <template id="approval">
   <article class="approval">
     <h2><span data-field="tool"></span> <small data-field="kind"></small></h2>
+    <section class="call">
+      <h3>The exact call a grant lets run, once</h3>
+      <p class="label">Tool and arguments exactly as the agent sent them: model-chosen content, shown as text, not instructions.</p>
+      <dl>
+        <dt>Tool</dt><dd data-field="tool"></dd>
+        <dt>Arguments</dt><dd><pre data-field="args"></pre></dd>
+      </dl>
+      <p class="unshown" data-field="unshown" hidden></p>
+    </section>
     <dl>
       <dt>Policy reason</dt><dd data-field="reason"></dd>
       <dt>Rule</dt><dd data-field="rule"></dd>
       <dt>Requested by</dt><dd data-field="requester"></dd>
       <dt>Expires</dt><dd data-field="expires_at"></dd>
-      <dt>Capability (what a grant authorizes)</dt><dd><pre data-field="capability"></pre></dd>
+      <dt>Capability (arguments the policy picked for review)</dt><dd><pre data-field="capability"></pre></dd>
     </dl>
     <section class="presentation">
       <h3>Presentation: model-chosen content, not instructions</h3>
@@ -57,8 +71,77 @@ dd { margin: 0; }
 pre { white-space: pre-wrap; word-break: break-word; margin: 0; background: #f4f4f4; padding: .4rem; }
 .presentation { border-left: 4px solid #d08700; padding-left: .75rem; margin: .75rem 0; }
 .presentation .label { color: #8a5a00; font-weight: 600; margin: .25rem 0; }
+.call { border-left: 4px solid #b3261e; padding-left: .75rem; margin: .5rem 0 .75rem; }
+.call h3 { margin: 0; font-size: 1rem; }
+.call .label { color: #8a5a00; font-weight: 600; margin: .25rem 0; }
+.unshown { color: #b3261e; font-weight: 700; margin: .4rem 0 0; }
 .decide { display: flex; gap: .5rem; }
 .decide input { flex: 1; }
+`;
+
+/**
+ * The pure part of the page script: what each card says, as text, from one approval of the API. No
+ * DOM, so test/http/ui.test.ts runs it in Node; PAGE_JS embeds it.
+ */
+export const CARD_JS = `// data-field name -> the text shown there.
+  function cardText(approval) {
+    var requester = approval.requester || {};
+    var unshown = unshownPaths(approval);
+    return {
+      tool: text(approval.tool),
+      kind: text(approval.kind),
+      reason: text(approval.reason),
+      rule: text(approval.rule),
+      requester: text(requester.sub) + (requester.team ? ' (team ' + requester.team + ')' : ''),
+      expires_at: text(approval.expires_at),
+      args: json(approval.args),
+      capability: json(approval.capability),
+      presentation: json(approval.presentation),
+      presentation_label: text(approval.presentation_label),
+      unshown: unshown.length === 0 ? ''
+        : 'Not in the capability or the presentation, but part of the call: ' + unshown.map(function (p) { return JSON.stringify(p); }).join(', '),
+    };
+  }
+
+  function text(value) { return value == null ? '' : String(value); }
+  function json(value) { return JSON.stringify(value === undefined ? {} : value, null, 2); }
+
+  // The argument paths (dotted, as a rule's approval shape names them) that neither the capability
+  // nor the presentation shows. A view that is the default shape {tool, args} shows every argument.
+  function unshownPaths(approval) {
+    var args = approval.args || {};
+    var shown = [];
+    [approval.capability, approval.presentation].forEach(function (view) {
+      if (!view || typeof view !== 'object') return;
+      if (isWholeCall(view, approval)) shown.push([]);
+      else Object.keys(view).forEach(function (path) { shown.push(path.split('.')); });
+    });
+    var out = [];
+    function visit(value, path) {
+      if (shown.some(function (s) { return isPrefix(s, path); })) return; // shown, or inside a shown value
+      var inner = value !== null && typeof value === 'object' ? Object.keys(value) : [];
+      // Only part of this value is shown: look inside it. Otherwise none of it is.
+      if (inner.length > 0 && shown.some(function (s) { return isPrefix(path, s); })) {
+        inner.forEach(function (key) { visit(value[key], path.concat(key)); });
+      } else {
+        out.push(path.join('.'));
+      }
+    }
+    Object.keys(args).forEach(function (key) { visit(args[key], [key]); });
+    return out;
+  }
+
+  function isPrefix(prefix, path) {
+    if (prefix.length > path.length) return false;
+    for (var i = 0; i < prefix.length; i++) if (prefix[i] !== path[i]) return false;
+    return true;
+  }
+
+  function isWholeCall(view, approval) {
+    var keys = Object.keys(view);
+    return keys.length === 2 && view.tool === approval.tool && Object.prototype.hasOwnProperty.call(view, 'args')
+      && JSON.stringify(view.args) === JSON.stringify(approval.args);
+  }
 `;
 
 export const PAGE_JS = `'use strict';
@@ -83,14 +166,15 @@ export const PAGE_JS = `'use strict';
       });
   }
 
+  ${CARD_JS}
   function fill(node, approval) {
-    // textContent only: the presentation is model-chosen content and is never rendered as HTML.
+    // textContent only: the arguments and the presentation are model-chosen content and are never
+    // rendered as HTML. A field with nothing to say (no unshown arguments) is hidden.
+    var texts = cardText(approval);
     node.querySelectorAll('[data-field]').forEach(function (el) {
       var name = el.getAttribute('data-field');
-      var value = approval[name];
-      if (name === 'requester') value = approval.requester.sub + (approval.requester.team ? ' (team ' + approval.requester.team + ')' : '');
-      if (name === 'capability' || name === 'presentation') value = JSON.stringify(value, null, 2);
-      el.textContent = value == null ? '' : String(value);
+      el.textContent = Object.prototype.hasOwnProperty.call(texts, name) ? texts[name] : '';
+      if (name === 'unshown') el.hidden = el.textContent === '';
     });
   }
 
