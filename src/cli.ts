@@ -28,8 +28,7 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
       return runHash(rest, io);
     case 'serve': {
       const { serve } = await import('./main.js');
-      await serve();
-      return 0;
+      return serve(); // once the service has stopped, or could not start
     }
     default:
       io.err(USAGE);
@@ -42,7 +41,7 @@ const entry = process.argv[1] === undefined ? '' : realpathSync(process.argv[1])
 if (entry === fileURLToPath(import.meta.url)) {
   runCli(process.argv.slice(2), processIo).then(
     (code) => {
-      if (process.argv[2] !== 'serve') process.exitCode = code;
+      process.exitCode = code;
     },
     (err: unknown) => {
       process.stderr.write(`gatehouse: ${err instanceof Error ? err.message : String(err)}\n`);

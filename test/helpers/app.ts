@@ -6,7 +6,7 @@ import pino from 'pino';
 import { createApprovalWaiter } from '../../src/approvals/notify.js';
 import { createApprovalService } from '../../src/approvals/service.js';
 import { createApprovalStore } from '../../src/approvals/store.js';
-import type { JwtAlgorithm } from '../../src/config.js';
+import { DEFAULT_JWT_MAX_LIFETIME_SEC, type JwtAlgorithm } from '../../src/config.js';
 import { buildApp, type AppContext } from '../../src/http/app.js';
 import { createMetrics } from '../../src/http/metrics.js';
 import { createLivePolicies } from '../../src/policy/live.js';
@@ -77,6 +77,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       issuer: options.issuer ?? null,
       audience: options.audience ?? null,
       clockToleranceSec: 30,
+      maxLifetimeSec: DEFAULT_JWT_MAX_LIFETIME_SEC,
       claims: { team: 'team', agent: 'agent', roles: 'roles' },
     },
   });

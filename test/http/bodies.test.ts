@@ -4,6 +4,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { agentToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
+import { listenLoopback, rawHttp, rawPost, type RawResponse } from '../reliability/helpers.js';
 
 /** A distinctive value: it must never come back in an error body. */
 const CANARY = 'CANARY-5e1f-do-not-echo';
@@ -351,5 +352,58 @@ describe('prototype keys are data', () => {
   it('own-property names like toString and hasOwnProperty are data', async () => {
     const res = await raw(lookup('{"toString":"x","hasOwnProperty":1,"valueOf":null,"__defineGetter__":[]}'));
     expect(res.statusCode).toBe(200);
+  });
+});
+
+describe('HTTP framing, over a real socket: refusals are problem+json too', () => {
+  let port: number;
+  beforeAll(async () => {
+    port = await listenLoopback(t.app);
+  });
+
+  /** The one answer on a fresh connection. */
+  async function only(parts: (string | Buffer)[]): Promise<RawResponse> {
+    const result = await rawHttp(port, parts);
+    expect(result.timedOut).toBe(false);
+    expect(result.responses).toHaveLength(1);
+    return result.responses[0]!;
+  }
+  function problemOf(res: RawResponse, status: number, code: string): ProblemBody {
+    expect(res.statusCode, res.body).toBe(status);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const body = JSON.parse(res.body) as ProblemBody;
+    expect(body).toMatchObject({ status, code });
+    expect(body).not.toHaveProperty('decision');
+    return body;
+  }
+  const chunk = (text: string): string => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n0\r\n\r\n`;
+  const head = (lines: string[]): string => `${['POST /decide HTTP/1.1', 'Connection: close', `Authorization: Bearer ${agentToken()}`, 'Content-Type: application/json', ...lines].join('\r\n')}\r\n\r\n`;
+
+  it('Transfer-Encoding: gzip, chunked is 415 naming the header (the body is never parsed as if plain)', async () => {
+    const body = problemOf(await only([head(['Host: 127.0.0.1', 'Transfer-Encoding: gzip, chunked']) + chunk(lookup('{"order":"A1"}'))]), 415, 'unsupported_media_type');
+    expect(body.detail).toMatch(/Transfer-Encoding/);
+  });
+  it('Transfer-Encoding: chunked alone is parsed (control)', async () => {
+    const res = await only(rawPost(agentToken(), '', { chunks: [Buffer.from(lookup('{"order":"A1"}'))] }));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(JSON.parse(res.body)).toMatchObject({ decision: 'allow' });
+  });
+  it('an HTTP/1.1 request without Host is 400 problem+json naming the header, before authentication', async () => {
+    const res = await only([`GET /policies HTTP/1.1\r\nConnection: close\r\n\r\n`]);
+    expect(problemOf(res, 400, 'bad_request').detail).toMatch(/Host/);
+  });
+  it('an HTTP/1.0 request needs no Host (control)', async () => {
+    const res = await only([`GET /healthz HTTP/1.0\r\n\r\n`]);
+    expect(res.statusCode, res.body).toBe(200);
+  });
+  it('Expect other than 100-continue is 400 problem+json naming the header; the request is not decided', async () => {
+    const payload = lookup('{"order":"A1"}');
+    const res = await only([head(['Host: 127.0.0.1', 'Expect: bogus', `Content-Length: ${payload.length}`]) + payload]);
+    expect(problemOf(res, 400, 'bad_request').detail).toMatch(/Expect/);
+  });
+  it('Expect: 100-continue gets 100 Continue, then the answer (control)', async () => {
+    const payload = lookup('{"order":"A1"}');
+    const result = await rawHttp(port, [head(['Host: 127.0.0.1', 'Expect: 100-continue', `Content-Length: ${payload.length}`]), payload], { gapMs: 20 });
+    expect(result.responses.map((r) => r.statusCode)).toEqual([100, 200]);
   });
 });

@@ -2,12 +2,13 @@
 // key, so it prints tokens), on a fresh test database. One approval loop over fetch, then SIGTERM: the
 // process finishes, logs "stopped" and exits 0. Every wait is bounded.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { signJwt } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -105,7 +106,8 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !/^(JWT_|DATABASE_URL$|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|BODY_LIMIT$)/.test(k)) env[k] = v;
   }
-  Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'info' });
+  // JWT_MAX_LIFETIME below the development tokens' usual 24 h: the banner's tokens follow it.
+  Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'info', JWT_MAX_LIFETIME: '3600' });
   const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   child = proc;
   proc.stdout.setEncoding('utf8');
@@ -120,6 +122,7 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
   const banner = await waitForOutput(proc, () => stdout, (out) => out.includes('gatehouse is serving') && /APPROVER_TOKEN=\S+\n/.test(out), 30_000, 'the banner');
   const serving = banner.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'gatehouse is serving');
   expect(serving).toMatchObject({ url: `http://127.0.0.1:${port}`, env: 'dev' });
+  expect(banner).toContain('Tokens valid for 1 hour:');
   const agentToken = /AGENT_TOKEN=(\S+)/.exec(banner)![1]!;
   const approverToken = /APPROVER_TOKEN=(\S+)/.exec(banner)![1]!;
   const base = `http://127.0.0.1:${port}`;
@@ -137,6 +140,11 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
   expect((await call('GET', '/healthz', null)).status).toBe(200);
   expect((await call('GET', '/readyz', null))).toMatchObject({ status: 200, body: { database: 'ok' } });
   expect((await call('POST', '/decide', null, { tool: 'lookup_order' })).status).toBe(401);
+  // Signed with the development secret, but living two hours: over JWT_MAX_LIFETIME.
+  const secret = (await readFile(join(dataDir, 'dev-jwt-secret'), 'utf8')).trim();
+  const now = Math.floor(Date.now() / 1000);
+  const longLived = signJwt({ sub: 'dev-agent', team: 'support', roles: [], iat: now, exp: now + 7200 }, { key: secret });
+  expect(await call('POST', '/decide', longLived, { tool: 'lookup_order' })).toMatchObject({ status: 401, body: { detail: "the token's lifetime is longer than this server accepts" } });
 
   const request = { tool: 'refund', args: { order: 'E2E-1', amount: 120 } };
   const first = await call('POST', '/decide', agentToken, request);

@@ -480,3 +480,37 @@ describe('an internal failure while deciding', () => {
     }
   });
 });
+
+describe('query integers: decimal digits only, never Number()\'s other spellings', () => {
+  // This app has no database: a query that passes validation reaches the route, which answers 503.
+  const id = '01a229a0-b317-7358-a43d-8cad50a73af6';
+  const refused: [string, string][] = [
+    [`/approvals/${id}?wait=0x3`, '/wait'],
+    [`/approvals/${id}?wait=1e1`, '/wait'],
+    [`/approvals/${id}?wait=3.0`, '/wait'],
+    [`/approvals/${id}?wait=%203`, '/wait'],
+    [`/approvals/${id}?wait=%2B3`, '/wait'],
+    [`/approvals/${id}?wait=`, '/wait'],
+    ['/approvals?limit=0x10', '/limit'],
+    ['/approvals?limit=1e1', '/limit'],
+  ];
+  for (const [url, pointer] of refused) {
+    it(`${url} → 400 naming ${pointer}`, async () => {
+      const res = await t.app.inject({ method: 'GET', url, headers: bearer(approverToken()) });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.json()).toMatchObject({ code: 'invalid_query', errors: [{ pointer, message: 'must be an integer written in decimal digits' }] });
+    });
+  }
+  for (const url of [`/approvals/${id}?wait=3`, `/approvals/${id}?wait=007`, '/approvals?limit=10']) {
+    it(`${url} passes validation (control)`, async () => {
+      const res = await t.app.inject({ method: 'GET', url, headers: bearer(approverToken()) });
+      expect(res.statusCode, res.body).toBe(503);
+    });
+  }
+  it('a decimal integer out of range is still refused by the schema, naming the parameter', async () => {
+    const res = await t.app.inject({ method: 'GET', url: `/approvals/${id}?wait=61`, headers: bearer(approverToken()) });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'invalid_query', errors: [{ pointer: '/wait' }] });
+  });
+});

@@ -1,0 +1,170 @@
+// The process around the app (src/main.ts), on real processes (`node dist/cli.js serve`):
+// - a start that fails after the database is open (the port is taken) exits 2 after closing what it
+//   opened, the embedded PostgreSQL it started included: no orphan server is left behind;
+// - a SIGTERM during start-up stops the start, closes what it opened and exits 0;
+// - a SIGTERM with a half-sent request open does not wait for it: the request in flight is answered,
+//   the process exits 0 without running into the grace period.
+// Every wait is bounded: a process that hangs fails the test, it does not hold the run.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentToken, SECRET } from '../helpers/app.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../reliability/helpers.js';
+
+interface Started {
+  proc: ChildProcess;
+  output(): string;
+  /** The exit code once the process has exited; rejects (failing the test) after ms. */
+  exited(ms: number): Promise<number | null>;
+}
+
+/** `node dist/cli.js serve`, without waiting for it to serve. */
+function spawnServe(env: Record<string, string>): Started {
+  const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: serverEnv({ HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+  proc.stderr.setEncoding('utf8').on('data', (c: string) => (out += c));
+  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  spawned.push(proc);
+  return {
+    proc,
+    output: () => out,
+    exited: (ms) => Promise.race([
+      exit,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the process did not exit within ${ms} ms:\n${out}`)), ms).unref()),
+    ]),
+  };
+}
+
+/** The pid of a PostgreSQL server running on this data directory, or null (no postmaster.pid, or its process is gone). */
+async function postgresRunningIn(dataDir: string): Promise<number | null> {
+  const text = await readFile(join(dataDir, 'postmaster.pid'), 'utf8').catch(() => null);
+  if (text === null) return null;
+  const pid = Number(text.split('\n')[0]);
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return null;
+  }
+}
+
+const spawned: ChildProcess[] = [];
+const cleanups: (() => Promise<void>)[] = [];
+let dataDir: string;
+let db: TestDatabase;
+
+beforeAll(async () => {
+  await ensureBuilt();
+  db = await createTestDatabase();
+  dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-lifecycle-'));
+  // As root the embedded server runs as the OS user `postgres`, which must reach DATA_DIR/pg.
+  await chmod(dataDir, 0o755);
+}, 180_000);
+
+afterAll(async () => {
+  for (const proc of spawned) if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  // A server a failed test left running on the test's data directory is stopped here.
+  const orphan = dataDir ? await postgresRunningIn(join(dataDir, 'pg')) : null;
+  if (orphan !== null) process.kill(orphan, 'SIGINT');
+  for (const cleanup of cleanups) await cleanup();
+  await db?.drop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+/** A TCP listener on a free port (so the port is taken), or one that accepts and never answers. */
+async function listener(onConnection: (socket: Socket) => void = () => undefined): Promise<{ server: Server; port: number }> {
+  const sockets: Socket[] = [];
+  const server = createServer((socket) => {
+    sockets.push(socket);
+    onConnection(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { server, port: (server.address() as { port: number }).port };
+}
+
+describe('start-up', () => {
+  it('the port is taken: exits 2 after stopping the embedded PostgreSQL it started (no orphan)', async () => {
+    const { port } = await listener();
+    const s = spawnServe({ PORT: String(port), DATA_DIR: dataDir, JWT_SECRET: SECRET });
+    const code = await s.exited(120_000);
+    expect(s.output()).toMatch(/started the embedded PostgreSQL/); // the database was open when listen failed
+    expect(s.output()).toMatch(/gatehouse: cannot serve: listen EADDRINUSE/);
+    expect(s.output()).not.toMatch(/gatehouse is serving/);
+    expect(code, s.output()).toBe(2);
+    expect(await postgresRunningIn(join(dataDir, 'pg'))).toBeNull();
+  }, 150_000);
+
+  it('SIGTERM while the embedded PostgreSQL starts: it is stopped, the process exits 0', async () => {
+    const s = spawnServe({ PORT: '0', DATA_DIR: dataDir, JWT_SECRET: SECRET });
+    // postmaster.pid appears as the server starts, before gatehouse can serve. Whichever step the
+    // signal lands in, the server must be stopped; the next test pins the start-up path itself.
+    await eventually('the embedded server to start', 60_000, async () => ((await postgresRunningIn(join(dataDir, 'pg'))) !== null ? true : undefined), 10);
+    s.proc.kill('SIGTERM');
+    const code = await s.exited(30_000);
+    expect(code, s.output()).toBe(0);
+    expect(await postgresRunningIn(join(dataDir, 'pg'))).toBeNull();
+  }, 120_000);
+
+  it('SIGTERM while the migrations wait for the database: the start stops, nothing is served, exit 0', async () => {
+    // A "database" that accepts connections and never answers: the start waits in the migrations.
+    let reached!: () => void;
+    const waiting = new Promise<void>((resolve) => (reached = resolve));
+    const { port: dbPort } = await listener(() => reached());
+    const s = spawnServe({ PORT: '0', DATABASE_URL: `postgres://u:p@127.0.0.1:${dbPort}/gatehouse`, DATA_DIR: dataDir, JWT_SECRET: SECRET });
+    await waiting;
+    s.proc.kill('SIGTERM');
+    const code = await s.exited(30_000);
+    expect(code, s.output()).toBe(0);
+    expect(s.output()).toMatch(/shutting down: interrupting the start-up/);
+    expect(s.output()).not.toMatch(/gatehouse is serving/);
+    expect(s.output()).toMatch(/"msg":"stopped"/);
+  }, 60_000);
+});
+
+describe('shutting down', () => {
+  let s: ServerProcess;
+  beforeAll(async () => {
+    // A grace period far above the bounded wait below: waiting for it would fail the test.
+    s = await startServer({ DATABASE_URL: db.url, JWT_SECRET: SECRET, DATA_DIR: dataDir, SHUTDOWN_GRACE_MS: '120000' });
+    cleanups.push(() => s.kill());
+  }, 60_000);
+
+  it('a half-sent request does not hold SIGTERM; the request in flight is answered; exit 0', async () => {
+    const open = async (): Promise<{ socket: Socket; received: () => string; closed: Promise<void> }> => {
+      const socket = connect(s.port, '127.0.0.1');
+      let text = '';
+      socket.setEncoding('utf8').on('data', (c: string) => (text += c));
+      socket.on('error', () => undefined); // a reset is the server closing it
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      cleanups.push(async () => void socket.destroy());
+      return { socket, received: () => text, closed };
+    };
+    const partial = await open();
+    partial.socket.write('POST /decide HTTP/1.1\r\nHost: x\r\nContent-Ty');
+    const busy = await open();
+    const body = JSON.stringify({ tool: 'lookup_order', args: { order: 'A1' } });
+    busy.socket.write(`POST /decide HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${agentToken()}\r\nContent-Type: application/json\r\n`
+      + `Content-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+    // Time for the server to read both (a bounded pause, not a measurement).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    s.proc.kill('SIGTERM');
+    await partial.closed; // closed by the server at once, with no answer
+    expect(partial.received()).toBe('');
+    busy.socket.write(body.slice(10));
+    await busy.closed; // answered, then closed: the client need not hang up
+    expect(busy.received()).toMatch(/^HTTP\/1\.1 200 [\s\S]*"decision":"allow"/);
+    expect(await s.exited(20_000), s.stdout()).toEqual({ code: 0, signal: null });
+    expect(s.stdout()).not.toMatch(/grace period exceeded/);
+  }, 60_000);
+});
