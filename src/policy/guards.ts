@@ -1,10 +1,17 @@
 // Content guards run on a tool's arguments (SPEC section 2, step 7). The only guard is `pii`: it looks
 // for emails, phone numbers, payment card numbers and IBANs in every string value, every object key,
-// and every number as it was written (a card number sent as a JSON number is still a card number).
+// and every number, both as it was written and as its integer value (4111111111111111.0 and
+// 4.111111111111111e15 are the same card number as 4111111111111111).
+//
+// A string holding anything outside ASCII is scanned a second time folded: NFKC (full-width digits and
+// '＠', NBSP and other compatibility spaces become ASCII) with invisible characters removed (format
+// characters such as U+200B or the soft hyphen, and combining marks), so look-alikes cannot hide a value.
+// Plain-ASCII strings, the common case, skip the fold after one character-class test.
 //
 // Every detector is a hand-written single pass (no RegExp, so no backtracking): each start position
 // does bounded work and the scan resumes after the run it looked at, so a 100 KB adversarial string
 // costs linear time. A finding names the JSON pointer and the kind, never the matched text.
+import { decimalOf, integerDigits } from '../json/decimal.js';
 import { escapePointerSegment } from '../json/pointer.js';
 import { numberLexemes, type JsonObject } from '../json/value.js';
 
@@ -34,21 +41,27 @@ export function runGuard(name: GuardName, args: JsonObject): GuardFinding | null
 /**
  * The first finding in document order: depth first, arrays by index, objects in Object.keys order (which
  * puts integer-like keys first, as every JS object does), an object's keys before its values. A number
- * is scanned as the text it was written with (its recorded lexeme, else its shortest form).
+ * is scanned as the text it was written with (its recorded lexeme, else its shortest form) and as its
+ * integer digits (see detectInNumber). Each string and number is scanned on its own: digits split
+ * across array elements (["4111", "1111", "1111", "1111"]) are not joined.
  * Iterative, so 256-deep arguments cannot overflow the stack.
  */
 export function scanPii(args: JsonObject): GuardFinding | null {
   // Paths are built only for containers and findings; scalars carry their parent's path and key.
-  const stack: { value: unknown; parent: string; key: string | null }[] = [{ value: args, parent: '', key: null }];
+  // A number is pushed as its written text, with `isNumber` set.
+  const stack: Entry[] = [{ value: args, parent: '', key: null, isNumber: false }];
   for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
     const { value } = top;
     if (typeof value === 'string') {
-      const kind = detectPii(value);
+      const kind = top.isNumber ? detectInNumber(value) : detectPii(value);
       if (kind !== null) return { path: pointer(top), kind };
     } else if (Array.isArray(value)) {
       const path = pointer(top);
       const lexemes = numberLexemes(value);
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: scannable(value[i], lexemes, String(i)), parent: path, key: String(i) });
+      for (let i = value.length - 1; i >= 0; i--) {
+        const e = entry(value[i], lexemes, path, i);
+        if (e !== null) stack.push(e);
+      }
     } else if (typeof value === 'object' && value !== null) {
       const path = pointer(top);
       const keys = Object.keys(value); // own enumerable keys only, `__proto__` data included
@@ -59,16 +72,58 @@ export function scanPii(args: JsonObject): GuardFinding | null {
       const lexemes = numberLexemes(value);
       for (let k = keys.length - 1; k >= 0; k--) {
         const key = keys[k]!; // k < length
-        stack.push({ value: scannable((value as Record<string, unknown>)[key], lexemes, key), parent: path, key });
+        const e = entry((value as Record<string, unknown>)[key], lexemes, path, key);
+        if (e !== null) stack.push(e);
       }
     }
   }
   return null;
 }
 
-/** A number becomes the text it was written with; anything else is scanned as it is. */
-function scannable(v: unknown, lexemes: ReadonlyMap<string, string> | undefined, key: string): unknown {
-  return typeof v === 'number' ? (lexemes?.get(key) ?? String(v)) : v;
+interface Entry {
+  value: unknown;
+  parent: string;
+  key: string | null;
+  /** `value` is the written text of a number. */
+  isNumber: boolean;
+}
+
+/**
+ * A number becomes the text it was written with; anything else is scanned as it is. null for what
+ * holds nothing to find (a number under NUMBER_MIN_TEXT characters without an exponent, or a
+ * boolean or null): a body of 250,000 small numbers must not cost a scan each.
+ */
+function entry(v: unknown, lexemes: ReadonlyMap<string, string> | undefined, parent: string, key: string | number): Entry | null {
+  if (typeof v === 'number') {
+    const text = (lexemes === undefined ? undefined : lexemes.get(String(key))) ?? String(v);
+    if (text.length < NUMBER_MIN_TEXT && !hasExponent(text)) return null;
+    return { value: text, parent, key: String(key), isNumber: true };
+  }
+  if (typeof v !== 'string' && (typeof v !== 'object' || v === null)) return null;
+  return { value: v, parent, key: String(key), isNumber: false };
+}
+
+// The shortest number text that can hold a finding: a phone number written as a number has at
+// least NATIONAL_MIN digits (no `+` in a JSON number), a card CARD_MIN; 8 leaves room for a sign.
+const NUMBER_MIN_TEXT = 8;
+
+function hasExponent(text: string): boolean {
+  return text.indexOf('e') !== -1 || text.indexOf('E') !== -1;
+}
+
+/**
+ * A number as written, then as its exact integer digits: `4111111111111111.0`, `4.111111111111111e15`
+ * and `4111111111111111E0` are the card 4111111111111111 (the tool reads that value, and an argument
+ * built in code, without a lexeme, is that plain number). Only integers of at most CARD_MAX digits are expanded:
+ * no fraction can be a card, and the expansion stays short whatever the exponent.
+ */
+function detectInNumber(written: string): PiiKind | null {
+  const kind = detectPii(written);
+  if (kind !== null) return kind;
+  if (!mayBeRewrittenInteger(written)) return null;
+  const value = decimalOf(written);
+  const digits = value === null ? null : integerDigits(value, CARD_MAX);
+  return digits === null ? null : detectPii(digits);
 }
 
 /** `key` is null for the arguments object itself, whose pointer is "". */
@@ -77,15 +132,67 @@ function pointer(e: { parent: string; key: string | null }): string {
 }
 
 /**
- * The kind of the first detector that fires. Most specific evidence first: a checksum (card, IBAN)
- * beats a shape (email), and the phone heuristic is the weakest, so it comes last.
+ * Can the written number be an integer whose digits differ from the text? Only with an exponent or a
+ * fraction of zeros ("…1.0", "…1.000"). A cheap filter: most numbers (1200, 12.5) skip decimalOf.
+ */
+function mayBeRewrittenInteger(written: string): boolean {
+  if (hasExponent(written)) return true;
+  const dot = written.indexOf('.');
+  if (dot === -1) return false; // the written digits already are the integer's digits
+  for (let k = dot + 1; k < written.length; k++) if (written.charCodeAt(k) !== 0x30) return false;
+  return true;
+}
+
+/**
+ * The kind found in s as it is or, when s holds anything outside ASCII, in its folded form. Both are
+ * scanned: folding can hide a value as well as reveal one ("4111111111111111\u200bx" folds to an
+ * identifier), and the more specific kind is reported ("4111\u200b 1111 1111 1111" reads as a phone
+ * number until the zero-width space is removed).
  */
 export function detectPii(s: string): PiiKind | null {
+  const kind = detectAscii(s);
+  if (kind === 'card' || !hasNonAscii(s)) return kind;
+  const folded = fold(s);
+  const other = folded === s ? null : detectAscii(folded);
+  if (other === null) return kind;
+  return kind === null || KIND_ORDER.indexOf(other) < KIND_ORDER.indexOf(kind) ? other : kind;
+}
+
+/** detectAscii's order, most specific first. */
+const KIND_ORDER: readonly PiiKind[] = ['card', 'iban', 'email', 'phone'];
+
+/**
+ * The kind of the first detector that fires. Most specific evidence first: a checksum (card, IBAN)
+ * beats a shape (email), and the phone heuristic is the weakest, so it comes last. The detectors read
+ * ASCII digits, letters and punctuation; card and IBAN groups may also be split by Unicode spaces and dashes.
+ */
+function detectAscii(s: string): PiiKind | null {
   if (hasCard(s)) return 'card';
   if (hasIban(s)) return 'iban';
   if (hasEmail(s)) return 'email';
   if (hasPhone(s)) return 'phone';
   return null;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Folding look-alikes. Every format character (\p{Cf}) and combining mark is outside ASCII, so a string
+// of char codes below 0x80 has nothing to fold and never pays for normalize().
+
+// One character class, so no backtracking; V8 runs it several times faster than a charCodeAt loop.
+const NON_ASCII = /[^\x00-\x7f]/;
+
+function hasNonAscii(s: string): boolean {
+  return NON_ASCII.test(s);
+}
+
+// Characters that print as nothing (U+200B–U+200D, U+2060, U+FEFF, the soft hyphen U+00AD, bidi
+// controls) or only decorate the previous one (combining marks, variation selectors, the keycap U+20E3).
+// Stripped after NFKC, so marks that compose into a letter (e + U+0301 = é) stay part of it.
+const INVISIBLE = /[\p{Cf}\p{Mn}\p{Me}]/gu;
+
+/** NFKC: full-width and other compatibility digits, letters, '＠' and spaces become their ASCII forms. */
+function fold(s: string): string {
+  return s.normalize('NFKC').replace(INVISIBLE, '');
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -136,10 +243,38 @@ function joinedAfter(s: string, end: number): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Card: 13–19 digits, optionally grouped by single spaces or dashes, starting with 2–6 (the major
+// Group separators of cards and IBANs: a run of up to GROUP_SEP_MAX characters, each whitespace (\s,
+// \p{Zs}: NBSP, narrow NBSP, thin space, tab, newline…), a dash (ASCII or Unicode), '.' or '/'. UIs and
+// people print "4111 1111 1111 1111" with any of those, and sometimes two of them ("4111 - 1111").
+
+const GROUP_SEP_MAX = 3;
+
+function isGroupSep(c: number): boolean {
+  if (c < 0x80) return c === SPACE || c === DASH || c === DOT || c === SLASH || (c >= 0x09 && c <= 0x0d);
+  return (
+    c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 ||
+    c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff || // \s beyond ASCII (\p{Zs} and more)
+    (c >= 0x2010 && c <= 0x2015) || c === 0x2212 // hyphens, dashes, minus sign
+  );
+}
+
+/** Length of the separator run at j (1..GROUP_SEP_MAX), or 0 when there is none or it is longer. */
+function groupSepAt(s: string, j: number): number {
+  let k = j;
+  while (k - j <= GROUP_SEP_MAX && isGroupSep(s.charCodeAt(k))) k++;
+  return k - j <= GROUP_SEP_MAX ? k - j : 0;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Card: 13–19 digits, optionally grouped (see group separators), starting with 2–6 (the major
 // industry identifiers of the payment networks: Mastercard 2 and 5, Amex, JCB and Diners 3, Visa 4,
 // Discover and UnionPay 6), passing the Luhn check. The first digit keeps millisecond timestamps
 // (1…) and other long ids from reading as cards one time in ten.
+//
+// A separator made only of '.' and '/' is "weak": "3.4111111111111111" is a decimal and "12/2026" part
+// of a date, not groups of a card. A card may use weak separators only all the way through and at
+// least twice ("4111.1111.1111.1111"; a number has at most one decimal point), and never starts or
+// ends next to one.
 
 const CARD_MIN = 13;
 const CARD_MAX = 19;
@@ -147,42 +282,51 @@ const CARD_MAX = 19;
 const CARD_MIN_GROUP = 3;
 
 function hasCard(s: string): boolean {
+  // Group g of the current run: starts[g], lens[g], and weak[g] for the separator after it. The arrays
+  // are reused across runs and only grow (`length = 0` would free and reallocate them on every run).
   const starts: number[] = [];
   const lens: number[] = [];
+  const weak: boolean[] = [];
   let i = 0;
   while (i < s.length) {
     if (!isDigit(s.charCodeAt(i))) {
       i++;
       continue;
     }
-    // A run: digit groups joined by one space or dash.
-    starts.length = 0;
-    lens.length = 0;
+    // A run: digit groups joined by separators.
+    let n = 0;
     let j = i;
     for (;;) {
       const g = j;
       while (isDigit(s.charCodeAt(j))) j++;
-      starts.push(g);
-      lens.push(j - g);
-      const sep = s.charCodeAt(j);
-      if ((sep === SPACE || sep === DASH) && isDigit(s.charCodeAt(j + 1))) j++;
-      else break;
+      starts[n] = g;
+      lens[n] = j - g;
+      const sep = groupSepAt(s, j);
+      const last = sep === 0 || !isDigit(s.charCodeAt(j + sep));
+      weak[n] = !last && isWeakSep(s, j, sep);
+      n++;
+      if (last) break;
+      j += sep;
     }
     const runEnd = j;
     // Try every window of whole groups: a card may sit inside a longer run ("4111 1111 1111 1111 123").
     // A leading '+' makes it a phone number: cards are never written that way.
     const glued = joinedBefore(s, i) || s.charCodeAt(i - 1) === PLUS;
-    for (let a = 0; a < starts.length; a++) {
-      if (a === 0 && glued) continue;
-      const first = s.charCodeAt(starts[a]!); // a < length
+    for (let a = 0; a < n; a++) {
+      if (a === 0 ? glued : weak[a - 1]) continue;
+      const first = s.charCodeAt(starts[a]!); // a < n
       if (first < 0x32 || first > 0x36) continue; // '2'..'6'
       let digits = 0;
-      for (let b = a; b < starts.length; b++) {
-        const len = lens[b]!; // b < length
+      let weakInside = 0;
+      for (let b = a; b < n; b++) {
+        const len = lens[b]!; // b < n
         if (len < CARD_MIN_GROUP) break; // (alone, a short group is too short anyway)
         digits += len;
         if (digits > CARD_MAX) break;
+        if (b > a && weak[b - 1]) weakInside++;
         if (digits < CARD_MIN) continue;
+        if (weakInside > 0 && (weakInside < 2 || weakInside < b - a)) continue;
+        if (weak[b]) continue; // ends next to a weak separator
         const windowEnd = starts[b]! + len;
         if (windowEnd === runEnd && joinedAfter(s, runEnd)) continue;
         if (luhn(s, starts, lens, a, b)) return true;
@@ -191,6 +335,15 @@ function hasCard(s: string): boolean {
     i = runEnd;
   }
   return false;
+}
+
+/** Is the separator s[j, j+len) made only of '.' and '/'? */
+function isWeakSep(s: string, j: number, len: number): boolean {
+  for (let k = j; k < j + len; k++) {
+    const c = s.charCodeAt(k);
+    if (c !== DOT && c !== SLASH) return false;
+  }
+  return true;
 }
 
 /** The Luhn check over groups a..b (inclusive), reading digits right to left. */
@@ -214,8 +367,9 @@ function luhn(s: string, starts: readonly number[], lens: readonly number[], a: 
 
 // ---------------------------------------------------------------------------------------------------
 // IBAN (ISO 13616): 2 letters, 2 check digits, 11–30 alphanumerics; compact, or printed in groups of 4
-// separated by single spaces. Only a valid mod-97 checksum counts, so a typo'd check digit is no finding.
-// Letters of either case are accepted (people type IBANs in lowercase too).
+// (see group separators: "GB82 WEST 1234 5698 7654 32", "GB82-WEST-1234-…"). Only a valid mod-97
+// checksum counts, so a typo'd check digit is no finding. Letters of either case are accepted (people
+// type IBANs in lowercase too).
 
 const IBAN_MIN = 15;
 const IBAN_MAX = 34;
@@ -249,15 +403,15 @@ function ibanAt(s: string, start: number, runEnd: number): boolean {
   if (runLen >= IBAN_MIN && runLen <= IBAN_MAX) {
     return !isWord(s.charCodeAt(runEnd)) && mod97(s, [start], [runLen]);
   }
-  if (runLen !== 4 || s.charCodeAt(runEnd) !== SPACE) return false;
+  if (runLen !== 4) return false;
   // Grouped: "GB82 WEST 1234 5698 7654 32". Every group but the last has 4 characters; try each
   // group end as the last one, since ordinary words may follow the IBAN.
   const starts = [start];
   const lens = [4];
   let total = 4;
   let j = runEnd;
-  while (s.charCodeAt(j) === SPACE && isAlnum(s.charCodeAt(j + 1)) && total < IBAN_MAX) {
-    const g = j + 1;
+  for (let sep = groupSepAt(s, j); sep > 0 && isAlnum(s.charCodeAt(j + sep)) && total < IBAN_MAX; sep = groupSepAt(s, j)) {
+    const g = j + sep;
     let e = g;
     while (isAlnum(s.charCodeAt(e)) && e - g <= 4) e++;
     const len = e - g;

@@ -250,6 +250,175 @@ describe('finding paths and document order', () => {
   });
 });
 
+describe('a number is scanned as written and as its integer value', () => {
+  const parsed = (body: string): JsonObject => parseJson(Buffer.from(body)) as JsonObject;
+
+  // Every lexeme here is the JSON number 4111111111111111; parseJson keeps the text as written.
+  const cards = ['4111111111111111.0', '4111111111111111.000', '4.111111111111111e15', '4111111111111111E0', '4.111111111111111E+15', '41111111111111110e-1', '0.4111111111111111e16', '-4.111111111111111e15'];
+  it.each(cards)('flags %s', (lexeme) => {
+    expect(scanPii(parsed(`{"ref": ${lexeme}}`))).toEqual({ path: '/ref', kind: 'card' });
+    expect(scanPii(parsed(`{"list": [1, ${lexeme}]}`))).toEqual({ path: '/list/1', kind: 'card' });
+  });
+
+  it('agrees with the plain number (arguments built without lexemes)', () => {
+    expect(scanPii({ ref: 4111111111111111 })).toEqual(scanPii(parsed('{"ref": 4111111111111111.0}')));
+  });
+
+  it('skips short numbers, but not a short one with an exponent (2.6e15 is the Luhn-valid 2600000000000000)', () => {
+    expect(scanPii(parsed(`{"a": [${Array.from({ length: 1000 }, (_, i) => `${i}.0`).join(',')}], "b": 1234567}`))).toBeNull();
+    expect(scanPii(parsed('{"a": [1, 2.6e15]}'))).toEqual({ path: '/a/1', kind: 'card' });
+    expect(scanPii({ a: 2600000000000000 })).toEqual({ path: '/a', kind: 'card' });
+    expect(scanPii(parsed('{"tel": 5551234567}'))).toEqual(scanPii({ tel: '5551234567' }));
+  });
+
+  it('expands a 19-digit integer written with an exponent', () => {
+    const card19 = withLuhn('411111111111111111');
+    expect(scanPii(parsed(`{"n": ${card19[0]}.${card19.slice(1)}e18}`))).toEqual({ path: '/n', kind: 'card' });
+  });
+
+  const notCards = [
+    '4111111111111111.5', // not an integer: no card
+    '4.1111111111111115e15', // the same value
+    `273.${withLuhn('273150000000000').slice(3)}`, // a decimal whose digits are Luhn-valid
+    `0.${withLuhn('411111111111111')}`,
+    '4.111111111111111e25', // an integer of 26 digits: beyond any card
+    '1.7000000000123e12', // a millisecond timestamp
+    '120.50',
+    '3.14159',
+    '-0.0',
+  ];
+  it.each(notCards)('does not flag %s', (lexeme) => {
+    expect(scanPii(parsed(`{"n": ${lexeme}, "list": [${lexeme}]}`))).toBeNull();
+  });
+});
+
+describe('card and IBAN groups split by everyday separators', () => {
+  const groups = ['4111', '1111', '1111', '1111'];
+  const separators: [string, string][] = [
+    ['NBSP', '\u00a0'],
+    ['narrow NBSP', '\u202f'],
+    ['thin space', '\u2009'],
+    ['ideographic space', '\u3000'],
+    ['tab', '\t'],
+    ['newline', '\n'],
+    ['CRLF', '\r\n'],
+    ['dot', '.'],
+    ['slash', '/'],
+    ['double space', '  '],
+    ['spaced dash', ' - '],
+    ['en dash', '\u2013'],
+    ['non-breaking hyphen', '\u2011'],
+  ];
+  it.each(separators)('flags a card split by %s', (_label, sep) => {
+    expect(kindOf(groups.join(sep))).toBe('card');
+    expect(kindOf(`pay with ${groups.join(sep)} thanks`)).toBe('card');
+    expect(kindOf(`Amex ${['3782', '822463', '10005'].join(sep)}`)).toBe('card');
+  });
+
+  it('flags a card whose groups mix spaces and dashes', () => {
+    expect(kindOf('4111 1111-1111\u00a01111')).toBe('card');
+  });
+
+  const ibans = ['GB82-WEST-1234-5698-7654-32', 'GB82\u00a0WEST\u00a01234\u00a05698\u00a07654\u00a032', 'GB82.WEST.1234.5698.7654.32', 'DE89\t3704\t0044\t0532\t0130\t00', 'FR14  2004  1010  0505  0001  3M02  606', 'gb82-west-1234-5698-7654-32'];
+  it.each(ibans)('flags the IBAN %s', (iban) => {
+    expect(kindOf(iban)).toBe('iban');
+    expect(kindOf(`IBAN: ${iban} today`)).toBe('iban');
+  });
+
+  const luhnValid = withLuhn('423456789012345'); // 4234567890123456
+  const orderId = withLuhn('415555123456789').slice(0, -1) + '7'; // the same shape, failing Luhn
+  const notCards = [
+    '1.2.3.4',
+    'v1.2.3.4.5.6.7.8.9.10',
+    '2024.01.15',
+    '2024/01/15 2024/02/15',
+    '15.01.2024 10.30',
+    '3.14159',
+    '3.14159265358979',
+    '192.168.100.200',
+    '10.0.0.1 10.0.0.2 10.0.0.3',
+    orderId.replace(/(\d{4})(?=\d)/g, '$1 '), // a phone-like order id
+    orderId.replace(/(\d{4})(?=\d)/g, '$1.'),
+    '12 34 56 78 90 12 34 56 78', // small numbers, however separated
+    '10  20  30  40  50  60  70  80',
+    '1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t11\t12\t13',
+    '200  300  400  500  600', // 15 digits failing Luhn
+    '1200\n3400\n5600\n7800', // a column of amounts: starts with 1
+    `${luhnValid.slice(0, 4)}.${luhnValid.slice(4, 8)} ${luhnValid.slice(8, 12)}.${luhnValid.slice(12)}`, // two decimals
+    `${luhnValid.slice(0, 13)}.${luhnValid.slice(13)}`, // one decimal point: a number, not groups
+    `3.${luhnValid}`,
+    `${luhnValid}.5`,
+    `${luhnValid}/2`,
+    `12/2026 ${luhnValid.slice(0, 12)}`, // too few digits after the date
+    'total 12\u00a0345\u00a0678 EUR',
+  ];
+  it.each(notCards)('does not flag %j', (text) => {
+    expect(kindOf(text)).not.toBe('card');
+  });
+
+  it.each(['1.2.3.4', '2024.01.15', '3.14159', '192.168.100.200', '12 34 56 78 90 12 34 56 78', 'total 12\u00a0345\u00a0678 EUR'])('finds nothing in %j', (text) => {
+    expect(kindOf(text)).toBeNull();
+  });
+
+  it('keeps the IBAN checksum whatever the separator', () => {
+    expect(kindOf('GB83-WEST-1234-5698-7654-32')).toBeNull();
+    expect(kindOf('GB82.WEST.1234.5698.7654.33')).not.toBe('iban');
+    expect(kindOf('GB82\u00a0WEST\u00a01234\u00a05698\u00a07654\u00a033')).not.toBe('iban');
+  });
+});
+
+describe('Unicode look-alikes are folded', () => {
+  const fullWidth = (t: string): string => t.replace(/[0-9A-Za-z@+]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0));
+  const invisibles: [string, string][] = [
+    ['zero-width space', '\u200b'],
+    ['zero-width non-joiner', '\u200c'],
+    ['zero-width joiner', '\u200d'],
+    ['word joiner', '\u2060'],
+    ['BOM', '\ufeff'],
+    ['soft hyphen', '\u00ad'],
+    ['left-to-right mark', '\u200e'],
+    ['variation selector', '\ufe0f'],
+  ];
+  it.each(invisibles)('sees through a %s between the digits and in an email', (_label, ch) => {
+    expect(kindOf('4111111111111111'.split('').join(ch))).toBe('card');
+    expect(kindOf(`4111${ch} 1111 1111 1111`)).toBe('card');
+    expect(kindOf(`jane${ch}@example.com`)).toBe('email');
+    expect(kindOf(`ja${ch}ne@exam${ch}ple.com`)).toBe('email');
+    expect(kindOf(`GB82${ch}WEST12345698765432`)).toBe('iban');
+  });
+
+  it('folds full-width and other compatibility forms (NFKC)', () => {
+    expect(kindOf(fullWidth('4111111111111111'))).toBe('card');
+    expect(kindOf(fullWidth('4111 1111 1111 1111').replaceAll(' ', '\u3000'))).toBe('card');
+    expect(kindOf('jane\uff20example.com')).toBe('email');
+    expect(kindOf('jane\ufe6bexample.com')).toBe('email'); // small commercial at
+    expect(kindOf(fullWidth('jane@example.com'))).toBe('email');
+    expect(kindOf(fullWidth('GB82WEST12345698765432'))).toBe('iban');
+    expect(kindOf(fullWidth('+33 1 23 45 67 89'))).toBe('phone');
+    expect(kindOf('+33\u00a01\u00a023\u00a045\u00a067\u00a089')).toBe('phone');
+    const bold = '4111111111111111'.replace(/\d/g, (d) => String.fromCodePoint(0x1d7ce + Number(d))); // mathematical bold digits
+    expect(kindOf(bold)).toBe('card');
+  });
+
+  it('drops combining marks on digits (keycaps, accents)', () => {
+    const keycaps = '4111111111111111'.split('').map((d) => `${d}\ufe0f\u20e3`).join('');
+    expect(kindOf(keycaps)).toBe('card');
+    expect(kindOf('4111111111111111'.split('').join('\u0301'))).toBe('card');
+  });
+
+  it('scans folded keys too, and reports the JSON pointer of the value or of the object holding the key', () => {
+    expect(scanPii({ to: { 'jane\uff20example.com': true } })).toEqual({ path: '/to', kind: 'email', inKey: true });
+    expect(scanPii({ a: { 'b/c': ['x', 'jane\u200b@example.com'] } })).toEqual({ path: '/a/b~1c/1', kind: 'email' });
+    const f = scanPii({ note: `card ${fullWidth('4111111111111111')}` });
+    expect(f).toEqual({ path: '/note', kind: 'card' });
+  });
+
+  const clean = ['café crème, 12,50 €', 'naïve résumé', 'order\u200b12345', 'Zürich 8001', '東京都 〒100-0001', 'ﬁle ①②③', 'x² + y² = z²', 'e\u0301t\u00e9'];
+  it.each(clean)('finds nothing in %j', (text) => {
+    expect(kindOf(text)).toBeNull();
+  });
+});
+
 describe('adversarial strings are scanned in linear time', () => {
   const N = 100_000;
   const inputs: [string, string][] = [
@@ -269,6 +438,15 @@ describe('adversarial strings are scanned in linear time', () => {
     ['iban-like compact', 'GB82'.repeat(N / 4)],
     ['alnum', 'A1'.repeat(N / 2)],
     ['mixed', 'x@y.z 4111-1111 +33 (0) GB82 WEST '.repeat(N / 32)],
+    ['NBSP groups', '4111\u00a0'.repeat(N / 5)],
+    ['dotted groups', '4111.'.repeat(N / 5)],
+    ['separator runs', '4111 - '.repeat(N / 7)],
+    ['long separator runs', '4111 -. '.repeat(N / 8)],
+    ['dashed iban-like groups', 'GB82-'.repeat(N / 5)],
+    ['zero-width digits', '4\u200b'.repeat(N / 2)],
+    ['full-width digits', '\uff14\uff11'.repeat(N / 2)],
+    ['full-width @', 'a\uff20'.repeat(N / 2)],
+    ['NFKC expansion', '\ufdfa'.repeat(N)], // each folds to 18 characters
   ];
   it.each(inputs)('%s', (_label, text) => {
     expect(text.length).toBeGreaterThanOrEqual(N - 40);
@@ -279,7 +457,7 @@ describe('adversarial strings are scanned in linear time', () => {
 
   it('random strings never throw', () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom(...'0123456789 -.()+@aZ_'.split('')), maxLength: 60 }), (text) => {
+      fc.property(fc.string({ unit: fc.constantFrom(...'0123456789 -.()+@aZ_/\t\u00a0\u200b\uff14\uff20\u0301'.split('')), maxLength: 60 }), (text) => {
         const f = scanPii({ text });
         if (f !== null) expect(f.path).toBe('/text');
       }),
