@@ -178,7 +178,7 @@ async function requestParts(opts, add, payments) {
 
   const live = { current: () => payments, loadedAt: () => new Date(), lastFailure: () => null, reload: async () => ({ ok: true }) };
   const metrics = createMetrics(live);
-  const authOptions = { key: SECRET, algorithm: 'HS256', issuer: null, audience: null, clockToleranceSec: 30, claims: { team: 'team', agent: 'agent', roles: 'roles' } };
+  const authOptions = { key: SECRET, algorithm: 'HS256', issuer: null, audience: null, clockToleranceSec: 30, maxLifetimeSec: 86_400, claims: { team: 'team', agent: 'agent', roles: 'roles' } };
   const app = await buildApp({ policies: live, metrics, approvals: null, log: pino({ level: 'silent' }), logArgs: false, adminRole: 'admin', approverRole: 'approver' }, { bodyLimit: 1_048_576, auth: authOptions });
   await app.ready();
   const out = {};

@@ -50,6 +50,7 @@ const app = await buildApp(ctx, {
     issuer: null,
     audience: null,
     clockToleranceSec: 30,
+    maxLifetimeSec: 86_400,
     claims: { team: 'team', agent: 'agent', roles: 'roles' },
   },
 });

@@ -54,13 +54,13 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     },
     // Requests Node's HTTP parser refuses (two Content-Lengths, a cut body) get problem+json too.
     clientErrorHandler: answerClientError,
-    // Node's own answer to a missing Host is a bare 400: registerNodeRefusals answers it instead.
+    // Node's own answer to a missing Host is a bare 400: registerDrain's hook answers it instead.
     http: { requireHostHeader: false },
   }) as unknown as FastifyInstance; // the logger generic differs between the two branches above
 
   registerErrorHandling(app);
   registerDrain(app);
-  registerNodeRefusals(app);
+  registerExpectRefusal(app);
   registerStrictBodies(app, options.bodyLimit);
   await registerAuth(app, options.auth);
 
@@ -100,66 +100,58 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
  * - a request that still arrives behind it on the same connection is answered 503 problem+json with
  *   Retry-After and `Connection: close`, before authentication or any route runs: nothing is decided
  *   by a process on its way out.
+ * Its onRequest hook also answers an HTTP/1.1 request without Host (RFC 9112 section 3.2) 400
+ * problem+json, where Node would send a bare 400: one hook for both early answers.
  */
 function registerDrain(app: FastifyInstance): void {
   let closing = false;
-  // Each open connection, with how many of its requests are being answered (pipelining: maybe more
-  // than one). inject() opens none: this only concerns a listening server.
-  const connections = new Map<Socket, number>();
+  // Each open connection with the response it is answering last (null before its first request).
+  // Node answers a connection's requests in order, so that response finished means all have: the
+  // connection is idle, or holds only part of a request. One Map write per request, no closure.
+  // inject() opens no connection: this only concerns a listening server.
+  const latest = new Map<Socket, ServerResponse | null>();
   app.server.on('connection', (socket: Socket) => {
     if (closing) {
       socket.destroy();
       return;
     }
-    connections.set(socket, 0);
-    socket.once('close', () => connections.delete(socket));
+    latest.set(socket, null);
+    socket.once('close', () => latest.delete(socket));
   });
   app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    const socket = request.socket;
-    const busy = connections.get(socket);
-    if (busy === undefined) return;
-    connections.set(socket, busy + 1);
-    response.once('close', () => {
-      const left = connections.get(socket);
-      if (left === undefined) return; // the connection is already gone
-      connections.set(socket, left - 1);
-      // The answer is written: end the connection after it (destroySoon flushes first).
-      if (closing && left === 1) socket.destroySoon();
-    });
+    if (latest.has(request.socket)) latest.set(request.socket, response);
   });
   app.addHook('preClose', (done) => {
     closing = true;
-    for (const [socket, busy] of connections) if (busy === 0) socket.destroy();
+    for (const [socket, response] of latest) {
+      if (response === null || response.writableFinished) socket.destroy();
+      // The answer is written: end the connection after it (destroySoon flushes first).
+      else response.once('close', () => socket.destroySoon());
+    }
     done();
   });
-  app.addHook('onRequest', (_request, reply, done) => {
-    if (!closing) {
+  app.addHook('onRequest', (request, reply, done) => {
+    if (closing) {
+      reply.header('connection', 'close');
+      sendProblem(reply, new HttpError('unavailable', 'the service is shutting down; retry', { retryAfterSec: 1 }));
+    } else if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      // Node's own check is off (`requireHostHeader: false` above) so that this answer is problem+json.
+      reply.header('connection', 'close');
+      sendProblem(reply, new HttpError('bad_request', 'an HTTP/1.1 request needs a Host header'));
+    } else {
       done();
-      return;
     }
-    reply.header('connection', 'close');
-    sendProblem(reply, new HttpError('unavailable', 'the service is shutting down; retry', { retryAfterSec: 1 }));
   });
 }
 
 /**
- * Two requests Node would answer itself, with a bare status and no body, get problem+json like every
- * other error (both `bad_request`, before authentication, and the connection is closed after):
- * - an HTTP/1.1 request without Host (RFC 9112 section 3.2 makes that a 400). Node's own check is
- *   off (`requireHostHeader: false` above) so that the answer comes from here;
- * - an Expect other than `100-continue` (RFC 9110 section 10.1.1). Node emits 'checkExpectation'
- *   instead of 'request' for it, so Fastify never sees the request; without a listener Node answers a
- *   bare 417. RFC 9110 leaves 417 optional ("MAY"); 400 keeps to the error catalogue.
+ * An Expect other than `100-continue` (RFC 9110 section 10.1.1) gets problem+json like every other
+ * error: Node emits 'checkExpectation' instead of 'request' for it, so Fastify never sees the request,
+ * and without a listener Node answers a bare 417. RFC 9110 leaves 417 optional ("MAY"); 400 keeps to
+ * the error catalogue. (A missing Host, the other request Node would answer itself, is refused in
+ * registerDrain's onRequest hook: one hook for both early refusals.)
  */
-function registerNodeRefusals(app: FastifyInstance): void {
-  app.addHook('onRequest', (request, reply, done) => {
-    if (request.raw.httpVersion !== '1.1' || request.headers.host !== undefined) {
-      done();
-      return;
-    }
-    reply.header('connection', 'close');
-    sendProblem(reply, new HttpError('bad_request', 'an HTTP/1.1 request needs a Host header'));
-  });
+function registerExpectRefusal(app: FastifyInstance): void {
   app.server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
     const { status } = ERRORS.bad_request;
     const body = JSON.stringify(problemOf('bad_request', 'Expect: only 100-continue is supported'));

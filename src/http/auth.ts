@@ -62,6 +62,8 @@ const TOKEN_CACHE_SIZE = 10_000;
 export function createAuthenticator(app: FastifyInstance, options: AuthOptions): (request: FastifyRequest) => Identity {
   const cache = new Map<string, { identity: Identity; expiresAtMs: number }>();
   const toleranceMs = options.clockToleranceSec * 1000;
+  // A NaN here would switch the lifetime check off and the cache with it: refuse it at start.
+  if (!Number.isSafeInteger(options.maxLifetimeSec) || options.maxLifetimeSec <= 0) throw new RangeError('maxLifetimeSec must be a positive integer');
   const maxLifetimeMs = options.maxLifetimeSec * 1000;
   return (request) => {
     const header = request.headers.authorization;

@@ -263,6 +263,10 @@ describe('maximum token lifetime (JWT_MAX_LIFETIME, audit F4)', () => {
     afterAll(async () => app.close());
     const whoami = (tok: string) => app.inject({ method: 'GET', url: '/whoami', headers: bearer(tok) });
 
+    it('refuses to build an authenticator without a usable maximum (NaN would turn the check off)', () => {
+      for (const bad of [Number.NaN, 0, -1, 1.5]) expect(() => createAuthenticator(app, options(bad))).toThrow(RangeError);
+    });
+
     it('accepts a token within it (plus the clock tolerance) and refuses one beyond it', async () => {
       expect((await whoami(signJwt(claims({ exp: now() + 300 })))).json()).toMatchObject({ user: 'agent-1' });
       expect((await whoami(signJwt(claims({ exp: now() + 600 })))).statusCode).toBe(200);
