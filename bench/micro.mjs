@@ -174,6 +174,7 @@ async function requestParts(opts, add, payments) {
   const { createMetrics } = await import('../dist/http/metrics.js');
   const { createStrictAjv } = await import('../dist/policy/ajv.js');
   const routes = await import('../dist/http/routes/decide.js');
+  const { toDecideRequest } = await import('../dist/policy/request.js');
   const { SECRET, signToken } = await import('./lib/bodies.mjs');
 
   const live = { current: () => payments, loadedAt: () => new Date(), lastFailure: () => null, reload: async () => ({ ok: true }) };
@@ -199,7 +200,7 @@ async function requestParts(opts, add, payments) {
   const validate = createStrictAjv(false).compile(routes.decideBodySchema);
   const body = parseJson(bytes);
   part('body schema (ajv)', () => validate(body));
-  const req = routes.toDecideRequest(body);
+  const req = toDecideRequest(body);
   part('decide() over the example policies', () => decide(payments, req, IDENTITY));
   const result = decide(payments, req, IDENTITY);
   part('randomUUID()', () => randomUUID());
