@@ -2,6 +2,8 @@
 // policy's decision, never from the caller; visibility is "your own, or everything for approvers",
 // and anything you may not see is 404, not 403.
 import { randomUUID } from 'node:crypto';
+import { canonicalize } from '../json/canonical.js';
+import type { JsonObject } from '../json/value.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { decide } from '../policy/decide.js';
 import type { Identity } from '../policy/model.js';
@@ -35,8 +37,17 @@ const grantBody = { type: 'object', additionalProperties: false, properties: { n
 const denyBody = { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: LIMITS.note } } } as const;
 
 /** The API view of an approval: the presentation is labelled as model-chosen content. */
-export function approvalView(a: Approval): Record<string, unknown> {
-  return { ...a, presentation_label: PRESENTATION_LABEL };
+export function approvalView(a: Approval): JsonObject {
+  return { ...a, presentation_label: PRESENTATION_LABEL } as unknown as JsonObject; // every field is JSON data
+}
+
+/**
+ * Sends an approval (or a page of them) as canonical JSON: numbers exactly as the request wrote them.
+ * Fastify's JSON.stringify would write the double instead, and an operator or client would read
+ * 12345678901234567000 for the 12345678901234567890 that the grant lets run (and the hash covers).
+ */
+function sendExact(reply: FastifyReply, body: JsonObject): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(canonicalize(body));
 }
 
 export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
@@ -79,7 +90,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       });
     });
     request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user }, 'approval requested');
-    return reply.code(created ? 201 : 200).send(approvalView(approval));
+    return sendExact(reply.code(created ? 201 : 200), approvalView(approval));
   });
 
   app.get('/approvals/:id', { schema: { params: idParams, querystring: getQuery } }, async (request, reply) => {
@@ -99,7 +110,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         throw err;
       })) ?? approval;
     }
-    return reply.send(approvalView(approval));
+    return sendExact(reply, approvalView(approval));
   });
 
   app.get('/approvals', { schema: { querystring: listQuery } }, async (request, reply) => {
@@ -114,7 +125,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         ...(q.cursor ? { cursor: q.cursor } : {}),
         ...(isApprover(identity) ? {} : { requesterSub: identity.user }),
       });
-      return reply.send({ items: page.items.map(approvalView), next_cursor: page.nextCursor });
+      return sendExact(reply, { items: page.items.map(approvalView), next_cursor: page.nextCursor });
     } catch (err) {
       if (err instanceof ListQueryError) throw listQueryProblem(err);
       throw err;
@@ -139,7 +150,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   function sendTransition(reply: FastifyReply, result: TransitionResult, identity: Identity, verb: string): FastifyReply {
     if (result.ok) {
       ctx.log.info({ approval_id: result.approval.id, status: result.approval.status, by: identity.user }, `approval ${verb}`);
-      return reply.send(approvalView(result.approval));
+      return sendExact(reply, approvalView(result.approval));
     }
     switch (result.error) {
       case 'not_found':

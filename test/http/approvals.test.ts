@@ -190,6 +190,22 @@ describe('POST /approvals', () => {
       expect(problem.errors).toContainEqual({ pointer: `/${field}`, message: 'unknown field' });
     });
   }
+  it('answers numbers exactly as the request wrote them (create, get, list, grant): what the grant lets run', async () => {
+    const sub = newSub();
+    const order = `O-${++seq}`;
+    const payload = `{"tool":"refund","args":{"order":"${order}","amount":120.50,"note":"n"}}`;
+    const created = await t.app.inject({ method: 'POST', url: '/approvals', payload, headers: { ...bearer(agent(sub)), 'content-type': 'application/json' } });
+    expect(created.statusCode).toBe(201);
+    expect(created.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(created.body).toContain('"amount":120.50');
+    const { id } = created.json() as ApprovalBody;
+    expect((await get(t, `/approvals/${id}`, approverToken())).body).toContain('"amount":120.50');
+    expect((await get(t, '/approvals?status=pending&limit=200', approverToken())).body).toContain('"amount":120.50');
+    const granted = await grant(id);
+    expect(granted.statusCode).toBe(200);
+    expect(granted.body).toContain('"amount":120.50');
+  });
+
   it('identity in the body is 422 identity_in_body', async () => {
     expectProblem(await post(t.app, '/approvals', { ...bigRefund(), user: 'someone-else' }, agent(newSub())), 422);
   });

@@ -84,6 +84,22 @@ describe('the approval page', () => {
   });
 });
 
+describe('the card: numbers exactly as written', () => {
+  it('writes a number the page kept as its source text back as that bare number (12345678901234567890, 120.50)', () => {
+    // What parseExact gives in a browser with the reviver's source text (npm run check:ui drives it in Chromium).
+    const exact = (source: string): string => `\u0000exact:${source}`;
+    const texts = cardText(approvalOf({ args: { id: exact('12345678901234567890'), amount: exact('120.50'), n: 5 }, capability: { amount: exact('120.50') }, presentation: {} }));
+    expect(texts.args).toBe('{\n  "id": 12345678901234567890,\n  "amount": 120.50,\n  "n": 5\n}');
+    expect(texts.capability).toBe('{\n  "amount": 120.50\n}');
+    expect(texts.unshown).toContain('"id"');
+  });
+
+  it('parses plainly where the browser gives no source text (numbers as doubles, as before)', () => {
+    const parsed = runInNewContext(`${CARD_JS}\nJSON.stringify(parseExact(input))`, { input: '{"a":120.50,"b":[1,2.0]}' }) as string;
+    expect(JSON.parse(parsed)).toEqual({ a: 120.5, b: [1, 2] });
+  });
+});
+
 describe('the card: the exact call, and arguments the shape leaves out', () => {
   const args = { amount: 10, memo: 'monthly rent', recipient_iban: 'XX00ATTACKER', currency: 'BTC' };
 

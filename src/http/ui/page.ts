@@ -104,7 +104,24 @@ export const CARD_JS = `// data-field name -> the text shown there.
   }
 
   function text(value) { return value == null ? '' : String(value); }
-  function json(value) { return JSON.stringify(value === undefined ? {} : value, null, 2); }
+  function json(value) {
+    return JSON.stringify(value === undefined ? {} : value, null, 2).replace(EXACT_IN_JSON, '$1');
+  }
+
+  // Numbers exactly as the API writes them (the grant lets that text run, and JSON.parse would show
+  // 12345678901234567890 as 12345678901234567000). Where the browser gives the reviver a number's
+  // source text (Chromium 114+, Firefox 135+), a number whose text is not its double's is kept as
+  // that text behind a marker no API string can hold (U+0000), and json() writes it back bare.
+  var EXACT = '\\u0000exact:';
+  var EXACT_IN_JSON = /"\\\\u0000exact:([-+.0-9eE]+)"/g;
+  function parseExact(body) {
+    return JSON.parse(body, function (key, value, context) {
+      if (typeof value === 'number' && context && typeof context.source === 'string' && context.source !== String(value)) {
+        return EXACT + context.source;
+      }
+      return value;
+    });
+  }
 
   // The argument paths (dotted, as a rule's approval shape names them) that neither the capability
   // nor the presentation shows. A view that is the default shape {tool, args} shows every argument.
@@ -159,7 +176,7 @@ export const PAGE_JS = `'use strict';
     if (body !== undefined) headers['content-type'] = 'application/json';
     return fetch(path, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body) })
       .then(function (res) {
-        return res.json().then(function (json) {
+        return res.text().then(parseExact).then(function (json) {
           if (!res.ok) throw new Error((json && (json.detail || json.title)) || ('HTTP ' + res.status));
           return json;
         });
