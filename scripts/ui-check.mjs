@@ -112,6 +112,21 @@ try {
   await page.click('#login button[type=submit]');
   await page.waitForFunction(() => document.getElementById('status').textContent !== '');
   check('agent token: no approvals of others listed', (await page.locator('article.approval').count()) === 0, await page.textContent('#status'));
+  // More than one page of pending approvals (200 per page): the page follows the cursor, so the
+  // oldest, closest to expiry, are listed too. Three agents: at most 100 pending each.
+  const many = 230;
+  for (let i = 0; i < many; i++) {
+    const who = signToken({ sub: `agent-ui-${i % 3}`, team: 'support', agent: 'bot' });
+    const r = await api('POST', '/approvals', { tool: 'refund', args: { order: `P-${i}`, amount: 150 } }, who);
+    if (r.status !== 201) throw new Error(`creating approval ${i}: ${r.status}`);
+  }
+  await page.fill('#token', approver);
+  await page.evaluate(() => { document.getElementById('status').textContent = ''; });
+  await page.click('#login button[type=submit]');
+  await page.waitForFunction(() => document.getElementById('status').textContent !== '');
+  check(`${many} pending approvals over two pages: all listed, the oldest included`, (await page.locator('article.approval').count()) === many
+    && (await page.textContent('#status')) === `${many} pending approval(s).` && (await page.locator('article.approval', { hasText: 'P-0"' }).count()) === 1,
+    `${await page.locator('article.approval').count()} cards; ${await page.textContent('#status')}`);
   // CSP
   const res = await fetch(`${base}/ui`);
   check('CSP header present', /default-src 'none'|script-src 'self'/.test(res.headers.get('content-security-policy') ?? ''), res.headers.get('content-security-policy'));

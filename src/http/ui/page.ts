@@ -215,9 +215,21 @@ export const PAGE_JS = `'use strict';
     say(items.length === 0 ? 'No pending approvals.' : items.length + ' pending approval(s).');
   }
 
+  // Every pending approval, page after page (newest first): with more than one page, the oldest,
+  // the closest to expiry, must not be the ones left out. Bounded, and said so if the bound is hit.
+  var MAX_PAGES = 25;
   function load() {
-    api('GET', '/approvals?status=pending&limit=200').then(function (page) { render(page.items); })
-      .catch(function (err) { say(err.message); });
+    var items = [];
+    function next(cursor, pages) {
+      var query = '/approvals?status=pending&limit=200' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+      return api('GET', query).then(function (page) {
+        items = items.concat(page.items);
+        if (page.next_cursor && pages + 1 < MAX_PAGES) return next(page.next_cursor, pages + 1);
+        render(items);
+        if (page.next_cursor) say('The ' + items.length + ' newest pending approvals; more are waiting: decide some, then reload.');
+      });
+    }
+    next(null, 0).catch(function (err) { say(err.message); });
   }
 
   document.getElementById('login').addEventListener('submit', function (event) {
