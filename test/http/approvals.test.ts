@@ -190,10 +190,14 @@ describe('POST /approvals', () => {
       expect(problem.errors).toContainEqual({ pointer: `/${field}`, message: 'unknown field' });
     });
   }
-  it('answers numbers exactly as the request wrote them (create, get, list, grant): what the grant lets run', async () => {
+  it('answers numbers exactly as the request wrote them (decide, create, get, list, grant): what the grant lets run', async () => {
     const sub = newSub();
     const order = `O-${++seq}`;
     const payload = `{"tool":"refund","args":{"order":"${order}","amount":120.50,"note":"n"}}`;
+    const decided = await t.app.inject({ method: 'POST', url: '/decide', payload, headers: { ...bearer(agent(sub)), 'content-type': 'application/json' } });
+    expect(decided.statusCode).toBe(403);
+    expect(decided.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(decided.body).toMatch(/"capability":\{"amount":120\.50,/);
     const created = await t.app.inject({ method: 'POST', url: '/approvals', payload, headers: { ...bearer(agent(sub)), 'content-type': 'application/json' } });
     expect(created.statusCode).toBe(201);
     expect(created.headers['content-type']).toBe('application/json; charset=utf-8');
