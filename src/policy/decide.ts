@@ -105,6 +105,9 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
     }
   }
   const files = set.files.length > 0 ? set.files : [BUILTIN];
+  // A guard's scan depends on the arguments alone: run once per request, however many files and
+  // descriptions ask for it (a 1 MiB body is scanned once, not once per file and view).
+  const findings: GuardFindings = {};
   let best: Outcome | null = null;
   for (let i = 0; i < files.length; i++) {
     const file = files[i]!;
@@ -118,7 +121,7 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
       const subject: Subject = { tool: request.tool, kind: view.kind, tags: view.tags, env: set.env, identity };
       const ft: FileTrace | null = trace ? newFileTrace(file) : null;
       // Decide evaluates only the plan's candidates; explain evaluates every rule (selectors re-checked).
-      const outcome = evaluateFile(file, plan, ft ? file.rules : filePlan.rules, ft ? file.guards : filePlan.guards, subject, request, ft);
+      const outcome = evaluateFile(file, plan, ft ? file.rules : filePlan.rules, ft ? file.guards : filePlan.guards, subject, request, findings, ft);
       if (fileBest !== null && SEVERITY[outcome.decision] <= SEVERITY[fileBest.decision]) continue;
       fileBest = outcome;
       if (ft) {
@@ -156,9 +159,12 @@ function describeView(view: ToolView): CatalogueTrace {
   return { entry: view.entry?.pattern ?? null, policy: view.entry?.policy ?? null, kind: view.kind, tags: [...view.tags] };
 }
 
+/** Each guard's finding on this request's arguments, once run. */
+type GuardFindings = Partial<Record<Guard['guard'], GuardFinding | null>>;
+
 function evaluateFile(
   file: PolicyFile, plan: ToolPlan, rules: readonly Rule[], guards: readonly Guard[],
-  subject: Subject, request: DecideRequest, ft: FileTrace | null,
+  subject: Subject, request: DecideRequest, findings: GuardFindings, ft: FileTrace | null,
 ): Outcome {
   const args = request.args;
   let abort: Rule | undefined;
@@ -218,7 +224,8 @@ function evaluateFile(
     if (gt) ft!.guards.push(gt);
     const matches = gt ? gt.selectors.every((s) => s.matched) : selectorsMatch(guard.selectors, subject, CALLER_SELECTORS);
     if (!matches || (!gt && SEVERITY[guard.action] <= SEVERITY[out.decision])) continue;
-    const finding = runGuard(guard.guard, args);
+    let finding = findings[guard.guard];
+    if (finding === undefined) finding = findings[guard.guard] = runGuard(guard.guard, args);
     if (gt) gt.finding = finding;
     if (finding && SEVERITY[guard.action] > SEVERITY[out.decision]) {
       out = {

@@ -8,7 +8,7 @@ import { compilePolicyFile } from './compile.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
 import type { Glob } from './glob.js';
 import { selectorsMatch, TOOL_SELECTORS, type Subject } from './match.js';
-import type { CatalogueEntry, FilePlan, PolicyFile, PolicySet, Rule, ToolPlan, ToolView } from './model.js';
+import type { CatalogueEntry, EffectiveKind, FilePlan, PolicyFile, PolicySet, Rule, ToolPlan, ToolView } from './model.js';
 import { formatOf, MAX_FILE_BYTES, readSource, type KeyPath, type PolicySource } from './source.js';
 
 export interface LoadOptions {
@@ -167,15 +167,20 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
   const computePlan = (tool: string): ToolPlan => {
     const entries = catalogues.map((c) => c.exact.get(tool) ?? firstMatch(c.globs.candidates(tool), tool)).filter((e) => e !== undefined);
     // One view per distinct description (kind and tags) of the tool, in load order; `unknown` when none.
-    const described: (CatalogueEntry | null)[] = entries.length === 0 ? [null] : [];
-    for (const e of entries) {
-      if (!described.some((d) => d !== null && d.kind === e.kind && sameSet(d.tags, e.tags))) described.push(e);
+    const described: Description[] = entries.length === 0 ? [{ entry: null, kind: 'unknown', tags: NO_TAGS }] : [];
+    for (const e of entries) addDescription(described, { entry: e, kind: e.kind, tags: e.tags });
+    // With several, also all of them at once (the most severe kind, every tag): a restricting rule
+    // that names one file's kind and another file's tag still applies. A view only ever adds answers
+    // that count if more severe, so it cannot loosen anything.
+    if (entries.length > 1) {
+      const kind = entries.reduce((k, e) => (KIND_SEVERITY[e.kind] > KIND_SEVERITY[k] ? e.kind : k), entries[0]!.kind);
+      addDescription(described, { entry: null, kind, tags: new Set(entries.flatMap((e) => [...e.tags])) });
     }
     const candidates = indexes.map((index) =>
       [...(index.exact.get(tool) ?? []), ...index.globbed.candidates(tool), ...index.untooled].sort((a, b) => a.index - b.index),
     );
-    const views = described.map((entry): ToolView => {
-      const subject: Subject = { tool, kind: entry?.kind ?? 'unknown', tags: entry?.tags ?? NO_TAGS, env };
+    const views = described.map(({ entry, kind, tags }): ToolView => {
+      const subject: Subject = { tool, kind, tags, env };
       const filePlans = files.map((file, i): FilePlan => {
         const rules = candidates[i]!;
         return {
@@ -284,6 +289,16 @@ function indexRules(file: PolicyFile): RuleIndex {
   }
   return { exact, globbed, untooled };
 }
+
+interface Description { entry: CatalogueEntry | null; kind: EffectiveKind; tags: ReadonlySet<string> }
+
+/** Adds d unless a description with its kind and tags is there already. */
+function addDescription(list: Description[], d: Description): void {
+  if (!list.some((x) => x.kind === d.kind && sameSet(x.tags, d.tags))) list.push(d);
+}
+
+// Most severe last; `unknown` never reaches here (it is the description of no entry).
+const KIND_SEVERITY: Readonly<Record<CatalogueEntry['kind'], number>> = { read_only: 0, local_mutation: 1, remote_mutation: 2, destructive: 3 };
 
 function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   return a.size === b.size && [...a].every((x) => b.has(x));

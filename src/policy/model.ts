@@ -121,7 +121,7 @@ export interface FilePlan {
  * tags when no catalogue names it), with the rules and guards that description selects in each file.
  */
 export interface ToolView {
-  /** The entry that gives this description; null for `unknown`. */
+  /** The entry that gives this description; null for `unknown`, and for all of several entries at once. */
   readonly entry: CatalogueEntry | null;
   readonly kind: EffectiveKind;
   readonly tags: ReadonlySet<string>;

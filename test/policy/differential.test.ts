@@ -76,6 +76,11 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     return hit ? [hit] : [];
   });
   const views: { kind: string; tags: readonly string[] }[] = cats.length === 0 ? [{ kind: 'unknown', tags: [] }] : cats.map((c) => ({ kind: c.entry.kind, tags: c.entry.tags ?? [] }));
+  // With several descriptions, all of them at once too: the most severe kind, every tag.
+  const SEVERE = ['read_only', 'local_mutation', 'remote_mutation', 'destructive'];
+  if (cats.length > 1) {
+    views.push({ kind: SEVERE[Math.max(...cats.map((c) => SEVERE.indexOf(c.entry.kind)))]!, tags: cats.flatMap((c) => c.entry.tags ?? []) });
+  }
   const confirmCat = cats.find((c) => c.entry.confirm === true);
 
   // Step 2: the schemas, once, before any file.
@@ -291,6 +296,20 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     const { trace } = explain(toPolicySet(gen), { tool: 't0', args: {} }, who);
     expect(trace.catalogue.views?.map((v) => [v.entry, v.kind, v.tags])).toEqual([['t0', 'read_only', []], ['t?', 'destructive', ['money']]]);
     expect(trace.files.map((f) => [f.policy, f.view, f.decision])).toEqual([['p0', 0, 'deny'], ['p1', 0, 'allow']]);
+  });
+
+  it('a restricting rule naming one file\'s kind and another file\'s tag still applies (review W2: the descriptions together)', () => {
+    const gen: GenSet = {
+      env: null,
+      files: [
+        { name: 'p00.json', doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'read_only', tags: ['money'] } }, rules: [{ kinds: ['destructive'], tags: ['money'], abort: true }] } },
+        { name: 'p01.json', doc: { policy: 'p1', default: 'allow', tools: { 't?': { kind: 'destructive' } } } },
+      ],
+    };
+    compare(gen, { tool: 't0', args: {} }, who);
+    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'abort', rule: 'p0#0' });
+    const { trace } = explain(toPolicySet(gen), { tool: 't0', args: {} }, who);
+    expect(trace.catalogue.views?.at(-1)).toEqual({ entry: null, policy: null, kind: 'destructive', tags: ['money'] });
   });
 
   it('one description shared by several files is one view (no views list in the trace)', () => {
