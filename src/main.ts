@@ -51,7 +51,13 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     logger.warn({ env: policyEnv }, `POLICY_ENV is not set: serving the "${policyEnv}" environment of the policies (the development default; with NODE_ENV=production Gatehouse refuses to start without it)`);
   }
 
-  const key = config.jwt.secret ?? config.jwt.publicKey ?? (await developmentSecret(config.dataDir));
+  let key: string;
+  try {
+    key = config.jwt.secret ?? config.jwt.publicKey ?? (await developmentSecret(config.dataDir));
+  } catch (err) {
+    // An unwritable DATA_DIR: a start that cannot serve, like any other (exit 2).
+    return refuse(`cannot serve: the development JWT secret cannot be kept under ${config.dataDir}: ${(err as Error).message}`);
+  }
   const generatedKey = config.jwt.secret === null && config.jwt.publicKey === null;
 
   // From here on the process holds things that outlive a failed start if nobody closes them (the

@@ -6,7 +6,7 @@
 //   the process exits 0 without running into the grace period.
 // Every wait is bounded: a process that hangs fails the test, it does not hold the run.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -102,6 +102,15 @@ describe('start-up', () => {
     expect(code, s.output()).toBe(2);
     expect(await postgresRunningIn(join(dataDir, 'pg'))).toBeNull();
   }, 150_000);
+
+  it('a DATA_DIR where the development secret cannot be kept: exits 2 saying so', async () => {
+    const file = join(dataDir, 'not-a-directory');
+    await writeFile(file, '');
+    const s = spawnServe({ PORT: '0', DATA_DIR: join(file, 'data'), DATABASE_URL: db.url });
+    const code = await s.exited(30_000);
+    expect(s.output()).toMatch(/gatehouse: cannot serve: the development JWT secret cannot be kept under .*ENOTDIR/);
+    expect(code, s.output()).toBe(2);
+  }, 60_000);
 
   it('SIGTERM while the embedded PostgreSQL starts: it is stopped, the process exits 0', async () => {
     const s = spawnServe({ PORT: '0', DATA_DIR: dataDir, JWT_SECRET: SECRET });
