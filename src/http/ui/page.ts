@@ -171,6 +171,15 @@ export const PAGE_JS = `'use strict';
 
   function say(text) { statusLine.textContent = text; }
 
+  // Does this browser give JSON.parse's reviver a number's source text (see parseExact)? If not,
+  // the page says that numbers beyond a double's precision show rounded.
+  var EXACT_NUMBERS = (function () {
+    var seen = false;
+    JSON.parse('1', function (key, value, context) { seen = !!context && typeof context.source === 'string'; return value; });
+    return seen;
+  })();
+  var ROUNDED_NOTE = ' This browser shows numbers of more than 15 significant digits rounded: check them through the API.';
+
   function api(method, path, body) {
     var headers = { authorization: 'Bearer ' + tokenInput.value };
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -212,7 +221,7 @@ export const PAGE_JS = `'use strict';
       });
       list.appendChild(node);
     });
-    say(items.length === 0 ? 'No pending approvals.' : items.length + ' pending approval(s).');
+    say(items.length === 0 ? 'No pending approvals.' : items.length + ' pending approval(s).' + (EXACT_NUMBERS ? '' : ROUNDED_NOTE));
   }
 
   // Every pending approval, page after page (newest first): with more than one page, the oldest,
