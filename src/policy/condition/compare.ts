@@ -1,7 +1,9 @@
 // The three-valued operators (SPEC section 3). A MISSING operand, or two values of different JSON
 // types, gives 'undecidable' rather than a guess: the caller then fails closed (asks for approval, or
-// applies a restricting rule). Numbers compare by their exact decimal value as written (never as
-// doubles, which round above 2^53), strings by UTF-16 code units.
+// applies a restricting rule). Numbers compare both as doubles (what a JavaScript tool acts on) and by
+// their exact value as written (what the request says): where the two readings disagree, which can
+// only happen between numbers with the same double, the comparison is undecidable. Strings compare by
+// UTF-16 code units.
 import { compareDecimals } from '../../json/decimal.js';
 import type { CompareOp } from './lex.js';
 import { asExact, ExactNumber, isScalarKind, kindOf, operandAt } from './values.js';
@@ -70,7 +72,10 @@ export function member(x: unknown, list: readonly unknown[]): Truth {
   const xn = xk === 'number' ? asExact(x) : undefined;
   let incomparable = false;
   for (let i = 0; i < list.length; i++) {
-    const e = operandAt(list, i, list[i]);
+    const raw = list[i];
+    // A number whose double differs from x's differs exactly too: no operand needed.
+    if (xn !== undefined && typeof raw === 'number' && Number.isFinite(raw) && raw !== xn.double) continue;
+    const e = operandAt(list, i, raw);
     if (xn !== undefined && e instanceof ExactNumber) {
       const c = compareNumbers(xn, e);
       if (c === 0) return true;
@@ -101,11 +106,14 @@ export function nullMemberOf(arr: unknown): Truth {
 
 /** -1, 0 or 1 between two numbers as written; undefined when either cannot be compared. */
 function compareNumbers(a: ExactNumber, b: ExactNumber): -1 | 0 | 1 | undefined {
-  // Both are their doubles' own text: the doubles order them (see ExactNumber.lexeme).
-  if (a.lexeme === undefined && b.lexeme === undefined) return a.double < b.double ? -1 : a.double > b.double ? 1 : 0;
+  // Rounding to a double is monotonic: different doubles order their exact values the same way.
+  if (a.double !== b.double) return a.double < b.double ? -1 : 1;
+  if (a.lexeme === undefined && b.lexeme === undefined) return 0;
+  // Same double: equal as a tool reading doubles sees them. Unless the exact values agree, the two
+  // readings disagree, and that is undecidable (fail closed both ways).
   const x = a.exact();
   const y = b.exact();
-  return x === null || y === null ? undefined : compareDecimals(x, y);
+  return x !== null && y !== null && compareDecimals(x, y) === 0 ? 0 : undefined;
 }
 
 /** `x in path`: like member, and undecidable unless the path holds an array. */

@@ -18,7 +18,7 @@ export type Token = Span &
   (
     | { readonly type: 'path'; readonly segments: readonly string[]; readonly text: string }
     | { readonly type: 'keyword'; readonly value: Keyword }
-    // `value` is only the nearest double; comparisons use `exact`, the number as written.
+    // `value` is the nearest double, `exact` the number as written: comparisons read both.
     | { readonly type: 'number'; readonly value: number; readonly text: string; readonly exact: Decimal }
     | { readonly type: 'string'; readonly value: string }
     | { readonly type: 'op'; readonly value: CompareOp }

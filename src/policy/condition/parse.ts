@@ -28,7 +28,7 @@ export interface LiteralExpr extends Span {
   /** Set for a number literal, whose `value` is then only the nearest double. */
   readonly number?: NumberLiteral;
 }
-/** A number literal as written: compared exactly, and printed back the way the policy wrote it. */
+/** A number literal as written: compared as written and as a double, and printed back the way the policy wrote it. */
 export interface NumberLiteral {
   readonly exact: Decimal;
   readonly text: string;

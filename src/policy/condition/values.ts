@@ -7,11 +7,10 @@ import { decimalOf, type Decimal } from '../../json/decimal.js';
 import { numberLexeme, type JsonObject } from '../../json/value.js';
 
 /**
- * A number as conditions compare it. The double alone would not do: 1234567890123456800 and
- * 1234567890123456789 are the same double, so an id could pass an allow-list it is not on. The value
- * is the number as written: the argument's lexeme, the literal's text. Its exact() is null when it
- * cannot be compared (an exponent too long, see json/decimal.ts): undecidable, like a comparison
- * across types.
+ * A number as conditions compare it: its double, and its value as written (the argument's lexeme, the
+ * literal's text). 1234567890123456800 and 1234567890123456789 are the same double: a tool reading
+ * doubles cannot tell them apart, the request can, so compare.ts calls such a pair undecidable. Its
+ * exact() is null when it cannot be computed (an exponent too long, see json/decimal.ts).
  */
 export class ExactNumber {
   private decimal: Decimal | null | undefined;

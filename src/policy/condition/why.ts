@@ -33,8 +33,14 @@ export function whyCompare(op: string, l: Named, lv: unknown, r: Named, rv: unkn
   const lk = kindOf(lv);
   const rk = kindOf(rv);
   if (lk !== rk) return crossType(l, lk, r, rk);
-  const incomparable = whyIncomparable(l, lv) ?? whyIncomparable(r, rv);
-  if (incomparable !== undefined) return incomparable;
+  if (lk === 'number') {
+    // Two numbers are undecidable only when they are the same double (compare.ts): one of them has
+    // no exact value, or the exact values differ and the two readings disagree.
+    const incomparable = whyIncomparable(l, lv) ?? whyIncomparable(r, rv);
+    if (incomparable !== undefined) return incomparable;
+    const [a, b] = l.path === undefined ? [r, l] : [l, r];
+    return `\`${a.path ?? ''}\` is ${SAME_DOUBLE} ${b.path === undefined ? 'the literal' : `\`${b.path}\``}${DIFFERENT_AS_WRITTEN}`;
+  }
   const subject = l.path !== undefined ? `\`${l.path}\`` : `\`${r.path ?? ''}\``;
   const wants = op === '==' || op === '!=' ? 'compares numbers, strings, booleans or null' : 'orders only numbers or strings';
   return `${subject} is ${kindPhrase(lk)}; ${op} ${wants}`;
@@ -47,15 +53,23 @@ export function whyMember(x: Named, xv: unknown, container: Named, cv: unknown):
   const xk = kindOf(xv);
   if (!isScalarKind(xk)) return `\`${x.path ?? ''}\` is ${kindPhrase(xk)}; \`in\` tests a number, string, boolean or null`;
   if (!Array.isArray(cv)) return `\`${container.path ?? ''}\` is ${kindPhrase(kindOf(cv))}, not an array`;
-  const incomparable = whyIncomparable(x, xv);
-  if (incomparable !== undefined) return incomparable;
   const holder = container.path !== undefined ? `\`${container.path}\`` : 'the list';
+  // The first element member() could not compare with x, found as member() finds it.
+  const xn = xk === 'number' ? asExact(xv) : undefined;
   let ek: Kind = 'null';
   for (let i = 0; i < cv.length; i++) {
     // Read as member() reads it, so a number comes with its lexeme.
     const e = operandAt(cv, i, cv[i]);
     const k = kindOf(e);
-    if (k === 'number' && xk === 'number' && asExact(e).exact() === null) return `${holder} holds ${INCOMPARABLE}`;
+    if (xn !== undefined && k === 'number') {
+      const en = asExact(e);
+      if (en.double !== xn.double) continue; // compared: a different double is a different number
+      const incomparable = whyIncomparable(x, xv);
+      if (incomparable !== undefined) return incomparable;
+      if (en.exact() === null) return `${holder} holds ${INCOMPARABLE}`;
+      if (x.path === undefined) return `${holder} holds ${SAME_DOUBLE} the literal${DIFFERENT_AS_WRITTEN}`;
+      return `\`${x.path}\` is ${SAME_DOUBLE} a number in ${holder}${DIFFERENT_AS_WRITTEN}`;
+    }
     if (k !== xk && k !== 'null') {
       ek = k;
       break;
@@ -71,6 +85,10 @@ export function whyBoolean(p: Named, v: unknown): string {
 }
 
 const INCOMPARABLE = 'a number with an exponent too long to compare';
+// Equal as doubles (as any tool reading JSON numbers as doubles sees them), unequal as written: the
+// explanation says so without quoting either number.
+const SAME_DOUBLE = 'the same double as';
+const DIFFERENT_AS_WRITTEN = ' but a different number as written; the two readings disagree';
 
 /** A number operand without an exact value (a literal always has one: the lexer refuses the rest). */
 function whyIncomparable(n: Named, v: unknown): string | undefined {
