@@ -49,11 +49,11 @@ export function runGuard(name: GuardName, args: JsonObject): GuardFinding | null
 export function scanPii(args: JsonObject): GuardFinding | null {
   // Paths are built only for containers and findings; scalars carry their parent's path and key.
   // A number is pushed as its written text, with `isNumber` set.
-  const stack: Entry[] = [{ value: args, parent: '', key: null, isNumber: false }];
+  const stack: Entry[] = [{ value: args, parent: '', key: null, isNumber: false, double: Number.NaN }];
   for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
     const { value } = top;
     if (typeof value === 'string') {
-      const kind = top.isNumber ? detectInNumber(value) : detectPii(value);
+      const kind = top.isNumber ? detectInNumber(value, top.double) : detectPii(value);
       if (kind !== null) return { path: pointer(top), kind };
     } else if (Array.isArray(value)) {
       const path = pointer(top);
@@ -86,6 +86,8 @@ interface Entry {
   key: string | null;
   /** `value` is the written text of a number. */
   isNumber: boolean;
+  /** The number's double (NaN for anything else). */
+  double: number;
 }
 
 /**
@@ -97,10 +99,10 @@ function entry(v: unknown, lexemes: ReadonlyMap<string, string> | undefined, par
   if (typeof v === 'number') {
     const text = (lexemes === undefined ? undefined : lexemes.get(String(key))) ?? String(v);
     if (text.length < NUMBER_MIN_TEXT && !hasExponent(text)) return null;
-    return { value: text, parent, key: String(key), isNumber: true };
+    return { value: text, parent, key: String(key), isNumber: true, double: v };
   }
   if (typeof v !== 'string' && (typeof v !== 'object' || v === null)) return null;
-  return { value: v, parent, key: String(key), isNumber: false };
+  return { value: v, parent, key: String(key), isNumber: false, double: Number.NaN };
 }
 
 // The shortest number text that can hold a finding: a phone number written as a number has at
@@ -112,18 +114,26 @@ function hasExponent(text: string): boolean {
 }
 
 /**
- * A number as written, then as its exact integer digits: `4111111111111111.0`, `4.111111111111111e15`
- * and `4111111111111111E0` are the card 4111111111111111 (the tool reads that value, and an argument
- * built in code, without a lexeme, is that plain number). Only integers of at most CARD_MAX digits are expanded:
- * no fraction can be a card, and the expansion stays short whatever the exponent.
+ * A number as written, then as its exact integer digits, then as the integer its double is:
+ * `4111111111111111.0`, `4.111111111111111e15` and `4111111111111111E0` are the card 4111111111111111
+ * (an argument built in code, without a lexeme, is that plain number), and so is
+ * `4111111111111110.9` to a tool that reads doubles. Only integers of at most CARD_MAX digits are
+ * expanded, so the expansion stays short whatever the exponent.
  */
-function detectInNumber(written: string): PiiKind | null {
+function detectInNumber(written: string, double: number): PiiKind | null {
   const kind = detectPii(written);
   if (kind !== null) return kind;
-  if (!mayBeRewrittenInteger(written)) return null;
-  const value = decimalOf(written);
-  const digits = value === null ? null : integerDigits(value, CARD_MAX);
-  return digits === null ? null : detectPii(digits);
+  let digits: string | null = null;
+  if (mayBeRewrittenInteger(written)) {
+    const value = decimalOf(written);
+    digits = value === null ? null : integerDigits(value, CARD_MAX);
+    const found = digits === null ? null : detectPii(digits);
+    if (found !== null) return found;
+  }
+  // A number written as its double's own text (most are) was scanned as that text already.
+  if (!Number.isInteger(double) || written === String(double) || Math.abs(double) >= 10 ** CARD_MAX) return null;
+  const ofDouble = BigInt(Math.abs(double)).toString();
+  return ofDouble === digits ? null : detectPii(ofDouble);
 }
 
 /** `key` is null for the arguments object itself, whose pointer is "". */
