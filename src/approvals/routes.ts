@@ -2,7 +2,6 @@
 // policy's decision, never from the caller; visibility is "your own, or everything for approvers",
 // and anything you may not see is 404, not 403.
 import { randomUUID } from 'node:crypto';
-import { canonicalize } from '../json/canonical.js';
 import type { JsonObject } from '../json/value.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { decide } from '../policy/decide.js';
@@ -10,6 +9,7 @@ import type { Identity } from '../policy/model.js';
 import { requireRole } from '../http/auth.js';
 import type { AppContext } from '../http/app.js';
 import { HttpError, sendProblem } from '../http/errors.js';
+import { sendCanonical } from '../http/reply.js';
 import { decisionBody, sendDecision } from '../http/routes/decide.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../policy/request.js';
 import {
@@ -41,14 +41,6 @@ export function approvalView(a: Approval): JsonObject {
   return { ...a, presentation_label: PRESENTATION_LABEL } as unknown as JsonObject; // every field is JSON data
 }
 
-/**
- * Sends an approval (or a page of them) as canonical JSON: numbers exactly as the request wrote them.
- * Fastify's JSON.stringify would write the double instead, and an operator or client would read
- * 12345678901234567000 for the 12345678901234567890 that the grant lets run (and the hash covers).
- */
-function sendExact(reply: FastifyReply, body: JsonObject): FastifyReply {
-  return reply.type('application/json; charset=utf-8').send(canonicalize(body));
-}
 
 export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   const service = (): ApprovalService => {
@@ -90,7 +82,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       });
     });
     request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user }, 'approval requested');
-    return sendExact(reply.code(created ? 201 : 200), approvalView(approval));
+    return sendCanonical(reply.code(created ? 201 : 200), approvalView(approval));
   });
 
   app.get('/approvals/:id', { schema: { params: idParams, querystring: getQuery } }, async (request, reply) => {
@@ -110,7 +102,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         throw err;
       })) ?? approval;
     }
-    return sendExact(reply, approvalView(approval));
+    return sendCanonical(reply, approvalView(approval));
   });
 
   app.get('/approvals', { schema: { querystring: listQuery } }, async (request, reply) => {
@@ -125,7 +117,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         ...(q.cursor ? { cursor: q.cursor } : {}),
         ...(isApprover(identity) ? {} : { requesterSub: identity.user }),
       });
-      return sendExact(reply, { items: page.items.map(approvalView), next_cursor: page.nextCursor });
+      return sendCanonical(reply, { items: page.items.map(approvalView), next_cursor: page.nextCursor });
     } catch (err) {
       if (err instanceof ListQueryError) throw listQueryProblem(err);
       throw err;
@@ -150,7 +142,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   function sendTransition(reply: FastifyReply, result: TransitionResult, identity: Identity, verb: string): FastifyReply {
     if (result.ok) {
       ctx.log.info({ approval_id: result.approval.id, status: result.approval.status, by: identity.user }, `approval ${verb}`);
-      return sendExact(reply, approvalView(result.approval));
+      return sendCanonical(reply, approvalView(result.approval));
     }
     switch (result.error) {
       case 'not_found':

@@ -31,8 +31,13 @@ export function numberLexemes(container: object): ReadonlyMap<string, string> | 
 // RFC 8259 number grammar: a lexeme is emitted verbatim into canonical text, so it must be one.
 const NUMBER_LEXEME = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
 
+/** Is `text` a number as JSON writes one (RFC 8259)? */
+export function isNumberLexeme(text: string): boolean {
+  return NUMBER_LEXEME.test(text);
+}
+
 export function setNumberLexeme(container: object, key: string | number, lexeme: string): void {
-  if (!NUMBER_LEXEME.test(lexeme)) throw new TypeError('not a JSON number lexeme');
+  if (!isNumberLexeme(lexeme)) throw new TypeError('not a JSON number lexeme');
   let map = lexemes.get(container);
   if (map === undefined) {
     map = new Map();

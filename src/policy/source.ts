@@ -4,7 +4,7 @@ import { parse as parseToml, TomlError } from 'smol-toml';
 import { Lexer, LineCounter, Parser, parseDocument, visit, isAlias, isMap, isNode, isPair, isScalar, isSeq, type Node } from 'yaml';
 import { JsonParseError, parseJsonWithPositions } from '../json/parse.js';
 import { jsonPointer, pointerSegments } from '../json/pointer.js';
-import { numberLexemes, setNumberLexeme, setOwn, type JsonObject, type JsonValue } from '../json/value.js';
+import { isNumberLexeme, numberLexemes, setNumberLexeme, setOwn, type JsonObject, type JsonValue } from '../json/value.js';
 import type { LoadProblem } from './errors.js';
 
 export type KeyPath = readonly (string | number)[];
@@ -177,11 +177,11 @@ function textOffsetToLocation(text: string, offset: number): Location {
   return { line, column: before.length - lastNl };
 }
 
-// JSON's number grammar: the YAML numbers written this way keep their text, as the request parser
-// keeps a body's (a case's `1234567890123456789` must not become ...800 before it is decided on).
-const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
-
-/** Walks the YAML nodes beside the value toJS built from them, recording number lexemes. */
+/**
+ * Walks the YAML nodes beside the value toJS built from them, recording number lexemes: a number
+ * written in JSON's grammar keeps its text, as the request parser keeps a body's (a case's
+ * `1234567890123456789` must not become ...800 before it is decided on).
+ */
 function recordNumberLexemes(node: unknown, value: unknown): void {
   if (isMap(node) && value !== null && typeof value === 'object') {
     for (const pair of node.items) {
@@ -201,7 +201,7 @@ function recordNumberLexemes(node: unknown, value: unknown): void {
 
 function recordScalar(node: { source?: string }, container: object, key: string | number, member: unknown): void {
   const text = node.source;
-  if (typeof member === 'number' && text !== undefined && JSON_NUMBER.test(text) && String(member) !== text) setNumberLexeme(container, key, text);
+  if (typeof member === 'number' && text !== undefined && isNumberLexeme(text) && String(member) !== text) setNumberLexeme(container, key, text);
 }
 
 /**

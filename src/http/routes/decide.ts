@@ -4,13 +4,13 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ApprovalInputError } from '../../approvals/store.js';
-import { canonicalize } from '../../json/canonical.js';
 import type { JsonObject } from '../../json/value.js';
 import { decide } from '../../policy/decide.js';
 import type { DecisionResult, Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import type { AppContext } from '../app.js';
 import { HttpError, sendProblem } from '../errors.js';
+import { sendCanonical } from '../reply.js';
 import { redactSecrets } from '../redact.js';
 
 export interface DecideBody extends ToolCall { approval_id?: string }
@@ -44,11 +44,10 @@ export function sendDecision(reply: FastifyReply, result: DecisionResult, decisi
   const body = decisionBody(result, decisionId);
   const payload = extra ? { ...body, ...extra } : body;
   reply.code(result.decision === 'allow' ? 200 : 403);
-  // An approval's capability and presentation carry the request's numbers: canonical JSON writes them
-  // as the request did (JSON.stringify would write 12345678901234567000 for 12345678901234567890).
-  // Every other answer has no argument data, and keeps Fastify's faster default.
+  // An approval's capability and presentation carry the request's numbers (reply.ts). Every other
+  // answer has no argument data, and keeps Fastify's faster default.
   if (result.approval === undefined) return reply.send(payload);
-  return reply.type('application/json; charset=utf-8').send(canonicalize(payload as unknown as JsonObject)); // all JSON data
+  return sendCanonical(reply, payload as unknown as JsonObject); // all JSON data
 }
 
 export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
