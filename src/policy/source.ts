@@ -200,8 +200,34 @@ function recordNumberLexemes(node: unknown, value: unknown): void {
 }
 
 function recordScalar(node: { source?: string }, container: object, key: string | number, member: unknown): void {
-  const text = node.source;
-  if (typeof member === 'number' && text !== undefined && isNumberLexeme(text) && String(member) !== text) setNumberLexeme(container, key, text);
+  if (typeof member !== 'number' || node.source === undefined) return;
+  const text = jsonSpelling(node.source);
+  if (text !== null && String(member) !== text) setNumberLexeme(container, key, text);
+}
+
+// YAML 1.2 core spellings JSON does not have: a plus sign, a dot without digits on one side, leading
+// zeros, hexadecimal and octal integers. Longer sources are left alone (BigInt reads them in time
+// quadratic in their length); a number written that way keeps only its double.
+const YAML_DECIMAL = /^([-+]?)([0-9]*)(?:\.([0-9]*))?([eE][-+]?[0-9]+)?$/;
+const YAML_RADIX = /^([-+]?)0([xo])([0-9a-fA-F]+)$/;
+const MAX_SPELLING = 400;
+
+/** The number a YAML scalar writes, in JSON's grammar and exactly (not through a double); null if none. */
+function jsonSpelling(source: string): string | null {
+  if (isNumberLexeme(source)) return source;
+  if (source.length > MAX_SPELLING) return null;
+  const radix = YAML_RADIX.exec(source);
+  if (radix !== null) {
+    const [, sign = '', base = '', digits = ''] = radix;
+    if (base === 'o' && /[89a-fA-F]/.test(digits)) return null;
+    return (sign === '-' ? '-' : '') + BigInt(`0${base}${digits}`).toString();
+  }
+  const m = YAML_DECIMAL.exec(source);
+  if (m === null) return null;
+  const [, sign = '', int = '', frac, exponent = ''] = m;
+  if (int === '' && (frac === undefined || frac === '')) return null;
+  const text = `${sign === '-' ? '-' : ''}${int.replace(/^0+(?=[0-9])/, '') || '0'}${frac ? `.${frac}` : ''}${exponent}`;
+  return isNumberLexeme(text) ? text : null;
 }
 
 /**

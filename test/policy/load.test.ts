@@ -182,6 +182,18 @@ describe('loading refuses, naming file, line, column and key', () => {
       match: /a number a double cannot hold exactly/,
     },
     {
+      name: 'a schema number a double cannot hold, written the YAML way (a plus sign)',
+      text: 'policy: p\ntools:\n  a:\n    kind: read_only\n    schema: {properties: {id: {const: +1234567890123456789}}}\n',
+      want: { line: 5, key: 'tools.a.schema.properties.id.const' },
+      match: /a number a double cannot hold exactly/,
+    },
+    {
+      name: 'a schema number a double cannot hold, in hexadecimal',
+      text: 'policy: p\ntools:\n  a:\n    kind: read_only\n    schema: {properties: {id: {const: 0x112210f47de98115}}}\n',
+      want: { line: 5, key: 'tools.a.schema.properties.id.const' },
+      match: /a number a double cannot hold exactly/,
+    },
+    {
       name: 'a rule id that Gatehouse writes itself',
       text: 'policy: p\nrules:\n  - {id: "q#default", tools: [a], allow: false}\n',
       want: { line: 3, key: 'rules.0.id' },
@@ -364,6 +376,11 @@ describe('loading succeeds', () => {
     expect(yaml.identities[0]).toEqual({ policy: 'p', version: '1', digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
     expect(json.identities).toEqual(yaml.identities);
     expect(toml.identities).toEqual(yaml.identities);
+  });
+
+  it('accepts YAML spellings of exact numbers (+1.50, .5, 0x1F, 0o17)', () => {
+    const set = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\ntools:\n  a: {kind: read_only, schema: {type: number, enum: [+1.50, .5, 0x1F, 0o17, 1.]}}\n') }]);
+    expect(set.files).toHaveLength(1);
   });
 
   it('hashes numbers in their shortest form, so YAML, JSON and TOML give one digest (TOML keeps no number text)', () => {
