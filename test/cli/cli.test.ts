@@ -31,6 +31,12 @@ describe('gatehouse check', () => {
     golden('check-tool.txt', r.out);
   });
 
+  it('shows every description of a tool two catalogues describe differently, and the rules under each', async () => {
+    const r = await run('check', 'test/cli/fixtures/views', '--tool', 'send_wire');
+    expect(r.code).toBe(0);
+    golden('check-views.txt', r.out);
+  });
+
   it('marks rules that depend on a caller it was not told', async () => {
     const r = await run('check', 'policies', '--env', 'dev', '--tool', 'refund');
     expect(r.code).toBe(0);
