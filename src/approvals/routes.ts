@@ -8,7 +8,7 @@ import { decide } from '../policy/decide.js';
 import type { Identity } from '../policy/model.js';
 import { requireRole } from '../http/auth.js';
 import type { AppContext } from '../http/app.js';
-import { HttpError, sendProblem } from '../http/errors.js';
+import { HttpError, problemOf } from '../http/errors.js';
 import { sendCanonical } from '../http/reply.js';
 import { decisionBody, sendDecision } from '../http/routes/decide.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../policy/request.js';
@@ -149,10 +149,12 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         throw new HttpError('not_found', 'no such approval');
       case 'self_approval':
         throw new HttpError('forbidden', 'an approver cannot decide an approval it requested');
-      case 'conflict':
-        return sendProblem(reply, new HttpError('conflict', `only a pending approval can be ${verb}`, {
-          body: result.approval ? { approval: approvalView(result.approval) } : {},
-        }));
+      case 'conflict': {
+        // The approval as it stands, numbers as written (reply.ts), in the problem body.
+        const problem = problemOf('conflict', `only a pending approval can be ${verb}`);
+        const body = result.approval ? { ...problem, approval: approvalView(result.approval) } : problem;
+        return sendCanonical(reply.code(problem.status), body as unknown as JsonObject, 'application/problem+json'); // all JSON data
+      }
     }
   }
 }

@@ -5,6 +5,6 @@ import type { FastifyReply } from 'fastify';
 import { canonicalize } from '../json/canonical.js';
 import type { JsonObject } from '../json/value.js';
 
-export function sendCanonical(reply: FastifyReply, body: JsonObject): FastifyReply {
-  return reply.type('application/json; charset=utf-8').send(canonicalize(body));
+export function sendCanonical(reply: FastifyReply, body: JsonObject, type = 'application/json; charset=utf-8'): FastifyReply {
+  return reply.type(type).send(canonicalize(body));
 }

@@ -208,6 +208,10 @@ describe('POST /approvals', () => {
     const granted = await grant(id);
     expect(granted.statusCode).toBe(200);
     expect(granted.body).toContain('"amount":120.50');
+    const again = await grant(id);
+    expectProblem(again, 409);
+    expect(again.body).toContain('"amount":120.50');
+    expect(again.json()).toMatchObject({ code: 'conflict', approval: { id, status: 'granted' } });
   });
 
   it('identity in the body is 422 identity_in_body', async () => {
