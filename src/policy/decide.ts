@@ -108,6 +108,8 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
   // A guard's scan depends on the arguments alone: run once per request, however many files and
   // descriptions ask for it (a 1 MiB body is scanned once, not once per file and view).
   const findings: GuardFindings = {};
+  // One subject per description, built once for every file (usually a single one).
+  const subjects = views.map((view): Subject => ({ tool: request.tool, kind: view.kind, tags: view.tags, env: set.env, identity }));
   let best: Outcome | null = null;
   for (let i = 0; i < files.length; i++) {
     const file = files[i]!;
@@ -116,9 +118,8 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
     let fileBest: Outcome | null = null;
     let fileTrace: FileTrace | null = null;
     for (let v = 0; v < views.length; v++) {
-      const view = views[v]!;
-      const filePlan = view.files[i] ?? NO_PLAN;
-      const subject: Subject = { tool: request.tool, kind: view.kind, tags: view.tags, env: set.env, identity };
+      const filePlan = views[v]!.files[i] ?? NO_PLAN;
+      const subject = subjects[v]!; // v < views.length
       const ft: FileTrace | null = trace ? newFileTrace(file) : null;
       // Decide evaluates only the plan's candidates; explain evaluates every rule (selectors re-checked).
       const outcome = evaluateFile(file, plan, ft ? file.rules : filePlan.rules, ft ? file.guards : filePlan.guards, subject, request, findings, ft);

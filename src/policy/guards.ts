@@ -59,7 +59,7 @@ export function scanPii(args: JsonObject): GuardFinding | null {
       const path = pointer(top);
       const lexemes = numberLexemes(value);
       for (let i = value.length - 1; i >= 0; i--) {
-        const e = entry(value[i], lexemes, path, i);
+        const e = entry(value[i], lexemes, path, String(i));
         if (e !== null) stack.push(e);
       }
     } else if (typeof value === 'object' && value !== null) {
@@ -95,14 +95,14 @@ interface Entry {
  * holds nothing to find (a number under NUMBER_MIN_TEXT characters without an exponent, or a
  * boolean or null): a body of 250,000 small numbers must not cost a scan each.
  */
-function entry(v: unknown, lexemes: ReadonlyMap<string, string> | undefined, parent: string, key: string | number): Entry | null {
+function entry(v: unknown, lexemes: ReadonlyMap<string, string> | undefined, parent: string, key: string): Entry | null {
   if (typeof v === 'number') {
-    const text = (lexemes === undefined ? undefined : lexemes.get(String(key))) ?? String(v);
+    const text = lexemes?.get(key) ?? String(v);
     if (text.length < NUMBER_MIN_TEXT && !hasExponent(text)) return null;
-    return { value: text, parent, key: String(key), isNumber: true, double: v };
+    return { value: text, parent, key, isNumber: true, double: v };
   }
   if (typeof v !== 'string' && (typeof v !== 'object' || v === null)) return null;
-  return { value: v, parent, key: String(key), isNumber: false, double: Number.NaN };
+  return { value: v, parent, key, isNumber: false, double: Number.NaN };
 }
 
 // The shortest number text that can hold a finding: a phone number written as a number has at

@@ -8,7 +8,7 @@ import { compilePolicyFile } from './compile.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
 import type { Glob } from './glob.js';
 import { selectorsMatch, TOOL_SELECTORS, type Subject } from './match.js';
-import type { CatalogueEntry, EffectiveKind, FilePlan, PolicyFile, PolicySet, Rule, ToolPlan, ToolView } from './model.js';
+import type { CatalogueEntry, FilePlan, PolicyFile, PolicySet, Rule, ToolPlan, ToolView } from './model.js';
 import { formatOf, MAX_FILE_BYTES, readSource, type KeyPath, type PolicySource } from './source.js';
 
 export interface LoadOptions {
@@ -290,7 +290,8 @@ function indexRules(file: PolicyFile): RuleIndex {
   return { exact, globbed, untooled };
 }
 
-interface Description { entry: CatalogueEntry | null; kind: EffectiveKind; tags: ReadonlySet<string> }
+/** A view before its rules are selected. */
+type Description = Pick<ToolView, 'entry' | 'kind' | 'tags'>;
 
 /** Adds d unless a description with its kind and tags is there already. */
 function addDescription(list: Description[], d: Description): void {
