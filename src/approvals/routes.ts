@@ -119,7 +119,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       });
       return sendCanonical(reply, { items: page.items.map(approvalView), next_cursor: page.nextCursor });
     } catch (err) {
-      if (err instanceof ListQueryError) throw listQueryProblem(err);
+      if (err instanceof ListQueryError && !err.fromToken) throw listQueryProblem(err);
       throw err;
     }
   });
@@ -161,23 +161,18 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
 
 /** A list filter the store refused: 400 pointing at the query parameter at fault. */
 function listQueryProblem(err: ListQueryError): HttpError {
-  // requesterSub is not a parameter but the token's `sub`: authentication refuses any sub the store
-  // would (src/http/auth.ts), so this is a safety net, not a path a caller can take.
-  if (err.field === 'requesterSub') return new HttpError('unauthorized', "the token's identity claims cannot be used");
   return new HttpError('invalid_query', err.message, { errors: [{ pointer: `/${err.field}`, message: err.code }] });
 }
 
 /**
- * A value the database cannot hold (too long, U+0000) is the caller's 422; `pointer` says where.
- * Requester and approver fields come from the token, whose claims authentication already checked
- * against the store's rules: if one ever got through, it is the token's fault (401), not the body's.
+ * A value of the body the database cannot hold (too long, U+0000) is the caller's 422; `pointer`
+ * says where. A value from the token's claims goes on to the error handler (401, errors.ts).
  */
 async function withInputErrors<T>(pointer: (field: string) => string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof ApprovalInputError) {
-      if (/^(requester|approver)\./.test(err.field)) throw new HttpError('unauthorized', "the token's identity claims cannot be used");
+    if (err instanceof ApprovalInputError && !err.fromToken) {
       throw new HttpError('invalid_body', `${err.field} cannot be stored`, { errors: [{ pointer: pointer(err.field), message: 'cannot be stored' }] });
     }
     throw err;

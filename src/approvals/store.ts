@@ -145,6 +145,11 @@ export class ListQueryError extends Error {
     this.code = code;
     this.field = field;
   }
+
+  /** The field is the caller's `sub`, from the token, not from the query. */
+  get fromToken(): boolean {
+    return this.field === 'requesterSub';
+  }
 }
 
 /** Input the database could not hold (too long, or containing U+0000): the route answers 400/422. */
@@ -154,6 +159,11 @@ export class ApprovalInputError extends Error {
     super(`${field}: ${problem}`);
     this.name = 'ApprovalInputError';
     this.field = field;
+  }
+
+  /** The field is a requester's or an approver's identity, from the token, not from the body. */
+  get fromToken(): boolean {
+    return this.field.startsWith('requester.') || this.field.startsWith('approver.');
   }
 }
 

@@ -4,6 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { ApprovalInputError, ListQueryError } from '../approvals/store.js';
 import { StoreUnavailableError } from '../db/errors.js';
 import { JsonParseError } from '../json/parse.js';
 import { escapePointerSegment } from '../json/pointer.js';
@@ -76,6 +77,11 @@ export function toHttpError(err: unknown): HttpError {
   }
   if (err instanceof StoreUnavailableError) {
     return new HttpError('unavailable', 'the approval store is unavailable; retry later', { retryAfterSec: 2 });
+  }
+  // The store refused a value from the token's claims. Authentication refuses every claim the store
+  // would (auth.ts), so this is a safety net: the token's fault, never a 500 or a body error.
+  if ((err instanceof ApprovalInputError || err instanceof ListQueryError) && err.fromToken) {
+    return new HttpError('unauthorized', "the token's identity claims cannot be used");
   }
   const e = err as Partial<FastifyError>;
   if (Array.isArray(e.validation)) return validationError(e as FastifyError);

@@ -3,7 +3,6 @@
 // decided again from scratch and a matching granted approval is redeemed (src/approvals).
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { ApprovalInputError } from '../../approvals/store.js';
 import type { JsonObject } from '../../json/value.js';
 import { decide } from '../../policy/decide.js';
 import type { DecisionResult, Identity } from '../../policy/model.js';
@@ -62,12 +61,8 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     const durationUs = Number(process.hrtime.bigint() - started) / 1000;
     if (body.approval_id !== undefined) {
       if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
-      // The store refuses a sub it cannot hold (ApprovalInputError). Authentication already refuses
-      // every such token (src/http/auth.ts), so this is a safety net: the token's fault, never a 500.
-      result = await ctx.approvals.redeem(result, req, body.approval_id, identity).catch((err: unknown) => {
-        if (err instanceof ApprovalInputError) throw new HttpError('unauthorized', "the token's identity claims cannot be used");
-        throw err;
-      });
+      // A sub the store cannot hold is the token's 401 (errors.ts), never a 500.
+      result = await ctx.approvals.redeem(result, req, body.approval_id, identity);
     }
     ctx.metrics.decisions.inc({ decision: result.decision, rule: result.rule });
     ctx.metrics.decideSeconds.observe(durationUs / 1e6);
