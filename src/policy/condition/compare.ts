@@ -62,8 +62,8 @@ export function order(op: CompareOp, l: unknown, r: unknown): Truth {
 /**
  * `x in list`: x must be a present scalar. True if an element equals it; else undecidable if an
  * element could not be compared with it; else false. An element can be compared when it has x's type
- * (and, for numbers, both have an exact value) or is null (as the `null` literal can be compared with
- * anything present). `list` is a compiled literal list or an argument array, whose numbers are read
+ * (for numbers: a different double, or the same double and the same value as written) or is null (as
+ * the `null` literal can be compared with anything present). `list` is a compiled literal list or an argument array, whose numbers are read
  * with their lexemes.
  */
 export function member(x: unknown, list: readonly unknown[]): Truth {
@@ -104,7 +104,7 @@ export function nullMemberOf(arr: unknown): Truth {
   return incomparable ? 'undecidable' : false;
 }
 
-/** -1, 0 or 1 between two numbers as written; undefined when either cannot be compared. */
+/** -1, 0 or 1 between two numbers, read as doubles and as written; undefined where the two readings disagree. */
 function compareNumbers(a: ExactNumber, b: ExactNumber): -1 | 0 | 1 | undefined {
   // Rounding to a double is monotonic: different doubles order their exact values the same way.
   if (a.double !== b.double) return a.double < b.double ? -1 : 1;
