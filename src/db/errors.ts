@@ -38,8 +38,9 @@ const CONNECTION_CODES: ReadonlySet<string> = new Set([
 
 // SQLSTATEs (https://www.postgresql.org/docs/current/errcodes-appendix.html) meaning the server cannot
 // serve us now. Beyond the obvious set this includes session timeouts that end the connection
-// (25P03, 57P05), a read-only server after a failover (25006) and a misconfigured login (class 28,
-// 3D000): none is a bug of the request, and none may turn into an answer other than "try later".
+// (25P03, 57P05), a read-only server after a failover (25006), a misconfigured login (class 28,
+// 3D000) and a prepared statement outdated by a migration (below): none is a bug of the request, and
+// none may turn into an answer other than "try later".
 const UNAVAILABLE_STATES: ReadonlySet<string> = new Set([
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
@@ -63,6 +64,13 @@ const CONTENTION_STATES: ReadonlySet<string> = new Set([
 
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
+// A prepared statement whose table changed under it (a migration run by a newer replica): "cached plan
+// must not change result type". postgres.js drops the statement from its cache as it reports this,
+// so the same call prepares it afresh next time: a transient, not a bug of ours.
+function isStalePreparedStatement(code: string, error: unknown): boolean {
+  return code === '0A000' && (error as { routine?: unknown }).routine === 'RevalidateCachedQuery';
+}
+
 /** The StoreUnavailableError this error stands for, or null when it is a bug. */
 export function unavailableFrom(error: unknown): StoreUnavailableError | null {
   if (error instanceof StoreUnavailableError) return error;
@@ -80,7 +88,7 @@ export function unavailableFrom(error: unknown): StoreUnavailableError | null {
   if (CONNECTION_CODES.has(code)) return new StoreUnavailableError('connection', code, { cause: error });
   if (!SQLSTATE.test(code)) return null;
   if (CONTENTION_STATES.has(code)) return new StoreUnavailableError('contention', code, { cause: error });
-  if (UNAVAILABLE_STATES.has(code) || UNAVAILABLE_CLASSES.has(code.slice(0, 2))) {
+  if (UNAVAILABLE_STATES.has(code) || UNAVAILABLE_CLASSES.has(code.slice(0, 2)) || isStalePreparedStatement(code, error)) {
     return new StoreUnavailableError('server', code, { cause: error });
   }
   return null;

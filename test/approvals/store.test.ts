@@ -435,4 +435,49 @@ describe('the schema is the backstop', () => {
       /approvals_decided_fields/,
     );
   });
+
+  test('every value rule holds for a hand-run write, each named by its domain', async () => {
+    const { approval } = await inState('pending');
+    // A copy of the approval under another hash (so no live row collides), with one column replaced.
+    const columns = ['status', 'hash', 'kind', 'tool', 'args', 'capability', 'presentation', 'reason', 'rule', 'requester_sub',
+      'requester_team', 'requester_agent', 'policies', 'expires_at'];
+    const copy = (column: string, value: string) => {
+      const values = columns.map((c) => (c === column ? value : c === 'hash' ? `'sha256:' || repeat('e', 64)` : c));
+      return db.sql.unsafe(
+        `insert into approvals (id, ${columns.join(', ')}) select $1, ${values.join(', ')} from approvals where id = $2`,
+        [randomUUID(), approval.id],
+      );
+    };
+    await expect(copy('kind', `'another kind'`)).resolves.toHaveLength(0); // the copy itself is valid
+    const refused: [string, string, RegExp][] = [
+      ['status', `'approved'`, /approval_status_valid/],
+      ['kind', `''`, /name_text_length/],
+      ['tool', `repeat('t', 513)`, /name_text_length/],
+      ['requester_team', `repeat('é', 513)`, /name_text_length/],
+      ['reason', `repeat('r', 2001)`, /note_text_length/],
+      ['args', `'[1]'`, /json_object_text_object/],
+      ['presentation', `'"text"'`, /json_object_text_object/],
+      ['policies', `'{}'::jsonb`, /policy_list_array/],
+    ];
+    for (const [column, value, rule] of refused) await expect(copy(column, value), column).rejects.toThrow(rule);
+    await expect(db.sql`insert into approval_events (approval_id, actor, to_status) values (${approval.id}, '', 'pending')`).rejects.toThrow(/name_text_length/);
+    await expect(db.sql`insert into approval_events (approval_id, actor, to_status) values (${approval.id}, 'x', 'gone')`).rejects.toThrow(/approval_status_valid/);
+    await expect(
+      db.sql`update approvals set status = 'denied', decided_by = 'operator-1', decided_at = now(), decision_note = ${'n'.repeat(2001)} where id = ${approval.id}`,
+    ).rejects.toThrow(/note_text_length/);
+    await expect(
+      db.sql`update approvals set status = 'denied', decided_by = ${'o'.repeat(513)}, decided_at = now() where id = ${approval.id}`,
+    ).rejects.toThrow(/name_text_length/);
+    expect(await storedStatus(approval.id)).toBe('pending');
+  });
+
+  test('the table checks only the rules that tie columns together; single values are checked by their domains', async () => {
+    // PostgreSQL evaluates every table CHECK on every UPDATE; a domain's only where its column is written.
+    const rows = await db.sql<{ conname: string }[]>`
+      select conname from pg_constraint where conrelid in ('approvals'::regclass, 'approval_events'::regclass) and contype = 'c'
+       order by conname`;
+    expect(rows.map((r) => r.conname)).toEqual([
+      'approvals_consumed_at', 'approvals_decided_fields', 'approvals_not_self_decided', 'approvals_pending_undecided',
+    ]);
+  });
 });

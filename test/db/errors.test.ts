@@ -88,6 +88,13 @@ describe('classification table', () => {
     expect(toStoreError(new AggregateError([new Error('x')]))).toBeInstanceOf(AggregateError);
   });
 
+  test('a prepared statement outdated by a migration is unavailable; another 0A000 is a bug', () => {
+    const stale = Object.assign(coded('0A000'), { routine: 'RevalidateCachedQuery' });
+    expect(toStoreError(stale)).toMatchObject({ name: 'StoreUnavailableError', reason: 'server', sourceCode: '0A000' });
+    const other = Object.assign(coded('0A000'), { routine: 'transformLockingClause' });
+    expect(toStoreError(other)).toBe(other);
+  });
+
   test('our own StoreUnavailableError passes through unchanged', () => {
     const own = new StoreUnavailableError('deadline');
     expect(toStoreError(own)).toBe(own);

@@ -3,10 +3,12 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
+import { createApprovalStore } from '../../src/approvals/store.js';
 import { createSql } from '../../src/db/connect.js';
 import { MigrationError, migrate } from '../../src/db/migrate.js';
 import { MIGRATIONS_DIR, createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { request } from '../approvals/fixtures.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -33,9 +35,9 @@ async function appliedVersions(db: TestDatabase): Promise<number[]> {
 
 test('the real migrations apply once; a second run applies nothing', async () => {
   const db = await emptyDatabase();
-  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0001_approvals.sql'] });
+  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0001_approvals.sql', '0002_column_domains.sql'] });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1]);
+  expect(await appliedVersions(db)).toEqual([1, 2]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
 });
@@ -54,8 +56,8 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
   const other = createSql(db.url);
   cleanup.push(() => other.end());
   const results = await Promise.all([migrate(db.sql, MIGRATIONS_DIR), migrate(other, MIGRATIONS_DIR)]);
-  expect(results.map((r) => r.applied).sort()).toEqual([[], ['0001_approvals.sql']]);
-  expect(await appliedVersions(db)).toEqual([1]);
+  expect(results.map((r) => r.applied).sort()).toEqual([[], ['0001_approvals.sql', '0002_column_domains.sql']]);
+  expect(await appliedVersions(db)).toEqual([1, 2]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -109,4 +111,27 @@ test('refuses an edited applied file and an applied file missing from disk', asy
   await rm(join(dir, '0002_renamed.sql'));
   await writeFile(join(dir, '0002_b.sql'), original);
   expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
+});
+
+test('0002 on a database holding approvals: the rows stay as they were and keep moving', async () => {
+  const db = await emptyDatabase();
+  const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
+  await migrate(db.sql, first);
+  const store = createApprovalStore(db.sql, { approvalTtlMs: 3_600_000, grantTtlMs: 600_000, deadlineMs: 10_000 });
+  const pending = await store.create(request({ sub: 'agent-a' }));
+  const granted = await store.create(request({ sub: 'agent-b' }));
+  expect((await store.grant(granted.approval.id, { sub: 'operator-1' }, 'fine')).ok).toBe(true);
+  const before = await db.sql`select * from approvals order by id`;
+
+  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0002_column_domains.sql'] });
+  expect(await db.sql`select * from approvals order by id`).toEqual(before);
+  // This pool prepared the create before the migration, as a replica still running would have: its
+  // first create after it is a 503 (postgres.js drops the statement), the next one prepares it afresh.
+  await expect(store.create(request({ sub: 'agent-c' }))).rejects.toMatchObject({ name: 'StoreUnavailableError', sourceCode: '0A000' });
+  expect(await store.get(pending.approval.id)).toEqual(pending.approval);
+  expect(await store.consume(granted.approval.id, { sub: 'agent-b' }, granted.approval.hash)).toMatchObject({ ok: true, approval: { status: 'consumed' } });
+  expect(await store.deny(pending.approval.id, { sub: 'operator-1' }, 'no')).toMatchObject({ ok: true, approval: { status: 'denied' } });
+  // The idempotent create still finds the live row (the partial unique index survived the type change).
+  const again = await store.create(request({ sub: 'agent-c' }));
+  expect(await store.create(request({ sub: 'agent-c' }))).toEqual({ approval: again.approval, created: false });
 });
