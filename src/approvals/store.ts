@@ -431,17 +431,21 @@ function selectById(tx: TransactionSql, id: string): Promise<ApprovalRow | undef
   return tx<ApprovalRow[]>`select ${liveColumns(tx)} from approvals where id = ${id}`.then((rows) => rows[0]);
 }
 
-// The status filter agrees with the status list() shows: a live row past expiry is `expired`.
+// The status filter agrees with the status list() shows: a live row past expiry is `expired`. Statuses
+// are literals, never parameters: the planner must see that `status = 'pending'` implies the predicate
+// of approvals_live_request, the index that serves every query about live rows (migrations/0003).
 function statusFilter(tx: TransactionSql, status: ApprovalStatus): PendingQuery<Row[]> {
   switch (status) {
     case 'pending':
+      return tx`and status = 'pending' and expires_at > now()`;
     case 'granted':
-      return tx`and status = ${status} and expires_at > now()`;
+      return tx`and status = 'granted' and expires_at > now()`;
     case 'expired':
       return tx`and (status = 'expired' or (status in ('pending', 'granted') and expires_at <= now()))`;
     case 'denied':
+      return tx`and status = 'denied'`;
     case 'consumed':
-      return tx`and status = ${status}`;
+      return tx`and status = 'consumed'`;
   }
 }
 

@@ -1,8 +1,9 @@
 // Listing: newest first, filters, keyset pages that neither skip nor repeat, and a status filter that
 // agrees with the expiry computed on read. A database of its own, so the whole table is known.
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test, vi } from 'vitest';
 import { ListQueryError, createApprovalStore } from '../../src/approvals/store.js';
 import type { Approval, ApprovalStore, ListQuery } from '../../src/approvals/store.js';
+import { createSql } from '../../src/db/connect.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { request } from './fixtures.js';
@@ -124,4 +125,46 @@ test('a cursor instant outside years 0001–9999 is refused before it reaches Po
   // The ends of the range are real instants PostgreSQL holds: a page, not an error.
   expect((await store.list({ limit: 3, cursor: cursorAt('0001-01-01T00:00:00.000000Z') })).items).toEqual([]);
   expect((await store.list({ limit: 3, cursor: cursorAt('9999-12-31T23:59:59.999999Z') })).items).toHaveLength(3);
+});
+
+test('the pending and granted lists and the sweep read only the live rows, through the live index, never the history', async () => {
+  // A history of 20,000 consumed approvals, and statistics that know it.
+  await db.sql`
+    insert into approvals (id, status, hash, kind, tool, args, capability, presentation, reason, rule, requester_sub, policies,
+                           created_at, expires_at, decided_by, decided_at, consumed_at)
+    select gen_random_uuid(), 'consumed', 'sha256:' || lpad(to_hex(g), 64, '0'), 'k', 'refund', '{}', '{}', '{}', 'r', 'rule',
+           'history-' || (g % 10), '[]'::jsonb, now() - interval '1 day', now(), 'op', now(), now()
+      from generate_series(1, 20000) g`;
+  await db.sql`analyze approvals`;
+  // One connection, so that the scans counted below are its own, flushed on demand.
+  const one = createSql(db.url, { max: 1 });
+  try {
+    const counted = createApprovalStore(one, { approvalTtlMs: 60 * 60_000, grantTtlMs: 60_000, deadlineMs: 10_000 });
+    const scans = async () => {
+      await one`select pg_stat_clear_snapshot()`;
+      const [row] = await one<{ live: number; seq: number }[]>`
+        select (select idx_scan from pg_stat_user_indexes where indexrelname = 'approvals_live_request')::int as live,
+               (select seq_scan from pg_stat_user_tables where relname = 'approvals')::int as seq`;
+      return row ?? { live: 0, seq: 0 };
+    };
+    const flushed = async () => {
+      await one`select pg_stat_force_next_flush()`;
+      let last = await scans();
+      await vi.waitFor(async () => {
+        const now = await scans();
+        expect(now).toEqual(last); // settled: nothing more arrives
+        last = now;
+      }, { interval: 100, timeout: 10_000 });
+      return last;
+    };
+    const before = await flushed();
+    expect((await counted.list({ status: 'pending', limit: 2 })).items.map((a) => a.status)).toEqual(['pending', 'pending']);
+    expect((await counted.list({ status: 'granted', limit: 200 })).items.length).toBeGreaterThan(0);
+    await counted.sweep();
+    const after = await flushed();
+    expect(after.seq).toBe(before.seq);
+    expect(after.live - before.live).toBeGreaterThanOrEqual(3);
+  } finally {
+    await one.end();
+  }
 });
