@@ -427,6 +427,17 @@ describe('the schema is the backstop', () => {
     await expect(db.sql`truncate approval_events cascade`).rejects.toThrow(/append-only/);
     await expect(db.sql`update approvals set presentation = '{}' where id = ${approval.id}`).rejects.toThrow(/immutable/);
     await expect(db.sql`update approvals set status = 'granted' where id = ${approval.id}`).rejects.toThrow(/illegal transition/);
+    await expect(db.sql`update approvals set requester_sub = 'someone-else' where id = ${approval.id}`).rejects.toThrow(/immutable/);
+    await expect(db.sql`update approvals set args = args || '' where id = ${approval.id}`).resolves.toHaveLength(0); // same value
+    for (const [from, to] of [['granted', 'denied'], ['granted', 'pending'], ['consumed', 'expired'], ['expired', 'pending']] as const) {
+      const { approval: row } = await inState(from);
+      await expect(db.sql`update approvals set status = ${to} where id = ${row.id}`, `${from} -> ${to}`).rejects.toThrow(
+        `approvals: illegal transition ${from} -> ${to}`,
+      );
+    }
+    const { approval: pendingRow } = await inState('pending');
+    await expect(db.sql`update approvals set status = 'consumed', consumed_at = now(), decided_by = 'op', decided_at = now() where id = ${pendingRow.id}`)
+      .rejects.toThrow('approvals: illegal transition pending -> consumed');
     const { approval: pending, sub } = await inState('pending');
     await expect(
       db.sql`update approvals set status = 'granted', decided_by = ${sub}, decided_at = now() where id = ${pending.id}`,

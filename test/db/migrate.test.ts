@@ -35,9 +35,9 @@ async function appliedVersions(db: TestDatabase): Promise<number[]> {
 
 test('the real migrations apply once; a second run applies nothing', async () => {
   const db = await emptyDatabase();
-  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql'] });
+  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql'] });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
 });
@@ -56,8 +56,8 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
   const other = createSql(db.url);
   cleanup.push(() => other.end());
   const results = await Promise.all([migrate(db.sql, MIGRATIONS_DIR), migrate(other, MIGRATIONS_DIR)]);
-  expect(results.map((r) => r.applied).sort()).toEqual([[], ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql']]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3]);
+  expect(results.map((r) => r.applied).sort()).toEqual([[], ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql']]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -113,7 +113,7 @@ test('refuses an edited applied file and an applied file missing from disk', asy
   expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
 });
 
-test('0002 and 0003 on a database holding approvals: the rows stay as they were and keep moving', async () => {
+test('0002 to 0004 on a database holding approvals: the rows stay as they were and keep moving', async () => {
   const db = await emptyDatabase();
   const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
   await migrate(db.sql, first);
@@ -123,7 +123,7 @@ test('0002 and 0003 on a database holding approvals: the rows stay as they were 
   expect((await store.grant(granted.approval.id, { sub: 'operator-1' }, 'fine')).ok).toBe(true);
   const before = await db.sql`select * from approvals order by id`;
 
-  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0002_column_domains.sql', '0003_fewer_indexes.sql'] });
+  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql'] });
   expect(await db.sql`select * from approvals order by id`).toEqual(before);
   // This pool prepared the create before the migration, as a replica still running would have: its
   // first create after it is a 503 (postgres.js drops the statement), the next one prepares it afresh.

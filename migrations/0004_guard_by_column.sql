@@ -1,0 +1,42 @@
+-- The guard of 0001 as two triggers that run only when they can have something to refuse.
+--
+-- approvals_guard ran a PL/pgSQL function on every update, comparing fourteen columns that no
+-- transition writes. Now the immutable columns are guarded by a trigger that fires only when an
+-- UPDATE names one of them, and the transition rule is the WHEN clause of a trigger on `status`,
+-- whose function runs only to refuse. The rules are unchanged: an immutable column may not change
+-- (naming it with its own value is allowed, as before), and status moves only
+-- pending -> granted | denied | expired and granted -> consumed | expired.
+
+drop trigger approvals_guard on approvals;
+drop function approvals_guard();
+
+create function approvals_immutable() returns trigger language plpgsql as $$
+begin
+  if (new.id, new.hash, new.kind, new.tool, new.args, new.capability, new.presentation, new.reason,
+      new.rule, new.requester_sub, new.requester_team, new.requester_agent, new.policies, new.created_at)
+     is distinct from
+     (old.id, old.hash, old.kind, old.tool, old.args, old.capability, old.presentation, old.reason,
+      old.rule, old.requester_sub, old.requester_team, old.requester_agent, old.policies, old.created_at)
+  then
+    raise exception 'approvals: immutable column changed';
+  end if;
+  return new;
+end
+$$;
+
+create trigger approvals_immutable
+  before update of id, hash, kind, tool, args, capability, presentation, reason, rule, requester_sub,
+                   requester_team, requester_agent, policies, created_at
+  on approvals for each row execute function approvals_immutable();
+
+create function approvals_illegal_transition() returns trigger language plpgsql as $$
+begin
+  raise exception 'approvals: illegal transition % -> %', old.status, new.status;
+end
+$$;
+
+create trigger approvals_transition before update of status on approvals for each row
+  when (old.status is distinct from new.status and not (
+       (old.status = 'pending' and new.status in ('granted', 'denied', 'expired'))
+    or (old.status = 'granted' and new.status in ('consumed', 'expired'))))
+  execute function approvals_illegal_transition();
