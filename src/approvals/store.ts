@@ -1,4 +1,5 @@
-// The approval store: every read and state transition of migrations/0001_approvals.sql's tables.
+// The approval store: every read and state transition of the approvals tables (migrations/, whose README
+// describes the schema as it stands).
 //
 // Rules that hold throughout:
 // - A transition is ONE conditional UPDATE (`… where status = 'pending' … returning *`); its event row
