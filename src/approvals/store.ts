@@ -296,15 +296,23 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     const after = query.cursor === undefined ? null : decodeCursor(query.cursor);
 
     return run(async (tx) => {
-      const rows = await tx<ListedRow[]>`
-        select ${liveColumns(tx)},
-               to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
-          from approvals
-         where true
+      const filters = tx`
            ${query.status === undefined ? tx`` : statusFilter(tx, query.status)}
            ${query.tool === undefined ? tx`` : tx`and tool = ${query.tool}`}
-           ${query.requesterSub === undefined ? tx`` : tx`and requester_sub = ${query.requesterSub}`}
-           ${after === null ? tx`` : tx`and (created_at, id) < (${after.at}::timestamptz, ${after.id}::uuid)`}
+           ${query.requesterSub === undefined ? tx`` : tx`and requester_sub = ${query.requesterSub}`}`;
+      const before = after === null ? tx`` : tx`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)`;
+      // Pending and granted rows are read whole through the live index, then the page is cut: the
+      // MATERIALIZED fence keeps the planner from walking approvals_listing newest first instead (or
+      // from the cursor down), which reads the whole history when the live rows are older than it, as
+      // what waits for a human is. The cost is sorting the live rows that match: bounded by what is
+      // live, never by the history.
+      const live = query.status === 'pending' || query.status === 'granted';
+      const rows = await tx<ListedRow[]>`
+        with matching as ${live ? tx`materialized (select * from approvals where true ${filters})` : tx`not materialized (select * from approvals where true ${filters} ${before})`}
+        select ${liveColumns(tx)},
+               to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
+          from matching
+         where true ${live ? before : tx``}
          order by created_at desc, id desc
          limit ${limit + 1}`;
       const page = rows.slice(0, limit);
@@ -453,7 +461,10 @@ function statusFilter(tx: TransactionSql, status: ApprovalStatus): PendingQuery<
 /**
  * Writes `expired` (with a `system` event and a NOTIFY each) for the live rows past expiry that match
  * `where`; returns how many. FOR UPDATE re-checks each row after any concurrent change, so a row granted
- * or consumed meanwhile is skipped, and from_status is the state actually left.
+ * or consumed meanwhile is skipped, and from_status is the state actually left. The update finds the
+ * locked rows by primary key, one lookup each: written as a join (UPDATE … FROM due), the planner,
+ * which believes most rows are past expires_at (the history's are), would hash-join a scan of the
+ * whole table.
  */
 async function expireLapsed(tx: TransactionSql, where: PendingQuery<Row[]>): Promise<number> {
   const rows = await tx`
@@ -462,11 +473,11 @@ async function expireLapsed(tx: TransactionSql, where: PendingQuery<Row[]>): Pro
        where status in ('pending', 'granted') and expires_at <= now() and ${where}
        for update
     ), moved as (
-      update approvals a set status = 'expired' from due where a.id = due.id
-      returning a.id, due.status as from_status
+      update approvals set status = 'expired' where id = any(array(select id from due))
+      returning id
     ), logged as (
       insert into approval_events (approval_id, actor, from_status, to_status)
-      select id, 'system', from_status, 'expired' from moved
+      select id, 'system', due.status, 'expired' from moved join due using (id)
     )
     select pg_notify(${APPROVALS_CHANNEL}, id::text) from moved`;
   return rows.length;
@@ -504,6 +515,9 @@ function storedObject(text: string): JsonObject {
 }
 
 // ---- cursor: base64url("<created_at to the microsecond, UTC> <id>") ---------------------------------
+// The instant goes to PostgreSQL as text (`::text::timestamptz`): a parameter typed timestamptz is
+// serialized by postgres.js through a JS Date, which keeps milliseconds only, and the next page would
+// then skip every row created in the same millisecond as the last one shown.
 
 const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.(\d{3})\d{3}Z ([0-9a-f-]{36})$/;
 
