@@ -6,6 +6,9 @@
 -- whose function runs only to refuse. The rules are unchanged: an immutable column may not change
 -- (naming it with its own value is allowed, as before), and status moves only
 -- pending -> granted | denied | expired and granted -> consumed | expired.
+--
+-- A trigger on UPDATE OF some columns does not see a change that another BEFORE trigger makes to
+-- them, so no other BEFORE UPDATE trigger on approvals may modify NEW (a test pins the triggers).
 
 drop trigger approvals_guard on approvals;
 drop function approvals_guard();

@@ -482,7 +482,7 @@ describe('the schema is the backstop', () => {
     expect(await storedStatus(approval.id)).toBe('pending');
   });
 
-  test('the table checks only the rules that tie columns together; single values are checked by their domains', async () => {
+  test('the schema as the migrations leave it: table checks tie columns together, domains hold single values, two guard triggers', async () => {
     // PostgreSQL evaluates every table CHECK on every UPDATE; a domain's only where its column is written.
     const rows = await db.sql<{ conname: string }[]>`
       select conname from pg_constraint where conrelid in ('approvals'::regclass, 'approval_events'::regclass) and contype = 'c'
@@ -490,5 +490,28 @@ describe('the schema is the backstop', () => {
     expect(rows.map((r) => r.conname)).toEqual([
       'approvals_consumed_at', 'approvals_decided_fields', 'approvals_not_self_decided', 'approvals_pending_undecided',
     ]);
+    // Each value rule lives in its column's type: a column changed back to text would lose it silently.
+    const types = await db.sql<{ table: string; column: string; type: string }[]>`
+      select c.relname as table, a.attname as column, format_type(a.atttypid, a.atttypmod) as type
+        from pg_attribute a join pg_class c on c.oid = a.attrelid
+       where c.relname in ('approvals', 'approval_events') and a.attnum > 0 and not a.attisdropped
+       order by 1, 2`;
+    expect(Object.fromEntries(types.map((t) => [`${t.table}.${t.column}`, t.type]))).toEqual({
+      'approval_events.actor': 'name_text', 'approval_events.approval_id': 'uuid', 'approval_events.at': 'timestamp with time zone',
+      'approval_events.from_status': 'approval_status', 'approval_events.id': 'bigint', 'approval_events.note': 'note_text',
+      'approval_events.to_status': 'approval_status',
+      'approvals.args': 'json_object_text', 'approvals.capability': 'json_object_text', 'approvals.consumed_at': 'timestamp with time zone',
+      'approvals.created_at': 'timestamp with time zone', 'approvals.decided_at': 'timestamp with time zone',
+      'approvals.decided_by': 'name_text', 'approvals.decision_note': 'note_text', 'approvals.expires_at': 'timestamp with time zone',
+      'approvals.hash': 'sha256_text', 'approvals.id': 'uuid', 'approvals.kind': 'name_text', 'approvals.policies': 'policy_list',
+      'approvals.presentation': 'json_object_text', 'approvals.reason': 'note_text', 'approvals.requester_agent': 'name_text',
+      'approvals.requester_sub': 'name_text', 'approvals.requester_team': 'name_text', 'approvals.rule': 'name_text',
+      'approvals.status': 'approval_status', 'approvals.tool': 'name_text',
+    });
+    // The guard's triggers fire on UPDATE OF their columns and would not see another BEFORE trigger
+    // changing NEW: the set is exactly these.
+    const triggers = await db.sql<{ tgname: string }[]>`
+      select tgname from pg_trigger where tgrelid = 'approvals'::regclass and not tgisinternal order by tgname`;
+    expect(triggers.map((t) => t.tgname)).toEqual(['approvals_immutable', 'approvals_transition']);
   });
 });

@@ -125,6 +125,9 @@ test('0002 to 0004 on a database holding approvals: the rows stay as they were a
 
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql'] });
   expect(await db.sql`select * from approvals order by id`).toEqual(before);
+  // The change of types discarded the columns' statistics; the migration gathered them again.
+  const stats = await db.sql<{ attname: string }[]>`select attname from pg_stats where tablename = 'approvals' order by attname`;
+  expect(stats.map((r) => r.attname)).toEqual(expect.arrayContaining(['hash', 'requester_sub', 'status', 'tool']));
   // This pool prepared the create before the migration, as a replica still running would have: its
   // first create after it is a 503 (postgres.js drops the statement), the next one prepares it afresh.
   await expect(store.create(request({ sub: 'agent-c' }))).rejects.toMatchObject({ name: 'StoreUnavailableError', sourceCode: '0A000' });
