@@ -305,14 +305,14 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       // MATERIALIZED fence keeps the planner from walking approvals_listing newest first instead (or
       // from the cursor down), which reads the whole history when the live rows are older than it, as
       // what waits for a human is. The cost is sorting the live rows that match: bounded by what is
-      // live, never by the history.
+      // live, never by the history. Otherwise the CTE is inlined, the cursor condition included.
       const live = query.status === 'pending' || query.status === 'granted';
       const rows = await tx<ListedRow[]>`
-        with matching as ${live ? tx`materialized (select * from approvals where true ${filters})` : tx`not materialized (select * from approvals where true ${filters} ${before})`}
+        with matching as ${live ? tx`materialized` : tx`not materialized`} (select * from approvals where true ${filters})
         select ${liveColumns(tx)},
                to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
           from matching
-         where true ${live ? before : tx``}
+         where true ${before}
          order by created_at desc, id desc
          limit ${limit + 1}`;
       const page = rows.slice(0, limit);
