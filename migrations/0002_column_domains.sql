@@ -96,4 +96,13 @@ alter domain policy_list add constraint policy_list_array check (jsonb_typeof(va
 alter domain approval_status add constraint approval_status_valid
   check (value in ('pending', 'granted', 'denied', 'expired', 'consumed'));
 
-analyze approvals, approval_events;
+-- Gather the statistics the type change discarded, where there are rows to gather them from: on
+-- empty tables ANALYZE would record "empty", and plans chosen on that (a sequential scan is the
+-- cheapest way through nothing) would be kept as the tables grow, until autovacuum analyzed them.
+do $$
+begin
+  if exists (select from approvals) then
+    analyze approvals, approval_events;
+  end if;
+end
+$$;

@@ -435,6 +435,17 @@ describe('the schema is the backstop', () => {
         `approvals: illegal transition ${from} -> ${to}`,
       );
     }
+    // A decision is final: no rewriting who decided, when, or why, nor when it was consumed.
+    for (const state of ['granted', 'denied', 'consumed'] as const) {
+      const { approval: row } = await inState(state);
+      for (const set of [db.sql`decided_by = 'someone-else'`, db.sql`decided_at = now() - interval '1 day'`, db.sql`decision_note = 'rewritten'`]) {
+        await expect(db.sql`update approvals set ${set} where id = ${row.id}`, state).rejects.toThrow(`approvals: a decision is final (the row is ${state})`);
+      }
+    }
+    const { approval: consumedRow } = await inState('consumed');
+    await expect(db.sql`update approvals set consumed_at = now() + interval '1 hour' where id = ${consumedRow.id}`).rejects.toThrow('a decision is final');
+    const { approval: expiredRow } = await inState('expired');
+    await expect(db.sql`update approvals set decided_by = 'op', decided_at = now() where id = ${expiredRow.id}`).rejects.toThrow('a decision is final');
     const { approval: pendingRow } = await inState('pending');
     await expect(db.sql`update approvals set status = 'consumed', consumed_at = now(), decided_by = 'op', decided_at = now() where id = ${pendingRow.id}`)
       .rejects.toThrow('approvals: illegal transition pending -> consumed');
