@@ -6,7 +6,7 @@
 // UTF-16 code units.
 import { compareDecimals } from '../../json/decimal.js';
 import type { CompareOp } from './lex.js';
-import { asExact, ExactNumber, isScalarKind, kindOf, operandAt } from './values.js';
+import { asExact, doubleOf, isScalarKind, kindOf, operandAt } from './values.js';
 
 export type Truth = true | false | 'undecidable';
 
@@ -15,7 +15,7 @@ export function equals(l: unknown, r: unknown): Truth {
   const lk = kindOf(l);
   if (!isScalarKind(lk) || lk !== kindOf(r)) return 'undecidable';
   if (lk !== 'number') return l === r;
-  const c = compareNumbers(asExact(l), asExact(r));
+  const c = compareNumbers(l, r);
   return c === undefined ? 'undecidable' : c === 0;
 }
 
@@ -36,7 +36,7 @@ export function order(op: CompareOp, l: unknown, r: unknown): Truth {
   if ((lk !== 'number' && lk !== 'string') || lk !== kindOf(r)) return 'undecidable';
   let c: -1 | 0 | 1 | undefined;
   if (lk === 'number') {
-    c = compareNumbers(asExact(l), asExact(r));
+    c = compareNumbers(l, r);
     if (c === undefined) return 'undecidable';
   } else {
     // Both strings, checked above.
@@ -69,22 +69,20 @@ export function order(op: CompareOp, l: unknown, r: unknown): Truth {
 export function member(x: unknown, list: readonly unknown[]): Truth {
   const xk = kindOf(x);
   if (!isScalarKind(xk)) return 'undecidable';
-  const xn = xk === 'number' ? asExact(x) : undefined;
+  const xDouble = xk === 'number' ? doubleOf(x) : Number.NaN;
   let incomparable = false;
   for (let i = 0; i < list.length; i++) {
     const raw = list[i];
     // A number whose double differs from x's differs exactly too: no operand needed.
-    if (xn !== undefined && typeof raw === 'number' && Number.isFinite(raw) && raw !== xn.double) continue;
+    if (xk === 'number' && typeof raw === 'number' && Number.isFinite(raw) && raw !== xDouble) continue;
     const e = operandAt(list, i, raw);
-    if (xn !== undefined && e instanceof ExactNumber) {
-      const c = compareNumbers(xn, e);
+    const ek = kindOf(e);
+    if (ek === 'number' && xk === 'number') {
+      const c = compareNumbers(x, e);
       if (c === 0) return true;
       if (c === undefined) incomparable = true;
-      continue;
-    }
-    const ek = kindOf(e);
-    if (ek === xk) {
-      if (e === x) return true; // not a number: operandAt made every number an ExactNumber, handled above
+    } else if (ek === xk) {
+      if (e === x) return true;
     } else if (ek !== 'null') {
       incomparable = true;
     }
@@ -104,16 +102,22 @@ export function nullMemberOf(arr: unknown): Truth {
   return incomparable ? 'undecidable' : false;
 }
 
-/** -1, 0 or 1 between two numbers, read as doubles and as written; undefined where the two readings disagree. */
-function compareNumbers(a: ExactNumber, b: ExactNumber): -1 | 0 | 1 | undefined {
+/**
+ * -1, 0 or 1 between two operands of kind 'number' (bare doubles or ExactNumbers), read as doubles and
+ * as written; undefined where the two readings disagree.
+ */
+function compareNumbers(l: unknown, r: unknown): -1 | 0 | 1 | undefined {
   // Rounding to a double is monotonic: different doubles order their exact values the same way.
-  if (a.double !== b.double) return a.double < b.double ? -1 : 1;
-  if (a.lexeme === undefined && b.lexeme === undefined) return 0;
+  const a = doubleOf(l);
+  const b = doubleOf(r);
+  if (a !== b) return a < b ? -1 : 1;
+  // Two bare doubles are their own texts: equal. (The common case, with no allocation.)
+  if (typeof l === 'number' && typeof r === 'number') return 0;
   // Same double: equal as a tool reading doubles sees them. Unless the exact values agree, the two
   // readings disagree, and that is undecidable (fail closed both ways).
-  const x = a.exact();
-  const y = b.exact();
-  return x !== null && y !== null && compareDecimals(x, y) === 0 ? 0 : undefined;
+  const dx = asExact(l).exact();
+  const dy = asExact(r).exact();
+  return dx !== null && dy !== null && compareDecimals(dx, dy) === 0 ? 0 : undefined;
 }
 
 /** `x in path`: like member, and undecidable unless the path holds an array. */

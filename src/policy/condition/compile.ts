@@ -258,10 +258,10 @@ function literalValue(e: LiteralExpr): unknown {
   const double = e.value as number; // a number literal's value is its nearest double
   const { exact, text } = e.number;
   // When the text denotes what String(double) does (100, 1e2, 0.1, but not 1234567890123456789), the
-  // literal compares as its double against arguments that do too (see ExactNumber.lexeme).
+  // literal is its double, and compares as one against arguments that are too (see ExactNumber.lexeme).
   const same = decimalOf(String(double));
   const plain = same !== null && compareDecimals(same, exact) === 0;
-  return new ExactNumber(double, plain ? undefined : text, exact);
+  return plain ? double : new ExactNumber(double, text, exact);
 }
 
 function typeError(start: number, what: string): ConditionError {

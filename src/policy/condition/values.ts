@@ -2,7 +2,7 @@
 // `toString`, the `__proto__` accessor, anything added to Object.prototype) is never seen, and an
 // array exposes its in-range indexes only (`length` is not readable). Anything else is MISSING,
 // represented as `undefined` (which JSON never produces), so a lookup allocates nothing but the
-// ExactNumber of a number it finds.
+// ExactNumber of a number written other than String(number) (1.0, 1e2, a big integer).
 import { decimalOf, type Decimal } from '../../json/decimal.js';
 import { numberLexeme, type JsonObject } from '../../json/value.js';
 
@@ -19,9 +19,9 @@ export class ExactNumber {
     /** The nearest double. */
     readonly double: number,
     /**
-     * The text as written, or undefined when that is String(double). Two numbers without one compare
-     * as doubles, which gives the same order as their decimals (distinct doubles have distinct,
-     * equally ordered shortest texts) without reading any text: the common case stays cheap.
+     * The text as written, or undefined when that is String(double) (asExact of a bare double). Two
+     * numbers without one compare as doubles, which gives the same order as their decimals (distinct
+     * doubles have distinct, equally ordered shortest texts) without reading any text.
      */
     readonly lexeme: string | undefined,
     /** The exact value when already known (a literal's, computed at load). */
@@ -77,17 +77,25 @@ export function lookup(args: JsonObject, segments: readonly Segment[]): unknown 
 }
 
 /**
- * value, read from container[key], as an operand: a finite number becomes an ExactNumber with the
- * lexeme parsed JSON records beside it (none when String(value) is the text, as for numbers from a
- * YAML or TOML test file). Anything else, including an ExactNumber already built, is returned as it is.
+ * value, read from container[key], as an operand: a finite number with a lexeme recorded beside it
+ * (parsed JSON records one only where String(value) is not the text) becomes an ExactNumber. Anything
+ * else is returned as it is: a bare number is its own text, and most numbers stay bare, so reading one
+ * allocates nothing.
  */
 export function operandAt(container: object, key: string | number, value: unknown): unknown {
-  return typeof value === 'number' && Number.isFinite(value) ? new ExactNumber(value, numberLexeme(container, key)) : value;
+  if (typeof value !== 'number' || !Number.isFinite(value)) return value;
+  const lexeme = numberLexeme(container, key);
+  return lexeme === undefined ? value : new ExactNumber(value, lexeme);
 }
 
-/** An operand of kind 'number' as an ExactNumber (a bare double, not read through operandAt, is its own text). */
+/** An operand of kind 'number' as an ExactNumber (a bare double is its own text). */
 export function asExact(v: unknown): ExactNumber {
   return v instanceof ExactNumber ? v : new ExactNumber(v as number, undefined);
+}
+
+/** The double of an operand of kind 'number'. */
+export function doubleOf(v: unknown): number {
+  return v instanceof ExactNumber ? v.double : (v as number);
 }
 
 /**
