@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { createApprovalWaiter } from './approvals/notify.js';
 import { createApprovalService } from './approvals/service.js';
 import { createApprovalStore } from './approvals/store.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type Config } from './config.js';
 import { createSql } from './db/connect.js';
 import { unavailableFrom } from './db/errors.js';
 import { migrate } from './db/migrate.js';
@@ -261,8 +261,8 @@ async function developmentSecret(dataDir: string): Promise<string> {
 }
 
 function printDevelopmentBanner(sign: (payload: object, options: { expiresIn: number }) => string, base: string, config: Config): void {
-  // 24 hours, or less when JWT_MAX_LIFETIME says so (a longer token would be refused).
-  const lifetimeSec = Math.min(86_400, config.jwt.maxLifetimeSec);
+  // JWT_MAX_LIFETIME's default (24 hours), or less when JWT_MAX_LIFETIME says so (a longer token would be refused).
+  const lifetimeSec = Math.min(DEFAULT_JWT_MAX_LIFETIME_SEC, config.jwt.maxLifetimeSec);
   const agent = sign({ sub: 'dev-agent', [config.claims.team]: 'support', [config.claims.agent]: 'support-bot', [config.claims.roles]: [] }, { expiresIn: lifetimeSec });
   const operator = sign({ sub: 'dev-operator', [config.claims.team]: 'support', [config.claims.roles]: [config.approverRole, config.adminRole] }, { expiresIn: lifetimeSec });
   const lifetime = lifetimeSec % 3600 === 0 ? `${lifetimeSec / 3600} hour${lifetimeSec === 3600 ? '' : 's'}` : `${lifetimeSec} seconds`;

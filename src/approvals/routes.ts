@@ -41,7 +41,6 @@ export function approvalView(a: Approval): JsonObject {
   return { ...a, presentation_label: PRESENTATION_LABEL } as unknown as JsonObject; // every field is JSON data
 }
 
-
 export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   const service = (): ApprovalService => {
     if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });

@@ -148,8 +148,7 @@ function registerDrain(app: FastifyInstance): void {
  * An Expect other than `100-continue` (RFC 9110 section 10.1.1) gets problem+json like every other
  * error: Node emits 'checkExpectation' instead of 'request' for it, so Fastify never sees the request,
  * and without a listener Node answers a bare 417. RFC 9110 leaves 417 optional ("MAY"); 400 keeps to
- * the error catalogue. (A missing Host, the other request Node would answer itself, is refused in
- * registerDrain's onRequest hook: one hook for both early refusals.)
+ * the error catalogue. (A missing Host, the other request Node would answer itself: registerDrain.)
  */
 function registerExpectRefusal(app: FastifyInstance): void {
   app.server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
