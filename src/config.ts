@@ -32,6 +32,13 @@ export interface Config {
   readonly approvalTtlMs: number;
   readonly grantTtlMs: number;
   readonly maxPendingApprovals: number;
+  /** Largest canonical arguments an approval may hold (bytes). */
+  readonly approvalMaxBytes: number;
+  /** How long a denied request cannot be filed again by the same caller; 0: no cooldown. */
+  readonly deniedCooldownMs: number;
+  readonly maxWaitsPerCaller: number;
+  /** Long-polls this replica holds at once. */
+  readonly maxWaits: number;
   readonly dbPoolMax: number;
   readonly dbDeadlineMs: number;
   readonly shutdownGraceMs: number;
@@ -70,8 +77,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     }
     return n;
   };
-  const duration = (name: string, fallback: string): number => {
+  const duration = (name: string, fallback: string, allowZero = false): number => {
     const raw = str(name, fallback)!;
+    if (allowZero && raw.trim() === '0') return 0;
     const ms = parseDuration(raw);
     if (ms === null) {
       problems.push(`${name} must be a duration like 90s, 30m, 24h or a number of milliseconds`);
@@ -134,6 +142,10 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     approvalTtlMs: duration('APPROVAL_TTL', '24h'),
     grantTtlMs: duration('GRANT_TTL', '1h'),
     maxPendingApprovals: int('MAX_PENDING_APPROVALS', 100, 1, 1_000_000),
+    approvalMaxBytes: int('APPROVAL_MAX_BYTES', 65_536, 2, 16 * 1_048_576),
+    deniedCooldownMs: duration('DENIED_COOLDOWN', '10m', true),
+    maxWaitsPerCaller: int('MAX_WAITS_PER_CALLER', 20, 1, 100_000),
+    maxWaits: int('MAX_WAITS', 2000, 1, 1_000_000),
     dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),
     dbDeadlineMs: int('DB_DEADLINE_MS', 2000, 50, 60_000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),

@@ -155,9 +155,12 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
       grantTtlMs: config.grantTtlMs,
       deadlineMs: config.dbDeadlineMs,
       maxPendingPerRequester: config.maxPendingApprovals,
+      maxArgsBytes: config.approvalMaxBytes,
+      deniedCooldownMs: config.deniedCooldownMs,
     });
+    const waiter = createApprovalWaiter(sql, store, { maxPerCaller: config.maxWaitsPerCaller, maxTotal: config.maxWaits });
     // Opens the LISTEN connection and starts the sweeper.
-    const approvals = createApprovalService(sql, store, createApprovalWaiter(sql, store), { schemaReady: () => migrated });
+    const approvals = createApprovalService(sql, store, waiter, { schemaReady: () => migrated });
     let approvalsClosing: Promise<void> | null = null;
     const closeApprovals = (): Promise<void> => (approvalsClosing ??= approvals.close());
     opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);

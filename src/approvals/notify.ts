@@ -1,8 +1,14 @@
-// Long-polling for `GET /approvals/{id}?wait=N`: resolve as soon as an approval leaves `pending`, on
-// any replica. One LISTEN per instance (postgres.js keeps a dedicated connection for it and re-listens
-// after reconnecting); every status change NOTIFYs the approval id (store.ts). Notifications are only a
-// shortcut: each wait also re-reads on a bounded interval, so a lost notification or a dropped LISTEN
-// connection delays an answer by at most that interval, and never hangs it.
+// Long-polling for `GET /approvals/{id}?wait=N`: answer as soon as an approval leaves `pending`, on
+// any replica, at a cost that does not grow with the number of waits.
+//
+// - One LISTEN connection per replica (postgres.js keeps it and re-listens after reconnecting); every
+//   status change NOTIFYs the approval id (store.ts). A notification for an id somebody waits on
+//   reads that approval ONCE, whatever the number of waits on it, and answers them all.
+// - Notifications are a shortcut. While anyone waits, one statement per interval asks which of all
+//   the awaited ids are settled (store.settled: status only, never the arguments), so a lost
+//   notification, a dropped LISTEN connection or a silent expiry delays an answer by one interval.
+// - An idle wait costs a timer and a socket, no database work. Waits are capped per caller and per
+//   replica (WaitLimitError): one caller cannot hold the replica's capacity.
 
 import type { Sql } from 'postgres';
 import { StoreUnavailableError } from '../db/errors.js';
@@ -10,116 +16,180 @@ import { APPROVALS_CHANNEL } from './store.js';
 import type { Approval, ApprovalStore } from './store.js';
 
 export interface ApprovalWaiterOptions {
-  /** Fallback re-read interval while waiting. Default 1000 ms. */
+  /** The interval of the shared re-check while anyone waits. Default 1000 ms. */
   recheckMs?: number;
+  /** Waits one caller (`sub`) may hold at once (MAX_WAITS_PER_CALLER). Default 20. */
+  maxPerCaller?: number;
+  /** Waits this replica holds at once (MAX_WAITS). Default 2000. */
+  maxTotal?: number;
+}
+
+/** A wait refused because the caller, or the replica, already holds as many as it may. */
+export class WaitLimitError extends Error {
+  constructor(readonly scope: 'caller' | 'replica', readonly limit: number) {
+    super(scope === 'caller' ? `this caller already holds ${limit} waits` : `this replica already holds ${limit} waits`);
+    this.name = 'WaitLimitError';
+  }
 }
 
 export interface ApprovalWaiter {
   /**
-   * The approval once its status is not `pending`, or as it is after timeoutMs (still pending), or null
-   * when there is no such approval. Rejects with StoreUnavailableError when the store cannot answer,
-   * and with signal.reason when aborted.
+   * `approval` (as just read, pending) once it has left `pending`, re-read; or as it was after timeoutMs
+   * (no change seen); or null when it no longer exists. Throws WaitLimitError at once when `caller`
+   * or the replica holds too many waits; rejects with signal.reason when aborted.
    */
-  waitForChange(id: string, timeoutMs: number, signal?: AbortSignal): Promise<Approval | null>;
-  /** Stops listening; waits in progress return what they last read. */
+  waitForChange(approval: Approval, timeoutMs: number, options: { caller: string; signal?: AbortSignal }): Promise<Approval | null>;
+  /** How many waits are held now, in all. */
+  readonly size: number;
+  /** Stops listening; waits in progress answer with what they hold. */
   close(): Promise<void>;
+}
+
+interface Wait {
+  /** The approval as the caller read it (pending). */
+  readonly held: Approval;
+  resolve(approval: Approval | null): void;
+  reject(reason: unknown): void;
 }
 
 export function createApprovalWaiter(
   sql: Sql,
-  store: Pick<ApprovalStore, 'get'>,
+  store: Pick<ApprovalStore, 'get' | 'settled'>,
   options: ApprovalWaiterOptions = {},
 ): ApprovalWaiter {
   const recheckMs = options.recheckMs ?? 1000;
-  // id → wake-up callbacks of the waits on it.
-  const waiting = new Map<string, Set<() => void>>();
+  const maxPerCaller = options.maxPerCaller ?? 20;
+  const maxTotal = options.maxTotal ?? 2000;
+  // id (lower case) → the waits on it.
+  const waiting = new Map<string, Set<Wait>>();
+  const perCaller = new Map<string, number>();
+  // Ids being re-read now: one read per id, however many notifications and waits.
+  const reading = new Set<string>();
+  // Ids newly awaited since the last check: checked together, one statement per event-loop turn.
+  const fresh = new Set<string>();
+  let total = 0;
   let closed = false;
+  let recheck: NodeJS.Timeout | null = null;
 
-  const wakeAll = (): void => waiting.forEach((wakers) => wakers.forEach((wake) => wake()));
+  // The approval left pending (or we were told it may have): read it once, answer every wait on it.
+  // A read that fails leaves the waits in place; the next re-check tries again.
+  const settle = (id: string): void => {
+    if (!waiting.has(id) || reading.has(id)) return;
+    reading.add(id);
+    store.get(id).then(
+      (approval) => {
+        reading.delete(id);
+        if (approval !== null && approval.status === 'pending') return; // a notification of no change
+        const waits = waiting.get(id);
+        waiting.delete(id);
+        waits?.forEach((w) => w.resolve(approval));
+      },
+      () => reading.delete(id),
+    );
+  };
+
+  const check = (ids: string[]): void => {
+    if (ids.length === 0) return;
+    store.settled(ids).then(
+      (settled) => settled.forEach((id) => settle(id.toLowerCase())),
+      (error: unknown) => {
+        // The database is down: the waits answer what they hold at their deadline. Anything else is
+        // a bug, and the waits it concerns fail with it (a 500) rather than wait on blindly.
+        if (error instanceof StoreUnavailableError) return;
+        for (const id of ids) for (const w of [...(waiting.get(id) ?? [])]) w.reject(error);
+      },
+    );
+  };
+  const recheckAll = (): void => check([...waiting.keys()]);
+  const checkFresh = (): void => {
+    const ids = [...fresh].filter((id) => waiting.has(id));
+    fresh.clear();
+    check(ids);
+  };
+
   // Called exactly once: postgres.js re-registers this listener itself after a reconnect, and runs the
-  // onlisten callback each time, when notifications may have been missed: everyone re-reads.
+  // onlisten callback each time, when notifications may have been missed: re-check everything.
   const listening = sql
-    .listen(
-      APPROVALS_CHANNEL,
-      (id) => waiting.get(id)?.forEach((wake) => wake()),
-      wakeAll,
-    )
+    .listen(APPROVALS_CHANNEL, (id) => settle(id.toLowerCase()), recheckAll)
     .then(
       (meta) => meta,
-      () => null, // unreachable database: the re-reads still answer (or fail) every wait
+      () => null, // unreachable database: the re-checks still run
     );
 
-  async function waitForChange(id: string, timeoutMs: number, signal?: AbortSignal): Promise<Approval | null> {
+  function waitForChange(approval: Approval, timeoutMs: number, { caller, signal }: { caller: string; signal?: AbortSignal }): Promise<Approval | null> {
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new RangeError('timeoutMs must be a finite number ≥ 0');
     signal?.throwIfAborted();
-    const key = id.toLowerCase();
-    const deadline = Date.now() + timeoutMs;
-    let woken = false;
-    let wakeNow: (() => void) | null = null;
-    const wake = (): void => {
-      woken = true;
-      wakeNow?.();
-    };
-    const wakers = waiting.get(key) ?? new Set();
-    waiting.set(key, wakers);
-    wakers.add(wake);
-    const onAbort = (): void => wake();
-    signal?.addEventListener('abort', onAbort);
+    if (closed || timeoutMs === 0 || approval.status !== 'pending') return Promise.resolve(approval);
+    const held = perCaller.get(caller) ?? 0;
+    if (held >= maxPerCaller) throw new WaitLimitError('caller', maxPerCaller);
+    if (total >= maxTotal) throw new WaitLimitError('replica', maxTotal);
 
-    try {
-      // Subscribed before the first read, so a change between the read and the wait is not missed
-      // (once LISTEN is up; the periodic re-read covers the time before).
-      await raceTimeout(listening, Math.min(timeoutMs, recheckMs));
-      let approval = await store.get(id);
-      while (approval !== null && approval.status === 'pending' && !closed) {
-        const left = deadline - Date.now();
-        if (left <= 0) break;
-        if (!woken) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.min(left, recheckMs));
-            wakeNow = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-          wakeNow = null;
+    const id = approval.id.toLowerCase();
+    return new Promise<Approval | null>((resolve, reject) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        const set = waiting.get(id);
+        if (set?.delete(wait) && set.size === 0) waiting.delete(id);
+        total--;
+        const left = (perCaller.get(caller) ?? 1) - 1;
+        if (left === 0) perCaller.delete(caller);
+        else perCaller.set(caller, left);
+        if (total === 0 && recheck !== null) {
+          clearInterval(recheck);
+          recheck = null;
         }
-        woken = false;
-        signal?.throwIfAborted();
-        if (closed) break;
-        const final = Date.now() >= deadline;
-        try {
-          approval = await store.get(id);
-        } catch (error) {
-          // A blip mid-wait is retried at the next re-read; only the last read must succeed.
-          if (final || !(error instanceof StoreUnavailableError)) throw error;
-        }
+      };
+      const wait: Wait = {
+        held: approval,
+        resolve: (a) => {
+          finish();
+          resolve(a);
+        },
+        reject: (reason) => {
+          finish();
+          reject(reason);
+        },
+      };
+      const onAbort = (): void => wait.reject(signal?.reason);
+      // No change seen by the deadline: the approval is still what was read (a pending row's columns
+      // never change while it is pending), so no read is needed to answer.
+      const timer = setTimeout(() => wait.resolve(approval), timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      total++;
+      perCaller.set(caller, held + 1);
+      const set = waiting.get(id) ?? new Set<Wait>();
+      waiting.set(id, set);
+      set.add(wait);
+      if (recheck === null) {
+        recheck = setInterval(recheckAll, recheckMs);
+        recheck.unref();
       }
-      return approval;
-    } finally {
-      wakers.delete(wake);
-      if (wakers.size === 0) waiting.delete(key);
-      signal?.removeEventListener('abort', onAbort);
-    }
+      // The approval may have changed between the caller's read and this registration, before a
+      // notification could reach this wait: a newly awaited id is checked at once, not an interval
+      // later, together with the others registered in the same turn.
+      if (set.size === 1) {
+        if (fresh.size === 0) setImmediate(checkFresh);
+        fresh.add(id);
+      }
+    });
   }
 
   async function close(): Promise<void> {
     closed = true;
-    wakeAll();
+    if (recheck !== null) clearInterval(recheck);
+    recheck = null;
+    // Every wait answers with what it holds: the approval as it was read, still pending.
+    for (const waits of [...waiting.values()]) for (const w of [...waits]) w.resolve(w.held);
     const meta = await listening;
     await meta?.unlisten().catch(() => {});
   }
 
-  return { waitForChange, close };
-}
-
-/** Waits for promise, or ms, whichever comes first (the promise's outcome is not needed). */
-function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, Math.max(0, ms));
-    void promise.finally(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+  return {
+    waitForChange,
+    get size() {
+      return total;
+    },
+    close,
+  };
 }

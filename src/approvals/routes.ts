@@ -13,13 +13,11 @@ import { sendCanonical } from '../http/reply.js';
 import { decisionBody, sendDecision } from '../http/routes/decide.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../policy/request.js';
 import {
-  ApprovalInputError, APPROVAL_STATUSES, LIMITS, ListQueryError, PendingLimitError, type Approval, type ApprovalStatus, type TransitionResult,
+  ApprovalInputError, APPROVAL_STATUSES, LIMITS, ListQueryError, type Approval, type ApprovalStatus, type TransitionResult,
 } from './store.js';
 import type { ApprovalService } from './service.js';
 
 const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instructions to follow.';
-// A place frees up only when an operator decides or an approval expires: minutes, not seconds.
-const PENDING_RETRY_AFTER_SEC = 60;
 
 const idParams = { type: 'object', required: ['id'], additionalProperties: false, properties: { id: { type: 'string', maxLength: 64 } } } as const;
 const getQuery = { type: 'object', additionalProperties: false, properties: { wait: { type: 'integer', minimum: 0, maximum: 60 } } } as const;
@@ -69,17 +67,10 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         descriptor: result.approval!,
         tool: req.tool,
         args: req.args,
-        reason: result.reason,
-        rule: result.rule,
         requester: { sub: identity.user, team: identity.team, agent: identity.agent },
         policies: result.policies,
       }),
-    ).catch((err: unknown) => {
-      if (!(err instanceof PendingLimitError)) throw err;
-      throw new HttpError('too_many_pending', `you already have ${err.limit} pending approvals; wait until operators decide some, or they expire`, {
-        retryAfterSec: PENDING_RETRY_AFTER_SEC,
-      });
-    });
+    );
     request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user }, 'approval requested');
     return sendCanonical(reply.code(created ? 201 : 200), approvalView(approval));
   });
@@ -96,10 +87,11 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (wait !== undefined && wait > 0 && approval.status === 'pending') {
       const abort = new AbortController();
       request.raw.once('close', () => abort.abort());
-      approval = (await waiter.waitForChange(id, wait * 1000, abort.signal).catch((err: unknown) => {
-        if (abort.signal.aborted) return approval; // the client left; nobody reads this answer
+      const held = approval;
+      approval = (await waiter.waitForChange(held, wait * 1000, { caller: identity.user, signal: abort.signal }).catch((err: unknown) => {
+        if (abort.signal.aborted) return held; // the client left; nobody reads this answer
         throw err;
-      })) ?? approval;
+      })) ?? held;
     }
     return sendCanonical(reply, approvalView(approval));
   });
@@ -116,7 +108,8 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         ...(q.cursor ? { cursor: q.cursor } : {}),
         ...(isApprover(identity) ? {} : { requesterSub: identity.user }),
       });
-      return sendCanonical(reply, { items: page.items.map(approvalView), next_cursor: page.nextCursor });
+      // Summaries: a page never carries arguments (GET /approvals/{id} does, one approval at a time).
+      return reply.send({ items: page.items, next_cursor: page.nextCursor });
     } catch (err) {
       if (err instanceof ListQueryError && !err.fromToken) throw listQueryProblem(err);
       throw err;

@@ -12,12 +12,12 @@
 //   within deadlineMs, and a call that failed that way never commits later.
 
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
-import { approvalHash, canonicalize } from '../json/canonical.js';
+import { approvalHash, canonicalize, isDefaultShape } from '../json/canonical.js';
 import { parseJson } from '../json/parse.js';
 import { isWellFormed } from '../json/unicode.js';
 import { isJsonObject } from '../json/value.js';
-import type { JsonObject } from '../json/value.js';
-import type { ApprovalDescriptor, PolicyIdentity } from '../policy/model.js';
+import type { JsonObject, JsonValue } from '../json/value.js';
+import type { ApprovalDescriptor, ApprovalRequirement, PolicyIdentity } from '../policy/model.js';
 import { withDeadline } from '../db/deadline.js';
 import { StoreUnavailableError } from '../db/errors.js';
 import { isUuid, uuidv7 } from './uuid.js';
@@ -36,6 +36,8 @@ export const LIMITS = {
   name: 512,
   /** Page size of list(). */
   pageSize: 200,
+  /** APPROVAL_MAX_BYTES' default: the canonical arguments an approval may hold (bytes of UTF-8). */
+  argsBytes: 65_536,
 } as const;
 
 export interface Requester {
@@ -44,29 +46,42 @@ export interface Requester {
   agent: string | null;
 }
 
-/** The API shape of an approval. */
-export interface Approval {
+/**
+ * What a list shows of an approval: everything but the arguments and the shapes picked from them,
+ * which only GET /approvals/{id} reads (a page of 200 costs what its rows' names and times cost,
+ * whatever the arguments weigh). `kind`, `reason` and `rule` are the first requirement's.
+ */
+export interface ApprovalSummary {
   id: string;
   /** `expired` as soon as a pending or granted approval is past expires_at (database clock). */
   status: ApprovalStatus;
   kind: string;
   hash: string;
   tool: string;
-  /** Parsed from the stored canonical text: number lexemes survive, so it re-hashes to `hash`. */
-  args: JsonObject;
-  capability: JsonObject;
-  /** Model-chosen content: label it so wherever it is shown. */
-  presentation: JsonObject;
   reason: string;
   rule: string;
   requester: Requester;
-  policies: PolicyIdentity[];
   created_at: string;
   expires_at: string;
   decided_by: string | null;
   decided_at: string | null;
   decision_note: string | null;
   consumed_at: string | null;
+  /** Bytes of the canonical arguments. */
+  args_bytes: number;
+}
+
+/** The API shape of one approval, whole. */
+export interface Approval extends ApprovalSummary {
+  /** Parsed from the stored canonical text: number lexemes survive, so it re-hashes to `hash`. */
+  args: JsonObject;
+  /** The first requirement's. */
+  capability: JsonObject;
+  /** The first requirement's. Model-chosen content: label it so wherever it is shown. */
+  presentation: JsonObject;
+  /** Every policy file that asked for this approval, in load order; the hash covers all of them. */
+  requirements: ApprovalRequirement[];
+  policies: PolicyIdentity[];
 }
 
 export interface ApprovalEvent {
@@ -82,11 +97,10 @@ export interface ApprovalEvent {
 }
 
 export interface CreateApprovalInput {
+  /** From decide(): its requirements give the kind, reason, rule and shapes stored. */
   descriptor: ApprovalDescriptor;
   tool: string;
   args: JsonObject;
-  reason: string;
-  rule: string;
   requester: Requester;
   policies: readonly PolicyIdentity[];
 }
@@ -109,7 +123,7 @@ export interface ListQuery {
 }
 
 export interface ApprovalPage {
-  items: Approval[];
+  items: ApprovalSummary[];
   nextCursor: string | null;
 }
 
@@ -122,6 +136,13 @@ export interface ApprovalStoreOptions {
   deadlineMs: number;
   /** Unexpired pending approvals one requester (`sub`) may hold at once (MAX_PENDING_APPROVALS). Default 100. */
   maxPendingPerRequester?: number;
+  /** Largest canonical arguments an approval may hold, in bytes (APPROVAL_MAX_BYTES). Default LIMITS.argsBytes. */
+  maxArgsBytes?: number;
+  /**
+   * After a denial, how long the same requester cannot file the same request again (DENIED_COOLDOWN),
+   * in ms; 0 turns it off. Default 0.
+   */
+  deniedCooldownMs?: number;
 }
 
 /**
@@ -132,6 +153,26 @@ export class PendingLimitError extends Error {
   constructor(readonly limit: number) {
     super(`the requester already has ${limit} pending approvals`);
     this.name = 'PendingLimitError';
+  }
+}
+
+/** The arguments are larger than an approval may hold: nothing is stored, the route answers 413. */
+export class ApprovalTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`the canonical arguments are larger than ${limit} bytes`);
+    this.name = 'ApprovalTooLargeError';
+  }
+}
+
+/**
+ * The requester's same request was denied less than the cooldown ago: nothing is stored, the route
+ * answers 409 with the denial, so one agent cannot put a refused request back in front of the
+ * operators at once.
+ */
+export class RecentlyDeniedError extends Error {
+  constructor(readonly denial: ApprovalSummary, readonly retryAfterSec: number) {
+    super('the same request was denied recently');
+    this.name = 'RecentlyDeniedError';
   }
 }
 
@@ -168,32 +209,40 @@ export class ApprovalInputError extends Error {
   }
 }
 
-// A row as SELECTed with LIVE_COLUMNS. `lapsed`: live but past expires_at by the database clock.
-interface ApprovalRow {
+// A row as SELECTed with summaryColumns. `lapsed`: live but past expires_at by the database clock.
+interface SummaryRow {
   id: string;
   status: ApprovalStatus;
   hash: string;
   kind: string;
   tool: string;
-  args: string;
-  capability: string;
-  presentation: string;
   reason: string;
   rule: string;
   requester_sub: string;
   requester_team: string | null;
   requester_agent: string | null;
-  policies: PolicyIdentity[];
   created_at: Date;
   expires_at: Date;
   decided_by: string | null;
   decided_at: Date | null;
   decision_note: string | null;
   consumed_at: Date | null;
+  args_bytes: number;
   lapsed: boolean;
 }
 
-interface ListedRow extends ApprovalRow {
+// A row as SELECTed with liveColumns: all of it.
+interface ApprovalRow extends SummaryRow {
+  args: string;
+  /** null when `requirements` holds the shapes (every row written since migrations/0005). */
+  capability: string | null;
+  presentation: string | null;
+  /** Canonical JSON array of StoredRequirement; null in rows written before migrations/0005. */
+  requirements: string | null;
+  policies: PolicyIdentity[];
+}
+
+interface ListedRow extends SummaryRow {
   cursor_at: string;
 }
 
@@ -213,27 +262,32 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
   const deadlineMs = positiveMs(options.deadlineMs, 'deadlineMs');
   const maxPending = options.maxPendingPerRequester ?? 100;
   if (!Number.isSafeInteger(maxPending) || maxPending < 1) throw new RangeError('maxPendingPerRequester must be a positive integer');
+  const maxArgsBytes = options.maxArgsBytes ?? LIMITS.argsBytes;
+  if (!Number.isSafeInteger(maxArgsBytes) || maxArgsBytes < 2) throw new RangeError('maxArgsBytes must be an integer of at least 2');
+  const cooldownMs = options.deniedCooldownMs ?? 0;
+  if (!Number.isSafeInteger(cooldownMs) || cooldownMs < 0) throw new RangeError('deniedCooldownMs must be an integer ≥ 0');
+  const cooldown = interval(cooldownMs);
   const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, deadlineMs, fn);
 
   async function create(input: CreateApprovalInput): Promise<{ approval: Approval; created: boolean }> {
     const { descriptor, requester } = input;
+    const { requirements } = descriptor;
+    const first = requirements[0];
+    if (first === undefined) throw new Error('an approval needs at least one requirement');
     checkName('tool', input.tool);
-    checkName('descriptor.kind', descriptor.kind);
-    checkName('rule', input.rule);
-    checkText('reason', input.reason, LIMITS.note);
+    requirements.forEach((r, i) => {
+      checkName(`requirements.${i}.kind`, r.kind);
+      checkName(`requirements.${i}.rule`, r.rule);
+      checkName(`requirements.${i}.policy`, r.policy);
+      checkText(`requirements.${i}.reason`, r.reason, LIMITS.note);
+    });
     checkRequester(requester);
     const args = canonicalize(input.args);
-    const capability = canonicalize(descriptor.capability);
-    const presentation = canonicalize(descriptor.presentation);
+    if (Buffer.byteLength(args, 'utf8') > maxArgsBytes) throw new ApprovalTooLargeError(maxArgsBytes);
     // The row must re-hash to its hash, or a grant could be redeemed for something nobody saw.
-    const hash = approvalHash({
-      tool: input.tool,
-      args: input.args,
-      kind: descriptor.kind,
-      capability: descriptor.capability,
-      presentation: descriptor.presentation,
-    });
+    const hash = approvalHash({ tool: input.tool, args: input.args, requirements });
     if (hash !== descriptor.hash) throw new Error('approval descriptor hash does not match its request');
+    const stored = canonicalize(requirements.map((r) => storedRequirement(r, input.tool, input.args)));
     // Rebuilt as plain objects for tx.json (an interface type is not assignable to its JSON type).
     const policies = input.policies.map((p) => ({ policy: p.policy, version: p.version, digest: p.digest }));
 
@@ -242,29 +296,41 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       // (or was a lapsed one, expired here: it would otherwise block the insert). The insert happens
       // only while the requester holds fewer than maxPending unexpired pending approvals; concurrent
       // creates by one requester can each see the last free place (read committed), so the cap may
-      // be passed by as many creates as are in flight at that instant, never more.
+      // be passed by as many creates as are in flight at that instant, never more. Nor while the same
+      // request by the same requester was denied less than the cooldown ago.
+      const denial = (): PendingQuery<Row[]> => tx`
+        select ${summaryColumns(tx)}, ceil(extract(epoch from decided_at + ${cooldown}::interval - now()))::int as retry_after_sec
+          from approvals
+         where requester_sub = ${requester.sub} and hash = ${hash} and status = 'denied'
+           and decided_at > now() - ${cooldown}::interval
+         order by decided_at desc limit 1`;
       for (let attempt = 0; attempt < 3; attempt++) {
         const [inserted] = await tx<ApprovalRow[]>`
           with created as (
-            insert into approvals (id, status, hash, kind, tool, args, capability, presentation, reason, rule,
+            insert into approvals (id, status, hash, kind, tool, args, requirements, reason, rule,
                                    requester_sub, requester_team, requester_agent, policies, expires_at)
-            select ${uuidv7()}, 'pending', ${hash}, ${descriptor.kind}, ${input.tool}, ${args}, ${capability},
-                   ${presentation}, ${input.reason}, ${input.rule}, ${requester.sub}, ${requester.team},
+            select ${uuidv7()}, 'pending', ${hash}, ${first.kind}, ${input.tool}, ${args}, ${stored},
+                   ${first.reason}, ${first.rule}, ${requester.sub}, ${requester.team},
                    ${requester.agent}, ${tx.json(policies)}, now() + ${approvalTtl}::interval
              where ${pendingCount(tx, requester.sub)} < ${maxPending}
+                   ${cooldownMs === 0 ? tx`` : tx`and not exists (${denial()})`}
             on conflict (requester_sub, hash) where status in ('pending', 'granted') do nothing
             returning *
           ), logged as (
             insert into approval_events (approval_id, actor, from_status, to_status)
             select id, requester_sub, null, 'pending' from created
           )
-          select *, false as lapsed from created`;
+          select *, octet_length(args) as args_bytes, false as lapsed from created`;
         if (inserted !== undefined) return { approval: toApproval(inserted), created: true };
         if ((await expireLapsed(tx, tx`requester_sub = ${requester.sub} and hash = ${hash}`)) > 0) continue;
         const [live] = await tx<ApprovalRow[]>`
           select ${liveColumns(tx)} from approvals
            where requester_sub = ${requester.sub} and hash = ${hash} and status in ('pending', 'granted')`;
         if (live !== undefined) return { approval: toApproval(live), created: false };
+        if (cooldownMs > 0) {
+          const [denied] = await tx<(SummaryRow & { retry_after_sec: number })[]>`${denial()}`;
+          if (denied !== undefined) throw new RecentlyDeniedError(toSummary(denied), Math.max(1, denied.retry_after_sec));
+        }
         const [held] = await tx<{ n: number }[]>`select ${pendingCount(tx, requester.sub)} as n`;
         if ((held?.n ?? 0) >= maxPending) throw new PendingLimitError(maxPending);
       }
@@ -309,7 +375,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       const live = query.status === 'pending' || query.status === 'granted';
       const rows = await tx<ListedRow[]>`
         with matching as ${live ? tx`materialized` : tx`not materialized`} (select * from approvals where true ${filters})
-        select ${liveColumns(tx)},
+        select ${summaryColumns(tx)},
                to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
           from matching
          where true ${before}
@@ -318,7 +384,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       const page = rows.slice(0, limit);
       const last = page.at(-1);
       return {
-        items: page.map(toApproval),
+        items: page.map(toSummary),
         nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.cursor_at, last.id) : null,
       };
     });
@@ -356,7 +422,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           insert into approval_events (approval_id, actor, from_status, to_status, note)
           select id, decided_by, 'pending', status, decision_note from moved
         )
-        select *, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
+        select *, octet_length(args) as args_bytes, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
       // The notification is delivered at COMMIT to every replica's LISTEN connection, never on rollback.
       if (moved !== undefined) return { ok: true, approval: toApproval(moved) };
 
@@ -386,7 +452,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           insert into approval_events (approval_id, actor, from_status, to_status)
           select id, requester_sub, 'granted', 'consumed' from moved
         )
-        select *, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
+        select *, octet_length(args) as args_bytes, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
       if (moved !== undefined) return { ok: true, approval: toApproval(moved) };
 
       const row = await selectById(tx, id);
@@ -394,6 +460,24 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       if (row === undefined || row.requester_sub !== requester.sub) return { ok: false, approval: null };
       if (row.lapsed) await expireLapsed(tx, tx`id = ${id}`);
       return { ok: false, approval: toApproval(row) };
+    });
+  }
+
+  /**
+   * Of these ids, those no longer waiting for a decision: decided, expired (also when only lapsed) or
+   * absent. One statement for every long-poll of a replica; it reads the status, never the arguments.
+   */
+  async function settled(ids: readonly string[]): Promise<string[]> {
+    const valid = ids.filter(isUuid);
+    if (valid.length === 0) return [];
+    // One text parameter (UUIDs hold no comma): postgres.js sends an array parameter only when it
+    // knows the array type, which this pool does not fetch.
+    return run(async (tx) => {
+      const rows = await tx<{ id: string }[]>`
+        select id from approvals
+         where id = any(string_to_array(${valid.join(',')}, ',')::uuid[]) and status = 'pending' and expires_at > now()`;
+      const waiting = new Set(rows.map((r) => r.id));
+      return valid.filter((id) => !waiting.has(id.toLowerCase()));
     });
   }
 
@@ -420,7 +504,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
-  return { create, get, list, grant, deny, consume, sweep, events };
+  return { create, get, list, settled, grant, deny, consume, sweep, events };
 }
 
 export type ApprovalStore = ReturnType<typeof createApprovalStore>;
@@ -432,8 +516,16 @@ function pendingCount(tx: TransactionSql, sub: string): PendingQuery<Row[]> {
   return tx`(select count(*)::int from approvals where requester_sub = ${sub} and status = 'pending' and expires_at > now())`;
 }
 
+/** Every column but the arguments and the shapes, their size, and whether the row lapsed. */
+function summaryColumns(tx: TransactionSql): PendingQuery<Row[]> {
+  // octet_length of a TOASTed value reads its header, not the value.
+  return tx`id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent,
+            created_at, expires_at, decided_by, decided_at, decision_note, consumed_at,
+            octet_length(args) as args_bytes, (status in ('pending', 'granted') and expires_at <= now()) as lapsed`;
+}
+
 function liveColumns(tx: TransactionSql): PendingQuery<Row[]> {
-  return tx`*, (status in ('pending', 'granted') and expires_at <= now()) as lapsed`;
+  return tx`*, octet_length(args) as args_bytes, (status in ('pending', 'granted') and expires_at <= now()) as lapsed`;
 }
 
 function selectById(tx: TransactionSql, id: string): Promise<ApprovalRow | undefined> {
@@ -485,26 +577,80 @@ async function expireLapsed(tx: TransactionSql, where: PendingQuery<Row[]>): Pro
 
 // ---- mapping ---------------------------------------------------------------------------------------
 
-function toApproval(row: ApprovalRow): Approval {
+function toSummary(row: SummaryRow): ApprovalSummary {
   return {
     id: row.id,
     status: row.lapsed ? 'expired' : row.status,
     kind: row.kind,
     hash: row.hash,
     tool: row.tool,
-    args: storedObject(row.args),
-    capability: storedObject(row.capability),
-    presentation: storedObject(row.presentation),
     reason: row.reason,
     rule: row.rule,
     requester: { sub: row.requester_sub, team: row.requester_team, agent: row.requester_agent },
-    policies: row.policies,
     created_at: row.created_at.toISOString(),
     expires_at: row.expires_at.toISOString(),
     decided_by: row.decided_by,
     decided_at: row.decided_at?.toISOString() ?? null,
     decision_note: row.decision_note,
     consumed_at: row.consumed_at?.toISOString() ?? null,
+    args_bytes: row.args_bytes,
+  };
+}
+
+function toApproval(row: ApprovalRow): Approval {
+  const args = storedObject(row.args);
+  const requirements = row.requirements !== null ? storedRequirements(row.requirements, row.tool, args) : [legacyRequirement(row, args)];
+  const first = requirements[0]!; // storedRequirements refuses an empty list
+  return {
+    ...toSummary(row),
+    args,
+    capability: first.capability,
+    presentation: first.presentation,
+    requirements,
+    policies: row.policies,
+  };
+}
+
+/**
+ * A requirement as stored (migrations/0005): a shape that is the default {tool, args} is left out,
+ * so the arguments are stored once, in `args`.
+ */
+function storedRequirement(r: ApprovalRequirement, tool: string, args: JsonObject): JsonObject {
+  const out: JsonObject = { kind: r.kind, policy: r.policy, reason: r.reason, rule: r.rule };
+  if (!isDefaultShape(r.capability, tool, args)) out.capability = r.capability;
+  if (!isDefaultShape(r.presentation, tool, args)) out.presentation = r.presentation;
+  return out;
+}
+
+function storedRequirements(text: string, tool: string, args: JsonObject): ApprovalRequirement[] {
+  const list = parseJson(text);
+  if (!Array.isArray(list) || list.length === 0) throw new Error('stored approval requirements are not a non-empty array');
+  return list.map((item: JsonValue): ApprovalRequirement => {
+    if (!isJsonObject(item)) throw new Error('a stored approval requirement is not an object');
+    const { kind, policy, reason, rule, capability, presentation } = item;
+    if (typeof kind !== 'string' || typeof policy !== 'string' || typeof reason !== 'string' || typeof rule !== 'string') {
+      throw new Error('a stored approval requirement lacks its names');
+    }
+    const shape = (v: JsonValue | undefined): JsonObject => {
+      if (v === undefined) return { tool, args };
+      if (!isJsonObject(v)) throw new Error('a stored approval shape is not an object');
+      return v;
+    };
+    return { policy, rule, kind, reason, capability: shape(capability), presentation: shape(presentation) };
+  });
+}
+
+/** The one requirement of a row written before migrations/0005, from its own columns. */
+function legacyRequirement(row: ApprovalRow, args: JsonObject): ApprovalRequirement {
+  if (row.capability === null || row.presentation === null) throw new Error('stored approval has neither requirements nor shapes');
+  return {
+    // Such a row did not record which file asked; with one file there is no doubt.
+    policy: row.policies.length === 1 ? row.policies[0]!.policy : '',
+    rule: row.rule,
+    kind: row.kind,
+    reason: row.reason,
+    capability: storedObject(row.capability),
+    presentation: storedObject(row.presentation),
   };
 }
 

@@ -4,7 +4,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { ApprovalInputError, ListQueryError } from '../approvals/store.js';
+import { WaitLimitError } from '../approvals/notify.js';
+import { ApprovalInputError, ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from '../approvals/store.js';
 import { StoreUnavailableError } from '../db/errors.js';
 import { JsonParseError } from '../json/parse.js';
 import { escapePointerSegment } from '../json/pointer.js';
@@ -17,7 +18,9 @@ export const ERRORS = {
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
+  recently_denied: { status: 409, title: 'The same request was denied recently' },
   body_too_large: { status: 413, title: 'The body is too large' },
+  approval_too_large: { status: 413, title: 'The arguments are too large for an approval' },
   uri_too_long: { status: 414, title: 'A path parameter is too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   invalid_body: { status: 422, title: 'The body does not match the schema' },
@@ -25,6 +28,7 @@ export const ERRORS = {
   invalid_query: { status: 400, title: 'Invalid query parameters' },
   reload_failed: { status: 422, title: 'The policies did not load' },
   too_many_pending: { status: 429, title: 'Too many pending approvals' },
+  too_many_waits: { status: 429, title: 'Too many waits' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'A dependency is unavailable' },
 } as const satisfies Record<string, { status: number; title: string }>;
@@ -77,6 +81,28 @@ export function toHttpError(err: unknown): HttpError {
   }
   if (err instanceof StoreUnavailableError) {
     return new HttpError('unavailable', 'the approval store is unavailable; retry later', { retryAfterSec: 2 });
+  }
+  if (err instanceof ApprovalTooLargeError) {
+    return new HttpError('approval_too_large', `an approval holds at most ${err.limit} bytes of canonical arguments (APPROVAL_MAX_BYTES); nothing was stored`, {
+      body: { limit: err.limit },
+    });
+  }
+  if (err instanceof PendingLimitError) {
+    // A place frees up only when an operator decides or an approval expires: minutes, not seconds.
+    return new HttpError('too_many_pending', `you already have ${err.limit} pending approvals; wait until operators decide some, or they expire`, {
+      retryAfterSec: 60,
+    });
+  }
+  if (err instanceof RecentlyDeniedError) {
+    return new HttpError('recently_denied', 'an operator denied this same request recently; it cannot be filed again until the cooldown ends (DENIED_COOLDOWN)', {
+      retryAfterSec: err.retryAfterSec,
+      body: { approval: err.denial },
+    });
+  }
+  if (err instanceof WaitLimitError) {
+    return err.scope === 'caller'
+      ? new HttpError('too_many_waits', `you already hold ${err.limit} waits (MAX_WAITS_PER_CALLER); wait on fewer approvals at once`, { retryAfterSec: 5 })
+      : new HttpError('unavailable', 'this replica holds as many waits as it may (MAX_WAITS); retry, or poll without wait', { retryAfterSec: 5 });
   }
   // The store refused a value from the token's claims. Authentication refuses every claim the store
   // would (auth.ts), so this is a safety net: the token's fault, never a 500 or a body error.

@@ -53,35 +53,56 @@ export function sha256(text: string): string {
 // engines allows 20.11, which lacks it. It encodes a string argument as UTF-8.
 const oneShotHash: typeof crypto.hash | undefined = typeof crypto.hash === 'function' ? crypto.hash : undefined;
 
-export interface ApprovalHashInput {
-  tool: string;
-  args: JsonObject;
+/** What one requirement asks the operator to approve: its kind and the shapes it picked for review. */
+export interface ApprovalShapeInput {
   kind: string;
   capability: JsonObject;
   presentation: JsonObject;
 }
 
+/** The approval hash input of a request that one requirement asked about (SPEC section 4). */
+export interface ApprovalHashInput extends ApprovalShapeInput {
+  tool: string;
+  args: JsonObject;
+}
+
+/** The approval hash input of a request that one or more requirements asked about, in load order. */
+export interface ApprovalRequirementsHashInput {
+  tool: string;
+  args: JsonObject;
+  requirements: readonly ApprovalShapeInput[];
+}
+
 /**
- * sha256 of the canonical {args, capability, kind, presentation, tool}. The presentation is included:
- * what the reviewer was shown is part of what they granted.
+ * sha256 of the canonical {args, capability, kind, presentation, tool} of one requirement, or of
+ * {args, requirements: [{capability, kind, presentation}, …], tool} of several (docs: the approval
+ * hash). The presentation is included: what the reviewer was shown is part of what they granted.
+ * Several requirements hash all of them, in order, so one grant cannot satisfy a requirement that
+ * nobody saw; one requirement hashes exactly as before there could be several.
  */
-export function approvalHash(input: ApprovalHashInput): string {
+export function approvalHash(input: ApprovalHashInput | ApprovalRequirementsHashInput): string {
   return sha256(approvalHashText(input));
 }
 
-/** The canonical text approvalHash hashes: canonicalize({args, capability, kind, presentation, tool}). */
-export function approvalHashText(input: ApprovalHashInput): string {
-  const { tool, args, kind, capability, presentation } = input;
-  // The same text as canonicalize({args, capability, kind, presentation, tool}), built around one
-  // canonical form of the arguments: the default capability and presentation ({tool, args}, the
-  // same args object) would otherwise canonicalize them three times.
+/** The canonical text approvalHash hashes. */
+export function approvalHashText(input: ApprovalHashInput | ApprovalRequirementsHashInput): string {
+  const { tool, args } = input;
+  const requirements = 'requirements' in input ? input.requirements : [input];
+  if (requirements.length === 0) throw new RangeError('an approval needs at least one requirement');
+  // The same text as canonicalize() of the object, built around one canonical form of the arguments:
+  // the default capability and presentation ({tool, args}, the same args object) would otherwise
+  // canonicalize them again for every requirement.
   const a = canonicalAt(args, ['args']);
   const t = canonicalAt(tool, ['tool']);
-  const part = (o: JsonObject, name: string): string => (isDefaultShape(o, tool, args) ? `{"args":${a},"tool":${t}}` : canonicalAt(o, [name]));
-  return `{"args":${a},"capability":${part(capability, 'capability')},"kind":${canonicalAt(kind, ['kind'])},"presentation":${part(presentation, 'presentation')},"tool":${t}}`;
+  const part = (o: JsonObject, at: string[]): string => (isDefaultShape(o, tool, args) ? `{"args":${a},"tool":${t}}` : canonicalAt(o, at));
+  const shape = (r: ApprovalShapeInput, at: string[]): string =>
+    `"capability":${part(r.capability, [...at, 'capability'])},"kind":${canonicalAt(r.kind, [...at, 'kind'])},"presentation":${part(r.presentation, [...at, 'presentation'])}`;
+  if (requirements.length === 1) return `{"args":${a},${shape(requirements[0]!, [])},"tool":${t}}`;
+  const list = requirements.map((r, i) => `{${shape(r, ['requirements', String(i)])}}`).join(',');
+  return `{"args":${a},"requirements":[${list}],"tool":${t}}`;
 }
 
-function isDefaultShape(o: JsonObject, tool: string, args: JsonObject): boolean {
+export function isDefaultShape(o: JsonObject, tool: string, args: JsonObject): boolean {
   const keys = Object.keys(o);
   return keys.length === 2 && o.args === args && o.tool === tool && (keys[0] === 'args' || keys[0] === 'tool');
 }

@@ -9,7 +9,7 @@ import { modelMessage } from './message.js';
 import {
   SEVERITY,
   type ApprovalDescriptor, type ApprovalShape, type Decision, type DecideRequest, type DecisionResult, type DefaultMode,
-  type EffectiveKind, type Guard, type Identity, type PolicyFile, type PolicySet, type Rule, type RuleEffect, type ToolPlan, type ToolView,
+  type ApprovalRequirement, type CatalogueEntry, type EffectiveKind, type Guard, type Identity, type PolicyFile, type PolicySet, type Rule, type RuleEffect, type ToolPlan, type ToolView,
 } from './model.js';
 import { pickPaths } from './path.js';
 
@@ -67,6 +67,9 @@ export function explain(set: PolicySet, request: DecideRequest, identity: Identi
   }
 }
 
+/** A file that answered require_approval, and how. */
+interface Requirement { policy: string; outcome: Outcome }
+
 /** What one file decided, before it is combined with the others. */
 interface Outcome {
   decision: Decision;
@@ -98,7 +101,7 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
     if (trace) trace.schema = ok ? 'passed' : 'failed';
     if (!ok) {
       const e = entry.validate.errors?.[0];
-      const where = safeInstancePath(e?.instancePath ?? '', entry.schemaNames);
+      const where = safeInstancePath(e?.instancePath ?? '', [entry]);
       // SPEC section 2, step 2: the failing path and keyword (and ajv's text, which never quotes the value).
       const reason = `the arguments do not match the schema of ${JSON.stringify(request.tool)}: ${where} ${e?.message ?? 'is invalid'} (keyword ${e?.keyword ?? 'unknown'})`;
       return result(set, request, { decision: 'deny', reason, rule: `${entry.policy}#tools.${entry.pattern}.schema` }, true);
@@ -111,6 +114,9 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
   // One subject per description, built once for every file (usually a single one).
   const subjects = views.map((view): Subject => ({ tool: request.tool, kind: view.kind, tags: view.tags, env: set.env, identity }));
   let best: Outcome | null = null;
+  // Every file that asks for approval, in load order: when that is the answer, the approval carries
+  // all of them, so one grant never satisfies a requirement the operator was not shown.
+  let asks: Requirement[] | null = null;
   for (let i = 0; i < files.length; i++) {
     const file = files[i]!;
     // Each file answers under every description of the tool; its most severe answer counts (the
@@ -131,27 +137,29 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
       }
     }
     if (fileTrace) trace!.files.push(fileTrace);
-    // The most severe wins; among equals the first file in load order gives reason and approval.
+    if (fileBest!.decision === 'require_approval') (asks ??= []).push({ policy: file.identity.policy, outcome: fileBest! });
+    // The most severe wins; among equals the first file in load order gives reason and rule.
     if (best === null || SEVERITY[fileBest!.decision] > SEVERITY[best.decision]) best = fileBest;
   }
-  return result(set, request, best!, false);
+  return result(set, request, best!, false, asks);
 }
 
 // An array index, not a key that could be a phone or card number.
 const INDEX = /^(?:0|[1-9]\d{0,5})$/;
 
 /**
- * The failing argument path for the model, keys the schema does not declare written `*`: the model
- * chose them, and one may be an email or a card number (SPEC section 2: never the offending value).
+ * An argument path for reasons and messages, keys that no schema of `entries` declares written `*`:
+ * the model chose them, and one may be an email, a card number, a secret or an instruction to the
+ * operator (SPEC section 2: never the offending value).
  */
-function safeInstancePath(pointer: string, declared: ReadonlySet<string> | undefined): string {
+function safeInstancePath(pointer: string, entries: readonly CatalogueEntry[]): string {
   if (pointer === '') return '/';
   return pointer
     .split('/')
     .map((token, i) => {
       if (i === 0) return token;
       const key = token.replaceAll('~1', '/').replaceAll('~0', '~');
-      return INDEX.test(key) || declared?.has(key) ? token : '*';
+      return INDEX.test(key) || entries.some((e) => e.schemaNames?.has(key)) ? token : '*';
     })
     .join('/');
 }
@@ -231,7 +239,9 @@ function evaluateFile(
     if (finding && SEVERITY[guard.action] > SEVERITY[out.decision]) {
       out = {
         decision: guard.action,
-        reason: `guard "${guard.guard}" found ${PII_TEXT[finding.kind]} ${finding.inKey ? 'in a key of' : 'at'} ${finding.path || '/'}`,
+        // The path's keys were chosen by the model unless the tool's schema declares them: `*` (a key
+        // can be prose addressed to the operator, or a secret).
+        reason: `guard "${guard.guard}" found ${PII_TEXT[finding.kind]} ${finding.inKey ? 'in a key of' : 'at'} ${safeInstancePath(finding.path, plan.entries)}`,
         rule: guard.id,
         kind: guard.guard,
         shape: null,
@@ -306,7 +316,7 @@ function byDefault(file: PolicyFile, subject: Subject): Outcome {
   }
 }
 
-function result(set: PolicySet, request: DecideRequest, out: Outcome, schemaRefused: boolean): DecisionResult {
+function result(set: PolicySet, request: DecideRequest, out: Outcome, schemaRefused: boolean, asks: readonly Requirement[] | null = null): DecisionResult {
   const res: DecisionResult = {
     decision: out.decision,
     reason: out.reason,
@@ -315,16 +325,31 @@ function result(set: PolicySet, request: DecideRequest, out: Outcome, schemaRefu
     message: modelMessage(out.decision, request.tool, out.reason, schemaRefused),
   };
   if (schemaRefused) res.schemaRefused = true;
-  if (out.decision === 'require_approval') res.approval = approvalFor(request, out.kind ?? 'confirm', out.shape ?? null);
+  if (out.decision === 'require_approval') res.approval = approvalFor(request, asks ?? []);
   return res;
 }
 
-/** SPEC section 2 and 4: the approval's kind, capability, presentation and hash. */
-function approvalFor(request: DecideRequest, kind: string, shape: ApprovalShape | null): ApprovalDescriptor {
+/**
+ * SPEC sections 2 and 4: the approval of every file that asked (at least one), its hash over all of
+ * them; `kind`, `capability` and `presentation` are the first requirement's.
+ */
+function approvalFor(request: DecideRequest, asks: readonly Requirement[]): ApprovalDescriptor {
   const { tool, args } = request;
-  const capability: JsonObject = shape === null ? { tool, args } : shape.capability ? pickPaths(args, shape.capability) : {};
-  const presentation: JsonObject = shape === null ? { tool, args } : shape.presentation ? pickPaths(args, shape.presentation) : {};
-  return { kind, capability, presentation, hash: approvalHash({ tool, args, kind, capability, presentation }) };
+  const requirements = asks.map(({ policy, outcome }): ApprovalRequirement => {
+    const shape = outcome.shape ?? null;
+    return {
+      policy,
+      rule: outcome.rule,
+      kind: outcome.kind ?? 'confirm',
+      reason: outcome.reason,
+      capability: shape === null ? { tool, args } : shape.capability ? pickPaths(args, shape.capability) : {},
+      presentation: shape === null ? { tool, args } : shape.presentation ? pickPaths(args, shape.presentation) : {},
+    };
+  });
+  const first = requirements[0];
+  if (first === undefined) throw new Error('require_approval without a requirement'); // caught: internal error, nothing allowed
+  const { kind, capability, presentation } = first;
+  return { kind, capability, presentation, requirements, hash: approvalHash({ tool, args, requirements }) };
 }
 
 function internalError(set: PolicySet, tool: string): DecisionResult {

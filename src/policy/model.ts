@@ -43,10 +43,27 @@ export interface ApprovalShape {
   readonly presentation?: readonly ArgPath[];
 }
 
+/** One policy file's reason for asking: what the operator is shown, per file that asked. */
+export interface ApprovalRequirement {
+  /** The `policy` identity of the file. */
+  policy: string;
+  rule: string;
+  kind: string;
+  /** The policy's words (or generated text): never argument values. */
+  reason: string;
+  capability: JsonObject;
+  presentation: JsonObject;
+}
+
+/**
+ * The approval a require_approval answer asks for. `requirements` lists every file that asked, in
+ * load order (at least one); kind, capability and presentation are the first one's.
+ */
 export interface ApprovalDescriptor {
   kind: string;
   capability: JsonObject;
   presentation: JsonObject;
+  requirements: ApprovalRequirement[];
   hash: string;
 }
 

@@ -209,8 +209,9 @@ describe('create', () => {
       status: 'pending',
       requester: input.requester,
       policies: input.policies,
-      reason: input.reason,
-      rule: input.rule,
+      reason: input.descriptor.requirements[0]!.reason,
+      rule: input.descriptor.requirements[0]!.rule,
+      requirements: input.descriptor.requirements,
       decided_by: null,
       consumed_at: null,
     });
@@ -263,7 +264,8 @@ describe('create', () => {
     await expect(store.create({ ...input, requester: { ...input.requester, sub: 'a\u0000b' } })).rejects.toBeInstanceOf(
       ApprovalInputError,
     );
-    await expect(store.create({ ...input, reason: 'x'.repeat(2001) })).rejects.toBeInstanceOf(ApprovalInputError);
+    const longReason = { ...input.descriptor.requirements[0]!, reason: 'x'.repeat(2001) };
+    await expect(store.create({ ...input, descriptor: { ...input.descriptor, requirements: [longReason] } })).rejects.toBeInstanceOf(ApprovalInputError);
     const { approval } = await store.create(input);
     await expect(store.grant(approval.id, OPERATOR, 'n'.repeat(2001))).rejects.toBeInstanceOf(ApprovalInputError);
     expect(await storedStatus(approval.id)).toBe('pending');
@@ -516,7 +518,7 @@ describe('the schema is the backstop', () => {
       'approvals.decided_by': 'name_text', 'approvals.decision_note': 'note_text', 'approvals.expires_at': 'timestamp with time zone',
       'approvals.hash': 'sha256_text', 'approvals.id': 'uuid', 'approvals.kind': 'name_text', 'approvals.policies': 'policy_list',
       'approvals.presentation': 'json_object_text', 'approvals.reason': 'note_text', 'approvals.requester_agent': 'name_text',
-      'approvals.requester_sub': 'name_text', 'approvals.requester_team': 'name_text', 'approvals.rule': 'name_text',
+      'approvals.requester_sub': 'name_text', 'approvals.requester_team': 'name_text', 'approvals.requirements': 'json_array_text', 'approvals.rule': 'name_text',
       'approvals.status': 'approval_status', 'approvals.tool': 'name_text',
     });
     // The guard's triggers fire on UPDATE OF their columns and would not see another BEFORE trigger

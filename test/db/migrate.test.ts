@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
 import { createApprovalStore } from '../../src/approvals/store.js';
+import { approvalHash, canonicalize } from '../../src/json/canonical.js';
 import { createSql } from '../../src/db/connect.js';
 import { MigrationError, migrate } from '../../src/db/migrate.js';
 import { MIGRATIONS_DIR, createTestDatabase } from '../helpers/db.js';
@@ -35,9 +36,9 @@ async function appliedVersions(db: TestDatabase): Promise<number[]> {
 
 test('the real migrations apply once; a second run applies nothing', async () => {
   const db = await emptyDatabase();
-  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql'] });
+  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql'] });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -60,8 +61,8 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
   const other = createSql(db.url);
   cleanup.push(() => other.end());
   const results = await Promise.all([migrate(db.sql, MIGRATIONS_DIR), migrate(other, MIGRATIONS_DIR)]);
-  expect(results.map((r) => r.applied).sort()).toEqual([[], ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql']]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4]);
+  expect(results.map((r) => r.applied).sort()).toEqual([[], ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql']]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -117,28 +118,51 @@ test('refuses an edited applied file and an applied file missing from disk', asy
   expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
 });
 
-test('0002 to 0004 on a database holding approvals: the rows stay as they were and keep moving', async () => {
+test('0002 to 0005 on a database holding approvals: the rows stay as they were and keep moving', async () => {
   const db = await emptyDatabase();
   const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
   await migrate(db.sql, first);
+  // Rows as a replica of 0001's time wrote them: one requirement, in kind/reason/rule/capability/presentation.
+  const old = request({ sub: 'agent-a' });
+  const legacyRow = async (id: string, sub: string, status: 'pending' | 'granted'): Promise<void> => {
+    const decided = status === 'granted';
+    await db.sql`
+      insert into approvals (id, status, hash, kind, tool, args, capability, presentation, reason, rule, requester_sub,
+                             requester_team, requester_agent, policies, expires_at, decided_by, decided_at)
+      values (${id}, ${status}, ${old.descriptor.hash}, ${old.descriptor.kind}, ${old.tool}, ${canonicalize(old.args)},
+              ${canonicalize(old.descriptor.capability)}, ${canonicalize(old.descriptor.presentation)},
+              ${old.descriptor.requirements[0]!.reason}, ${old.descriptor.requirements[0]!.rule}, ${sub}, 'support', 'helpdesk',
+              ${db.sql.json(old.policies.map((p) => ({ ...p })))}, now() + interval '1 hour',
+              ${decided ? 'operator-1' : null}, ${decided ? db.sql`now()` : null})`;
+  };
+  const pendingId = '0190a0c0-0000-7000-8000-00000000000a';
+  const grantedId = '0190a0c0-0000-7000-8000-00000000000b';
+  await legacyRow(pendingId, 'agent-a', 'pending');
+  await legacyRow(grantedId, 'agent-b', 'granted');
   const store = createApprovalStore(db.sql, { approvalTtlMs: 3_600_000, grantTtlMs: 600_000, deadlineMs: 10_000 });
-  const pending = await store.create(request({ sub: 'agent-a' }));
-  const granted = await store.create(request({ sub: 'agent-b' }));
-  expect((await store.grant(granted.approval.id, { sub: 'operator-1' }, 'fine')).ok).toBe(true);
+  await store.list({ limit: 10 }); // prepared before the migration, as a replica still running would have
   const before = await db.sql`select * from approvals order by id`;
 
-  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql'] });
-  expect(await db.sql`select * from approvals order by id`).toEqual(before);
+  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({
+    applied: ['0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql'],
+  });
+  const after = await db.sql`select * from approvals order by id`;
+  expect(after.map(({ requirements, ...rest }) => ({ requirements, rest }))).toEqual(before.map((rest) => ({ requirements: null, rest })));
   // The change of types discarded the columns' statistics; the migration gathered them again.
   const stats = await db.sql<{ attname: string }[]>`select attname from pg_stats where tablename = 'approvals' order by attname`;
   expect(stats.map((r) => r.attname)).toEqual(expect.arrayContaining(['hash', 'requester_sub', 'status', 'tool']));
-  // This pool prepared the create before the migration, as a replica still running would have: its
-  // first create after it is a 503 (postgres.js drops the statement), the next one prepares it afresh.
-  await expect(store.create(request({ sub: 'agent-c' }))).rejects.toMatchObject({ name: 'StoreUnavailableError', sourceCode: '0A000' });
-  expect(await store.get(pending.approval.id)).toEqual(pending.approval);
-  expect(await store.consume(granted.approval.id, { sub: 'agent-b' }, granted.approval.hash)).toMatchObject({ ok: true, approval: { status: 'consumed' } });
-  expect(await store.deny(pending.approval.id, { sub: 'operator-1' }, 'no')).toMatchObject({ ok: true, approval: { status: 'denied' } });
-  // The idempotent create still finds the live row (the partial unique index survived the type change).
+  // That pool's first list after the migration is a 503 (postgres.js drops the statement); the next
+  // one prepares it afresh.
+  await expect(store.list({ limit: 10 })).rejects.toMatchObject({ name: 'StoreUnavailableError', sourceCode: '0A000' });
+  expect((await store.list({ limit: 10 })).items.map((a) => a.id)).toEqual([grantedId, pendingId]);
+  // An old row reads as one requirement, from its own columns, and still re-hashes to its hash.
+  const legacy = await store.get(pendingId);
+  expect(legacy).toMatchObject({ status: 'pending', requirements: old.descriptor.requirements, capability: old.descriptor.capability });
+  const { tool, args, kind, capability, presentation } = legacy!;
+  expect(approvalHash({ tool, args, kind, capability, presentation })).toBe(old.descriptor.hash);
+  expect(await store.consume(grantedId, { sub: 'agent-b' }, old.descriptor.hash)).toMatchObject({ ok: true, approval: { status: 'consumed' } });
+  expect(await store.deny(pendingId, { sub: 'operator-1' }, 'no')).toMatchObject({ ok: true, approval: { status: 'denied' } });
+  // New rows go in beside them, and the idempotent create still finds the live row.
   const again = await store.create(request({ sub: 'agent-c' }));
   expect(await store.create(request({ sub: 'agent-c' }))).toEqual({ approval: again.approval, created: false });
 });

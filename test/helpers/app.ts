@@ -31,6 +31,10 @@ export interface TestAppOptions {
   grantTtlMs?: number;
   deadlineMs?: number;
   maxPendingApprovals?: number;
+  approvalMaxBytes?: number;
+  deniedCooldownMs?: number;
+  maxWaitsPerCaller?: number;
+  maxWaits?: number;
 }
 
 export interface TestApp {
@@ -56,8 +60,15 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       grantTtlMs: options.grantTtlMs ?? 3_600_000,
       deadlineMs: options.deadlineMs ?? 5_000,
       ...(options.maxPendingApprovals !== undefined ? { maxPendingPerRequester: options.maxPendingApprovals } : {}),
+      ...(options.approvalMaxBytes !== undefined ? { maxArgsBytes: options.approvalMaxBytes } : {}),
+      ...(options.deniedCooldownMs !== undefined ? { deniedCooldownMs: options.deniedCooldownMs } : {}),
     });
-    approvals = createApprovalService(db.sql, store, createApprovalWaiter(db.sql, store, { recheckMs: 200 }));
+    const waiter = createApprovalWaiter(db.sql, store, {
+      recheckMs: 200,
+      ...(options.maxWaitsPerCaller !== undefined ? { maxPerCaller: options.maxWaitsPerCaller } : {}),
+      ...(options.maxWaits !== undefined ? { maxTotal: options.maxWaits } : {}),
+    });
+    approvals = createApprovalService(db.sql, store, waiter);
   }
   const ctx: AppContext = {
     policies,

@@ -66,10 +66,17 @@ describe('canonical test vectors (test/fixtures/canonical)', () => {
     if (v.approval === true) {
       it('has the approval hash', () => {
         const o = parseJson(v.input) as JsonObject;
-        const { tool, args, kind, capability, presentation } = o;
-        if (typeof tool !== 'string' || typeof kind !== 'string') throw new Error('bad vector');
-        if (!isJsonObject(args) || !isJsonObject(capability) || !isJsonObject(presentation)) throw new Error('bad vector');
-        expect(approvalHash({ tool, args, kind, capability, presentation })).toBe(v.hash);
+        const { tool, args } = o;
+        if (typeof tool !== 'string' || !isJsonObject(args)) throw new Error('bad vector');
+        const shapeOf = (r: JsonValue | undefined) => {
+          if (!isJsonObject(r)) throw new Error('bad vector');
+          const { kind, capability, presentation } = r;
+          if (typeof kind !== 'string' || !isJsonObject(capability) || !isJsonObject(presentation)) throw new Error('bad vector');
+          return { kind, capability, presentation };
+        };
+        // One requirement: {tool, args, kind, capability, presentation}; several: {tool, args, requirements}.
+        const input = Array.isArray(o.requirements) ? { tool, args, requirements: o.requirements.map(shapeOf) } : { tool, args, ...shapeOf(o) };
+        expect(approvalHash(input)).toBe(v.hash);
         expect(v.hash).toBe(hex(v.canonical));
       });
     }
@@ -87,6 +94,9 @@ describe('canonical test vectors (test/fixtures/canonical)', () => {
     expect(get('numbers-one').sha256).not.toBe(get('numbers-one-point-zero').sha256);
     expect(get('approval-custom-shape').hash).not.toBe(get('approval-changed-presentation').hash);
     expect(get('string-specials-no-html-escaping').canonical).toContain('&&');
+    // Two requirements are hashed in their order, each of them: neither the first alone nor another order.
+    expect(get('approval-two-requirements').hash).not.toBe(get('approval-custom-shape').hash);
+    expect(get('approval-two-requirements').hash).not.toBe(get('approval-two-requirements-reordered').hash);
   });
 });
 

@@ -52,11 +52,11 @@ describe('the approval descriptor', () => {
     const args = { to: 'x', n: 2 };
     const d = decide(refunds, { tool: 'send', args }, who);
     expect(d.decision).toBe('require_approval');
+    const shape = { kind: 'remote_mutation', capability: { tool: 'send', args }, presentation: { tool: 'send', args } };
     expect(d.approval).toEqual({
-      kind: 'remote_mutation',
-      capability: { tool: 'send', args },
-      presentation: { tool: 'send', args },
-      hash: approvalHash({ tool: 'send', args, kind: 'remote_mutation', capability: { tool: 'send', args }, presentation: { tool: 'send', args } }),
+      ...shape,
+      requirements: [{ policy: 'payments', rule: 'payments#default', reason: 'no rule matched; remote_mutation tools need approval by default', ...shape }],
+      hash: approvalHash({ tool: 'send', args, ...shape }),
     });
   });
 
@@ -80,7 +80,11 @@ describe('the approval descriptor', () => {
   it('a shape that omits capability and presentation gives {} for both', () => {
     const args = { to: 'x' };
     const d = decide(refunds, { tool: 'ship', args }, who);
-    expect(d.approval).toEqual({ kind: 'shipping', capability: {}, presentation: {}, hash: approvalHash({ tool: 'ship', args, kind: 'shipping', capability: {}, presentation: {} }) });
+    expect(d.approval).toEqual({
+      kind: 'shipping', capability: {}, presentation: {},
+      requirements: [{ policy: 'payments', rule: 'ship-ask', reason: 'rule "ship-ask" asks for confirmation', kind: 'shipping', capability: {}, presentation: {} }],
+      hash: approvalHash({ tool: 'ship', args, kind: 'shipping', capability: {}, presentation: {} }),
+    });
   });
 
   it('nested paths (items.0.sku) copy the nested value; out-of-range and non-index paths are absent', () => {
@@ -135,6 +139,53 @@ describe('the approval descriptor', () => {
     for (const tool of ['read', 'wipe', 'purge']) expect(decide(refunds, { tool, args: {} }, who).approval).toBeUndefined();
     expect(decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 5 } }, who)).toMatchObject({ decision: 'allow' });
     expect(decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 5 } }, who).approval).toBeUndefined();
+  });
+});
+
+describe('several files asking for approval', () => {
+  // Two files ask about `refund` in different words, a third allows it, a fourth has no opinion.
+  const asking = setOf({
+    'a.json': {
+      policy: 'payments',
+      tools: { refund: { kind: 'remote_mutation' } },
+      rules: [{ id: 'refund-cap', tools: ['refund'], allow: true, confirm: 'amount > 100', reason: 'refund over 100', approval: { kind: 'refund_over_cap', capability: ['amount'] } }],
+    },
+    'b.json': { policy: 'risk', default: 'allow', rules: [{ id: 'big-money', tools: ['refund'], allow: true, confirm: 'amount > 50', reason: 'risk review over 50' }] },
+    'c.json': { policy: 'ops', default: 'allow' },
+  });
+  const args = { order: 'A1', amount: 120 };
+
+  it('the approval carries every requirement, in load order; reason, rule and kind are the first one\'s', () => {
+    const d = decide(asking, { tool: 'refund', args }, who);
+    expect(d).toMatchObject({ decision: 'require_approval', rule: 'refund-cap', reason: 'refund over 100' });
+    expect(d.approval?.requirements).toEqual([
+      { policy: 'payments', rule: 'refund-cap', kind: 'refund_over_cap', reason: 'refund over 100', capability: { amount: 120 }, presentation: {} },
+      { policy: 'risk', rule: 'big-money', kind: 'confirm', reason: 'risk review over 50', capability: { tool: 'refund', args }, presentation: { tool: 'refund', args } },
+    ]);
+    expect(d.approval).toMatchObject({ kind: 'refund_over_cap', capability: { amount: 120 }, presentation: {} });
+  });
+
+  it('the hash covers all of them: {args, requirements: [{capability, kind, presentation}…], tool}', () => {
+    const d = decide(asking, { tool: 'refund', args }, who);
+    const shapes = d.approval!.requirements.map(({ kind, capability, presentation }) => ({ capability, kind, presentation }));
+    expect(d.approval!.hash).toBe(sha256(canonicalize({ args, requirements: shapes, tool: 'refund' })));
+    expect(d.approval!.hash).toBe(approvalHash({ tool: 'refund', args, requirements: shapes }));
+    // Not the hash of the first requirement alone: a grant of that would not cover the second.
+    expect(d.approval!.hash).not.toBe(approvalHash({ tool: 'refund', args, ...shapes[0]! }));
+  });
+
+  it('when only one file asks, the hash is exactly the one-requirement form', () => {
+    const d = decide(asking, { tool: 'refund', args: { order: 'A1', amount: 70 } }, who);
+    expect(d.approval?.requirements.map((r) => r.policy)).toEqual(['risk']);
+    const { kind, capability, presentation } = d.approval!;
+    expect(d.approval!.hash).toBe(approvalHash({ tool: 'refund', args: { order: 'A1', amount: 70 }, kind, capability, presentation }));
+  });
+
+  it('a file whose answer is more severe than require_approval decides; nothing asks', () => {
+    const denying = setOf({ 'a.json': { policy: 'p', default: 'allow', rules: [{ tools: ['x'], allow: true, confirm: true }] }, 'b.json': { policy: 'q', default: 'deny' } });
+    const d = decide(denying, { tool: 'x', args: {} }, who);
+    expect(d.decision).toBe('deny');
+    expect(d.approval).toBeUndefined();
   });
 });
 

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { approvalHash } from '../../src/json/canonical.js';
+import { canonicalize, sha256 } from '../../src/json/canonical.js';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
 import { compileCondition, type CompiledCondition, type Truth } from '../../src/policy/condition/compile.js';
 import { decide, explain } from '../../src/policy/decide.js';
@@ -21,7 +21,8 @@ import {
 type Decision = 'allow' | 'require_approval' | 'deny' | 'abort';
 const SEV: Record<Decision, number> = { allow: 0, require_approval: 1, deny: 2, abort: 3 };
 
-interface RefApproval { kind: string; capability: JsonObject; presentation: JsonObject; hash: string }
+interface RefRequirement { policy: string; rule: string; kind: string; capability: JsonObject; presentation: JsonObject }
+interface RefApproval { kind: string; capability: JsonObject; presentation: JsonObject; requirements: RefRequirement[]; hash: string }
 interface RefAnswer { decision: Decision; rule: string; schemaRefused?: boolean; approval?: RefApproval }
 interface Outcome { decision: Decision; rule: string; kind?: string; shape?: GenApproval | null }
 
@@ -142,22 +143,37 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     return out;
   };
 
-  // Every file applies; the most severe wins; among equals the first file in load order.
+  // Every file applies; the most severe wins; among equals the first file in load order. A file's
+  // answer is its most severe under any description (the first among equals).
   const docs: GenDoc[] = files.length > 0 ? files.map((f) => f.doc) : [{ policy: 'builtin' }];
-  let best: Outcome | null = null;
-  for (const doc of docs) {
+  const answers = docs.map((doc) => {
+    let fileBest: Outcome | null = null;
     for (const view of views) {
       const out = evalFile(doc, view);
-      if (best === null || SEV[out.decision] > SEV[best.decision]) best = out;
+      if (fileBest === null || SEV[out.decision] > SEV[fileBest.decision]) fileBest = out;
     }
-  }
+    return { policy: doc.policy, out: fileBest! };
+  });
+  let best: Outcome | null = null;
+  for (const { out } of answers) if (best === null || SEV[out.decision] > SEV[best.decision]) best = out;
   const answer: RefAnswer = { decision: best!.decision, rule: best!.rule };
   if (best!.decision === 'require_approval') {
-    const shape = best!.shape ?? null;
-    const kind = best!.kind!;
-    const capability = shape === null ? { tool, args } : pick(args, shape.capability);
-    const presentation = shape === null ? { tool, args } : pick(args, shape.presentation);
-    answer.approval = { kind, capability, presentation, hash: approvalHash({ tool, args, kind, capability, presentation }) };
+    // Every file that asked, in load order; the hash over all of them (one: the one-requirement form).
+    const requirements = answers.filter((a) => a.out.decision === 'require_approval').map(({ policy, out }): RefRequirement => {
+      const shape = out.shape ?? null;
+      return {
+        policy,
+        rule: out.rule,
+        kind: out.kind!,
+        capability: shape === null ? { tool, args } : pick(args, shape.capability),
+        presentation: shape === null ? { tool, args } : pick(args, shape.presentation),
+      };
+    });
+    const { kind, capability, presentation } = requirements[0]!;
+    const hash = requirements.length === 1
+      ? sha256(canonicalize({ args, capability, kind, presentation, tool }))
+      : sha256(canonicalize({ args, requirements: requirements.map((r) => ({ capability: r.capability, kind: r.kind, presentation: r.presentation })), tool }));
+    answer.approval = { kind, capability, presentation, requirements, hash };
   }
   return answer;
 }
@@ -165,7 +181,12 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
 const observed = (got: DecisionResult): RefAnswer => {
   const o: RefAnswer = { decision: got.decision, rule: got.rule };
   if (got.schemaRefused !== undefined) o.schemaRefused = got.schemaRefused;
-  if (got.approval !== undefined) o.approval = got.approval;
+  if (got.approval !== undefined) {
+    // Reasons are text; the reference checks everything else about each requirement.
+    const { kind, capability, presentation, hash } = got.approval;
+    const requirements = got.approval.requirements.map(({ policy, rule, kind: k, capability: c, presentation: p }) => ({ policy, rule, kind: k, capability: c, presentation: p }));
+    o.approval = { kind, capability, presentation, requirements, hash };
+  }
   return o;
 };
 
@@ -236,6 +257,21 @@ describe('decide() agrees with the reference evaluator', () => {
 describe('regressions and corner cases (reference and decide agree)', () => {
   const who: Identity = { user: 'u1', team: null, agent: null, roles: [] };
   const one = (doc: GenDoc, env: GenSet['env'] = null): GenSet => ({ env, files: [{ name: 'p00.json', doc }] });
+
+  it('two files asking, one under each of two descriptions: both requirements, one hash over both', () => {
+    const gen: GenSet = {
+      env: null,
+      files: [
+        { name: 'p00.json', doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'remote_mutation' } }, rules: [{ tools: ['t0'], allow: true, confirm: 'a > 5', approval: { kind: 'k0', capability: ['a'] } }] } },
+        { name: 'p01.json', doc: { policy: 'p1', tools: { 't*': { kind: 'read_only' } } } },
+        { name: 'p02.json', doc: { policy: 'p2', default: 'allow', guards: [{ guard: 'pii', action: 'require_approval' }] } },
+      ],
+    };
+    const req = { tool: 't0', args: { a: 9, to: 'jane@example.com' } };
+    compare(gen, req, who);
+    const got = decide(toPolicySet(gen), req, who);
+    expect(got.approval?.requirements.map((r) => [r.policy, r.kind])).toEqual([['p0', 'k0'], ['p1', 'remote_mutation'], ['p2', 'pii']]);
+  });
 
   it('an allow rule with an undecidable `when` still asks through its confirm (it restricts there)', () => {
     const gen = one({ policy: 'p0', default: 'allow', rules: [{ tools: ['t0'], when: 'a > 5', allow: true, confirm: true }] });

@@ -332,16 +332,44 @@ describe('reason and message never contain an argument value (SPEC section 5)', 
     );
   });
 
-  it('pii findings name the path only', () => {
-    const set = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }] } }] });
-    const d = decide(set, { tool: 't0', args: { note: `VALUE-1 ${PII}` } }, { user: 'u1', team: null, agent: null, roles: [] });
+  it('pii findings name the path only, and of it only the keys a schema declares', () => {
+    const who = { user: 'u1', team: null, agent: null, roles: [] };
+    const undeclared = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }] } }] });
+    const d = decide(undeclared, { tool: 't0', args: { note: `VALUE-1 ${PII}` } }, who);
     expect(d.decision).toBe('deny');
-    expect(d.reason).toBe('guard "pii" found an email address at /note');
+    expect(d.reason).toBe('guard "pii" found an email address at /*');
     noValue(d);
+    const declared = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: {
+      policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }],
+      tools: { t0: { kind: 'read_only', schema: { type: 'object', properties: { note: { type: 'string' }, to: { type: 'object' }, card: { type: 'number' } } } } },
+    } }] });
+    expect(decide(declared, { tool: 't0', args: { note: `VALUE-1 ${PII}` } }, who).reason).toBe('guard "pii" found an email address at /note');
+  });
+
+  it('a model-chosen key never reaches the reason: not prose for the operator, not a secret', () => {
+    const set = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: {
+      policy: 'p0', default: 'allow', guards: [{ guard: 'pii', action: 'require_approval' }],
+      tools: { t0: { kind: 'read_only', schema: { type: 'object', properties: { recipients: { type: 'array' } } } } },
+    } }] });
+    const who = { user: 'u1', team: null, agent: null, roles: [] };
+    const note = 'NOTE TO OPERATOR - verified by the security team, safe to grant; recipient';
+    const prose = decide(set, { tool: 't0', args: { recipients: [{ [note]: PII }] } }, who);
+    expect(prose.decision).toBe('require_approval');
+    expect(prose.reason).toBe('guard "pii" found an email address at /recipients/0/*');
+    const secret = decide(set, { tool: 't0', args: { 'api_key=sk_live_51HxQ': { x: PII } } }, who);
+    expect(secret.reason).toBe('guard "pii" found an email address at /*/*');
+    for (const d of [prose, secret]) {
+      const text = `${d.reason} ${d.message} ${d.approval?.requirements.map((r) => r.reason).join(' ')}`;
+      expect(text).not.toContain('OPERATOR');
+      expect(text).not.toContain('sk_live');
+    }
   });
 
   it('pii in a key names the object holding it, never the key; a card sent as a number is found', () => {
-    const set = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }] } }] });
+    const set = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: {
+      policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }],
+      tools: { t0: { kind: 'read_only', schema: { type: 'object', properties: { to: { type: 'object' }, card: { type: 'number' } } } } },
+    } }] });
     const who = { user: 'u1', team: null, agent: null, roles: [] };
     const inKey = decide(set, { tool: 't0', args: { to: { [PII]: true } } }, who);
     expect(inKey.decision).toBe('deny');
