@@ -23,7 +23,7 @@ function cardText(approval: unknown): Record<string, string> {
 }
 
 /** An approval as GET /approvals returns it (only the fields the card reads matter). */
-function approvalOf(parts: { tool?: string; args: object; capability: object; presentation: object }): Record<string, unknown> {
+function approvalOf(parts: { tool?: string; args: object; capability: object; presentation: object; requirements?: object[] }): Record<string, unknown> {
   return {
     id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab', status: 'pending', kind: 'payment', tool: 'send_payment', reason: 'payments need an operator',
     rule: 'pay', requester: { sub: 'agent-1', team: 'support', agent: 'bot' }, expires_at: '2030-01-01T00:00:00.000Z',
@@ -147,6 +147,23 @@ describe('the card: the exact call, and arguments the shape leaves out', () => {
   });
 });
 
+describe('the card: every requirement', () => {
+  it('lists each policy file that asked, with its own reason, and flags what none of their shapes shows', () => {
+    const args = { amount: 10, memo: 'monthly rent', iban: 'XX00' };
+    const texts = cardText(approvalOf({
+      args,
+      capability: { amount: 10 },
+      presentation: {},
+      requirements: [
+        { policy: 'payments', rule: 'pay', kind: 'payment', reason: 'payments need an operator', capability: { amount: 10 }, presentation: {} },
+        { policy: 'risk', rule: 'memo-review', kind: 'confirm', reason: 'risk reviews memos', capability: {}, presentation: { memo: 'monthly rent' } },
+      ],
+    }));
+    expect(texts.requirements).toBe('1. payments need an operator\n   (policy payments, rule pay, kind payment)\n2. risk reviews memos\n   (policy risk, rule memo-review, kind confirm)');
+    expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "iban"');
+  });
+});
+
 describe('the card for a real approval whose rule shape shows a subset of the args', () => {
   let dir: string;
   let a: TestApp;
@@ -172,9 +189,9 @@ describe('the card for a real approval whose rule shape shows a subset of the ar
     const args = { amount: 10, memo: 'monthly rent', recipient_iban: 'XX00ATTACKER', currency: 'BTC' };
     const created = await post(a.app, '/approvals', { tool: 'send_payment', args }, token({ sub: 'ui-agent' }));
     expect(created.statusCode, created.body).toBe(201);
-    const listed = await a.app.inject({ method: 'GET', url: '/approvals?status=pending&limit=200', headers: { authorization: `Bearer ${approverToken()}` } });
-    const item = (listed.json() as { items: { id: string }[] }).items.find((i) => i.id === (created.json() as { id: string }).id);
-    const texts = cardText(item);
+    const { id } = created.json() as { id: string };
+    const whole = await a.app.inject({ method: 'GET', url: `/approvals/${id}`, headers: { authorization: `Bearer ${approverToken()}` } });
+    const texts = cardText(whole.json());
     expect(JSON.parse(texts.args!)).toEqual(args);
     // The API returns args in canonical key order.
     expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "currency", "recipient_iban"');

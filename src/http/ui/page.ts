@@ -40,8 +40,7 @@ export const PAGE_HTML = `<!doctype html>
       <p class="unshown" data-field="unshown" hidden></p>
     </section>
     <dl>
-      <dt>Policy reason</dt><dd data-field="reason"></dd>
-      <dt>Rule</dt><dd data-field="rule"></dd>
+      <dt>Why the policies ask (every requirement a grant answers)</dt><dd><pre data-field="requirements"></pre></dd>
       <dt>Requested by</dt><dd data-field="requester"></dd>
       <dt>Expires</dt><dd data-field="expires_at"></dd>
       <dt>Capability (arguments the policy picked for review)</dt><dd><pre data-field="capability"></pre></dd>
@@ -90,8 +89,9 @@ export const CARD_JS = `// data-field name -> the text shown there.
     return {
       tool: text(approval.tool),
       kind: text(approval.kind),
-      reason: text(approval.reason),
-      rule: text(approval.rule),
+      requirements: requirementsOf(approval).map(function (r, i) {
+        return (i + 1) + '. ' + text(r.reason) + '\\n   (policy ' + text(r.policy) + ', rule ' + text(r.rule) + ', kind ' + text(r.kind) + ')';
+      }).join('\\n'),
       requester: text(requester.sub) + (requester.team ? ' (team ' + requester.team + ')' : ''),
       expires_at: text(approval.expires_at),
       args: json(approval.args),
@@ -104,6 +104,12 @@ export const CARD_JS = `// data-field name -> the text shown there.
   }
 
   function text(value) { return value == null ? '' : String(value); }
+
+  // Every policy file that asked for this approval; an approval without the list has one.
+  function requirementsOf(approval) {
+    if (Array.isArray(approval.requirements) && approval.requirements.length > 0) return approval.requirements;
+    return [{ policy: '', rule: approval.rule, kind: approval.kind, reason: approval.reason, capability: approval.capability, presentation: approval.presentation }];
+  }
   function json(value) {
     return JSON.stringify(value === undefined ? {} : value, null, 2).replace(EXACT_IN_JSON, '$1');
   }
@@ -123,12 +129,14 @@ export const CARD_JS = `// data-field name -> the text shown there.
     });
   }
 
-  // The argument paths (dotted, as a rule's approval shape names them) that neither the capability
-  // nor the presentation shows. A view that is the default shape {tool, args} shows every argument.
+  // The argument paths (dotted, as a rule's approval shape names them) that no requirement's
+  // capability or presentation shows. A view that is the default shape {tool, args} shows every argument.
   function unshownPaths(approval) {
     var args = approval.args || {};
     var shown = [];
-    [approval.capability, approval.presentation].forEach(function (view) {
+    var views = [];
+    requirementsOf(approval).forEach(function (r) { views.push(r.capability, r.presentation); });
+    views.forEach(function (view) {
       if (!view || typeof view !== 'object') return;
       if (isWholeCall(view, approval)) shown.push([]);
       else Object.keys(view).forEach(function (path) { shown.push(path.split('.')); });
@@ -224,6 +232,24 @@ export const PAGE_JS = `'use strict';
     say(items.length === 0 ? 'No pending approvals.' : items.length + ' pending approval(s).' + (EXACT_NUMBERS ? '' : ROUNDED_NOTE));
   }
 
+  // A list carries summaries; each card needs its whole approval (the exact arguments), read a few
+  // at a time. One decided meanwhile is left out.
+  var READERS = 6;
+  function whole(items) {
+    var out = [];
+    var next = 0;
+    function reader() {
+      if (next >= items.length) return Promise.resolve();
+      var n = next++;
+      return api('GET', '/approvals/' + encodeURIComponent(items[n].id)).then(function (approval) { out[n] = approval; return reader(); });
+    }
+    var readers = [];
+    for (var k = 0; k < READERS; k++) readers.push(reader());
+    return Promise.all(readers).then(function () {
+      return out.filter(function (approval) { return approval && approval.status === 'pending'; });
+    });
+  }
+
   // Every pending approval, page after page (newest first): with more than one page, the oldest,
   // the closest to expiry, must not be the ones left out. Bounded, and said so if the bound is hit.
   var MAX_PAGES = 25;
@@ -234,8 +260,10 @@ export const PAGE_JS = `'use strict';
       return api('GET', query).then(function (page) {
         items = items.concat(page.items);
         if (page.next_cursor && pages + 1 < MAX_PAGES) return next(page.next_cursor, pages + 1);
-        render(items);
-        if (page.next_cursor) say('The ' + items.length + ' newest pending approvals; more are waiting: decide some, then reload.');
+        return whole(items).then(function (approvals) {
+          render(approvals);
+          if (page.next_cursor) say('The ' + approvals.length + ' newest pending approvals; more are waiting: decide some, then reload.');
+        });
       });
     }
     next(null, 0).catch(function (err) { say(err.message); });
