@@ -5,12 +5,13 @@
 //   service decides it; a `require_approval` answer prints the canonical form of its approval hash
 //   input and the hash, which is the `approval.hash` the service answers. Any other answer has no
 //   approval hash: exit 1, saying what it was.
-// - An approval hash input `{tool, args, kind, capability, presentation}` (it has `kind`): hashed as it
-//   is, without policies (SPEC section 4: a missing capability or presentation is {}).
+// - An approval hash input `{tool, args, kind, capability, presentation}` (it has `kind`), or
+//   `{tool, args, requirements: [{kind, capability, presentation}, …]}` when several policy files ask:
+//   hashed as it is, without policies (a missing capability or presentation is {}).
 // - `--document`: the canonical form and SHA-256 of any JSON document (the test vectors' `sha256`).
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { approvalHashText, canonicalize, sha256, type ApprovalHashInput } from '../json/canonical.js';
+import { approvalHashText, canonicalize, sha256, type ApprovalShapeInput } from '../json/canonical.js';
 import { JsonParseError, parseJson } from '../json/parse.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json/value.js';
 import { createStrictAjv } from '../policy/ajv.js';
@@ -52,10 +53,10 @@ export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8
     return EXIT.ok;
   }
   if (!isJsonObject(value)) {
-    io.err(`${target}: want a request {tool, args, run} or an approval hash input {tool, args, kind, capability, presentation} (--document hashes any JSON)\n`);
+    io.err(`${target}: want a request {tool, args, run} or an approval hash input {tool, args, kind, capability, presentation} or {tool, args, requirements} (--document hashes any JSON)\n`);
     return EXIT.invalid;
   }
-  if (Object.hasOwn(value, 'kind')) return printHashInput(value, target, io);
+  if (Object.hasOwn(value, 'kind') || Object.hasOwn(value, 'requirements')) return printHashInput(value, target, io);
 
   if (!validateRequest(value)) {
     const e = validateRequest.errors?.[0];
@@ -70,8 +71,8 @@ export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8
     io.err(`${target}: decided ${result.decision} by ${result.rule} (${result.reason}): only a require_approval answer has an approval hash\n`);
     return EXIT.failed;
   }
-  const { kind, capability, presentation, hash } = result.approval;
-  io.out(`${approvalHashText({ tool: request.tool, args: request.args, kind, capability, presentation })}\n${hash}\n`);
+  const { requirements, hash } = result.approval;
+  io.out(`${approvalHashText({ tool: request.tool, args: request.args, requirements })}\n${hash}\n`);
   return EXIT.ok;
 }
 
@@ -81,27 +82,41 @@ function printHashInput(v: JsonObject, target: string, io: Io): number {
     io.err(`${target}: ${problem}\n`);
     return EXIT.invalid;
   }
-  const input: ApprovalHashInput = {
-    tool: v.tool as string,
-    args: v.args as JsonObject,
-    kind: v.kind as string,
-    capability: (v.capability as JsonObject | undefined) ?? {},
-    presentation: (v.presentation as JsonObject | undefined) ?? {},
-  };
-  const text = approvalHashText(input);
+  const shape = (o: JsonObject): ApprovalShapeInput => ({
+    kind: o.kind as string,
+    capability: (o.capability as JsonObject | undefined) ?? {},
+    presentation: (o.presentation as JsonObject | undefined) ?? {},
+  });
+  const requirements = Array.isArray(v.requirements) ? (v.requirements as JsonObject[]).map(shape) : [shape(v)];
+  const text = approvalHashText({ tool: v.tool as string, args: v.args as JsonObject, requirements });
   io.out(`${text}\n${sha256(text)}\n`);
   return EXIT.ok;
 }
 
 function hashInputProblem(v: JsonObject): string | null {
+  const several = Object.hasOwn(v, 'requirements');
   for (const key of Object.keys(v)) {
-    if (!['tool', 'args', 'kind', 'capability', 'presentation'].includes(key)) return `unknown key "${key}" in an approval hash input`;
+    if (!(several ? ['tool', 'args', 'requirements'] : ['tool', 'args', 'kind', 'capability', 'presentation']).includes(key)) {
+      return `unknown key "${key}" in an approval hash input`;
+    }
   }
   if (typeof v.tool !== 'string') return '"tool" must be a string';
-  if (typeof v.kind !== 'string') return '"kind" must be a string';
   if (!isJsonObject(v.args)) return '"args" must be an object';
+  if (!several) return shapeProblem(v, '');
+  if (!Array.isArray(v.requirements) || v.requirements.length === 0) return '"requirements" must be a non-empty array';
+  for (const [i, r] of v.requirements.entries()) {
+    if (!isJsonObject(r)) return `"requirements.${i}" must be an object`;
+    for (const key of Object.keys(r)) if (!['kind', 'capability', 'presentation'].includes(key)) return `unknown key "requirements.${i}.${key}"`;
+    const problem = shapeProblem(r, `requirements.${i}.`);
+    if (problem !== null) return problem;
+  }
+  return null;
+}
+
+function shapeProblem(v: JsonObject, at: string): string | null {
+  if (typeof v.kind !== 'string') return `"${at}kind" must be a string`;
   for (const key of ['capability', 'presentation'] as const) {
-    if (v[key] !== undefined && !isJsonObject(v[key])) return `"${key}" must be an object`;
+    if (v[key] !== undefined && !isJsonObject(v[key])) return `"${at}${key}" must be an object`;
   }
   return null;
 }

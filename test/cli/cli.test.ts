@@ -131,6 +131,16 @@ describe('gatehouse hash', () => {
     expect(r.out).toBe(readFileSync('test/cli/golden/hash-approval.txt', 'utf8'));
   });
 
+  it('hashes every requirement of an approval several policy files ask for, as the service does', async () => {
+    const vector = JSON.parse(readFileSync('test/fixtures/canonical/approval-two-requirements.json', 'utf8')) as { canonical: string; hash: string };
+    const input = await run('hash', 'test/cli/fixtures/two-requirements.json');
+    expect(input.err).toBe('');
+    expect(input.out).toBe(`${vector.canonical}\n${vector.hash}\n`);
+    const decided = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', 'test/fixtures/policies/two-askers');
+    expect(decided.code).toBe(0);
+    expect(decided.out).toMatch(/^\{"args":\{[^\n]*\},"requirements":\[\{"capability":\{"amount":120\.0,"order":"A1"\},"kind":"refund_over_cap",[^\n]*\},\{"capability":\{"args":/);
+  });
+
   it('a request whose answer is not require_approval has no approval hash: exit 1, saying what it got', async () => {
     const r = await run('hash', 'test/cli/fixtures/refund-small.json', '--env', 'prod', '--team', 'support');
     expect(r.code).toBe(1);

@@ -798,6 +798,23 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     }
   });
 
+  it('approvals: 413 past APPROVAL_MAX_BYTES, 409 recently_denied within DENIED_COOLDOWN, 429 past MAX_WAITS_PER_CALLER', async () => {
+    const bounded = await createTestApp({ database: true, approvalMaxBytes: 256, deniedCooldownMs: 60_000, maxWaitsPerCaller: 1 });
+    try {
+      const big = { ...REFUND, args: { ...REFUND.args, note: 'n'.repeat(300) } };
+      expect((await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: big }, 413)).code).toBe('approval_too_large');
+      const { id } = await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: REFUND }, 201) as { id: string };
+      const waiting = bounded.app.inject({ method: 'GET', url: `/approvals/${id}?wait=30`, headers: bearer(supportToken('agent-b')) });
+      for (let i = 0; i < 500 && bounded.ctx.approvals!.waiter.size === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect((await call(bounded, { url: `/approvals/${id}?wait=30`, token: supportToken('agent-b') }, 429)).code).toBe('too_many_waits');
+      await call(bounded, { url: `/approvals/${id}/deny`, token: approverToken(), body: { reason: 'no' } }, 200);
+      expect((await waiting).statusCode).toBe(200);
+      expect((await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: REFUND }, 409)).code).toBe('recently_denied');
+    } finally {
+      await bounded.close();
+    }
+  });
+
   it('approvals: 503 with Retry-After without a database or when it cannot answer, 500 on a store bug', async () => {
     const id = randomUUID();
     await call(plain, { url: '/approvals', token: supportToken(), body: REFUND }, 503);
