@@ -6,7 +6,7 @@
 // /approvals/:id/grant, POST /decide with approval_id) against a Gatehouse process on that database.
 //
 //   node bench/approvals.mjs [--quick] [--no-http] [--json out.json]
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,45 +17,12 @@ import { migrate } from '../dist/db/migrate.js';
 import { decide } from '../dist/policy/decide.js';
 import { loadPolicies } from '../dist/policy/load.js';
 import { IDENTITY, signToken } from './lib/bodies.mjs';
-import { BENCH_DIR, ROOT_DIR, cpuTimeMs, sleep, startServer } from './lib/procs.mjs';
+import { BENCH_DIR, ROOT_DIR, cpuDelta, cpuSnapshot, sleep, startServer } from './lib/procs.mjs';
 import { fmt, fmtInt, parseArgs, quantile, median, table, targetsTable } from './lib/stats.mjs';
 
 export const TARGETS = { cyclesPerSec: 500 };
 
 const now = () => Number(process.hrtime.bigint()) / 1e6; // ms
-
-/** The postmaster of the cluster in dataDir and its children (backends, WAL writer, ...), from /proc. */
-function postgresPids(dataDir) {
-  try {
-    const postmaster = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    const pids = [postmaster];
-    for (const name of readdirSync('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      try {
-        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-        if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster) pids.push(Number(name));
-      } catch {
-        // gone meanwhile
-      }
-    }
-    return pids;
-  } catch {
-    return [];
-  }
-}
-
-/** CPU ms so far of: this process, the cluster's processes (backends come and go: summed per pid), others. */
-function cpuSnapshot(dataDir, otherPids = []) {
-  const self = process.cpuUsage();
-  const pg = new Map(postgresPids(dataDir).map((pid) => [pid, cpuTimeMs(pid)]));
-  return { self: (self.user + self.system) / 1000, pg, others: otherPids.map(cpuTimeMs) };
-}
-
-function cpuDelta(before, after) {
-  let pg = 0;
-  for (const [pid, ms] of after.pg) pg += ms - (before.pg.get(pid) ?? 0); // a new backend counts from 0
-  return { selfMs: after.self - before.self, pgMs: pg, othersMs: after.others.reduce((a, ms, k) => a + ms - before.others[k], 0) };
-}
 
 /** Run `cycle(n)` with `concurrency` in flight for `seconds`; cycles/s and latency per cycle. */
 async function drive(cycle, { concurrency, seconds, dataDir, otherPids }) {

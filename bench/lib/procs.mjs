@@ -1,7 +1,8 @@
 // Child processes of the benchmarks: servers (forked, with IPC, optionally pinned to a CPU with
 // taskset) and load generators (run to completion, JSON on stdout), and /proc memory sampling.
 import { spawn, execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
@@ -143,3 +144,36 @@ export function cpuTimeMs(pid) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The postmaster of the cluster in dataDir and its children (backends, WAL writer, ...), from /proc. */
+export function postgresPids(dataDir) {
+  try {
+    const postmaster = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const pids = [postmaster];
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+        if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster) pids.push(Number(name));
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return pids;
+  } catch {
+    return [];
+  }
+}
+
+/** CPU ms so far of: this process, the cluster's processes (backends come and go: summed per pid), others. */
+export function cpuSnapshot(dataDir, otherPids = []) {
+  const self = process.cpuUsage();
+  const pg = new Map(postgresPids(dataDir).map((pid) => [pid, cpuTimeMs(pid)]));
+  return { self: (self.user + self.system) / 1000, pg, others: otherPids.map(cpuTimeMs) };
+}
+
+export function cpuDelta(before, after) {
+  let pg = 0;
+  for (const [pid, ms] of after.pg) pg += ms - (before.pg.get(pid) ?? 0); // a new backend counts from 0
+  return { selfMs: after.self - before.self, pgMs: pg, othersMs: after.others.reduce((a, ms, k) => a + ms - before.others[k], 0) };
+}
