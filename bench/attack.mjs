@@ -74,6 +74,8 @@ export async function runAttack({ quick = false } = {}) {
       const res = await call('POST', '/approvals', attacker, JSON.stringify({ tool: 'export_report', args: { n: i, blob: huge } }));
       if (res.status === 413) refused++;
     }
+    result.rssAfterHugeMB = memoryOf(server.pid).rssMB;
+    log(`attacker: Gatehouse RSS after the refused ones ${fmt(result.rssAfterHugeMB, 0)} MB`);
     const largest = 'y'.repeat(65_536 - 40);
     const ids = [];
     for (let i = 0; i < 100; i++) {
@@ -82,7 +84,8 @@ export async function runAttack({ quick = false } = {}) {
       ids.push(JSON.parse(res.text).id);
     }
     const [{ stored }] = await sql`select count(*)::int as stored from approvals where requester_sub = 'attacker'`;
-    log(`attacker: ${refused} of 100 approvals of ~1 MiB refused (413); ${stored} stored of ~64 KiB`);
+    result.rssAfterFilingMB = memoryOf(server.pid).rssMB;
+    log(`attacker: ${refused} of 100 approvals of ~1 MiB refused (413); ${stored} stored of ~64 KiB; Gatehouse RSS now ${fmt(result.rssAfterFilingMB, 0)} MB`);
     result.refusedHuge = refused;
     result.stored = stored;
 
