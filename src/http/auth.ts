@@ -141,9 +141,10 @@ export const MAX_CLAIM_LENGTH = 256;
 /**
  * SPEC section 5: user = sub, team/agent/roles from the configured claims. An absent team or agent
  * is a caller without one (rules naming teams do not match it); a claim of the wrong type is 401,
- * never coerced. Identity strings hold no control characters (U+0000 cannot even be stored) and no
- * lone surrogates: such a token is refused here, naming the claim and never its value, instead of
- * failing later as a 500 or as an error that blames the body.
+ * never coerced. Identity strings hold no control characters (U+0000 cannot even be stored), no
+ * invisible format characters (bidi, zero-width) and no lone surrogates: such a token is refused
+ * here, naming the claim and never its value, instead of failing later as a 500 or as an error that
+ * blames the body, or authenticating a name that displays as another.
  */
 export function identityFromClaims(payload: unknown, claims: Config['claims']): Identity {
   if (payload === null || typeof payload !== 'object') throw new HttpError('unauthorized', 'the token has no claims');
@@ -178,9 +179,16 @@ export function identityFromClaims(payload: unknown, claims: Config['claims']): 
 
 // Cc: C0 controls (U+0000–U+001F), DEL and C1 controls (U+007F–U+009F).
 const CONTROL = /\p{Cc}/u;
+// Cf: the invisible format characters: bidi embeddings, overrides and isolates (U+202A–U+202E,
+// U+2066–U+2069), LRM/RLM/ALM, zero-width characters (U+200B–U+200D, U+2060), the BOM, the soft
+// hyphen and tag characters. `alice` and `alice\u200b` print alike but are two users, and a bidi
+// override makes a name display as another (Trojan Source, CVE-2021-42574; UTS #39). Zl/Zp (U+2028,
+// U+2029) break a line in a log viewer like a control character would.
+const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}]/u;
 
 function checkClaimText(name: string, value: string): void {
   if (CONTROL.test(value)) throw new HttpError('unauthorized', `the claim "${name}" contains a control character`);
+  if (INVISIBLE.test(value)) throw new HttpError('unauthorized', `the claim "${name}" contains an invisible format or separator character`);
   if (!isWellFormed(value)) throw new HttpError('unauthorized', `the claim "${name}" contains a lone surrogate`);
 }
 
