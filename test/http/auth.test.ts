@@ -128,6 +128,50 @@ describe('time claims, with a 30 s clock tolerance', () => {
   });
 });
 
+describe('iat and the typ header', () => {
+  const TYP = "the token header's `typ` must be JWT or at+jwt";
+  const IAT = "the token's `iat` must be a NumericDate not in the future";
+  it('iat within the clock tolerance, in the past, or absent is accepted', async () => {
+    for (const iat of [now(), now() - 86_400, now() + 10, 0, undefined]) {
+      expect((await post(t.app, '/decide', LOOKUP, signJwt(claims({ iat })))).statusCode, `iat ${String(iat)}`).toBe(200);
+    }
+  });
+  for (const [name, iat] of [
+    ['an hour in the future', () => now() + 3600],
+    ['two minutes in the future (beyond the 30 s tolerance)', () => now() + 120],
+    ['in milliseconds', () => Date.now()],
+    ['a numeric string', () => String(now())],
+    ['negative', () => -1],
+    ['null', () => null],
+    ['an array', () => [now()]],
+    ['an object', () => ({ t: now() })],
+  ] as const) {
+    it(`iat ${name} is 401`, async () => {
+      const res = await post(t.app, '/decide', LOOKUP, signJwt(claims({ iat: iat() })));
+      expect401(res);
+      expect((res.json() as { detail: string }).detail).toBe(IAT);
+    });
+  }
+  it('typ JWT or at+jwt in any case, with or without application/, or no typ, is accepted', async () => {
+    for (const typ of ['JWT', 'jwt', 'Jwt', 'at+jwt', 'AT+JWT', 'application/jwt', 'application/at+jwt', 'APPLICATION/AT+JWT', undefined]) {
+      const res = await post(t.app, '/decide', LOOKUP, signJwt(claims(), { header: { typ } }));
+      expect(res.statusCode, `typ ${String(typ)}: ${res.body}`).toBe(200);
+    }
+  });
+  for (const typ of ['JOSE', 'JOSE+JSON', 'logout+jwt', 'secevent+jwt', 'dpop+jwt', 'application/json', 'text/jwt', '', ' JWT', 'JWT ', 'at+jwt+jwt', 'application/application/jwt', 'JWT\u0000', 'jwt\u212a', 1, null, ['JWT'], {}] as const) {
+    it(`typ ${JSON.stringify(typ)} is 401`, async () => {
+      const res = await post(t.app, '/decide', LOOKUP, signJwt(claims(), { header: { typ } }));
+      expect401(res);
+      expect((res.json() as { detail: string }).detail).toBe(TYP);
+    });
+  }
+  it('the checks hold for a token already seen: a refused token is never cached', async () => {
+    const tok = signJwt(claims({ iat: now() + 3600 }));
+    expect401(await post(t.app, '/decide', LOOKUP, tok));
+    expect401(await post(t.app, '/decide', LOOKUP, tok));
+  });
+});
+
 describe('identity claims', () => {
   it('sub missing is 401', async () => {
     const c = claims();
