@@ -58,23 +58,22 @@ const MAX_TOKEN_LENGTH = 8192;
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
 
 export async function registerAuth(app: FastifyInstance, options: AuthOptions): Promise<void> {
-  const jwks = options.jwks;
-  if (jwks === undefined) {
-    await app.register(fastifyJwt, {
-      secret: options.algorithm === 'HS256' ? options.key : { public: options.key },
-      verify: {
-        algorithms: [options.algorithm],
-        // fast-jwt skips the iss/aud check when the claim is absent: require them when configured.
-        requiredClaims: ['exp', 'sub', ...(options.issuer !== null ? ['iss'] : []), ...(options.audience !== null ? ['aud'] : [])],
-        // fast-jwt takes milliseconds here; @fastify/jwt only converts maxAge.
-        clockTolerance: options.clockToleranceSec * 1000,
-        ...(options.issuer !== null ? { allowedIss: options.issuer } : {}),
-        ...(options.audience !== null ? { allowedAud: options.audience } : {}),
-      },
-    });
-  }
   app.decorateRequest('identity', null);
+  const jwks = options.jwks;
   app.decorate('jwtKeysLoaded', jwks === undefined ? () => true : () => jwks.loaded());
+  if (options.jwks !== undefined) return; // jose verifies those tokens (createAuthenticator)
+  await app.register(fastifyJwt, {
+    secret: options.algorithm === 'HS256' ? options.key : { public: options.key },
+    verify: {
+      algorithms: [options.algorithm],
+      // fast-jwt skips the iss/aud check when the claim is absent: require them when configured.
+      requiredClaims: ['exp', 'sub', ...(options.issuer !== null ? ['iss'] : []), ...(options.audience !== null ? ['aud'] : [])],
+      // fast-jwt takes milliseconds here; @fastify/jwt only converts maxAge.
+      clockTolerance: options.clockToleranceSec * 1000,
+      ...(options.issuer !== null ? { allowedIss: options.issuer } : {}),
+      ...(options.audience !== null ? { allowedAud: options.audience } : {}),
+    },
+  });
 }
 
 /** Verified tokens kept, so a token seen before costs a map lookup; bounded. */

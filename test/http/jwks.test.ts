@@ -2,11 +2,11 @@
 // on loopback: keys fetched at start, picked by `kid`, rotated, refreshed on an unknown kid (rate
 // limited), kept through an outage, each pinned to its own type and algorithm; 503 until the first
 // good fetch. No wall-clock thresholds: intervals are small and the tests poll for the state.
-import { createHmac, KeyObject, randomUUID } from 'node:crypto';
+import { createHmac, generateKeyPairSync, KeyObject, randomUUID } from 'node:crypto';
 import { exportJWK, exportSPKI, generateSecret, importJWK, type CryptoKey } from 'jose';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createJwksKeys, type JwksKeys, type JwksOptions } from '../../src/http/jwks.js';
+import { createJwksKeys, keySetOf, type JwksKeys, type JwksOptions } from '../../src/http/jwks.js';
 import { createTestApp, post, type TestApp } from '../helpers/app.js';
 import { signingKey, signWith, startJwksServer, until, type JwksServer, type SigningKey } from '../helpers/jwks.js';
 import { forgeJwt, signRawJwt, startCountingServer } from '../reliability/helpers.js';
@@ -268,6 +268,43 @@ describe('tokens without kid', () => {
   it('a kid that is not a string is 401', async () => {
     const { t } = await setup([rsa]);
     expect401(await decide(t, await signWith(rsa, {}, { kid: 7 })));
+  });
+});
+
+describe('which JWKs of a document are used (keySetOf)', () => {
+  it('a document that is not a JWK Set, or holds no usable key, is refused (the last good set stays)', () => {
+    for (const doc of [null, 'keys', [], {}, { keys: 'x' }, { keys: {} }]) expect(() => keySetOf(doc), JSON.stringify(doc)).toThrow('the document is not a JWK Set');
+    expect(() => keySetOf({ keys: [] })).toThrow('the JWK Set holds no usable signature key');
+  });
+
+  it('only public signature keys of a supported type, curve and size, with a matching alg, are kept', () => {
+    const node = (k: KeyObject): Record<string, unknown> => k.export({ format: 'jwk' }) as Record<string, unknown>;
+    const small = generateKeyPairSync('rsa', { modulusLength: 1024 });
+    const x25519 = generateKeyPairSync('x25519');
+    const p256 = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const secp256k1 = generateKeyPairSync('ec', { namedCurve: 'secp256k1' });
+    const rejected: [string, unknown][] = [
+      ['an RSA key under 2048 bits', { ...node(small.publicKey), kid: 'small' }],
+      ['a private key', { ...node(small.privateKey), kid: 'private' }],
+      ['a private RSA key of the right size', { ...node(KeyObject.from(rsa.privateKey)), kid: 'private-2048' }],
+      ['an X25519 (key agreement) key', { ...node(x25519.publicKey), kid: 'x25519' }],
+      ['a secp256k1 key', { ...node(secp256k1.publicKey), kid: 'k1' }],
+      ['ES384 on a P-256 key', { ...node(p256.publicKey), kid: 'mismatch', alg: 'ES384' }],
+      ['HS256 on an RSA key', { ...rsa.jwk, kid: 'hs', alg: 'HS256' }],
+      ['RSA-OAEP (encryption) on an RSA key', { ...rsa.jwk, kid: 'oaep', alg: 'RSA-OAEP' }],
+      ['use enc', { ...rsa.jwk, kid: 'enc', use: 'enc' }],
+      ['key_ops without verify', { ...rsa.jwk, kid: 'ops', key_ops: ['encrypt'] }],
+      ['a numeric kid', { ...rsa.jwk, kid: 7 }],
+      ['an unknown kty', { kty: 'AKP', alg: 'ML-DSA-44', pub: 'AA', kid: 'pq' }],
+      ['an oct key', { kty: 'oct', k: 'c2VjcmV0', kid: 'oct' }],
+      ['material that is not a key', { kty: 'RSA', n: 'AQAB', e: 'AQAB', kid: 'junk' }],
+      ['not an object', 'rsa-1'],
+    ];
+    for (const [name, jwk] of rejected) {
+      expect(keySetOf({ keys: [rsa.jwk, jwk] }).keys, name).toHaveLength(1);
+    }
+    const kept = keySetOf({ keys: [rsa.jwk, ec.jwk, ed.jwk, rsaNoAlg.jwk, { ...node(p256.publicKey), kid: 'verify-op', key_ops: ['verify'] }] });
+    expect(kept.keys.map((k) => k.kid)).toEqual(['rsa-1', 'ec-1', 'ed-1', 'rsa-noalg', 'verify-op']);
   });
 });
 
