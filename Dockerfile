@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# Gatehouse: a production image. It needs DATABASE_URL, a JWT key (JWT_SECRET or JWT_PUBLIC_KEY)
-# and POLICY_ENV when the policies declare environments; it refuses to start without them.
+# Gatehouse: a production image. It needs DATABASE_URL, a JWT key (JWT_SECRET, JWT_PUBLIC_KEY or
+# JWT_JWKS_URL; the last two with JWT_AUDIENCE and JWT_ISSUER) and POLICY_ENV when the policies
+# declare environments; it refuses to start without them.
 # The embedded PostgreSQL (an optional dependency, for `npm start` on a laptop) is not installed.
 
 FROM node:20-bookworm-slim AS build

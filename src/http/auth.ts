@@ -1,20 +1,24 @@
-// Bearer JWT → Identity. The server pins the one algorithm its key allows (RFC 8725 section 3.1),
-// requires `exp` and `sub`, bounds the lifetime (`exp - now`), checks `iss`/`aud` when configured,
-// and reads team, agent and roles only from verified claims. Every failure is 401; a role missing
+// Bearer JWT → Identity, with one of two kinds of keys:
+// - an HS256 secret or one PEM public key: @fastify/jwt (fast-jwt) pinned to the one algorithm the
+//   key allows (RFC 8725 section 3.1);
+// - the identity provider's JWKS (src/http/jwks.ts): jose selects the key by `kid`, and each key
+//   pins its own type and algorithm; only asymmetric algorithms are accepted.
+// Both then apply the same checks (verifiedIdentity): `exp` and `sub` required, the lifetime
+// (`exp - now`) bounded, `iss`/`aud` when configured, `iat` and `typ`, and team, agent and roles
+// read only from verified claims. Every failure is 401; a JWKS not loaded yet is 503; a role missing
 // for a route is 403.
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { errors as joseErrors, jwtVerify } from 'jose';
 import type { Config } from '../config.js';
 import { parseJson } from '../json/parse.js';
 import { isWellFormed } from '../json/unicode.js';
-import { isJsonObject } from '../json/value.js';
+import { isJsonObject, type JsonObject } from '../json/value.js';
 import type { Identity } from '../policy/model.js';
 import { HttpError } from './errors.js';
+import { JWKS_ALGORITHMS, type JwksKeys } from './jwks.js';
 
-export interface AuthOptions {
-  /** HS256 secret or PEM public key, and the algorithm it pins. */
-  readonly key: string;
-  readonly algorithm: NonNullable<Config['jwt']['algorithm']>;
+interface AuthCommon {
   readonly issuer: string | null;
   readonly audience: string | null;
   readonly clockToleranceSec: number;
@@ -23,9 +27,29 @@ export interface AuthOptions {
   readonly claims: Config['claims'];
 }
 
+export interface StaticKeyAuth extends AuthCommon {
+  /** HS256 secret or PEM public key, and the algorithm it pins. */
+  readonly key: string;
+  readonly algorithm: NonNullable<Config['jwt']['algorithm']>;
+  readonly jwks?: undefined;
+}
+
+export interface JwksAuth extends AuthCommon {
+  /** The provider's key set (JWT_JWKS_URL); its owner starts and closes it. */
+  readonly jwks: JwksKeys;
+  readonly key?: undefined;
+  readonly algorithm?: undefined;
+}
+
+export type AuthOptions = StaticKeyAuth | JwksAuth;
+
 declare module 'fastify' {
   interface FastifyRequest {
     identity: Identity | null;
+  }
+  interface FastifyInstance {
+    /** Whether tokens can be checked: false only for a JWKS before its first good fetch (/readyz). */
+    jwtKeysLoaded(): boolean;
   }
 }
 
@@ -34,6 +58,10 @@ const MAX_TOKEN_LENGTH = 8192;
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
 
 export async function registerAuth(app: FastifyInstance, options: AuthOptions): Promise<void> {
+  app.decorateRequest('identity', null);
+  const jwks = options.jwks;
+  app.decorate('jwtKeysLoaded', jwks === undefined ? () => true : () => jwks.loaded());
+  if (options.jwks !== undefined) return; // jose verifies those tokens (createAuthenticator)
   await app.register(fastifyJwt, {
     secret: options.algorithm === 'HS256' ? options.key : { public: options.key },
     verify: {
@@ -46,11 +74,13 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
       ...(options.audience !== null ? { allowedAud: options.audience } : {}),
     },
   });
-  app.decorateRequest('identity', null);
 }
 
-/** Verified tokens kept, so a token seen before costs a map lookup (issue 5); bounded. */
+/** Verified tokens kept, so a token seen before costs a map lookup; bounded. */
 const TOKEN_CACHE_SIZE = 10_000;
+
+/** A verified token's identity, or (JWKS, first sight of the token) a promise of it. */
+export type Authenticate = (request: FastifyRequest) => Identity | Promise<Identity>;
 
 /**
  * The request authenticator of one app: verify the bearer token and set `request.identity`, or
@@ -58,13 +88,57 @@ const TOKEN_CACHE_SIZE = 10_000;
  * colliding key would hand one caller another's identity, GHSA-rp9m-7r4c-75qg) until its `exp`
  * plus the clock tolerance, which is checked on every use. A token living longer than the maximum
  * lifetime is refused before it is cached, and no entry outlives the check time plus that maximum.
+ * With a JWKS the cache is emptied whenever the key set changes (a key withdrawn from the set stops
+ * authenticating at once), and only a token not in the cache is checked asynchronously: the cache
+ * hit and the static-key path return synchronously.
  */
-export function createAuthenticator(app: FastifyInstance, options: AuthOptions): (request: FastifyRequest) => Identity {
+export function createAuthenticator(app: FastifyInstance, options: AuthOptions): Authenticate {
   const cache = new Map<string, { identity: Identity; expiresAtMs: number }>();
   const toleranceMs = options.clockToleranceSec * 1000;
   // A NaN here would switch the lifetime check off and the cache with it: refuse it at start.
   if (!Number.isSafeInteger(options.maxLifetimeSec) || options.maxLifetimeSec <= 0) throw new RangeError('maxLifetimeSec must be a positive integer');
   const maxLifetimeMs = options.maxLifetimeSec * 1000;
+  const checks: ClaimChecks = { issuer: options.issuer, audience: options.audience, toleranceMs, maxLifetimeMs, claims: options.claims };
+  const keys = options.jwks;
+  let cacheGeneration = keys?.generation() ?? 0;
+
+  const remember = (token: string, verified: Verified, now: number): Identity => {
+    if (cache.size >= TOKEN_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+    cache.set(token, { identity: verified.identity, expiresAtMs: Math.min(verified.expMs, now + maxLifetimeMs) + toleranceMs });
+    return verified.identity;
+  };
+
+  const verifyWithJwks = async (jwks: JwksKeys, token: string, header: JsonObject): Promise<Identity> => {
+    const kid = header.kid;
+    if (kid === undefined) {
+      // jose would pick the one key of the token's type; with several keys a token must say which.
+      if (jwks.size() !== 1) throw new HttpError('unauthorized', 'the token names no key (`kid`) and the key set holds several');
+    } else if (typeof kid !== 'string') {
+      throw new HttpError('unauthorized', 'the token is not valid');
+    } else if (!jwks.hasKid(kid)) {
+      await jwks.refreshForUnknownKid(); // the provider may have rotated its keys
+      if (!jwks.hasKid(kid)) throw new HttpError('unauthorized', "the token's key (`kid`) is not in the key set");
+    }
+    const generation = jwks.generation();
+    let payload: unknown;
+    try {
+      ({ payload } = await jwtVerify(token, jwks.getKey, {
+        algorithms: [...JWKS_ALGORITHMS],
+        clockTolerance: options.clockToleranceSec,
+        requiredClaims: ['exp', 'sub'],
+        ...(options.issuer !== null ? { issuer: options.issuer } : {}),
+        ...(options.audience !== null ? { audience: options.audience } : {}),
+      }));
+    } catch (err) {
+      if (!(err instanceof joseErrors.JOSEError)) throw err; // a bug: 500, nothing authenticated
+      throw new HttpError('unauthorized', err.code === 'ERR_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid');
+    }
+    const now = Date.now();
+    const verified = verifiedIdentity(header, payload, now, checks);
+    // Verified against a set that has changed meanwhile: answered, not cached.
+    return generation === jwks.generation() ? remember(token, verified, now) : verified.identity;
+  };
+
   return (request) => {
     const header = request.headers.authorization;
     if (header === undefined) throw new HttpError('unauthorized', 'send Authorization: Bearer <token>');
@@ -76,12 +150,24 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
     if (!m) throw new HttpError('unauthorized', 'the Authorization header is not a bearer token');
     const token = m[1]!;
     const now = Date.now();
+    if (keys !== undefined && keys.generation() !== cacheGeneration) {
+      cache.clear();
+      cacheGeneration = keys.generation();
+    }
     const hit = cache.get(token);
     if (hit !== undefined) {
       if (now <= hit.expiresAtMs) return (request.identity = hit.identity);
       cache.delete(token);
     }
-    if (!strictSegments(token)) throw new HttpError('unauthorized', 'the token is not valid');
+    if (keys !== undefined && !keys.loaded()) {
+      // Not the token's fault: the keys to check it with have not arrived yet.
+      throw new HttpError('unavailable', 'the token signing keys (JWT_JWKS_URL) are not loaded yet; retry', { retryAfterSec: 2 });
+    }
+    const segments = strictHeader(token);
+    if (segments === null) throw new HttpError('unauthorized', 'the token is not valid');
+    if (keys !== undefined) {
+      return verifyWithJwks(keys, token, segments).then((identity) => (request.identity = identity));
+    }
     let payload: unknown;
     try {
       payload = app.jwt.verify(token);
@@ -89,16 +175,7 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
       const code = (err as { code?: string }).code;
       throw new HttpError('unauthorized', code === 'FAST_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid');
     }
-    const exp = (payload as { exp: number }).exp; // required and checked by the verifier
-    // An `exp` of 1e20, or one written in milliseconds, would otherwise be a credential valid for
-    // millennia, only revocable by rotating the key. The value is never echoed.
-    if (exp * 1000 > now + maxLifetimeMs + toleranceMs) {
-      throw new HttpError('unauthorized', "the token's lifetime is longer than this server accepts");
-    }
-    const identity = identityFromClaims(payload, options.claims);
-    if (cache.size >= TOKEN_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-    cache.set(token, { identity, expiresAtMs: Math.min(exp * 1000, now + maxLifetimeMs) + toleranceMs });
-    return (request.identity = identity);
+    return (request.identity = remember(token, verifiedIdentity(segments, payload, now, checks), now));
   };
 }
 
@@ -113,21 +190,87 @@ function authorizationCount(rawHeaders: readonly string[]): number {
 }
 
 /**
- * The header and the claims must be strict JSON (RFC 8725 section 2.6, RFC 7493). fast-jwt reads them
- * with JSON.parse, which keeps the LAST of duplicate names ({"roles":[],"roles":["approver"]}), turns
- * `1e400` into Infinity (an `exp` that never passes) and replaces invalid UTF-8 with U+FFFD. A header
- * with `crit` names an extension we do not implement (RFC 7515 section 4.1.11; fast-jwt lets
- * `"crit": null` through): refused whatever its value.
+ * The header and the claims must be strict JSON (RFC 8725 section 2.6, RFC 7493). fast-jwt and jose
+ * read them with JSON.parse, which keeps the LAST of duplicate names ({"roles":[],"roles":["approver"]}),
+ * turns `1e400` into Infinity (an `exp` that never passes) and replaces invalid UTF-8 with U+FFFD. A
+ * header with `crit` names an extension we do not implement (RFC 7515 section 4.1.11; fast-jwt lets
+ * `"crit": null` through): refused whatever its value. Returns the header, or null.
  */
-function strictSegments(token: string): boolean {
+function strictHeader(token: string): JsonObject | null {
   const [head, body] = token.split('.');
   try {
     const header = parseJson(Buffer.from(head!, 'base64url'), { maxDepth: 32 });
     parseJson(Buffer.from(body!, 'base64url'), { maxDepth: 32 });
-    return isJsonObject(header) && !Object.hasOwn(header, 'crit');
+    return isJsonObject(header) && !Object.hasOwn(header, 'crit') ? header : null;
   } catch {
-    return false;
+    return null;
   }
+}
+
+interface ClaimChecks {
+  readonly issuer: string | null;
+  readonly audience: string | null;
+  readonly toleranceMs: number;
+  readonly maxLifetimeMs: number;
+  readonly claims: Config['claims'];
+}
+
+interface Verified {
+  readonly identity: Identity;
+  /** `exp`, in ms. */
+  readonly expMs: number;
+}
+
+// RFC 7515 section 4.1.9: `typ` is a media type, compared case-insensitively, and may omit its
+// "application/" prefix. JWT (RFC 7519 section 5.1) and at+jwt (RFC 9068 access tokens) are the ones
+// a bearer token may declare; another type (a logout token, an ID token of another profile, a JWS of
+// anything) is refused (RFC 8725 section 3.11). Without the u flag, /i folds ASCII letters only.
+const TYP = /^(?:application\/)?(?:at\+)?jwt$/i;
+
+/**
+ * The checks after the signature, the same for both kinds of keys, whatever the verifying library
+ * already checked: the header's `typ`; `exp` (required), `nbf` and `iat` as NumericDates (RFC 7519
+ * section 2: a finite number of seconds) against the clock tolerance; the lifetime bound; `iss` and
+ * `aud` when configured (then required); and the identity claims.
+ */
+export function verifiedIdentity(header: JsonObject, payload: unknown, nowMs: number, checks: ClaimChecks): Verified {
+  if (!isJsonObject(payload)) throw new HttpError('unauthorized', 'the token has no claims');
+  const p: JsonObject = payload;
+  const typ = header.typ;
+  if (typ !== undefined && !(typeof typ === 'string' && TYP.test(typ))) {
+    throw new HttpError('unauthorized', 'the token header\'s `typ` must be JWT or at+jwt');
+  }
+  const tol = checks.toleranceMs;
+  const exp = p.exp;
+  if (!isNumericDate(exp)) throw new HttpError('unauthorized', 'the token needs an `exp` NumericDate');
+  if (exp * 1000 + tol < nowMs) throw new HttpError('unauthorized', 'the token has expired');
+  // An `exp` of 1e20, or one written in milliseconds, would otherwise be a credential valid for
+  // millennia, only revocable by rotating the key. The value is never echoed.
+  if (exp * 1000 > nowMs + checks.maxLifetimeMs + tol) {
+    throw new HttpError('unauthorized', "the token's lifetime is longer than this server accepts");
+  }
+  if (Object.hasOwn(p, 'nbf') && !(isNumericDate(p.nbf) && p.nbf * 1000 <= nowMs + tol)) {
+    throw new HttpError('unauthorized', 'the token is not valid yet (`nbf`)');
+  }
+  // A token issued in the future comes from a wrong clock or a forger planning ahead (RFC 7519 section 4.1.6).
+  if (Object.hasOwn(p, 'iat') && !(isNumericDate(p.iat) && p.iat * 1000 <= nowMs + tol)) {
+    throw new HttpError('unauthorized', 'the token\'s `iat` must be a NumericDate not in the future');
+  }
+  if (checks.issuer !== null && p.iss !== checks.issuer) throw new HttpError('unauthorized', 'the token is not from the configured issuer (`iss`)');
+  if (checks.audience !== null && !hasAudience(p.aud, checks.audience)) {
+    throw new HttpError('unauthorized', 'the token is not meant for this service (`aud`)');
+  }
+  return { identity: identityFromClaims(p, checks.claims), expMs: exp * 1000 };
+}
+
+function isNumericDate(v: unknown): v is number {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0;
+}
+
+/** RFC 7519 section 4.1.3: a string, or an array of strings holding ours. */
+function hasAudience(aud: unknown, audience: string): boolean {
+  if (typeof aud === 'string') return aud === audience;
+  return Array.isArray(aud) && aud.every((a) => typeof a === 'string') && aud.includes(audience);
 }
 
 /**
@@ -141,9 +284,10 @@ export const MAX_CLAIM_LENGTH = 256;
 /**
  * SPEC section 5: user = sub, team/agent/roles from the configured claims. An absent team or agent
  * is a caller without one (rules naming teams do not match it); a claim of the wrong type is 401,
- * never coerced. Identity strings hold no control characters (U+0000 cannot even be stored) and no
- * lone surrogates: such a token is refused here, naming the claim and never its value, instead of
- * failing later as a 500 or as an error that blames the body.
+ * never coerced. Identity strings hold no control characters (U+0000 cannot even be stored), no
+ * invisible format characters (bidi, zero-width) and no lone surrogates: such a token is refused
+ * here, naming the claim and never its value, instead of failing later as a 500 or as an error that
+ * blames the body, or authenticating a name that displays as another.
  */
 export function identityFromClaims(payload: unknown, claims: Config['claims']): Identity {
   if (payload === null || typeof payload !== 'object') throw new HttpError('unauthorized', 'the token has no claims');
@@ -178,9 +322,16 @@ export function identityFromClaims(payload: unknown, claims: Config['claims']): 
 
 // Cc: C0 controls (U+0000–U+001F), DEL and C1 controls (U+007F–U+009F).
 const CONTROL = /\p{Cc}/u;
+// Cf: the invisible format characters: bidi embeddings, overrides and isolates (U+202A–U+202E,
+// U+2066–U+2069), LRM/RLM/ALM, zero-width characters (U+200B–U+200D, U+2060), the BOM, the soft
+// hyphen and tag characters. `alice` and `alice\u200b` print alike but are two users, and a bidi
+// override makes a name display as another (Trojan Source, CVE-2021-42574; UTS #39). Zl/Zp (U+2028,
+// U+2029) break a line in a log viewer like a control character would.
+const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}]/u;
 
 function checkClaimText(name: string, value: string): void {
   if (CONTROL.test(value)) throw new HttpError('unauthorized', `the claim "${name}" contains a control character`);
+  if (INVISIBLE.test(value)) throw new HttpError('unauthorized', `the claim "${name}" contains an invisible format or separator character`);
   if (!isWellFormed(value)) throw new HttpError('unauthorized', `the claim "${name}" contains a lone surrogate`);
 }
 

@@ -8,6 +8,7 @@ import { createApprovalService } from '../../src/approvals/service.js';
 import { createApprovalStore } from '../../src/approvals/store.js';
 import { DEFAULT_JWT_MAX_LIFETIME_SEC, type JwtAlgorithm } from '../../src/config.js';
 import { buildApp, type AppContext } from '../../src/http/app.js';
+import type { JwksKeys } from '../../src/http/jwks.js';
 import { createMetrics } from '../../src/http/metrics.js';
 import { createLivePolicies } from '../../src/policy/live.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
@@ -21,6 +22,8 @@ export interface TestAppOptions {
   database?: boolean | TestDatabase;
   key?: string;
   algorithm?: JwtAlgorithm;
+  /** Verify tokens against this key set instead of `key` (the caller starts and closes it). */
+  jwks?: JwksKeys;
   issuer?: string | null;
   audience?: string | null;
   bodyLimit?: number;
@@ -83,8 +86,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     bodyLimit: options.bodyLimit ?? 1_048_576,
     logger: log,
     auth: {
-      key: options.key ?? SECRET,
-      algorithm: options.algorithm ?? 'HS256',
+      ...(options.jwks !== undefined ? { jwks: options.jwks } : { key: options.key ?? SECRET, algorithm: options.algorithm ?? 'HS256' }),
       issuer: options.issuer ?? null,
       audience: options.audience ?? null,
       clockToleranceSec: 30,

@@ -128,6 +128,50 @@ describe('time claims, with a 30 s clock tolerance', () => {
   });
 });
 
+describe('iat and the typ header', () => {
+  const TYP = "the token header's `typ` must be JWT or at+jwt";
+  const IAT = "the token's `iat` must be a NumericDate not in the future";
+  it('iat within the clock tolerance, in the past, or absent is accepted', async () => {
+    for (const iat of [now(), now() - 86_400, now() + 10, 0, undefined]) {
+      expect((await post(t.app, '/decide', LOOKUP, signJwt(claims({ iat })))).statusCode, `iat ${String(iat)}`).toBe(200);
+    }
+  });
+  for (const [name, iat] of [
+    ['an hour in the future', () => now() + 3600],
+    ['two minutes in the future (beyond the 30 s tolerance)', () => now() + 120],
+    ['in milliseconds', () => Date.now()],
+    ['a numeric string', () => String(now())],
+    ['negative', () => -1],
+    ['null', () => null],
+    ['an array', () => [now()]],
+    ['an object', () => ({ t: now() })],
+  ] as const) {
+    it(`iat ${name} is 401`, async () => {
+      const res = await post(t.app, '/decide', LOOKUP, signJwt(claims({ iat: iat() })));
+      expect401(res);
+      expect((res.json() as { detail: string }).detail).toBe(IAT);
+    });
+  }
+  it('typ JWT or at+jwt in any case, with or without application/, or no typ, is accepted', async () => {
+    for (const typ of ['JWT', 'jwt', 'Jwt', 'at+jwt', 'AT+JWT', 'application/jwt', 'application/at+jwt', 'APPLICATION/AT+JWT', undefined]) {
+      const res = await post(t.app, '/decide', LOOKUP, signJwt(claims(), { header: { typ } }));
+      expect(res.statusCode, `typ ${String(typ)}: ${res.body}`).toBe(200);
+    }
+  });
+  for (const typ of ['JOSE', 'JOSE+JSON', 'logout+jwt', 'secevent+jwt', 'dpop+jwt', 'application/json', 'text/jwt', '', ' JWT', 'JWT ', 'at+jwt+jwt', 'application/application/jwt', 'JWT\u0000', 'jwt\u212a', 1, null, ['JWT'], {}] as const) {
+    it(`typ ${JSON.stringify(typ)} is 401`, async () => {
+      const res = await post(t.app, '/decide', LOOKUP, signJwt(claims(), { header: { typ } }));
+      expect401(res);
+      expect((res.json() as { detail: string }).detail).toBe(TYP);
+    });
+  }
+  it('the checks hold for a token already seen: a refused token is never cached', async () => {
+    const tok = signJwt(claims({ iat: now() + 3600 }));
+    expect401(await post(t.app, '/decide', LOOKUP, tok));
+    expect401(await post(t.app, '/decide', LOOKUP, tok));
+  });
+});
+
 describe('identity claims', () => {
   it('sub missing is 401', async () => {
     const c = claims();
@@ -214,6 +258,43 @@ describe('identity claims with control characters or lone surrogates (audit F6)'
     const longest = 'x'.repeat(MAX_CLAIM_LENGTH);
     expect(identityFromClaims(claims({ sub: longest, team: longest, agent: longest }), { team: 'team', agent: 'agent', roles: 'roles' }))
       .toMatchObject({ user: longest, team: longest, agent: longest });
+  });
+});
+
+describe('identity claims with invisible format characters (bidi, isolates, zero-width)', () => {
+  const FORMAT = 'the claim "%s" contains an invisible format or separator character';
+  const names = { team: 'team', agent: 'agent', roles: 'roles' };
+  // Each is Unicode general category Cf, except U+2028 / U+2029 (Zl / Zp).
+  const characters: [string, string][] = [
+    ['ZERO WIDTH SPACE U+200B', '\u200b'], ['ZERO WIDTH NON-JOINER U+200C', '\u200c'], ['ZERO WIDTH JOINER U+200D', '\u200d'],
+    ['WORD JOINER U+2060', '\u2060'], ['BOM U+FEFF', '\ufeff'], ['SOFT HYPHEN U+00AD', '\u00ad'],
+    ['LRM U+200E', '\u200e'], ['RLM U+200F', '\u200f'], ['ALM U+061C', '\u061c'],
+    ['LRE U+202A', '\u202a'], ['RLE U+202B', '\u202b'], ['PDF U+202C', '\u202c'], ['LRO U+202D', '\u202d'], ['RLO U+202E', '\u202e'],
+    ['LRI U+2066', '\u2066'], ['RLI U+2067', '\u2067'], ['FSI U+2068', '\u2068'], ['PDI U+2069', '\u2069'],
+    ['TAG LATIN CAPITAL LETTER A U+E0041', '\u{e0041}'], ['LINE SEPARATOR U+2028', '\u2028'], ['PARAGRAPH SEPARATOR U+2029', '\u2029'],
+  ];
+  for (const [name, ch] of characters) {
+    it(`${name} in sub, team, agent or a role is refused, naming the claim`, () => {
+      for (const [claim, extra] of [['sub', { sub: `alice${ch}` }], ['team', { team: `sup${ch}port` }], ['agent', { agent: `${ch}bot` }], ['roles', { roles: ['reader', `approver${ch}`] }]] as const) {
+        expect(() => identityFromClaims(claims(extra), names), `${name} in ${claim}`).toThrow(new HttpError('unauthorized', FORMAT.replace('%s', claim)));
+      }
+    });
+  }
+
+  it('over HTTP: `alice` authenticates; alice + U+200B and a right-to-left override are 401 without echoing the value', async () => {
+    expect((await post(t.app, '/decide', LOOKUP, signJwt(claims({ sub: 'alice' })))).statusCode).toBe(200);
+    for (const [claim, extra] of [['sub', { sub: 'aliceVALUE\u200b' }], ['sub', { sub: 'VALUE\u202egnp.exe' }], ['team', { team: 'supportVALUE\u2066' }], ['agent', { agent: 'botVALUE\ufeff' }], ['roles', { roles: ['approverVALUE\u200d'] }]] as const) {
+      const res = await post(t.app, '/decide', LOOKUP, signJwt(claims(extra)));
+      expect401(res);
+      expect((res.json() as { detail: string }).detail).toBe(FORMAT.replace('%s', claim));
+      expect(res.body).not.toContain('VALUE');
+    }
+  });
+
+  it('visible non-ASCII names are still accepted (letters, marks, emoji, CJK, RTL letters)', () => {
+    for (const sub of ['zoë', 'e\u0301', 'ann \ud83d\ude00', '李雷', 'مريم', 'a b', 'o\u2019brien']) {
+      expect(identityFromClaims(claims({ sub }), names).user).toBe(sub);
+    }
   });
 });
 

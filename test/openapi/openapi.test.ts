@@ -11,11 +11,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LIMITS } from '../../src/approvals/store.js';
 import { StoreUnavailableError } from '../../src/db/errors.js';
 import { ERRORS } from '../../src/http/errors.js';
+import { createJwksKeys } from '../../src/http/jwks.js';
 import { decideBodySchema } from '../../src/http/routes/decide.js';
 import { createStrictAjv } from '../../src/policy/ajv.js';
 import type { PolicySet } from '../../src/policy/model.js';
 import { TOOL_NAME_PATTERN } from '../../src/policy/request.js';
 import { adminToken, agentToken, approverToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
+import { startJwksServer } from '../helpers/jwks.js';
 import {
   assertMatchesOpenApi,
   assertResponseMatchesOpenApi,
@@ -523,6 +525,29 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       }
     }
     expect(n).toBe(9 * bad.length);
+  });
+
+  it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
+    const server = await startJwksServer();
+    const url = server.url;
+    await server.close(); // nothing listens there: the first fetch fails
+    const keys = createJwksKeys({ url, refreshMs: 3_600_000, retryMs: 3_600_000 });
+    const pending = await createTestApp({ jwks: keys });
+    try {
+      expect(await keys.start()).toBe(false);
+      expect(await call(pending, { url: '/readyz' }, 503)).toMatchObject({ jwt_keys: 'not_loaded', database: 'not_configured' });
+      for (const { path, method } of openApiOperations().filter((o) => !OPEN_ROUTES.includes(o.path))) {
+        const target = path.replace('{id}', randomUUID());
+        const res = await pending.app.inject({ method: method.toUpperCase() as 'GET', url: target, headers: bearer(supportToken()) });
+        expect(res.statusCode, `${method} ${target}`).toBe(503);
+        expect(res.headers['retry-after']).toBe('2');
+        assertResponseMatchesOpenApi(method, target, res);
+        covered.add(`${method} ${path} 503`);
+      }
+    } finally {
+      keys.close();
+      await pending.close();
+    }
   });
 
   it('POST /decide: the four decisions, redacted reasons, strict bodies', async () => {

@@ -8,13 +8,15 @@ const OPENAPI = readFileSync(new URL('../../../openapi.yaml', import.meta.url));
 export function opsRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
 
-  // Ready when policies are loaded (they are, or the process would not have started) and the
-  // approval database answers. /decide without approval_id keeps working either way.
+  // Ready when policies are loaded (they are, or the process would not have started), the token
+  // signing keys are (a JWKS before its first good fetch is not: every token answers 503) and the
+  // approval database answers. /decide without approval_id keeps working without the database.
   app.get('/readyz', async (_request, reply) => {
     const database = ctx.approvals === null ? 'not_configured' : (await ctx.approvals.ping()) ? 'ok' : 'unavailable';
-    const ready = database === 'ok';
+    const jwtKeys = app.jwtKeysLoaded() ? 'ok' : 'not_loaded';
+    const ready = database === 'ok' && jwtKeys === 'ok';
     const policies = { status: 'ok', files: ctx.policies.current().files.length, reload_error: ctx.policies.lastFailure() !== null };
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', policies, database });
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', policies, database, jwt_keys: jwtKeys });
   });
 
   app.get('/metrics', async (_request, reply) => {
