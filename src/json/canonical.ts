@@ -81,11 +81,27 @@ export interface ApprovalRequirementsHashInput {
  * nobody saw; one requirement hashes exactly as before there could be several.
  */
 export function approvalHash(input: ApprovalHashInput | ApprovalRequirementsHashInput): string {
-  return sha256(approvalHashText(input));
+  const parts = approvalHashParts(input);
+  let length = 0;
+  for (const p of parts) length += p.length;
+  if (length <= LONG_TEXT) return sha256(parts.join(''));
+  // Piece by piece: the default shapes repeat the arguments' text, and joining would copy it into
+  // one text several times its size (for a 1 MiB body, megabytes per answer).
+  const hash = crypto.createHash('sha256');
+  for (const p of parts) hash.update(p, 'utf8');
+  return 'sha256:' + hash.digest('hex');
 }
+
+// Below this many UTF-16 units, one joined text and crypto.hash are faster than several updates.
+const LONG_TEXT = 16_384;
 
 /** The canonical text approvalHash hashes. */
 export function approvalHashText(input: ApprovalHashInput | ApprovalRequirementsHashInput): string {
+  return approvalHashParts(input).join('');
+}
+
+/** approvalHashText in pieces: the arguments' canonical text is computed once and shared. */
+function approvalHashParts(input: ApprovalHashInput | ApprovalRequirementsHashInput): string[] {
   const { tool, args } = input;
   const requirements = 'requirements' in input ? input.requirements : [input];
   if (requirements.length === 0) throw new RangeError('an approval needs at least one requirement');
@@ -94,12 +110,31 @@ export function approvalHashText(input: ApprovalHashInput | ApprovalRequirements
   // canonicalize them again for every requirement.
   const a = canonicalAt(args, ['args']);
   const t = canonicalAt(tool, ['tool']);
-  const part = (o: JsonObject, at: string[]): string => (isDefaultShape(o, tool, args) ? `{"args":${a},"tool":${t}}` : canonicalAt(o, at));
-  const shape = (r: ApprovalShapeInput, at: string[]): string =>
-    `"capability":${part(r.capability, [...at, 'capability'])},"kind":${canonicalAt(r.kind, [...at, 'kind'])},"presentation":${part(r.presentation, [...at, 'presentation'])}`;
-  if (requirements.length === 1) return `{"args":${a},${shape(requirements[0]!, [])},"tool":${t}}`;
-  const list = requirements.map((r, i) => `{${shape(r, ['requirements', String(i)])}}`).join(',');
-  return `{"args":${a},"requirements":[${list}],"tool":${t}}`;
+  const out: string[] = ['{"args":', a];
+  const part = (o: JsonObject, at: string[]): void => {
+    if (isDefaultShape(o, tool, args)) out.push('{"args":', a, `,"tool":${t}}`);
+    else out.push(canonicalAt(o, at));
+  };
+  const shape = (r: ApprovalShapeInput, at: string[]): void => {
+    out.push('"capability":');
+    part(r.capability, [...at, 'capability']);
+    out.push(`,"kind":${canonicalAt(r.kind, [...at, 'kind'])},"presentation":`);
+    part(r.presentation, [...at, 'presentation']);
+  };
+  if (requirements.length === 1) {
+    out.push(',');
+    shape(requirements[0]!, []);
+  } else {
+    out.push(',"requirements":[');
+    requirements.forEach((r, i) => {
+      out.push(i === 0 ? '{' : ',{');
+      shape(r, ['requirements', String(i)]);
+      out.push('}');
+    });
+    out.push(']');
+  }
+  out.push(`,"tool":${t}}`);
+  return out;
 }
 
 export function isDefaultShape(o: JsonObject, tool: string, args: JsonObject): boolean {

@@ -270,6 +270,16 @@ describe('sha256 and approvalHash', () => {
       .toBe(sha256(canonicalize({ args, capability: { tool, args: copy }, kind: 'k', presentation: {}, tool })));
   });
 
+  it('hashes long arguments piece by piece to the same value as the whole text (one and several requirements)', () => {
+    const args = parseJson(`{"blob":"${'é'.repeat(40_000)}","n":1.0}`) as JsonObject;
+    const tool = 'export';
+    const whole = { tool, args };
+    const one = { tool, args, kind: 'confirm', capability: whole, presentation: whole };
+    expect(approvalHash(one)).toBe(sha256(canonicalize({ args, capability: whole, kind: 'confirm', presentation: whole, tool })));
+    const requirements = [{ kind: 'confirm', capability: whole, presentation: whole }, { kind: 'pii', capability: {}, presentation: { n: 1 } }];
+    expect(approvalHash({ tool, args, requirements })).toBe(sha256(canonicalize({ args, requirements, tool })));
+  });
+
   it('reports where a part cannot be hashed', () => {
     let caught: unknown;
     try {
