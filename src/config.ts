@@ -24,7 +24,10 @@ export interface Config {
   readonly claims: { readonly team: string; readonly agent: string; readonly roles: string };
   readonly approverRole: string;
   readonly adminRole: string;
+  /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE); any one of them suffices. */
+  readonly policyReaderRoles: readonly string[];
   readonly bodyLimit: number;
+  readonly connections: ConnectionLimits;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly logArgs: boolean;
   readonly databaseUrl: string | null;
@@ -35,6 +38,18 @@ export interface Config {
   readonly dbPoolMax: number;
   readonly dbDeadlineMs: number;
   readonly shutdownGraceMs: number;
+}
+
+/** How long a client may take to send a request, and how many connections are open at once. */
+export interface ConnectionLimits {
+  /** HEADERS_TIMEOUT: from a request's first byte (or the connection's opening) to its last header. */
+  readonly headersTimeoutMs: number;
+  /** REQUEST_TIMEOUT: from the same start to the request's last body byte. Answering is not counted. */
+  readonly requestTimeoutMs: number;
+  /** KEEP_ALIVE_TIMEOUT: an idle keep-alive connection is closed after this. */
+  readonly keepAliveTimeoutMs: number;
+  /** MAX_CONNECTIONS: connections beyond this are closed as soon as they are accepted. */
+  readonly maxConnections: number;
 }
 
 export class ConfigError extends Error {
@@ -70,11 +85,15 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     }
     return n;
   };
-  const duration = (name: string, fallback: string): number => {
+  // Bounded durations name their range: a timer beyond 2^31-1 ms would fire after 1 ms (Node's
+  // setTimeout), so a connection timeout never gets there.
+  const duration = (name: string, fallback: string, range?: { min: string; max: string }): number => {
     const raw = str(name, fallback)!;
     const ms = parseDuration(raw);
-    if (ms === null) {
-      problems.push(`${name} must be a duration like 90s, 30m, 24h or a number of milliseconds`);
+    if (ms === null || (range && (ms < parseDuration(range.min)! || ms > parseDuration(range.max)!))) {
+      problems.push(range
+        ? `${name} must be a duration from ${range.min} to ${range.max} (like 10s, 2m, or a number of milliseconds)`
+        : `${name} must be a duration like 90s, 30m, 24h or a number of milliseconds`);
       return parseDuration(fallback)!;
     }
     return ms;
@@ -108,6 +127,18 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   const logLevel = str('LOG_LEVEL', 'info')!;
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
+  const approverRole = str('APPROVER_ROLE', 'approver')!;
+  const adminRole = str('ADMIN_ROLE', 'admin')!;
+  const policyReaderRoles = roleList('POLICY_READER_ROLE', str('POLICY_READER_ROLE'), [adminRole, approverRole], problems);
+  const connections: ConnectionLimits = {
+    headersTimeoutMs: duration('HEADERS_TIMEOUT', '10s', CONNECTION_TIMEOUT_RANGE),
+    requestTimeoutMs: duration('REQUEST_TIMEOUT', '15s', CONNECTION_TIMEOUT_RANGE),
+    keepAliveTimeoutMs: duration('KEEP_ALIVE_TIMEOUT', '72s', CONNECTION_TIMEOUT_RANGE),
+    maxConnections: int('MAX_CONNECTIONS', 1024, 1, 1_000_000),
+  };
+  // Node refuses a headers timeout longer than the request timeout (http.createServer).
+  if (connections.headersTimeoutMs > connections.requestTimeoutMs) problems.push('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
+
   const config: Config = {
     production,
     port: int('PORT', 8080, 0, 65535),
@@ -124,9 +155,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       maxLifetimeSec: int('JWT_MAX_LIFETIME', DEFAULT_JWT_MAX_LIFETIME_SEC, 60, 31_536_000),
     },
     claims: { team: str('TEAM_CLAIM', 'team')!, agent: str('AGENT_CLAIM', 'agent')!, roles: str('ROLES_CLAIM', 'roles')! },
-    approverRole: str('APPROVER_ROLE', 'approver')!,
-    adminRole: str('ADMIN_ROLE', 'admin')!,
+    approverRole,
+    adminRole,
+    policyReaderRoles,
     bodyLimit: int('BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
+    connections,
     logLevel: logLevel as Config['logLevel'],
     logArgs: bool('LOG_ARGS'),
     databaseUrl,
@@ -140,6 +173,22 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+const CONNECTION_TIMEOUT_RANGE = { min: '1s', max: '1h' } as const;
+
+/**
+ * A comma-separated list of roles (spaces around each are ignored); unset, `fallback` (deduplicated).
+ * An empty entry is refused rather than skipped: `admin,` is more likely a mistake than a list of one.
+ */
+function roleList(name: string, raw: string | null, fallback: readonly string[], problems: string[]): readonly string[] {
+  if (raw === null) return [...new Set(fallback)];
+  const roles = raw.split(',').map((r) => r.trim());
+  if (roles.some((r) => r === '')) {
+    problems.push(`${name} must be a comma-separated list of role names, none of them empty`);
+    return [...new Set(fallback)];
+  }
+  return [...new Set(roles)];
 }
 
 export function parseDuration(text: string): number | null {

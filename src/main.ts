@@ -164,10 +164,12 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped });
     const appCtx: AppContext = {
       policies, metrics, approvals, log: logger, logArgs: config.logArgs, adminRole: config.adminRole, approverRole: config.approverRole,
+      policyReaderRoles: config.policyReaderRoles,
     };
     ctx = appCtx;
     const app = await buildApp(appCtx, {
       bodyLimit: config.bodyLimit,
+      connections: config.connections,
       logger,
       auth: {
         key,

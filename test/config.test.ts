@@ -26,7 +26,11 @@ describe('loadConfig', () => {
       approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, maxPendingApprovals: 100, dbPoolMax: 10, dbDeadlineMs: 2000,
     });
     expect(c.jwt).toMatchObject({ secret: null, publicKey: null, algorithm: null, clockToleranceSec: 30, maxLifetimeSec: 86_400 });
+    expect(c.policyReaderRoles).toEqual(['admin', 'approver']);
+    expect(c.connections).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 });
     expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.connections)).toBe(true);
+    expect(Object.isFrozen(c.policyReaderRoles)).toBe(true);
     expect(Object.isFrozen(c.jwt)).toBe(true);
   });
 
@@ -37,7 +41,10 @@ describe('loadConfig', () => {
       APPROVER_ROLE: 'ops', ADMIN_ROLE: 'root', BODY_LIMIT: '65536', LOG_LEVEL: 'warn', LOG_ARGS: 'true',
       DATABASE_URL: 'postgres://db/g', DATA_DIR: '/d', APPROVAL_TTL: '30m', GRANT_TTL: '90s', DB_POOL_MAX: '4',
       DB_DEADLINE_MS: '500', SHUTDOWN_GRACE_MS: '1000', MAX_PENDING_APPROVALS: '7', JWT_MAX_LIFETIME: '3600',
+      HEADERS_TIMEOUT: '5s', REQUEST_TIMEOUT: '20000', KEEP_ALIVE_TIMEOUT: '620s', MAX_CONNECTIONS: '4096', POLICY_READER_ROLE: ' auditor , root',
     });
+    expect(c.connections).toEqual({ headersTimeoutMs: 5000, requestTimeoutMs: 20_000, keepAliveTimeoutMs: 620_000, maxConnections: 4096 });
+    expect(c.policyReaderRoles).toEqual(['auditor', 'root']);
     expect(c).toMatchObject({
       port: 9000, host: '0.0.0.0', policyDir: '/p', policyEnv: 'prod', claims: { team: 'grp', agent: 'azp', roles: 'scope' },
       approverRole: 'ops', adminRole: 'root', bodyLimit: 65536, logLevel: 'warn', logArgs: true, databaseUrl: 'postgres://db/g',
@@ -94,6 +101,37 @@ describe('loadConfig', () => {
       await t.close();
     }
     expect(problemsOf({ JWT_PUBLIC_KEY: '  \n ' })).toEqual(['JWT_PUBLIC_KEY must be a PEM public key: RSA (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)']);
+  });
+
+  it('POLICY_READER_ROLE: unset, the admin and approver roles as configured; set, exactly its list', () => {
+    expect(loadConfig({ ADMIN_ROLE: 'root', APPROVER_ROLE: 'ops' }).policyReaderRoles).toEqual(['root', 'ops']);
+    expect(loadConfig({ ADMIN_ROLE: 'ops', APPROVER_ROLE: 'ops' }).policyReaderRoles).toEqual(['ops']);
+    expect(loadConfig({ POLICY_READER_ROLE: 'auditor' }).policyReaderRoles).toEqual(['auditor']);
+    expect(loadConfig({ POLICY_READER_ROLE: 'a,b,a' }).policyReaderRoles).toEqual(['a', 'b']);
+    for (const v of ['admin,', ',', 'a,,b', ' , admin']) {
+      expect(problemsOf({ POLICY_READER_ROLE: v }), v).toEqual(['POLICY_READER_ROLE must be a comma-separated list of role names, none of them empty']);
+    }
+  });
+
+  it('connection timeouts are durations from 1 s to 1 h; MAX_CONNECTIONS an integer from 1', () => {
+    for (const name of ['HEADERS_TIMEOUT', 'REQUEST_TIMEOUT', 'KEEP_ALIVE_TIMEOUT']) {
+      // 30d would overflow Node's timers (2^31-1 ms) and fire at once; 500 ms is below a useful bound.
+      for (const v of ['0', '500', '2h', '30d', 'soon', '-1s']) {
+        const problems = problemsOf({ [name]: v, ...(name === 'HEADERS_TIMEOUT' ? { REQUEST_TIMEOUT: '1h' } : {}) });
+        expect(problems, `${name}=${v}`).toContain(`${name} must be a duration from 1s to 1h (like 10s, 2m, or a number of milliseconds)`);
+      }
+    }
+    expect(loadConfig({ HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '1h', KEEP_ALIVE_TIMEOUT: '3600000' }).connections)
+      .toMatchObject({ headersTimeoutMs: 1000, requestTimeoutMs: 3_600_000, keepAliveTimeoutMs: 3_600_000 });
+    for (const v of ['0', '-1', '1.5', 'many', '1000001']) {
+      expect(problemsOf({ MAX_CONNECTIONS: v }), v).toEqual(['MAX_CONNECTIONS must be an integer from 1 to 1000000']);
+    }
+  });
+
+  it('refuses a HEADERS_TIMEOUT longer than REQUEST_TIMEOUT (Node would throw at start)', () => {
+    expect(problemsOf({ HEADERS_TIMEOUT: '20s' })).toEqual(['HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT']);
+    expect(problemsOf({ HEADERS_TIMEOUT: '10s', REQUEST_TIMEOUT: '5s' })).toEqual(['HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT']);
+    expect(loadConfig({ HEADERS_TIMEOUT: '15s' }).connections.headersTimeoutMs).toBe(15_000); // equal is fine
   });
 
   it('in production refuses to start without a JWT key or DATABASE_URL', () => {

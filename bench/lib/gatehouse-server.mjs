@@ -13,6 +13,7 @@ const { buildApp } = await import('../../dist/http/app.js');
 const { createLogger } = await import('../../dist/log.js');
 const { createMetrics } = await import('../../dist/http/metrics.js');
 const { createLivePolicies } = await import('../../dist/policy/live.js');
+const { loadConfig } = await import('../../dist/config.js');
 const { SECRET } = await import('./bodies.mjs');
 const tImported = performance.now();
 
@@ -40,9 +41,10 @@ if (env.BENCH_DATABASE_URL) {
 }
 
 const metrics = createMetrics(policies);
-const ctx = { policies, metrics, approvals, log: logger, logArgs: false, adminRole: 'admin', approverRole: 'approver' };
+const ctx = { policies, metrics, approvals, log: logger, logArgs: false, adminRole: 'admin', approverRole: 'approver', policyReaderRoles: ['admin', 'approver'] };
 const app = await buildApp(ctx, {
   bodyLimit: 1_048_576,
+  connections: loadConfig({}).connections, // the service's defaults
   logger,
   auth: {
     key: env.BENCH_SECRET ?? SECRET,

@@ -5,10 +5,12 @@ import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
+import type { ConnectionLimits } from '../config.js';
 import type { LivePolicies } from '../policy/live.js';
 import { approvalRoutes } from '../approvals/routes.js';
 import { createAuthenticator, registerAuth, type AuthOptions } from './auth.js';
 import { registerStrictBodies } from './body.js';
+import { registerResponseHeaders, RESPONSE_HEADERS } from './headers.js';
 import { ERRORS, HttpError, answerClientError, problemOf, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
 import type { Metrics } from './metrics.js';
 import { decideRoute } from './routes/decide.js';
@@ -27,16 +29,24 @@ export interface AppContext {
   readonly logArgs: boolean;
   readonly adminRole: string;
   readonly approverRole: string;
+  /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE): any one of them. */
+  readonly policyReaderRoles: readonly string[];
 }
 
 export interface AppOptions {
   readonly bodyLimit: number;
   readonly auth: AuthOptions;
+  /** Timeouts and the connection cap (README "Connections"). */
+  readonly connections: ConnectionLimits;
   /** The process logger; omitted in tests that do not look at logs. */
   readonly logger?: Logger;
 }
 
+/** How often Node looks for connections past their headers or request timeout. */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
+
 export async function buildApp(ctx: AppContext, options: AppOptions): Promise<FastifyInstance> {
+  const limits = options.connections;
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: options.bodyLimit,
@@ -44,8 +54,9 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     logController: new LogController({ disableRequestLogging: true }),
     // Our own drain answer below instead (Fastify's is plain JSON without Retry-After).
     return503OnClosing: false,
-    requestTimeout: 70_000, // above the longest approval long-poll (60 s)
-    keepAliveTimeout: 72_000,
+    // Node's requestTimeout ends when the request has arrived: a long-poll's 60 s answer is not counted.
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
     trustProxy: false,
     routerOptions: { maxParamLength: 128 },
     // Router errors (a malformed escape, an over-long id) become problem+json like every other error.
@@ -54,11 +65,21 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     },
     // Requests Node's HTTP parser refuses (two Content-Lengths, a cut body) get problem+json too.
     clientErrorHandler: answerClientError,
-    // Node's own answer to a missing Host is a bare 400: registerDrain's hook answers it instead.
-    http: { requireHostHeader: false },
+    http: {
+      // Node's own answer to a missing Host is a bare 400: registerDrain's hook answers it instead.
+      requireHostHeader: false,
+      // Node checks both timeouts only every connectionsCheckingInterval (30 s by default): a
+      // slow client could take that much longer. (requestTimeout repeated: Node checks the pair here.)
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    },
   }) as unknown as FastifyInstance; // the logger generic differs between the two branches above
+  // Past it Node closes each new connection as soon as it is accepted (net.Server maxConnections).
+  app.server.maxConnections = limits.maxConnections;
 
   registerErrorHandling(app);
+  registerResponseHeaders(app); // first: every early answer below carries them too
   registerDrain(app);
   registerExpectRefusal(app);
   registerStrictBodies(app, options.bodyLimit);
@@ -156,6 +177,7 @@ function registerExpectRefusal(app: FastifyInstance): void {
     const body = JSON.stringify(problemOf('bad_request', 'Expect: only 100-continue is supported'));
     // The body of the request is never read: the connection cannot be reused.
     response.writeHead(status, STATUS_CODES[status], {
+      ...RESPONSE_HEADERS,
       'content-type': 'application/problem+json; charset=utf-8',
       'content-length': Buffer.byteLength(body),
       connection: 'close',
