@@ -80,7 +80,8 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
 
   registerErrorHandling(app);
   registerResponseHeaders(app); // first: every early answer below carries them too
-  registerDrain(app);
+  const connections = registerDrain(app);
+  registerFirstHeadersDeadline(app, connections, limits.headersTimeoutMs);
   registerExpectRefusal(app);
   registerStrictBodies(app, options.bodyLimit);
   await registerAuth(app, options.auth);
@@ -123,8 +124,9 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
  *   by a process on its way out.
  * Its onRequest hook also answers an HTTP/1.1 request without Host (RFC 9112 section 3.2) 400
  * problem+json, where Node would send a bare 400: one hook for both early answers.
+ * Returns the open connections, each with the response it is answering last (null before its first).
  */
-function registerDrain(app: FastifyInstance): void {
+function registerDrain(app: FastifyInstance): ReadonlyMap<Socket, ServerResponse | null> {
   let closing = false;
   // Each open connection with the response it is answering last (null before its first request).
   // Node answers a connection's requests in order, so that response finished means all have: the
@@ -163,6 +165,33 @@ function registerDrain(app: FastifyInstance): void {
       done();
     }
   });
+  return latest;
+}
+
+/**
+ * A new connection's first request must have all its headers HEADERS_TIMEOUT after the connection
+ * opened. Node starts that clock at the request's first byte, so a client that waited almost that
+ * long before sending one byte would get twice as long. (Between later requests a connection is
+ * idle, bounded by KEEP_ALIVE_TIMEOUT, and each request by Node's own clock.) One timer per
+ * connection, none per request: `connections` already records each connection's first request.
+ */
+function registerFirstHeadersDeadline(app: FastifyInstance, connections: ReadonlyMap<Socket, ServerResponse | null>, ms: number): void {
+  app.server.on('connection', (socket: Socket) => {
+    if (socket.destroyed) return; // refused by the drain
+    const timer = setTimeout(() => {
+      if (connections.get(socket) === null) answerClientError(new RequestTimeoutError(), socket);
+    }, ms);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
+}
+
+/** What Node's own check raises when a request is not received in time. */
+class RequestTimeoutError extends Error {
+  readonly code = 'ERR_HTTP_REQUEST_TIMEOUT';
+  constructor() {
+    super('the request was not received in time');
+  }
 }
 
 /**

@@ -113,6 +113,22 @@ describe('a slow client cannot stretch a request', () => {
     expectTimedOut(c.received());
   });
 
+  it('waiting before the first byte buys no time: the first request\'s headers are due HEADERS_TIMEOUT after the connection opened', async () => {
+    // Node's own clock starts at a request's first byte. Here the first byte comes at 90% of
+    // HEADERS_TIMEOUT and the headers end at 180%: by Node's clock alone they would be in time (200);
+    // counted from the connection's opening they are not (400, closed).
+    const { port, sockets } = await listening({ connections: { headersTimeoutMs: 2000, requestTimeoutMs: 10_000 } });
+    const c = await open(port, sockets);
+    const later = (ms: number, text: string): Promise<void> => new Promise((resolve) => setTimeout(() => {
+      if (c.socket.writable) c.socket.write(text);
+      resolve();
+    }, ms));
+    await later(1800, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n');
+    await later(1800, 'Connection: close\r\n\r\n');
+    await within(c.closed, 'the connection closed by the server');
+    expectTimedOut(c.received());
+  });
+
   it('a connection that sends nothing is closed after HEADERS_TIMEOUT, without an unsolicited answer', async () => {
     const { port, sockets } = await listening({ connections: SHORT });
     const c = await open(port, sockets);
