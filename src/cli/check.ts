@@ -18,7 +18,7 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
   const target = positionals[0] ?? 'policies';
   // The service refuses such a name (422): showing rules for it would describe a request that never reaches them.
   if (values.tool !== undefined && !TOOL_NAME.test(values.tool)) {
-    io.err(`--tool: not a tool name the service accepts (${TOOL_NAME_PATTERN})\n`);
+    io.err('--tool: not a tool name the service accepts (ASCII letters, digits and _ . : / -, at most 128, no "." or ".." path segment)\n');
     return EXIT.invalid;
   }
   const set = await loadPoliciesOrReport(target, envOf(values), io);

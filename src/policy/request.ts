@@ -15,9 +15,10 @@ const DOT_SEGMENT = '(?:^|/)\\.\\.?(?:/|$)';
 /**
  * Tool names: ASCII letters, digits and `_ . : / -`, at most 128, and no `.` or `..` path segment.
  * Anything else (spaces, Unicode look-alikes, control or zero-width characters) is refused rather than
- * normalised, so no variant of a denied name can slip past an exact-name rule.
+ * normalised, so no variant of a denied name can slip past an exact-name rule. The length is checked
+ * first, so the segment search never scans past 128 characters of a long string.
  */
-export const TOOL_NAME_PATTERN = `^(?!.*${DOT_SEGMENT})[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,127}$`;
+export const TOOL_NAME_PATTERN = `^(?=.{1,128}$)(?!.*${DOT_SEGMENT})[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,127}$`;
 
 const DOT_SEGMENT_RE = new RegExp(DOT_SEGMENT);
 
