@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { approvalHash, canonicalize, sha256 } from '../dist/json/canonical.js';
 import { parseJson } from '../dist/json/parse.js';
 import { decide, explain } from '../dist/policy/decide.js';
+import { loadConfig } from '../dist/config.js';
 import { buildPolicySet, loadPolicies } from '../dist/policy/load.js';
 import { DECIDE_BODY, DECIDE_TEXT, IDENTITY, largeBody } from './lib/bodies.mjs';
 import { mixedTools, policyFiles, probes } from './lib/gen-policies.mjs';
@@ -177,10 +178,10 @@ async function requestParts(opts, add, payments) {
   const { toDecideRequest } = await import('../dist/policy/request.js');
   const { SECRET, signToken } = await import('./lib/bodies.mjs');
 
-  const live = { current: () => payments, loadedAt: () => new Date(), lastFailure: () => null, reload: async () => ({ ok: true }) };
+  const live = { dir: 'policies', current: () => payments, loadedAt: () => new Date(), lastFailure: () => null, reload: async () => ({ ok: true }) };
   const metrics = createMetrics(live);
   const authOptions = { key: SECRET, algorithm: 'HS256', issuer: null, audience: null, clockToleranceSec: 30, maxLifetimeSec: 86_400, claims: { team: 'team', agent: 'agent', roles: 'roles' } };
-  const app = await buildApp({ policies: live, metrics, approvals: null, log: pino({ level: 'silent' }), logArgs: false, adminRole: 'admin', approverRole: 'approver' }, { bodyLimit: 1_048_576, auth: authOptions });
+  const app = await buildApp({ policies: live, metrics, approvals: null, log: pino({ level: 'silent' }), logArgs: false, adminRole: 'admin', approverRole: 'approver', policyReaderRoles: ['admin', 'approver'] }, { bodyLimit: 1_048_576, connections: loadConfig({}).connections, auth: authOptions });
   await app.ready();
   const out = {};
   const part = (name, fn) => (out[name] = add('/decide parts', name, measure(fn, opts)).medianUs);

@@ -31,7 +31,10 @@ export interface Config {
   readonly claims: { readonly team: string; readonly agent: string; readonly roles: string };
   readonly approverRole: string;
   readonly adminRole: string;
+  /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE); any one of them suffices. */
+  readonly policyReaderRoles: readonly string[];
   readonly bodyLimit: number;
+  readonly connections: ConnectionLimits;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly logArgs: boolean;
   readonly databaseUrl: string | null;
@@ -49,6 +52,18 @@ export interface Config {
   readonly dbPoolMax: number;
   readonly dbDeadlineMs: number;
   readonly shutdownGraceMs: number;
+}
+
+/** How long a client may take to send a request, and how many connections are open at once. */
+export interface ConnectionLimits {
+  /** HEADERS_TIMEOUT: from a request's first byte (or the connection's opening) to its last header. */
+  readonly headersTimeoutMs: number;
+  /** REQUEST_TIMEOUT: from the same start to the request's last body byte. Answering is not counted. */
+  readonly requestTimeoutMs: number;
+  /** KEEP_ALIVE_TIMEOUT: an idle keep-alive connection is closed after this. */
+  readonly keepAliveTimeoutMs: number;
+  /** MAX_CONNECTIONS: connections beyond this are closed as soon as they are accepted. */
+  readonly maxConnections: number;
 }
 
 export class ConfigError extends Error {
@@ -84,21 +99,20 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     }
     return n;
   };
-  const duration = (name: string, fallback: string, allowZero = false): number => {
+  // A duration may be bounded (`range`): a timer beyond 2^31-1 ms fires after 1 ms in Node's
+  // setTimeout, so no timeout may get there; `allowZero` lets "0" mean "off".
+  const duration = (name: string, fallback: string, options: { range?: { min: string; max: string }; allowZero?: boolean } = {}): number => {
+    const { range, allowZero = false } = options;
     const raw = str(name, fallback)!;
     if (allowZero && raw.trim() === '0') return 0;
     const ms = parseDuration(raw);
-    if (ms === null) {
-      problems.push(`${name} must be a duration like 90s, 30m, 24h or a number of milliseconds`);
+    if (ms === null || (range && (ms < parseDuration(range.min)! || ms > parseDuration(range.max)!))) {
+      problems.push(range
+        ? `${name} must be a duration from ${range.min} to ${range.max} (like 10s, 2m, or a number of milliseconds)`
+        : `${name} must be a duration like 90s, 30m, 24h or a number of milliseconds`);
       return parseDuration(fallback)!;
     }
     return ms;
-  };
-  const boundedDuration = (name: string, fallback: string, minMs: number, maxMs: number): number => {
-    const ms = duration(name, fallback);
-    if (ms >= minMs && ms <= maxMs) return ms;
-    problems.push(`${name} must be from ${minMs / 1000}s to ${maxMs / 3_600_000}h`);
-    return parseDuration(fallback)!;
   };
   const bool = (name: string): boolean => {
     const raw = str(name, 'false');
@@ -150,6 +164,18 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   const logLevel = str('LOG_LEVEL', 'info')!;
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
+  const approverRole = str('APPROVER_ROLE', 'approver')!;
+  const adminRole = str('ADMIN_ROLE', 'admin')!;
+  const policyReaderRoles = roleList('POLICY_READER_ROLE', str('POLICY_READER_ROLE'), [adminRole, approverRole], problems);
+  const connections: ConnectionLimits = {
+    headersTimeoutMs: duration('HEADERS_TIMEOUT', '10s', { range: CONNECTION_TIMEOUT_RANGE }),
+    requestTimeoutMs: duration('REQUEST_TIMEOUT', '15s', { range: CONNECTION_TIMEOUT_RANGE }),
+    keepAliveTimeoutMs: duration('KEEP_ALIVE_TIMEOUT', '72s', { range: CONNECTION_TIMEOUT_RANGE }),
+    maxConnections: int('MAX_CONNECTIONS', 1024, 1, 1_000_000),
+  };
+  // Node refuses a headers timeout longer than the request timeout (http.createServer).
+  if (connections.headersTimeoutMs > connections.requestTimeoutMs) problems.push('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
+
   const config: Config = {
     production,
     port: int('PORT', 8080, 0, 65535),
@@ -161,7 +187,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       publicKey,
       algorithm,
       jwksUrl,
-      jwksRefreshMs: boundedDuration('JWT_JWKS_REFRESH', '10m', 10_000, 86_400_000),
+      jwksRefreshMs: duration('JWT_JWKS_REFRESH', '10m', { range: { min: '10s', max: '24h' } }),
       allowUnbound,
       issuer,
       audience,
@@ -169,9 +195,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       maxLifetimeSec: int('JWT_MAX_LIFETIME', DEFAULT_JWT_MAX_LIFETIME_SEC, 60, 31_536_000),
     },
     claims: { team: str('TEAM_CLAIM', 'team')!, agent: str('AGENT_CLAIM', 'agent')!, roles: str('ROLES_CLAIM', 'roles')! },
-    approverRole: str('APPROVER_ROLE', 'approver')!,
-    adminRole: str('ADMIN_ROLE', 'admin')!,
+    approverRole,
+    adminRole,
+    policyReaderRoles,
     bodyLimit: int('BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
+    connections,
     logLevel: logLevel as Config['logLevel'],
     logArgs: bool('LOG_ARGS'),
     databaseUrl,
@@ -180,13 +208,15 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     grantTtlMs: duration('GRANT_TTL', '1h'),
     maxPendingApprovals: int('MAX_PENDING_APPROVALS', 100, 1, 1_000_000),
     approvalMaxBytes: int('APPROVAL_MAX_BYTES', 65_536, 2, 16 * 1_048_576),
-    deniedCooldownMs: duration('DENIED_COOLDOWN', '10m', true),
+    deniedCooldownMs: duration('DENIED_COOLDOWN', '10m', { allowZero: true }),
     maxWaitsPerCaller: int('MAX_WAITS_PER_CALLER', 20, 1, 100_000),
-    maxWaits: int('MAX_WAITS', 2000, 1, 1_000_000),
+    maxWaits: int('MAX_WAITS', 1000, 1, 1_000_000),
     dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),
     dbDeadlineMs: int('DB_DEADLINE_MS', 2000, 50, 60_000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
   };
+  // Every wait holds a connection: waits up to the connection cap would leave none for anything else.
+  if (config.maxWaits >= connections.maxConnections) problems.push('MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)');
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
 }
@@ -214,6 +244,22 @@ function jwksUrlProblem(text: string, production: boolean): string | null {
 
 function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
+const CONNECTION_TIMEOUT_RANGE = { min: '1s', max: '1h' } as const;
+
+/**
+ * A comma-separated list of roles (spaces around each are ignored); unset, `fallback` (deduplicated).
+ * An empty entry is refused rather than skipped: `admin,` is more likely a mistake than a list of one.
+ */
+function roleList(name: string, raw: string | null, fallback: readonly string[], problems: string[]): readonly string[] {
+  if (raw === null) return [...new Set(fallback)];
+  const roles = raw.split(',').map((r) => r.trim());
+  if (roles.some((r) => r === '')) {
+    problems.push(`${name} must be a comma-separated list of role names, none of them empty`);
+    return [...new Set(fallback)];
+  }
+  return [...new Set(roles)];
 }
 
 export function parseDuration(text: string): number | null {

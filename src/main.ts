@@ -183,6 +183,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped });
     const appCtx: AppContext = {
       policies, metrics, approvals, log: logger, logArgs: config.logArgs, adminRole: config.adminRole, approverRole: config.approverRole,
+      policyReaderRoles: config.policyReaderRoles,
     };
     ctx = appCtx;
     const checks = {
@@ -196,7 +197,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     if (jwks !== null) auth = { ...checks, jwks };
     else if (key !== null) auth = { ...checks, key, algorithm: config.jwt.algorithm ?? 'HS256' };
     else throw new Error('no JWT key is configured'); // loadConfig rules this out: a key, a JWKS URL or a generated secret
-    const app = await buildApp(appCtx, { bodyLimit: config.bodyLimit, logger, auth });
+    const app = await buildApp(appCtx, { bodyLimit: config.bodyLimit, connections: config.connections, logger, auth });
     // app.close() stops accepting and waits for the requests in flight (app.ts: drain). Closing the
     // approvals meanwhile makes long-polls (GET /approvals/{id}?wait=N) answer now with the approval
     // as it is, instead of holding the shutdown for up to 60 s.

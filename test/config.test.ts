@@ -28,7 +28,12 @@ describe('loadConfig', () => {
     expect(c.jwt).toMatchObject({
       secret: null, publicKey: null, algorithm: null, jwksUrl: null, jwksRefreshMs: 600_000, allowUnbound: false, clockToleranceSec: 30, maxLifetimeSec: 86_400,
     });
+    expect(c.policyReaderRoles).toEqual(['admin', 'approver']);
+    expect(c.connections).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 });
+    expect(c).toMatchObject({ approvalMaxBytes: 65_536, deniedCooldownMs: 600_000, maxWaitsPerCaller: 20, maxWaits: 1000 });
     expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.connections)).toBe(true);
+    expect(Object.isFrozen(c.policyReaderRoles)).toBe(true);
     expect(Object.isFrozen(c.jwt)).toBe(true);
   });
 
@@ -39,7 +44,10 @@ describe('loadConfig', () => {
       APPROVER_ROLE: 'ops', ADMIN_ROLE: 'root', BODY_LIMIT: '65536', LOG_LEVEL: 'warn', LOG_ARGS: 'true',
       DATABASE_URL: 'postgres://db/g', DATA_DIR: '/d', APPROVAL_TTL: '30m', GRANT_TTL: '90s', DB_POOL_MAX: '4',
       DB_DEADLINE_MS: '500', SHUTDOWN_GRACE_MS: '1000', MAX_PENDING_APPROVALS: '7', JWT_MAX_LIFETIME: '3600',
+      HEADERS_TIMEOUT: '5s', REQUEST_TIMEOUT: '20000', KEEP_ALIVE_TIMEOUT: '620s', MAX_CONNECTIONS: '4096', POLICY_READER_ROLE: ' auditor , root',
     });
+    expect(c.connections).toEqual({ headersTimeoutMs: 5000, requestTimeoutMs: 20_000, keepAliveTimeoutMs: 620_000, maxConnections: 4096 });
+    expect(c.policyReaderRoles).toEqual(['auditor', 'root']);
     expect(c).toMatchObject({
       port: 9000, host: '0.0.0.0', policyDir: '/p', policyEnv: 'prod', claims: { team: 'grp', agent: 'azp', roles: 'scope' },
       approverRole: 'ops', adminRole: 'root', bodyLimit: 65536, logLevel: 'warn', logArgs: true, databaseUrl: 'postgres://db/g',
@@ -98,6 +106,49 @@ describe('loadConfig', () => {
     expect(problemsOf({ JWT_PUBLIC_KEY: '  \n ' })).toEqual(['JWT_PUBLIC_KEY must be a PEM public key: RSA (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)']);
   });
 
+  it('POLICY_READER_ROLE: unset, the admin and approver roles as configured; set, exactly its list', () => {
+    expect(loadConfig({ ADMIN_ROLE: 'root', APPROVER_ROLE: 'ops' }).policyReaderRoles).toEqual(['root', 'ops']);
+    expect(loadConfig({ ADMIN_ROLE: 'ops', APPROVER_ROLE: 'ops' }).policyReaderRoles).toEqual(['ops']);
+    expect(loadConfig({ POLICY_READER_ROLE: 'auditor' }).policyReaderRoles).toEqual(['auditor']);
+    expect(loadConfig({ POLICY_READER_ROLE: 'a,b,a' }).policyReaderRoles).toEqual(['a', 'b']);
+    for (const v of ['admin,', ',', 'a,,b', ' , admin']) {
+      expect(problemsOf({ POLICY_READER_ROLE: v }), v).toEqual(['POLICY_READER_ROLE must be a comma-separated list of role names, none of them empty']);
+    }
+  });
+
+  it('connection timeouts are durations from 1 s to 1 h; MAX_CONNECTIONS an integer from 1', () => {
+    for (const name of ['HEADERS_TIMEOUT', 'REQUEST_TIMEOUT', 'KEEP_ALIVE_TIMEOUT']) {
+      // 30d would overflow Node's timers (2^31-1 ms) and fire at once; 500 ms is below a useful bound.
+      for (const v of ['0', '500', '2h', '30d', 'soon', '-1s']) {
+        const problems = problemsOf({ [name]: v, ...(name === 'HEADERS_TIMEOUT' ? { REQUEST_TIMEOUT: '1h' } : {}) });
+        expect(problems, `${name}=${v}`).toContain(`${name} must be a duration from 1s to 1h (like 10s, 2m, or a number of milliseconds)`);
+      }
+    }
+    expect(loadConfig({ HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '1h', KEEP_ALIVE_TIMEOUT: '3600000' }).connections)
+      .toMatchObject({ headersTimeoutMs: 1000, requestTimeoutMs: 3_600_000, keepAliveTimeoutMs: 3_600_000 });
+    for (const v of ['0', '-1', '1.5', 'many', '1000001']) {
+      expect(problemsOf({ MAX_CONNECTIONS: v }), v).toEqual(['MAX_CONNECTIONS must be an integer from 1 to 1000000']);
+    }
+  });
+
+  it('refuses a HEADERS_TIMEOUT longer than REQUEST_TIMEOUT (Node would throw at start)', () => {
+    expect(problemsOf({ HEADERS_TIMEOUT: '20s' })).toEqual(['HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT']);
+    expect(problemsOf({ HEADERS_TIMEOUT: '10s', REQUEST_TIMEOUT: '5s' })).toEqual(['HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT']);
+    expect(loadConfig({ HEADERS_TIMEOUT: '15s' }).connections.headersTimeoutMs).toBe(15_000); // equal is fine
+  });
+
+  it('the approval bounds: APPROVAL_MAX_BYTES, DENIED_COOLDOWN (0 turns it off), the wait caps below MAX_CONNECTIONS', () => {
+    expect(loadConfig({ APPROVAL_MAX_BYTES: '1024', DENIED_COOLDOWN: '0', MAX_WAITS_PER_CALLER: '5', MAX_WAITS: '10' }))
+      .toMatchObject({ approvalMaxBytes: 1024, deniedCooldownMs: 0, maxWaitsPerCaller: 5, maxWaits: 10 });
+    expect(loadConfig({ DENIED_COOLDOWN: '90s' }).deniedCooldownMs).toBe(90_000);
+    expect([...problemsOf({ APPROVAL_MAX_BYTES: '1', DENIED_COOLDOWN: 'soon', MAX_WAITS_PER_CALLER: '0' })].sort()).toEqual([
+      'APPROVAL_MAX_BYTES must be an integer from 2 to 16777216',
+      'DENIED_COOLDOWN must be a duration like 90s, 30m, 24h or a number of milliseconds',
+      'MAX_WAITS_PER_CALLER must be an integer from 1 to 100000',
+    ]);
+    expect(problemsOf({ MAX_CONNECTIONS: '100', MAX_WAITS: '100' })).toEqual(['MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)']);
+  });
+
   it('in production refuses to start without a JWT key or DATABASE_URL', () => {
     expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
       'NODE_ENV=production needs JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL',
@@ -138,7 +189,7 @@ describe('JWT_JWKS_URL', () => {
     expect(loadConfig({ JWT_JWKS_URL: 'https://idp.example.com/jwks' }).jwt).toMatchObject({ jwksUrl: 'https://idp.example.com/jwks', jwksRefreshMs: 600_000, algorithm: null, secret: null, publicKey: null });
     expect(loadConfig({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: '1m' }).jwt.jwksRefreshMs).toBe(60_000);
     for (const v of ['5s', '2d', 'soon']) expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: v }), v).toHaveLength(1);
-    expect(problemsOf({ JWT_JWKS_REFRESH: '5s' })).toEqual(['JWT_JWKS_REFRESH must be from 10s to 24h']);
+    expect(problemsOf({ JWT_JWKS_REFRESH: '5s' })).toEqual(['JWT_JWKS_REFRESH must be a duration from 10s to 24h (like 10s, 2m, or a number of milliseconds)']);
   });
   it('is refused with JWT_SECRET or JWT_PUBLIC_KEY', () => {
     const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();

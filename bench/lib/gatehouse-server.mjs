@@ -5,7 +5,7 @@
 // closes on SIGTERM (flushing the log), like main.ts.
 //
 // Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
-//      BENCH_LOG_LEVEL (info), BENCH_DATABASE_URL (unset: no database), BENCH_SECRET.
+//      BENCH_LOG_LEVEL (info), BENCH_DATABASE_URL (unset: no database), BENCH_SECRET, BENCH_MAX_CONNECTIONS, BENCH_MAX_WAITS.
 import { performance } from 'node:perf_hooks';
 const tImported0 = performance.now();
 const { default: pino } = await import('pino');
@@ -13,6 +13,7 @@ const { buildApp } = await import('../../dist/http/app.js');
 const { createLogger } = await import('../../dist/log.js');
 const { createMetrics } = await import('../../dist/http/metrics.js');
 const { createLivePolicies } = await import('../../dist/policy/live.js');
+const { loadConfig } = await import('../../dist/config.js');
 const { SECRET } = await import('./bodies.mjs');
 const tImported = performance.now();
 
@@ -36,13 +37,16 @@ if (env.BENCH_DATABASE_URL) {
   const { createApprovalWaiter } = await import('../../dist/approvals/notify.js');
   sql = createSql(env.BENCH_DATABASE_URL, { max: Number(env.BENCH_DB_POOL_MAX ?? 10) });
   const store = createApprovalStore(sql, { approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, deadlineMs: 2_000 });
-  approvals = createApprovalService(sql, store, createApprovalWaiter(sql, store));
+  const waiter = createApprovalWaiter(sql, store, env.BENCH_MAX_WAITS ? { maxTotal: Number(env.BENCH_MAX_WAITS) } : {});
+  approvals = createApprovalService(sql, store, waiter);
 }
 
 const metrics = createMetrics(policies);
-const ctx = { policies, metrics, approvals, log: logger, logArgs: false, adminRole: 'admin', approverRole: 'approver' };
+const ctx = { policies, metrics, approvals, log: logger, logArgs: false, adminRole: 'admin', approverRole: 'approver', policyReaderRoles: ['admin', 'approver'] };
 const app = await buildApp(ctx, {
   bodyLimit: 1_048_576,
+  // The service's defaults, or BENCH_MAX_CONNECTIONS (the attack benchmark holds 2,000 waits).
+  connections: { ...loadConfig({}).connections, ...(env.BENCH_MAX_CONNECTIONS ? { maxConnections: Number(env.BENCH_MAX_CONNECTIONS) } : {}) },
   logger,
   auth: {
     key: env.BENCH_SECRET ?? SECRET,

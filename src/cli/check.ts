@@ -3,8 +3,11 @@
 import { parseArgs } from 'node:util';
 import { CALLER_SELECTORS, CHECKS, type Subject } from '../policy/match.js';
 import type { DefaultMode, EffectiveKind, PolicySet, Rule } from '../policy/model.js';
+import { TOOL_NAME_PATTERN } from '../policy/request.js';
 import { CALLER_OPTIONS, envOf, loadPoliciesOrReport } from './caller.js';
 import { EXIT, type Io } from './io.js';
+
+const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN, 'u'); // as ajv compiles it
 
 export async function runCheck(argv: string[], io: Io): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -13,6 +16,11 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
     options: { ...CALLER_OPTIONS, tool: { type: 'string' } },
   });
   const target = positionals[0] ?? 'policies';
+  // The service refuses such a name (422): showing rules for it would describe a request that never reaches them.
+  if (values.tool !== undefined && !TOOL_NAME.test(values.tool)) {
+    io.err('--tool: not a tool name the service accepts (ASCII letters, digits and _ . : / -, at most 128, no "." or ".." path segment)\n');
+    return EXIT.invalid;
+  }
   const set = await loadPoliciesOrReport(target, envOf(values), io);
   if (set === null) return EXIT.invalid;
   if (values.tool === undefined) {

@@ -5,10 +5,12 @@ import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
+import type { ConnectionLimits } from '../config.js';
 import type { LivePolicies } from '../policy/live.js';
 import { approvalRoutes } from '../approvals/routes.js';
 import { createAuthenticator, registerAuth, type AuthOptions } from './auth.js';
 import { registerStrictBodies } from './body.js';
+import { registerResponseHeaders, RESPONSE_HEADERS } from './headers.js';
 import { ERRORS, HttpError, answerClientError, problemOf, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
 import type { Metrics } from './metrics.js';
 import { decideRoute } from './routes/decide.js';
@@ -27,16 +29,24 @@ export interface AppContext {
   readonly logArgs: boolean;
   readonly adminRole: string;
   readonly approverRole: string;
+  /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE): any one of them. */
+  readonly policyReaderRoles: readonly string[];
 }
 
 export interface AppOptions {
   readonly bodyLimit: number;
   readonly auth: AuthOptions;
+  /** Timeouts and the connection cap (README "Connections"). */
+  readonly connections: ConnectionLimits;
   /** The process logger; omitted in tests that do not look at logs. */
   readonly logger?: Logger;
 }
 
+/** How often Node looks for connections past their headers or request timeout. */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
+
 export async function buildApp(ctx: AppContext, options: AppOptions): Promise<FastifyInstance> {
+  const limits = options.connections;
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: options.bodyLimit,
@@ -44,8 +54,9 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     logController: new LogController({ disableRequestLogging: true }),
     // Our own drain answer below instead (Fastify's is plain JSON without Retry-After).
     return503OnClosing: false,
-    requestTimeout: 70_000, // above the longest approval long-poll (60 s)
-    keepAliveTimeout: 72_000,
+    // Node's requestTimeout ends when the request has arrived: a long-poll's 60 s answer is not counted.
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
     trustProxy: false,
     routerOptions: { maxParamLength: 128 },
     // Router errors (a malformed escape, an over-long id) become problem+json like every other error.
@@ -54,12 +65,23 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     },
     // Requests Node's HTTP parser refuses (two Content-Lengths, a cut body) get problem+json too.
     clientErrorHandler: answerClientError,
-    // Node's own answer to a missing Host is a bare 400: registerDrain's hook answers it instead.
-    http: { requireHostHeader: false },
+    http: {
+      // Node's own answer to a missing Host is a bare 400: registerDrain's hook answers it instead.
+      requireHostHeader: false,
+      // Node checks both timeouts only every connectionsCheckingInterval (30 s by default): a
+      // slow client could take that much longer. (requestTimeout repeated: Node checks the pair here.)
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    },
   }) as unknown as FastifyInstance; // the logger generic differs between the two branches above
+  // Past it Node closes each new connection as soon as it is accepted (net.Server maxConnections).
+  app.server.maxConnections = limits.maxConnections;
 
   registerErrorHandling(app);
-  registerDrain(app);
+  registerResponseHeaders(app); // first: every early answer below carries them too
+  const connections = registerDrain(app);
+  registerFirstHeadersDeadline(app, connections, limits.headersTimeoutMs);
   registerExpectRefusal(app);
   registerStrictBodies(app, options.bodyLimit);
   await registerAuth(app, options.auth);
@@ -105,8 +127,9 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
  *   by a process on its way out.
  * Its onRequest hook also answers an HTTP/1.1 request without Host (RFC 9112 section 3.2) 400
  * problem+json, where Node would send a bare 400: one hook for both early answers.
+ * Returns the open connections, each with the response it is answering last (null before its first).
  */
-function registerDrain(app: FastifyInstance): void {
+function registerDrain(app: FastifyInstance): ReadonlyMap<Socket, ServerResponse | null> {
   let closing = false;
   // Each open connection with the response it is answering last (null before its first request).
   // Node answers a connection's requests in order, so that response finished means all have: the
@@ -145,6 +168,33 @@ function registerDrain(app: FastifyInstance): void {
       done();
     }
   });
+  return latest;
+}
+
+/**
+ * A new connection's first request must have all its headers HEADERS_TIMEOUT after the connection
+ * opened. Node starts that clock at the request's first byte, so a client that waited almost that
+ * long before sending one byte would get twice as long. (Between later requests a connection is
+ * idle, bounded by KEEP_ALIVE_TIMEOUT, and each request by Node's own clock.) One timer per
+ * connection, none per request: `connections` already records each connection's first request.
+ */
+function registerFirstHeadersDeadline(app: FastifyInstance, connections: ReadonlyMap<Socket, ServerResponse | null>, ms: number): void {
+  app.server.on('connection', (socket: Socket) => {
+    if (socket.destroyed) return; // refused by the drain
+    const timer = setTimeout(() => {
+      if (connections.get(socket) === null) answerClientError(new RequestTimeoutError(), socket);
+    }, ms);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
+}
+
+/** What Node's own check raises when a request is not received in time. */
+class RequestTimeoutError extends Error {
+  readonly code = 'ERR_HTTP_REQUEST_TIMEOUT';
+  constructor() {
+    super('the request was not received in time');
+  }
 }
 
 /**
@@ -159,6 +209,7 @@ function registerExpectRefusal(app: FastifyInstance): void {
     const body = JSON.stringify(problemOf('bad_request', 'Expect: only 100-continue is supported'));
     // The body of the request is never read: the connection cannot be reused.
     response.writeHead(status, STATUS_CODES[status], {
+      ...RESPONSE_HEADERS,
       'content-type': 'application/problem+json; charset=utf-8',
       'content-length': Buffer.byteLength(body),
       connection: 'close',

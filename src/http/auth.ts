@@ -16,6 +16,7 @@ import { isWellFormed } from '../json/unicode.js';
 import { isJsonObject, type JsonObject } from '../json/value.js';
 import type { Identity } from '../policy/model.js';
 import { HttpError } from './errors.js';
+import { headerCount } from './headers.js';
 import { JWKS_ALGORITHMS, type JwksKeys } from './jwks.js';
 
 interface AuthCommon {
@@ -144,7 +145,7 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
     if (header === undefined) throw new HttpError('unauthorized', 'send Authorization: Bearer <token>');
     // Node keeps the first of repeated Authorization headers and drops the rest; a proxy may keep
     // another. Two credentials are ambiguous: refuse rather than pick one.
-    if (authorizationCount(request.raw.rawHeaders) > 1) throw new HttpError('unauthorized', 'send exactly one Authorization header');
+    if (headerCount(request.raw.rawHeaders, 'authorization') > 1) throw new HttpError('unauthorized', 'send exactly one Authorization header');
     if (header.length > MAX_TOKEN_LENGTH + 7) throw new HttpError('unauthorized', 'the token is too long');
     const m = BEARER.exec(header);
     if (!m) throw new HttpError('unauthorized', 'the Authorization header is not a bearer token');
@@ -177,16 +178,6 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
     }
     return (request.identity = remember(token, verifiedIdentity(segments, payload, now, checks), now));
   };
-}
-
-function authorizationCount(rawHeaders: readonly string[]): number {
-  let n = 0;
-  // Length first: only a 13-character name is lower-cased (no string per header per request).
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!;
-    if (name.length === 13 && name.toLowerCase() === 'authorization') n++;
-  }
-  return n;
 }
 
 /**
@@ -336,13 +327,16 @@ function checkClaimText(name: string, value: string): void {
 }
 
 /**
- * A route's onRequest hook requiring `role` (403 otherwise), run right after authentication: before
- * the body is parsed or validated, so a caller without the role learns nothing about what a valid
- * body would be. Roles match by exact element equality: no case folding, no prefixes.
+ * A route's onRequest hook requiring one of `roles` (403 otherwise), run right after authentication:
+ * before the body is parsed or validated, so a caller without the role learns nothing about what a
+ * valid body would be. Roles match by exact element equality: no case folding, no prefixes. No
+ * roles at all: nobody passes.
  */
-export function requireRole(role: string) {
+export function requireRole(...roles: readonly string[]) {
+  const needed = roles.length === 1 ? `the role "${roles[0]}"` : `one of the roles ${roles.map((r) => `"${r}"`).join(', ')}`;
+  const forbidden = `this needs ${needed}`;
   return (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
-    const identity = request.identity as Identity;
-    done(identity.roles.includes(role) ? undefined : new HttpError('forbidden', `this needs the role "${role}"`));
+    const held = (request.identity as Identity).roles;
+    done(roles.some((role) => held.includes(role)) ? undefined : new HttpError('forbidden', forbidden));
   };
 }

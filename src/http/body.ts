@@ -8,6 +8,7 @@ import { parseJson } from '../json/parse.js';
 import { escapePointerSegment } from '../json/pointer.js';
 import { createStrictAjv } from '../policy/ajv.js';
 import { HttpError } from './errors.js';
+import { headerCount } from './headers.js';
 
 const JSON_MEDIA_TYPE = /^application\/json(?:; ?charset=(?:utf-8|"utf-8"))?$/i;
 
@@ -22,6 +23,10 @@ export function registerStrictBodies(app: FastifyInstance, bodyLimit: number): v
   // preParsing runs after authentication (onRequest) and before any byte of the body is parsed.
   // Callback style: no promise and no microtask turn per request.
   app.addHook('preParsing', (request, _reply, payload, done) => {
+    // Node reads the first of repeated Content-Types; a proxy in front may read another (headers.ts).
+    if (headerCount(request.raw.rawHeaders, 'content-type') > 1) {
+      return done(new HttpError('bad_request', 'send exactly one Content-Type header'));
+    }
     const length = request.headers['content-length'];
     const hasBody = (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
     if (!hasBody) return done(null, payload);

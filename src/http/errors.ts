@@ -9,6 +9,7 @@ import { ApprovalInputError, ApprovalTooLargeError, ListQueryError, PendingLimit
 import { StoreUnavailableError } from '../db/errors.js';
 import { JsonParseError } from '../json/parse.js';
 import { escapePointerSegment } from '../json/pointer.js';
+import { RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './headers.js';
 
 export const ERRORS = {
   bad_json: { status: 400, title: 'The body is not strict JSON' },
@@ -65,6 +66,8 @@ export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[]
 
 export function sendProblem(reply: FastifyReply, err: HttpError): FastifyReply {
   const body = { ...problemOf(err.code, err.detail, err.extra.errors), ...err.extra.body };
+  // Also here: the router answers some errors before any hook has run (frameworkErrors).
+  reply.headers(RESPONSE_HEADERS);
   if (err.extra.retryAfterSec !== undefined) reply.header('retry-after', String(err.extra.retryAfterSec));
   if (err.code === 'unauthorized') reply.header('www-authenticate', 'Bearer'); // RFC 6750 section 3
   return reply.code(ERRORS[err.code].status).type('application/problem+json').send(body);
@@ -174,6 +177,13 @@ function validationError(err: FastifyError): HttpError {
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  // A connection that sent nothing before HEADERS_TIMEOUT (a load balancer's spare one, a scanner)
+  // has no request to answer: close it as an idle one, without an unsolicited response (RFC 9112
+  // section 9.5). One that sent part of a request is told why.
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && (socket as Duplex & { bytesRead?: number }).bytesRead === 0) {
+    socket.destroy();
+    return;
+  }
   // One catalogue: these are all `bad_request` (as toHttpError maps a 408), with a detail saying which.
   const detail = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'the request was not received in time'
     : err.code === 'HPE_HEADER_OVERFLOW' ? 'the request headers are too large'
@@ -184,7 +194,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     socket.destroy();
     return;
   }
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n`
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n${RESPONSE_HEADER_LINES}`
     + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy());
 }
 

@@ -14,6 +14,7 @@ import { compileGlob, GlobError, type Glob } from './glob.js';
 import { GUARD_NAMES, type GuardName } from './guards.js';
 import type { ApprovalShape, ArgPath, CatalogueEntry, DefaultMode, Guard, PolicyFile, Rule, RuleEffect, Selectors, ToolKind } from './model.js';
 import { parseArgPath } from './path.js';
+import { hasDotSegment } from './request.js';
 import { keyPathOf, type KeyPath, type PolicySource } from './source.js';
 
 const SELECTOR_KEYS = ['tools', 'kinds', 'tags', 'envs', 'teams', 'users', 'agents'] as const;
@@ -278,6 +279,12 @@ function checkOwnId(problems: Problems, path: KeyPath, id: string): void {
 }
 
 function globOrProblem(problems: Problems, path: KeyPath, pattern: string, atKey: boolean): Glob | null {
+  // No request may name such a tool (request.ts): the entry or selector could never apply, and
+  // reads as if `..` meant something.
+  if (hasDotSegment(pattern)) {
+    problems.add(path, 'a tool name or glob cannot have a "." or ".." path segment: requests naming one are refused', atKey);
+    return null;
+  }
   try {
     return compileGlob(pattern);
   } catch (err) {

@@ -2,12 +2,14 @@
 // then swapped in with one assignment. A failed reload keeps the old set and is remembered for
 // GET /policies. A decision reads `current()` once, so it finishes on the set it started with.
 import { formatProblem, PolicyLoadError } from './errors.js';
-import { loadPolicies } from './load.js';
+import { loadPolicies, policyFileName } from './load.js';
 import type { PolicySet } from './model.js';
 
 export interface ReloadFailure { at: Date; problems: string[] }
 
 export interface LivePolicies {
+  /** The directory (or file) loaded, as given (POLICY_DIR). */
+  readonly dir: string;
   current(): PolicySet;
   loadedAt(): Date;
   lastFailure(): ReloadFailure | null;
@@ -30,7 +32,10 @@ export async function createLivePolicies(dir: string, env: string | null, now: (
       failure = null;
       return { ok: true };
     } catch (err) {
-      const problems = err instanceof PolicyLoadError ? err.problems.map(formatProblem) : ['the policy directory could not be read'];
+      // Shown by GET /policies: files are named relative to the directory, as there.
+      const problems = err instanceof PolicyLoadError
+        ? err.problems.map((p) => formatProblem({ ...p, file: policyFileName(dir, p.file) }))
+        : ['the policy directory could not be read'];
       failure = { at: now(), problems };
       return { ok: false, problems };
     }
@@ -52,5 +57,5 @@ export async function createLivePolicies(dir: string, env: string | null, now: (
     return queued;
   };
 
-  return { current: () => set, loadedAt: () => loadedAt, lastFailure: () => failure, reload };
+  return { dir, current: () => set, loadedAt: () => loadedAt, lastFailure: () => failure, reload };
 }

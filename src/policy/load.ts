@@ -31,6 +31,16 @@ export function isPolicyFileName(name: string): boolean {
   return !name.startsWith('.') && formatOf(name) !== null && !isPolicyTestFileName(name);
 }
 
+/**
+ * A file's name relative to the policy directory `target` (POLICY_DIR), as the service shows it: only
+ * the files directly in the directory are read, so this is the file's name, and a `target` that is
+ * one file is named by its file name too. Where the directory is on the host is nobody's business.
+ */
+export function policyFileName(target: string, file: string): string {
+  const rel = relative(target, file);
+  return rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel) ? basename(file) : rel;
+}
+
 /** Read a directory (its policy files, in file-name order) or a single file. Throws PolicyLoadError. */
 export async function loadPolicies(target: string, options: LoadOptions = {}): Promise<PolicySet> {
   return buildPolicySet(await readPolicyFiles(target), options);
@@ -122,7 +132,8 @@ export function buildPolicySet(inputs: readonly FileBytes[], options: LoadOption
  * What no single file can check: two files with the same `policy` name (whatever their versions: a
  * decision's `rule`, `<policy>#<i>` for a rule without an id, must name one file), one tool in two
  * catalogues, one rule id in two files. Each problem is placed where the later file writes it;
- * messages name the other file, not the value (the key path says which).
+ * messages name the other file, not the value (the key path says which). The files of one load
+ * share a directory: the other file is named by its file name, which GET /policies also shows.
  */
 function crossFileProblems(files: readonly { file: PolicyFile; source: PolicySource }[]): LoadProblem[] {
   const problems: LoadProblem[] = [];
@@ -134,18 +145,19 @@ function crossFileProblems(files: readonly { file: PolicyFile; source: PolicySou
   const tools = new Map<string, string>();
   const ruleIds = new Map<string, string>();
   for (const { file, source } of files) {
+    const name = basename(file.path);
     const first = policies.get(file.identity.policy);
     if (first) at(source, ['policy'], `this policy name is also used by ${first}`);
-    else policies.set(file.identity.policy, file.path);
+    else policies.set(file.identity.policy, name);
     for (const entry of file.tools) {
       const other = tools.get(entry.pattern);
       if (other) at(source, ['tools', entry.pattern], `this tool is also in the catalogue of ${other}`);
-      else tools.set(entry.pattern, file.path);
+      else tools.set(entry.pattern, name);
     }
     for (const rule of file.rules) {
       const other = ruleIds.get(rule.id);
-      if (other && other !== file.path) at(source, ['rules', rule.index, 'id'], `this rule id is also used in ${other}`);
-      else ruleIds.set(rule.id, file.path);
+      if (other && other !== name) at(source, ['rules', rule.index, 'id'], `this rule id is also used in ${other}`);
+      else ruleIds.set(rule.id, name);
     }
   }
   return problems;

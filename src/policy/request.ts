@@ -5,11 +5,27 @@ import type { JsonObject } from '../json/value.js';
 import type { DecideRequest, RunView } from './model.js';
 
 /**
- * Tool names: ASCII letters, digits and `_ . : / -`, at most 128. Anything else (spaces, Unicode
- * look-alikes, control or zero-width characters) is refused rather than normalised, so no variant of
- * a denied name can slip past an exact-name rule.
+ * A `.` or `..` path segment: between `/` separators, or after the last one. A tool that maps its name
+ * to a path or a route (an MCP server, a URL) may resolve `lookup_/../wipe_orders` to `wipe_orders`,
+ * while a glob such as `lookup_*` matches it as written (RFC 3986 section 5.2.4 removes such segments).
+ * Other dots (`github.get_issue`, `v1.2`, `a/.b`, `a/...`) are ordinary characters.
  */
-export const TOOL_NAME_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,127}$';
+const DOT_SEGMENT = '(?:^|/)\\.\\.?(?:/|$)';
+
+/**
+ * Tool names: ASCII letters, digits and `_ . : / -`, at most 128, and no `.` or `..` path segment.
+ * Anything else (spaces, Unicode look-alikes, control or zero-width characters) is refused rather than
+ * normalised, so no variant of a denied name can slip past an exact-name rule. The length is checked
+ * first, so the segment search never scans past 128 characters of a long string.
+ */
+export const TOOL_NAME_PATTERN = `^(?=.{1,128}$)(?!.*${DOT_SEGMENT})[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,127}$`;
+
+const DOT_SEGMENT_RE = new RegExp(DOT_SEGMENT);
+
+/** Whether a tool name (or a glob, read literally) has a `.` or `..` path segment. */
+export function hasDotSegment(name: string): boolean {
+  return DOT_SEGMENT_RE.test(name);
+}
 
 export const toolNameSchema = { type: 'string', pattern: TOOL_NAME_PATTERN } as const;
 

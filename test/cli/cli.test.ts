@@ -25,6 +25,16 @@ describe('gatehouse check', () => {
     golden('check-valid.txt', r.out);
   });
 
+  it('--tool refuses a name the service refuses (a ".." path segment, a space), exit 2', async () => {
+    for (const tool of ['lookup_/../wipe_orders', 'a/.', 'lookup order']) {
+      const r = await run('check', 'policies', '--env', 'prod', '--tool', tool);
+      expect(r.code, tool).toBe(2);
+      expect(r.err).toMatch(/^--tool: not a tool name the service accepts/);
+      expect(r.out).toBe('');
+    }
+    expect((await run('check', 'policies', '--env', 'prod', '--tool', 'github.get_issue')).code).toBe(0);
+  });
+
   it('shows the effective rules for one caller and tool', async () => {
     const r = await run('check', 'policies', '--env', 'prod', '--tool', 'refund', '--team', 'support');
     expect(r.code).toBe(0);
@@ -108,6 +118,24 @@ describe('gatehouse test', () => {
     expect(r.err).toMatch(/no-such-dir:1:1: .*cannot read this directory \(ENOENT\)/);
   });
 
+  it('refuses, like the service, a case or a policy naming a tool with a "." or ".." path segment', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-dots-'));
+    try {
+      writeFileSync(join(dir, 'p.yaml'), 'policy: p\nrules:\n  - tools: ["lookup_*"]\n    allow: true\n');
+      writeFileSync(join(dir, 'p.test.yaml'), 'cases:\n  - {name: ok, tool: lookup_order, want: allow}\n  - {name: traversal, tool: "lookup_/../wipe_orders", want: allow}\n');
+      const cases = await run('test', dir);
+      expect(cases.code).toBe(2);
+      expect(cases.err).toMatch(/p\.test\.yaml:3:\d+: cases\.1\.tool: must match pattern/);
+      writeFileSync(join(dir, 'p.test.yaml'), 'cases:\n  - {name: ok, tool: lookup_order, want: allow}\n');
+      writeFileSync(join(dir, 'q.yaml'), 'policy: q\ntools:\n  "a/./b": {kind: read_only}\n');
+      const policy = await run('test', dir);
+      expect(policy.code).toBe(2);
+      expect(policy.err).toMatch(/q\.yaml:3:3: tools\.a\/\.\/b: a tool name or glob cannot have a "\." or "\.\." path segment/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('exits 2 on a bad test file', async () => {
     const r = await run('test', 'test/cli/fixtures/badcases');
     expect(r.code).toBe(2);
@@ -154,6 +182,18 @@ describe('gatehouse hash', () => {
     golden('hash.txt', r.out);
     const n = await run('hash', '--document', 'test/cli/fixtures/number.json');
     expect(n.out.split('\n')[0]).toBe('1.0');
+  });
+
+  it('refuses a request whose tool has a ".." path segment, as /decide does', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-hash-'));
+    try {
+      writeFileSync(join(dir, 'r.json'), '{"tool":"lookup_/../wipe_orders","args":{}}');
+      const r = await run('hash', join(dir, 'r.json'), '--env', 'prod');
+      expect(r.code).toBe(2);
+      expect(r.err).toMatch(/not a request as \/decide takes it: \/tool must match pattern/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses what is neither a request nor a hash input, bad options, and input that is not strict JSON', async () => {

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { createApprovalWaiter } from '../../src/approvals/notify.js';
 import { createApprovalService } from '../../src/approvals/service.js';
 import { createApprovalStore } from '../../src/approvals/store.js';
-import { DEFAULT_JWT_MAX_LIFETIME_SEC, type JwtAlgorithm } from '../../src/config.js';
+import { DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type ConnectionLimits, type JwtAlgorithm } from '../../src/config.js';
 import { buildApp, type AppContext } from '../../src/http/app.js';
 import type { JwksKeys } from '../../src/http/jwks.js';
 import { createMetrics } from '../../src/http/metrics.js';
@@ -38,6 +38,10 @@ export interface TestAppOptions {
   deniedCooldownMs?: number;
   maxWaitsPerCaller?: number;
   maxWaits?: number;
+  /** POLICY_READER_ROLE as a list; default the admin and approver roles, as the service's. */
+  policyReaderRoles?: readonly string[];
+  /** Timeouts and the connection cap; default the service's defaults (loadConfig). */
+  connections?: Partial<ConnectionLimits>;
 }
 
 export interface TestApp {
@@ -81,9 +85,11 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     logArgs: options.logArgs ?? false,
     adminRole: 'admin',
     approverRole: 'approver',
+    policyReaderRoles: options.policyReaderRoles ?? ['admin', 'approver'],
   };
   const app = await buildApp(ctx, {
     bodyLimit: options.bodyLimit ?? 1_048_576,
+    connections: { ...loadConfig({}).connections, ...options.connections },
     logger: log,
     auth: {
       ...(options.jwks !== undefined ? { jwks: options.jwks } : { key: options.key ?? SECRET, algorithm: options.algorithm ?? 'HS256' }),
@@ -135,6 +141,9 @@ export function token(claims: { sub?: string; team?: string; agent?: string; rol
 export const agentToken = (sub = 'agent-1', extra: Record<string, unknown> = {}): string => token({ sub, ...extra });
 export const approverToken = (sub = 'operator-1'): string => token({ sub, team: 'ops', roles: ['approver'] });
 export const adminToken = (sub = 'admin-1'): string => token({ sub, team: 'ops', roles: ['admin'] });
+/** A caller that may read /explain and /policies (an approver, by default), with the claims given. */
+export const readerToken = (claims: { sub?: string; team?: string; agent?: string; roles?: string[] } = {}): string =>
+  token({ sub: 'reader-1', roles: ['approver'], ...claims });
 
 export function bearer(t: string): Record<string, string> {
   return { authorization: `Bearer ${t}` };

@@ -3,7 +3,7 @@
 // names the problem and where, and never echoes a value from the body.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { agentToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
+import { agentToken, approverToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
 import { listenLoopback, rawHttp, rawPost, type RawResponse } from '../reliability/helpers.js';
 
 /** A distinctive value: it must never come back in an error body. */
@@ -267,7 +267,7 @@ describe('schema: refused, never coerced or stripped', () => {
     });
   }
   it('identity fields are refused on /explain and /approvals too', async () => {
-    expectProblem(await post(t.app, '/explain', { tool: 'lookup_order', team: CANARY }), 422, 'identity_in_body');
+    expectProblem(await post(t.app, '/explain', { tool: 'lookup_order', team: CANARY }, approverToken()), 422, 'identity_in_body');
     // No database here: the body is validated before the route would answer 503.
     expectProblem(await post(t.app, '/approvals', { tool: 'refund', args: { order: 'A1', amount: 120 }, user: CANARY }), 422, 'identity_in_body');
   });
@@ -277,7 +277,7 @@ describe('schema: refused, never coerced or stripped', () => {
     const res = await post(t.app, '/decide', { tool: 'lookup_order', args: { team: 'support', user: 'admin', roles: ['admin'] } }, token({ team: 'sales' }));
     expect(res.statusCode).toBe(200);
     // …and at /explain for the principal: the refund rule for team support does not match a sales token.
-    const ex = await post(t.app, '/explain', { ...refund }, token({ team: 'sales' }));
+    const ex = await post(t.app, '/explain', { ...refund }, token({ team: 'sales', roles: ['approver'] }));
     expect(ex.statusCode).toBe(403);
     expect(ex.json()).toMatchObject({ decision: 'deny', rule: 'payments#default' });
   });
@@ -317,6 +317,25 @@ describe('schema: refused, never coerced or stripped', () => {
       expect(body.errors?.map((e) => e.pointer)).toContain('/tool');
     });
   }
+  // A `.` or `..` path segment: `lookup_*` would allow lookup_/../wipe_orders, which a tool mapping
+  // names to paths or routes may resolve to wipe_orders.
+  const dotSegments = ['lookup_/../wipe_orders', 'lookup_/./order', 'a/./b', 'a/..', 'a/.', 'lookup_/..', 'lookup_x/../../wipe_orders', 'a/../'];
+  for (const tool of dotSegments) {
+    it(`a tool name with a dot segment is 422 naming /tool on /decide, /explain and /approvals: ${tool}`, async () => {
+      for (const [url, tok] of [['/decide', agentToken()], ['/explain', approverToken()], ['/approvals', agentToken()]] as const) {
+        const body = expectProblem(await post(t.app, url, { tool, args: { x: CANARY } }, tok), 422, 'invalid_body');
+        expect(body.errors?.map((e) => e.pointer), url).toEqual(['/tool']);
+      }
+    });
+  }
+  it('dots that are not a whole path segment are ordinary characters', async () => {
+    for (const tool of ['github.get_issue', 'v1.2', 'lookup_.order', 'lookup_/.hidden', 'lookup_/...', 'lookup_..order', 'mcp:fs/read.file']) {
+      const res = await post(t.app, '/decide', { tool });
+      expect(res.statusCode, `${tool}: ${res.body}`).not.toBe(422);
+    }
+    // Still matched by the glob as before: lookup_* allows lookup_.order.
+    expect((await post(t.app, '/decide', { tool: 'lookup_.order' })).json()).toMatchObject({ decision: 'allow', rule: 'lookups' });
+  });
   it('a 128-character tool name is inside the grammar (an unknown tool: denied, not refused)', async () => {
     const res = await post(t.app, '/decide', { tool: 'a'.repeat(128) });
     expect(res.statusCode).toBe(403);
@@ -379,6 +398,24 @@ describe('HTTP framing, over a real socket: refusals are problem+json too', () =
   const chunk = (text: string): string => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n0\r\n\r\n`;
   const head = (lines: string[]): string => `${['POST /decide HTTP/1.1', 'Connection: close', `Authorization: Bearer ${agentToken()}`, 'Content-Type: application/json', ...lines].join('\r\n')}\r\n\r\n`;
 
+  it('two Content-Type headers are 400 problem+json naming the header, whatever their values or case', async () => {
+    // Node keeps the first and drops the rest; a proxy in front may keep another: as with Authorization.
+    const payload = lookup('{"order":"A1"}');
+    for (const pair of [['Content-Type: text/plain'], ['content-type: application/json'], ['CONTENT-TYPE: application/json; charset=utf-8']]) {
+      const res = await only([head(['Host: 127.0.0.1', ...pair, `Content-Length: ${payload.length}`]) + payload]);
+      expect(problemOf(res, 400, 'bad_request').detail).toBe('send exactly one Content-Type header');
+    }
+    // Chunked, and on a GET without a body: refused all the same.
+    const chunked = await only([head(['Host: 127.0.0.1', 'Content-Type: application/json', 'Transfer-Encoding: chunked']) + chunk(payload)]);
+    problemOf(chunked, 400, 'bad_request');
+    const get = await only([`GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: a/b\r\ncontent-type: c/d\r\n\r\n`]);
+    problemOf(get, 400, 'bad_request');
+  });
+  it('one Content-Type is parsed (control)', async () => {
+    const payload = lookup('{"order":"A1"}');
+    const res = await only([head(['Host: 127.0.0.1', `Content-Length: ${payload.length}`]) + payload]);
+    expect(res.statusCode, res.body).toBe(200);
+  });
   it('Transfer-Encoding: gzip, chunked is 415 naming the header (the body is never parsed as if plain)', async () => {
     const body = problemOf(await only([head(['Host: 127.0.0.1', 'Transfer-Encoding: gzip, chunked']) + chunk(lookup('{"order":"A1"}'))]), 415, 'unsupported_media_type');
     expect(body.detail).toMatch(/Transfer-Encoding/);

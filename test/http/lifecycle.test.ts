@@ -139,6 +139,86 @@ describe('start-up', () => {
   }, 60_000);
 });
 
+describe('the environment sets the connection limits and the policy reader roles (main.ts → the app)', () => {
+  let s: ServerProcess;
+  beforeAll(async () => {
+    s = await startServer({
+      DATABASE_URL: db.url, JWT_SECRET: SECRET, DATA_DIR: dataDir,
+      HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '2s', MAX_CONNECTIONS: '2', POLICY_READER_ROLE: 'auditor, policy-author',
+    });
+    cleanups.push(() => s.kill());
+  }, 60_000);
+  const open = async (): Promise<{ socket: Socket; received: () => string; closed: Promise<void> }> => {
+    const socket = connect(s.port, '127.0.0.1');
+    let text = '';
+    socket.setEncoding('utf8').on('data', (c: string) => (text += c));
+    socket.on('error', () => undefined); // a reset is the server closing it
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    cleanups.push(async () => void socket.destroy());
+    return { socket, received: () => text, closed };
+  };
+  /** Fails the test if the server has not closed the connection within ms (far above the timeouts set). */
+  const closedWithin = (closed: Promise<void>, ms: number): Promise<void> =>
+    Promise.race([closed, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not closed by the server within ${ms} ms`)), ms).unref())]);
+
+  // First, while the server holds no other connection.
+  it('MAX_CONNECTIONS: a third connection is closed unanswered while two are open', async () => {
+    const ask = async (c: Awaited<ReturnType<typeof open>>): Promise<void> => {
+      const before = c.received().length;
+      c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await eventually('an answer', 15_000, async () => (c.received().slice(before).includes('{"status":"ok"}') ? true : undefined), 10);
+    };
+    const a = await open();
+    const b = await open();
+    await ask(a);
+    await ask(b);
+    const third = await open();
+    third.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await closedWithin(third.closed, 15_000);
+    expect(third.received()).toBe('');
+    await ask(a);
+    // Once the server has seen both go, it accepts connections again (and the next tests have room).
+    a.socket.destroy();
+    b.socket.destroy();
+    await eventually('a connection accepted again', 15_000, async () => {
+      const c = await open();
+      c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      await closedWithin(c.closed, 15_000);
+      return c.received().startsWith('HTTP/1.1 200 ') ? true : undefined;
+    }, 20);
+  }, 30_000);
+
+  it('HEADERS_TIMEOUT: headers sent a byte at a time are cut off', async () => {
+    const slow = await open();
+    slow.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+    const drip = setInterval(() => slow.socket.writable && slow.socket.write('a'), 100);
+    try {
+      await closedWithin(slow.closed, 15_000);
+    } finally {
+      clearInterval(drip);
+    }
+    expect(slow.received()).toMatch(/^HTTP\/1\.1 400 [\s\S]*the request was not received in time/);
+  }, 30_000);
+
+  it('POLICY_READER_ROLE: only the roles it lists read /policies', async () => {
+    const asked = async (roles: string[]): Promise<string> => {
+      const c = await open();
+      c.socket.write(`GET /policies HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${agentToken('reader', { roles })}\r\n\r\n`);
+      await closedWithin(c.closed, 15_000);
+      return c.received();
+    };
+    expect(await asked(['approver', 'admin'])).toMatch(/^HTTP\/1\.1 403 [\s\S]*needs one of the roles \\"auditor\\", \\"policy-author\\"/);
+    expect(await asked(['policy-author'])).toMatch(/^HTTP\/1\.1 200 [\s\S]*"path":"payments\.yaml"/);
+  }, 30_000);
+
+  it('a HEADERS_TIMEOUT longer than REQUEST_TIMEOUT refuses to start (exit 2), naming both', async () => {
+    const bad = spawnServe({ PORT: '0', DATABASE_URL: db.url, JWT_SECRET: SECRET, DATA_DIR: dataDir, HEADERS_TIMEOUT: '20s', REQUEST_TIMEOUT: '15s' });
+    expect(await bad.exited(30_000), bad.output()).toBe(2);
+    expect(bad.output()).toMatch(/HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT/);
+  }, 60_000);
+});
+
 describe('shutting down', () => {
   let s: ServerProcess;
   beforeAll(async () => {

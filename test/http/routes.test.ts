@@ -6,9 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { PolicySet } from '../../src/policy/model.js';
-import { adminToken, agentToken, approverToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
+import { adminToken, agentToken, approverToken, bearer, createTestApp, post, readerToken, token, type TestApp } from '../helpers/app.js';
 
 const SUPPORT = token({ sub: 'agent-7', team: 'support' });
+/** The same caller as SUPPORT, with a role that may read /explain and /policies (rules select no roles). */
+const SUPPORT_READER = token({ sub: 'agent-7', team: 'support', roles: ['approver'] });
 const SMALL_REFUND = { tool: 'refund', args: { order: 'A1', amount: 40 } };
 const BIG_REFUND = { tool: 'refund', args: { order: 'A1', amount: 120, note: 'customer asked twice' } };
 
@@ -113,18 +115,19 @@ describe('POST /decide: the answer', () => {
 });
 
 describe('POST /explain', () => {
+  // /decide as the caller, /explain as the same caller holding a reader role (no rule selects roles).
   const requests = [
-    { body: SMALL_REFUND, tok: SUPPORT },
-    { body: BIG_REFUND, tok: SUPPORT },
-    { body: SMALL_REFUND, tok: token({ team: 'sales' }) },
-    { body: { tool: 'wipe_orders' }, tok: agentToken() },
-    { body: { tool: 'lookup_order', args: { order: 'A1' } }, tok: agentToken() },
-    { body: { tool: 'send_note', args: { to: 'ops', text: 'mail jane@example.com' } }, tok: agentToken() },
+    { body: SMALL_REFUND, claims: { sub: 'agent-7', team: 'support' } },
+    { body: BIG_REFUND, claims: { sub: 'agent-7', team: 'support' } },
+    { body: SMALL_REFUND, claims: { team: 'sales' } },
+    { body: { tool: 'wipe_orders' }, claims: {} },
+    { body: { tool: 'lookup_order', args: { order: 'A1' } }, claims: {} },
+    { body: { tool: 'send_note', args: { to: 'ops', text: 'mail jane@example.com' } }, claims: {} },
   ];
   for (const r of requests) {
     it(`same decision and status as /decide, plus a trace: ${r.body.tool}`, async () => {
-      const d = await post(t.app, '/decide', r.body, r.tok);
-      const e = await post(t.app, '/explain', r.body, r.tok);
+      const d = await post(t.app, '/decide', r.body, token(r.claims));
+      const e = await post(t.app, '/explain', r.body, token({ ...r.claims, roles: ['approver'] }));
       expect(e.statusCode).toBe(d.statusCode);
       const db = d.json() as DecisionBody;
       const eb = e.json() as DecisionBody;
@@ -141,7 +144,7 @@ describe('POST /explain', () => {
     });
   }
   it('the trace says why without quoting argument values', async () => {
-    const res = await post(t.app, '/explain', { tool: 'refund', args: { order: 'ORDER-VALUE-9', amount: 120, note: 'NOTE-VALUE-9' } }, SUPPORT);
+    const res = await post(t.app, '/explain', { tool: 'refund', args: { order: 'ORDER-VALUE-9', amount: 120, note: 'NOTE-VALUE-9' } }, SUPPORT_READER);
     const body = res.json() as DecisionBody;
     const trace = JSON.stringify(body.trace);
     expect(trace).toContain('amount > 100');
@@ -151,23 +154,85 @@ describe('POST /explain', () => {
     expect(body.message).not.toContain('NOTE-VALUE-9');
   });
   it('approval_id is refused: 422 with its pointer', async () => {
-    const res = await post(t.app, '/explain', { ...BIG_REFUND, approval_id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab' }, SUPPORT);
+    const res = await post(t.app, '/explain', { ...BIG_REFUND, approval_id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab' }, SUPPORT_READER);
     expect(res.statusCode).toBe(422);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(res.json()).toMatchObject({ status: 422, errors: [{ pointer: '/approval_id' }] });
   });
 });
 
+describe('/explain and /policies need a policy reader role (POLICY_READER_ROLE)', () => {
+  const explain = (app: TestApp, tok: string, payload = JSON.stringify(BIG_REFUND)) =>
+    app.app.inject({ method: 'POST', url: '/explain', headers: { ...bearer(tok), 'content-type': 'application/json' }, payload });
+  const policies = (app: TestApp, tok: string) => app.app.inject({ method: 'GET', url: '/policies', headers: bearer(tok) });
+  const expectForbidden = (res: Awaited<ReturnType<typeof policies>>, detail: RegExp): void => {
+    expect(res.statusCode, res.body).toBe(403);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const body = res.json() as Record<string, unknown>;
+    expect(body).toMatchObject({ status: 403, code: 'forbidden', detail: expect.stringMatching(detail) });
+    // Nothing of the policies: no trace, no decision, no files.
+    for (const key of ['trace', 'decision', 'rule', 'files', 'env']) expect(body).not.toHaveProperty(key);
+  };
+
+  it('an agent token (no role, or an unrelated one) is 403 on both, with nothing of the policies', async () => {
+    for (const tok of [SUPPORT, agentToken(), token({ roles: ['Approver'] }), token({ roles: ['admins', 'reader'] })]) {
+      expectForbidden(await explain(t, tok), /needs one of the roles "admin", "approver"/);
+      expectForbidden(await policies(t, tok), /needs one of the roles "admin", "approver"/);
+    }
+  });
+
+  it('the role is checked before the body is read: a malformed or invalid body from an agent is 403, not 400 or 422', async () => {
+    expectForbidden(await explain(t, SUPPORT, '{"tool":'), /roles/);
+    expectForbidden(await explain(t, SUPPORT, JSON.stringify({ tool: 'lookup_/../wipe_orders', team: 'ops' })), /roles/);
+  });
+
+  it('by default the admin and the approver roles may read both', async () => {
+    for (const tok of [adminToken(), approverToken(), readerToken({ roles: ['other', 'admin'] })]) {
+      const e = await explain(t, tok);
+      expect(e.statusCode, e.body).toBe(403); // a non-allow decision, with its trace
+      expect(e.json()).toHaveProperty('trace');
+      expect((await policies(t, tok)).statusCode).toBe(200);
+    }
+  });
+
+  it('POLICY_READER_ROLE replaces the default: only the roles it lists may read', async () => {
+    const custom = await createTestApp({ env: 'prod', policyReaderRoles: ['auditor', 'policy-author'] });
+    try {
+      for (const tok of [adminToken(), approverToken(), SUPPORT]) {
+        expectForbidden(await explain(custom, tok), /needs one of the roles "auditor", "policy-author"/);
+        expectForbidden(await policies(custom, tok), /needs one of the roles "auditor", "policy-author"/);
+      }
+      for (const role of ['auditor', 'policy-author']) {
+        expect((await explain(custom, readerToken({ roles: [role] }))).json()).toHaveProperty('trace');
+        expect((await policies(custom, readerToken({ roles: [role] }))).statusCode).toBe(200);
+      }
+      // /decide needs no role, as before.
+      expect((await post(custom.app, '/decide', SMALL_REFUND, SUPPORT)).statusCode).toBe(200);
+    } finally {
+      await custom.close();
+    }
+  });
+
+  it('one reader role names it alone', async () => {
+    const custom = await createTestApp({ env: 'prod', policyReaderRoles: ['auditor'] });
+    try {
+      expectForbidden(await policies(custom, SUPPORT), /^this needs the role "auditor"$/);
+    } finally {
+      await custom.close();
+    }
+  });
+});
+
 describe('GET /policies', () => {
   it('lists the files with identity, digest, load time and no reload error', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/policies', headers: bearer(agentToken()) });
+    const res = await t.app.inject({ method: 'GET', url: '/policies', headers: bearer(readerToken()) });
     expect(res.statusCode).toBe(200);
     const body = res.json() as { env: string; loaded_at: string; files: { path: string; policy: string; version: string; digest: string }[]; last_reload_error: unknown };
     expect(body.env).toBe('prod');
     expect(new Date(body.loaded_at).toISOString()).toBe(body.loaded_at);
     expect(body.files).toHaveLength(1);
     expect(body.files[0]).toMatchObject({ policy: 'payments', version: '3', digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
-    expect(body.files[0]?.path).toMatch(/payments\.yaml$/);
+    expect(body.files[0]?.path).toBe('payments.yaml'); // relative to POLICY_DIR (./policies here)
     expect(body.last_reload_error).toBeNull();
     // The digest is the one decisions record.
     const d = (await post(t.app, '/decide', SMALL_REFUND, SUPPORT)).json() as DecisionBody;
@@ -175,11 +240,79 @@ describe('GET /policies', () => {
   });
 });
 
+describe('GET /policies names files relative to POLICY_DIR, never where it is on the host', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gatehouse-where-'));
+    await cp('policies', dir, { recursive: true });
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+  const filesOf = async (app: TestApp) => {
+    const res = await app.app.inject({ method: 'GET', url: '/policies', headers: bearer(readerToken()) });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).not.toContain(tmpdir());
+    return (res.json() as { files: { path: string }[] }).files.map((f) => f.path);
+  };
+
+  it('an absolute directory: the file names in it', async () => {
+    const a = await createTestApp({ policyDir: dir, env: 'prod' });
+    try {
+      expect(await filesOf(a)).toEqual(['payments.yaml']);
+    } finally {
+      await a.close();
+    }
+  });
+
+  it('a directory written with a trailing slash and dot segments: the same names', async () => {
+    const a = await createTestApp({ policyDir: `${dir}/./`, env: 'prod' });
+    try {
+      expect(await filesOf(a)).toEqual(['payments.yaml']);
+    } finally {
+      await a.close();
+    }
+  });
+
+  it('POLICY_DIR that is one file: its file name', async () => {
+    const a = await createTestApp({ policyDir: join(dir, 'payments.yaml'), env: 'prod' });
+    try {
+      expect(await filesOf(a)).toEqual(['payments.yaml']);
+    } finally {
+      await a.close();
+    }
+  });
+
+  it('a failed reload names the files it blames relative to POLICY_DIR too, also the other file of a cross-file problem', async () => {
+    const d = await mkdtemp(join(tmpdir(), 'gatehouse-where-reload-'));
+    try {
+      await writeFile(join(d, 'a.yaml'), 'policy: same\n');
+      const a = await createTestApp({ policyDir: d, env: null });
+      try {
+        await writeFile(join(d, 'b.yaml'), 'policy: same\n');
+        await writeFile(join(d, 'c.yaml'), 'policy: c\nrules:\n  - tools: [x]\n    allow: true\n    alow: false\n');
+        const bad = await a.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(adminToken()) });
+        expect(bad.statusCode).toBe(422);
+        expect(bad.body).not.toContain(d);
+        const listed = await a.app.inject({ method: 'GET', url: '/policies', headers: bearer(readerToken()) });
+        expect(listed.body).not.toContain(d);
+        const problems = (listed.json() as { last_reload_error: { problems: string[] } }).last_reload_error.problems;
+        expect(problems).toEqual([
+          expect.stringMatching(/^b\.yaml:1:\d+: policy: this policy name is also used by a\.yaml$/),
+          expect.stringMatching(/^c\.yaml:5:\d+: rules\.0\.alow: /),
+        ]);
+      } finally {
+        await a.close();
+      }
+    } finally {
+      await rm(d, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('POST /admin/reload', () => {
   let dir: string;
   let r: TestApp;
   const logs: Record<string, unknown>[] = [];
-  const policiesOf = async () => (await r.app.inject({ method: 'GET', url: '/policies', headers: bearer(agentToken()) })).json() as {
+  const policiesOf = async () => (await r.app.inject({ method: 'GET', url: '/policies', headers: bearer(readerToken()) })).json() as {
     loaded_at: string; files: { path: string; digest: string }[]; last_reload_error: null | { at: string; problems: string[] };
   };
   const reload = (tok = adminToken()) => r.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(tok) });
@@ -382,7 +515,7 @@ describe('the decision log', () => {
       expect(everything).not.toContain('CANARY');
       // A refused body and an explain produce no decision line.
       await post(l.app, '/decide', { tool: 'lookup_order', team: 'x' });
-      await post(l.app, '/explain', { tool: 'lookup_order' });
+      expect((await post(l.app, '/explain', { tool: 'lookup_order' }, readerToken())).statusCode).toBe(200);
       expect(logs.filter((x) => x.msg === 'decision')).toHaveLength(1);
       // Another decision, another line, another id.
       await post(l.app, '/decide', { tool: 'wipe_orders' });
@@ -449,7 +582,7 @@ describe('an internal failure while deciding', () => {
       };
       const spy = vi.spyOn(f.ctx.policies, 'current').mockReturnValue(broken);
       for (const url of ['/decide', '/explain']) {
-        const res = await post(f.app, url, { tool: 'lookup_order', args: { order: 'A1' } });
+        const res = await post(f.app, url, { tool: 'lookup_order', args: { order: 'A1' } }, readerToken());
         expect(res.statusCode).toBe(500);
         expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
         const body = res.json() as Record<string, unknown>;

@@ -52,6 +52,8 @@ const NON_PROBLEM_ERRORS = [
 const SUPPORT = { sub: 'agent-7', team: 'support', agent: 'billing-bot' };
 const REFUND = { tool: 'refund', args: { order: 'A1', amount: 120, note: 'customer asked twice' }, run: { id: 'run-7', steps: [{ tool: 'lookup_order', decision: 'allow' }] } };
 const supportToken = (sub = SUPPORT.sub): string => token({ ...SUPPORT, sub });
+/** The same caller holding a policy reader role, for /explain and /policies (no rule selects roles). */
+const supportReaderToken = (): string => token({ ...SUPPORT, roles: ['approver'] });
 
 /** Every value in the document, with its JSON pointer. */
 function* walk(node: unknown, pointer = ''): Generator<[string, unknown]> {
@@ -261,6 +263,10 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
     expect(() => assertMatchesOpenApi('GET', '/healthz', 200, 'application/json', { status: 'ok', extra: 1 })).toThrow(/does not match/);
     expect(() => assertMatchesOpenApi('POST', '/approvals/abc/grant', 503, 'application/problem+json', { type: 'urn:gatehouse:problem:unavailable', title: 'A dependency is unavailable', status: 503, detail: 'x', code: 'unavailable' }, {})).toThrow(/Retry-After/);
     expect(() => assertMatchesOpenApi('GET', '/approvals/abc', 200, 'application/json', { id: 'abc' })).toThrow(/does not match/);
+    const allow = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['AllowDecision']!).value;
+    expect(() => assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'x-content-type-options': 'nosniff' })).toThrow(/Cache-Control is missing/);
+    expect(() => assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' })).toThrow(/Cache-Control/);
+    expect(() => assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })).not.toThrow();
     expect(findOperation('GET', '/approvals?limit=5').path).toBe('/approvals');
     expect(findOperation('GET', '/approvals/0190c0de-0000-7000-8000-000000000000').params).toEqual({ id: '0190c0de-0000-7000-8000-000000000000' });
   });
@@ -289,6 +295,13 @@ const DECIDE_SAMPLES: Sample[] = [
   { name: 'tool with a non-ASCII letter', body: { tool: 'réfund' }, valid: false },
   { name: 'tool with a zero-width space', body: { tool: 'refund\u200b' }, valid: false },
   { name: 'tool with a newline', body: { tool: 'refund\n' }, valid: false },
+  { name: 'tool with a .. path segment', body: { tool: 'lookup_/../wipe_orders' }, valid: false },
+  { name: 'tool with a . path segment', body: { tool: 'a/./b' }, valid: false },
+  { name: 'tool ending in a .. segment', body: { tool: 'a/..' }, valid: false },
+  { name: 'tool ending in a . segment', body: { tool: 'a/.' }, valid: false },
+  { name: 'tool with dots inside a segment', body: { tool: 'github.get_issue' }, valid: true },
+  { name: 'tool with a version number', body: { tool: 'v1.2' }, valid: true },
+  { name: 'tool with a segment starting with dots', body: { tool: 'a/..b/.c' }, valid: true },
   { name: 'tool a number', body: { tool: 1 }, valid: false },
   { name: 'args an array', body: { tool: 'refund', args: [] }, valid: false },
   { name: 'args null', body: { tool: 'refund', args: null }, valid: false },
@@ -357,7 +370,7 @@ describe('request schemas: openapi.yaml and the code agree', () => {
     let checked = 0;
     for (const s of DECIDE_SAMPLES.filter((x) => !x.schemaOnly)) {
       for (const url of ['/decide', '/explain', '/approvals']) {
-        const res = await post(db.app, url, s.body, supportToken());
+        const res = await post(db.app, url, s.body, url === '/explain' ? supportReaderToken() : supportToken());
         const docValid = requestValidatorFor('post', url)(s.body);
         expect(res.statusCode === 422, `${url} ${s.name}: ${res.statusCode} ${res.body.slice(0, 200)}`).toBe(!docValid);
         assertResponseMatchesOpenApi('POST', url, res);
@@ -595,7 +608,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const spy = vi.spyOn(db.ctx.policies, 'current').mockReturnValue(broken);
     try {
       for (const url of ['/decide', '/explain', '/approvals']) {
-        const body = await call(db, { url, token: supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 120 } } }, 500);
+        const body = await call(db, { url, token: url === '/explain' ? supportReaderToken() : supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 120 } } }, 500);
         expect(body).toMatchObject({ code: 'internal', decision: 'deny' });
         expect(JSON.stringify(body)).not.toContain('boom');
       }
@@ -604,22 +617,29 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     }
   });
 
+  it('POST /explain needs a policy reader role: an agent gets 403 problem+json, before its body is read', async () => {
+    const example = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['ReaderRoleForbidden']!).value;
+    expect(await call(db, { url: '/explain', token: supportToken(), body: REFUND }, 403)).toEqual(example);
+    expect((await call(db, { url: '/explain', token: agentToken(), payload: '[', headers: { 'content-type': 'application/json' } }, 403)).code).toBe('forbidden');
+    expect((await call(db, { url: '/explain', token: adminToken(), body: REFUND }, 403)).trace).toBeDefined();
+  });
+
   it('POST /explain: the decision with its trace', async () => {
-    const refund = await call(db, { url: '/explain', token: supportToken(), body: REFUND }, 403);
+    const refund = await call(db, { url: '/explain', token: supportReaderToken(), body: REFUND }, 403);
     expect(refund.trace.files[0].rules.map((r: Body) => r.id)).toContain('refund-support');
-    const allow = await call(db, { url: '/explain', token: supportToken(), body: { tool: 'lookup_order' } }, 200);
+    const allow = await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'lookup_order' } }, 200);
     expect(allow.trace.catalogue).toEqual({ entry: 'lookup_*', policy: 'payments', kind: 'read_only', tags: [] });
-    const pii = await call(db, { url: '/explain', token: supportToken(), body: { tool: 'send_note', args: { to: { email: 'jane@example.com' } } } }, 403);
+    const pii = await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'send_note', args: { to: { email: 'jane@example.com' } } } }, 403);
     expect(pii.trace.files[0].guards[0].finding).toMatchObject({ kind: 'email' });
-    const failed = await call(db, { url: '/explain', token: supportToken(), body: { tool: 'refund', args: {} } }, 403);
+    const failed = await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'refund', args: {} } }, 403);
     expect(failed.trace).toMatchObject({ schema: 'failed', files: [] });
-    const vendor = await call(db, { url: '/explain', token: supportToken(), body: { tool: 'dispatch_vendor', args: { unitId: 'u', estimateUsd: 2000 } } }, 403);
+    const vendor = await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'dispatch_vendor', args: { unitId: 'u', estimateUsd: 2000 } } }, 403);
     expect(vendor.rule).toBe('vendor-hard-cap');
-    const refused = await call(db, { url: '/explain', token: supportToken(), body: { ...REFUND, approval_id: randomUUID() } }, 422);
+    const refused = await call(db, { url: '/explain', token: supportReaderToken(), body: { ...REFUND, approval_id: randomUUID() } }, 422);
     expect(refused.errors).toEqual([{ pointer: '/approval_id', message: 'unknown field' }]);
-    await call(db, { url: '/explain', token: supportToken(), payload: '[', headers: { 'content-type': 'application/json' } }, 400);
-    await call(db, { url: '/explain', token: supportToken(), payload: 'tool=refund', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415);
-    await call(db, { url: '/explain', token: supportToken(), body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } }, 413);
+    await call(db, { url: '/explain', token: supportReaderToken(), payload: '[', headers: { 'content-type': 'application/json' } }, 400);
+    await call(db, { url: '/explain', token: supportReaderToken(), payload: 'tool=refund', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415);
+    await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } }, 413);
   });
 
   it('POST /explain when two catalogues describe a tool differently: every description, and the one each file answered under', async () => {
@@ -628,7 +648,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     await writeFile(join(dir, 'b.yaml'), 'policy: b\ndefault: allow\ntools:\n  "send_*": {kind: destructive, tags: [money]}\n');
     const t = await createTestApp({ policyDir: dir, env: null });
     try {
-      const got = await call(t, { url: '/explain', token: supportToken(), body: { tool: 'send_wire' } }, 403);
+      const got = await call(t, { url: '/explain', token: supportReaderToken(), body: { tool: 'send_wire' } }, 403);
       expect(got).toMatchObject({ decision: 'deny', rule: 'no-remote' });
       expect(got.trace.catalogue.views).toEqual([
         { entry: 'send_wire', policy: 'a', kind: 'remote_mutation', tags: [] },
@@ -646,13 +666,13 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const none = await createTestApp({ policyDir: empty, env: null });
     const dev = await createTestApp({ env: 'dev' });
     try {
-      const builtin = await call(none, { url: '/explain', token: supportToken(), body: { tool: 'refund' } }, 403);
+      const builtin = await call(none, { url: '/explain', token: supportReaderToken(), body: { tool: 'refund' } }, 403);
       expect(builtin).toMatchObject({ decision: 'deny', rule: 'builtin#default', policies: [] });
       expect(builtin.trace.files[0]).toMatchObject({ policy: 'builtin', digest: '', default: 'side_effects' });
-      expect((await call(none, { url: '/policies', token: supportToken() }, 200)).files).toEqual([]);
+      expect((await call(none, { url: '/policies', token: supportReaderToken() }, 200)).files).toEqual([]);
       const remote = await call(dev, { url: '/decide', token: supportToken(), body: { tool: 'github__create_issue', args: { title: 't' } } }, 403);
       expect(remote).toMatchObject({ decision: 'require_approval', approval: { kind: 'remote_mutation' } });
-      expect((await call(dev, { url: '/explain', token: supportToken(), body: { tool: 'wipe_orders' } }, 403)).decision).toBe('deny');
+      expect((await call(dev, { url: '/explain', token: supportReaderToken(), body: { tool: 'wipe_orders' } }, 403)).decision).toBe('deny');
     } finally {
       await Promise.all([none.close(), dev.close()]);
       await rm(empty, { recursive: true, force: true });
@@ -664,8 +684,10 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     await copyFile('policies/payments.yaml', join(dir, 'payments.yaml'));
     const t = await createTestApp({ policyDir: dir });
     try {
-      const before = await call(t, { url: '/policies', token: agentToken() }, 200);
-      expect(before).toMatchObject({ env: 'prod', last_reload_error: null, files: [{ policy: 'payments', version: '3' }] });
+      const before = await call(t, { url: '/policies', token: approverToken() }, 200);
+      expect(before).toMatchObject({ env: 'prod', last_reload_error: null, files: [{ path: 'payments.yaml', policy: 'payments', version: '3' }] });
+      expect((await call(t, { url: '/policies', token: adminToken() }, 200)).files).toEqual(before.files);
+      expect((await call(t, { url: '/policies', token: agentToken() }, 403)).code).toBe('forbidden');
       expect(await call(t, { url: '/admin/reload', method: 'POST', token: adminToken() }, 200)).toMatchObject({ reloaded: true });
       await call(t, { url: '/admin/reload', method: 'POST', token: agentToken() }, 403);
       await call(t, { url: '/admin/reload', method: 'POST', token: approverToken() }, 403);
@@ -679,7 +701,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       expect(failed.code).toBe('reload_failed');
       expect(failed.last_reload_error.problems.length).toBeGreaterThan(0);
       expect(failed.files).toHaveLength(1); // the previous set keeps serving
-      expect((await call(t, { url: '/policies', token: agentToken() }, 200)).last_reload_error).not.toBeNull();
+      expect((await call(t, { url: '/policies', token: approverToken() }, 200)).last_reload_error).not.toBeNull();
       expect((await call(t, { url: '/readyz' }, 503)).policies.reload_error).toBe(true);
       await rm(join(dir, 'zz-broken.yaml'));
       expect((await call(t, { url: '/admin/reload', method: 'POST', token: adminToken() }, 200)).last_reload_error).toBeNull();
@@ -688,7 +710,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       expect((await call(t, { url: '/admin/reload', method: 'POST', token: adminToken() }, 500)).detail).not.toContain('boom');
       reload.mockRestore();
       const loadedAt = vi.spyOn(t.ctx.policies, 'loadedAt').mockImplementationOnce(() => { throw new Error('boom'); });
-      await call(t, { url: '/policies', token: agentToken() }, 500);
+      await call(t, { url: '/policies', token: approverToken() }, 500);
       loadedAt.mockRestore();
     } finally {
       await t.close();

@@ -88,6 +88,31 @@ describe('loading refuses, naming file, line, column and key', () => {
       want: { line: 3, column: 3, key: 'tools.a/**' },
       match: /glob does not compile/,
     },
+    // No request may name a tool with a `.` or `..` path segment: such an entry or selector is dead.
+    {
+      name: 'a catalogue name with a .. path segment',
+      text: 'policy: p\ntools:\n  "lookup_/../wipe_orders": {kind: read_only}\n',
+      want: { line: 3, column: 3, key: 'tools.lookup_/../wipe_orders' },
+      match: /cannot have a "\." or "\.\." path segment/,
+    },
+    {
+      name: 'a catalogue glob ending in a .. segment',
+      text: 'policy: p\ntools:\n  "files/*/..": {kind: read_only}\n',
+      want: { line: 3, column: 3, key: 'tools.files/*/..' },
+      match: /path segment/,
+    },
+    {
+      name: 'a rule glob with a . path segment',
+      text: 'policy: p\nrules:\n  - tools: ["a/./*"]\n    allow: true\n',
+      want: { line: 3, column: 13, key: 'rules.0.tools.0' },
+      match: /cannot have a "\." or "\.\." path segment: requests naming one are refused/,
+    },
+    {
+      name: 'a guard selecting a tool with a .. segment',
+      text: 'policy: p\nguards:\n  - guard: pii\n    tools: [safe, "x/.."]\n',
+      want: { line: 4, column: 19, key: 'guards.0.tools.1' },
+      match: /path segment/,
+    },
     {
       name: 'an environment not declared',
       text: 'policy: p\nenvironments: [dev]\nrules:\n  - tools: [a]\n    envs: [prod]\n    allow: true\n',
@@ -369,6 +394,11 @@ describe('loading refuses, naming file, line, column and key', () => {
 });
 
 describe('loading succeeds', () => {
+  it('tool names and globs with dots that are not a whole path segment', () => {
+    const set = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\ntools:\n  github.get_issue: {kind: read_only}\n  "v1.2/*": {kind: read_only}\n  "a/.b": {kind: read_only}\nrules:\n  - tools: ["*.get_*", "a/...", "x..y"]\n    allow: true\n') }]);
+    expect(set.files[0]!.tools.map((t) => t.pattern)).toEqual(['github.get_issue', 'v1.2/*', 'a/.b']);
+  });
+
   it('gives each file its identity and digest, the same for YAML, JSON and TOML', () => {
     const yaml = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\nversion: "1"\nrules:\n  - tools: [a]\n    allow: true\n') }]);
     const json = buildPolicySet([{ path: 'p.json', bytes: enc('{"policy":"p","version":"1","rules":[{"tools":["a"],"allow":true}]}') }]);

@@ -67,7 +67,7 @@ describe('identity fields in a body are refused on EVERY body route (catalogue 1
   });
   const routes: [string, () => string, (field: string) => Record<string, unknown>, () => string][] = [
     ['/decide', () => '/decide', (f) => ({ tool: 'lookup_order', args: {}, [f]: identityValue(f) }), () => agent(newSub())],
-    ['/explain', () => '/explain', (f) => ({ tool: 'lookup_order', args: {}, [f]: identityValue(f) }), () => agent(newSub())],
+    ['/explain (as a policy reader)', () => '/explain', (f) => ({ tool: 'lookup_order', args: {}, [f]: identityValue(f) }), () => agent(newSub(), { roles: ['approver'] })],
     ['/approvals', () => '/approvals', (f) => ({ ...bigRefund(), [f]: identityValue(f) }), () => agent(newSub())],
     ['grant (as an approver)', () => `/approvals/${pendingId}/grant`, (f) => ({ note: 'ok', [f]: identityValue(f) }), () => approverToken('op-id')],
     ['grant (as an approver)', () => `/approvals/${pendingId}/grant`, (f) => ({ [f]: identityValue(f) }), () => approverToken('op-id-g')],

@@ -586,7 +586,7 @@ describe('process faults', () => {
       expect(decisions).toBeGreaterThan(100);
       expect(seen).toEqual(new Set(['A', 'B']));
       expect(s.proc.exitCode).toBeNull();
-      const policies = await callJson(s.base, 'GET', '/policies', agentToken());
+      const policies = await callJson(s.base, 'GET', '/policies', approverToken()); // a policy reader
       expect(policies.body).toMatchObject({ files: [{ policy: 'storm', version: 'A', digest: digests.A }], last_reload_error: null });
       s.proc.kill('SIGTERM');
       expect(await s.exited(10_000)).toEqual({ code: 0, signal: null });

@@ -1,12 +1,15 @@
-// GET /policies: what is being served and the last reload failure. POST /admin/reload (role admin):
-// load and validate the whole directory, swap atomically, or keep the old set and say why.
+// GET /policies (a policy reader role): what is being served and the last reload failure. POST
+// /admin/reload (role admin): load and validate the whole directory, swap atomically, or keep the old
+// set and say why.
 import type { FastifyInstance } from 'fastify';
+import { policyFileName } from '../../policy/load.js';
 import type { AppContext } from '../app.js';
 import { requireRole } from '../auth.js';
 import { HttpError, sendProblem } from '../errors.js';
 
 export function policiesRoute(app: FastifyInstance, ctx: AppContext): void {
-  app.get('/policies', async () => policiesBody(ctx));
+  // Which files, rules and tools are served tells a caller what it must stay under: readers only.
+  app.get('/policies', { onRequest: requireRole(...ctx.policyReaderRoles) }, async () => policiesBody(ctx));
 
   app.post('/admin/reload', { onRequest: requireRole(ctx.adminRole) }, async (_request, reply) => {
     const outcome = await reloadAndReport(ctx);
@@ -35,7 +38,7 @@ function policiesBody(ctx: AppContext): Record<string, unknown> {
     env: set.env,
     loaded_at: ctx.policies.loadedAt().toISOString(),
     files: set.files.map((f) => ({
-      path: f.path,
+      path: policyFileName(ctx.policies.dir, f.path),
       policy: f.identity.policy,
       ...(f.identity.version !== undefined ? { version: f.identity.version } : {}),
       digest: f.identity.digest,
