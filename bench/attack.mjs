@@ -43,7 +43,7 @@ export async function runAttack({ quick = false } = {}) {
   const sql = createSql(pg.url);
   await migrate(sql, join(ROOT_DIR, 'migrations'));
   const server = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), {
-    // 2,000 waits need MAX_WAITS and MAX_CONNECTIONS above their defaults (1000, 1024).
+    // 2,000 waits need MAX_WAITS and MAX_CONNECTIONS above their defaults (512, 1024).
     env: { BENCH_DATABASE_URL: pg.url, BENCH_POLICY_DIR: policyDir, BENCH_POLICY_ENV: '', BENCH_LOG_LEVEL: 'warn', BENCH_MAX_WAITS: '2000', BENCH_MAX_CONNECTIONS: '4096' },
   });
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });

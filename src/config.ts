@@ -210,12 +210,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     approvalMaxBytes: int('APPROVAL_MAX_BYTES', 65_536, 2, 16 * 1_048_576),
     deniedCooldownMs: duration('DENIED_COOLDOWN', '10m', { allowZero: true }),
     maxWaitsPerCaller: int('MAX_WAITS_PER_CALLER', 20, 1, 100_000),
-    maxWaits: int('MAX_WAITS', 1000, 1, 1_000_000),
+    // Every wait holds a connection: by default at most half of them may be waits.
+    maxWaits: int('MAX_WAITS', Math.max(1, Math.floor(connections.maxConnections / 2)), 1, 1_000_000),
     dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),
     dbDeadlineMs: int('DB_DEADLINE_MS', 2000, 50, 60_000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
   };
-  // Every wait holds a connection: waits up to the connection cap would leave none for anything else.
+  // Waits up to the connection cap would leave no connection for anything else.
   if (config.maxWaits >= connections.maxConnections) problems.push('MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)');
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);

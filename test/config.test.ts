@@ -30,7 +30,7 @@ describe('loadConfig', () => {
     });
     expect(c.policyReaderRoles).toEqual(['admin', 'approver']);
     expect(c.connections).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 });
-    expect(c).toMatchObject({ approvalMaxBytes: 65_536, deniedCooldownMs: 600_000, maxWaitsPerCaller: 20, maxWaits: 1000 });
+    expect(c).toMatchObject({ approvalMaxBytes: 65_536, deniedCooldownMs: 600_000, maxWaitsPerCaller: 20, maxWaits: 512 });
     expect(Object.isFrozen(c)).toBe(true);
     expect(Object.isFrozen(c.connections)).toBe(true);
     expect(Object.isFrozen(c.policyReaderRoles)).toBe(true);
@@ -147,6 +147,8 @@ describe('loadConfig', () => {
       'MAX_WAITS_PER_CALLER must be an integer from 1 to 100000',
     ]);
     expect(problemsOf({ MAX_CONNECTIONS: '100', MAX_WAITS: '100' })).toEqual(['MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)']);
+    expect(loadConfig({ MAX_CONNECTIONS: '100' }).maxWaits).toBe(50);
+    expect(loadConfig({ MAX_CONNECTIONS: '3' }).maxWaits).toBe(1);
   });
 
   it('in production refuses to start without a JWT key or DATABASE_URL', () => {

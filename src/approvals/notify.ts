@@ -20,7 +20,7 @@ export interface ApprovalWaiterOptions {
   recheckMs?: number;
   /** Waits one caller (`sub`) may hold at once (MAX_WAITS_PER_CALLER). Default 20. */
   maxPerCaller?: number;
-  /** Waits this replica holds at once (MAX_WAITS). Default 1000. */
+  /** Waits this replica holds at once (MAX_WAITS). Default 512, as half of MAX_CONNECTIONS' default. */
   maxTotal?: number;
 }
 
@@ -59,7 +59,7 @@ export function createApprovalWaiter(
 ): ApprovalWaiter {
   const recheckMs = options.recheckMs ?? 1000;
   const maxPerCaller = options.maxPerCaller ?? 20;
-  const maxTotal = options.maxTotal ?? 1000;
+  const maxTotal = options.maxTotal ?? 512;
   // id (lower case) → the waits on it.
   const waiting = new Map<string, Set<Wait>>();
   const perCaller = new Map<string, number>();
