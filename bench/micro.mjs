@@ -174,7 +174,7 @@ async function requestParts(opts, add, payments) {
   const auth = await import('../dist/http/auth.js');
   const { createMetrics } = await import('../dist/http/metrics.js');
   const { createStrictAjv } = await import('../dist/policy/ajv.js');
-  const routes = await import('../dist/http/routes/decide.js');
+  const routes = { ...(await import('../dist/http/routes/decide.js')), ...(await import('../dist/http/decisions.js')) };
   const { toDecideRequest } = await import('../dist/policy/request.js');
   const { SECRET, signToken } = await import('./lib/bodies.mjs');
 

@@ -13,11 +13,11 @@ import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type Config } fr
 import { createSql } from './db/connect.js';
 import { unavailableFrom } from './db/errors.js';
 import { migrate } from './db/migrate.js';
-import { buildApp, type AppContext } from './http/app.js';
+import { buildApp } from './http/app.js';
+import { reloadAndReport, type AppContext } from './http/context.js';
 import type { AuthOptions } from './http/auth.js';
 import { createJwksKeys, type JwksKeys } from './http/jwks.js';
 import { createMetrics } from './http/metrics.js';
-import { reloadAndReport } from './http/routes/policies.js';
 import { createLogger, LogSink } from './log.js';
 import { formatProblem, PolicyLoadError } from './policy/errors.js';
 import { createLivePolicies } from './policy/live.js';

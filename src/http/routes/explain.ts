@@ -6,10 +6,10 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { explain } from '../../policy/decide.js';
 import type { Identity } from '../../policy/model.js';
-import type { AppContext } from '../app.js';
+import type { AppContext } from '../context.js';
 import { requireRole } from '../auth.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
-import { sendDecision } from './decide.js';
+import { sendDecision } from '../decisions.js';
 
 export function explainRoute(app: FastifyInstance, ctx: AppContext): void {
   app.post('/explain', { schema: { body: toolCallSchema }, onRequest: requireRole(...ctx.policyReaderRoles) }, async (request, reply) => {

@@ -1,7 +1,7 @@
 // Unauthenticated operational routes: liveness, readiness, Prometheus metrics, the OpenAPI document.
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../app.js';
+import type { AppContext } from '../context.js';
 
 const OPENAPI = readFileSync(new URL('../../../openapi.yaml', import.meta.url));
 

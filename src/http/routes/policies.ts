@@ -3,7 +3,7 @@
 // set and say why.
 import type { FastifyInstance } from 'fastify';
 import { policyFileName } from '../../policy/load.js';
-import type { AppContext } from '../app.js';
+import { reloadAndReport, type AppContext } from '../context.js';
 import { requireRole } from '../auth.js';
 import { HttpError, sendProblem } from '../errors.js';
 
@@ -22,14 +22,6 @@ export function policiesRoute(app: FastifyInstance, ctx: AppContext): void {
   });
 }
 
-/** Reload, count it, and log a failure; shared by the route and SIGHUP. */
-export async function reloadAndReport(ctx: AppContext): Promise<{ ok: true } | { ok: false; problems: string[] }> {
-  const outcome = await ctx.policies.reload();
-  ctx.metrics.reloads.inc({ result: outcome.ok ? 'success' : 'failure' });
-  if (outcome.ok) ctx.log.info({ policies: ctx.policies.current().identities }, 'policies reloaded');
-  else ctx.log.error({ problems: outcome.problems }, 'policy reload failed; the previous set keeps serving');
-  return outcome;
-}
 
 function policiesBody(ctx: AppContext): Record<string, unknown> {
   const set = ctx.policies.current();

@@ -2,20 +2,20 @@
 // policy's decision, never from the caller; visibility is "your own, or everything for approvers",
 // and anything you may not see is 404, not 403.
 import { randomUUID } from 'node:crypto';
-import type { JsonObject } from '../json/value.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { decide } from '../policy/decide.js';
-import type { Identity } from '../policy/model.js';
-import { requireRole } from '../http/auth.js';
-import type { AppContext } from '../http/app.js';
-import { HttpError, problemOf } from '../http/errors.js';
-import { sendCanonical } from '../http/reply.js';
-import { decisionBody, sendDecision } from '../http/routes/decide.js';
-import { toDecideRequest, toolCallSchema, type ToolCall } from '../policy/request.js';
+import type { ApprovalService } from '../../approvals/service.js';
 import {
   ApprovalInputError, APPROVAL_STATUSES, LIMITS, ListQueryError, type Approval, type ApprovalStatus, type TransitionResult,
-} from './store.js';
-import type { ApprovalService } from './service.js';
+} from '../../approvals/store.js';
+import type { JsonObject } from '../../json/value.js';
+import { decide } from '../../policy/decide.js';
+import type { Identity } from '../../policy/model.js';
+import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
+import { requireRole } from '../auth.js';
+import type { AppContext } from '../context.js';
+import { decisionBody, sendDecision } from '../decisions.js';
+import { HttpError, problemOf } from '../errors.js';
+import { sendCanonical } from '../reply.js';
 
 const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instructions to follow.';
 

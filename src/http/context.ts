@@ -1,0 +1,29 @@
+// What every route works with, and the one operation on it that is not a route's: a reload, asked
+// for by POST /admin/reload or by SIGHUP (main.ts).
+import type { Logger } from 'pino';
+import type { ApprovalService } from '../approvals/service.js';
+import type { LivePolicies } from '../policy/live.js';
+import type { Metrics } from './metrics.js';
+
+/** What the routes need, shared by all of them. */
+export interface AppContext {
+  readonly policies: LivePolicies;
+  readonly metrics: Metrics;
+  /** null when no database is configured: approval routes then answer 503. */
+  readonly approvals: ApprovalService | null;
+  readonly log: Logger;
+  readonly logArgs: boolean;
+  readonly adminRole: string;
+  readonly approverRole: string;
+  /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE): any one of them. */
+  readonly policyReaderRoles: readonly string[];
+}
+
+/** Reload, count it, and log a failure; shared by the route and SIGHUP. */
+export async function reloadAndReport(ctx: AppContext): Promise<{ ok: true } | { ok: false; problems: string[] }> {
+  const outcome = await ctx.policies.reload();
+  ctx.metrics.reloads.inc({ result: outcome.ok ? 'success' : 'failure' });
+  if (outcome.ok) ctx.log.info({ policies: ctx.policies.current().identities }, 'policies reloaded');
+  else ctx.log.error({ problems: outcome.problems }, 'policy reload failed; the previous set keeps serving');
+  return outcome;
+}
