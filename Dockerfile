@@ -10,7 +10,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --omit=optional
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npx tsc -p tsconfig.build.json \
+RUN npm run build \
  && npm prune --omit=dev --omit=optional --ignore-scripts
 
 FROM node:20-bookworm-slim

@@ -1,4 +1,4 @@
-// A bounded soak of the real server process (issue 6, suite 7): `node dist/cli.js serve` with the
+// A bounded soak of the real server process: `node dist/cli.js serve` with the
 // example policies (POLICY_ENV=prod), on the embedded PostgreSQL (or --database-url / DATABASE_URL),
 // driven at a steady open-loop rate with a realistic mix of /decide calls (allow, deny, abort,
 // require_approval, a schema refusal, a pii finding) plus full approval cycles (create → grant →

@@ -17,15 +17,16 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // Not a mkdtemp directory: those are 0700, and initdb runs as the postgres user when started as root.
 const DATA_DIR = `/tmp/gatehouse-ui-check-${process.pid}`;
 mkdirSync(DATA_DIR, { mode: 0o755 });
-// The example policies, plus a rule whose approval shape shows only some of the arguments (audit
-// F1). That file loads first, so a send_payment approval carries its shape (among equally severe
-// answers the first file gives the approval); it allows every other tool, leaving them to payments.yaml.
+// The example policies, plus a rule whose approval shape shows only some of the arguments. Its tool
+// is a local_mutation, which payments.yaml allows by default: the rule's requirement is the only one
+// the approval carries (another file asking would show the whole call); it allows every other tool,
+// leaving them to payments.yaml.
 const POLICY_DIR = `${DATA_DIR}/policies`;
 mkdirSync(POLICY_DIR);
 copyFileSync(`${ROOT}/policies/payments.yaml`, `${POLICY_DIR}/payments.yaml`);
 writeFileSync(`${POLICY_DIR}/a-ui-check-pay.yaml`, `policy: ui-check-pay
 tools:
-  send_payment: {kind: remote_mutation, schema: {type: object, required: [amount, memo], properties: {amount: {type: number}, memo: {type: string}}}}
+  send_payment: {kind: local_mutation, schema: {type: object, required: [amount, memo], properties: {amount: {type: number}, memo: {type: string}}}}
 rules:
   - {id: pay, tools: [send_payment], allow: true, confirm: true, reason: payments need an operator,
      approval: {kind: payment, capability: [amount], presentation: [amount, memo]}}

@@ -89,7 +89,7 @@ describe('loadConfig', () => {
     }
   });
 
-  it('trims JWT_PUBLIC_KEY once: the key it validated is the key the verifier uses (audit F3)', async () => {
+  it('trims JWT_PUBLIC_KEY once: the key it validated is the key the verifier uses', async () => {
     const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
     const c = loadConfig({ JWT_PUBLIC_KEY: `   \n${pem}\n  ` });

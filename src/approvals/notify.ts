@@ -13,7 +13,8 @@
 import type { Sql } from 'postgres';
 import { StoreUnavailableError } from '../db/errors.js';
 import { APPROVALS_CHANNEL } from './store.js';
-import type { Approval, ApprovalStore } from './store.js';
+import type { Approval } from './approval.js';
+import type { ApprovalStore } from './store.js';
 
 export interface ApprovalWaiterOptions {
   /** The interval of the shared re-check while anyone waits. Default 1000 ms. */

@@ -12,7 +12,7 @@ export interface ApprovalService {
   readonly waiter: ApprovalWaiter;
   /** Throws StoreUnavailableError (503) while the database schema is not in place yet. */
   ensureReady(): void;
-  /** SPEC section 5, `/decide` with `approval_id`: consume a granted approval of this exact request. */
+  /** docs/spec.md section 5, `/decide` with `approval_id`: consume a granted approval of this exact request. */
   redeem(fresh: DecisionResult, request: DecideRequest, approvalId: string, identity: Identity): Promise<DecisionResult>;
   /** Whether the database answers now (for /readyz). */
   ping(): Promise<boolean>;

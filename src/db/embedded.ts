@@ -106,6 +106,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const settings: Record<string, string> = {
     listen_addresses: '127.0.0.1',
     unix_socket_directories: '', // TCP only: no socket files shared between clusters
+    lc_messages: 'C',
     ...options.settings,
   };
   const args = ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
@@ -160,7 +161,8 @@ async function initialise(
     // Without LANG, initdb would pick SQL_ASCII, where char_length counts bytes and the schema's
     // length checks refuse valid non-ASCII text.
     await runToEnd(join(binaryDir, 'bin', 'initdb'), [
-      `--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', ...flags,
+      `--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C',
+      '--lc-messages=C', ...flags,
     ], owner, log);
   } finally {
     await rm(secretDir, { recursive: true, force: true });
@@ -168,12 +170,10 @@ async function initialise(
   await writeFile(join(dataDir, PASSWORD_FILE), `${password}\n`, { mode: 0o600 });
 }
 
+// The environment is inherited as it is; messages are English whatever LC_MESSAGES says (initdb
+// --lc-messages=C, the server -c lc_messages=C), since startServer waits for one of them.
 function spawnAs(command: string, args: readonly string[], owner: Owner | null): ChildProcess {
-  return spawn(command, args, {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LC_MESSAGES: 'C' },
-    ...(owner === null ? {} : { uid: owner.uid, gid: owner.gid }),
-  });
+  return spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(owner === null ? {} : { uid: owner.uid, gid: owner.gid }) });
 }
 
 function runToEnd(command: string, args: readonly string[], owner: Owner | null, log: (line: string) => void): Promise<void> {

@@ -74,7 +74,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
   uiRoutes(app);
   const authenticate = createAuthenticator(app, options.auth);
   await app.register(async (secured) => {
-    // Every route in here needs a verified bearer token (SPEC section 5).
+    // Every route in here needs a verified bearer token (docs/spec.md section 5).
     // Callback style: no promise and no microtask turn per request. Only a token checked against a
     // JWKS for the first time is a promise (auth.ts).
     secured.addHook('onRequest', (request, _reply, done) => {

@@ -273,7 +273,7 @@ function hasAudience(aud: unknown, audience: string): boolean {
 export const MAX_CLAIM_LENGTH = 256;
 
 /**
- * SPEC section 5: user = sub, team/agent/roles from the configured claims. An absent team or agent
+ * docs/spec.md section 5: user = sub, team/agent/roles from the configured claims. An absent team or agent
  * is a caller without one (rules naming teams do not match it); a claim of the wrong type is 401,
  * never coerced. Identity strings hold no control characters (U+0000 cannot even be stored), no
  * invisible format characters (bidi, zero-width) and no lone surrogates: such a token is refused

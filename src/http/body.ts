@@ -1,4 +1,4 @@
-// Request bodies: exactly one media type, parsed from the raw bytes by the strict parser (SPEC
+// Request bodies: exactly one media type, parsed from the raw bytes by the strict parser (docs/spec.md
 // section 4), and validated by ajv configured never to coerce, default or strip. Five Fastify
 // advisories in four years were "the router and the validator saw different content types"; this
 // check does not depend on Fastify getting that right.

@@ -6,7 +6,7 @@ import type { DecisionResult } from '../policy/model.js';
 import { HttpError, sendProblem } from './errors.js';
 import { sendCanonical } from './reply.js';
 
-/** The response body of a decision (SPEC section 5). */
+/** The response body of a decision (docs/spec.md section 5). */
 export function decisionBody(result: DecisionResult, decisionId: string): Record<string, unknown> {
   return {
     decision: result.decision,

@@ -5,7 +5,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { WaitLimitError } from '../approvals/notify.js';
-import { ApprovalInputError, ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from '../approvals/store.js';
+import { ApprovalInputError, ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from '../approvals/errors.js';
 import { StoreUnavailableError } from '../db/errors.js';
 import { JsonParseError } from '../json/parse.js';
 import { escapePointerSegment } from '../json/pointer.js';
@@ -73,7 +73,7 @@ export function sendProblem(reply: FastifyReply, err: HttpError): FastifyReply {
   return reply.code(ERRORS[err.code].status).type('application/problem+json').send(body);
 }
 
-/** The names a body may never use: hosts set identity from the verified token (SPEC section 5). */
+/** The names a body may never use: hosts set identity from the verified token (docs/spec.md section 5). */
 export const IDENTITY_FIELDS: ReadonlySet<string> = new Set(['user', 'sub', 'team', 'agent', 'roles', 'identity', 'claims']);
 
 /** Map anything thrown in a request to a problem. Unknown errors become a 500 with no details. */

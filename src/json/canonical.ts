@@ -1,4 +1,4 @@
-// Canonical JSON text and the hashes built on it (SPEC section 4). RFC 8785 (JCS) key order and string
+// Canonical JSON text and the hashes built on it (docs/spec.md section 4). RFC 8785 (JCS) key order and string
 // escaping, but numbers exactly as written in the request (their recorded lexeme), which JCS would
 // re-serialize. Anything that is not I-JSON is an error, never silently normalized.
 
@@ -60,7 +60,7 @@ export interface ApprovalShapeInput {
   presentation: JsonObject;
 }
 
-/** The approval hash input of a request that one requirement asked about (SPEC section 4). */
+/** The approval hash input of a request that one requirement asked about (docs/spec.md section 4). */
 export interface ApprovalHashInput extends ApprovalShapeInput {
   tool: string;
   args: JsonObject;

@@ -1,7 +1,7 @@
 // The exact value of a JSON number as written. A JS number holds 53 bits: 9007199254740993 reads as
 // 9007199254740992 and 1234567890123456800 as 1234567890123456789, so a comparison of doubles can
 // let an id through an allow-list it is not on. So conditions also compare an argument's number as
-// written (its lexeme, SPEC section 4: numbers as written), and the pii guard reads its digits from it.
+// written (its lexeme, docs/spec.md section 4: numbers as written), and the pii guard reads its digits from it.
 //
 // A lexeme is read as sign × 0.DIGITS × 10^EXPONENT with no leading or trailing zero in DIGITS, so
 // two numbers are equal exactly when their forms are, and ordering needs no arithmetic on the value.

@@ -1,4 +1,4 @@
-// The strict JSON boundary (SPEC section 4): bytes → exactly one RFC 8259 value that is also I-JSON
+// The strict JSON boundary (docs/spec.md section 4): bytes → exactly one RFC 8259 value that is also I-JSON
 // (RFC 7493: valid UTF-8, no duplicate names, no lone surrogates), nesting bounded, nothing after it.
 // Errors carry a code, the BYTE offset into the UTF-8 input and a JSON pointer, and never quote the
 // input: request bodies may hold secrets.

@@ -13,7 +13,7 @@ export function isJsonObject(v: unknown): v is JsonObject {
 }
 
 // Numbers keep the text they were written with, because the canonical form hashes numbers as written
-// (SPEC section 4: "1.0" stays "1.0", big integers stay exact). The lexeme lives beside the value,
+// (docs/spec.md section 4: "1.0" stays "1.0", big integers stay exact). The lexeme lives beside the value,
 // keyed by the container that holds the number and the member key (array index as decimal string),
 // so values stay plain JS numbers. Only lexemes that differ from String(n) are stored.
 const lexemes = new WeakMap<object, Map<string, string>>();

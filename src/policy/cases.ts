@@ -9,7 +9,7 @@ import { PolicyLoadError, type LoadProblem } from './errors.js';
 import { buildPolicySet, isPolicyTestFileName, readPolicyFiles } from './load.js';
 import type { Decision, DecisionResult, Identity, PolicySet, RunView } from './model.js';
 import { argsSchema, runViewSchema, toDecideRequest, toolNameSchema } from './request.js';
-import { keyPathOf, readSource } from './source.js';
+import { keyPathOf, readSource } from './source/read.js';
 
 const caseFileSchema = {
   type: 'object',

@@ -1,5 +1,5 @@
 // One policy file's parsed value → a compiled PolicyFile: the file schema first, then every
-// semantic check of SPEC section 2 (globs, conditions, environments, identities, schemas).
+// semantic check of docs/spec.md section 2 (globs, conditions, environments, identities, schemas).
 // Problems are collected, never thrown, so the operator sees all of them at once.
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
@@ -15,7 +15,8 @@ import { GUARD_NAMES, type GuardName } from './guards.js';
 import type { ApprovalShape, ArgPath, CatalogueEntry, DefaultMode, Guard, PolicyFile, Rule, RuleEffect, Selectors, ToolKind } from './model.js';
 import { parseArgPath } from './path.js';
 import { hasDotSegment } from './request.js';
-import { keyPathOf, type KeyPath, type PolicySource } from './source.js';
+import type { KeyPath, PolicySource } from './source/common.js';
+import { keyPathOf } from './source/read.js';
 
 const SELECTOR_KEYS = ['tools', 'kinds', 'tags', 'envs', 'teams', 'users', 'agents'] as const;
 
@@ -169,7 +170,7 @@ function inexactNumbers(root: unknown): KeyPath[] {
 /**
  * Every property name the schema declares (`properties` keys, `required` and `dependentRequired`
  * entries, at any depth): operator-written text a schema refusal may name. Any other key in a failing
- * path is the model's, maybe an email or a card number, and is reported as `*` (SPEC section 2).
+ * path is the model's, maybe an email or a card number, and is reported as `*` (docs/spec.md section 2).
  */
 function declaredNames(schema: unknown): ReadonlySet<string> {
   const names = new Set<string>();

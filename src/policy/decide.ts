@@ -1,4 +1,4 @@
-// decide(): the pure, synchronous evaluation of SPEC section 2 for one request. explain() is the
+// decide(): the pure, synchronous evaluation of docs/spec.md section 2 for one request. explain() is the
 // same evaluation with a trace recorded on the way: one evaluator, the trace is optional output.
 import { approvalHash } from '../json/canonical.js';
 import type { JsonObject } from '../json/value.js';
@@ -37,7 +37,7 @@ export interface FileTrace {
   reason: string;
   rule: string;
 }
-/** A description of the tool by the catalogue (SPEC section 2, step 1). */
+/** A description of the tool by the catalogue (docs/spec.md section 2, step 1). */
 export interface CatalogueTrace { entry: string | null; policy: string | null; kind: EffectiveKind; tags: string[] }
 export interface Trace {
   tool: string;
@@ -80,7 +80,7 @@ interface Outcome {
   shape?: ApprovalShape | null;
 }
 
-// With no policy file at all: the side-effect default and an empty catalogue (SPEC section 2).
+// With no policy file at all: the side-effect default and an empty catalogue (docs/spec.md section 2).
 const BUILTIN: PolicyFile = {
   path: '(builtin)', identity: { policy: 'builtin', digest: '' }, environments: [], defaultMode: 'side_effects', rules: [], guards: [], tools: [],
 };
@@ -102,7 +102,7 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
     if (!ok) {
       const e = entry.validate.errors?.[0];
       const where = safeInstancePath(e?.instancePath ?? '', [entry]);
-      // SPEC section 2, step 2: the failing path and keyword (and ajv's text, which never quotes the value).
+      // docs/spec.md section 2, step 2: the failing path and keyword (and ajv's text, which never quotes the value).
       const reason = `the arguments do not match the schema of ${JSON.stringify(request.tool)}: ${where} ${e?.message ?? 'is invalid'} (keyword ${e?.keyword ?? 'unknown'})`;
       return result(set, request, { decision: 'deny', reason, rule: `${entry.policy}#tools.${entry.pattern}.schema` }, true);
     }
@@ -150,7 +150,7 @@ const INDEX = /^(?:0|[1-9]\d{0,5})$/;
 /**
  * An argument path for reasons and messages, keys that no schema of `entries` declares written `*`:
  * the model chose them, and one may be an email, a card number, a secret or an instruction to the
- * operator (SPEC section 2: never the offending value).
+ * operator (docs/spec.md section 2: never the offending value).
  */
 function safeInstancePath(pointer: string, entries: readonly CatalogueEntry[]): string {
   if (pointer === '') return '/';
@@ -272,7 +272,7 @@ function ruleApplies(rule: Rule, subject: Subject, args: JsonObject, rt: RuleTra
       when = rule.when.evaluate(args);
     }
   }
-  // SPEC section 3: an undecidable `when` applies a restricting rule (allow: false, abort, confirm)
+  // docs/spec.md section 3: an undecidable `when` applies a restricting rule (allow: false, abort, confirm)
   // and does not apply an allowing one: fail closed both ways.
   const applies = !selected || when === false ? 'no' : when === true ? 'yes' : rule.effect !== 'allow' || rule.confirm ? 'undecidable' : 'no';
   if (rt) rt.applies = applies === 'undecidable' ? (rule.effect === 'allow' ? 'restricts_only' : 'yes') : applies;
@@ -330,7 +330,7 @@ function result(set: PolicySet, request: DecideRequest, out: Outcome, schemaRefu
 }
 
 /**
- * SPEC sections 2 and 4: the approval of every file that asked (at least one), its hash over all of
+ * docs/spec.md sections 2 and 4: the approval of every file that asked (at least one), its hash over all of
  * them; `kind`, `capability` and `presentation` are the first requirement's.
  */
 function approvalFor(request: DecideRequest, asks: readonly Requirement[]): ApprovalDescriptor {

@@ -1,4 +1,4 @@
-// The JSON Schema of a policy file (SPEC section 2). Closed everywhere: an unknown key is a load
+// The JSON Schema of a policy file (docs/spec.md section 2). Closed everywhere: an unknown key is a load
 // error, never ignored. Semantic checks that a schema cannot express well (globs, conditions,
 // environments, identities) live in compile.ts.
 

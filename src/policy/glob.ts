@@ -1,4 +1,4 @@
-// Tool-name globs (SPEC section 2): `*`, `?` and `[...]` classes, nothing else. Not picomatch: a tool
+// Tool-name globs (docs/spec.md section 2): `*`, `?` and `[...]` classes, nothing else. Not picomatch: a tool
 // name is not a file path (`*` must cross `/` and `.`), there are no dotfile rules, braces or extglobs,
 // and matching must not go through a backtracking RegExp. Matching is the classic iterative
 // star-backtracking walk over pre-tokenized atoms: at worst O(len(name) × len(pattern)).

@@ -1,4 +1,4 @@
-// Content guards run on a tool's arguments (SPEC section 2, step 7). The only guard is `pii`: it looks
+// Content guards run on a tool's arguments (docs/spec.md section 2, step 7). The only guard is `pii`: it looks
 // for emails, phone numbers, payment card numbers and IBANs in every string value, every object key,
 // and every number, both as it was written and as its integer value (4111111111111111.0 and
 // 4.111111111111111e15 are the same card number as 4111111111111111).

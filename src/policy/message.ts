@@ -1,4 +1,4 @@
-// The text the model reads (SPEC section 5). It names the tool and the policy's reason, never an
+// The text the model reads (docs/spec.md section 5). It names the tool and the policy's reason, never an
 // argument value, and tells the model what to do next.
 import type { Decision } from './model.js';
 

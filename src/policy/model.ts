@@ -6,7 +6,7 @@ import type { CompiledCondition } from './condition/compile.js';
 import type { Glob } from './glob.js';
 import type { GuardName } from './guards.js';
 
-/** The four answers, from least to most severe (SPEC section 1). */
+/** The four answers, from least to most severe (docs/spec.md section 1). */
 export type Decision = 'allow' | 'require_approval' | 'deny' | 'abort';
 export const SEVERITY: Readonly<Record<Decision, number>> = { allow: 0, require_approval: 1, deny: 2, abort: 3 };
 

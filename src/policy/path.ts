@@ -6,7 +6,7 @@ import { copyMember, type JsonObject, type JsonValue } from '../json/value.js';
 const SECRET_WORDS = ['password', 'secret', 'token', 'apikey', 'privatekey', 'credential'];
 
 /**
- * A path segment that looks like a secret is refused wherever a policy reads arguments (SPEC
+ * A path segment that looks like a secret is refused wherever a policy reads arguments (docs/spec.md
  * section 3). Containment, not equality, after removing `-` and `_`: `access_token`,
  * `clientSecret` and `credentials` are secrets too. Over-refusing is the fail-closed side.
  */
@@ -53,7 +53,7 @@ export function readPath(args: JsonObject, segments: readonly string[]): { found
 }
 
 /**
- * Copy the named paths into a new object keyed by the path text (SPEC section 2: approval
+ * Copy the named paths into a new object keyed by the path text (docs/spec.md section 2: approval
  * capability and presentation). A missing path is absent; number lexemes travel with the value.
  */
 export function pickPaths(args: JsonObject, paths: readonly { text: string; segments: readonly string[] }[]): JsonObject {

@@ -33,7 +33,7 @@ export const argsSchema = { type: 'object' } as const;
 
 const decisionEnum = { enum: ['allow', 'deny', 'abort', 'require_approval'] } as const;
 
-/** The run view: what the host's runtime has recorded of this run so far (SPEC section 5). */
+/** The run view: what the host's runtime has recorded of this run so far (docs/spec.md section 5). */
 export const runViewSchema = {
   type: 'object',
   additionalProperties: false,

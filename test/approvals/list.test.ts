@@ -1,8 +1,10 @@
 // Listing: newest first, filters, keyset pages that neither skip nor repeat, and a status filter that
 // agrees with the expiry computed on read. A database of its own, so the whole table is known.
 import { afterAll, beforeAll, expect, test, vi } from 'vitest';
-import { ListQueryError, createApprovalStore } from '../../src/approvals/store.js';
-import type { Approval, ApprovalStore, ListQuery } from '../../src/approvals/store.js';
+import { ListQueryError } from '../../src/approvals/errors.js';
+import { createApprovalStore } from '../../src/approvals/store.js';
+import type { Approval } from '../../src/approvals/approval.js';
+import type { ApprovalStore, ListQuery } from '../../src/approvals/store.js';
 import { createSql } from '../../src/db/connect.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
@@ -115,7 +117,7 @@ test('a malformed cursor or limit is a typed error (400), never an SQL error', a
   await expect(store.list({ limit: 3, cursor: 'garbage' })).rejects.toMatchObject({ code: 'invalid_cursor', field: 'cursor' });
 });
 
-test('a cursor instant outside years 0001–9999 is refused before it reaches PostgreSQL (audit F5)', async () => {
+test('a cursor instant outside years 0001–9999 is refused before it reaches PostgreSQL', async () => {
   const id = created[0]?.id ?? '';
   const cursorAt = (at: string): string => Buffer.from(`${at} ${id}`, 'utf8').toString('base64url');
   // JS Date accepts year 0000 and round-trips it; PostgreSQL's timestamptz answers 22008.

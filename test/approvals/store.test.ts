@@ -3,8 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { approvalHash } from '../../src/json/canonical.js';
-import { ApprovalInputError, createApprovalStore, PendingLimitError } from '../../src/approvals/store.js';
-import type { Approval, ApprovalStatus, ApprovalStore } from '../../src/approvals/store.js';
+import { ApprovalInputError, PendingLimitError } from '../../src/approvals/errors.js';
+import { createApprovalStore } from '../../src/approvals/store.js';
+import type { Approval, ApprovalStatus } from '../../src/approvals/approval.js';
+import type { ApprovalStore } from '../../src/approvals/store.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { request } from './fixtures.js';

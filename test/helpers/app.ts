@@ -14,6 +14,9 @@ import { createMetrics } from '../../src/http/metrics.js';
 import { createLivePolicies } from '../../src/policy/live.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
+/** A copy of the example policies (policies/ belongs to users: tests never read it). */
+export const EXAMPLE_POLICIES = 'test/cases/payments';
+
 export const SECRET = 'gatehouse-test-secret-0123456789abcdef';
 
 export interface TestAppOptions {
@@ -58,7 +61,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     { level: logs ? 'info' : 'silent' },
     { write: (line: string) => logs?.push(JSON.parse(line) as Record<string, unknown>) },
   );
-  const policies = await createLivePolicies(options.policyDir ?? 'policies', options.env === undefined ? 'prod' : options.env);
+  const policies = await createLivePolicies(options.policyDir ?? EXAMPLE_POLICIES, options.env === undefined ? 'prod' : options.env);
   let db: TestDatabase | null = null;
   let approvals: AppContext['approvals'] = null;
   if (options.database) {

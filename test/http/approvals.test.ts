@@ -1,10 +1,10 @@
-// Approvals over HTTP against a real PostgreSQL (SPEC section 5): the full loop, idempotent create,
+// Approvals over HTTP against a real PostgreSQL (docs/spec.md section 5): the full loop, idempotent create,
 // who may grant, self-approval, visibility, races, redeem-once, hash binding, expiry, long-poll across
 // two app instances, listing, and a database that goes away and comes back.
 import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ApprovalInputError, ListQueryError } from '../../src/approvals/store.js';
+import { ApprovalInputError, ListQueryError } from '../../src/approvals/errors.js';
 import { createSql } from '../../src/db/connect.js';
 import { agentToken, approverToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
 import { startPrivatePostgres, type PrivatePostgres, type TestDatabase } from '../helpers/db.js';
@@ -284,7 +284,7 @@ describe('who may grant or deny', () => {
   });
 });
 
-describe('flooding (research item 79): MAX_PENDING_APPROVALS per requester', () => {
+describe('flooding: MAX_PENDING_APPROVALS per requester', () => {
   it('past the cap POST /approvals is 429 problem+json with Retry-After; operators still list and decide; a decision frees a place', async () => {
     const capped = await createTestApp({ env: 'prod', database: true, maxPendingApprovals: 2 });
     try {
@@ -692,7 +692,7 @@ describe('GET /approvals: filters and keyset pagination', () => {
     });
   }
   const cursorAt = (at: string): string => Buffer.from(`${at} ${randomUUID()}`).toString('base64url');
-  it('a forged cursor in year 0000 (JS Date accepts it, PostgreSQL does not) → 400 invalid_cursor, not 500 (audit F5)', async () => {
+  it('a forged cursor in year 0000 (JS Date accepts it, PostgreSQL does not) → 400 invalid_cursor, not 500', async () => {
     const body = expectProblem(await get(t, `/approvals?cursor=${cursorAt('0000-01-01T00:00:00.000000Z')}`, agent(sub)), 400);
     expect(body).toMatchObject({ code: 'invalid_query', errors: [{ pointer: '/cursor', message: 'invalid_cursor' }] });
   });
@@ -700,7 +700,7 @@ describe('GET /approvals: filters and keyset pagination', () => {
     expect((await list(`?cursor=${cursorAt('0001-01-01T00:00:00.000000Z')}`)).items).toEqual([]);
     expect((await list(`?limit=200&cursor=${cursorAt('9999-12-31T23:59:59.999999Z')}`)).items.map((a) => a.id)).toEqual([...ids].reverse());
   });
-  it('a filter the store refuses points at its own parameter (audit F5)', async () => {
+  it('a filter the store refuses points at its own parameter', async () => {
     const body = expectProblem(await get(t, '/approvals?tool=%00', agent(sub)), 400);
     expect(body).toMatchObject({ code: 'invalid_query', errors: [{ pointer: '/tool', message: 'invalid_filter' }] });
   });

@@ -1,10 +1,10 @@
-// Authentication over HTTP (SPEC section 5): every way a bearer token can be missing, malformed,
+// Authentication over HTTP (docs/spec.md section 5): every way a bearer token can be missing, malformed,
 // forged, expired or carry the wrong claims answers 401 problem+json, never 500 and never a decision.
 // Identity comes only from verified claims; the algorithm is pinned by the server's key.
 import { createHmac } from 'node:crypto';
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { LIMITS } from '../../src/approvals/store.js';
+import { LIMITS } from '../../src/approvals/approval.js';
 import { DEFAULT_JWT_MAX_LIFETIME_SEC } from '../../src/config.js';
 import { createAuthenticator, identityFromClaims, MAX_CLAIM_LENGTH, registerAuth, type AuthOptions } from '../../src/http/auth.js';
 import { HttpError, registerErrorHandling } from '../../src/http/errors.js';
@@ -217,7 +217,7 @@ describe('identity claims', () => {
   });
 });
 
-describe('identity claims with control characters or lone surrogates (audit F6)', () => {
+describe('identity claims with control characters or lone surrogates', () => {
   // A distinctive value, to check no answer echoes it.
   const bad = (ch: string): string => `agentVALUE${ch}x`;
   const cases: [string, string, Record<string, unknown>][] = [
@@ -298,7 +298,7 @@ describe('identity claims with invisible format characters (bidi, isolates, zero
   });
 });
 
-describe('maximum token lifetime (JWT_MAX_LIFETIME, audit F4)', () => {
+describe('maximum token lifetime (JWT_MAX_LIFETIME)', () => {
   const TOO_LONG = "the token's lifetime is longer than this server accepts";
   function expectTooLong(res: LightMyRequestResponse): void {
     expect401(res);

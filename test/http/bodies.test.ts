@@ -1,4 +1,4 @@
-// The byte-level boundary of POST /decide (SPEC section 4 and 5): media type, size, strict JSON,
+// The byte-level boundary of POST /decide (docs/spec.md section 4 and 5): media type, size, strict JSON,
 // then a schema that never coerces, defaults or strips. Every refusal is a 4xx problem+json that
 // names the problem and where, and never echoes a value from the body.
 import type { LightMyRequestResponse } from 'fastify';

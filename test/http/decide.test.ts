@@ -1,4 +1,4 @@
-// POST /decide over HTTP: the example policies' decision table replayed, statuses per SPEC section 1.
+// POST /decide over HTTP: the example policies' decision table replayed, statuses per docs/spec.md section 1.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCaseFile } from '../../src/policy/cases.js';
 import { readFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 describe('the example policy table over HTTP', () => {
-  const { cases } = readCaseFile('policies/payments.test.yaml', readFileSync('policies/payments.test.yaml'));
+  const { cases } = readCaseFile('test/cases/payments/payments.test.yaml', readFileSync('test/cases/payments/payments.test.yaml'));
   for (const c of cases.filter((x) => x.env === 'prod')) {
     it(c.name, async () => {
       const claims = { sub: c.identity.user, ...(c.identity.team ? { team: c.identity.team } : {}), ...(c.identity.agent ? { agent: c.identity.agent } : {}) };

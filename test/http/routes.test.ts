@@ -1,4 +1,4 @@
-// The non-approval routes over HTTP: /decide's answer (SPEC section 5), /explain, GET /policies,
+// The non-approval routes over HTTP: /decide's answer (docs/spec.md section 5), /explain, GET /policies,
 // POST /admin/reload (success, failure that keeps the old set), the ops routes, metrics, the decision
 // log and its redaction, and the fail-closed 500 of an internal failure.
 import { cp, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
@@ -244,7 +244,7 @@ describe('GET /policies names files relative to POLICY_DIR, never where it is on
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gatehouse-where-'));
-    await cp('policies', dir, { recursive: true });
+    await cp('test/cases/payments', dir, { recursive: true });
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
   const filesOf = async (app: TestApp) => {
@@ -324,7 +324,7 @@ describe('POST /admin/reload', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gatehouse-reload-'));
-    await cp('policies', dir, { recursive: true });
+    await cp('test/cases/payments', dir, { recursive: true });
     r = await createTestApp({ policyDir: dir, env: 'prod', logs });
   });
   afterAll(async () => {

@@ -1,14 +1,19 @@
 // GET /ui: the operator page is static, locked down by its headers, and puts values on the page as
-// text only (the presentation is model-chosen content: SPEC section 5). Each card shows the exact
-// call a grant lets run (tool and full args: the approval hash binds them, SPEC section 4) and names
-// the arguments neither the capability nor the presentation shows (audit F1).
+// text only (the presentation is model-chosen content: docs/spec.md section 5). Each card shows the exact
+// call a grant lets run (tool and full args: the approval hash binds them, docs/spec.md section 4) and names
+// the arguments neither the capability nor the presentation shows.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CARD_JS, PAGE_HTML, PAGE_JS } from '../../src/http/ui/page.js';
+import { readFileSync } from 'node:fs';
 import { approverToken, createTestApp, post, token, type TestApp } from '../helpers/app.js';
+
+const ui = (name: string): string => readFileSync(new URL(`../../src/http/ui/${name}`, import.meta.url), 'utf8');
+const CARD_JS = ui('card.js');
+const PAGE_JS = ui('page.js');
+const PAGE_HTML = ui('page.html');
 
 let t: TestApp;
 beforeAll(async () => {
@@ -32,7 +37,7 @@ function approvalOf(parts: { tool?: string; args: object; capability: object; pr
 }
 
 describe('the approval page', () => {
-  for (const [url, type] of [['/ui', 'text/html'], ['/ui/page.js', 'text/javascript'], ['/ui/page.css', 'text/css']] as const) {
+  for (const [url, type] of [['/ui', 'text/html'], ['/ui/card.js', 'text/javascript'], ['/ui/page.js', 'text/javascript'], ['/ui/page.css', 'text/css']] as const) {
     it(`${url} is served without a token, with a strict CSP`, async () => {
       const res = await t.app.inject({ method: 'GET', url });
       expect(res.statusCode).toBe(200);
@@ -46,19 +51,26 @@ describe('the approval page', () => {
     });
   }
 
-  it('has no inline script (the CSP would block it) and loads its script from /ui/page.js', async () => {
+  it('has no inline script (the CSP would block it) and loads card.js, then page.js', async () => {
     const html = (await t.app.inject({ method: 'GET', url: '/ui' })).body;
-    expect(html).toMatch(/<script src="\/ui\/page\.js" defer><\/script>/);
-    expect(html.match(/<script/g)).toHaveLength(1);
+    expect(html).toMatch(/<script src="\/ui\/card\.js" defer><\/script>\n<script src="\/ui\/page\.js" defer><\/script>/);
+    expect(html.match(/<script/g)).toHaveLength(2);
     expect(html).not.toMatch(/\son[a-z]+=/i);
+  });
+
+  it('serves the files of src/http/ui as they are', async () => {
+    for (const name of ['card.js', 'page.js', 'page.css']) {
+      expect((await t.app.inject({ method: 'GET', url: `/ui/${name}` })).body).toBe(ui(name));
+    }
+    expect((await t.app.inject({ method: 'GET', url: '/ui' })).body).toBe(PAGE_HTML);
   });
 
   it('never turns data into HTML: values go through textContent only', () => {
     for (const sink of ['innerHTML', 'outerHTML', 'insertAdjacentHTML', 'document.write', 'eval(', 'Function(', 'srcdoc']) {
       expect(PAGE_JS, sink).not.toContain(sink);
+      expect(CARD_JS, sink).not.toContain(sink);
     }
     expect(PAGE_JS).toContain('textContent');
-    expect(PAGE_JS).toContain(CARD_JS); // the logic tested below is the logic served
   });
 
   it('labels the presentation as model-chosen content', async () => {
@@ -103,7 +115,7 @@ describe('the card: numbers exactly as written', () => {
 describe('the card: the exact call, and arguments the shape leaves out', () => {
   const args = { amount: 10, memo: 'monthly rent', recipient_iban: 'XX00ATTACKER', currency: 'BTC' };
 
-  it('shows the full args and flags the keys in neither the capability nor the presentation (audit F1)', () => {
+  it('shows the full args and flags the keys in neither the capability nor the presentation', () => {
     const texts = cardText(approvalOf({ args, capability: { amount: 10 }, presentation: { amount: 10, memo: 'monthly rent' } }));
     expect(texts.tool).toBe('send_payment');
     expect(JSON.parse(texts.args!)).toEqual(args);

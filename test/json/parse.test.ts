@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JsonParseError, parseJson } from '../../src/json/parse.js';
+import { parseJson } from '../../src/json/parse.js';
 import type { JsonErrorCode } from '../../src/json/parse.js';
 import { numberLexeme } from '../../src/json/value.js';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';

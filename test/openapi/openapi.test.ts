@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { LIMITS } from '../../src/approvals/store.js';
+import { LIMITS } from '../../src/approvals/approval.js';
 import { StoreUnavailableError } from '../../src/db/errors.js';
 import { ERRORS } from '../../src/http/errors.js';
 import { createJwksKeys } from '../../src/http/jwks.js';
@@ -41,7 +41,7 @@ import {
 
 type Body = any;
 
-const OPEN_ROUTES = ['/healthz', '/readyz', '/metrics', '/openapi.yaml', '/ui', '/ui/page.js', '/ui/page.css'];
+const OPEN_ROUTES = ['/healthz', '/readyz', '/metrics', '/openapi.yaml', '/ui', '/ui/card.js', '/ui/page.js', '/ui/page.css'];
 /** The only error statuses whose body is not problem+json. */
 const NON_PROBLEM_ERRORS = [
   'post /decide 403 application/json', // deny, abort, require_approval
@@ -179,7 +179,7 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
     }
   });
 
-  it('every operation needs the bearer token except the four open routes', () => {
+  it('every operation needs the bearer token except the open routes', () => {
     for (const { path, method, operation } of openApiOperations()) {
       if (OPEN_ROUTES.includes(path)) expect(operation.security, `${method} ${path}`).toEqual([]);
       else {
@@ -509,6 +509,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     ping.mockRestore();
     expect(await call(db, { url: '/metrics' }, 200)).toContain('gatehouse_policy_files');
     expect(await call(plain, { url: '/ui' }, 200)).toContain('<title>Gatehouse approvals</title>');
+    expect(await call(plain, { url: '/ui/card.js' }, 200)).toContain('function cardText');
     expect(await call(plain, { url: '/ui/page.js' }, 200)).toContain('textContent');
     expect(await call(plain, { url: '/ui/page.css' }, 200)).toContain('.presentation');
     expect(await call(db, { url: '/openapi.yaml' }, 200)).toBe(openApiText);
@@ -681,7 +682,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
 
   it('GET /policies and POST /admin/reload', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-policies-'));
-    await copyFile('policies/payments.yaml', join(dir, 'payments.yaml'));
+    await copyFile('test/cases/payments/payments.yaml', join(dir, 'payments.yaml'));
     const t = await createTestApp({ policyDir: dir });
     try {
       const before = await call(t, { url: '/policies', token: approverToken() }, 200);

@@ -1,9 +1,8 @@
-// Numbers in conditions compare both as doubles and exactly, as written (audit F2, then the review of
-// its fix). A tool that reads JSON numbers as doubles (any JavaScript tool) acts on the double, so an
+// Numbers in conditions compare both as doubles and exactly, as written. A tool that reads JSON numbers as doubles (any JavaScript tool) acts on the double, so an
 // exact-only comparison failed open: `to in [9007199254740992]` did not match 9007199254740993, which
 // the tool then read as 9007199254740992. Different doubles order their exact values the same way
 // (rounding is monotonic), so the two readings agree; where the doubles are equal but the values as
-// written differ, they disagree and the comparison is undecidable (SPEC section 3: fail closed both
+// written differ, they disagree and the comparison is undecidable (docs/spec.md section 3: fail closed both
 // ways). Request arguments come through the strict JSON parser, which keeps each number's lexeme
 // beside its double; these tests go through parseJson so the lexeme path is the one exercised. Policy
 // test files (YAML/TOML) give plain objects without lexemes, whose doubles String() writes exactly.
@@ -30,7 +29,7 @@ function ev(source: string, args: JsonObject): Truth {
 // An exponent of more digits than json/decimal.ts compares: the parser accepts it (the double is 0).
 const ABSURD = '1e-99999999999999999999';
 
-describe('the audit cases, through parseJson', () => {
+describe('the cases that once failed open, through parseJson', () => {
   const table: [source: string, json: string, want: Truth][] = [
     // An allow-list of 64-bit ids. A neighbour within the double's spacing (256 here) is the same
     // double as the listed id: a tool reading doubles acts on the listed id, exactly it is another one.
@@ -99,7 +98,7 @@ describe('the audit cases, through parseJson', () => {
 });
 
 describe('where a tool reading doubles and the exact value disagree: undecidable, fail closed', () => {
-  // A rule does with this what it does with a missing value (SPEC section 3): a `when` makes a
+  // A rule does with this what it does with a missing value (docs/spec.md section 3): a `when` makes a
   // restricting rule (allow: false, abort, confirm) apply and an allowing rule (allow: true) not
   // apply, and a `confirm` asks. test/cases/big-numbers has such rules end to end.
   it('a deny-list is not dodged by a number that is the listed one as a double', () => {

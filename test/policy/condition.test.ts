@@ -213,7 +213,7 @@ describe('precedence: or < and < not < comparison', () => {
   });
 });
 
-describe('the SPEC examples', () => {
+describe('the examples of docs/spec.md', () => {
   it('amount > 100', () => {
     const c = compileCondition('amount > 100');
     expect(c.evaluate({ amount: 150 })).toBe(true);
@@ -302,7 +302,7 @@ describe('literals', () => {
   });
 });
 
-// Every operator over every pair of JSON types, from paths, against the rules of SPEC section 3.
+// Every operator over every pair of JSON types, from paths, against the rules of docs/spec.md section 3.
 describe('operators over every type pair', () => {
   const samples: Record<string, JsonValue[]> = {
     number: [1, 2],

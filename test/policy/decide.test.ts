@@ -1,5 +1,5 @@
 // Example-based tests of decide() for what the YAML cases cannot express: the approval descriptor and
-// its hash (SPEC sections 2 and 4), the message texts (section 5), the `policies` list, internal
+// its hash (docs/spec.md sections 2 and 4), the message texts (section 5), the `policies` list, internal
 // errors (fail closed), the bounded plan cache and a 10,000-rule set.
 import { describe, expect, it } from 'vitest';
 import { approvalHash, canonicalize, sha256 } from '../../src/json/canonical.js';
@@ -189,7 +189,7 @@ describe('several files asking for approval', () => {
   });
 });
 
-describe('the message for the model (SPEC section 5)', () => {
+describe('the message for the model (docs/spec.md section 5)', () => {
   it('allow', () => {
     expect(decide(refunds, { tool: 'read', args: {} }, who).message).toBe('The "read" action is allowed by policy.');
   });
@@ -229,7 +229,7 @@ describe('the message for the model (SPEC section 5)', () => {
     expect(d.message.endsWith(' must be number (keyword type). Correct the arguments and try again.')).toBe(true);
   });
 
-  it('a schema refusal names only keys the schema declares: a key the model chose is `*` (audit: an email as a key)', () => {
+  it('a schema refusal names only keys the schema declares: a key the model chose is `*`', () => {
     const set = setOf({
       'n.json': {
         policy: 'notes',

@@ -1,5 +1,5 @@
-// Differential test (research §3.D test 56, Cedar DRT, anchor A11): decide() against a deliberately
-// simple reference evaluator written straight from SPEC section 2 (steps 1-7) and section 3 (the
+// Differential test (in the manner of Cedar's differential random testing): decide() against a deliberately
+// simple reference evaluator written straight from docs/spec.md section 2 (steps 1-7) and section 3 (the
 // undecidable rules). The reference reads the generated policy DOCUMENTS, not the compiled set: no
 // index, no plan, no cache. It borrows only the leaf semantics from src: condition truth values
 // (compileCondition), glob matching (compileGlob), the pii scan (runGuard) and the hash (approvalHash).
@@ -62,7 +62,7 @@ function pick(args: JsonObject, paths: readonly string[] | undefined): JsonObjec
   return out;
 }
 
-/** SPEC section 2 and 3, read literally. */
+/** docs/spec.md section 2 and 3, read literally. */
 export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAnswer {
   const { tool, args } = req;
   const files = [...gen.files].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
@@ -304,7 +304,7 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who).decision).toBe('deny');
   });
 
-  it('a second description of a tool cannot take a rule of another file off it (audit: escalation)', () => {
+  it('a second description of a tool cannot take a rule of another file off it', () => {
     // Read as one "most severe kind", p1's destructive would make p0's remote_mutation deny miss.
     const gen: GenSet = {
       env: null,
@@ -318,7 +318,7 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     expect(decide(toPolicySet({ env: null, files: [gen.files[0]!] }), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#0' });
   });
 
-  it("another file's tags do not satisfy an allowing rule's tags under this file's description (audit: tags)", () => {
+  it("another file's tags do not satisfy an allowing rule's tags under this file's description", () => {
     const gen: GenSet = {
       env: null,
       files: [
@@ -334,7 +334,7 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     expect(trace.files.map((f) => [f.policy, f.view, f.decision])).toEqual([['p0', 0, 'deny'], ['p1', 0, 'allow']]);
   });
 
-  it('a restricting rule naming one file\'s kind and another file\'s tag still applies (review W2: the descriptions together)', () => {
+  it('a restricting rule naming one file\'s kind and another file\'s tag still applies', () => {
     const gen: GenSet = {
       env: null,
       files: [

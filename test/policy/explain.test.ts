@@ -1,4 +1,4 @@
-// explain() and decide() share one evaluator (SPEC section 5, POST /explain): the same decision, rule,
+// explain() and decide() share one evaluator (docs/spec.md section 5, POST /explain): the same decision, rule,
 // reason and approval on random sets and requests, plus the shape of the trace on the shipped
 // example policies: every rule of every file, its selectors with why, when/confirm truth with why,
 // applies (including restricts_only), guard findings, limits, the catalogue entry and schema status.
@@ -74,9 +74,9 @@ describe('explain() gives what decide() gives', () => {
   });
 });
 
-describe('the trace on the example policies (policies/, env prod)', () => {
+describe('the trace on the example policies (a copy in test/cases/payments, env prod)', () => {
   const support: Identity = { user: 'u1', team: 'support', agent: null, roles: [] };
-  const load = (): Promise<PolicySet> => loadPolicies('policies', { env: 'prod' });
+  const load = (): Promise<PolicySet> => loadPolicies('test/cases/payments', { env: 'prod' });
   const ruleOf = (ex: ExplainResult, id: string): RuleTrace => {
     const rt = ex.trace.files.flatMap((f) => f.rules).find((r) => r.id === id);
     expect(rt, `rule ${id} in the trace`).toBeDefined();

@@ -271,7 +271,7 @@ describe('a number is scanned as written and as its integer value', () => {
     expect(scanPii(parsed('{"tel": 5551234567}'))).toEqual(scanPii({ tel: '5551234567' }));
   });
 
-  it('reads a number as the integer its double is, as a tool reading doubles would (review F2)', () => {
+  it('reads a number as the integer its double is, as a tool reading doubles would', () => {
     expect(scanPii(parsed('{"a": 4111111111111110.9}'))).toEqual({ path: '/a', kind: 'card' });
     expect(scanPii(parsed('{"a": [0, 41111111111111109e-1]}'))).toEqual({ path: '/a/1', kind: 'card' });
     expect(scanPii(parsed('{"a": 4111111111111111.5}'))).toBeNull(); // the double is 4111111111111111.5: no integer

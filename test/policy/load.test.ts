@@ -1,4 +1,4 @@
-// One test per load-time refusal of SPEC section 2: each names file, line, column and key, and
+// One test per load-time refusal of docs/spec.md section 2: each names file, line, column and key, and
 // never echoes the offending value.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

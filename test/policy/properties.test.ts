@@ -1,4 +1,4 @@
-// Property tests of decide() (research §3.D tests 53-55, 63; Cedar theorems, anchor A10): deny wins,
+// Property tests of decide() (the properties Cedar proves of its evaluator, checked here): deny wins,
 // composition never loosens, monotonicity, totality, the side_effects "never" check, order and
 // duplicate independence, and no argument value in any text the model reads.
 import fc from 'fast-check';
@@ -104,7 +104,7 @@ describe('composition: adding a file never loosens a decision', () => {
   }
 
   it('the one exception is documented: a catalogue entry in an added file can name an unknown tool', () => {
-    // Not a loosening of decisions but of the catalogue (SPEC: the catalogue is the union of every
+    // Not a loosening of decisions but of the catalogue (docs/spec.md: the catalogue is the union of every
     // file's tools): a tool nobody catalogued is denied; once catalogued read_only, it is allowed.
     const who: Identity = { user: 'u1', team: null, agent: null, roles: [] };
     const s: GenSet = { env: null, files: [{ name: 'p00.json', doc: { policy: 'p0' } }] };
@@ -145,7 +145,7 @@ describe('monotonicity (Cedar unchanged_deny_when_add_forbid)', () => {
   });
 });
 
-describe('totality (research test 63)', () => {
+describe('totality', () => {
   function wellFormed(set: ReturnType<typeof toPolicySet>, d: DecisionResult): void {
     expect(DECISIONS).toContain(d.decision);
     expect(typeof d.reason).toBe('string');
@@ -301,7 +301,7 @@ describe('order and duplicate independence (Cedar order_and_dup_independent)', (
   });
 });
 
-describe('reason and message never contain an argument value (SPEC section 5)', () => {
+describe('reason and message never contain an argument value (docs/spec.md section 5)', () => {
   const valueArb = fc.stringMatching(/^[0-9a-f]{6,12}$/).map((h) => `VALUE-${h}`);
 
   function noValue(d: DecisionResult): void {

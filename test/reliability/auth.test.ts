@@ -1,4 +1,4 @@
-// Reliability suite 1: authentication under attack (RFC 8725; research catalogue 3.A, tests 1-14).
+// Authentication under attack (RFC 8725).
 // Every forged, confused, stale, malformed or misplaced token answers 401 problem+json: never a
 // decision, never a 500, never an outbound connection. test/http/auth.test.ts has the basic cases;
 // this file adds the variants the catalogue names that it does not cover.
@@ -50,7 +50,7 @@ describe('controls: each app accepts its own correctly signed token', () => {
   });
 });
 
-describe('alg none in every case variant, with empty and non-empty signatures (catalogue 1)', () => {
+describe('alg none in every case variant, with empty and non-empty signatures', () => {
   const admin = claimSet({ roles: ['admin', 'approver'] });
   const variants = ['none', 'None', 'NONE', 'nOnE'];
   const signatures: [string, (input: string) => Buffer][] = [
@@ -82,7 +82,7 @@ describe('alg none in every case variant, with empty and non-empty signatures (c
   }
 });
 
-describe('HS/RS confusion: the public key, in every encoding, used as an HMAC secret (catalogue 2)', () => {
+describe('HS/RS confusion: the public key, in every encoding, used as an HMAC secret', () => {
   const encodings = (pub: KeyObject, rsa: boolean): [string, string | Buffer][] => {
     const pem = spkiPem(pub);
     const der = spkiDer(pub);
@@ -148,7 +148,7 @@ describe('HS/RS confusion: the public key, in every encoding, used as an HMAC se
   });
 });
 
-describe('validly signed tokens of an algorithm the server did not pin (catalogue 3)', () => {
+describe('validly signed tokens of an algorithm the server did not pin', () => {
   const rsa = keys.rsa.privateKey;
   const signed: [string, string, string | KeyObject][] = [
     ['HS384 with the secret', 'HS384', SECRET],
@@ -182,7 +182,7 @@ describe('validly signed tokens of an algorithm the server did not pin (catalogu
   });
 });
 
-describe('time claims with the 30 s tolerance (catalogue 4)', () => {
+describe('time claims with the 30 s tolerance', () => {
   const at = (extra: Record<string, unknown>) => forgeJwt(claimSet(extra), 'HS256', SECRET);
   it('exp = now − 45 s → 401', async () => {
     expect401(await decide(hs, at({ exp: nowSec() - 45 })));
@@ -238,7 +238,7 @@ describe('time claims with the 30 s tolerance (catalogue 4)', () => {
   });
 });
 
-describe('issuer and audience variants, when configured (catalogue 5, 6)', () => {
+describe('issuer and audience variants, when configured', () => {
   let ia: TestApp;
   beforeAll(async () => {
     ia = await createTestApp({ env: 'prod', issuer: 'https://idp.example.com', audience: 'gatehouse' });
@@ -286,7 +286,7 @@ describe('issuer and audience variants, when configured (catalogue 5, 6)', () =>
   });
 });
 
-describe('key-locating headers are never followed (catalogue 7, 8)', () => {
+describe('key-locating headers are never followed', () => {
   let listener: CountingServer;
   beforeAll(async () => {
     listener = await startCountingServer(JSON.stringify({ keys: [{ ...attackerRsa.publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
@@ -329,7 +329,7 @@ describe('key-locating headers are never followed (catalogue 7, 8)', () => {
   });
 });
 
-describe('crit (catalogue 9)', () => {
+describe('crit', () => {
   const crit: [string, Record<string, unknown>][] = [
     ['crit ["exp2"] with exp2 present', { crit: ['exp2'], exp2: nowSec() + 10 }],
     ['crit ["exp2"] without exp2', { crit: ['exp2'] }],
@@ -349,7 +349,7 @@ describe('crit (catalogue 9)', () => {
   }
 });
 
-describe('malformed compact forms (catalogue 11)', () => {
+describe('malformed compact forms', () => {
   const valid = () => forgeJwt(claimSet(), 'HS256', SECRET);
   const headerText = JSON.stringify({ alg: 'HS256', typ: 'JWT' });
   const macd = (h: string, p: string) => `${h}.${p}.${b64url(jwsSignature('HS256', `${h}.${p}`, SECRET))}`;
@@ -389,7 +389,7 @@ describe('malformed compact forms (catalogue 11)', () => {
   }
 });
 
-describe('payload JSON that is not strict JSON, validly signed (catalogue 14)', () => {
+describe('payload JSON that is not strict JSON, validly signed', () => {
   const header = JSON.stringify({ alg: 'HS256', typ: 'JWT' });
   const exp = () => nowSec() + 3600;
   const cases: [string, () => string | Buffer][] = [
@@ -415,7 +415,7 @@ describe('payload JSON that is not strict JSON, validly signed (catalogue 14)', 
   });
 });
 
-describe('token placement (catalogue 12)', () => {
+describe('token placement', () => {
   const tok = () => forgeJwt(claimSet({ roles: ['approver', 'admin'] }), 'HS256', SECRET);
   const placements: [string, () => { url: string; headers: Record<string, string> }][] = [
     ['query access_token on GET /policies', () => ({ url: `/policies?access_token=${tok()}`, headers: {} })],

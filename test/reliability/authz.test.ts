@@ -1,4 +1,4 @@
-// Reliability suite 2: authorization (research catalogue 3.A, tests 17-23, against SPEC section 5).
+// Authorization (docs/spec.md section 5).
 // Identity comes only from the verified token; the approver role is matched exactly; nobody decides
 // their own approval, sees or redeems someone else's, or sets a server-owned field. Each refusal is
 // checked in the database too: nothing stored, nothing moved, no event row written.
@@ -60,7 +60,7 @@ async function expectUntouched(id: string): Promise<void> {
 const IDENTITY_FIELDS = ['user', 'sub', 'team', 'agent', 'roles', 'identity', 'claims'] as const;
 const identityValue = (field: string): unknown => (field === 'roles' ? ['approver', 'admin'] : field === 'identity' || field === 'claims' ? { sub: 'root', roles: ['approver'] } : 'root');
 
-describe('identity fields in a body are refused on EVERY body route (catalogue 17)', () => {
+describe('identity fields in a body are refused on EVERY body route', () => {
   let pendingId: string;
   beforeAll(async () => {
     pendingId = (await create(newSub())).approval.id;
@@ -117,7 +117,7 @@ describe('identity fields in a body are refused on EVERY body route (catalogue 1
   });
 });
 
-describe('the approver role is matched exactly (catalogue 19)', () => {
+describe('the approver role is matched exactly', () => {
   let id: string;
   beforeAll(async () => {
     id = (await create(newSub())).approval.id;
@@ -161,7 +161,7 @@ describe('the approver role is matched exactly (catalogue 19)', () => {
   });
 });
 
-describe('self-approval (catalogue 20)', () => {
+describe('self-approval', () => {
   it('an approver token with the requester\'s sub (any team or agent) → 403, no event row', async () => {
     const sub = newSub('dual');
     const { approval } = await create(sub);
@@ -202,7 +202,7 @@ describe('self-approval (catalogue 20)', () => {
   });
 });
 
-describe('other callers\' approvals (catalogue 21, 22)', () => {
+describe('other callers\' approvals', () => {
   let owner: string;
   let other: string;
   let id: string;
@@ -296,7 +296,7 @@ describe('other callers\' approvals (catalogue 21, 22)', () => {
   });
 });
 
-describe('mass assignment: server-owned fields in a body (catalogue 23)', () => {
+describe('mass assignment: server-owned fields in a body', () => {
   const FIELDS: Record<string, unknown> = {
     status: 'granted',
     decided_by: 'op-forged',

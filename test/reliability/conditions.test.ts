@@ -1,8 +1,8 @@
-// Suite 4b: the condition language under attack (research catalogue D 56-63, SPEC section 3).
+// The condition language under attack (docs/spec.md section 3).
 // 1. A mutation fuzzer: whatever a policy author (or an attacker with write access to the policy
 //    repository) writes, compileCondition either compiles it or throws ConditionError with a sane
 //    column; and a compiled condition's evaluation is total.
-// 2. A differential test of evaluation against a tiny reference evaluator written here from SPEC
+// 2. A differential test of evaluation against a tiny reference evaluator written here from docs/spec.md
 //    section 3 alone, over random well-typed conditions and random arguments that include missing
 //    paths and values of every JSON type: the three-valued result must agree exactly.
 // (Monotonicity, deny-wins and the decision-level differential are in test/policy/properties.test.ts
@@ -19,7 +19,7 @@ const U = 'undecidable' as const;
 type Truth = true | false | typeof U;
 
 // ---------------------------------------------------------------------------------------------------
-// The reference: an AST, a renderer to condition source, and an evaluator written from the SPEC.
+// The reference: an AST, a renderer to condition source, and an evaluator written from the contract (docs/spec.md).
 
 type Lit = null | boolean | number | string;
 type Operand = { k: 'path'; segs: string[] } | { k: 'lit'; v: Lit };
@@ -37,7 +37,7 @@ type Cond =
 const MISSING = Symbol('missing');
 type Val = JsonValue | typeof MISSING;
 
-/** SPEC: dotted paths read own members only; an integer segment indexes an array; anything else is missing. */
+/** docs/spec.md section 3: dotted paths read own members only; an integer segment indexes an array; anything else is missing. */
 function refGet(args: JsonObject, segs: readonly string[]): Val {
   let cur: Val = args;
   for (const s of segs) {

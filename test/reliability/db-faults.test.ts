@@ -1,4 +1,4 @@
-// Suite 5: database faults (research catalogue F 81-92), end to end through the HTTP app on a real
+// Database faults, end to end through the HTTP app on a real
 // PostgreSQL that this file stops, restarts and whose backends it terminates. What must hold:
 // - anything that needs the approval store answers 503 + Retry-After (problem+json) within the
 //   deadline when the database cannot answer, and recovers by itself when it can again (no rebuild);

@@ -1,6 +1,6 @@
-// Reliability suite 3: the input boundary, byte by byte (research catalogue 3.B, tests 24-40, and
-// SPEC section 4). The same hostile bodies go through a real socket (node:net, every byte as written,
-// Content-Length or chunked framing) and through inject(). Each is answered 4xx problem+json within
+// The input boundary, byte by byte (docs/spec.md section 4). The same hostile bodies go through a
+// real socket (node:net, every byte as written, Content-Length or chunked framing) and through
+// inject(). Each is answered 4xx problem+json within
 // a bound, no form of any media type slips past validation, the event loop is never blocked more
 // than 50 ms by the batch, and Object.prototype is untouched at the end.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -57,7 +57,7 @@ function bothFramings(name: string, body: Buffer, want: Expectation, splitAt: nu
   ];
 }
 
-// Invalid UTF-8, in several forms and places (catalogue 26).
+// Invalid UTF-8, in several forms and places.
 const INVALID_UTF8: [string, number[]][] = [
   ['C3 28 (bad continuation)', [0xc3, 0x28]],
   ['80 (lone continuation byte)', [0x80]],
@@ -88,7 +88,7 @@ utf8Cases.push(
   ...bothFramings('valid é and 😀 split across chunks (control)', cat('{"tool":"lookup_order","args":{"x":"caf', [0xc3], [0xa9], ' ', [0xf0, 0x9f], [0x98, 0x80], '"}}'), OK, [37, 38, 40, 41]),
 );
 
-// Lone and reversed surrogates, escaped, in keys and values (catalogue 27).
+// Lone and reversed surrogates, escaped, in keys and values.
 const surrogateCases: WireCase[] = [
   ...bothFramings('lone high surrogate in a value', B(lookup('{"x":"\\ud800"}')), badJson('lone_surrogate')),
   ...bothFramings('lone low surrogate in a value', B(lookup('{"x":"a\\udead"}')), badJson('lone_surrogate')),
@@ -100,7 +100,7 @@ const surrogateCases: WireCase[] = [
   ...bothFramings('valid escaped pair (control)', B(lookup('{"x":"\\ud83d\\ude00","\\ud83d\\ude00":1}')), OK),
 ];
 
-// Duplicate keys, including escaped twins (catalogue 25).
+// Duplicate keys, including escaped twins.
 const duplicateCases: WireCase[] = [
   ...bothFramings('duplicate tool at the top level', B('{"tool":"lookup_order","tool":"wipe_orders"}'), badJson('duplicate_key')),
   ...bothFramings('tool and \\u0074\\u006f\\u006f\\u006c', B('{"tool":"lookup_order","\\u0074\\u006f\\u006f\\u006c":"wipe_orders"}'), badJson('duplicate_key')),
@@ -112,7 +112,7 @@ const duplicateCases: WireCase[] = [
   ...bothFramings('"é" (NFC) and "e\\u0301" (NFD) are different keys (control)', B(lookup('{"é":1,"e\\u0301":2}')), OK),
 ];
 
-// Depth (catalogue 24): the limit is 256.
+// Depth: the limit is 256.
 const nestedObjects = (depth: number): string => `{"tool":"lookup_order","args":${'{"a":'.repeat(depth - 1)}1${'}'.repeat(depth - 1)}}`;
 const nestedArrays = (depth: number): string => `{"tool":"lookup_order","args":{"a":${'['.repeat(depth - 2)}${']'.repeat(depth - 2)}}}`;
 const depthCases: WireCase[] = [
@@ -123,7 +123,7 @@ const depthCases: WireCase[] = [
   ...bothFramings('depth 100,000 of objects, unterminated', B(`{"tool":"lookup_order","args":${'{"a":'.repeat(100_000)}`), badJson('too_deep')),
 ];
 
-// Width (catalogue 38): a body holds at most 10,000 object keys (src/http/body.ts MAX_BODY_KEYS).
+// Width: a body holds at most 10,000 object keys (src/http/body.ts MAX_BODY_KEYS).
 const wide = (n: number, extra = ''): string => lookup(`{${Array.from({ length: n }, (_, i) => `"k${i}":${i}`).join(',')}${extra}}`);
 const widthCases: WireCase[] = [
   ...bothFramings('9,000 keys (control)', B(wide(9_000)), OK),
@@ -131,7 +131,7 @@ const widthCases: WireCase[] = [
   ...bothFramings('a duplicate within the key limit', B(wide(5_000, ',"k0":1')), badJson('duplicate_key')),
 ];
 
-// Numbers (catalogue 29).
+// Numbers.
 const numberCases: WireCase[] = [
   ...bothFramings('1e400', B(lookup('{"n":1e400}')), badJson('number_out_of_range')),
   ...bothFramings('-1e400', B(lookup('{"n":-1e400}')), badJson('number_out_of_range')),
@@ -143,13 +143,13 @@ const numberCases: WireCase[] = [
   ...bothFramings('0x10', B(lookup('{"n":0x10}')), badJson('syntax')),
 ];
 
-// BOM (catalogue 37): pinned: refused, not stripped.
+// BOM: pinned: refused, not stripped.
 const bomCases: WireCase[] = [
   ...bothFramings('a UTF-8 BOM before the JSON', cat([0xef, 0xbb, 0xbf], lookup('{}')), badJson('syntax')),
   ...bothFramings('a UTF-16 BOM before the JSON', cat([0xfe, 0xff], lookup('{}')), badJson('invalid_utf8')),
 ];
 
-// Prototype keys are plain data (SPEC section 4; catalogue 30).
+// Prototype keys are plain data (docs/spec.md section 4).
 const protoCases: WireCase[] = [
   ...bothFramings('__proto__ and constructor.prototype in args: data, allowed', B(lookup('{"__proto__":{"polluted":1,"isAdmin":true,"x":1},"constructor":{"prototype":{"polluted":1,"x":1}},"d":{"e":{"f":{"g":{"__proto__":{"isAdmin":true}}}}}}')), OK),
   ...bothFramings('escaped \\u005f_proto__ in args: data, allowed', B(lookup('{"\\u005f_proto__":{"polluted":true}}')), OK),
@@ -158,7 +158,7 @@ const protoCases: WireCase[] = [
   ...bothFramings('toString, hasOwnProperty, valueOf as data', B(lookup('{"toString":"x","hasOwnProperty":1,"valueOf":null,"__defineGetter__":[],"isPrototypeOf":{}}')), OK),
 ];
 
-// Framing (catalogue 28) and encodings (catalogue 33).
+// Framing and encodings.
 const VALID = B(lookup('{"order":"A1"}'));
 const framingCases: WireCase[] = [
   { name: 'Content-Length larger than the body, client half-closes', parts: rawPost(TOKEN, VALID, { contentLength: VALID.length + 50 }), want: { kind: 'refused' }, options: { endAfterWrite: true } },
@@ -188,7 +188,7 @@ for (const [encoding, compress] of ENCODINGS) {
 const BOMB = gzipSync(Buffer.alloc(16 * 1024 * 1024, 0x20), { level: 9 });
 framingCases.push({ name: 'a gzip bomb (16 MB of spaces)', parts: rawPost(TOKEN, BOMB, { headers: [['Content-Encoding', 'gzip']] }), want: problem(415, 'unsupported_media_type') });
 
-// Media types (catalogue 32), each with a SCHEMA-INVALID body: what reaches validation is 422.
+// Media types, each with a SCHEMA-INVALID body: what reaches validation is 422.
 const SCHEMA_INVALID = B('{"tool":["lookup_order"],"args":{}}');
 const VALID_LOOKUP = B('{"tool":"lookup_order","args":{"order":"A1"}}'); // allowed, when parsed
 /** Over the wire, leading and trailing blanks are not part of a field value (RFC 9110 section 5.5). */

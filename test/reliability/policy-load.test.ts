@@ -1,4 +1,4 @@
-// Suite 4a: policy loading under attack (research catalogue C 43-52, SPEC section 2). A hostile or
+// Policy loading under attack (docs/spec.md section 2). A hostile or
 // fat-fingered policy repository must never take the service down, pollute Object.prototype, load
 // partially, or widen what is allowed: every bad file fails the whole load, quickly and in bounded
 // memory, with a PolicyLoadError (never a RangeError or another crash); a failed reload keeps the
@@ -57,7 +57,7 @@ function messages(r: Refusal): string {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// YAML bombs and deep nesting (catalogue 43, 48; js-yaml #652, #738, #739)
+// YAML bombs and deep nesting (js-yaml #652, #738, #739)
 
 describe('YAML bombs are refused within 1 s and in bounded memory', () => {
   it('billion laughs (9 × 9)', () => {
@@ -135,7 +135,7 @@ describe('deep nesting is a depth error, never a RangeError, within 1 s and in b
 });
 
 // ---------------------------------------------------------------------------------------------------
-// Merge keys and tags (catalogue 44, 45; CVE-2025-64718)
+// Merge keys and tags (CVE-2025-64718)
 
 describe('merge keys and tags', () => {
   it('`<<: {__proto__: {polluted: true}}` is refused and Object.prototype stays clean', () => {
@@ -210,7 +210,7 @@ describe('merge keys and tags', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------
-// Documents, empty files, missing policies (catalogue 47)
+// Documents, empty files, missing policies
 
 describe('documents and empty inputs', () => {
   it('multi-document files are refused, whatever the documents hold', () => {
@@ -274,7 +274,7 @@ describe('documents and empty inputs', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------
-// Filesystem hazards (catalogue 52)
+// Filesystem hazards
 
 describe('filesystem hazards', () => {
   let root: string;
@@ -414,7 +414,7 @@ describe('filesystem hazards', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------
-// A file truncated or rewritten during reload (catalogue 52; SPEC section 2 "Reload")
+// A file truncated or rewritten during reload (docs/spec.md section 2 "Reload")
 
 describe('reload while a file is being written: a failed reload keeps the old set serving', () => {
   let dir: string;
@@ -502,7 +502,7 @@ describe('reload while a file is being written: a failed reload keeps the old se
 });
 
 // ---------------------------------------------------------------------------------------------------
-// Globs (catalogue 49, 62)
+// Globs
 
 describe('tool globs', () => {
   const refusedGlobs = [

@@ -1,4 +1,4 @@
-// Suite 6: process faults (research catalogue H 99-105, F 81/86), on real server processes
+// Process faults, on real server processes
 // (`node dist/cli.js serve`) with an explicit JWT_SECRET and a fresh test database:
 // - the database down at boot: serve() refuses to start (exit 2, never listening);
 // - SIGTERM under load: every answer that arrives is complete and valid, no grant that answered
@@ -439,7 +439,7 @@ describe('process faults', () => {
   });
 
   it('the decision log reader goes away (stdout closed: EPIPE): /decide keeps answering, SIGTERM still exits 0', async () => {
-    // Research catalogue 107: the decision log is best effort; losing its reader never stops decisions.
+    // The decision log is best effort: losing its reader never stops decisions.
     const s = await serve();
     const before = s.stdout().length;
     s.proc.stdout!.destroy(); // the parent's end of the pipe: every later write of the child fails

@@ -1,12 +1,12 @@
-// The approval endpoints of SPEC section 5. Capability and presentation always come from the
+// The approval endpoints of docs/spec.md section 5. Capability and presentation always come from the
 // policy's decision, never from the caller; visibility is "your own, or everything for approvers",
 // and anything you may not see is 404, not 403.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApprovalService } from '../../approvals/service.js';
-import {
-  ApprovalInputError, APPROVAL_STATUSES, LIMITS, ListQueryError, type Approval, type ApprovalStatus, type TransitionResult,
-} from '../../approvals/store.js';
+import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalStatus } from '../../approvals/approval.js';
+import { ApprovalInputError, ListQueryError } from '../../approvals/errors.js';
+import type { TransitionResult } from '../../approvals/store.js';
 import type { JsonObject } from '../../json/value.js';
 import { decide } from '../../policy/decide.js';
 import type { Identity } from '../../policy/model.js';

@@ -1,5 +1,5 @@
 // POST /decide: the hot path. Strict body → decide() over the current policy set → 200 allow or
-// 403 otherwise (SPEC section 1), one decision log line, metrics. With `approval_id` the request is
+// 403 otherwise (docs/spec.md section 1), one decision log line, metrics. With `approval_id` the request is
 // decided again from scratch and a matching granted approval is redeemed (src/approvals).
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';

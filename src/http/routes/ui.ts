@@ -1,7 +1,10 @@
 // GET /ui: the operator's approval page, its script and its stylesheet. Public static files (they
 // hold no data); the Content-Security-Policy allows only same-origin scripts, styles and requests.
+import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { PAGE_CSS, PAGE_HTML, PAGE_JS } from '../ui/page.js';
+
+// Static files beside this module's folder: src/http/ui/ (copied to dist/http/ui/ by the build).
+const file = (name: string): string => readFileSync(new URL(`../ui/${name}`, import.meta.url), 'utf8');
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -17,7 +20,8 @@ export function uiRoutes(app: FastifyInstance): void {
         .send(body),
     );
   };
-  serve('/ui', 'text/html; charset=utf-8', PAGE_HTML);
-  serve('/ui/page.js', 'text/javascript; charset=utf-8', PAGE_JS);
-  serve('/ui/page.css', 'text/css; charset=utf-8', PAGE_CSS);
+  serve('/ui', 'text/html; charset=utf-8', file('page.html'));
+  serve('/ui/card.js', 'text/javascript; charset=utf-8', file('card.js'));
+  serve('/ui/page.js', 'text/javascript; charset=utf-8', file('page.js'));
+  serve('/ui/page.css', 'text/css; charset=utf-8', file('page.css'));
 }

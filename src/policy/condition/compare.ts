@@ -1,4 +1,4 @@
-// The three-valued operators (SPEC section 3). A MISSING operand, or two values of different JSON
+// The three-valued operators (docs/spec.md section 3). A MISSING operand, or two values of different JSON
 // types, gives 'undecidable' rather than a guess: the caller then fails closed (asks for approval, or
 // applies a restricting rule). Numbers compare both as doubles (what a JavaScript tool acts on) and by
 // their exact value as written (what the request says): where the two readings disagree, which can

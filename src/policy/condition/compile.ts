@@ -113,7 +113,7 @@ class Compiler {
     }
     const text = `${l.text} ${op} ${r.text}`;
     if (op === '==' || op === '!=') {
-      // Against the `null` literal, any present value compares (SPEC: `note == null`).
+      // Against the `null` literal, any present value compares (docs/spec.md: `note == null`).
       const test: (lv: unknown, rv: unknown) => Truth =
         l.literal?.value === null ? (_lv, rv) => isNull(rv) : r.literal?.value === null ? (lv) => isNull(lv) : equals;
       const flip = op === '!=';

@@ -16,7 +16,7 @@ export class ConditionError extends Error {
   }
 }
 
-/** Source bounds (SPEC section 3 keeps conditions small; these make abuse an error, not a crash). */
+/** Source bounds (docs/spec.md section 3 keeps conditions small; these make abuse an error, not a crash). */
 export const MAX_SOURCE_LENGTH = 4096;
 export const MAX_NESTING = 64;
 export const MAX_LIST_ITEMS = 1024;

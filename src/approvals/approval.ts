@@ -1,0 +1,76 @@
+// What an approval is, as the API and the page show it: its statuses, its two shapes (a summary for
+// lists, the whole approval for one), its events, and the limits on what it may hold.
+import type { JsonObject } from '../json/value.js';
+import type { ApprovalRequirement, PolicyIdentity } from '../policy/model.js';
+
+export type ApprovalStatus = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed';
+export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted', 'denied', 'expired', 'consumed'];
+
+
+/** Limits the migration's CHECKs enforce; exported so the HTTP schemas can say the same. */
+export const LIMITS = {
+  /** Grant note, deny reason, the policy's reason (characters). */
+  note: 2000,
+  /** sub, team, agent, tool, kind, rule (characters). */
+  name: 512,
+  /** Page size of list(). */
+  pageSize: 200,
+  /** APPROVAL_MAX_BYTES' default: the canonical arguments an approval may hold (bytes of UTF-8). */
+  argsBytes: 65_536,
+} as const;
+
+export interface Requester {
+  sub: string;
+  team: string | null;
+  agent: string | null;
+}
+
+/**
+ * What a list shows of an approval: everything but the arguments and the shapes picked from them,
+ * which only GET /approvals/{id} reads (a page of 200 costs what its rows' names and times cost,
+ * whatever the arguments weigh). `kind`, `reason` and `rule` are the first requirement's.
+ */
+export interface ApprovalSummary {
+  id: string;
+  /** `expired` as soon as a pending or granted approval is past expires_at (database clock). */
+  status: ApprovalStatus;
+  kind: string;
+  hash: string;
+  tool: string;
+  reason: string;
+  rule: string;
+  requester: Requester;
+  created_at: string;
+  expires_at: string;
+  decided_by: string | null;
+  decided_at: string | null;
+  decision_note: string | null;
+  consumed_at: string | null;
+  /** Bytes of the canonical arguments. */
+  args_bytes: number;
+}
+
+/** The API shape of one approval, whole. */
+export interface Approval extends ApprovalSummary {
+  /** Parsed from the stored canonical text: number lexemes survive, so it re-hashes to `hash`. */
+  args: JsonObject;
+  /** The first requirement's. */
+  capability: JsonObject;
+  /** The first requirement's. Model-chosen content: label it so wherever it is shown. */
+  presentation: JsonObject;
+  /** Every policy file that asked for this approval, in load order; the hash covers all of them. */
+  requirements: ApprovalRequirement[];
+  policies: PolicyIdentity[];
+}
+
+export interface ApprovalEvent {
+  id: number;
+  approval_id: string;
+  at: string;
+  /** The sub that acted, or `system` for expiry. */
+  actor: string;
+  /** null for the creation event. */
+  from_status: ApprovalStatus | null;
+  to_status: ApprovalStatus;
+  note: string | null;
+}

@@ -1,0 +1,138 @@
+// Rows of the approvals table as the store reads them, and the approvals they are. The stored
+// forms of an approval's requirements (migrations/0005) are written and read here.
+import { isDefaultShape } from '../json/canonical.js';
+import { parseJson } from '../json/parse.js';
+import { isJsonObject } from '../json/value.js';
+import type { JsonObject, JsonValue } from '../json/value.js';
+import type { ApprovalRequirement, PolicyIdentity } from '../policy/model.js';
+import type { Approval, ApprovalStatus, ApprovalSummary } from './approval.js';
+
+// A row as SELECTed with summaryColumns. `lapsed`: live but past expires_at by the database clock.
+export interface SummaryRow {
+  id: string;
+  status: ApprovalStatus;
+  hash: string;
+  kind: string;
+  tool: string;
+  reason: string;
+  rule: string;
+  requester_sub: string;
+  requester_team: string | null;
+  requester_agent: string | null;
+  created_at: Date;
+  expires_at: Date;
+  decided_by: string | null;
+  decided_at: Date | null;
+  decision_note: string | null;
+  consumed_at: Date | null;
+  args_bytes: number;
+  lapsed: boolean;
+}
+
+// A row as SELECTed with liveColumns: all of it.
+export interface ApprovalRow extends SummaryRow {
+  args: string;
+  /** null when `requirements` holds the shapes (every row written since migrations/0005). */
+  capability: string | null;
+  presentation: string | null;
+  /** Canonical JSON array of StoredRequirement; null in rows written before migrations/0005. */
+  requirements: string | null;
+  policies: PolicyIdentity[];
+}
+
+export interface ListedRow extends SummaryRow {
+  cursor_at: string;
+}
+
+export interface EventRow {
+  id: string; // bigint arrives as a string
+  approval_id: string;
+  at: Date;
+  actor: string;
+  from_status: ApprovalStatus | null;
+  to_status: ApprovalStatus;
+  note: string | null;
+}
+
+export function toSummary(row: SummaryRow): ApprovalSummary {
+  return {
+    id: row.id,
+    status: row.lapsed ? 'expired' : row.status,
+    kind: row.kind,
+    hash: row.hash,
+    tool: row.tool,
+    reason: row.reason,
+    rule: row.rule,
+    requester: { sub: row.requester_sub, team: row.requester_team, agent: row.requester_agent },
+    created_at: row.created_at.toISOString(),
+    expires_at: row.expires_at.toISOString(),
+    decided_by: row.decided_by,
+    decided_at: row.decided_at?.toISOString() ?? null,
+    decision_note: row.decision_note,
+    consumed_at: row.consumed_at?.toISOString() ?? null,
+    args_bytes: row.args_bytes,
+  };
+}
+
+export function toApproval(row: ApprovalRow): Approval {
+  const args = storedObject(row.args);
+  const requirements = row.requirements !== null ? storedRequirements(row.requirements, row.tool, args) : [legacyRequirement(row, args)];
+  const first = requirements[0]!; // storedRequirements refuses an empty list
+  return {
+    ...toSummary(row),
+    args,
+    capability: first.capability,
+    presentation: first.presentation,
+    requirements,
+    policies: row.policies,
+  };
+}
+
+/**
+ * A requirement as stored (migrations/0005): a shape that is the default {tool, args} is left out,
+ * so the arguments are stored once, in `args`.
+ */
+export function storedRequirement(r: ApprovalRequirement, tool: string, args: JsonObject): JsonObject {
+  const out: JsonObject = { kind: r.kind, policy: r.policy, reason: r.reason, rule: r.rule };
+  if (!isDefaultShape(r.capability, tool, args)) out.capability = r.capability;
+  if (!isDefaultShape(r.presentation, tool, args)) out.presentation = r.presentation;
+  return out;
+}
+
+function storedRequirements(text: string, tool: string, args: JsonObject): ApprovalRequirement[] {
+  const list = parseJson(text);
+  if (!Array.isArray(list) || list.length === 0) throw new Error('stored approval requirements are not a non-empty array');
+  return list.map((item: JsonValue): ApprovalRequirement => {
+    if (!isJsonObject(item)) throw new Error('a stored approval requirement is not an object');
+    const { kind, policy, reason, rule, capability, presentation } = item;
+    if (typeof kind !== 'string' || typeof policy !== 'string' || typeof reason !== 'string' || typeof rule !== 'string') {
+      throw new Error('a stored approval requirement lacks its names');
+    }
+    const shape = (v: JsonValue | undefined): JsonObject => {
+      if (v === undefined) return { tool, args };
+      if (!isJsonObject(v)) throw new Error('a stored approval shape is not an object');
+      return v;
+    };
+    return { policy, rule, kind, reason, capability: shape(capability), presentation: shape(presentation) };
+  });
+}
+
+/** The one requirement of a row written before migrations/0005, from its own columns. */
+function legacyRequirement(row: ApprovalRow, args: JsonObject): ApprovalRequirement {
+  if (row.capability === null || row.presentation === null) throw new Error('stored approval has neither requirements nor shapes');
+  return {
+    // Such a row did not record which file asked; with one file there is no doubt.
+    policy: row.policies.length === 1 ? row.policies[0]!.policy : '',
+    rule: row.rule,
+    kind: row.kind,
+    reason: row.reason,
+    capability: storedObject(row.capability),
+    presentation: storedObject(row.presentation),
+  };
+}
+
+function storedObject(text: string): JsonObject {
+  const value = parseJson(text);
+  if (!isJsonObject(value)) throw new Error('stored approval JSON is not an object');
+  return value;
+}
