@@ -1,5 +1,5 @@
 // The only reader of process.env. Every variable is validated at once, every problem reported
-// together, and the result frozen. The README lists each one with its default.
+// together, and the result frozen. docs/configuration.md lists each one with its default.
 import { createPublicKey, type KeyObject } from 'node:crypto';
 
 export type JwtAlgorithm = 'HS256' | 'RS256' | 'ES256' | 'EdDSA';

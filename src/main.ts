@@ -40,7 +40,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   const logSink = new LogSink(1);
   const logger = createLogger(config.logLevel, logSink);
   process.once('exit', () => logSink.flush()); // lines that waited for a stuck reader, if any
-  // Outside production the example policies' `dev` environment is the default (README).
+  // Outside production the example policies' `dev` environment is the default (docs/design.md "The process").
   const policyEnv = config.policyEnv ?? (config.production ? null : 'dev');
   let policies;
   try {

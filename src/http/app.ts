@@ -20,7 +20,7 @@ import { uiRoutes } from './routes/ui.js';
 export interface AppOptions {
   readonly bodyLimit: number;
   readonly auth: AuthOptions;
-  /** Timeouts and the connection cap (README "Connections"). */
+  /** Timeouts and the connection cap (docs/operations.md "Connections and load balancers"). */
   readonly connections: ConnectionLimits;
   /** The process logger; omitted in tests that do not look at logs. */
   readonly logger?: Logger;

@@ -7,7 +7,7 @@ import { ERRORS, HttpError, answerClientError, problemOf, sendProblem } from './
 import { RESPONSE_HEADERS } from './headers.js';
 
 /**
- * Shutting down (README "Shutting down"): requests in flight are answered in full, and nothing else
+ * Shutting down (docs/operations.md "Shutdown"): requests in flight are answered in full, and nothing else
  * holds app.close(). Once it has begun:
  * - a connection with no request being answered is closed at once: an idle keep-alive one, and one
  *   that has sent only part of a request's headers (Node's closeIdleConnections() keeps those, and

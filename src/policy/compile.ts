@@ -54,7 +54,7 @@ export function compilePolicyFile(source: PolicySource, env: string | null, ajv:
   let digest = '';
   try {
     // Numbers in their shortest form (a JSON round trip drops the recorded lexemes): TOML keeps no
-    // number text, and one policy has one digest in YAML, JSON or TOML (README).
+    // number text, and one policy has one digest in YAML, JSON or TOML (docs/spec.md section 2.8).
     digest = sha256(canonicalize(JSON.parse(JSON.stringify(doc)) as JsonValue));
   } catch (err) {
     if (!(err instanceof CanonicalError)) throw err;

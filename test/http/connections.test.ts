@@ -1,4 +1,4 @@
-// Connections against a real listening server (README "Connections"): a client that sends its headers
+// Connections against a real listening server (docs/operations.md "Connections and load balancers"): a client that sends its headers
 // or its body a byte at a time cannot hold a connection past HEADERS_TIMEOUT / REQUEST_TIMEOUT (the
 // server closes it), an approval long-poll longer than REQUEST_TIMEOUT is still answered (answering
 // is not part of the request), an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT, and

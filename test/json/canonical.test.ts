@@ -34,7 +34,7 @@ function canonicalError(value: unknown): CanonicalError {
 }
 
 describe('canonical test vectors (test/fixtures/canonical)', () => {
-  it('has the vectors the README promises', () => {
+  it('has the vectors test/fixtures/canonical/README.md promises', () => {
     expect(files.length).toBeGreaterThanOrEqual(20);
     expect(vectors.filter((v) => v.approval === true).length).toBeGreaterThanOrEqual(3);
     for (const [f, v] of files.map((f, n) => [f, vectors[n]] as const)) {

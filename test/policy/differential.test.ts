@@ -70,7 +70,7 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
   // Step 1: each file's catalogue entry (exact name first, then its first matching glob). Where files
   // describe the tool differently (kind or tags), every file answers under each description and its
   // most severe answer counts (the fail-closed reading of "a later file never loosens an earlier one":
-  // see the README); any confirm counts and every schema must pass.
+  // see docs/design.md); any confirm counts and every schema must pass.
   const cats = files.flatMap((f) => {
     const entries = Object.entries(f.doc.tools ?? {}).map(([pattern, entry]) => ({ pattern, entry, policy: f.doc.policy }));
     const hit = entries.find((e) => isLiteral(e.pattern) && e.pattern === tool) ?? entries.find((e) => !isLiteral(e.pattern) && globMatches(e.pattern, tool));
