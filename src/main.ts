@@ -234,7 +234,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url: base, env: policyEnv, policies: policies.current().identities }, 'gatehouse is serving');
-  printBanner({ base, underNpm: env.npm_lifecycle_event !== undefined, tokens: generatedKey ? developmentTokens(app.jwt.sign.bind(app.jwt), config) : null, config });
+  printBanner(base, generatedKey ? developmentTokens(app.jwt.sign.bind(app.jwt), config) : null, config);
   if (reloadPending) onReloadSignal();
 
   const code = await whenStopped;
@@ -303,15 +303,15 @@ function developmentTokens(sign: Sign, config: Config): DevelopmentTokens {
  * line by line. The PID is this process's: under `npm start` npm (and its shell) are parents, and a
  * `kill -HUP` sent to npm's PID does not reach the server.
  */
-function printBanner(options: { base: string; underNpm: boolean; tokens: DevelopmentTokens | null; config: Config }): void {
-  const { base, tokens, config } = options;
+function printBanner(base: string, tokens: DevelopmentTokens | null, config: Config): void {
   const pid = process.pid;
   let text = `
 Gatehouse is serving at ${base}
   approval page    ${base}/ui
   API (OpenAPI)    ${base}/openapi.yaml
   health           ${base}/healthz, ${base}/readyz
-  process          PID ${pid} (kill -HUP ${pid} reloads the policies, kill ${pid} stops the service${options.underNpm ? '; npm is its parent and has another PID' : ''})
+  process          PID ${pid}: kill -HUP ${pid} reloads the policies, kill ${pid} stops the service
+                   (this process's PID; under npm start, npm is its parent and has another)
 `;
   if (tokens !== null) {
     text += `
