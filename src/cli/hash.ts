@@ -145,8 +145,14 @@ async function readJson(target: string, io: Io, stdin: () => Promise<Uint8Array>
       io.err(`${target}: ${err.message}\n`);
       return undefined;
     }
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
       io.err(`${target}: no such file\n`);
+      return undefined;
+    }
+    // A directory, a file it may not read: invalid input like a missing one (exit 2), not a crash.
+    if (typeof code === 'string') {
+      io.err(`${target}: cannot read it (${code})\n`);
       return undefined;
     }
     throw err;

@@ -92,6 +92,16 @@ describe('usage errors: the usage and the problem on stderr, exit 2', () => {
   }
 });
 
+describe('invalid input exits 2, like a usage error', () => {
+  it('hash of a directory or a missing file, check of a missing directory', async () => {
+    const dir = await run('hash', 'test/cli/fixtures');
+    expect(dir).toMatchObject({ code: 2, out: '', err: 'test/cli/fixtures: cannot read it (EISDIR)\n' });
+    expect(await run('hash', 'test/cli/fixtures/nothing.json')).toMatchObject({ code: 2, out: '', err: 'test/cli/fixtures/nothing.json: no such file\n' });
+    const check = await run('check', 'test/cli/fixtures/no-such-dir');
+    expect(check).toMatchObject({ code: 2, out: '' });
+  });
+});
+
 interface Exited { code: number | null; stdout: string; stderr: string }
 
 function cli(argv: string[], env: Record<string, string> = {}): Promise<Exited> {
