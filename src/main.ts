@@ -1,5 +1,6 @@
 // The process: configuration, logger, policies, database (embedded by default), the app, listen,
 // signals. The only module with process side effects.
+import { writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { isatty } from 'node:tty';
 import { fileURLToPath } from 'node:url';
@@ -10,9 +11,9 @@ import { createApprovalService } from './approvals/service.js';
 import { createApprovalStore } from './approvals/store.js';
 import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type Config } from './config.js';
 import { createSql } from './db/connect.js';
-import { developmentSecret, developmentSecretFile } from './dev-secret.js';
 import { unavailableFrom } from './db/errors.js';
 import { migrate } from './db/migrate.js';
+import { developmentSecret, developmentSecretFile } from './dev-secret.js';
 import { buildApp } from './http/app.js';
 import { reloadAndReport, type AppContext } from './http/context.js';
 import type { AuthOptions } from './http/auth.js';
@@ -299,9 +300,9 @@ function developmentTokens(sign: Sign, config: Config): DevelopmentTokens {
 }
 
 /**
- * What is up, on stderr: stdout carries the JSON decision log, which a pipe or a collector reads
- * line by line. The PID is this process's: under `npm start` npm (and its shell) are parents, and a
- * `kill -HUP` sent to npm's PID does not reach the server.
+ * What is up, on stderr: stdout carries the log, the decision log included, which a pipe or a
+ * collector reads line by line. The PID is this process's: under `npm start` npm (and its shell)
+ * are parents, and a `kill -HUP` sent to npm's PID does not reach the server.
  */
 function printBanner(base: string, tokens: DevelopmentTokens | null, config: Config): void {
   const pid = process.pid;
@@ -330,5 +331,12 @@ Try it:
 Tokens for other teams, agents and approvers: npx gatehouse token --help
 `;
   }
-  process.stderr.write(`${text}\n`);
+  // Written to descriptor 2 itself, like the log to 1: Node's stderr stream would put a pipe there
+  // in non-blocking mode, and when stdout and stderr are one pipe or socket (2>&1, journald) that
+  // would change how the log's writes behave too. Best effort: the banner only informs.
+  try {
+    writeSync(2, `${text}\n`);
+  } catch {
+    // a stderr that is closed or full: nothing to tell, nobody to tell it to
+  }
 }
