@@ -122,14 +122,13 @@ describe('LOG_FORMAT', () => {
     expect(stdout).toBe('');
   }, 30_000);
 
-  it('unset, on a terminal: pretty and coloured (stdout a pseudo-terminal, through script(1))', async () => {
+  /** `serve` with stdout and stderr on a pseudo-terminal (script(1)); its output once stopped by the banner's PID. */
+  async function onTerminal(extra: Record<string, string>): Promise<string> {
     const port = await freeTcpPort();
     const command = [process.execPath, CLI, 'serve'].map((a) => `'${a}'`).join(' ');
-    const proc = spawn('script', ['-qfec', command, '/dev/null'], {
-      cwd: ROOT,
-      env: serverEnv({ JWT_SECRET: SECRET, DATABASE_URL: db.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const env = serverEnv({ JWT_SECRET: SECRET, DATABASE_URL: db.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' });
+    delete env.NO_COLOR;
+    const proc = spawn('script', ['-qfec', command, '/dev/null'], { cwd: ROOT, env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
     others.push(proc);
     let out = '';
     proc.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
@@ -138,10 +137,21 @@ describe('LOG_FORMAT', () => {
     const pid = Number(await eventually('the banner', 20_000, async () => /PID (\d+):/.exec(out)?.[1]));
     process.kill(pid, 'SIGTERM');
     await Promise.race([exited, new Promise((_, reject) => setTimeout(() => reject(new Error(`did not exit:\n${out}`)), 20_000).unref())]);
-    const plain = out.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r/g, '');
-    expect(out).toMatch(/\x1b\[32mINFO\x1b\[39m/);
+    expect(out).toContain(`Gatehouse is serving at http://127.0.0.1:${port}`);
+    return out.replace(/\r/g, '');
+  }
+
+  it('unset, on a terminal: pretty, coloured unless NO_COLOR is set', async () => {
+    const coloured = await onTerminal({});
+    expect(coloured).toMatch(/\x1b\[32mINFO\x1b\[39m/);
+    const plain = coloured.replace(/\x1b\[[0-9;]*m/g, '');
     expect(plain).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: gatehouse is serving \{/m);
     expect(plain).not.toMatch(/^\{"level"/m);
-    expect(plain).toContain(`Gatehouse is serving at http://127.0.0.1:${port}`);
-  }, 60_000);
+
+    const uncoloured = await onTerminal({ NO_COLOR: '1' });
+    expect(uncoloured).not.toMatch(/\x1b\[/);
+    expect(uncoloured).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: gatehouse is serving \{/m);
+    // LOG_FORMAT still decides when it is set.
+    expect(await onTerminal({ LOG_FORMAT: 'json' })).toMatch(/^\{"level":30,.*"msg":"gatehouse is serving"\}$/m);
+  }, 90_000);
 });
