@@ -1,39 +1,94 @@
 #!/usr/bin/env node
-// The `gatehouse` command: check | test | hash | serve. Each command is a function of (argv, io)
-// returning an exit code, so tests run them in-process.
-import { realpathSync } from 'node:fs';
+// The `gatehouse` command: check | test | hash | token | serve | version | help. Each command is a
+// function of (argv, io) returning an exit code, so tests run them in-process. Exit codes are the
+// same for all (io.ts EXIT): 0 ok, 1 a failing test or a refused decision, 2 a usage error or invalid
+// input, so that CI can tell a typo from a red test.
+import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { runCheck } from './cli/check.js';
-import { runHash } from './cli/hash.js';
-import { processIo, type Io } from './cli/io.js';
-import { runTest } from './cli/test.js';
+import { defineCommand, parseCommand, usageError } from './cli/args.js';
+import { CHECK, runCheck } from './cli/check.js';
+import { HASH, runHash } from './cli/hash.js';
+import { EXIT, processIo, processOutputFailed, type Io } from './cli/io.js';
+import { SERVE, runServe } from './cli/serve.js';
+import { TEST, runTest } from './cli/test.js';
 
-const USAGE = `usage: gatehouse <command>
-  check [DIR|FILE] [--env E] [--tool T --team X --user U --agent A]   validate policies; show the rules for a tool
-  test [DIR]                                                           run DIR's *.test.yaml cases against DIR's policies
-  hash FILE.json|- [--policies DIR --env E --user U --team T --agent A --role R]
-                                                                       the approval hash of a request, decided as /decide would
-  hash --document FILE.json|-                                          canonical form and sha256 of any JSON
-  serve                                                                run the service (what npm start runs)
+interface Command {
+  /** One line for the command list. */
+  readonly summary: string;
+  /** The command's own help text. */
+  usage(): Promise<string>;
+  run(argv: string[], io: Io): Promise<number>;
+}
+
+// `token` loads the service's token checks (and their JWT libraries): only when it is asked for.
+const loadToken = () => import('./cli/token.js');
+
+const VERSION = defineCommand({
+  name: 'version',
+  usage: 'usage: gatehouse version   (or gatehouse --version, -v)\n\nPrints the version of Gatehouse.\n',
+  options: {},
+  positionals: { min: 0, max: 0 },
+});
+
+const COMMANDS: Readonly<Record<string, Command>> = {
+  check: { summary: 'check [DIR|FILE] [--tool T ...]    validate policies; show the rules for a tool and caller', usage: async () => CHECK.usage, run: runCheck },
+  test: { summary: 'test [DIR] [--env E]               run the policy tests (*.test.yaml)', usage: async () => TEST.usage, run: runTest },
+  hash: { summary: 'hash FILE.json|- [...]             the approval hash of a request, as /decide computes it', usage: async () => HASH.usage, run: runHash },
+  token: {
+    summary: 'token --sub U [--team T ...]       mint a development token',
+    usage: async () => (await loadToken()).TOKEN.usage,
+    run: async (argv, io) => (await loadToken()).runToken(argv, io),
+  },
+  serve: { summary: 'serve                              run the service (what npm start runs)', usage: async () => SERVE.usage, run: runServe },
+  version: { summary: 'version                            print the version (also --version, -v)', usage: async () => VERSION.usage, run: runVersion },
+  help: { summary: 'help [COMMAND]                     this help, or a command\'s (also COMMAND --help)', usage: async () => USAGE, run: runHelp },
+};
+
+const USAGE = `usage: gatehouse <command> [options]
+
+commands:
+${Object.values(COMMANDS).map((c) => `  ${c.summary}`).join('\n')}
+
+gatehouse <command> --help shows a command's options.
+exit status: 0 ok; 1 a failing policy test or a refused decision; 2 a usage error or invalid input
 `;
 
 export async function runCli(argv: string[], io: Io): Promise<number> {
-  const [command, ...rest] = argv;
-  switch (command) {
-    case 'check':
-      return runCheck(rest, io);
-    case 'test':
-      return runTest(rest, io);
-    case 'hash':
-      return runHash(rest, io);
-    case 'serve': {
-      const { serve } = await import('./main.js');
-      return serve(); // once the service has stopped, or could not start
-    }
-    default:
-      io.err(USAGE);
-      return 2;
+  const [first, ...rest] = argv;
+  if (first === undefined) return usageError(io, null, 'no command given', USAGE);
+  if (first === '--help' || first === '-h') return runHelp(rest, io);
+  if (first === '--version' || first === '-v') return runVersion(rest, io);
+  const command = Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
+  if (command === undefined) {
+    return usageError(io, null, first.startsWith('-') ? `unknown option '${first}'` : `unknown command '${first}'`, USAGE);
   }
+  return command.run(rest, io);
+}
+
+async function runHelp(argv: string[], io: Io): Promise<number> {
+  const [name, ...more] = argv;
+  if (name === undefined || name === '--help' || name === '-h') {
+    io.out(USAGE);
+    return EXIT.ok;
+  }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (command === undefined) return usageError(io, 'help', `unknown command '${name}'`, USAGE);
+  if (more.length > 0) return usageError(io, 'help', `unexpected argument '${more[0]}'`, USAGE);
+  io.out(await command.usage());
+  return EXIT.ok;
+}
+
+async function runVersion(argv: string[], io: Io): Promise<number> {
+  const parsed = parseCommand(argv, VERSION, io);
+  if (typeof parsed === 'number') return parsed;
+  io.out(`${packageVersion()}\n`);
+  return EXIT.ok;
+}
+
+/** The version in package.json, one directory above this file in src/ and in dist/ alike. */
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof manifest.version === 'string' ? manifest.version : 'unknown';
 }
 
 // Run only when this file is the program (`gatehouse` is a symlink to it under node_modules/.bin).
@@ -41,11 +96,12 @@ const entry = process.argv[1] === undefined ? '' : realpathSync(process.argv[1])
 if (entry === fileURLToPath(import.meta.url)) {
   runCli(process.argv.slice(2), processIo).then(
     (code) => {
-      process.exitCode = code;
+      // Output lost to a write error (a full disk, not a reader gone) fails a command that succeeded.
+      process.exitCode = code === EXIT.ok && processOutputFailed() ? EXIT.failed : code;
     },
     (err: unknown) => {
-      process.stderr.write(`gatehouse: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
+      processIo.err(`gatehouse: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = EXIT.failed;
     },
   );
 }

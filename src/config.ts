@@ -36,6 +36,8 @@ export interface Config {
   readonly bodyLimit: number;
   readonly connections: ConnectionLimits;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** LOG_FORMAT: JSON lines, or pino-pretty's readable lines; null when unset (main.ts: pretty on a terminal). */
+  readonly logFormat: LogFormat | null;
   readonly logArgs: boolean;
   readonly databaseUrl: string | null;
   readonly dataDir: string;
@@ -74,6 +76,8 @@ export class ConfigError extends Error {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_FORMATS = ['pretty', 'json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /**
  * JWT_MAX_LIFETIME's default, in seconds: 24 h, the lifetime of the development tokens `serve`
@@ -163,6 +167,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
 
   const logLevel = str('LOG_LEVEL', 'info')!;
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const logFormat = str('LOG_FORMAT');
+  if (logFormat !== null && !(LOG_FORMATS as readonly string[]).includes(logFormat)) problems.push(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}`);
 
   const approverRole = str('APPROVER_ROLE', 'approver')!;
   const adminRole = str('ADMIN_ROLE', 'admin')!;
@@ -201,6 +207,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     bodyLimit: int('BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
     connections,
     logLevel: logLevel as Config['logLevel'],
+    logFormat: logFormat as LogFormat | null,
     logArgs: bool('LOG_ARGS'),
     databaseUrl,
     dataDir: str('DATA_DIR', '.data')!,

@@ -4,19 +4,24 @@
 // the audit trail survives a crash, and a slow reader slows the service down instead of filling its
 // memory. pino's default stdout destination is asynchronous with an unbounded buffer: under
 // sustained load the event loop rarely ran the write callbacks, and ~70 MB of unwritten lines piled
-// up in 30 s (the "peak RSS" of issue 5), all of it lost had the process died.
+// up in 30 s, all of it lost had the process died.
 //
-// Best effort when the descriptor cannot take a line (research catalogue 107, like OPA's decision
-// logs): a non-blocking pipe or socket whose reader stopped reading answers EAGAIN, and pino's own
-// synchronous destination would then sleep and retry, holding the event loop. Here the line waits
-// instead, in order, and is retried every RETRY_MS; while anything waits, new lines queue behind it;
-// past MAX_PENDING_BYTES, lines are dropped and counted (`dropped`, the metric
+// Best effort when the descriptor cannot take a line (like OPA's decision logs): a non-blocking
+// pipe or socket whose reader stopped reading answers EAGAIN, and pino's own synchronous
+// destination would then sleep and retry, holding the event loop. Here the line waits instead, in
+// order, and is retried every RETRY_MS; while anything waits, new lines queue behind it; past
+// MAX_PENDING_BYTES, lines are dropped and counted (`dropped`, the metric
 // gatehouse_log_lines_dropped_total). A closed reader (EPIPE) or any other write error drops the
 // line, counted too. /decide keeps answering either way. (A descriptor in blocking mode, such as a
 // file or most pipes a container runtime hands over, never answers EAGAIN: there a reader that stops
 // reading blocks the write, as before.)
+//
+// LOG_FORMAT=pretty renders each line with pino-pretty's formatter before it reaches the sink: the
+// same synchronous, bounded path and the same fields, only readable by a person at a terminal.
 import { writeSync } from 'node:fs';
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
+import { prettyFactory } from 'pino-pretty';
+import type { LogFormat } from './config.js';
 
 const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 const RETRY_MS = 10;
@@ -118,7 +123,27 @@ function sleep(ms: number): void {
   Atomics.wait(sleeper, 0, 0, ms);
 }
 
+export interface LogOutput {
+  /** JSON lines (the default), or pino-pretty's one readable line per entry. */
+  readonly format?: LogFormat;
+  /** Pretty only: ANSI colours (main.ts: when stdout is a terminal and NO_COLOR is not set). */
+  readonly colorize?: boolean;
+}
+
 /** The process logger on `sink` (or on a new sink for that file descriptor). */
-export function createLogger(level: string, sink: LogSink | number = 1): Logger {
-  return pino({ level, base: { service: 'gatehouse' } }, typeof sink === 'number' ? new LogSink(sink) : sink);
+export function createLogger(level: string, sink: LogSink | number = 1, output: LogOutput = {}): Logger {
+  const target = typeof sink === 'number' ? new LogSink(sink) : sink;
+  return pino({ level, base: { service: 'gatehouse' } }, output.format === 'pretty' ? prettyStream(target, output.colorize ?? false) : target);
+}
+
+/**
+ * pino's JSON line, formatted by pino-pretty in the same call and written to the sink: nothing is
+ * buffered on the way (pino-pretty's own stream would add a transform stream and its destination).
+ */
+function prettyStream(sink: LogSink, colorize: boolean): DestinationStream & { flush(callback?: (err?: Error) => void): void } {
+  const format = prettyFactory({ colorize, singleLine: true, translateTime: 'SYS:HH:MM:ss.l' });
+  return {
+    write: (line: string) => sink.write(format(line)),
+    flush: (callback?: (err?: Error) => void) => sink.flush(callback),
+  };
 }

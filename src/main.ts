@@ -1,8 +1,8 @@
 // The process: configuration, logger, policies, database (embedded by default), the app, listen,
 // signals. The only module with process side effects.
-import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { isatty } from 'node:tty';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -13,6 +13,7 @@ import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type Config } fr
 import { createSql } from './db/connect.js';
 import { unavailableFrom } from './db/errors.js';
 import { migrate } from './db/migrate.js';
+import { developmentSecret, developmentSecretFile } from './dev-secret.js';
 import { buildApp } from './http/app.js';
 import { reloadAndReport, type AppContext } from './http/context.js';
 import type { AuthOptions } from './http/auth.js';
@@ -38,7 +39,15 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     throw err;
   }
   const logSink = new LogSink(1);
-  const logger = createLogger(config.logLevel, logSink);
+  // Readable lines for a person at a terminal, JSON lines for anything reading a pipe or a file.
+  // isatty(1), not process.stdout: the log writes to descriptor 1 itself (log.ts), and creating
+  // Node's stdout stream would put a pipe there in non-blocking mode (libuv), changing how those
+  // writes behave when the reader is slow.
+  const stdoutIsTerminal = isatty(1);
+  const logger = createLogger(config.logLevel, logSink, {
+    format: config.logFormat ?? (stdoutIsTerminal ? 'pretty' : 'json'),
+    colorize: stdoutIsTerminal && env.NO_COLOR === undefined,
+  });
   process.once('exit', () => logSink.flush()); // lines that waited for a stuck reader, if any
   // Outside production the example policies' `dev` environment is the default (docs/design.md "The process").
   const policyEnv = config.policyEnv ?? (config.production ? null : 'dev');
@@ -226,7 +235,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url: base, env: policyEnv, policies: policies.current().identities }, 'gatehouse is serving');
-  if (generatedKey) printDevelopmentBanner(app.jwt.sign.bind(app.jwt), base, config);
+  printBanner(base, generatedKey ? developmentTokens(app.jwt.sign.bind(app.jwt), config) : null, config);
   if (reloadPending) onReloadSignal();
 
   const code = await whenStopped;
@@ -271,37 +280,63 @@ function refuse(message: string): number {
   return 2;
 }
 
-/** A development secret kept under DATA_DIR, so printed tokens survive restarts. Never in production. */
-async function developmentSecret(dataDir: string): Promise<string> {
-  const file = join(dataDir, 'dev-jwt-secret');
-  const existing = await readFile(file, 'utf8').catch(() => null);
-  if (existing !== null && existing.trim().length >= 43) return existing.trim();
-  const secret = randomBytes(32).toString('base64url');
-  await mkdir(dataDir, { recursive: true });
-  await writeFile(file, `${secret}\n`, { mode: 0o600 });
-  return secret;
+type Sign = (payload: object, options: { expiresIn: number }) => string;
+
+interface DevelopmentTokens {
+  readonly agent: string;
+  readonly approver: string;
+  /** How long they live, in words. */
+  readonly lifetime: string;
 }
 
-function printDevelopmentBanner(sign: (payload: object, options: { expiresIn: number }) => string, base: string, config: Config): void {
+/** The two tokens of the development banner: an agent of team support, and an operator who may approve. */
+function developmentTokens(sign: Sign, config: Config): DevelopmentTokens {
   // JWT_MAX_LIFETIME's default (24 hours), or less when JWT_MAX_LIFETIME says so (a longer token would be refused).
   const lifetimeSec = Math.min(DEFAULT_JWT_MAX_LIFETIME_SEC, config.jwt.maxLifetimeSec);
   const agent = sign({ sub: 'dev-agent', [config.claims.team]: 'support', [config.claims.agent]: 'support-bot', [config.claims.roles]: [] }, { expiresIn: lifetimeSec });
-  const operator = sign({ sub: 'dev-operator', [config.claims.team]: 'support', [config.claims.roles]: [config.approverRole, config.adminRole] }, { expiresIn: lifetimeSec });
+  const approver = sign({ sub: 'dev-operator', [config.claims.team]: 'support', [config.claims.roles]: [config.approverRole, config.adminRole] }, { expiresIn: lifetimeSec });
   const lifetime = lifetimeSec % 3600 === 0 ? `${lifetimeSec / 3600} hour${lifetimeSec === 3600 ? '' : 's'}` : `${lifetimeSec} seconds`;
-  process.stdout.write(`
-Development mode: no JWT_SECRET or JWT_PUBLIC_KEY, so a secret was generated (kept in ${join(config.dataDir, 'dev-jwt-secret')}).
-Tokens valid for ${lifetime}:
+  return { agent, approver, lifetime };
+}
+
+/**
+ * What is up, on stderr: stdout carries the log, the decision log included, which a pipe or a
+ * collector reads line by line. The PID is this process's: under `npm start` npm (and its shell)
+ * are parents, and a `kill -HUP` sent to npm's PID does not reach the server.
+ */
+function printBanner(base: string, tokens: DevelopmentTokens | null, config: Config): void {
+  const pid = process.pid;
+  let text = `
+Gatehouse is serving at ${base}
+  approval page    ${base}/ui
+  API (OpenAPI)    ${base}/openapi.yaml
+  health           ${base}/healthz, ${base}/readyz
+  process          PID ${pid}: kill -HUP ${pid} reloads the policies, kill ${pid} stops the service
+                   (this process's PID; under npm start, npm is its parent and has another)
+`;
+  if (tokens !== null) {
+    text += `
+Development mode: no JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL, so a secret was generated (kept in ${developmentSecretFile(config.dataDir)}).
+Tokens valid for ${tokens.lifetime}:
 
   export GATEHOUSE=${base}
-  export AGENT_TOKEN=${agent}
-  export APPROVER_TOKEN=${operator}
+  export AGENT_TOKEN=${tokens.agent}
+  export APPROVER_TOKEN=${tokens.approver}
 
 Try it:
 
   curl -s $GATEHOUSE/decide -H "authorization: Bearer $AGENT_TOKEN" -H 'content-type: application/json' \\
     -d '{"tool":"refund","args":{"order":"A1","amount":120}}'
 
-`);
+Tokens for other teams, agents and approvers: npx gatehouse token --help
+`;
+  }
+  // Written to descriptor 2 itself, like the log to 1: Node's stderr stream would put a pipe there
+  // in non-blocking mode, and when stdout and stderr are one pipe or socket (2>&1, journald) that
+  // would change how the log's writes behave too. Best effort: the banner only informs.
+  try {
+    writeSync(2, `${text}\n`);
+  } catch {
+    // a stderr that is closed or full: nothing to tell, nobody to tell it to
+  }
 }
-
-

@@ -7,6 +7,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { createLogger, LogSink } from '../src/log.js';
 import { createMetrics } from '../src/http/metrics.js';
 import type { LivePolicies } from '../src/policy/live.js';
@@ -123,4 +124,71 @@ test('dropped lines are the metric gatehouse_log_lines_dropped_total', async () 
   expect(await metrics.registry.metrics()).toMatch(/^gatehouse_log_lines_dropped_total 7$/m);
   dropped = 9;
   expect(await metrics.registry.metrics()).toMatch(/^gatehouse_log_lines_dropped_total 9$/m);
+});
+
+test('LOG_FORMAT=pretty: one readable line per entry, written before the call returns, with every field; no colour unless asked', () => {
+  const path = join(dir, 'pretty.log');
+  const fd = openSync(path, 'w');
+  try {
+    const logger = createLogger('info', fd, { format: 'pretty' });
+    logger.info({ decision_id: 'd-1', decision: 'deny', tool: 'refund', rule: 'payments#default', user: 'agent-7' }, 'decision');
+    // No flush: the line is on the file at once, as in JSON.
+    const [line, ...rest] = readFileSync(path, 'utf8').split('\n');
+    expect(rest).toEqual(['']);
+    expect(() => JSON.parse(line!)).toThrow();
+    expect(line).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: decision \{/);
+    const fields = JSON.parse(line!.slice(line!.indexOf('{'))) as Record<string, unknown>;
+    expect(fields).toEqual({ service: 'gatehouse', decision_id: 'd-1', decision: 'deny', tool: 'refund', rule: 'payments#default', user: 'agent-7' });
+    expect(line).not.toMatch(/\x1b\[/);
+    logger.warn('a warning');
+    logger.debug('below the level');
+    expect(readFileSync(path, 'utf8').trimEnd().split('\n').at(-1)).toMatch(/\] WARN: a warning/);
+    expect(readFileSync(path, 'utf8')).not.toContain('below the level');
+  } finally {
+    closeSync(fd);
+  }
+  const coloured = join(dir, 'coloured.log');
+  const cfd = openSync(coloured, 'w');
+  try {
+    createLogger('info', cfd, { format: 'pretty', colorize: true }).info('hello');
+    expect(readFileSync(coloured, 'utf8')).toMatch(/\x1b\[32mINFO\x1b\[39m/);
+  } finally {
+    closeSync(cfd);
+  }
+});
+
+test('LOG_FORMAT=json is the JSON of the default', () => {
+  const path = join(dir, 'json.log');
+  const fd = openSync(path, 'w');
+  try {
+    createLogger('info', fd, { format: 'json' }).info({ decision: 'allow' }, 'decision');
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ level: 30, service: 'gatehouse', decision: 'allow', msg: 'decision' });
+  } finally {
+    closeSync(fd);
+  }
+});
+
+test('pretty lines go through the same bounded sink: a stuck reader never blocks, the excess is dropped and counted', async () => {
+  const { fd, reader, server, writer } = await socketPair('pretty-stuck.sock');
+  try {
+    const sink = new LogSink(fd, 64 * 1024);
+    const logger = createLogger('info', sink, { format: 'pretty' });
+    for (let i = 0; i < 20_000; i++) logger.info({ i, note: 'x'.repeat(60) }, 'decision');
+    expect(sink.dropped).toBeGreaterThan(0);
+    expect(sink.dropped).toBeLessThan(20_000);
+  } finally {
+    writer.destroy();
+    reader.destroy();
+    server.close();
+  }
+});
+
+test('LOG_FORMAT is read by loadConfig: pretty, json, or unset (null: main.ts picks by the terminal); anything else is a problem', () => {
+  expect(loadConfig({}).logFormat).toBeNull();
+  expect(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
+  expect(loadConfig({ LOG_FORMAT: 'json' }).logFormat).toBe('json');
+  for (const v of ['PRETTY', 'text', 'yaml', ' json']) {
+    expect(() => loadConfig({ LOG_FORMAT: v }), v).toThrow(ConfigError);
+    expect(() => loadConfig({ LOG_FORMAT: v })).toThrow(/LOG_FORMAT must be one of pretty, json/);
+  }
 });

@@ -1,20 +1,41 @@
 // `gatehouse check [DIR|FILE] [--env E] [--tool T --team X --user U --agent A]`: validate policies
 // (exit 2 with every problem) and summarise them, or show the rules that apply to one caller's tool.
-import { parseArgs } from 'node:util';
 import { CALLER_SELECTORS, CHECKS, type Subject } from '../policy/match.js';
 import type { DefaultMode, EffectiveKind, PolicySet, Rule } from '../policy/model.js';
 import { TOOL_NAME_PATTERN } from '../policy/request.js';
+import { defineCommand, parseCommand } from './args.js';
 import { CALLER_OPTIONS, envOf, loadPoliciesOrReport } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
 const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN, 'u'); // as ajv compiles it
 
+export const CHECK = defineCommand({
+  name: 'check',
+  usage: `usage: gatehouse check [DIR|FILE] [--env E] [--tool T [--team X] [--user U] [--agent A]]
+
+Validates the policy files of DIR (default: ./policies), or one FILE, as the service loads them.
+Valid: one line per file (policy, digest, counts, default) and "ok". With --tool: the rules that
+apply to that tool for that caller, in order, and what each one does.
+
+options:
+  --env E       the environment to load (default: POLICY_ENV)
+  --tool T      show the rules for the tool T
+  --team X      the caller's team (with --tool)
+  --user U      the caller's user, the token's sub (with --tool)
+  --agent A     the caller's agent (with --tool)
+                a rule that depends on a caller property not given is marked "only for ..."
+  -h, --help    show this help
+
+exit status: 0 valid; 2 a problem in the files (each as file:line:column: key: message) or in the arguments
+`,
+  options: { ...CALLER_OPTIONS, tool: { type: 'string' } },
+  positionals: { min: 0, max: 1 },
+});
+
 export async function runCheck(argv: string[], io: Io): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { ...CALLER_OPTIONS, tool: { type: 'string' } },
-  });
+  const parsed = parseCommand(argv, CHECK, io);
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
   const target = positionals[0] ?? 'policies';
   // The service refuses such a name (422): showing rules for it would describe a request that never reaches them.
   if (values.tool !== undefined && !TOOL_NAME.test(values.tool)) {

@@ -10,38 +10,52 @@
 //   hashed as it is, without policies (a missing capability or presentation is {}).
 // - `--document`: the canonical form and SHA-256 of any JSON document (the test vectors' `sha256`).
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { approvalHashText, canonicalize, sha256, type ApprovalShapeInput } from '../json/canonical.js';
 import { JsonParseError, parseJson } from '../json/parse.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../json/value.js';
 import { createStrictAjv } from '../policy/ajv.js';
 import { decide } from '../policy/decide.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../policy/request.js';
+import { defineCommand, parseCommand } from './args.js';
 import { CALLER_OPTIONS, callerIdentity, envOf, loadPoliciesOrReport } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
-const USAGE = 'usage: gatehouse hash FILE.json|- [--policies DIR] [--env E] [--user U --team T --agent A --role R…] | --document FILE.json|-\n';
+export const HASH = defineCommand({
+  name: 'hash',
+  usage: `usage: gatehouse hash FILE.json|- [--policies DIR] [--env E] [--user U] [--team T] [--agent A] [--role R]...
+       gatehouse hash --document FILE.json|-
+
+Prints a canonical JSON text and its hash, one per line (- reads standard input):
+  a request {tool, args, run}, as POST /decide takes it: decided against the policies for the caller
+      given, as the service decides it; a require_approval answer prints its approval hash input and
+      approval.hash. Any other answer has no approval hash (exit 1, saying what it was).
+  an approval hash input {tool, args, kind, capability, presentation}, or {tool, args, requirements}
+      when several policy files ask: hashed as it is, without policies.
+  --document: the canonical form and SHA-256 of any JSON document.
+
+options:
+  --policies DIR   the policies to decide with (default: ./policies)
+  --env E          the environment to load (default: POLICY_ENV)
+  --user U         the caller's user (default: cli-user)
+  --team T         the caller's team
+  --agent A        the caller's agent
+  --role R         a role of the caller; repeat for several
+  --document       hash any JSON document
+  -h, --help       show this help
+
+exit status: 0 printed; 1 the request is not decided require_approval; 2 unreadable or invalid input, or a problem in the policies or the arguments
+`,
+  options: { ...CALLER_OPTIONS, document: { type: 'boolean' }, policies: { type: 'string' }, role: { type: 'string', multiple: true } },
+  positionals: { min: 1, max: 1, name: 'FILE.json (or - for standard input)' },
+});
 
 const validateRequest = createStrictAjv(false).compile(toolCallSchema);
 
 export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8Array> = readStdin): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: { ...CALLER_OPTIONS, document: { type: 'boolean' }, policies: { type: 'string' }, role: { type: 'string', multiple: true } },
-    });
-  } catch (err) {
-    io.err(`${(err as Error).message}\n${USAGE}`);
-    return EXIT.invalid;
-  }
+  const parsed = parseCommand(argv, HASH, io);
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  const target = positionals[0];
-  if (target === undefined || positionals.length > 1) {
-    io.err(USAGE);
-    return EXIT.invalid;
-  }
+  const target = positionals[0]!; // exactly one (HASH.positionals)
   const read = await readJson(target, io, stdin);
   if (read === undefined) return EXIT.invalid;
   const { value, bytes } = read;
@@ -131,8 +145,14 @@ async function readJson(target: string, io: Io, stdin: () => Promise<Uint8Array>
       io.err(`${target}: ${err.message}\n`);
       return undefined;
     }
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
       io.err(`${target}: no such file\n`);
+      return undefined;
+    }
+    // A directory, a file it may not read: invalid input like a missing one (exit 2), not a crash.
+    if (typeof code === 'string') {
+      io.err(`${target}: cannot read it (${code})\n`);
       return undefined;
     }
     throw err;

@@ -1,5 +1,5 @@
 // End to end: the real process (`node dist/cli.js serve`) on a real port, in development mode (no JWT
-// key, so it prints tokens), on a fresh test database. One approval loop over fetch, then SIGTERM: the
+// key, so its banner on stderr gives tokens), on a fresh test database. One approval loop over fetch, then SIGTERM: the
 // process finishes, logs "stopped" and exits 0. Every wait is bounded.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
@@ -59,10 +59,12 @@ function waitForOutput(child: ChildProcess, read: () => string, test: (out: stri
     const done = (fn: () => void): void => {
       clearTimeout(timer);
       child.stdout?.off('data', check);
+      child.stderr?.off('data', check);
       child.off('exit', onExit);
       fn();
     };
     child.stdout?.on('data', check);
+    child.stderr?.on('data', check);
     child.once('exit', onExit);
     check();
   });
@@ -119,8 +121,10 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
     stderr += chunk;
   });
 
-  const banner = await waitForOutput(proc, () => stdout, (out) => out.includes('gatehouse is serving') && /APPROVER_TOKEN=\S+\n/.test(out), 30_000, 'the banner');
-  const serving = banner.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'gatehouse is serving');
+  // The log (JSON lines) on stdout, the banner on stderr.
+  await waitForOutput(proc, () => stdout + stderr, () => stdout.includes('gatehouse is serving') && /APPROVER_TOKEN=\S+\n/.test(stderr), 30_000, 'the banner');
+  const banner = stderr;
+  const serving = stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'gatehouse is serving');
   expect(serving).toMatchObject({ url: `http://127.0.0.1:${port}`, env: 'dev' });
   expect(banner).toContain('Tokens valid for 1 hour:');
   const agentToken = /AGENT_TOKEN=(\S+)/.exec(banner)![1]!;

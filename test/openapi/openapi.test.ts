@@ -41,7 +41,7 @@ import {
 
 type Body = any;
 
-const OPEN_ROUTES = ['/healthz', '/readyz', '/metrics', '/openapi.yaml', '/ui', '/ui/card.js', '/ui/page.js', '/ui/page.css'];
+const OPEN_ROUTES = ['/', '/healthz', '/readyz', '/metrics', '/openapi.yaml', '/ui', '/ui/card.js', '/ui/page.js', '/ui/page.css'];
 /** The only error statuses whose body is not problem+json. */
 const NON_PROBLEM_ERRORS = [
   'post /decide 403 application/json', // deny, abort, require_approval
@@ -501,6 +501,7 @@ function brokenSet(real: PolicySet): PolicySet {
 
 describe('conformance: every response of the app matches openapi.yaml', () => {
   it('the open routes', async () => {
+    expect((await call(plain, { url: '/' }, 200)).links).toMatchObject({ ui: '/ui', openapi: '/openapi.yaml' });
     expect(await call(db, { url: '/healthz' }, 200)).toEqual({ status: 'ok' });
     expect((await call(db, { url: '/readyz' }, 200)).database).toBe('ok');
     expect((await call(plain, { url: '/readyz' }, 503)).database).toBe('not_configured');

@@ -1,11 +1,31 @@
-// Unauthenticated operational routes: liveness, readiness, Prometheus metrics, the OpenAPI document.
+// Unauthenticated operational routes: where to start (GET /), liveness, readiness, Prometheus
+// metrics, the OpenAPI document.
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 
 const OPENAPI = readFileSync(new URL('../../../openapi.yaml', import.meta.url));
 
+/**
+ * GET /: a person who opens the service's address in a browser, or a client that probes it, learns
+ * where things are instead of a 404. The same for everyone (no identity, no configuration shown).
+ */
+const INDEX = Object.freeze({
+  service: 'gatehouse',
+  description: 'Policy decision service for AI agents: POST /decide with a tool call and a bearer JWT answers allow, deny, abort or require_approval.',
+  links: Object.freeze({
+    ui: '/ui',
+    openapi: '/openapi.yaml',
+    health: '/healthz',
+    ready: '/readyz',
+    metrics: '/metrics',
+  }),
+  docs: 'README.md and docs/ (spec.md, cli.md) in the Gatehouse repository',
+});
+
 export function opsRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.get('/', async () => INDEX);
+
   app.get('/healthz', async () => ({ status: 'ok' }));
 
   // Ready when policies are loaded (they are, or the process would not have started), the token
