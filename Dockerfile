@@ -30,4 +30,4 @@ EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # node is PID 1 and handles SIGTERM itself: stop accepting, finish in-flight requests, exit 0.
-CMD ["node", "dist/cli.js", "serve"]
+CMD ["node", "dist/main.js", "serve"]

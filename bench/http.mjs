@@ -4,7 +4,7 @@
 // connections; then a fixed offered rate for the p99; RSS idle and under load.
 //
 // With taskset (util-linux) and 2+ CPUs, servers are pinned to CPU 0 and the load generator to CPU 1.
-// The decision log: synchronous, on stdout, as main.ts sets it up (src/log.ts), with the
+// The decision log: synchronous, on stdout, as src/service.ts sets it up (src/log.ts), with the
 // server's stdout redirected to a file in the temp directory (counted, then deleted).
 //
 //   node bench/http.mjs [--quick] [--rounds N] [--duration S] [--connections C] [--rate R] [--log sync|async] [--wrk] [--json out.json]

@@ -161,7 +161,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
  * authenticator (token cached, and a new token each time), the strict parse, the body schema, decide,
  * the response body serialized as Fastify does without a response schema (JSON.stringify) and with
  * one (fast-json-stringify), the decision log line (pino at info, to /dev/null: through src/log.ts as
- * main.ts, and through pino's own destinations), the metrics, the decision id.
+ * src/service.ts, and through pino's own destinations), the metrics, the decision id.
  */
 async function requestParts(opts, add, payments) {
   const { randomUUID } = await import('node:crypto');
@@ -215,7 +215,7 @@ async function requestParts(opts, add, payments) {
     const stringify = fjs(routes.decisionResponseSchema ?? DECISION_RESPONSE_SCHEMA);
     part('response: decisionBody + fast-json-stringify', () => stringify(routes.decisionBody(result, id)));
   }
-  // The decision log line to /dev/null: through src/log.ts as main.ts writes it (synchronous), and
+  // The decision log line to /dev/null: through src/log.ts as src/service.ts writes it (synchronous), and
   // through pino's own destinations for comparison.
   const line = (logger) => logger.info({
     decision_id: id, tool: req.tool, decision: result.decision, rule: result.rule, policies: result.policies.map((p) => p.digest),

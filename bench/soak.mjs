@@ -1,4 +1,4 @@
-// A bounded soak of the real server process: `node dist/cli.js serve` with the
+// A bounded soak of the real server process: `node dist/main.js serve` with the
 // example policies (POLICY_ENV=prod), on the embedded PostgreSQL (or --database-url / DATABASE_URL),
 // driven at a steady open-loop rate with a realistic mix of /decide calls (allow, deny, abort,
 // require_approval, a schema refusal, a pii finding) plus full approval cycles (create → grant →
@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CLI = join(ROOT, 'dist', 'cli.js');
+const CLI = join(ROOT, 'dist', 'main.js');
 
 // ---- options -------------------------------------------------------------------------------------
 
@@ -51,7 +51,7 @@ const WARMUP_SECONDS = num('warmup', Math.min(10, Math.max(2, Math.round(SECONDS
 const DATABASE_URL = option('database-url', process.env.DATABASE_URL ?? '');
 
 if (!existsSync(CLI)) {
-  console.error('dist/cli.js is missing: run `npm run soak` (it builds first)');
+  console.error('dist/main.js is missing: run `npm run soak` (it builds first)');
   process.exit(2);
 }
 

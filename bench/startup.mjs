@@ -1,4 +1,4 @@
-// Start-up to ready without a database: a fresh `node` process that builds Gatehouse as main.ts does
+// Start-up to ready without a database: a fresh `node` process that builds Gatehouse as src/service.ts does
 // (pino, policies, metrics, JWT, routes) and listens. Times from the child's own clock
 // (performance.now(): milliseconds since the process started) at "imports done", "policies loaded",
 // "app ready" and "listening", and the parent's wall clock from spawn to the child's IPC message.

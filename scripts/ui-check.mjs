@@ -37,7 +37,7 @@ const base = `http://127.0.0.1:${PORT}`;
 const agent = signToken({ sub: 'agent-ui', team: 'support', agent: 'bot' });
 const approver = signToken({ sub: 'op-ui', team: 'ops', roles: ['approver'] });
 
-const srv = spawn(process.execPath, ['dist/cli.js', 'serve'], { cwd: ROOT, env: { ...process.env, PORT: String(PORT), JWT_SECRET: SECRET, DATA_DIR, POLICY_DIR, LOG_LEVEL: 'warn', DATABASE_URL: '' }, stdio: ['ignore', 'inherit', 'inherit'] });
+const srv = spawn(process.execPath, ['dist/main.js', 'serve'], { cwd: ROOT, env: { ...process.env, PORT: String(PORT), JWT_SECRET: SECRET, DATA_DIR, POLICY_DIR, LOG_LEVEL: 'warn', DATABASE_URL: '' }, stdio: ['ignore', 'inherit', 'inherit'] });
 const exited = new Promise((resolve) => srv.once('exit', resolve));
 const results = [];
 const check = (name, ok, extra = '') => { results.push({ name, ok }); console.log(`${ok ? 'PASS' : 'FAIL'} ${name} ${extra}`); };

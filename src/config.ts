@@ -36,7 +36,7 @@ export interface Config {
   readonly bodyLimit: number;
   readonly connections: ConnectionLimits;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-  /** LOG_FORMAT: JSON lines, or pino-pretty's readable lines; null when unset (main.ts: pretty on a terminal). */
+  /** LOG_FORMAT: JSON lines, or pino-pretty's readable lines; null when unset (src/service.ts: pretty on a terminal). */
   readonly logFormat: LogFormat | null;
   readonly logArgs: boolean;
   readonly databaseUrl: string | null;

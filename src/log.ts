@@ -1,4 +1,4 @@
-// The process logger, which carries the decision log (one line per decision, SPEC section 5).
+// The process logger, which carries the decision log (one line per decision, docs/spec.md section 5).
 //
 // Written synchronously: a line is on its file descriptor before the decision's answer is sent, so
 // the audit trail survives a crash, and a slow reader slows the service down instead of filling its
@@ -126,7 +126,7 @@ function sleep(ms: number): void {
 export interface LogOutput {
   /** JSON lines (the default), or pino-pretty's one readable line per entry. */
   readonly format?: LogFormat;
-  /** Pretty only: ANSI colours (main.ts: when stdout is a terminal and NO_COLOR is not set). */
+  /** Pretty only: ANSI colours (src/service.ts: when stdout is a terminal and NO_COLOR is not set). */
   readonly colorize?: boolean;
 }
 

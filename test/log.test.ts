@@ -183,7 +183,7 @@ test('pretty lines go through the same bounded sink: a stuck reader never blocks
   }
 });
 
-test('LOG_FORMAT is read by loadConfig: pretty, json, or unset (null: main.ts picks by the terminal); anything else is a problem', () => {
+test('LOG_FORMAT is read by loadConfig: pretty, json, or unset (null: the service picks by the terminal); anything else is a problem', () => {
   expect(loadConfig({}).logFormat).toBeNull();
   expect(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
   expect(loadConfig({ LOG_FORMAT: 'json' }).logFormat).toBe('json');

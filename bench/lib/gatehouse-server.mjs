@@ -1,8 +1,8 @@
-// Gatehouse as main.ts builds it, minus the parts /decide does not need: the decision log at info
-// level on stdout through src/log.ts (synchronous, as main.ts), prom-client default metrics on, the
+// Gatehouse as src/service.ts builds it, minus the parts /decide does not need: the decision log at info
+// level on stdout through src/log.ts (synchronous, as src/service.ts), prom-client default metrics on, the
 // example policies, HS256. With BENCH_DATABASE_URL the approval store is wired in too (approvals benchmark).
 // Run as a child process by the benchmarks: it reports {port, timings} over IPC when listening, and
-// closes on SIGTERM (flushing the log), like main.ts.
+// closes on SIGTERM (flushing the log), like src/service.ts.
 //
 // Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
 //      BENCH_LOG_LEVEL (info), BENCH_DATABASE_URL (unset: no database), BENCH_SECRET, BENCH_MAX_CONNECTIONS, BENCH_MAX_WAITS.
@@ -19,7 +19,7 @@ const tImported = performance.now();
 
 const env = process.env;
 // BENCH_LOG_DEST=async: pino.destination with sync: false (pino's own default for stdout: its buffer
-// is unbounded), flushed on shutdown. The default is what main.ts does (src/log.ts: synchronous).
+// is unbounded), flushed on shutdown. The default is what src/service.ts does (src/log.ts: synchronous).
 const asyncDest = env.BENCH_LOG_DEST === 'async' ? pino.destination({ dest: 1, sync: false }) : null;
 const logLevel = env.BENCH_LOG_LEVEL ?? 'info';
 const logger = asyncDest ? pino({ level: logLevel, base: { service: 'gatehouse' } }, asyncDest) : createLogger(logLevel);

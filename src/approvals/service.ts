@@ -23,7 +23,7 @@ export interface ApprovalServiceOptions {
   sweepMs?: number;
   /**
    * Whether the migrations have been applied. A service started while the database was down
-   * answers 503 until they are (main.ts keeps retrying them); tests start migrated.
+   * answers 503 until they are (src/service.ts keeps retrying them); tests start migrated.
    */
   schemaReady?: () => boolean;
 }

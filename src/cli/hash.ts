@@ -1,4 +1,4 @@
-// `gatehouse hash FILE.json|-` (SPEC section 6): the canonical form and the approval hash of a request.
+// `gatehouse hash FILE.json|-` (docs/spec.md section 6): the canonical form and the approval hash of a request.
 //
 // - A request as `/decide` takes it, `{tool, args, run}`: decided against the policies (`--policies
 //   DIR`, default ./policies, `--env`, and the caller `--user --team --agent --role`) exactly as the

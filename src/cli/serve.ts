@@ -1,4 +1,4 @@
-// `gatehouse serve`: the service (src/main.ts), loaded only once the arguments are known to be
+// `gatehouse serve`: the service (src/service.ts), loaded only once the arguments are known to be
 // right, so that `serve --help` or a typo starts nothing.
 import { defineCommand, parseCommand } from './args.js';
 import type { Io } from './io.js';
@@ -32,6 +32,6 @@ the policies or the start failed, and nothing is left running
 export async function runServe(argv: string[], io: Io): Promise<number> {
   const parsed = parseCommand(argv, SERVE, io);
   if (typeof parsed === 'number') return parsed;
-  const { serve } = await import('../main.js');
-  return serve(); // once the service has stopped, or could not start
+  const { serve } = await import('../service.js');
+  return serve(process.env); // once the service has stopped, or could not start
 }

@@ -1,5 +1,5 @@
 // The application: a Fastify instance with strict bodies, JWT identity and the routes, built from
-// its dependencies so tests drive it with inject() and main.ts owns the process around it.
+// its dependencies so tests drive it with inject() and src/service.ts owns the process around it.
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { ConnectionLimits } from '../config.js';

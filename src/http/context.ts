@@ -1,5 +1,5 @@
 // What every route works with, and the one operation on it that is not a route's: a reload, asked
-// for by POST /admin/reload or by SIGHUP (main.ts).
+// for by POST /admin/reload or by SIGHUP (src/service.ts).
 import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
 import type { LivePolicies } from '../policy/live.js';

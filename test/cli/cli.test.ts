@@ -3,7 +3,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { runCli } from '../../src/cli.js';
+import { runCli } from '../../src/main.js';
+import { EXAMPLE_POLICIES } from '../helpers/app.js';
 
 async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
@@ -20,23 +21,23 @@ function golden(name: string, actual: string): void {
 
 describe('gatehouse check', () => {
   it('summarises valid policies and exits 0', async () => {
-    const r = await run('check', 'policies', '--env', 'prod');
+    const r = await run('check', EXAMPLE_POLICIES, '--env', 'prod');
     expect(r.code).toBe(0);
     golden('check-valid.txt', r.out);
   });
 
   it('--tool refuses a name the service refuses (a ".." path segment, a space), exit 2', async () => {
     for (const tool of ['lookup_/../wipe_orders', 'a/.', 'lookup order']) {
-      const r = await run('check', 'policies', '--env', 'prod', '--tool', tool);
+      const r = await run('check', EXAMPLE_POLICIES, '--env', 'prod', '--tool', tool);
       expect(r.code, tool).toBe(2);
       expect(r.err).toMatch(/^--tool: not a tool name the service accepts/);
       expect(r.out).toBe('');
     }
-    expect((await run('check', 'policies', '--env', 'prod', '--tool', 'github.get_issue')).code).toBe(0);
+    expect((await run('check', EXAMPLE_POLICIES, '--env', 'prod', '--tool', 'github.get_issue')).code).toBe(0);
   });
 
   it('shows the effective rules for one caller and tool', async () => {
-    const r = await run('check', 'policies', '--env', 'prod', '--tool', 'refund', '--team', 'support');
+    const r = await run('check', EXAMPLE_POLICIES, '--env', 'prod', '--tool', 'refund', '--team', 'support');
     expect(r.code).toBe(0);
     golden('check-tool.txt', r.out);
   });
@@ -48,7 +49,7 @@ describe('gatehouse check', () => {
   });
 
   it('marks rules that depend on a caller it was not told', async () => {
-    const r = await run('check', 'policies', '--env', 'dev', '--tool', 'refund');
+    const r = await run('check', EXAMPLE_POLICIES, '--env', 'dev', '--tool', 'refund');
     expect(r.code).toBe(0);
     expect(r.out).toContain('only for teams [support]');
   });
@@ -63,9 +64,9 @@ describe('gatehouse check', () => {
   it('exits 2 when environments are declared and neither --env nor POLICY_ENV is given', async () => {
     vi.stubEnv('POLICY_ENV', '');
     try {
-      const r = await run('check', 'policies');
+      const r = await run('check', EXAMPLE_POLICIES);
       expect(r.code).toBe(2);
-      expect(r.err).toMatch(/policies\/payments\.yaml:\d+:\d+: environments: .*--env/);
+      expect(r.err).toMatch(/payments\/payments\.yaml:\d+:\d+: environments: .*--env/);
     } finally {
       vi.unstubAllEnvs();
     }
@@ -74,8 +75,8 @@ describe('gatehouse check', () => {
   it('reads POLICY_ENV as the service does when --env is not given (and --env wins)', async () => {
     vi.stubEnv('POLICY_ENV', 'prod');
     try {
-      expect(await run('check', 'policies')).toMatchObject({ code: 0, out: expect.stringMatching(/for environment prod\n$/) });
-      expect(await run('check', 'policies', '--env', 'dev')).toMatchObject({ code: 0, out: expect.stringMatching(/for environment dev\n$/) });
+      expect(await run('check', EXAMPLE_POLICIES)).toMatchObject({ code: 0, out: expect.stringMatching(/for environment prod\n$/) });
+      expect(await run('check', EXAMPLE_POLICIES, '--env', 'dev')).toMatchObject({ code: 0, out: expect.stringMatching(/for environment dev\n$/) });
     } finally {
       vi.unstubAllEnvs();
     }
@@ -84,7 +85,7 @@ describe('gatehouse check', () => {
 
 describe('gatehouse test', () => {
   it('passes the shipped examples', async () => {
-    const r = await run('test', 'policies');
+    const r = await run('test', EXAMPLE_POLICIES);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/^\d+ passed, 0 failed\n$/);
   });
@@ -151,7 +152,7 @@ describe('gatehouse hash', () => {
   });
 
   it('decides a request as /decide would and prints its approval hash: the same as the hand-written input', async () => {
-    const r = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', 'policies', '--env', 'prod', '--team', 'support');
+    const r = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', EXAMPLE_POLICIES, '--env', 'prod', '--team', 'support');
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
     // refund-support's approval shape (kind refund_over_cap, capability [order, amount], presentation

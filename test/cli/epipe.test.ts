@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { runCli } from '../../src/cli.js';
+import { runCli } from '../../src/main.js';
 import { CLI, ensureBuilt, ROOT, serverEnv } from '../reliability/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-epipe-'));
@@ -28,7 +28,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
- * `node dist/cli.js ARGV | head -1` in bash: a real pipe, as a shell makes it (a child's stdout that
+ * `node dist/main.js ARGV | head -1` in bash: a real pipe, as a shell makes it (a child's stdout that
  * Node's spawn() makes is a socket pair, whose larger buffers would take the whole output before the
  * reader leaves). The command's own exit code is read from PIPESTATUS, its stderr kept apart.
  */

@@ -1,7 +1,7 @@
 // `gatehouse serve` (what npm start runs) says what is up, on stderr: the URL, /ui, /openapi.yaml and
 // the server's own PID (a SIGHUP sent to it reloads the policies), and in development the two
 // tokens, a curl to try and `gatehouse token --help`. stdout stays the log: JSON lines unless
-// LOG_FORMAT=pretty, or by default when stdout is a terminal. Real processes (node dist/cli.js serve)
+// LOG_FORMAT=pretty, or by default when stdout is a terminal. Real processes (node dist/main.js serve)
 // on a test database; every wait is bounded.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -1,12 +1,13 @@
 // Every command reads its arguments the same way (src/cli/args.ts): --help/-h prints the usage on
 // stdout and exits 0; an unknown command or option, a missing value or argument, an extra argument
 // prints the usage on stderr and exits 2, never 1 (a failing test), so that CI can tell a typo from
-// a red test. --version prints package.json's version. In-process, then through dist/cli.js for the
+// a red test. --version prints package.json's version. In-process, then through dist/main.js for the
 // exit codes and streams as a shell sees them, and `serve --help`, which must start nothing.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli.js';
+import { runCli } from '../../src/main.js';
+import { EXAMPLE_POLICIES } from '../helpers/app.js';
 import { CLI, ensureBuilt, ROOT, serverEnv } from '../reliability/helpers.js';
 
 async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -71,8 +72,8 @@ describe('usage errors: the usage and the problem on stderr, exit 2', () => {
     [['--frobnicate'], /^usage: gatehouse <command>/, /\ngatehouse: unknown option '--frobnicate'\n$/],
     [['help', 'frobnicate'], /^usage: gatehouse <command>/, /\ngatehouse help: unknown command 'frobnicate'\n$/],
     [['check', '--bogus'], /^usage: gatehouse check /, /\ngatehouse check: unknown option '--bogus'\n$/],
-    [['check', 'policies', '--env'], /^usage: gatehouse check /, /\ngatehouse check: option '--env <value>' argument missing\n$/],
-    [['check', 'policies', 'more'], /^usage: gatehouse check /, /\ngatehouse check: unexpected argument 'more'\n$/],
+    [['check', EXAMPLE_POLICIES, '--env'], /^usage: gatehouse check /, /\ngatehouse check: option '--env <value>' argument missing\n$/],
+    [['check', EXAMPLE_POLICIES, 'more'], /^usage: gatehouse check /, /\ngatehouse check: unexpected argument 'more'\n$/],
     [['test', '--bogus'], /^usage: gatehouse test /, /\ngatehouse test: unknown option '--bogus'\n$/],
     [['test', 'a', 'b'], /^usage: gatehouse test /, /\ngatehouse test: unexpected argument 'b'\n$/],
     [['hash'], /^usage: gatehouse hash /, /\ngatehouse hash: missing FILE\.json \(or - for standard input\)\n$/],
@@ -112,14 +113,14 @@ function cli(argv: string[], env: Record<string, string> = {}): Promise<Exited> 
   });
 }
 
-describe('as a shell sees it (dist/cli.js)', () => {
+describe('as a shell sees it (dist/main.js)', () => {
   beforeAll(ensureBuilt, 180_000);
 
   it('exit 0 with usage on stdout for --help; exit 2 (not 1) for a typo; 1 stays a failing test', async () => {
     const help = await cli(['check', '--help']);
     expect(help).toMatchObject({ code: 0, stderr: '' });
     expect(help.stdout).toMatch(/^usage: gatehouse check /);
-    const typo = await cli(['check', 'policies', '--evn', 'prod']);
+    const typo = await cli(['check', EXAMPLE_POLICIES, '--evn', 'prod']);
     expect(typo.code).toBe(2);
     expect(typo.stdout).toBe('');
     expect(typo.stderr).toMatch(/gatehouse check: unknown option '--evn'\n$/);

@@ -42,7 +42,7 @@ describe('a checkout inside a private (0700) directory', () => {
 
   test('a data directory inside it: the cluster starts, and starts again on the same data', async () => {
     expect((await stat(privateDir)).mode & 0o777).toBe(0o700);
-    const dataDir = join(privateDir, '.data', 'pg'); // as main.ts places it under DATA_DIR
+    const dataDir = join(privateDir, '.data', 'pg'); // as the service places it under DATA_DIR
     const first = await startEmbeddedPostgres({ dataDir, initdbFlags: ['--no-sync'], rootBaseDir: base });
     await query(first.url, 'create table kept (x int)');
     await first.stop();

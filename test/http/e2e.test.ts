@@ -1,4 +1,4 @@
-// End to end: the real process (`node dist/cli.js serve`) on a real port, in development mode (no JWT
+// End to end: the real process (`node dist/main.js serve`) on a real port, in development mode (no JWT
 // key, so its banner on stderr gives tokens), on a fresh test database. One approval loop over fetch, then SIGTERM: the
 // process finishes, logs "stopped" and exits 0. Every wait is bounded.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -12,7 +12,7 @@ import { signJwt } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = join(ROOT, 'dist', 'cli.js');
+const CLI = join(ROOT, 'dist', 'main.js');
 
 async function newestMtime(dir: string): Promise<number> {
   let newest = 0;
@@ -33,7 +33,7 @@ async function ensureBuilt(): Promise<void> {
   });
   // tsc emits even with type errors (someone else's, mid-edit); what this test needs is a fresh dist.
   const after = await stat(CLI).then((s) => s.mtimeMs, () => 0);
-  if (after <= built) throw new Error(`npm run build did not produce dist/cli.js:\n${result.output}`);
+  if (after <= built) throw new Error(`npm run build did not produce dist/main.js:\n${result.output}`);
 }
 
 function freePort(): Promise<number> {

@@ -1,4 +1,4 @@
-// The process (`node dist/cli.js serve`) with a provider key:
+// The process (`node dist/main.js serve`) with a provider key:
 // - production with JWT_JWKS_URL or JWT_PUBLIC_KEY and no JWT_AUDIENCE / JWT_ISSUER refuses to start
 //   (exit 2), naming what is missing;
 // - with JWT_JWKS_URL it serves before the JWKS answers: tokens 503 and /readyz not ready, the fetch

@@ -1,4 +1,4 @@
-// The process around the app (src/main.ts), on real processes (`node dist/cli.js serve`):
+// The process around the app (src/service.ts), on real processes (`node dist/main.js serve`):
 // - a start that fails after the database is open (the port is taken) exits 2 after closing what it
 //   opened, the embedded PostgreSQL it started included: no orphan server is left behind;
 // - a SIGTERM during start-up stops the start, closes what it opened and exits 0;
@@ -22,7 +22,7 @@ interface Started {
   exited(ms: number): Promise<number | null>;
 }
 
-/** `node dist/cli.js serve`, without waiting for it to serve. */
+/** `node dist/main.js serve`, without waiting for it to serve. */
 function spawnServe(env: Record<string, string>): Started {
   const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: serverEnv({ HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -139,7 +139,7 @@ describe('start-up', () => {
   }, 60_000);
 });
 
-describe('the environment sets the connection limits and the policy reader roles (main.ts → the app)', () => {
+describe('the environment sets the connection limits and the policy reader roles (the service → the app)', () => {
   let s: ServerProcess;
   beforeAll(async () => {
     s = await startServer({

@@ -285,7 +285,7 @@ export function expectPrototypeClean(): void {
 // ---- real server processes and policy directories (process, db-faults, policy-load suites) ------
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const CLI = join(ROOT, 'dist', 'cli.js');
+export const CLI = join(ROOT, 'dist', 'main.js');
 
 async function newestMtimeUnder(dir: string): Promise<number> {
   let newest = 0;
@@ -305,7 +305,7 @@ export async function ensureBuilt(): Promise<void> {
   });
   // tsc emits even with type errors in files others are editing; what matters is a fresh dist.
   const after = await stat(CLI).then((s) => s.mtimeMs, () => 0);
-  if (after <= built) throw new Error(`npm run build did not produce dist/cli.js:\n${output}`);
+  if (after <= built) throw new Error(`npm run build did not produce dist/main.js:\n${output}`);
 }
 
 /** A TCP port nothing listens on right now (127.0.0.1). */
@@ -350,7 +350,7 @@ export function serverEnv(env: Record<string, string>): Record<string, string> {
 }
 
 /**
- * `node dist/cli.js serve` with this environment (PORT is picked when absent); resolves once it logs
+ * `node dist/main.js serve` with this environment (PORT is picked when absent); resolves once it logs
  * "gatehouse is serving", rejects if it exits first or takes longer than startMs.
  */
 export async function startServer(env: Record<string, string>, startMs = 30_000): Promise<ServerProcess> {

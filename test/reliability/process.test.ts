@@ -1,5 +1,5 @@
 // Process faults, on real server processes
-// (`node dist/cli.js serve`) with an explicit JWT_SECRET and a fresh test database:
+// (`node dist/main.js serve`) with an explicit JWT_SECRET and a fresh test database:
 // - the database down at boot: serve() refuses to start (exit 2, never listening);
 // - SIGTERM under load: every answer that arrives is complete and valid, no grant that answered
 //   200 is lost, new connections are refused once closing, exit 0; a long-poll does not hold it up;

@@ -1,0 +1,132 @@
+// The layers the code promises, checked on its imports (README "Layout"): the pure core imports
+// nothing around it, the store never reaches up into HTTP or the CLI, nothing imports the process
+// entry point, only the configuration, the entry point and the CLI read the environment, and no
+// two modules of src/ import each other, however indirectly. Also: no test reads the example
+// policies/, which are the users' to change.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+function filesUnder(dir: string, ext: RegExp): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(join(ROOT, dir))) {
+    const path = join(dir, name);
+    if (statSync(join(ROOT, path)).isDirectory()) out.push(...filesUnder(path, ext));
+    else if (ext.test(name)) out.push(path);
+  }
+  return out.sort();
+}
+
+// Import specifiers of a module: static imports and re-exports (type-only ones too: a cycle of types
+// is still two modules that cannot be read apart), and import() of a literal.
+const STATIC = /^\s*(?:import|export)\s[^;]*?\sfrom\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]/gm;
+const DYNAMIC = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const specs = [...text.matchAll(STATIC)].map((m) => m[1] ?? m[2] ?? '').concat([...text.matchAll(DYNAMIC)].map((m) => m[1] ?? ''));
+  return specs
+    .filter((s) => s.startsWith('.'))
+    .map((s) => relative(ROOT, resolve(ROOT, dirname(file), s)).replace(/\.js$/, '.ts'));
+}
+
+const SRC = filesUnder('src', /\.ts$/);
+const GRAPH = new Map(SRC.map((f) => [f, importsOf(f)]));
+
+/** Each rule: modules under `from` may import, of ours, only what is under `only` (when given) and nothing under `never`. */
+const RULES: { from: string; only?: string[]; never?: string[]; why: string }[] = [
+  { from: 'src/json/', only: ['src/json/'], why: 'strict JSON and the canonical form are the innermost core' },
+  { from: 'src/policy/', only: ['src/policy/', 'src/json/'], why: 'the policy core is pure: no HTTP, database, logging or process' },
+  { from: 'src/approvals/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts'], why: 'the store and waits know no HTTP' },
+  { from: 'src/db/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/'], why: 'the database layer is below the store' },
+  { from: 'src/http/routes/', never: ['src/http/routes/', 'src/http/app.ts'], why: 'routes share code through modules, never each other or the app' },
+];
+
+describe('the layers of src/', () => {
+  it('reads every module and resolves every relative import to a file', () => {
+    expect(SRC.length).toBeGreaterThan(40);
+    for (const [file, imports] of GRAPH) for (const target of imports) expect(GRAPH.has(target), `${file} -> ${target}`).toBe(true);
+  });
+
+  for (const rule of RULES) {
+    it(`${rule.from}: ${rule.why}`, () => {
+      const broken: string[] = [];
+      for (const [file, imports] of GRAPH) {
+        if (!file.startsWith(rule.from)) continue;
+        for (const target of imports) {
+          const sameRoute = rule.from === 'src/http/routes/' && target === file;
+          if (rule.only && !rule.only.some((p) => target.startsWith(p))) broken.push(`${file} -> ${target}`);
+          if (rule.never?.some((p) => target.startsWith(p)) && !sameRoute) broken.push(`${file} -> ${target}`);
+        }
+      }
+      expect(broken).toEqual([]);
+    });
+  }
+
+  it('nothing imports the process entry point (src/main.ts)', () => {
+    const importers = [...GRAPH].filter(([, imports]) => imports.includes('src/main.ts')).map(([file]) => file);
+    expect(importers).toEqual([]);
+  });
+
+  it('only the configuration, the entry point and the CLI read process.env', () => {
+    const readers = SRC.filter((f) => /\bprocess\.env\b/.test(readFileSync(join(ROOT, f), 'utf8')));
+    expect(readers.filter((f) => f !== 'src/config.ts' && f !== 'src/main.ts' && !f.startsWith('src/cli'))).toEqual([]);
+  });
+
+  it('has no import cycle, direct or indirect', () => {
+    expect(cycles(GRAPH)).toEqual([]);
+  });
+});
+
+describe('the example policies belong to the users', () => {
+  // The ways a test names that directory as a path: `policies/…`, `./policies`, or `policies` as a
+  // call's first argument (cp('policies', …), loadPolicies('policies')) or a CLI run's (check, test,
+  // --policies).
+  const NAMES_THE_DIRECTORY = /['"`](?:\.\/)?policies\/|['"`]\.\/policies['"`]|\(\s*['"`]policies['"`]|['"`](?:check|test|--policies)['"`],\s*['"`]policies['"`]/;
+  // config.test.ts asserts the documented default of POLICY_DIR, './policies', and reads nothing.
+  const ALLOWED = new Set(['test/config.test.ts', 'test/house.test.ts']);
+
+  it('no test reads policies/ (tests use fixtures of their own)', () => {
+    const readers = filesUnder('test', /\.(ts|mjs)$/).filter((f) => !ALLOWED.has(f) && NAMES_THE_DIRECTORY.test(readFileSync(join(ROOT, f), 'utf8')));
+    expect(readers).toEqual([]);
+  });
+});
+
+/** The strongly connected components of more than one module (Tarjan), each as its sorted files. */
+function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v)!, index.get(w)!));
+      }
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) out.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return out;
+}
