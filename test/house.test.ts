@@ -1,4 +1,4 @@
-// The layers the code promises, checked on its imports (README "Layout"): the pure core imports
+// The layers the code promises, checked on its imports (docs/design.md "Code layout"): the pure core imports
 // nothing around it, the store never reaches up into HTTP or the CLI, nothing imports the process
 // entry point, only the configuration, the entry point and the CLI read the environment, and no
 // two modules of src/ import each other, however indirectly. Also: no test reads the example

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runCli } from '../../src/main.js';
-import { CLI, ensureBuilt, ROOT, serverEnv } from '../reliability/helpers.js';
+import { CLI, ensureBuilt, ROOT, serverEnv } from '../helpers/process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-epipe-'));
 const rulesDir = join(dir, 'rules');

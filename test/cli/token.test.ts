@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runToken } from '../../src/cli/token.js';
 import { developmentSecret } from '../../src/dev-secret.js';
 import { bearer, createTestApp, post, SECRET, type TestApp } from '../helpers/app.js';
-import { CLI, ensureBuilt, ROOT, serverEnv } from '../reliability/helpers.js';
+import { CLI, ensureBuilt, ROOT, serverEnv } from '../helpers/process.js';
 
 type Env = Record<string, string | undefined>;
 

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/main.js';
 import { EXAMPLE_POLICIES } from '../helpers/app.js';
-import { CLI, ensureBuilt, ROOT, serverEnv } from '../reliability/helpers.js';
+import { CLI, ensureBuilt, ROOT, serverEnv } from '../helpers/process.js';
 
 async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';

@@ -13,7 +13,7 @@ import { createSql } from '../../src/db/connect.js';
 import type { SqlOptions } from '../../src/db/connect.js';
 import { startEmbeddedPostgres } from '../../src/db/embedded.js';
 import { migrate } from '../../src/db/migrate.js';
-import { childPids, kill9 } from './procs.js';
+import { childPids, kill9 } from './process.js';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 

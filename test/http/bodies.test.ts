@@ -4,7 +4,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { agentToken, approverToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
-import { listenLoopback, rawHttp, rawPost, type RawResponse } from '../reliability/helpers.js';
+import { listenLoopback, rawHttp, rawPost, type RawResponse } from '../helpers/http.js';
 
 /** A distinctive value: it must never come back in an error body. */
 const CANARY = 'CANARY-5e1f-do-not-echo';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { headerCount } from '../../src/http/headers.js';
 import { adminToken, agentToken, approverToken, bearer, createTestApp, post, readerToken, token, type TestApp } from '../helpers/app.js';
-import { listenLoopback, rawHttp } from '../reliability/helpers.js';
+import { listenLoopback, rawHttp } from '../helpers/http.js';
 
 const REFUND = { tool: 'refund', args: { order: 'H1', amount: 120, note: 'ARG-VALUE-7' } };
 let t: TestApp;

@@ -9,7 +9,8 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createJwksKeys, keySetOf, type JwksKeys, type JwksOptions } from '../../src/http/jwks.js';
 import { createTestApp, post, type TestApp } from '../helpers/app.js';
 import { signingKey, signWith, startJwksServer, until, type JwksServer, type SigningKey } from '../helpers/jwks.js';
-import { forgeJwt, signRawJwt, startCountingServer } from '../reliability/helpers.js';
+import { startCountingServer } from '../helpers/http.js';
+import { forgeJwt, signRawJwt } from '../helpers/jwt.js';
 
 const LOOKUP = { tool: 'lookup_order', args: { order: 'A1' } };
 const b64 = (o: unknown): string => Buffer.from(typeof o === 'string' ? o : JSON.stringify(o)).toString('base64url');

@@ -8,7 +8,7 @@
 // it does not measure speed.
 import { execFileSync } from 'node:child_process';
 import type { Reporter, TestCase, TestModule } from 'vitest/node';
-import { childPids, kill9 } from '../helpers/procs.js';
+import { childPids, kill9 } from '../helpers/process.js';
 
 const STALL_MS = 4 * 60_000;
 const CHECK_EVERY_MS = 10_000;

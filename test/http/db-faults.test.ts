@@ -14,7 +14,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSql, type SqlOptions } from '../../src/db/connect.js';
 import { agentToken, approverToken, bearer, createTestApp, post, type TestApp } from '../helpers/app.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../helpers/db.js';
-import { eventually, expectProblemJson, policyDir } from './helpers.js';
+import { expectProblemJson } from '../helpers/http.js';
+import { eventually, policyDir } from '../helpers/process.js';
 
 const POLICY = `policy: faults
 version: "1"

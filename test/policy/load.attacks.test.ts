@@ -14,7 +14,7 @@ import { compileGlob, GlobError } from '../../src/policy/glob.js';
 import { createLivePolicies } from '../../src/policy/live.js';
 import { buildPolicySet, loadPolicies } from '../../src/policy/load.js';
 import type { Identity, PolicySet } from '../../src/policy/model.js';
-import { expectPrototypeClean } from './helpers.js';
+import { expectPrototypeClean } from '../helpers/http.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const WHO: Identity = { user: 'u1', team: 'support', agent: 'bot', roles: [] };

@@ -7,9 +7,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { agentToken, approverToken, bearer, createTestApp, type TestApp } from '../helpers/app.js';
-import {
-  expectProblemJson, expectPrototypeClean, listenLoopback, rawHttp, rawPost, type RawOptions, type RawResult,
-} from './helpers.js';
+import { expectProblemJson, expectPrototypeClean, listenLoopback, rawHttp, rawPost, type RawOptions, type RawResult } from '../helpers/http.js';
 
 /** The body limit of the app under test: raised so that 50,000 keys fit. */
 const BODY_LIMIT = 4 * 1024 * 1024;

@@ -5,10 +5,8 @@
 import { createSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SECRET, bearer, createTestApp, keyPairs, post, type TestApp } from '../helpers/app.js';
-import {
-  b64url, claimSet, expectPrototypeClean, expectUnauthorized, forgeJwt, jwsSignature, listenLoopback, nowSec, rawHttp,
-  rawPost, signRawJwt, startCountingServer, type AnyResponse, type CountingServer,
-} from './helpers.js';
+import { expectPrototypeClean, expectUnauthorized, listenLoopback, rawHttp, rawPost, startCountingServer, type AnyResponse, type CountingServer } from '../helpers/http.js';
+import { b64url, claimSet, forgeJwt, jwsSignature, nowSec, signRawJwt } from '../helpers/jwt.js';
 
 const LOOKUP = { tool: 'lookup_order', args: { order: 'A1' } };
 const keys = keyPairs();

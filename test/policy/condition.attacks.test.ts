@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
 import { compileCondition, ConditionError, type CompiledCondition } from '../../src/policy/condition/compile.js';
-import { ROOT } from './helpers.js';
+import { ROOT } from '../helpers/process.js';
 
 const U = 'undecidable' as const;
 type Truth = true | false | typeof U;

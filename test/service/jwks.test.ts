@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { signingKey, signWith, startJwksServer, type JwksServer, type SigningKey } from '../helpers/jwks.js';
-import { callJson, CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../reliability/helpers.js';
+import { callJson, CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../helpers/process.js';
 
 let db: TestDatabase;
 let dataDir: string;

@@ -1,52 +1,14 @@
 // End to end: the real process (`node dist/main.js serve`) on a real port, in development mode (no JWT
 // key, so its banner on stderr gives tokens), on a fresh test database. One approval loop over fetch, then SIGTERM: the
 // process finishes, logs "stopped" and exits 0. Every wait is bounded.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { signJwt } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = join(ROOT, 'dist', 'main.js');
-
-async function newestMtime(dir: string): Promise<number> {
-  let newest = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? await newestMtime(path) : (await stat(path)).mtimeMs);
-  }
-  return newest;
-}
-
-async function ensureBuilt(): Promise<void> {
-  const built = await stat(CLI).then((s) => s.mtimeMs, () => 0);
-  if (built > (await newestMtime(join(ROOT, 'src')))) return;
-  const result = await new Promise<{ code: number; output: string }>((resolve) => {
-    execFile('npm', ['run', 'build'], { cwd: ROOT, timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? 1 : 0, output: `${stdout}${stderr}` });
-    });
-  });
-  // tsc emits even with type errors (someone else's, mid-edit); what this test needs is a fresh dist.
-  const after = await stat(CLI).then((s) => s.mtimeMs, () => 0);
-  if (after <= built) throw new Error(`npm run build did not produce dist/main.js:\n${result.output}`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { CLI, ensureBuilt, freeTcpPort, ROOT } from '../helpers/process.js';
 
 /** Resolves with the output so far once `test` holds; rejects on exit or after ms. */
 function waitForOutput(child: ChildProcess, read: () => string, test: (out: string) => boolean, ms: number, what: string): Promise<string> {
@@ -103,7 +65,7 @@ afterAll(async () => {
 });
 
 it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', async () => {
-  const port = await freePort();
+  const port = await freeTcpPort();
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !/^(JWT_|DATABASE_URL$|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|BODY_LIMIT$)/.test(k)) env[k] = v;

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentToken, SECRET } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../reliability/helpers.js';
+import { CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../helpers/process.js';
 
 interface Started {
   proc: ChildProcess;

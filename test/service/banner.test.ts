@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SECRET } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { callJson, CLI, ensureBuilt, eventually, freeTcpPort, ROOT, serverEnv, startServer, type ServerProcess } from '../reliability/helpers.js';
+import { callJson, CLI, ensureBuilt, eventually, freeTcpPort, ROOT, serverEnv, startServer, type ServerProcess } from '../helpers/process.js';
 
 let db: TestDatabase;
 let dataDir: string;

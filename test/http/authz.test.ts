@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { approverToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
-import { expectProblemJson, expectPrototypeClean } from './helpers.js';
+import { expectProblemJson, expectPrototypeClean } from '../helpers/http.js';
 
 interface ApprovalBody {
   id: string;

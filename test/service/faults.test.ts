@@ -17,9 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildPolicySet } from '../../src/policy/load.js';
 import { agentToken, approverToken, SECRET } from '../helpers/app.js';
 import { createTestDatabase, startPrivatePostgres, type TestDatabase } from '../helpers/db.js';
-import {
-  callJson, CLI, ensureBuilt, eventually, freeTcpPort, policyDir, ROOT, serverEnv, startServer, type JsonResponse, type ServerProcess,
-} from './helpers.js';
+import { callJson, CLI, ensureBuilt, eventually, freeTcpPort, policyDir, ROOT, serverEnv, startServer, type JsonResponse, type ServerProcess } from '../helpers/process.js';
 
 const POLICY = `policy: process
 version: "1"
