@@ -18,7 +18,7 @@ import { decide } from '../dist/policy/decide.js';
 import { loadPolicies } from '../dist/policy/load.js';
 import { IDENTITY, signToken } from './lib/bodies.mjs';
 import { BENCH_DIR, ROOT_DIR, cpuDelta, cpuSnapshot, sleep, startServer } from './lib/procs.mjs';
-import { fmt, fmtInt, parseArgs, quantile, median, table, targetsTable } from './lib/stats.mjs';
+import { fmt, parseArgs, quantile, median, table, targetsTable } from './lib/stats.mjs';
 
 export const TARGETS = { cyclesPerSec: 500 };
 
@@ -86,7 +86,13 @@ export async function runApprovals({ quick = false, http = true, log = console.l
       const req = { tool: 'refund', args: { order: `A-${salt}-${n}`, amount: 500, note: 'damaged parcel' } };
       const decision = decide(policies, req, IDENTITY);
       const { approval } = await store.create({
-        descriptor: decision.approval, tool: req.tool, args: req.args, reason: decision.reason, rule: decision.rule, requester, policies: decision.policies,
+        descriptor: decision.approval,
+        tool: req.tool,
+        args: req.args,
+        reason: decision.reason,
+        rule: decision.rule,
+        requester,
+        policies: decision.policies,
       });
       const granted = await store.grant(approval.id, approver, null);
       if (!granted.ok) throw new Error(`grant: ${granted.error}`);
@@ -100,7 +106,9 @@ export async function runApprovals({ quick = false, http = true, log = console.l
       salt++;
       const r = await drive(cycle, { concurrency, seconds, dataDir });
       result.store.push({ setting: 'defaults', ...r });
-      log(`store, ${concurrency} in flight: ${fmt(r.cyclesPerSec, 0)} cycles/s (p50 ${fmt(r.p50Ms, 1)} ms, p99 ${fmt(r.p99Ms, 1)} ms per cycle, ${r.failures} failed; CPU per cycle: store caller ${fmt(r.cpuMsPerCycle.bench, 2)} ms, PostgreSQL ${fmt(r.cpuMsPerCycle.postgres, 2)} ms)`);
+      log(
+        `store, ${concurrency} in flight: ${fmt(r.cyclesPerSec, 0)} cycles/s (p50 ${fmt(r.p50Ms, 1)} ms, p99 ${fmt(r.p99Ms, 1)} ms per cycle, ${r.failures} failed; CPU per cycle: store caller ${fmt(r.cpuMsPerCycle.bench, 2)} ms, PostgreSQL ${fmt(r.cpuMsPerCycle.postgres, 2)} ms)`,
+      );
     }
     // What the WAL flush at each commit costs: the same with synchronous_commit=off (not a recommendation).
     if (!quick) {
@@ -140,7 +148,9 @@ export async function runApprovals({ quick = false, http = true, log = console.l
         salt++;
         const r = await drive(httpCycle, { concurrency, seconds, dataDir, otherPids: [server.pid] });
         result.http.push({ setting: 'defaults', ...r });
-        log(`HTTP, ${concurrency} in flight: ${fmt(r.cyclesPerSec, 0)} cycles/s (p50 ${fmt(r.p50Ms, 1)} ms, p99 ${fmt(r.p99Ms, 1)} ms per cycle, ${r.failures} failed; CPU per cycle: client ${fmt(r.cpuMsPerCycle.bench, 2)} ms, server ${fmt(r.cpuMsPerCycle.server, 2)} ms, PostgreSQL ${fmt(r.cpuMsPerCycle.postgres, 2)} ms)`);
+        log(
+          `HTTP, ${concurrency} in flight: ${fmt(r.cyclesPerSec, 0)} cycles/s (p50 ${fmt(r.p50Ms, 1)} ms, p99 ${fmt(r.p99Ms, 1)} ms per cycle, ${r.failures} failed; CPU per cycle: client ${fmt(r.cpuMsPerCycle.bench, 2)} ms, server ${fmt(r.cpuMsPerCycle.server, 2)} ms, PostgreSQL ${fmt(r.cpuMsPerCycle.postgres, 2)} ms)`,
+        );
       }
     }
   } finally {
@@ -151,7 +161,11 @@ export async function runApprovals({ quick = false, http = true, log = console.l
   }
   const best = Math.max(...result.store.filter((r) => r.setting === 'defaults').map((r) => r.cyclesPerSec));
   result.checks = [
-    { target: `create → grant → redeem ≥ ${TARGETS.cyclesPerSec} cycles/s (store, embedded PostgreSQL, default settings)`, value: `${fmt(best, 0)} cycles/s`, met: best >= TARGETS.cyclesPerSec },
+    {
+      target: `create → grant → redeem ≥ ${TARGETS.cyclesPerSec} cycles/s (store, embedded PostgreSQL, default settings)`,
+      value: `${fmt(best, 0)} cycles/s`,
+      met: best >= TARGETS.cyclesPerSec,
+    },
   ];
   if (result.http.length > 0) {
     const h = Math.max(...result.http.map((r) => r.cyclesPerSec));
@@ -161,11 +175,19 @@ export async function runApprovals({ quick = false, http = true, log = console.l
 }
 
 export function printApprovals(result, print = console.log) {
-  print(`\nApprovals: create → grant → consume on the embedded PostgreSQL ${result.server?.version ?? ''} (fsync ${result.server?.fsync}, synchronous_commit ${result.server?.synchronous_commit}), ${result.seconds} s per row, pool of 10`);
+  print(
+    `\nApprovals: create → grant → consume on the embedded PostgreSQL ${result.server?.version ?? ''} (fsync ${result.server?.fsync}, synchronous_commit ${result.server?.synchronous_commit}), ${result.seconds} s per row, pool of 10`,
+  );
   const cpu = (r) => [fmt(r.cpuMsPerCycle?.bench, 2), r.cpuMsPerCycle?.server > 0 ? fmt(r.cpuMsPerCycle.server, 2) : '', fmt(r.cpuMsPerCycle?.postgres, 2)];
-  print(table(['path', 'server setting', 'in flight', 'cycles/s', 'p50 ms/cycle', 'p99 ms/cycle', 'failed', 'CPU ms/cycle: caller', 'Gatehouse', 'PostgreSQL'],
-    [...result.store.map((r) => ['store', r.setting, r.concurrency, fmt(r.cyclesPerSec, 0), fmt(r.p50Ms, 1), fmt(r.p99Ms, 1), r.failures, ...cpu(r)]),
-      ...result.http.map((r) => ['HTTP', r.setting, r.concurrency, fmt(r.cyclesPerSec, 0), fmt(r.p50Ms, 1), fmt(r.p99Ms, 1), r.failures, ...cpu(r)])]));
+  print(
+    table(
+      ['path', 'server setting', 'in flight', 'cycles/s', 'p50 ms/cycle', 'p99 ms/cycle', 'failed', 'CPU ms/cycle: caller', 'Gatehouse', 'PostgreSQL'],
+      [
+        ...result.store.map((r) => ['store', r.setting, r.concurrency, fmt(r.cyclesPerSec, 0), fmt(r.p50Ms, 1), fmt(r.p99Ms, 1), r.failures, ...cpu(r)]),
+        ...result.http.map((r) => ['HTTP', r.setting, r.concurrency, fmt(r.cyclesPerSec, 0), fmt(r.p50Ms, 1), fmt(r.p99Ms, 1), r.failures, ...cpu(r)]),
+      ],
+    ),
+  );
   print('\nTargets');
   print(targetsTable(result.checks));
 }

@@ -44,24 +44,49 @@ export async function runAttack({ quick = false } = {}) {
   await migrate(sql, join(ROOT_DIR, 'migrations'));
   const server = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), {
     // 2,000 waits need MAX_WAITS and MAX_CONNECTIONS above their defaults (512, 1024).
-    env: { BENCH_DATABASE_URL: pg.url, BENCH_POLICY_DIR: policyDir, BENCH_POLICY_ENV: '', BENCH_LOG_LEVEL: 'warn', BENCH_MAX_WAITS: '2000', BENCH_MAX_CONNECTIONS: '4096' },
+    env: {
+      BENCH_DATABASE_URL: pg.url,
+      BENCH_POLICY_DIR: policyDir,
+      BENCH_POLICY_ENV: '',
+      BENCH_LOG_LEVEL: 'warn',
+      BENCH_MAX_WAITS: '2000',
+      BENCH_MAX_CONNECTIONS: '4096',
+    },
   });
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   const call = (method, path, token, body) => http(server.port, agent, method, path, token, body);
   const result = { rate, seconds, phases: {} };
   try {
-    const victim = () => runLoad(join(BENCH_DIR, 'lib/fixed-rate.mjs'), {
-      host: '127.0.0.1', port: server.port, path: '/decide', body: VICTIM_BODY,
-      headers: { authorization: `Bearer ${signToken({ sub: 'victim' })}`, 'content-type': 'application/json' },
-      connections: 16, rate, duration: seconds, warmup: 1,
-    });
+    const victim = () =>
+      runLoad(join(BENCH_DIR, 'lib/fixed-rate.mjs'), {
+        host: '127.0.0.1',
+        port: server.port,
+        path: '/decide',
+        body: VICTIM_BODY,
+        headers: { authorization: `Bearer ${signToken({ sub: 'victim' })}`, 'content-type': 'application/json' },
+        connections: 16,
+        rate,
+        duration: seconds,
+        warmup: 1,
+      });
     const measure = async (name, during) => {
       const sampler = sampleRss(server.pid, 100);
       const before = memoryOf(server.pid).rssMB;
       const [load] = await Promise.all([victim(), during?.()]);
       const peak = sampler.stop();
-      result.phases[name] = { p50: load.latencyMs.p50, p99: load.latencyMs.p99, max: load.latencyMs.max, answered: load.completed, sent: load.sent, rssBeforeMB: before, rssPeakMB: peak, statuses: load.statuses };
-      log(`${name}: victim /decide p50 ${fmt(load.latencyMs.p50, 2)} ms, p99 ${fmt(load.latencyMs.p99, 2)} ms, max ${fmt(load.latencyMs.max, 1)} ms (${fmtInt(load.completed)} of ${fmtInt(load.sent)}); Gatehouse RSS ${fmt(before, 0)} → peak ${fmt(peak, 0)} MB`);
+      result.phases[name] = {
+        p50: load.latencyMs.p50,
+        p99: load.latencyMs.p99,
+        max: load.latencyMs.max,
+        answered: load.completed,
+        sent: load.sent,
+        rssBeforeMB: before,
+        rssPeakMB: peak,
+        statuses: load.statuses,
+      };
+      log(
+        `${name}: victim /decide p50 ${fmt(load.latencyMs.p50, 2)} ms, p99 ${fmt(load.latencyMs.p99, 2)} ms, max ${fmt(load.latencyMs.max, 1)} ms (${fmtInt(load.completed)} of ${fmtInt(load.sent)}); Gatehouse RSS ${fmt(before, 0)} → peak ${fmt(peak, 0)} MB`,
+      );
     };
 
     await measure('baseline');
@@ -129,9 +154,16 @@ export async function runAttack({ quick = false } = {}) {
     const cpu0 = cpuSnapshot(dataDir, [server.pid]);
     await sleep(idleSeconds * 1000);
     const cpu = cpuDelta(cpu0, cpuSnapshot(dataDir, [server.pid]));
-    result.idleWaits = { waits: waits.length, seconds: idleSeconds, gatehouseCpuSecPerSec: cpu.othersMs / 1000 / idleSeconds, postgresCpuSecPerSec: cpu.pgMs / 1000 / idleSeconds };
+    result.idleWaits = {
+      waits: waits.length,
+      seconds: idleSeconds,
+      gatehouseCpuSecPerSec: cpu.othersMs / 1000 / idleSeconds,
+      postgresCpuSecPerSec: cpu.pgMs / 1000 / idleSeconds,
+    };
     result.idleWaits.totalCpuSecPerSec = result.idleWaits.gatehouseCpuSecPerSec + result.idleWaits.postgresCpuSecPerSec;
-    log(`${waits.length} idle waits for ${idleSeconds} s: Gatehouse ${fmt(result.idleWaits.gatehouseCpuSecPerSec, 4)} CPU-s/s, PostgreSQL ${fmt(result.idleWaits.postgresCpuSecPerSec, 4)} CPU-s/s`);
+    log(
+      `${waits.length} idle waits for ${idleSeconds} s: Gatehouse ${fmt(result.idleWaits.gatehouseCpuSecPerSec, 4)} CPU-s/s, PostgreSQL ${fmt(result.idleWaits.postgresCpuSecPerSec, 4)} CPU-s/s`,
+    );
     const tooMany = await call('GET', `/approvals/${awaited[0].id}?wait=60`, awaited[0].token);
     result.idleWaits.twentyFirst = tooMany.status;
     for (const { id } of awaited) await call('POST', `/approvals/${id}/deny`, signToken({ sub: 'operator-1', roles: ['approver'] }), '{}');
@@ -148,9 +180,21 @@ export async function runAttack({ quick = false } = {}) {
   }
   const a = result.phases.attack;
   result.checks = [
-    { target: `another caller's /decide p99 under the attack < ${TARGETS.victimP99Ms} ms (${rate}/s offered)`, value: `${fmt(a.p99, 2)} ms (baseline ${fmt(result.phases.baseline.p99, 2)} ms)`, met: a.p99 < TARGETS.victimP99Ms && a.answered >= a.sent * 0.999 },
-    { target: `Gatehouse RSS growth under the attack < ${TARGETS.rssGrowthMB} MB`, value: `${fmt(result.rssGrowthMB, 1)} MB`, met: result.rssGrowthMB < TARGETS.rssGrowthMB },
-    { target: `2,000 idle waits cost < ${TARGETS.idleWaitCpuSecPerSec} CPU-s/s (Gatehouse + PostgreSQL)`, value: `${fmt(result.idleWaits.totalCpuSecPerSec, 4)} CPU-s/s`, met: result.idleWaits.totalCpuSecPerSec < TARGETS.idleWaitCpuSecPerSec },
+    {
+      target: `another caller's /decide p99 under the attack < ${TARGETS.victimP99Ms} ms (${rate}/s offered)`,
+      value: `${fmt(a.p99, 2)} ms (baseline ${fmt(result.phases.baseline.p99, 2)} ms)`,
+      met: a.p99 < TARGETS.victimP99Ms && a.answered >= a.sent * 0.999,
+    },
+    {
+      target: `Gatehouse RSS growth under the attack < ${TARGETS.rssGrowthMB} MB`,
+      value: `${fmt(result.rssGrowthMB, 1)} MB`,
+      met: result.rssGrowthMB < TARGETS.rssGrowthMB,
+    },
+    {
+      target: `2,000 idle waits cost < ${TARGETS.idleWaitCpuSecPerSec} CPU-s/s (Gatehouse + PostgreSQL)`,
+      value: `${fmt(result.idleWaits.totalCpuSecPerSec, 4)} CPU-s/s`,
+      met: result.idleWaits.totalCpuSecPerSec < TARGETS.idleWaitCpuSecPerSec,
+    },
   ];
   return result;
 }
@@ -173,9 +217,23 @@ function http(port, agent, method, path, token, body) {
 
 export function printAttack(result, print = console.log) {
   print(`\nOne caller's approvals against other callers: victim /decide at ${result.rate}/s for ${result.seconds} s per phase`);
-  print(table(['phase', 'p50 ms', 'p99 ms', 'max ms', 'answered', 'RSS before MB', 'RSS peak MB'],
-    Object.entries(result.phases).map(([name, p]) => [name, fmt(p.p50, 2), fmt(p.p99, 2), fmt(p.max, 1), `${fmtInt(p.answered)}/${fmtInt(p.sent)}`, fmt(p.rssBeforeMB, 0), fmt(p.rssPeakMB, 0)])));
-  print(`\n${result.idleWaits.waits} idle waits: Gatehouse ${fmt(result.idleWaits.gatehouseCpuSecPerSec, 4)} + PostgreSQL ${fmt(result.idleWaits.postgresCpuSecPerSec, 4)} CPU-s/s; the 21st wait of one caller answered ${result.idleWaits.twentyFirst}; ${result.idleWaits.answered} waits answered by the denials`);
+  print(
+    table(
+      ['phase', 'p50 ms', 'p99 ms', 'max ms', 'answered', 'RSS before MB', 'RSS peak MB'],
+      Object.entries(result.phases).map(([name, p]) => [
+        name,
+        fmt(p.p50, 2),
+        fmt(p.p99, 2),
+        fmt(p.max, 1),
+        `${fmtInt(p.answered)}/${fmtInt(p.sent)}`,
+        fmt(p.rssBeforeMB, 0),
+        fmt(p.rssPeakMB, 0),
+      ]),
+    ),
+  );
+  print(
+    `\n${result.idleWaits.waits} idle waits: Gatehouse ${fmt(result.idleWaits.gatehouseCpuSecPerSec, 4)} + PostgreSQL ${fmt(result.idleWaits.postgresCpuSecPerSec, 4)} CPU-s/s; the 21st wait of one caller answered ${result.idleWaits.twentyFirst}; ${result.idleWaits.answered} waits answered by the denials`,
+  );
   print('\nTargets');
   print(targetsTable(result.checks));
 }

@@ -29,7 +29,16 @@ async function countLines(path) {
   return n;
 }
 
-export async function runHttp({ quick = false, rounds, duration, connections = 100, rate = TARGETS.rate, wrk = false, logDest = 'sync', log = console.log } = {}) {
+export async function runHttp({
+  quick = false,
+  rounds,
+  duration,
+  connections = 100,
+  rate = TARGETS.rate,
+  wrk = false,
+  logDest = 'sync',
+  log = console.log,
+} = {}) {
   rounds ??= quick ? 2 : 4;
   duration ??= quick ? 2 : 10;
   const warmup = quick ? 1 : 3;
@@ -45,7 +54,10 @@ export async function runHttp({ quick = false, rounds, duration, connections = 1
   const echo = await startServer(join(BENCH_DIR, 'lib/echo-server.mjs'), { cpu: SERVER_CPU });
   closeSync(logFd);
   const servers = { gatehouse: gh, echo };
-  const result = { config: { rounds, duration, connections, warmup, rate, rateDuration, logDest, pinned: SERVER_CPU !== undefined, bodyBytes: DECIDE_TEXT.length }, rounds: [] };
+  const result = {
+    config: { rounds, duration, connections, warmup, rate, rateDuration, logDest, pinned: SERVER_CPU !== undefined, bodyBytes: DECIDE_TEXT.length },
+    rounds: [],
+  };
   try {
     // Both answer the benchmark request as expected before any load.
     for (const [name, s] of Object.entries(servers)) {
@@ -62,9 +74,18 @@ export async function runHttp({ quick = false, rounds, duration, connections = 1
     result.idle = { gatehouse: memoryOf(gh.pid), echo: memoryOf(echo.pid) };
     log(`idle RSS: gatehouse ${fmt(result.idle.gatehouse.rssMB, 1)} MB, echo ${fmt(result.idle.echo.rssMB, 1)} MB`);
 
-    const load = (s, extra) => runLoad(join(BENCH_DIR, 'lib/load.mjs'), {
-      url: `http://127.0.0.1:${s.port}/decide`, body: DECIDE_TEXT, headers, connections, ...extra,
-    }, { cpu: LOAD_CPU });
+    const load = (s, extra) =>
+      runLoad(
+        join(BENCH_DIR, 'lib/load.mjs'),
+        {
+          url: `http://127.0.0.1:${s.port}/decide`,
+          body: DECIDE_TEXT,
+          headers,
+          connections,
+          ...extra,
+        },
+        { cpu: LOAD_CPU },
+      );
 
     for (const [name, s] of Object.entries(servers)) {
       await load(s, { duration: warmup });
@@ -86,7 +107,9 @@ export async function runHttp({ quick = false, rounds, duration, connections = 1
         const cpuUsPerReq = (cpuMs * 1000) / res.total;
         const busy = cpuMs / (res.duration * 1000);
         result.rounds.push({ round: r, server: name, ...res, cpuUsPerReq, busy, rssMB });
-        log(`round ${r} ${name.padEnd(9)} ${fmtInt(res.reqPerSec).padStart(7)} req/s  p50 ${res.latencyMs.p50} ms  p99 ${res.latencyMs.p99} ms  server CPU ${fmt(cpuUsPerReq, 1)} µs/req, busy ${fmt(busy * 100, 0)}%  non-2xx ${res.non2xx}  errors ${res.errors}`);
+        log(
+          `round ${r} ${name.padEnd(9)} ${fmtInt(res.reqPerSec).padStart(7)} req/s  p50 ${res.latencyMs.p50} ms  p99 ${res.latencyMs.p99} ms  server CPU ${fmt(cpuUsPerReq, 1)} µs/req, busy ${fmt(busy * 100, 0)}%  non-2xx ${res.non2xx}  errors ${res.errors}`,
+        );
       }
     }
     const rps = (name) => result.rounds.filter((x) => x.server === name).map((x) => x.reqPerSec);
@@ -100,15 +123,26 @@ export async function runHttp({ quick = false, rounds, duration, connections = 1
     const cpu = (name) => median(result.rounds.filter((x) => x.server === name).map((x) => x.cpuUsPerReq));
     const busy = (name) => median(result.rounds.filter((x) => x.server === name).map((x) => x.busy));
     result.summary = {
-      gatehouse: { reqPerSec: median(rps('gatehouse')), p50: lat('gatehouse', 'p50'), p99: lat('gatehouse', 'p99'), cpuUsPerReq: cpu('gatehouse'), busy: busy('gatehouse') },
+      gatehouse: {
+        reqPerSec: median(rps('gatehouse')),
+        p50: lat('gatehouse', 'p50'),
+        p99: lat('gatehouse', 'p99'),
+        cpuUsPerReq: cpu('gatehouse'),
+        busy: busy('gatehouse'),
+      },
       echo: { reqPerSec: median(rps('echo')), p50: lat('echo', 'p50'), p99: lat('echo', 'p99'), cpuUsPerReq: cpu('echo'), busy: busy('echo') },
       ratio: median(rps('gatehouse')) / median(rps('echo')),
       pairRatios,
       // The same comparison by server CPU per request (echo's cost / Gatehouse's cost).
       cpuRatio: cpu('echo') / cpu('gatehouse'),
     };
-    if (result.summary.echo.busy < 0.9) log(`NOTE: the echo server was only ${fmt(result.summary.echo.busy * 100, 0)}% busy: the load generator, not the server, set its req/s, so the req/s ratio flatters Gatehouse; the CPU-per-request ratio does not depend on that.`);
-    log(`ratio gatehouse/echo: ${fmt(result.summary.ratio, 3)} by req/s (per round: ${pairRatios.map((x) => fmt(x, 3)).join(', ')}); ${fmt(result.summary.cpuRatio, 3)} by server CPU per request (${fmt(cpu('echo'), 1)} vs ${fmt(cpu('gatehouse'), 1)} µs)`);
+    if (result.summary.echo.busy < 0.9)
+      log(
+        `NOTE: the echo server was only ${fmt(result.summary.echo.busy * 100, 0)}% busy: the load generator, not the server, set its req/s, so the req/s ratio flatters Gatehouse; the CPU-per-request ratio does not depend on that.`,
+      );
+    log(
+      `ratio gatehouse/echo: ${fmt(result.summary.ratio, 3)} by req/s (per round: ${pairRatios.map((x) => fmt(x, 3)).join(', ')}); ${fmt(result.summary.cpuRatio, 3)} by server CPU per request (${fmt(cpu('echo'), 1)} vs ${fmt(cpu('gatehouse'), 1)} µs)`,
+    );
 
     // Fixed offered rate: the open-loop generator (latency from the scheduled time, in µs), and
     // autocannon's overallRate for comparison.
@@ -117,15 +151,29 @@ export async function runHttp({ quick = false, rounds, duration, connections = 1
       const s = servers[name];
       const sampler = name === 'gatehouse' ? sampleRss(gh.pid) : null;
       const cpu0 = cpuTimeMs(s.pid);
-      const open = await runLoad(join(BENCH_DIR, 'lib/fixed-rate.mjs'), {
-        host: '127.0.0.1', port: s.port, path: '/decide', body: DECIDE_TEXT, headers, connections, rate, duration: rateDuration, warmup: 1,
-      }, { cpu: LOAD_CPU });
+      const open = await runLoad(
+        join(BENCH_DIR, 'lib/fixed-rate.mjs'),
+        {
+          host: '127.0.0.1',
+          port: s.port,
+          path: '/decide',
+          body: DECIDE_TEXT,
+          headers,
+          connections,
+          rate,
+          duration: rateDuration,
+          warmup: 1,
+        },
+        { cpu: LOAD_CPU },
+      );
       const cpuMs = cpuTimeMs(s.pid) - cpu0;
       open.cpuUsPerReq = (cpuMs * 1000) / (open.sent + rate); // the warm-up second included
       open.busy = cpuMs / ((rateDuration + 1) * 1000);
       open.rssMB = sampler ? sampler.stop() : memoryOf(s.pid).rssMB;
       if (sampler) maxRss = Math.max(maxRss, open.rssMB);
-      log(`fixed ${rate}/s ${name.padEnd(9)} open-loop: achieved ${fmtInt(open.achievedPerSec)}/s  p50 ${fmt(open.latencyMs.p50, 3)} ms  p99 ${fmt(open.latencyMs.p99, 3)} ms  p99.9 ${fmt(open.latencyMs.p999, 3)} ms  server CPU ${fmt(open.cpuUsPerReq, 1)} µs/req, busy ${fmt(open.busy * 100, 0)}%  statuses ${JSON.stringify(open.statuses)}`);
+      log(
+        `fixed ${rate}/s ${name.padEnd(9)} open-loop: achieved ${fmtInt(open.achievedPerSec)}/s  p50 ${fmt(open.latencyMs.p50, 3)} ms  p99 ${fmt(open.latencyMs.p99, 3)} ms  p99.9 ${fmt(open.latencyMs.p999, 3)} ms  server CPU ${fmt(open.cpuUsPerReq, 1)} µs/req, busy ${fmt(open.busy * 100, 0)}%  statuses ${JSON.stringify(open.statuses)}`,
+      );
       result.fixedRate[name] = { openLoop: open };
       if (quick) continue;
       const acSampler = name === 'gatehouse' ? sampleRss(gh.pid) : null;
@@ -138,7 +186,9 @@ export async function runHttp({ quick = false, rounds, duration, connections = 1
     result.peakRssMB = { sampledMax: maxRss, vmHWM: memoryOf(gh.pid).peakMB };
     await sleep(quick ? 1000 : 2000);
     result.idleAfter = { gatehouse: memoryOf(gh.pid), echo: memoryOf(echo.pid) };
-    log(`gatehouse RSS: idle ${fmt(result.idle.gatehouse.rssMB, 1)} MB, peak under load ${fmt(result.peakRssMB.vmHWM, 1)} MB (VmHWM; sampled max ${fmt(maxRss, 1)} MB), idle after ${fmt(result.idleAfter.gatehouse.rssMB, 1)} MB`);
+    log(
+      `gatehouse RSS: idle ${fmt(result.idle.gatehouse.rssMB, 1)} MB, peak under load ${fmt(result.peakRssMB.vmHWM, 1)} MB (VmHWM; sampled max ${fmt(maxRss, 1)} MB), idle after ${fmt(result.idleAfter.gatehouse.rssMB, 1)} MB`,
+    );
 
     if (wrk) result.wrk = runWrk(servers, headers, quick ? 3 : duration, connections, log);
   } finally {
@@ -156,8 +206,16 @@ export async function runHttp({ quick = false, rounds, duration, connections = 1
   const fr = result.fixedRate.gatehouse.openLoop;
   result.checks = [
     // Met only when both measures agree: req/s flatters Gatehouse when the echo is generator-bound.
-    { target: `/decide ≥ ${TARGETS.ratio}× bare Fastify echo, same run (by req/s and by server CPU per request)`, value: `${fmt(result.summary.ratio, 3)}x by req/s (${fmtInt(result.summary.gatehouse.reqPerSec)} vs ${fmtInt(result.summary.echo.reqPerSec)}); ${fmt(result.summary.cpuRatio, 3)}x by CPU/req`, met: result.summary.ratio >= TARGETS.ratio && result.summary.cpuRatio >= TARGETS.ratio },
-    { target: `p99 ≤ ${TARGETS.p99Ms} ms at ${rate} req/s offered`, value: `${fmt(fr.latencyMs.p99, 3)} ms (${fmtInt(fr.completed)} of ${fmtInt(fr.sent)} answered, ${fmtInt(fr.achievedPerSec)}/s)`, met: fr.latencyMs.p99 <= TARGETS.p99Ms && fr.completed >= fr.sent * 0.999 },
+    {
+      target: `/decide ≥ ${TARGETS.ratio}× bare Fastify echo, same run (by req/s and by server CPU per request)`,
+      value: `${fmt(result.summary.ratio, 3)}x by req/s (${fmtInt(result.summary.gatehouse.reqPerSec)} vs ${fmtInt(result.summary.echo.reqPerSec)}); ${fmt(result.summary.cpuRatio, 3)}x by CPU/req`,
+      met: result.summary.ratio >= TARGETS.ratio && result.summary.cpuRatio >= TARGETS.ratio,
+    },
+    {
+      target: `p99 ≤ ${TARGETS.p99Ms} ms at ${rate} req/s offered`,
+      value: `${fmt(fr.latencyMs.p99, 3)} ms (${fmtInt(fr.completed)} of ${fmtInt(fr.sent)} answered, ${fmtInt(fr.achievedPerSec)}/s)`,
+      met: fr.latencyMs.p99 <= TARGETS.p99Ms && fr.completed >= fr.sent * 0.999,
+    },
     { target: `peak RSS under load ≤ ${TARGETS.rssMB} MB`, value: `${fmt(result.peakRssMB.vmHWM, 1)} MB`, met: result.peakRssMB.vmHWM <= TARGETS.rssMB },
   ];
   return result;
@@ -171,11 +229,14 @@ function runWrk(servers, headers, duration, connections, log) {
   }
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-wrk-'));
   const script = join(dir, 'post.lua');
-  writeFileSync(script, [
-    'wrk.method = "POST"',
-    `wrk.body = ${JSON.stringify(DECIDE_TEXT)}`,
-    ...Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`),
-  ].join('\n'));
+  writeFileSync(
+    script,
+    [
+      'wrk.method = "POST"',
+      `wrk.body = ${JSON.stringify(DECIDE_TEXT)}`,
+      ...Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`),
+    ].join('\n'),
+  );
   const out = {};
   try {
     for (const name of ['gatehouse', 'echo', 'gatehouse', 'echo']) {
@@ -192,7 +253,9 @@ function runWrk(servers, headers, duration, connections, log) {
       const cpuUsPerReq = (cpuMs * 1000) / total;
       const busy = cpuMs / (duration * 1000);
       (out[name] ??= []).push({ reqPerSec: rps, p50, p99, non2xx, cpuUsPerReq, busy });
-      log(`wrk ${name.padEnd(9)} ${fmtInt(rps).padStart(7)} req/s  p50 ${p50}  p99 ${p99}  server CPU ${fmt(cpuUsPerReq, 1)} µs/req, busy ${fmt(busy * 100, 0)}%  non-2xx ${non2xx}`);
+      log(
+        `wrk ${name.padEnd(9)} ${fmtInt(rps).padStart(7)} req/s  p50 ${p50}  p99 ${p99}  server CPU ${fmt(cpuUsPerReq, 1)} µs/req, busy ${fmt(busy * 100, 0)}%  non-2xx ${non2xx}`,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -205,25 +268,98 @@ function runWrk(servers, headers, duration, connections, log) {
 
 export function printHttp(result, print = console.log) {
   const c = result.config;
-  print(`\nHTTP: POST /decide, ${c.bodyBytes}-byte body, ${c.connections} connections, ${c.rounds} rounds × ${c.duration} s alternating (autocannon, separate process${c.pinned ? '; server on CPU 0, load on CPU 1' : ''})`);
-  print(table(['round', 'server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'server busy', 'RSS MB', 'non-2xx', 'errors'],
-    result.rounds.map((r) => [r.round, r.server, fmtInt(r.reqPerSec), r.latencyMs.p50, r.latencyMs.p99, fmt(r.cpuUsPerReq, 1), `${fmt(r.busy * 100, 0)}%`, fmt(r.rssMB, 0), r.non2xx, r.errors])));
+  print(
+    `\nHTTP: POST /decide, ${c.bodyBytes}-byte body, ${c.connections} connections, ${c.rounds} rounds × ${c.duration} s alternating (autocannon, separate process${c.pinned ? '; server on CPU 0, load on CPU 1' : ''})`,
+  );
+  print(
+    table(
+      ['round', 'server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'server busy', 'RSS MB', 'non-2xx', 'errors'],
+      result.rounds.map((r) => [
+        r.round,
+        r.server,
+        fmtInt(r.reqPerSec),
+        r.latencyMs.p50,
+        r.latencyMs.p99,
+        fmt(r.cpuUsPerReq, 1),
+        `${fmt(r.busy * 100, 0)}%`,
+        fmt(r.rssMB, 0),
+        r.non2xx,
+        r.errors,
+      ]),
+    ),
+  );
   const s = result.summary;
-  print(table(['server', 'req/s (median)', 'p50 ms', 'p99 ms', 'ratio to echo', 'CPU µs/req', 'ratio by CPU'], [
-    ['bare Fastify 5 echo', fmtInt(s.echo.reqPerSec), s.echo.p50, s.echo.p99, '1.000', fmt(s.echo.cpuUsPerReq, 1), '1.000'],
-    ['Gatehouse /decide', fmtInt(s.gatehouse.reqPerSec), s.gatehouse.p50, s.gatehouse.p99, fmt(s.ratio, 3), fmt(s.gatehouse.cpuUsPerReq, 1), fmt(s.cpuRatio, 3)],
-  ]));
-  if (s.echo.busy < 0.9) print(`Note: the echo server was ${fmt(s.echo.busy * 100, 0)}% busy (median): limited by the load generator, so the req/s ratio flatters Gatehouse; the ratio by server CPU per request does not depend on the generator.`);
+  print(
+    table(
+      ['server', 'req/s (median)', 'p50 ms', 'p99 ms', 'ratio to echo', 'CPU µs/req', 'ratio by CPU'],
+      [
+        ['bare Fastify 5 echo', fmtInt(s.echo.reqPerSec), s.echo.p50, s.echo.p99, '1.000', fmt(s.echo.cpuUsPerReq, 1), '1.000'],
+        [
+          'Gatehouse /decide',
+          fmtInt(s.gatehouse.reqPerSec),
+          s.gatehouse.p50,
+          s.gatehouse.p99,
+          fmt(s.ratio, 3),
+          fmt(s.gatehouse.cpuUsPerReq, 1),
+          fmt(s.cpuRatio, 3),
+        ],
+      ],
+    ),
+  );
+  if (s.echo.busy < 0.9)
+    print(
+      `Note: the echo server was ${fmt(s.echo.busy * 100, 0)}% busy (median): limited by the load generator, so the req/s ratio flatters Gatehouse; the ratio by server CPU per request does not depend on the generator.`,
+    );
   print(`\nFixed offered rate ${c.rate} req/s for ${c.rateDuration} s`);
-  print(table(['server', 'generator', 'achieved/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'server CPU µs/req', 'server busy'], Object.entries(result.fixedRate).flatMap(([name, f]) => [
-    [name, 'open-loop (µs clock)', fmtInt(f.openLoop.achievedPerSec), fmt(f.openLoop.latencyMs.p50, 3), fmt(f.openLoop.latencyMs.p99, 3), fmt(f.openLoop.latencyMs.p999, 3), fmt(f.openLoop.latencyMs.max, 1), fmt(f.openLoop.cpuUsPerReq, 1), `${fmt(f.openLoop.busy * 100, 0)}%`],
-    ...(f.autocannon ? [[name, 'autocannon overallRate (ms clock)', fmtInt(f.autocannon.reqPerSec), f.autocannon.latencyMs.p50, f.autocannon.latencyMs.p99, '', f.autocannon.latencyMs.max, '', '']] : []),
-  ])));
-  print(`\nRSS (MB): gatehouse idle ${fmt(result.idle.gatehouse.rssMB, 1)}, peak ${fmt(result.peakRssMB.vmHWM, 1)} (VmHWM), idle after load ${fmt(result.idleAfter.gatehouse.rssMB, 1)}; echo idle ${fmt(result.idle.echo.rssMB, 1)}, after ${fmt(result.idleAfter.echo.rssMB, 1)} (peak ${fmt(result.idleAfter.echo.peakMB, 1)})`);
-  print(`Decision log: ${fmtInt(result.logLines)} lines (${fmt(result.logBytes / 1048576, 1)} MB), ${c.logDest === 'async' ? 'pino destination with sync: false' : 'src/log.ts (synchronous)'} → stdout → file`);
+  print(
+    table(
+      ['server', 'generator', 'achieved/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'server CPU µs/req', 'server busy'],
+      Object.entries(result.fixedRate).flatMap(([name, f]) => [
+        [
+          name,
+          'open-loop (µs clock)',
+          fmtInt(f.openLoop.achievedPerSec),
+          fmt(f.openLoop.latencyMs.p50, 3),
+          fmt(f.openLoop.latencyMs.p99, 3),
+          fmt(f.openLoop.latencyMs.p999, 3),
+          fmt(f.openLoop.latencyMs.max, 1),
+          fmt(f.openLoop.cpuUsPerReq, 1),
+          `${fmt(f.openLoop.busy * 100, 0)}%`,
+        ],
+        ...(f.autocannon
+          ? [
+              [
+                name,
+                'autocannon overallRate (ms clock)',
+                fmtInt(f.autocannon.reqPerSec),
+                f.autocannon.latencyMs.p50,
+                f.autocannon.latencyMs.p99,
+                '',
+                f.autocannon.latencyMs.max,
+                '',
+                '',
+              ],
+            ]
+          : []),
+      ]),
+    ),
+  );
+  print(
+    `\nRSS (MB): gatehouse idle ${fmt(result.idle.gatehouse.rssMB, 1)}, peak ${fmt(result.peakRssMB.vmHWM, 1)} (VmHWM), idle after load ${fmt(result.idleAfter.gatehouse.rssMB, 1)}; echo idle ${fmt(result.idle.echo.rssMB, 1)}, after ${fmt(result.idleAfter.echo.rssMB, 1)} (peak ${fmt(result.idleAfter.echo.peakMB, 1)})`,
+  );
+  print(
+    `Decision log: ${fmtInt(result.logLines)} lines (${fmt(result.logBytes / 1048576, 1)} MB), ${c.logDest === 'async' ? 'pino destination with sync: false' : 'src/log.ts (synchronous)'} → stdout → file`,
+  );
   if (result.wrk) {
     print(`\nwrk (1 thread, ${c.connections} connections), alternating`);
-    print(table(['server', 'req/s', 'p50', 'p99', 'server CPU µs/req', 'server busy', 'non-2xx'], ['gatehouse', 'echo'].flatMap((name) => result.wrk[name].map((x) => [name, fmtInt(x.reqPerSec), x.p50, x.p99, fmt(x.cpuUsPerReq, 1), `${fmt(x.busy * 100, 0)}%`, x.non2xx]))));
+    print(
+      table(
+        ['server', 'req/s', 'p50', 'p99', 'server CPU µs/req', 'server busy', 'non-2xx'],
+        ['gatehouse', 'echo'].flatMap((name) =>
+          result.wrk[name].map((x) => [name, fmtInt(x.reqPerSec), x.p50, x.p99, fmt(x.cpuUsPerReq, 1), `${fmt(x.busy * 100, 0)}%`, x.non2xx]),
+        ),
+      ),
+    );
     print(`wrk ratio gatehouse/echo: ${fmt(result.wrk.ratio, 3)} by req/s, ${fmt(result.wrk.cpuRatio, 3)} by server CPU per request`);
   }
   print('\nTargets');

@@ -29,7 +29,9 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
   const rows = [];
   const add = (group, name, r, extra = '') => {
     rows.push({ group, name, ...r, extra });
-    log(`  ${group.padEnd(22)} ${name.padEnd(34)} median ${fmt(r.medianUs, 3).padStart(9)} µs  p99 ${fmt(r.p99Us, 3).padStart(9)} µs  ${fmtInt(r.opsPerSec).padStart(12)} ops/s  ${extra}`);
+    log(
+      `  ${group.padEnd(22)} ${name.padEnd(34)} median ${fmt(r.medianUs, 3).padStart(9)} µs  p99 ${fmt(r.p99Us, 3).padStart(9)} µs  ${fmtInt(r.opsPerSec).padStart(12)} ops/s  ${extra}`,
+    );
     return r;
   };
 
@@ -44,18 +46,30 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     const loadMs = performance.now() - t0;
     const p = probes(doc, (tool) => decide(set, { tool, args }, identity));
     sets[n] = { set, probes: p, loadMs, doc, files };
-    log(`decide(): ${n} generated rules (${Object.keys(doc.tools).length} catalogue entries, ${fmtInt(files[0].bytes.length)} bytes of JSON, built in ${fmt(loadMs, 0)} ms)`);
+    log(
+      `decide(): ${n} generated rules (${Object.keys(doc.tools).length} catalogue entries, ${fmtInt(files[0].bytes.length)} bytes of JSON, built in ${fmt(loadMs, 0)} ms)`,
+    );
     for (const [shape, tool] of Object.entries(p)) {
       const req = { tool, args };
       const res = decide(set, req, identity);
       const candidates = set.plan(tool).views[0].files[0].rules.length;
-      add(`decide ${n}`, shape, measure(() => decide(set, req, identity), opts), `${tool} → ${res.decision} by ${res.rule}; ${candidates} candidate rule(s)`);
+      add(
+        `decide ${n}`,
+        shape,
+        measure(() => decide(set, req, identity), opts),
+        `${tool} → ${res.decision} by ${res.rule}; ${candidates} candidate rule(s)`,
+      );
     }
     // The hash a require_approval answer carries, computed alone over that answer's own input.
     const confirmReq = { tool: p.confirm, args };
     const { kind, capability, presentation } = decide(set, confirmReq, identity).approval;
     const hashInput = { tool: p.confirm, args, kind, capability, presentation };
-    sets[n].confirmHash = add(`decide ${n}`, 'approvalHash of the confirm answer', measure(() => approvalHash(hashInput), opts), `${Buffer.byteLength(canonicalize(hashInput))} B canonical`);
+    sets[n].confirmHash = add(
+      `decide ${n}`,
+      'approvalHash of the confirm answer',
+      measure(() => approvalHash(hashInput), opts),
+      `${Buffer.byteLength(canonicalize(hashInput))} B canonical`,
+    );
     // The stream: one request after another over every tool, so a sample is the mean of whatever
     // mix of answers its batch held (approval hashes included, in their share).
     const stream = mixedTools(doc).map((tool) => ({ tool, args }));
@@ -64,9 +78,17 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
       const d = decide(set, req, identity).decision;
       mix[d] = (mix[d] ?? 0) + 1;
     }
-    const mixText = Object.entries(mix).sort().map(([d, k]) => `${d} ${fmt((100 * k) / stream.length, 0)}%`).join(', ');
+    const mixText = Object.entries(mix)
+      .sort()
+      .map(([d, k]) => `${d} ${fmt((100 * k) / stream.length, 0)}%`)
+      .join(', ');
     let i = 0;
-    add(`decide ${n}`, `mixed stream (${stream.length} tools)`, measure(() => decide(set, stream[i++ % stream.length], identity), opts), mixText);
+    add(
+      `decide ${n}`,
+      `mixed stream (${stream.length} tools)`,
+      measure(() => decide(set, stream[i++ % stream.length], identity), opts),
+      mixText,
+    );
   }
 
   // ---- decide() over the example policies, with the HTTP benchmark's body ------------------------
@@ -75,7 +97,12 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     const req = { tool: DECIDE_BODY.tool, args: DECIDE_BODY.args, run: DECIDE_BODY.run };
     const res = decide(payments, req, IDENTITY);
     log('decide(): the example policies (policies/, env prod), the /decide benchmark body');
-    add('decide example', 'refund (schema + confirm + limits)', measure(() => decide(payments, req, IDENTITY), opts), `→ ${res.decision} by ${res.rule}`);
+    add(
+      'decide example',
+      'refund (schema + confirm + limits)',
+      measure(() => decide(payments, req, IDENTITY), opts),
+      `→ ${res.decision} by ${res.rule}`,
+    );
   }
 
   // ---- explain() -----------------------------------------------------------------------------------
@@ -84,20 +111,41 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     const { set, probes: p } = sets[100];
     for (const shape of ['exact', 'condition']) {
       const req = { tool: p[shape], args };
-      add('explain 100', shape, measure(() => explain(set, req, identity), opts));
+      add(
+        'explain 100',
+        shape,
+        measure(() => explain(set, req, identity), opts),
+      );
     }
   }
 
   // ---- strict parse vs JSON.parse ------------------------------------------------------------------
   log('parseJson (strict, from bytes) vs JSON.parse (from the same bytes, decoded)');
   const parse = {};
-  for (const [label, text] of [['300 B', DECIDE_TEXT], ['100 KB', JSON.stringify(largeBody())]]) {
+  for (const [label, text] of [
+    ['300 B', DECIDE_TEXT],
+    ['100 KB', JSON.stringify(largeBody())],
+  ]) {
     const bytes = Buffer.from(text);
-    const strict = add('parse', `parseJson ${label} (${bytes.length} B)`, measure(() => parseJson(bytes), opts));
-    const native = add('parse', `JSON.parse(buf.toString()) ${label}`, measure(() => JSON.parse(bytes.toString('utf8')), opts));
-    const nativeStr = add('parse', `JSON.parse(string) ${label}`, measure(() => JSON.parse(text), opts));
+    const strict = add(
+      'parse',
+      `parseJson ${label} (${bytes.length} B)`,
+      measure(() => parseJson(bytes), opts),
+    );
+    const native = add(
+      'parse',
+      `JSON.parse(buf.toString()) ${label}`,
+      measure(() => JSON.parse(bytes.toString('utf8')), opts),
+    );
+    const nativeStr = add(
+      'parse',
+      `JSON.parse(string) ${label}`,
+      measure(() => JSON.parse(text), opts),
+    );
     parse[label] = { ratio: strict.medianUs / native.medianUs, ratioVsString: strict.medianUs / nativeStr.medianUs };
-    log(`  ratio parseJson / JSON.parse(buf.toString()) at ${label}: ${fmt(parse[label].ratio)}x (vs JSON.parse of a ready string: ${fmt(parse[label].ratioVsString)}x)`);
+    log(
+      `  ratio parseJson / JSON.parse(buf.toString()) at ${label}: ${fmt(parse[label].ratio)}x (vs JSON.parse of a ready string: ${fmt(parse[label].ratioVsString)}x)`,
+    );
   }
 
   // ---- canonical form + SHA-256 ---------------------------------------------------------------------
@@ -105,10 +153,29 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
   const request = parseJson(Buffer.from(DECIDE_TEXT)); // as the server has it: parsed strictly
   const canonicalText = canonicalize(request);
   const hashRows = {};
-  hashRows.canonical = add('hash', `canonicalize (${Buffer.byteLength(canonicalText)} B out)`, measure(() => canonicalize(request), opts));
-  hashRows.both = add('hash', 'sha256(canonicalize(request))', measure(() => sha256(canonicalize(request)), opts));
-  const hashInput = { tool: request.tool, args: request.args, kind: 'confirm', capability: { tool: request.tool, args: request.args }, presentation: { tool: request.tool, args: request.args } };
-  hashRows.approval = add('hash', 'approvalHash (as decide builds it)', measure(() => approvalHash(hashInput), opts), `${Buffer.byteLength(canonicalize(hashInput))} B canonical`);
+  hashRows.canonical = add(
+    'hash',
+    `canonicalize (${Buffer.byteLength(canonicalText)} B out)`,
+    measure(() => canonicalize(request), opts),
+  );
+  hashRows.both = add(
+    'hash',
+    'sha256(canonicalize(request))',
+    measure(() => sha256(canonicalize(request)), opts),
+  );
+  const hashInput = {
+    tool: request.tool,
+    args: request.args,
+    kind: 'confirm',
+    capability: { tool: request.tool, args: request.args },
+    presentation: { tool: request.tool, args: request.args },
+  };
+  hashRows.approval = add(
+    'hash',
+    'approvalHash (as decide builds it)',
+    measure(() => approvalHash(hashInput), opts),
+    `${Buffer.byteLength(canonicalize(hashInput))} B canonical`,
+  );
 
   // ---- plan(): the rule index ------------------------------------------------------------------------
   log('plan(): first lookup of a tool name (index miss, computed) vs a memoised hit');
@@ -120,8 +187,16 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     set.plan(hitTool);
     let k = 0;
     const nsCount = Math.max(5, Math.floor(n / 40));
-    const miss = add(`plan ${n}`, 'miss (new name, glob namespace)', measure(() => set.plan(`svc${k % nsCount}_op1_new${k++}`), { ...opts, batchUs: 200 }));
-    const hit = add(`plan ${n}`, 'hit', measure(() => set.plan(hitTool), opts));
+    const miss = add(
+      `plan ${n}`,
+      'miss (new name, glob namespace)',
+      measure(() => set.plan(`svc${k % nsCount}_op1_new${k++}`), { ...opts, batchUs: 200 }),
+    );
+    const hit = add(
+      `plan ${n}`,
+      'hit',
+      measure(() => set.plan(hitTool), opts),
+    );
     plan[n] = { missUs: miss.medianUs, hitUs: hit.medianUs };
   }
 
@@ -135,23 +210,49 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
   const row = (n, name) => rows.find((r) => r.group === `decide ${n}` && r.name.startsWith(name));
   const decideChecks = (n, target) => {
     const mixed = row(n, 'mixed stream');
-    const shapes = Object.keys(sets[n].probes).filter((shape) => shape !== 'confirm').map((shape) => row(n, shape));
+    const shapes = Object.keys(sets[n].probes)
+      .filter((shape) => shape !== 'confirm')
+      .map((shape) => row(n, shape));
     const worstShape = Math.max(...shapes.map((r) => r.medianUs));
     const confirm = row(n, 'confirm');
     const hashUs = sets[n].confirmHash.medianUs;
     const at = `at ${n.toLocaleString('en-US')} rules`;
     return [
-      { target: `decide() median ≤ ${target} µs ${at}: a mixed stream over every tool`, value: `${fmt(mixed.medianUs, 3)} µs (${mixed.extra})`, met: mixed.medianUs <= target },
-      { target: `decide() median ≤ ${target} µs ${at}: each allow/deny/default shape alone, worst`, value: `${fmt(worstShape, 3)} µs`, met: worstShape <= target },
-      { target: `decide() ${at}: a require_approval answer alone (its approval hash alone: ${fmt(hashUs, 3)} µs)`, value: `${fmt(confirm.medianUs, 3)} µs`, met: null },
+      {
+        target: `decide() median ≤ ${target} µs ${at}: a mixed stream over every tool`,
+        value: `${fmt(mixed.medianUs, 3)} µs (${mixed.extra})`,
+        met: mixed.medianUs <= target,
+      },
+      {
+        target: `decide() median ≤ ${target} µs ${at}: each allow/deny/default shape alone, worst`,
+        value: `${fmt(worstShape, 3)} µs`,
+        met: worstShape <= target,
+      },
+      {
+        target: `decide() ${at}: a require_approval answer alone (its approval hash alone: ${fmt(hashUs, 3)} µs)`,
+        value: `${fmt(confirm.medianUs, 3)} µs`,
+        met: null,
+      },
     ];
   };
   const checks = [
     ...decideChecks(100, TARGETS.decide100MedianUs),
     ...decideChecks(10_000, TARGETS.decide10kMedianUs),
-    { target: `canonical + SHA-256 of a 300-byte request ≤ ${TARGETS.hashUs} µs`, value: `${fmt(hashRows.both.medianUs, 3)} µs`, met: hashRows.both.medianUs <= TARGETS.hashUs },
-    { target: `strict parse ≤ ${TARGETS.parseRatio}× JSON.parse (300 B)`, value: `${fmt(parse['300 B'].ratio)}x`, met: parse['300 B'].ratio <= TARGETS.parseRatio },
-    { target: `strict parse ≤ ${TARGETS.parseRatio}× JSON.parse (100 KB)`, value: `${fmt(parse['100 KB'].ratio)}x`, met: parse['100 KB'].ratio <= TARGETS.parseRatio },
+    {
+      target: `canonical + SHA-256 of a 300-byte request ≤ ${TARGETS.hashUs} µs`,
+      value: `${fmt(hashRows.both.medianUs, 3)} µs`,
+      met: hashRows.both.medianUs <= TARGETS.hashUs,
+    },
+    {
+      target: `strict parse ≤ ${TARGETS.parseRatio}× JSON.parse (300 B)`,
+      value: `${fmt(parse['300 B'].ratio)}x`,
+      met: parse['300 B'].ratio <= TARGETS.parseRatio,
+    },
+    {
+      target: `strict parse ≤ ${TARGETS.parseRatio}× JSON.parse (100 KB)`,
+      value: `${fmt(parse['100 KB'].ratio)}x`,
+      met: parse['100 KB'].ratio <= TARGETS.parseRatio,
+    },
   ];
   return { rows, parse, plan, parts, checks, loadMs: { 100: sets[100].loadMs, 10000: sets[10_000].loadMs } };
 }
@@ -169,7 +270,10 @@ async function requestParts(opts, add, payments) {
   const { closeSync, openSync } = await import('node:fs');
   const { createLogger } = await import('../dist/log.js');
   // Fastify's own serializer (a dependency of fastify, not of Gatehouse): skipped if not installed flat.
-  const fjs = await import('fast-json-stringify').then((m) => m.default, () => null);
+  const fjs = await import('fast-json-stringify').then(
+    (m) => m.default,
+    () => null,
+  );
   const { buildApp } = await import('../dist/http/app.js');
   const auth = await import('../dist/http/auth.js');
   const { createMetrics } = await import('../dist/http/metrics.js');
@@ -180,14 +284,38 @@ async function requestParts(opts, add, payments) {
 
   const live = { dir: 'policies', current: () => payments, loadedAt: () => new Date(), lastFailure: () => null, reload: async () => ({ ok: true }) };
   const metrics = createMetrics(live);
-  const authOptions = { key: SECRET, algorithm: 'HS256', issuer: null, audience: null, clockToleranceSec: 30, maxLifetimeSec: 86_400, claims: { team: 'team', agent: 'agent', roles: 'roles' } };
-  const app = await buildApp({ policies: live, metrics, approvals: null, log: pino({ level: 'silent' }), logArgs: false, adminRole: 'admin', approverRole: 'approver', policyReaderRoles: ['admin', 'approver'] }, { bodyLimit: 1_048_576, connections: loadConfig({}).connections, auth: authOptions });
+  const authOptions = {
+    key: SECRET,
+    algorithm: 'HS256',
+    issuer: null,
+    audience: null,
+    clockToleranceSec: 30,
+    maxLifetimeSec: 86_400,
+    claims: { team: 'team', agent: 'agent', roles: 'roles' },
+  };
+  const app = await buildApp(
+    {
+      policies: live,
+      metrics,
+      approvals: null,
+      log: pino({ level: 'silent' }),
+      logArgs: false,
+      adminRole: 'admin',
+      approverRole: 'approver',
+      policyReaderRoles: ['admin', 'approver'],
+    },
+    { bodyLimit: 1_048_576, connections: loadConfig({}).connections, auth: authOptions },
+  );
   await app.ready();
   const out = {};
   const part = (name, fn) => (out[name] = add('/decide parts', name, measure(fn, opts)).medianUs);
 
   const token = signToken();
-  const fakeRequest = (t) => ({ headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' }, raw: { rawHeaders: ['authorization', `Bearer ${t}`, 'content-type', 'application/json'] }, identity: null });
+  const fakeRequest = (t) => ({
+    headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
+    raw: { rawHeaders: ['authorization', `Bearer ${t}`, 'content-type', 'application/json'] },
+    identity: null,
+  });
   if (typeof auth.createAuthenticator === 'function') {
     const authenticate = auth.createAuthenticator(app, authOptions);
     const same = fakeRequest(token);
@@ -217,10 +345,21 @@ async function requestParts(opts, add, payments) {
   }
   // The decision log line to /dev/null: through src/log.ts as src/service.ts writes it (synchronous), and
   // through pino's own destinations for comparison.
-  const line = (logger) => logger.info({
-    decision_id: id, tool: req.tool, decision: result.decision, rule: result.rule, policies: result.policies.map((p) => p.digest),
-    user: IDENTITY.user, team: IDENTITY.team, agent: IDENTITY.agent, duration_us: 1.7,
-  }, 'decision');
+  const line = (logger) =>
+    logger.info(
+      {
+        decision_id: id,
+        tool: req.tool,
+        decision: result.decision,
+        rule: result.rule,
+        policies: result.policies.map((p) => p.digest),
+        user: IDENTITY.user,
+        team: IDENTITY.team,
+        agent: IDENTITY.agent,
+        duration_us: 1.7,
+      },
+      'decision',
+    );
   const devNull = openSync('/dev/null', 'w');
   const ours = createLogger('info', devNull).child({ reqId: 'req-1' });
   part('decision log line (src/log.ts, synchronous)', () => line(ours));
@@ -237,7 +376,11 @@ async function requestParts(opts, add, payments) {
 }
 
 // The /decide response, for fast-json-stringify (used when dist/ does not export its own).
-const POLICY_IDENTITY = { type: 'object', required: ['policy', 'digest'], properties: { policy: { type: 'string' }, version: { type: 'string' }, digest: { type: 'string' } } };
+const POLICY_IDENTITY = {
+  type: 'object',
+  required: ['policy', 'digest'],
+  properties: { policy: { type: 'string' }, version: { type: 'string' }, digest: { type: 'string' } },
+};
 const DECISION_RESPONSE_SCHEMA = {
   type: 'object',
   required: ['decision', 'reason', 'rule', 'policies', 'message', 'decision_id'],
@@ -250,8 +393,12 @@ const DECISION_RESPONSE_SCHEMA = {
       type: 'object',
       required: ['kind', 'capability', 'presentation', 'hash'],
       properties: {
-        kind: { type: 'string' }, capability: { type: 'object', additionalProperties: true }, presentation: { type: 'object', additionalProperties: true },
-        hash: { type: 'string' }, id: { type: 'string' }, status: { type: 'string' },
+        kind: { type: 'string' },
+        capability: { type: 'object', additionalProperties: true },
+        presentation: { type: 'object', additionalProperties: true },
+        hash: { type: 'string' },
+        id: { type: 'string' },
+        status: { type: 'string' },
       },
     },
     message: { type: 'string' },
@@ -261,10 +408,12 @@ const DECISION_RESPONSE_SCHEMA = {
 
 export function printMicro(result, print = console.log) {
   print('\nMicro-benchmarks (µs per op; median and p99 over batch samples of all runs)');
-  print(table(
-    ['group', 'op', 'median µs', 'p99 µs', 'ops/s', 'note'],
-    result.rows.map((r) => [r.group, r.name, fmt(r.medianUs, 3), fmt(r.p99Us, 3), fmtInt(r.opsPerSec), r.extra]),
-  ));
+  print(
+    table(
+      ['group', 'op', 'median µs', 'p99 µs', 'ops/s', 'note'],
+      result.rows.map((r) => [r.group, r.name, fmt(r.medianUs, 3), fmt(r.p99Us, 3), fmtInt(r.opsPerSec), r.extra]),
+    ),
+  );
   print('\nTargets');
   print(targetsTable(result.checks));
 }

@@ -25,7 +25,9 @@ try {
   const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`, script];
   const log = openSync(join(dir, 'decisions.log'), 'w');
   const child = spawn(pinned ? taskset() : process.execPath, pinned ? ['-c', '0', process.execPath, ...nodeArgs] : nodeArgs, {
-    cwd: ROOT_DIR, env: { ...process.env, BENCH_LOG_DEST: args.extra.log === 'async' ? 'async' : 'sync' }, stdio: ['ignore', log, 'inherit', 'ipc'],
+    cwd: ROOT_DIR,
+    env: { ...process.env, BENCH_LOG_DEST: args.extra.log === 'async' ? 'async' : 'sync' },
+    stdio: ['ignore', log, 'inherit', 'ipc'],
   });
   closeSync(log);
   const { port, pid } = await new Promise((resolve, reject) => {
@@ -35,7 +37,11 @@ try {
   child.removeAllListeners('exit');
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${signToken()}` };
   const cpu0 = cpuTimeMs(pid);
-  const res = await runLoad(join(BENCH_DIR, 'lib/load.mjs'), { url: `http://127.0.0.1:${port}/decide`, body: DECIDE_TEXT, headers, connections: 100, duration }, { cpu: pinned ? 1 : undefined });
+  const res = await runLoad(
+    join(BENCH_DIR, 'lib/load.mjs'),
+    { url: `http://127.0.0.1:${port}/decide`, body: DECIDE_TEXT, headers, connections: 100, duration },
+    { cpu: pinned ? 1 : undefined },
+  );
   const cpuUs = ((cpuTimeMs(pid) - cpu0) * 1000) / res.total;
   await stopChild(child);
   console.log(`${server}: ${fmt(res.reqPerSec, 0)} req/s with the profiler on; ${fmt(cpuUs, 1)} µs of server CPU per request (all threads)`);
@@ -84,7 +90,12 @@ function report(profile, requests) {
       }
     }
   }
-  const rows = (m, n) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${fmt(v / requests, 2).padStart(8)} µs  ${k}`).join('\n');
+  const rows = (m, n) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, v]) => `${fmt(v / requests, 2).padStart(8)} µs  ${k}`)
+      .join('\n');
   console.log(`\nprofiled busy time: ${fmt(busy / requests, 1)} µs per request\n\nself time by package or file (µs per request)\n${rows(self, 30)}`);
   inclusive.delete('(root)  [(root)]');
   console.log(`\ninclusive time by function (µs per request)\n${rows(inclusive, top)}`);

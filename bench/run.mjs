@@ -16,7 +16,13 @@ const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-run-'));
 function machine() {
   const info = readFileSync('/proc/cpuinfo', 'utf8');
   const model = /^model name\s*:\s*(.*)$/m.exec(info)?.[1] ?? cpus()[0]?.model ?? 'unknown';
-  return { cpuModel: model, cores: cpus().length, memoryGB: Math.round(totalmem() / 2 ** 30), node: process.version, platform: `${process.platform} ${process.arch}` };
+  return {
+    cpuModel: model,
+    cores: cpus().length,
+    memoryGB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+  };
 }
 
 function commit() {
@@ -29,7 +35,9 @@ function commit() {
 
 const started = Date.now();
 const out = { machine: machine(), commit: commit(), date: new Date().toISOString(), quick: args.quick, loadBefore: loadavg(), results: {} };
-console.log(`Gatehouse benchmarks${args.quick ? ' (quick)' : ''} at ${out.commit}, ${out.date}: ${out.machine.cpuModel}, ${out.machine.cores} cores, Node ${out.machine.node}; load average ${out.loadBefore.map((x) => fmt(x)).join(' ')}`);
+console.log(
+  `Gatehouse benchmarks${args.quick ? ' (quick)' : ''} at ${out.commit}, ${out.date}: ${out.machine.cpuModel}, ${out.machine.cores} cores, Node ${out.machine.node}; load average ${out.loadBefore.map((x) => fmt(x)).join(' ')}`,
+);
 if (out.loadBefore[0] > 0.5) console.log('WARNING: the machine is busy (1-minute load average above 0.5): figures will be low and noisy.');
 
 const scripts = { micro: 'micro.mjs', http: 'http.mjs', approvals: 'approvals.mjs', attack: 'attack.mjs', startup: 'startup.mjs' };
@@ -42,7 +50,11 @@ try {
     const extra = [...(args.quick ? ['--quick'] : []), ...(name === 'http' && args.extra.wrk ? ['--wrk'] : []), '--json', json];
     const t0 = Date.now();
     // The child prints its progress and its tables; its JSON feeds the summary below.
-    const child = spawnSync(process.execPath, [join(BENCH_DIR, script), ...extra], { cwd: ROOT_DIR, stdio: ['ignore', 'inherit', 'inherit'], timeout: 15 * 60_000 });
+    const child = spawnSync(process.execPath, [join(BENCH_DIR, script), ...extra], {
+      cwd: ROOT_DIR,
+      stdio: ['ignore', 'inherit', 'inherit'],
+      timeout: 15 * 60_000,
+    });
     if (child.status !== 0) {
       console.log(`${name} failed (exit ${child.status}${child.signal ? `, ${child.signal}` : ''})`);
       process.exitCode = 1;
@@ -63,6 +75,8 @@ const header = ['benchmark', 'target', 'measured', 'met'];
 const rows = checks.map((c) => [c.bench, c.target, c.value, metText(c)]);
 const targets = checks.filter((c) => c.met !== null);
 console.log(`\n=== Targets ===\n${table(header, rows)}`);
-console.log(`\n${targets.filter((c) => c.met).length} of ${targets.length} targets met; ${fmt(out.seconds, 0)} s in all; load average after ${out.loadAfter.map((x) => fmt(x)).join(' ')}`);
+console.log(
+  `\n${targets.filter((c) => c.met).length} of ${targets.length} targets met; ${fmt(out.seconds, 0)} s in all; load average after ${out.loadAfter.map((x) => fmt(x)).join(' ')}`,
+);
 if (args.json) writeFileSync(args.json, JSON.stringify(out, null, 2));
 if (args.markdown) writeFileSync(args.markdown, markdown(header, rows) + '\n');

@@ -92,7 +92,11 @@ function call(method, path, token, body) {
     const payload = body === undefined ? null : Buffer.from(JSON.stringify(body));
     const req = request(
       {
-        host: '127.0.0.1', port, method, path, agent,
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent,
         headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
         timeout: 30_000,
       },
@@ -162,8 +166,14 @@ async function startServer(dataDir) {
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (/^(JWT_|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|DATABASE_URL$)/.test(k)) delete env[k];
   Object.assign(env, {
-    PORT: String(port), HOST: '127.0.0.1', JWT_SECRET: SECRET, POLICY_DIR: join(ROOT, 'policies'), POLICY_ENV: 'prod',
-    DATA_DIR: dataDir, LOG_LEVEL: 'info', ...(DATABASE_URL ? { DATABASE_URL } : {}),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    JWT_SECRET: SECRET,
+    POLICY_DIR: join(ROOT, 'policies'),
+    POLICY_ENV: 'prod',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    ...(DATABASE_URL ? { DATABASE_URL } : {}),
   });
   const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
@@ -211,7 +221,8 @@ async function decideLoad(endAt) {
     completed++;
     if (due >= measuredFrom) latencies.push(done - due);
     if (r.status === 0) error(`network: ${r.error?.code ?? r.error?.message}`);
-    else if (r.status !== m.status || r.body?.decision !== m.decision) error(`${m.body(0).tool}: ${r.status} ${r.body?.decision ?? JSON.stringify(r.body)?.slice(0, 80)} (want ${m.status} ${m.decision})`);
+    else if (r.status !== m.status || r.body?.decision !== m.decision)
+      error(`${m.body(0).tool}: ${r.status} ${r.body?.decision ?? JSON.stringify(r.body)?.slice(0, 80)} (want ${m.status} ${m.decision})`);
   };
   while (next < total) {
     const now = performance.now();
@@ -277,8 +288,10 @@ chmodSync(dataDir, 0o755);
 let server = null;
 let exitCode = 0;
 try {
-  console.log(`soak: ${SECONDS} s at ${RATE} /decide per second (warm-up ${WARMUP_SECONDS} s), ${APPROVALS_PER_SECOND} approval cycles per second, ` +
-    `${DATABASE_URL ? 'the given database' : 'the embedded PostgreSQL'}`);
+  console.log(
+    `soak: ${SECONDS} s at ${RATE} /decide per second (warm-up ${WARMUP_SECONDS} s), ${APPROVALS_PER_SECOND} approval cycles per second, ` +
+      `${DATABASE_URL ? 'the given database' : 'the embedded PostgreSQL'}`,
+  );
   server = await startServer(dataDir);
   const pid = server.child.pid;
   const rssStart = rssMb(pid);
@@ -317,10 +330,23 @@ try {
     seconds: Math.round(elapsed * 10) / 10,
     target_rate: RATE,
     achieved_rate: Math.round(achieved),
-    decide: { sent, answered: completed, measured: sorted.length, p50_ms: Math.round(p50 * 100) / 100, p99_ms: Math.round(p99 * 100) / 100, max_ms: Math.round((sorted.at(-1) ?? NaN) * 100) / 100 },
+    decide: {
+      sent,
+      answered: completed,
+      measured: sorted.length,
+      p50_ms: Math.round(p50 * 100) / 100,
+      p99_ms: Math.round(p99 * 100) / 100,
+      max_ms: Math.round((sorted.at(-1) ?? NaN) * 100) / 100,
+    },
     approval_cycles: cycles,
     errors: Object.fromEntries(errors),
-    rss_mb: { start: round1(rssStart), after_warmup: round1(rssWarm), end: round1(rssEnd), growth_after_warmup: round1(growth), max: round1(Math.max(...samples.map((x) => x.rss))) },
+    rss_mb: {
+      start: round1(rssStart),
+      after_warmup: round1(rssWarm),
+      end: round1(rssEnd),
+      growth_after_warmup: round1(growth),
+      max: round1(Math.max(...samples.map((x) => x.rss))),
+    },
     server_exit: exit,
   };
   console.log(JSON.stringify(report, null, 2));

@@ -40,15 +40,33 @@ export async function runStartup({ quick = false, log = console.log } = {}) {
       await once(set.env); // not counted: fills the OS file cache
       for (let k = 0; k < (set.runs ?? runs); k++) samples.push(await once(set.env));
       const m = (key) => median(samples.map((s) => s[key]));
-      const row = { set: set.name, runs: samples.length, imports: m('imported'), policies: m('policiesLoaded'), ready: m('ready'), listening: m('listening'), wall: m('wallMs'), maxWall: Math.max(...samples.map((s) => s.wallMs)), cpuMs: m('cpuMs') };
+      const row = {
+        set: set.name,
+        runs: samples.length,
+        imports: m('imported'),
+        policies: m('policiesLoaded'),
+        ready: m('ready'),
+        listening: m('listening'),
+        wall: m('wallMs'),
+        maxWall: Math.max(...samples.map((s) => s.wallMs)),
+        cpuMs: m('cpuMs'),
+      };
       rows.push(row);
-      log(`${set.name}: policies loaded at ${fmt(row.policies, 0)} ms, ready ${fmt(row.ready, 0)} ms, listening ${fmt(row.listening, 0)} ms (process clock); spawn → listening ${fmt(row.wall, 0)} ms wall (median of ${row.runs}); ${fmt(row.cpuMs, 0)} ms of CPU`);
+      log(
+        `${set.name}: policies loaded at ${fmt(row.policies, 0)} ms, ready ${fmt(row.ready, 0)} ms, listening ${fmt(row.listening, 0)} ms (process clock); spawn → listening ${fmt(row.wall, 0)} ms wall (median of ${row.runs}); ${fmt(row.cpuMs, 0)} ms of CPU`,
+      );
     }
     const main = rows[0];
     return {
       rows,
       // Judged on the median of the runs; the worst run is shown beside it.
-      checks: [{ target: `start-up to ready (policies loaded, no database) < ${TARGETS.readyMs} ms (median)`, value: `${fmt(main.wall, 0)} ms spawn → listening (worst of ${main.runs}: ${fmt(main.maxWall, 0)} ms; ${fmt(main.cpuMs, 0)} ms CPU)`, met: main.wall < TARGETS.readyMs }],
+      checks: [
+        {
+          target: `start-up to ready (policies loaded, no database) < ${TARGETS.readyMs} ms (median)`,
+          value: `${fmt(main.wall, 0)} ms spawn → listening (worst of ${main.runs}: ${fmt(main.maxWall, 0)} ms; ${fmt(main.cpuMs, 0)} ms CPU)`,
+          met: main.wall < TARGETS.readyMs,
+        },
+      ],
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -56,9 +74,23 @@ export async function runStartup({ quick = false, log = console.log } = {}) {
 }
 
 export function printStartup(result, print = console.log) {
-  print('\nStart-up without a database (median; ms since process start by the child\'s clock, and the parent\'s spawn → listening)');
-  print(table(['policy set', 'runs', 'imports done', 'policies loaded', 'app ready', 'listening', 'spawn → listening', 'worst', 'CPU ms to listening'],
-    result.rows.map((r) => [r.set, r.runs, fmt(r.imports, 0), fmt(r.policies, 0), fmt(r.ready, 0), fmt(r.listening, 0), fmt(r.wall, 0), fmt(r.maxWall, 0), fmt(r.cpuMs, 0)])));
+  print("\nStart-up without a database (median; ms since process start by the child's clock, and the parent's spawn → listening)");
+  print(
+    table(
+      ['policy set', 'runs', 'imports done', 'policies loaded', 'app ready', 'listening', 'spawn → listening', 'worst', 'CPU ms to listening'],
+      result.rows.map((r) => [
+        r.set,
+        r.runs,
+        fmt(r.imports, 0),
+        fmt(r.policies, 0),
+        fmt(r.ready, 0),
+        fmt(r.listening, 0),
+        fmt(r.wall, 0),
+        fmt(r.maxWall, 0),
+        fmt(r.cpuMs, 0),
+      ]),
+    ),
+  );
   print('\nTargets');
   print(targetsTable(result.checks));
 }

@@ -111,9 +111,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     if (allowZero && raw.trim() === '0') return 0;
     const ms = parseDuration(raw);
     if (ms === null || (range && (ms < parseDuration(range.min)! || ms > parseDuration(range.max)!))) {
-      problems.push(range
-        ? `${name} must be a duration from ${range.min} to ${range.max} (like 10s, 2m, or a number of milliseconds)`
-        : `${name} must be a duration like 90s, 30m, 24h or a number of milliseconds`);
+      problems.push(
+        range
+          ? `${name} must be a duration from ${range.min} to ${range.max} (like 10s, 2m, or a number of milliseconds)`
+          : `${name} must be a duration like 90s, 30m, 24h or a number of milliseconds`,
+      );
       return parseDuration(fallback)!;
     }
     return ms;
@@ -158,8 +160,10 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   if (production && (publicKey !== null || jwksUrl !== null) && !allowUnbound) {
     const missing = [...(audience === null ? ['JWT_AUDIENCE'] : []), ...(issuer === null ? ['JWT_ISSUER'] : [])];
     if (missing.length > 0) {
-      problems.push(`NODE_ENV=production with ${jwksUrl !== null ? 'JWT_JWKS_URL' : 'JWT_PUBLIC_KEY'} needs ${missing.join(' and ')}, `
-        + 'so that tokens the provider mints for other applications are refused (or set JWT_ALLOW_UNBOUND=true to accept them)');
+      problems.push(
+        `NODE_ENV=production with ${jwksUrl !== null ? 'JWT_JWKS_URL' : 'JWT_PUBLIC_KEY'} needs ${missing.join(' and ')}, ` +
+          'so that tokens the provider mints for other applications are refused (or set JWT_ALLOW_UNBOUND=true to accept them)',
+      );
     }
   }
   const databaseUrl = str('DATABASE_URL');

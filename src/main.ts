@@ -31,7 +31,11 @@ const VERSION = defineCommand({
 });
 
 const COMMANDS: Readonly<Record<string, Command>> = {
-  check: { summary: 'check [DIR|FILE] [--tool T ...]    validate policies; show the rules for a tool and caller', usage: async () => CHECK.usage, run: runCheck },
+  check: {
+    summary: 'check [DIR|FILE] [--tool T ...]    validate policies; show the rules for a tool and caller',
+    usage: async () => CHECK.usage,
+    run: runCheck,
+  },
   test: { summary: 'test [DIR] [--env E]               run the policy tests (*.test.yaml)', usage: async () => TEST.usage, run: runTest },
   hash: { summary: 'hash FILE.json|- [...]             the approval hash of a request, as /decide computes it', usage: async () => HASH.usage, run: runHash },
   token: {
@@ -41,13 +45,15 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   },
   serve: { summary: 'serve                              run the service (what npm start runs)', usage: async () => SERVE.usage, run: runServe },
   version: { summary: 'version                            print the version (also --version, -v)', usage: async () => VERSION.usage, run: runVersion },
-  help: { summary: 'help [COMMAND]                     this help, or a command\'s (also COMMAND --help)', usage: async () => USAGE, run: runHelp },
+  help: { summary: "help [COMMAND]                     this help, or a command's (also COMMAND --help)", usage: async () => USAGE, run: runHelp },
 };
 
 const USAGE = `usage: gatehouse <command> [options]
 
 commands:
-${Object.values(COMMANDS).map((c) => `  ${c.summary}`).join('\n')}
+${Object.values(COMMANDS)
+  .map((c) => `  ${c.summary}`)
+  .join('\n')}
 
 gatehouse <command> --help shows a command's options.
 exit status: 0 ok; 1 a failing policy test or a refused decision; 2 a usage error or invalid input

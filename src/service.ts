@@ -21,7 +21,7 @@ import { createJwksKeys, type JwksKeys } from './http/jwks.js';
 import { createMetrics } from './http/metrics.js';
 import { createLogger, LogSink } from './log.js';
 import { formatProblem, PolicyLoadError } from './policy/errors.js';
-import { createLivePolicies } from './policy/live.js';
+import { createLivePolicies, type LivePolicies } from './policy/live.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
@@ -51,7 +51,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
   process.once('exit', () => logSink.flush()); // lines that waited for a stuck reader, if any
   // Outside production the example policies' `dev` environment is the default (docs/design.md "The process").
   const policyEnv = config.policyEnv ?? (config.production ? null : 'dev');
-  let policies;
+  let policies: LivePolicies;
   try {
     policies = await createLivePolicies(config.policyDir, policyEnv);
   } catch (err) {
@@ -59,12 +59,17 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     throw err;
   }
   if (config.policyEnv === null && policyEnv !== null && policies.current().files.some((f) => f.environments.length > 0)) {
-    logger.warn({ env: policyEnv }, `POLICY_ENV is not set: serving the "${policyEnv}" environment of the policies (the development default; with NODE_ENV=production Gatehouse refuses to start without it)`);
+    logger.warn(
+      { env: policyEnv },
+      `POLICY_ENV is not set: serving the "${policyEnv}" environment of the policies (the development default; with NODE_ENV=production Gatehouse refuses to start without it)`,
+    );
   }
 
   const { jwt } = config;
   if (jwt.allowUnbound && (jwt.publicKey !== null || jwt.jwksUrl !== null) && (jwt.audience === null || jwt.issuer === null)) {
-    logger.warn('JWT_ALLOW_UNBOUND=true: without JWT_AUDIENCE and JWT_ISSUER, a token the identity provider minted for another application is accepted here, roles included');
+    logger.warn(
+      'JWT_ALLOW_UNBOUND=true: without JWT_AUDIENCE and JWT_ISSUER, a token the identity provider minted for another application is accepted here, roles included',
+    );
   }
   const generatedKey = config.jwt.secret === null && config.jwt.publicKey === null && config.jwt.jwksUrl === null;
   let key: string | null;
@@ -95,7 +100,10 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     process.exit(1);
   };
   const onStopSignal = (signal: NodeJS.Signals): void => {
-    if (phase === 'stopping') return exitNow(`${signal} again while shutting down; exiting now`);
+    if (phase === 'stopping') {
+      exitNow(`${signal} again while shutting down; exiting now`);
+      return;
+    }
     const wasServing = phase === 'serving';
     phase = 'stopping';
     logger.info({ signal }, wasServing ? 'shutting down: finishing in-flight requests' : 'shutting down: interrupting the start-up');
@@ -191,7 +199,13 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);
     const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped });
     const appCtx: AppContext = {
-      policies, metrics, approvals, log: logger, logArgs: config.logArgs, adminRole: config.adminRole, approverRole: config.approverRole,
+      policies,
+      metrics,
+      approvals,
+      log: logger,
+      logArgs: config.logArgs,
+      adminRole: config.adminRole,
+      approverRole: config.approverRole,
       policyReaderRoles: config.policyReaderRoles,
     };
     ctx = appCtx;
@@ -213,7 +227,8 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     opened.push('the HTTP server', () => Promise.all([app.close(), closeApprovals()]));
     checkpoint();
     // Bounded by the fetch timeout; it was started before the database.
-    if (!(await jwksFirstFetch)) logger.error({ url: config.jwt.jwksUrl }, 'the JWKS is not loaded: serving; tokens answer 503 and /readyz is not ready until it is');
+    if (!(await jwksFirstFetch))
+      logger.error({ url: config.jwt.jwksUrl }, 'the JWKS is not loaded: serving; tokens answer 503 and /readyz is not ready until it is');
     checkpoint();
     await app.listen({ port: config.port, host: config.host });
     checkpoint();
@@ -293,8 +308,14 @@ interface DevelopmentTokens {
 function developmentTokens(sign: Sign, config: Config): DevelopmentTokens {
   // JWT_MAX_LIFETIME's default (24 hours), or less when JWT_MAX_LIFETIME says so (a longer token would be refused).
   const lifetimeSec = Math.min(DEFAULT_JWT_MAX_LIFETIME_SEC, config.jwt.maxLifetimeSec);
-  const agent = sign({ sub: 'dev-agent', [config.claims.team]: 'support', [config.claims.agent]: 'support-bot', [config.claims.roles]: [] }, { expiresIn: lifetimeSec });
-  const approver = sign({ sub: 'dev-operator', [config.claims.team]: 'support', [config.claims.roles]: [config.approverRole, config.adminRole] }, { expiresIn: lifetimeSec });
+  const agent = sign(
+    { sub: 'dev-agent', [config.claims.team]: 'support', [config.claims.agent]: 'support-bot', [config.claims.roles]: [] },
+    { expiresIn: lifetimeSec },
+  );
+  const approver = sign(
+    { sub: 'dev-operator', [config.claims.team]: 'support', [config.claims.roles]: [config.approverRole, config.adminRole] },
+    { expiresIn: lifetimeSec },
+  );
   const lifetime = lifetimeSec % 3600 === 0 ? `${lifetimeSec / 3600} hour${lifetimeSec === 3600 ? '' : 's'}` : `${lifetimeSec} seconds`;
   return { agent, approver, lifetime };
 }

@@ -20,13 +20,34 @@ describe('loadConfig', () => {
   it('gives the documented defaults for an empty environment', () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
-      production: false, port: 8080, host: '127.0.0.1', policyDir: './policies', policyEnv: null,
-      claims: { team: 'team', agent: 'agent', roles: 'roles' }, approverRole: 'approver', adminRole: 'admin',
-      bodyLimit: 1_048_576, logLevel: 'info', logArgs: false, databaseUrl: null, dataDir: '.data',
-      approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, maxPendingApprovals: 100, dbPoolMax: 10, dbDeadlineMs: 2000,
+      production: false,
+      port: 8080,
+      host: '127.0.0.1',
+      policyDir: './policies',
+      policyEnv: null,
+      claims: { team: 'team', agent: 'agent', roles: 'roles' },
+      approverRole: 'approver',
+      adminRole: 'admin',
+      bodyLimit: 1_048_576,
+      logLevel: 'info',
+      logArgs: false,
+      databaseUrl: null,
+      dataDir: '.data',
+      approvalTtlMs: 86_400_000,
+      grantTtlMs: 3_600_000,
+      maxPendingApprovals: 100,
+      dbPoolMax: 10,
+      dbDeadlineMs: 2000,
     });
     expect(c.jwt).toMatchObject({
-      secret: null, publicKey: null, algorithm: null, jwksUrl: null, jwksRefreshMs: 600_000, allowUnbound: false, clockToleranceSec: 30, maxLifetimeSec: 86_400,
+      secret: null,
+      publicKey: null,
+      algorithm: null,
+      jwksUrl: null,
+      jwksRefreshMs: 600_000,
+      allowUnbound: false,
+      clockToleranceSec: 30,
+      maxLifetimeSec: 86_400,
     });
     expect(c.policyReaderRoles).toEqual(['admin', 'approver']);
     expect(c.connections).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 });
@@ -39,26 +60,78 @@ describe('loadConfig', () => {
 
   it('reads every variable', () => {
     const c = loadConfig({
-      PORT: '9000', HOST: '0.0.0.0', POLICY_DIR: '/p', POLICY_ENV: 'prod', JWT_SECRET: SECRET, JWT_ISSUER: 'https://idp',
-      JWT_AUDIENCE: 'gatehouse', JWT_CLOCK_TOLERANCE: '5', TEAM_CLAIM: 'grp', AGENT_CLAIM: 'azp', ROLES_CLAIM: 'scope',
-      APPROVER_ROLE: 'ops', ADMIN_ROLE: 'root', BODY_LIMIT: '65536', LOG_LEVEL: 'warn', LOG_ARGS: 'true',
-      DATABASE_URL: 'postgres://db/g', DATA_DIR: '/d', APPROVAL_TTL: '30m', GRANT_TTL: '90s', DB_POOL_MAX: '4',
-      DB_DEADLINE_MS: '500', SHUTDOWN_GRACE_MS: '1000', MAX_PENDING_APPROVALS: '7', JWT_MAX_LIFETIME: '3600',
-      HEADERS_TIMEOUT: '5s', REQUEST_TIMEOUT: '20000', KEEP_ALIVE_TIMEOUT: '620s', MAX_CONNECTIONS: '4096', POLICY_READER_ROLE: ' auditor , root',
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      POLICY_DIR: '/p',
+      POLICY_ENV: 'prod',
+      JWT_SECRET: SECRET,
+      JWT_ISSUER: 'https://idp',
+      JWT_AUDIENCE: 'gatehouse',
+      JWT_CLOCK_TOLERANCE: '5',
+      TEAM_CLAIM: 'grp',
+      AGENT_CLAIM: 'azp',
+      ROLES_CLAIM: 'scope',
+      APPROVER_ROLE: 'ops',
+      ADMIN_ROLE: 'root',
+      BODY_LIMIT: '65536',
+      LOG_LEVEL: 'warn',
+      LOG_ARGS: 'true',
+      DATABASE_URL: 'postgres://db/g',
+      DATA_DIR: '/d',
+      APPROVAL_TTL: '30m',
+      GRANT_TTL: '90s',
+      DB_POOL_MAX: '4',
+      DB_DEADLINE_MS: '500',
+      SHUTDOWN_GRACE_MS: '1000',
+      MAX_PENDING_APPROVALS: '7',
+      JWT_MAX_LIFETIME: '3600',
+      HEADERS_TIMEOUT: '5s',
+      REQUEST_TIMEOUT: '20000',
+      KEEP_ALIVE_TIMEOUT: '620s',
+      MAX_CONNECTIONS: '4096',
+      POLICY_READER_ROLE: ' auditor , root',
     });
     expect(c.connections).toEqual({ headersTimeoutMs: 5000, requestTimeoutMs: 20_000, keepAliveTimeoutMs: 620_000, maxConnections: 4096 });
     expect(c.policyReaderRoles).toEqual(['auditor', 'root']);
     expect(c).toMatchObject({
-      port: 9000, host: '0.0.0.0', policyDir: '/p', policyEnv: 'prod', claims: { team: 'grp', agent: 'azp', roles: 'scope' },
-      approverRole: 'ops', adminRole: 'root', bodyLimit: 65536, logLevel: 'warn', logArgs: true, databaseUrl: 'postgres://db/g',
-      dataDir: '/d', approvalTtlMs: 1_800_000, grantTtlMs: 90_000, maxPendingApprovals: 7, dbPoolMax: 4, dbDeadlineMs: 500, shutdownGraceMs: 1000,
+      port: 9000,
+      host: '0.0.0.0',
+      policyDir: '/p',
+      policyEnv: 'prod',
+      claims: { team: 'grp', agent: 'azp', roles: 'scope' },
+      approverRole: 'ops',
+      adminRole: 'root',
+      bodyLimit: 65536,
+      logLevel: 'warn',
+      logArgs: true,
+      databaseUrl: 'postgres://db/g',
+      dataDir: '/d',
+      approvalTtlMs: 1_800_000,
+      grantTtlMs: 90_000,
+      maxPendingApprovals: 7,
+      dbPoolMax: 4,
+      dbDeadlineMs: 500,
+      shutdownGraceMs: 1000,
     });
-    expect(c.jwt).toMatchObject({ secret: SECRET, algorithm: 'HS256', issuer: 'https://idp', audience: 'gatehouse', clockToleranceSec: 5, maxLifetimeSec: 3600 });
+    expect(c.jwt).toMatchObject({
+      secret: SECRET,
+      algorithm: 'HS256',
+      issuer: 'https://idp',
+      audience: 'gatehouse',
+      clockToleranceSec: 5,
+      maxLifetimeSec: 3600,
+    });
   });
 
   it('reports every problem at once, never the secret value', () => {
     const problems = problemsOf({
-      PORT: 'http', BODY_LIMIT: '-1', LOG_LEVEL: 'loud', LOG_ARGS: 'yes', APPROVAL_TTL: 'soon', JWT_SECRET: 'short-secret-value', MAX_PENDING_APPROVALS: '0',
+      PORT: 'http',
+      BODY_LIMIT: '-1',
+      LOG_LEVEL: 'loud',
+      LOG_ARGS: 'yes',
+      APPROVAL_TTL: 'soon',
+      JWT_SECRET: 'short-secret-value',
+      MAX_PENDING_APPROVALS: '0',
     });
     expect(problems).toHaveLength(7);
     expect(problems).toContain('MAX_PENDING_APPROVALS must be an integer from 1 to 1000000');
@@ -69,7 +142,9 @@ describe('loadConfig', () => {
 
   it('refuses both JWT_SECRET and JWT_PUBLIC_KEY', () => {
     const { publicKey } = generateKeyPairSync('ed25519');
-    expect(problemsOf({ JWT_SECRET: SECRET, JWT_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'pem' }).toString() })).toEqual(['set JWT_SECRET or JWT_PUBLIC_KEY, not both']);
+    expect(problemsOf({ JWT_SECRET: SECRET, JWT_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'pem' }).toString() })).toEqual([
+      'set JWT_SECRET or JWT_PUBLIC_KEY, not both',
+    ]);
   });
 
   it('derives the algorithm from the public key', () => {
@@ -98,7 +173,12 @@ describe('loadConfig', () => {
     const t = await createTestApp({ key: c.jwt.publicKey!, algorithm: c.jwt.algorithm! });
     try {
       const now = Math.floor(Date.now() / 1000);
-      const res = await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } }, signJwt({ sub: 'a', iat: now, exp: now + 60 }, { alg: 'RS256', key: privateKey }));
+      const res = await post(
+        t.app,
+        '/decide',
+        { tool: 'lookup_order', args: { order: 'A1' } },
+        signJwt({ sub: 'a', iat: now, exp: now + 60 }, { alg: 'RS256', key: privateKey }),
+      );
       expect(res.statusCode).toBe(200);
     } finally {
       await t.close();
@@ -124,8 +204,11 @@ describe('loadConfig', () => {
         expect(problems, `${name}=${v}`).toContain(`${name} must be a duration from 1s to 1h (like 10s, 2m, or a number of milliseconds)`);
       }
     }
-    expect(loadConfig({ HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '1h', KEEP_ALIVE_TIMEOUT: '3600000' }).connections)
-      .toMatchObject({ headersTimeoutMs: 1000, requestTimeoutMs: 3_600_000, keepAliveTimeoutMs: 3_600_000 });
+    expect(loadConfig({ HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '1h', KEEP_ALIVE_TIMEOUT: '3600000' }).connections).toMatchObject({
+      headersTimeoutMs: 1000,
+      requestTimeoutMs: 3_600_000,
+      keepAliveTimeoutMs: 3_600_000,
+    });
     for (const v of ['0', '-1', '1.5', 'many', '1000001']) {
       expect(problemsOf({ MAX_CONNECTIONS: v }), v).toEqual(['MAX_CONNECTIONS must be an integer from 1 to 1000000']);
     }
@@ -138,8 +221,12 @@ describe('loadConfig', () => {
   });
 
   it('the approval bounds: APPROVAL_MAX_BYTES, DENIED_COOLDOWN (0 turns it off), the wait caps below MAX_CONNECTIONS', () => {
-    expect(loadConfig({ APPROVAL_MAX_BYTES: '1024', DENIED_COOLDOWN: '0', MAX_WAITS_PER_CALLER: '5', MAX_WAITS: '10' }))
-      .toMatchObject({ approvalMaxBytes: 1024, deniedCooldownMs: 0, maxWaitsPerCaller: 5, maxWaits: 10 });
+    expect(loadConfig({ APPROVAL_MAX_BYTES: '1024', DENIED_COOLDOWN: '0', MAX_WAITS_PER_CALLER: '5', MAX_WAITS: '10' })).toMatchObject({
+      approvalMaxBytes: 1024,
+      deniedCooldownMs: 0,
+      maxWaitsPerCaller: 5,
+      maxWaits: 10,
+    });
     expect(loadConfig({ DENIED_COOLDOWN: '90s' }).deniedCooldownMs).toBe(90_000);
     expect([...problemsOf({ APPROVAL_MAX_BYTES: '1', DENIED_COOLDOWN: 'soon', MAX_WAITS_PER_CALLER: '0' })].sort()).toEqual([
       'APPROVAL_MAX_BYTES must be an integer from 2 to 16777216',
@@ -166,19 +253,25 @@ describe('production with a provider key: audience and issuer are required', () 
   const unbound = (key: string, missing: string): string =>
     `NODE_ENV=production with ${key} needs ${missing}, so that tokens the provider mints for other applications are refused (or set JWT_ALLOW_UNBOUND=true to accept them)`;
 
-  for (const [key, value] of [['JWT_PUBLIC_KEY', pem], ['JWT_JWKS_URL', 'https://idp.example.com/.well-known/jwks.json']] as const) {
+  for (const [key, value] of [
+    ['JWT_PUBLIC_KEY', pem],
+    ['JWT_JWKS_URL', 'https://idp.example.com/.well-known/jwks.json'],
+  ] as const) {
     it(`${key} without JWT_AUDIENCE or JWT_ISSUER refuses to start, naming what is missing`, () => {
       expect(problemsOf({ ...prod, [key]: value })).toEqual([unbound(key, 'JWT_AUDIENCE and JWT_ISSUER')]);
       expect(problemsOf({ ...prod, [key]: value, JWT_ISSUER: 'https://idp.example.com/' })).toEqual([unbound(key, 'JWT_AUDIENCE')]);
       expect(problemsOf({ ...prod, [key]: value, JWT_AUDIENCE: 'gatehouse' })).toEqual([unbound(key, 'JWT_ISSUER')]);
     });
     it(`${key} with both starts; JWT_ALLOW_UNBOUND=true is the explicit opt-out`, () => {
-      expect(loadConfig({ ...prod, [key]: value, JWT_AUDIENCE: 'gatehouse', JWT_ISSUER: 'https://idp.example.com/' }).jwt)
-        .toMatchObject({ audience: 'gatehouse', issuer: 'https://idp.example.com/', allowUnbound: false });
+      expect(loadConfig({ ...prod, [key]: value, JWT_AUDIENCE: 'gatehouse', JWT_ISSUER: 'https://idp.example.com/' }).jwt).toMatchObject({
+        audience: 'gatehouse',
+        issuer: 'https://idp.example.com/',
+        allowUnbound: false,
+      });
       expect(loadConfig({ ...prod, [key]: value, JWT_ALLOW_UNBOUND: 'true' }).jwt).toMatchObject({ audience: null, issuer: null, allowUnbound: true });
     });
   }
-  it('JWT_ALLOW_UNBOUND is true or false; an HS256 secret (this service\'s own) needs neither; outside production neither is required', () => {
+  it("JWT_ALLOW_UNBOUND is true or false; an HS256 secret (this service's own) needs neither; outside production neither is required", () => {
     expect(problemsOf({ ...prod, JWT_PUBLIC_KEY: pem, JWT_ALLOW_UNBOUND: 'yes' })).toContain('JWT_ALLOW_UNBOUND must be true or false');
     expect(loadConfig({ ...prod, JWT_SECRET: SECRET }).jwt).toMatchObject({ algorithm: 'HS256', audience: null, issuer: null });
     expect(loadConfig({ JWT_PUBLIC_KEY: pem }).jwt).toMatchObject({ algorithm: 'EdDSA', audience: null, issuer: null });
@@ -188,7 +281,13 @@ describe('production with a provider key: audience and issuer are required', () 
 describe('JWT_JWKS_URL', () => {
   const bound = { JWT_AUDIENCE: 'gatehouse', JWT_ISSUER: 'https://idp.example.com/' };
   it('is read with its refresh interval (default 10m); no algorithm is fixed (each key pins its own)', () => {
-    expect(loadConfig({ JWT_JWKS_URL: 'https://idp.example.com/jwks' }).jwt).toMatchObject({ jwksUrl: 'https://idp.example.com/jwks', jwksRefreshMs: 600_000, algorithm: null, secret: null, publicKey: null });
+    expect(loadConfig({ JWT_JWKS_URL: 'https://idp.example.com/jwks' }).jwt).toMatchObject({
+      jwksUrl: 'https://idp.example.com/jwks',
+      jwksRefreshMs: 600_000,
+      algorithm: null,
+      secret: null,
+      publicKey: null,
+    });
     expect(loadConfig({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: '1m' }).jwt.jwksRefreshMs).toBe(60_000);
     for (const v of ['5s', '2d', 'soon']) expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: v }), v).toHaveLength(1);
     expect(problemsOf({ JWT_JWKS_REFRESH: '5s' })).toEqual(['JWT_JWKS_REFRESH must be a duration from 10s to 24h (like 10s, 2m, or a number of milliseconds)']);
@@ -205,7 +304,9 @@ describe('JWT_JWKS_URL', () => {
       expect(loadConfig({ ...prod, JWT_JWKS_URL: url }).jwt.jwksUrl, url).toBe(url);
     }
     for (const url of ['http://idp.example.com/jwks', 'http://10.0.0.1/jwks', 'http://127.0.0.1.example.com/jwks']) {
-      expect(problemsOf({ ...prod, JWT_JWKS_URL: url }), url).toEqual(['NODE_ENV=production needs an https:// JWT_JWKS_URL (plain http only to a loopback address)']);
+      expect(problemsOf({ ...prod, JWT_JWKS_URL: url }), url).toEqual([
+        'NODE_ENV=production needs an https:// JWT_JWKS_URL (plain http only to a loopback address)',
+      ]);
     }
     expect(loadConfig({ JWT_JWKS_URL: 'http://idp.internal/jwks' }).jwt.jwksUrl).toBe('http://idp.internal/jwks');
   });
@@ -217,7 +318,14 @@ describe('JWT_JWKS_URL', () => {
 });
 
 describe('parseDuration', () => {
-  it.each([['90s', 90_000], ['30m', 1_800_000], ['24h', 86_400_000], ['7d', 604_800_000], ['250', 250], ['250ms', 250]])('%s', (text, ms) => {
+  it.each([
+    ['90s', 90_000],
+    ['30m', 1_800_000],
+    ['24h', 86_400_000],
+    ['7d', 604_800_000],
+    ['250', 250],
+    ['250ms', 250],
+  ])('%s', (text, ms) => {
     expect(parseDuration(text)).toBe(ms);
   });
   it.each(['', '0', '1w', '-5s', '1.5h', 'h'])('refuses %j', (text) => {

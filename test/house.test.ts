@@ -28,9 +28,7 @@ const DYNAMIC = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 function importsOf(file: string): string[] {
   const text = readFileSync(join(ROOT, file), 'utf8');
   const specs = [...text.matchAll(STATIC)].map((m) => m[1] ?? m[2] ?? '').concat([...text.matchAll(DYNAMIC)].map((m) => m[1] ?? ''));
-  return specs
-    .filter((s) => s.startsWith('.'))
-    .map((s) => relative(ROOT, resolve(ROOT, dirname(file), s)).replace(/\.js$/, '.ts'));
+  return specs.filter((s) => s.startsWith('.')).map((s) => relative(ROOT, resolve(ROOT, dirname(file), s)).replace(/\.js$/, '.ts'));
 }
 
 const SRC = filesUnder('src', /\.ts$/);
@@ -85,7 +83,8 @@ describe('the example policies belong to the users', () => {
   // The ways a test names that directory as a path: `policies/…`, `./policies`, or `policies` as a
   // call's first argument (cp('policies', …), loadPolicies('policies')) or a CLI run's (check, test,
   // --policies).
-  const NAMES_THE_DIRECTORY = /['"`](?:\.\/)?policies\/|['"`]\.\/policies['"`]|\(\s*['"`]policies['"`]|['"`](?:check|test|--policies)['"`],\s*['"`]policies['"`]/;
+  const NAMES_THE_DIRECTORY =
+    /['"`](?:\.\/)?policies\/|['"`]\.\/policies['"`]|\(\s*['"`]policies['"`]|['"`](?:check|test|--policies)['"`],\s*['"`]policies['"`]/;
   // config.test.ts asserts the documented default of POLICY_DIR, './policies', and reads nothing.
   const ALLOWED = new Set(['test/config.test.ts', 'test/house.test.ts']);
 

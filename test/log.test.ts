@@ -25,7 +25,10 @@ test('each line is written before the call returns, in order, as one JSON object
       // No await, no flush: a synchronous read sees the line at once.
       if (i % 2_500 === 0) expect(readFileSync(path, 'utf8').trimEnd().split('\n')).toHaveLength(i + 1);
     }
-    const lines = readFileSync(path, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = readFileSync(path, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).toHaveLength(10_000);
     expect(lines.map((l) => l['decision_id'])).toEqual(Array.from({ length: 10_000 }, (_, i) => String(i)));
     expect(lines[0]).toMatchObject({ level: 30, service: 'gatehouse', decision: 'allow', msg: 'decision' });
@@ -41,7 +44,12 @@ test('below the configured level nothing is written', () => {
     const logger = createLogger('warn', fd);
     logger.info('not this');
     logger.warn('this');
-    expect(readFileSync(path, 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['this']);
+    expect(
+      readFileSync(path, 'utf8')
+        .trimEnd()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { msg: string }).msg),
+    ).toEqual(['this']);
   } finally {
     closeSync(fd);
   }
@@ -86,7 +94,10 @@ test('a reader that stops reading never blocks: lines wait in order, the excess 
       if (waited > 10_000) throw new Error(`only ${received.split('\n').length - 1} of ${want} lines arrived`);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    const lines = received.trimEnd().split('\n').map((l) => JSON.parse(l) as { i: number });
+    const lines = received
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { i: number });
     expect(lines).toHaveLength(want);
     // In order, whole lines only: what was dropped is whole lines, never a piece of one.
     for (let k = 1; k < lines.length; k++) expect(lines[k]!.i).toBeGreaterThan(lines[k - 1]!.i);

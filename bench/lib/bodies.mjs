@@ -15,7 +15,10 @@ export const DECIDE_BODY = {
   args: { order: 'A-2024-000123', amount: 80, note: 'Parcel arrived damaged; refund the item and shipping, no return needed.' },
   run: {
     id: 'run-7f3c2a9e-5b1d-4c8e-9a0f-1e2d3c4b5a69',
-    steps: [{ tool: 'lookup_order', decision: 'allow' }, { tool: 'lookup_customer', decision: 'allow' }],
+    steps: [
+      { tool: 'lookup_order', decision: 'allow' },
+      { tool: 'lookup_customer', decision: 'allow' },
+    ],
   },
 };
 export const DECIDE_TEXT = JSON.stringify(DECIDE_BODY);

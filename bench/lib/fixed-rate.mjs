@@ -10,8 +10,15 @@ import { connect } from 'node:net';
 
 const cfg = JSON.parse(process.argv[2]);
 const body = Buffer.from(cfg.body);
-const head = [`POST ${cfg.path} HTTP/1.1`, `host: ${cfg.host}:${cfg.port}`, 'connection: keep-alive', `content-length: ${body.length}`,
-  ...Object.entries(cfg.headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
+const head = [
+  `POST ${cfg.path} HTTP/1.1`,
+  `host: ${cfg.host}:${cfg.port}`,
+  'connection: keep-alive',
+  `content-length: ${body.length}`,
+  ...Object.entries(cfg.headers).map(([k, v]) => `${k}: ${v}`),
+  '',
+  '',
+].join('\r\n');
 const request = Buffer.concat([Buffer.from(head), body]);
 
 const now = () => Number(process.hrtime.bigint()) / 1000; // µs
@@ -108,17 +115,19 @@ for (const c of conns) c.socket.destroy();
 
 latencies.sort((a, b) => a - b);
 const q = (p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] / 1000 : NaN);
-process.stdout.write(JSON.stringify({
-  tool: 'open-loop',
-  offered: cfg.rate,
-  sent,
-  completed: latencies.length,
-  // Requests still unanswered when the 2 s drain ended count as lost (not in the latencies).
-  lost: sent - latencies.length,
-  achievedPerSec: latencies.length / elapsed,
-  elapsed,
-  latencyMs: { p50: q(0.5), p90: q(0.9), p99: q(0.99), p999: q(0.999), max: q(1) },
-  statuses: Object.fromEntries(statuses),
-  errors,
-  maxQueue,
-}) + '\n');
+process.stdout.write(
+  JSON.stringify({
+    tool: 'open-loop',
+    offered: cfg.rate,
+    sent,
+    completed: latencies.length,
+    // Requests still unanswered when the 2 s drain ended count as lost (not in the latencies).
+    lost: sent - latencies.length,
+    achievedPerSec: latencies.length / elapsed,
+    elapsed,
+    latencyMs: { p50: q(0.5), p90: q(0.9), p99: q(0.99), p999: q(0.999), max: q(1) },
+    statuses: Object.fromEntries(statuses),
+    errors,
+    maxQueue,
+  }) + '\n',
+);

@@ -42,7 +42,16 @@ if (env.BENCH_DATABASE_URL) {
 }
 
 const metrics = createMetrics(policies);
-const ctx = { policies, metrics, approvals, log: logger, logArgs: false, adminRole: 'admin', approverRole: 'approver', policyReaderRoles: ['admin', 'approver'] };
+const ctx = {
+  policies,
+  metrics,
+  approvals,
+  log: logger,
+  logArgs: false,
+  adminRole: 'admin',
+  approverRole: 'approver',
+  policyReaderRoles: ['admin', 'approver'],
+};
 const app = await buildApp(ctx, {
   bodyLimit: 1_048_576,
   // The service's defaults, or BENCH_MAX_CONNECTIONS (the attack benchmark holds 2,000 waits).
@@ -66,7 +75,14 @@ const port = app.server.address().port;
 logger.info({ port }, 'gatehouse is serving');
 
 const cpu = process.cpuUsage(); // CPU used so far (all threads): what contention for the CPU does not inflate
-const timings = { imported: tImported, importsMs: tImported - tImported0, policiesLoaded: tPolicies, ready: tReady, listening: tListening, cpuMs: (cpu.user + cpu.system) / 1000 };
+const timings = {
+  imported: tImported,
+  importsMs: tImported - tImported0,
+  policiesLoaded: tPolicies,
+  ready: tReady,
+  listening: tListening,
+  cpuMs: (cpu.user + cpu.system) / 1000,
+};
 if (process.send) process.send({ type: 'listening', port, timings, pid: process.pid });
 else process.stderr.write(`listening on ${port} ${JSON.stringify(timings)}\n`);
 

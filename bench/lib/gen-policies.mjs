@@ -62,7 +62,11 @@ export function generatePolicyDoc(n, seed = 42) {
     else if (bucket <= 10) rule = { id, tools: [tool], when: `amount > ${100 + pick(900)}`, allow: false, reason: 'over the cap' };
     else if (bucket === 11) {
       rule = {
-        id, tools: [tool], allow: true, confirm: `amount > ${50 + pick(200)}`, reason: 'over the confirm cap',
+        id,
+        tools: [tool],
+        allow: true,
+        confirm: `amount > ${50 + pick(200)}`,
+        reason: 'over the confirm cap',
         approval: { kind: 'spend', capability: ['amount'], presentation: ['amount', 'note'] },
       };
     } else if (bucket === 12) rule = { id, tools: [tool], teams: [`team${pick(8)}`], agents: [`bot${pick(4)}`], allow: true };

@@ -16,15 +16,17 @@ const result = await autocannon({
   timeout: 10,
 });
 const l = result.latency;
-process.stdout.write(JSON.stringify({
-  tool: 'autocannon',
-  reqPerSec: result.requests.average,
-  total: result.requests.total,
-  duration: result.duration,
-  // autocannon keeps latency in whole milliseconds (hdr histogram, 1 ms lowest value).
-  latencyMs: { p50: l.p50, p90: l.p90, p99: l.p99, max: l.max, mean: l.average },
-  non2xx: result.non2xx,
-  errors: result.errors,
-  timeouts: result.timeouts,
-  mismatches: result.mismatches,
-}) + '\n');
+process.stdout.write(
+  JSON.stringify({
+    tool: 'autocannon',
+    reqPerSec: result.requests.average,
+    total: result.requests.total,
+    duration: result.duration,
+    // autocannon keeps latency in whole milliseconds (hdr histogram, 1 ms lowest value).
+    latencyMs: { p50: l.p50, p90: l.p90, p99: l.p99, max: l.max, mean: l.average },
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    mismatches: result.mismatches,
+  }) + '\n',
+);

@@ -125,5 +125,8 @@ export function metText(check) {
 
 /** The table of a benchmark's target checks ({target, value, met}), printed last by each benchmark. */
 export function targetsTable(checks) {
-  return table(['target', 'measured', 'met'], checks.map((c) => [c.target, c.value, metText(c)]));
+  return table(
+    ['target', 'measured', 'met'],
+    checks.map((c) => [c.target, c.value, metText(c)]),
+  );
 }

@@ -6,7 +6,6 @@ import type { ApprovalRequirement, PolicyIdentity } from '../policy/model.js';
 export type ApprovalStatus = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed';
 export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted', 'denied', 'expired', 'consumed'];
 
-
 /** Limits the migration's CHECKs enforce; exported so the HTTP schemas can say the same. */
 export const LIMITS = {
   /** Grant note, deny reason, the policy's reason (characters). */

@@ -26,7 +26,10 @@ export class ApprovalTooLargeError extends Error {
  * operators at once.
  */
 export class RecentlyDeniedError extends Error {
-  constructor(readonly denial: ApprovalSummary, readonly retryAfterSec: number) {
+  constructor(
+    readonly denial: ApprovalSummary,
+    readonly retryAfterSec: number,
+  ) {
     super('the same request was denied recently');
     this.name = 'RecentlyDeniedError';
   }

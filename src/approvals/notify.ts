@@ -27,7 +27,10 @@ export interface ApprovalWaiterOptions {
 
 /** A wait refused because the caller, or the replica, already holds as many as it may. */
 export class WaitLimitError extends Error {
-  constructor(readonly scope: 'caller' | 'replica', readonly limit: number) {
+  constructor(
+    readonly scope: 'caller' | 'replica',
+    readonly limit: number,
+  ) {
     super(scope === 'caller' ? `this caller already holds ${limit} waits` : `this replica already holds ${limit} waits`);
     this.name = 'WaitLimitError';
   }
@@ -53,11 +56,7 @@ interface Wait {
   reject(reason: unknown): void;
 }
 
-export function createApprovalWaiter(
-  sql: Sql,
-  store: Pick<ApprovalStore, 'get' | 'settled'>,
-  options: ApprovalWaiterOptions = {},
-): ApprovalWaiter {
+export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' | 'settled'>, options: ApprovalWaiterOptions = {}): ApprovalWaiter {
   const recheckMs = options.recheckMs ?? 1000;
   const maxPerCaller = options.maxPerCaller ?? 20;
   const maxTotal = options.maxTotal ?? 512;
@@ -83,7 +82,7 @@ export function createApprovalWaiter(
         if (approval !== null && approval.status === 'pending') return; // a notification of no change
         const waits = waiting.get(id);
         waiting.delete(id);
-        waits?.forEach((w) => w.resolve(approval));
+        for (const w of waits ?? []) w.resolve(approval);
       },
       () => reading.delete(id),
     );
@@ -92,7 +91,9 @@ export function createApprovalWaiter(
   const check = (ids: string[]): void => {
     if (ids.length === 0) return;
     store.settled(ids).then(
-      (settled) => settled.forEach((id) => settle(id.toLowerCase())),
+      (settled) => {
+        for (const id of settled) settle(id.toLowerCase());
+      },
       (error: unknown) => {
         // The database is down: the waits answer what they hold at their deadline. Anything else is
         // a bug, and the waits it concerns fail with it (a 500) rather than wait on blindly.

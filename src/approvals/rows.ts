@@ -76,7 +76,7 @@ export function toSummary(row: SummaryRow): ApprovalSummary {
 
 export function toApproval(row: ApprovalRow): Approval {
   const args = storedObject(row.args);
-  const requirements = row.requirements !== null ? storedRequirements(row.requirements, row.tool, args) : [legacyRequirement(row, args)];
+  const requirements = row.requirements !== null ? storedRequirements(row.requirements, row.tool, args) : [legacyRequirement(row)];
   const first = requirements[0]!; // storedRequirements refuses an empty list
   return {
     ...toSummary(row),
@@ -118,7 +118,7 @@ function storedRequirements(text: string, tool: string, args: JsonObject): Appro
 }
 
 /** The one requirement of a row written before migrations/0005, from its own columns. */
-function legacyRequirement(row: ApprovalRow, args: JsonObject): ApprovalRequirement {
+function legacyRequirement(row: ApprovalRow): ApprovalRequirement {
   if (row.capability === null || row.presentation === null) throw new Error('stored approval has neither requirements nor shapes');
   return {
     // Such a row did not record which file asked; with one file there is no doubt.

@@ -75,10 +75,7 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
     async ping() {
       if (!schemaReady()) return false;
       try {
-        await Promise.race([
-          sql`select 1`,
-          new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 1000).unref()),
-        ]);
+        await Promise.race([sql`select 1`, new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 1000).unref())]);
         return true;
       } catch {
         return false;

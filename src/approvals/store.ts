@@ -174,7 +174,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     if (query.status !== undefined && !APPROVAL_STATUSES.includes(query.status)) {
       throw new ListQueryError('invalid_status', 'status', `status must be one of ${APPROVAL_STATUSES.join(', ')}`);
     }
-    for (const [name, value] of [['tool', query.tool], ['requesterSub', query.requesterSub]] as const) {
+    for (const [name, value] of [
+      ['tool', query.tool],
+      ['requesterSub', query.requesterSub],
+    ] as const) {
       if (value !== undefined && !storable(value, LIMITS.name)) {
         throw new ListQueryError('invalid_filter', name, `${name} is not a possible value`);
       }
@@ -218,12 +221,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     return decide(id, approver, reason, 'denied');
   }
 
-  async function decide(
-    id: string,
-    approver: { sub: string },
-    note: string | null,
-    to: 'granted' | 'denied',
-  ): Promise<TransitionResult> {
+  async function decide(id: string, approver: { sub: string }, note: string | null, to: 'granted' | 'denied'): Promise<TransitionResult> {
     checkName('approver.sub', approver.sub);
     if (note !== null) checkText('note', note, LIMITS.note);
     if (!isUuid(id)) return { ok: false, error: 'not_found' };
@@ -261,7 +259,9 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
 
     return run(async (tx): Promise<ConsumeResult> => {
       // A malformed hash cannot match (and could not even be sent, if it held U+0000): straight to the read.
-      const [moved] = !HASH.test(hash) ? [] : await tx<ApprovalRow[]>`
+      const [moved] = !HASH.test(hash)
+        ? []
+        : await tx<ApprovalRow[]>`
         with moved as (
           update approvals
              set status = 'consumed', consumed_at = now()

@@ -65,7 +65,9 @@ export function parseCommand<const O extends Options>(argv: string[], spec: Comm
 }
 
 function isParseArgsError(err: unknown): err is Error {
-  return err instanceof TypeError && typeof (err as NodeJS.ErrnoException).code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('ERR_PARSE_ARGS_');
+  return (
+    err instanceof TypeError && typeof (err as NodeJS.ErrnoException).code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('ERR_PARSE_ARGS_')
+  );
 }
 
 function lowerFirst(text: string): string {

@@ -18,7 +18,12 @@ export function envOf(values: { env?: string | undefined }): string | null {
 }
 
 /** The identity `decide()` takes; a user the flags do not name is `cli-user`. */
-export function callerIdentity(values: { user?: string | undefined; team?: string | undefined; agent?: string | undefined; role?: string[] | undefined }): Identity {
+export function callerIdentity(values: {
+  user?: string | undefined;
+  team?: string | undefined;
+  agent?: string | undefined;
+  role?: string[] | undefined;
+}): Identity {
   return { user: values.user ?? 'cli-user', team: values.team ?? null, agent: values.agent ?? null, roles: values.role ?? [] };
 }
 

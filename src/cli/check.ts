@@ -51,27 +51,44 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
       io.out(`${f.path}  ${id}  ${f.identity.digest}  ${counts}  default ${f.defaultMode}\n`);
     }
     const where = set.env === null ? '' : ` for environment ${set.env}`;
-    io.out(set.files.length === 0 ? `no policy files: every call is decided by the built-in side_effects default with an empty catalogue${where}\n` : `ok: ${plural(set.files.length, 'file')}${where}\n`);
+    io.out(
+      set.files.length === 0
+        ? `no policy files: every call is decided by the built-in side_effects default with an empty catalogue${where}\n`
+        : `ok: ${plural(set.files.length, 'file')}${where}\n`,
+    );
     return EXIT.ok;
   }
   io.out(effectiveRules(set, values.tool, { team: values.team, user: values.user, agent: values.agent }));
   return EXIT.ok;
 }
 
-interface Caller { team?: string | undefined; user?: string | undefined; agent?: string | undefined }
+interface Caller {
+  team?: string | undefined;
+  user?: string | undefined;
+  agent?: string | undefined;
+}
 
 /** The rules that would be considered for this tool and caller, in order, with what each does. */
 function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
   const plan = set.plan(tool);
   const lines: string[] = [];
-  const described = plan.views.map((v) => `kind ${v.kind}, tags [${[...v.tags].join(', ')}], ${v.entry ? `catalogue entry "${v.entry.pattern}" (${v.entry.policy})` : 'not in any catalogue'}`);
-  lines.push(`tool ${tool}: ${described.join(' | ')}${plan.entries.some((e) => e.validate) ? ', has a schema' : ''}${plan.entries.some((e) => e.confirm) ? ', always confirms' : ''}`);
-  lines.push(`caller: team ${caller.team ?? '(any)'}, user ${caller.user ?? '(any)'}, agent ${caller.agent ?? '(any)'}${set.env ? `; environment ${set.env}` : ''}`);
+  const described = plan.views.map(
+    (v) => `kind ${v.kind}, tags [${[...v.tags].join(', ')}], ${v.entry ? `catalogue entry "${v.entry.pattern}" (${v.entry.policy})` : 'not in any catalogue'}`,
+  );
+  lines.push(
+    `tool ${tool}: ${described.join(' | ')}${plan.entries.some((e) => e.validate) ? ', has a schema' : ''}${plan.entries.some((e) => e.confirm) ? ', always confirms' : ''}`,
+  );
+  lines.push(
+    `caller: team ${caller.team ?? '(any)'}, user ${caller.user ?? '(any)'}, agent ${caller.agent ?? '(any)'}${set.env ? `; environment ${set.env}` : ''}`,
+  );
   if (plan.views.length > 1) lines.push('the catalogues describe this tool in several ways: every file answers under each, and its most severe answer counts');
   plan.views.forEach((view, v) => {
     if (plan.views.length > 1) lines.push('', `as ${described[v]}:`);
     const subject: Subject = {
-      tool, kind: view.kind, tags: view.tags, env: set.env,
+      tool,
+      kind: view.kind,
+      tags: view.tags,
+      env: set.env,
       identity: { user: caller.user ?? '', team: caller.team ?? null, agent: caller.agent ?? null, roles: [] },
     };
     set.files.forEach((file, i) => {

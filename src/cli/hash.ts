@@ -67,7 +67,9 @@ export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8
     return EXIT.ok;
   }
   if (!isJsonObject(value)) {
-    io.err(`${target}: want a request {tool, args, run} or an approval hash input {tool, args, kind, capability, presentation} or {tool, args, requirements} (--document hashes any JSON)\n`);
+    io.err(
+      `${target}: want a request {tool, args, run} or an approval hash input {tool, args, kind, capability, presentation} or {tool, args, requirements} (--document hashes any JSON)\n`,
+    );
     return EXIT.invalid;
   }
   if (Object.hasOwn(value, 'kind') || Object.hasOwn(value, 'requirements')) return printHashInput(value, target, io);

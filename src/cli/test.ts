@@ -36,14 +36,7 @@ export async function runTest(argv: string[], io: Io): Promise<number> {
   }
   const failed = results.filter((r) => r.failures.length > 0);
   if (failed.length > 0) {
-    const rows = failed.map((r) => [
-      `${r.case.file}:${r.case.line}`,
-      r.case.name,
-      r.case.want,
-      r.got.decision,
-      r.got.rule,
-      r.failures.join('; '),
-    ]);
+    const rows = failed.map((r) => [`${r.case.file}:${r.case.line}`, r.case.name, r.case.want, r.got.decision, r.got.rule, r.failures.join('; ')]);
     io.out(table(['case', 'name', 'want', 'got', 'rule', 'disagreement'], rows));
   }
   io.out(`${results.length - failed.length} passed, ${failed.length} failed\n`);
@@ -52,6 +45,10 @@ export async function runTest(argv: string[], io: Io): Promise<number> {
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => `${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()}\n`;
+  const line = (cells: string[]): string =>
+    `${cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd()}\n`;
   return line(head) + line(widths.map((w) => '-'.repeat(w))) + rows.map(line).join('');
 }

@@ -74,7 +74,10 @@ export async function runToken(argv: string[], io: Io, env: Readonly<Record<stri
   }
   if (config.jwt.publicKey !== null || config.jwt.jwksUrl !== null) {
     const which = config.jwt.publicKey !== null ? 'JWT_PUBLIC_KEY' : 'JWT_JWKS_URL';
-    return refuse(io, `${which} is set: the service verifies tokens signed with the identity provider's private key, which gatehouse token cannot sign; it signs HS256 with JWT_SECRET or the development secret only`);
+    return refuse(
+      io,
+      `${which} is set: the service verifies tokens signed with the identity provider's private key, which gatehouse token cannot sign; it signs HS256 with JWT_SECRET or the development secret only`,
+    );
   }
 
   const maxSec = config.jwt.maxLifetimeSec;
@@ -85,7 +88,10 @@ export async function runToken(argv: string[], io: Io, env: Readonly<Record<stri
     if (ms === null) return usageError(io, 'token', '--ttl must be a duration like 90s, 30m, 1h or 24h', TOKEN.usage);
     ttlSec = ms / 1000;
     if (ttlSec > maxSec) {
-      return refuse(io, `--ttl ${values.ttl} is longer than JWT_MAX_LIFETIME (${maxSec} s): the service would refuse the token; ask for at most that, or raise JWT_MAX_LIFETIME for the service and here`);
+      return refuse(
+        io,
+        `--ttl ${values.ttl} is longer than JWT_MAX_LIFETIME (${maxSec} s): the service would refuse the token; ask for at most that, or raise JWT_MAX_LIFETIME for the service and here`,
+      );
     }
   }
 

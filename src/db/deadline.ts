@@ -29,7 +29,13 @@ class Abandoned extends Error {}
 // errors, and any FATAL/PANIC from the server (pg_terminate_backend, a shutdown, a session timeout),
 // which always ends the session.
 const CONNECTION_GONE: ReadonlySet<string> = new Set([
-  'CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_DESTROYED',
+  'CONNECTION_ENDED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
 ]);
 
 function connectionGone(error: unknown): boolean {

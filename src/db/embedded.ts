@@ -17,6 +17,7 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { access, chmod, chown, cp, lstat, mkdir, mkdtemp, readFile, readlink, realpath, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import { createServer } from 'node:net';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -55,7 +56,11 @@ export interface EmbeddedPostgres {
 
 /** The data directory holds a running server already (another `npm start` in the same checkout). */
 export class DataDirInUseError extends Error {
-  constructor(readonly dataDir: string, readonly pid: number, readonly owner: string | null) {
+  constructor(
+    readonly dataDir: string,
+    readonly pid: number,
+    readonly owner: string | null,
+  ) {
     super(
       `the embedded PostgreSQL data directory ${dataDir} is in use by PostgreSQL process ${pid}` +
         `${owner === null ? '' : `, started by ${owner}`}: another Gatehouse is running from this directory. ` +
@@ -145,7 +150,12 @@ interface Server {
 
 /** initdb as `owner`: UTF8 and the C locale whatever the environment says. */
 async function initialise(
-  binaryDir: string, dataDir: string, password: string, owner: Owner | null, flags: readonly string[], log: (line: string) => void,
+  binaryDir: string,
+  dataDir: string,
+  password: string,
+  owner: Owner | null,
+  flags: readonly string[],
+  log: (line: string) => void,
 ): Promise<void> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   if (owner !== null) await chown(dataDir, owner.uid, owner.gid);
@@ -160,10 +170,12 @@ async function initialise(
     }
     // Without LANG, initdb would pick SQL_ASCII, where char_length counts bytes and the schema's
     // length checks refuse valid non-ASCII text.
-    await runToEnd(join(binaryDir, 'bin', 'initdb'), [
-      `--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C',
-      '--lc-messages=C', ...flags,
-    ], owner, log);
+    await runToEnd(
+      join(binaryDir, 'bin', 'initdb'),
+      [`--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', '--lc-messages=C', ...flags],
+      owner,
+      log,
+    );
   } finally {
     await rm(secretDir, { recursive: true, force: true });
   }
@@ -191,10 +203,12 @@ function startServer(command: string, args: readonly string[], owner: Owner | nu
   return new Promise((resolvePromise, reject) => {
     const child = spawnAs(command, args, owner);
     let exited = false;
-    const gone = new Promise<void>((done) => child.once('exit', () => {
-      exited = true;
-      done();
-    }));
+    const gone = new Promise<void>((done) =>
+      child.once('exit', () => {
+        exited = true;
+        done();
+      }),
+    );
     let ready = false;
     child.stdout?.on('data', (chunk: Buffer) => log(chunk.toString('utf8')));
     child.stderr?.on('data', (chunk: Buffer) => {
@@ -295,7 +309,7 @@ async function postgresUser(): Promise<Owner> {
 async function reachable(owner: Owner, path: string): Promise<boolean> {
   let dir = dirname(await realpath(path).catch(() => resolve(path)));
   for (;;) {
-    let info;
+    let info: Stats;
     try {
       info = await stat(dir);
     } catch {
@@ -311,7 +325,10 @@ async function reachable(owner: Owner, path: string): Promise<boolean> {
 
 /** A copy of the binaries the `postgres` user can run: made once per version, root-owned, 0755. */
 async function copyBinaries(from: string, base: string): Promise<string> {
-  const version = await readFile(join(from, '..', 'package.json'), 'utf8').then((t) => (JSON.parse(t) as { version?: string }).version ?? 'unknown', () => 'unknown');
+  const version = await readFile(join(from, '..', 'package.json'), 'utf8').then(
+    (t) => (JSON.parse(t) as { version?: string }).version ?? 'unknown',
+    () => 'unknown',
+  );
   const target = join(await rootBase(base), 'postgres', version);
   if (await exists(join(target, 'bin', 'postgres'))) {
     await trusted(target);

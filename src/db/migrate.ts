@@ -114,8 +114,7 @@ function checkApplied(rows: readonly AppliedRow[], files: readonly MigrationFile
     }
     if (file.name !== row.name || file.checksum !== row.checksum) {
       throw new MigrationError(
-        `migration ${file.name} differs from the applied ${row.name} (checksum or name changed); ` +
-          'applied migrations are never edited: add a new one',
+        `migration ${file.name} differs from the applied ${row.name} (checksum or name changed); ` + 'applied migrations are never edited: add a new one',
       );
     }
   }

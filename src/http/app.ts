@@ -16,7 +16,6 @@ import { opsRoutes } from './routes/ops.js';
 import { policiesRoute } from './routes/policies.js';
 import { uiRoutes } from './routes/ui.js';
 
-
 export interface AppOptions {
   readonly bodyLimit: number;
   readonly auth: AuthOptions;

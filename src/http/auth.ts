@@ -229,7 +229,7 @@ export function verifiedIdentity(header: JsonObject, payload: unknown, nowMs: nu
   const p: JsonObject = payload;
   const typ = header.typ;
   if (typ !== undefined && !(typeof typ === 'string' && TYP.test(typ))) {
-    throw new HttpError('unauthorized', 'the token header\'s `typ` must be JWT or at+jwt');
+    throw new HttpError('unauthorized', "the token header's `typ` must be JWT or at+jwt");
   }
   const tol = checks.toleranceMs;
   const exp = p.exp;
@@ -245,7 +245,7 @@ export function verifiedIdentity(header: JsonObject, payload: unknown, nowMs: nu
   }
   // A token issued in the future comes from a wrong clock or a forger planning ahead (RFC 7519 section 4.1.6).
   if (Object.hasOwn(p, 'iat') && !(isNumericDate(p.iat) && p.iat * 1000 <= nowMs + tol)) {
-    throw new HttpError('unauthorized', 'the token\'s `iat` must be a NumericDate not in the future');
+    throw new HttpError('unauthorized', "the token's `iat` must be a NumericDate not in the future");
   }
   if (checks.issuer !== null && p.iss !== checks.issuer) throw new HttpError('unauthorized', 'the token is not from the configured issuer (`iss`)');
   if (checks.audience !== null && !hasAudience(p.aud, checks.audience)) {

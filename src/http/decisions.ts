@@ -22,9 +22,12 @@ export function decisionBody(result: DecisionResult, decisionId: string): Record
 /** Send a decision: 200 only for allow; an internal failure is a 500 problem that allows nothing. */
 export function sendDecision(reply: FastifyReply, result: DecisionResult, decisionId: string, extra?: Record<string, unknown>): FastifyReply {
   if (result.internalError) {
-    return sendProblem(reply, new HttpError('internal', 'the decision could not be made; nothing was allowed', {
-      body: { decision: 'deny', decision_id: decisionId },
-    }));
+    return sendProblem(
+      reply,
+      new HttpError('internal', 'the decision could not be made; nothing was allowed', {
+        body: { decision: 'deny', decision_id: decisionId },
+      }),
+    );
   }
   const body = decisionBody(result, decisionId);
   const payload = extra ? { ...body, ...extra } : body;

@@ -36,7 +36,10 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-export interface FieldError { pointer: string; message: string }
+export interface FieldError {
+  pointer: string;
+  message: string;
+}
 
 export class HttpError extends Error {
   constructor(
@@ -97,10 +100,14 @@ export function toHttpError(err: unknown): HttpError {
     });
   }
   if (err instanceof RecentlyDeniedError) {
-    return new HttpError('recently_denied', 'an operator denied this same request recently; it cannot be filed again until the cooldown ends (DENIED_COOLDOWN)', {
-      retryAfterSec: err.retryAfterSec,
-      body: { approval: err.denial },
-    });
+    return new HttpError(
+      'recently_denied',
+      'an operator denied this same request recently; it cannot be filed again until the cooldown ends (DENIED_COOLDOWN)',
+      {
+        retryAfterSec: err.retryAfterSec,
+        body: { approval: err.denial },
+      },
+    );
   }
   if (err instanceof WaitLimitError) {
     return err.scope === 'caller'
@@ -185,17 +192,23 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     return;
   }
   // One catalogue: these are all `bad_request` (as toHttpError maps a 408), with a detail saying which.
-  const detail = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'the request was not received in time'
-    : err.code === 'HPE_HEADER_OVERFLOW' ? 'the request headers are too large'
-      : 'the request is not valid HTTP/1.1';
+  const detail =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? 'the request was not received in time'
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'the request headers are too large'
+        : 'the request is not valid HTTP/1.1';
   const { status } = ERRORS.bad_request;
   const body = JSON.stringify(problemOf('bad_request', detail));
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n${RESPONSE_HEADER_LINES}`
-    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n${RESPONSE_HEADER_LINES}` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {

@@ -29,7 +29,9 @@ export const RESPONSE_HEADERS = Object.freeze({
 });
 
 /** The same headers as raw header lines, for answers written to the socket outside Fastify. */
-export const RESPONSE_HEADER_LINES = Object.entries(RESPONSE_HEADERS).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+export const RESPONSE_HEADER_LINES = Object.entries(RESPONSE_HEADERS)
+  .map(([k, v]) => `${k}: ${v}\r\n`)
+  .join('');
 
 /** Adds RESPONSE_HEADERS to every reply, before any hook or handler can answer. */
 export function registerResponseHeaders(app: FastifyInstance): void {

@@ -88,9 +88,13 @@ export function parseJsonWithPositions(input: Uint8Array | string, options?: Par
   const value = scanText(text, typeof input === 'string', maxDepth, options?.maxKeys ?? Infinity, sites);
   const starts = lineStarts(text);
   const values = new Map<string, Position>();
-  sites.valuePointers.forEach((p, n) => values.set(p, positionAt(starts, sites.valueIndexes[n] ?? 0)));
+  sites.valuePointers.forEach((p, n) => {
+    values.set(p, positionAt(starts, sites.valueIndexes[n] ?? 0));
+  });
   const keys = new Map<string, Position>();
-  sites.keyPointers.forEach((p, n) => keys.set(p, positionAt(starts, sites.keyIndexes[n] ?? 0)));
+  sites.keyPointers.forEach((p, n) => {
+    keys.set(p, positionAt(starts, sites.keyIndexes[n] ?? 0));
+  });
   return { value, values, keys };
 }
 

@@ -15,5 +15,8 @@ export function escapePointerSegment(segment: string): string {
 /** The unescaped segments of a pointer ("" → []). */
 export function pointerSegments(pointer: string): string[] {
   if (pointer === '') return [];
-  return pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }

@@ -165,11 +165,7 @@ export function scan(text: string, options: ScanOptions): JsonValue {
           }
           continue;
         }
-        fail(
-          'syntax',
-          i,
-          i >= len ? 'unexpected end of input' : Array.isArray(cur) ? 'expected "," or "]"' : 'expected "," or "}"',
-        );
+        fail('syntax', i, i >= len ? 'unexpected end of input' : Array.isArray(cur) ? 'expected "," or "]"' : 'expected "," or "}"');
       }
     }
   } catch (e) {
@@ -196,14 +192,7 @@ export function scan(text: string, options: ScanOptions): JsonValue {
  * Parses `"name" :` at i into scannedKey, rejecting a duplicate of a member already in obj, and
  * returns the index where the member's value starts.
  */
-function scanKey(
-  text: string,
-  i: number,
-  obj: JsonObject,
-  rawSurrogates: boolean,
-  sites: Sites | null,
-  objPtr: string,
-): number {
+function scanKey(text: string, i: number, obj: JsonObject, rawSurrogates: boolean, sites: Sites | null, objPtr: string): number {
   const len = text.length;
   if (text.charCodeAt(i) !== QUOTE) {
     fail('syntax', i, i >= len ? 'unexpected end of input' : 'expected a string key');
@@ -235,4 +224,3 @@ function checkRaw(text: string, from: number, to: number): void {
   const at = firstLoneSurrogate(text, from, to);
   if (at !== -1) fail('lone_surrogate', at, 'lone surrogate in a string');
 }
-

@@ -6,7 +6,7 @@ import type { JsonObject } from '../json/value.js';
 import { createStrictAjv } from './ajv.js';
 import { decide } from './decide.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
-import { buildPolicySet, isPolicyTestFileName, readPolicyFiles } from './load.js';
+import { buildPolicySet, isPolicyTestFileName, readPolicyFiles, type FileBytes } from './load.js';
 import type { Decision, DecisionResult, Identity, PolicySet, RunView } from './model.js';
 import { argsSchema, runViewSchema, toDecideRequest, toolNameSchema } from './request.js';
 import { keyPathOf, readSource } from './source/read.js';
@@ -76,7 +76,15 @@ export interface CaseResult {
 interface CaseDoc {
   env?: string;
   cases: {
-    name: string; tool: string; args?: JsonObject; env?: string; run?: RunView; want: Decision; rule?: string; kind?: string; reason?: string;
+    name: string;
+    tool: string;
+    args?: JsonObject;
+    env?: string;
+    run?: RunView;
+    want: Decision;
+    rule?: string;
+    kind?: string;
+    reason?: string;
     claims?: { sub?: string; team?: string; agent?: string; roles?: string[] };
   }[];
 }
@@ -95,25 +103,27 @@ export function readCaseFile(path: string, bytes: Uint8Array): { cases: PolicyCa
     return { cases: [], problems };
   }
   const doc = value as unknown as CaseDoc;
-  const cases = doc.cases.map((c, i): PolicyCase => ({
-    file: path,
-    line: locate(['cases', i]).line,
-    name: c.name,
-    tool: c.tool,
-    args: c.args ?? {},
-    identity: {
-      user: c.claims?.sub ?? 'test-user',
-      team: c.claims?.team ?? null,
-      agent: c.claims?.agent ?? null,
-      roles: c.claims?.roles ?? [],
-    },
-    env: c.env ?? doc.env ?? null,
-    ...(c.run ? { run: c.run } : {}),
-    want: c.want,
-    ...(c.rule !== undefined ? { rule: c.rule } : {}),
-    ...(c.kind !== undefined ? { kind: c.kind } : {}),
-    ...(c.reason !== undefined ? { reason: c.reason } : {}),
-  }));
+  const cases = doc.cases.map(
+    (c, i): PolicyCase => ({
+      file: path,
+      line: locate(['cases', i]).line,
+      name: c.name,
+      tool: c.tool,
+      args: c.args ?? {},
+      identity: {
+        user: c.claims?.sub ?? 'test-user',
+        team: c.claims?.team ?? null,
+        agent: c.claims?.agent ?? null,
+        roles: c.claims?.roles ?? [],
+      },
+      env: c.env ?? doc.env ?? null,
+      ...(c.run ? { run: c.run } : {}),
+      want: c.want,
+      ...(c.rule !== undefined ? { rule: c.rule } : {}),
+      ...(c.kind !== undefined ? { kind: c.kind } : {}),
+      ...(c.reason !== undefined ? { reason: c.reason } : {}),
+    }),
+  );
   return { cases, problems: [] };
 }
 
@@ -149,7 +159,7 @@ export async function runPolicyTests(dir: string, defaultEnv: string | null = nu
     cases.push(...read.cases);
   }
   if (problems.length > 0) return { results: [], problems };
-  let files;
+  let files: FileBytes[];
   try {
     files = await readPolicyFiles(dir);
   } catch (err) {

@@ -46,7 +46,8 @@ export function compilePolicyFile(source: PolicySource, env: string | null, ajv:
   const environments = d.environments ?? [];
   checkEnvironments(problems, environments, env);
   const defaultMode = resolveDefault(problems, d, environments, env);
-  const tools = Object.keys(d.tools ?? {}).map((pattern, order) => compileTool(problems, ajv, d.policy, pattern, order, (d.tools ?? {})[pattern]!));
+  const catalogue = d.tools ?? {};
+  const tools = Object.keys(catalogue).map((pattern, order) => compileTool(problems, ajv, d.policy, pattern, order, catalogue[pattern]!));
   const ruleIds = new Set<string>();
   const rules = (d.rules ?? []).map((r, i) => compileRule(problems, d.policy, environments, r, i, ruleIds));
   const guards = (d.guards ?? []).map((g, i) => compileGuard(problems, d.policy, environments, g, i));
@@ -75,17 +76,45 @@ export function compilePolicyFile(source: PolicySource, env: string | null, ajv:
 }
 
 // The validated document, as the file schema guarantees it.
-interface SelectorDoc { tools?: string[]; kinds?: string[]; tags?: string[]; envs?: string[]; teams?: string[]; users?: string[]; agents?: string[] }
+interface SelectorDoc {
+  tools?: string[];
+  kinds?: string[];
+  tags?: string[];
+  envs?: string[];
+  teams?: string[];
+  users?: string[];
+  agents?: string[];
+}
 interface RuleDoc extends SelectorDoc {
-  id?: string; when?: string; allow?: boolean; abort?: boolean; confirm?: boolean | string; reason?: string;
+  id?: string;
+  when?: string;
+  allow?: boolean;
+  abort?: boolean;
+  confirm?: boolean | string;
+  reason?: string;
   approval?: { kind?: string; capability?: string[]; presentation?: string[] };
 }
-interface GuardDoc extends SelectorDoc { id?: string; guard: string; action?: 'deny' | 'require_approval' }
-interface ToolDoc { kind: ToolKind; tags?: string[]; confirm?: boolean; description?: string; schema?: JsonObject | boolean }
+interface GuardDoc extends SelectorDoc {
+  id?: string;
+  guard: string;
+  action?: 'deny' | 'require_approval';
+}
+interface ToolDoc {
+  kind: ToolKind;
+  tags?: string[];
+  confirm?: boolean;
+  description?: string;
+  schema?: JsonObject | boolean;
+}
 interface PolicyDoc {
-  policy: string; version?: string; environments?: string[];
+  policy: string;
+  version?: string;
+  environments?: string[];
   default?: DefaultMode | Record<string, DefaultMode>;
-  tools?: Record<string, ToolDoc>; rules?: RuleDoc[]; guards?: GuardDoc[]; limits?: { max_calls?: number };
+  tools?: Record<string, ToolDoc>;
+  rules?: RuleDoc[];
+  guards?: GuardDoc[];
+  limits?: { max_calls?: number };
 }
 
 function checkIdentityText(problems: Problems, path: KeyPath, text: string, what: string): void {
@@ -126,7 +155,10 @@ function compileTool(problems: Problems, ajv: Ajv2020, policy: string, pattern: 
   let validate: ValidateFunction | undefined;
   if (doc.schema !== undefined) {
     for (const at of inexactNumbers(doc.schema)) {
-      problems.add([...path, 'schema', ...at], 'a number a double cannot hold exactly: the schema check compares doubles, so it would not mean what is written');
+      problems.add(
+        [...path, 'schema', ...at],
+        'a number a double cannot hold exactly: the schema check compares doubles, so it would not mean what is written',
+      );
     }
     try {
       validate = ajv.compile(doc.schema);
@@ -348,4 +380,3 @@ function reportSchemaErrors(problems: Problems, doc: unknown, errors: readonly E
     }
   }
 }
-

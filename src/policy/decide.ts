@@ -8,8 +8,23 @@ import { CALLER_SELECTORS, selectorsMatch, traceSelectors, type SelectorTrace, t
 import { modelMessage } from './message.js';
 import {
   SEVERITY,
-  type ApprovalDescriptor, type ApprovalShape, type Decision, type DecideRequest, type DecisionResult, type DefaultMode,
-  type ApprovalRequirement, type CatalogueEntry, type EffectiveKind, type Guard, type Identity, type PolicyFile, type PolicySet, type Rule, type RuleEffect, type ToolPlan, type ToolView,
+  type ApprovalDescriptor,
+  type ApprovalShape,
+  type Decision,
+  type DecideRequest,
+  type DecisionResult,
+  type DefaultMode,
+  type ApprovalRequirement,
+  type CatalogueEntry,
+  type EffectiveKind,
+  type Guard,
+  type Identity,
+  type PolicyFile,
+  type PolicySet,
+  type Rule,
+  type RuleEffect,
+  type ToolPlan,
+  type ToolView,
 } from './model.js';
 import { pickPaths } from './path.js';
 
@@ -22,7 +37,13 @@ export interface RuleTrace {
   /** `restricts_only`: its `when` was undecidable, so it counts where it restricts, not where it allows. */
   applies: 'yes' | 'no' | 'restricts_only';
 }
-export interface GuardTrace { id: string; guard: string; action: Decision; selectors: SelectorTrace[]; finding: GuardFinding | null | 'not_run' }
+export interface GuardTrace {
+  id: string;
+  guard: string;
+  action: Decision;
+  selectors: SelectorTrace[];
+  finding: GuardFinding | null | 'not_run';
+}
 export interface FileTrace {
   policy: string;
   version?: string;
@@ -38,7 +59,12 @@ export interface FileTrace {
   rule: string;
 }
 /** A description of the tool by the catalogue (docs/spec.md section 2, step 1). */
-export interface CatalogueTrace { entry: string | null; policy: string | null; kind: EffectiveKind; tags: string[] }
+export interface CatalogueTrace {
+  entry: string | null;
+  policy: string | null;
+  kind: EffectiveKind;
+  tags: string[];
+}
 export interface Trace {
   tool: string;
   /** The first description; with `views` when files' catalogues describe the tool differently. */
@@ -68,7 +94,10 @@ export function explain(set: PolicySet, request: DecideRequest, identity: Identi
 }
 
 /** A file that answered require_approval, and how. */
-interface Requirement { policy: string; outcome: Outcome }
+interface Requirement {
+  policy: string;
+  outcome: Outcome;
+}
 
 /** What one file decided, before it is combined with the others. */
 interface Outcome {
@@ -82,7 +111,13 @@ interface Outcome {
 
 // With no policy file at all: the side-effect default and an empty catalogue (docs/spec.md section 2).
 const BUILTIN: PolicyFile = {
-  path: '(builtin)', identity: { policy: 'builtin', digest: '' }, environments: [], defaultMode: 'side_effects', rules: [], guards: [], tools: [],
+  path: '(builtin)',
+  identity: { policy: 'builtin', digest: '' },
+  environments: [],
+  defaultMode: 'side_effects',
+  rules: [],
+  guards: [],
+  tools: [],
 };
 const NO_PLAN = { rules: [], guards: [] } as const;
 
@@ -172,8 +207,14 @@ function describeView(view: ToolView): CatalogueTrace {
 type GuardFindings = Partial<Record<Guard['guard'], GuardFinding | null>>;
 
 function evaluateFile(
-  file: PolicyFile, plan: ToolPlan, rules: readonly Rule[], guards: readonly Guard[],
-  subject: Subject, request: DecideRequest, findings: GuardFindings, ft: FileTrace | null,
+  file: PolicyFile,
+  plan: ToolPlan,
+  rules: readonly Rule[],
+  guards: readonly Guard[],
+  subject: Subject,
+  request: DecideRequest,
+  findings: GuardFindings,
+  ft: FileTrace | null,
 ): Outcome {
   const args = request.args;
   let abort: Rule | undefined;
@@ -206,7 +247,13 @@ function evaluateFile(
   if (out.decision === 'allow') {
     const entry = plan.entries.find((e) => e.confirm);
     if (entry) {
-      out = { decision: 'require_approval', reason: `${JSON.stringify(subject.tool)} always needs confirmation`, rule: `${entry.policy}#tools.${entry.pattern}`, kind: 'confirm', shape: null };
+      out = {
+        decision: 'require_approval',
+        reason: `${JSON.stringify(subject.tool)} always needs confirmation`,
+        rule: `${entry.policy}#tools.${entry.pattern}`,
+        kind: 'confirm',
+        shape: null,
+      };
     } else if (confirmBy) {
       out = {
         decision: 'require_approval',
@@ -229,7 +276,9 @@ function evaluateFile(
 
   // Step 7: guards only matter where they would make the answer more severe.
   for (const guard of guards) {
-    const gt: GuardTrace | null = ft ? { id: guard.id, guard: guard.guard, action: guard.action, selectors: traceSelectors(guard.selectors, subject), finding: 'not_run' } : null;
+    const gt: GuardTrace | null = ft
+      ? { id: guard.id, guard: guard.guard, action: guard.action, selectors: traceSelectors(guard.selectors, subject), finding: 'not_run' }
+      : null;
     if (gt) ft!.guards.push(gt);
     const matches = gt ? gt.selectors.every((s) => s.matched) : selectorsMatch(guard.selectors, subject, CALLER_SELECTORS);
     if (!matches || (!gt && SEVERITY[guard.action] <= SEVERITY[out.decision])) continue;
@@ -307,7 +356,13 @@ function byDefault(file: PolicyFile, subject: Subject): Outcome {
         case 'local_mutation':
           return { decision: 'allow', reason: `no rule matched; ${subject.kind} tools are allowed by default`, rule };
         case 'remote_mutation':
-          return { decision: 'require_approval', reason: 'no rule matched; remote_mutation tools need approval by default', rule, kind: 'remote_mutation', shape: null };
+          return {
+            decision: 'require_approval',
+            reason: 'no rule matched; remote_mutation tools need approval by default',
+            rule,
+            kind: 'remote_mutation',
+            shape: null,
+          };
         case 'destructive':
           return { decision: 'deny', reason: 'no rule matched; destructive tools are denied by default', rule };
         case 'unknown':
@@ -359,5 +414,15 @@ function internalError(set: PolicySet, tool: string): DecisionResult {
 
 function newFileTrace(file: PolicyFile): FileTrace {
   const { policy, version, digest } = file.identity;
-  return { policy, ...(version !== undefined ? { version } : {}), digest, default: file.defaultMode, rules: [], guards: [], decision: 'allow', reason: '', rule: '' };
+  return {
+    policy,
+    ...(version !== undefined ? { version } : {}),
+    digest,
+    default: file.defaultMode,
+    rules: [],
+    guards: [],
+    decision: 'allow',
+    reason: '',
+    rule: '',
+  };
 }

@@ -189,6 +189,7 @@ function detectAscii(s: string): PiiKind | null {
 // of char codes below 0x80 has nothing to fold and never pays for normalize().
 
 // One character class, so no backtracking; V8 runs it several times faster than a charCodeAt loop.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the class is every character outside ASCII, controls included
 const NON_ASCII = /[^\x00-\x7f]/;
 
 function hasNonAscii(s: string): boolean {
@@ -262,9 +263,17 @@ const GROUP_SEP_MAX = 3;
 function isGroupSep(c: number): boolean {
   if (c < 0x80) return c === SPACE || c === DASH || c === DOT || c === SLASH || (c >= 0x09 && c <= 0x0d);
   return (
-    c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 ||
-    c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff || // \s beyond ASCII (\p{Zs} and more)
-    (c >= 0x2010 && c <= 0x2015) || c === 0x2212 // hyphens, dashes, minus sign
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff || // \s beyond ASCII (\p{Zs} and more)
+    (c >= 0x2010 && c <= 0x2015) ||
+    c === 0x2212 // hyphens, dashes, minus sign
   );
 }
 

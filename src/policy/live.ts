@@ -5,7 +5,10 @@ import { formatProblem, PolicyLoadError } from './errors.js';
 import { loadPolicies, policyFileName } from './load.js';
 import type { PolicySet } from './model.js';
 
-export interface ReloadFailure { at: Date; problems: string[] }
+export interface ReloadFailure {
+  at: Date;
+  problems: string[];
+}
 
 export interface LivePolicies {
   /** The directory (or file) loaded, as given (POLICY_DIR). */
@@ -33,9 +36,10 @@ export async function createLivePolicies(dir: string, env: string | null, now: (
       return { ok: true };
     } catch (err) {
       // Shown by GET /policies: files are named relative to the directory, as there.
-      const problems = err instanceof PolicyLoadError
-        ? err.problems.map((p) => formatProblem({ ...p, file: policyFileName(dir, p.file) }))
-        : ['the policy directory could not be read'];
+      const problems =
+        err instanceof PolicyLoadError
+          ? err.problems.map((p) => formatProblem({ ...p, file: policyFileName(dir, p.file) }))
+          : ['the policy directory could not be read'];
       failure = { at: now(), problems };
       return { ok: false, problems };
     }

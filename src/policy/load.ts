@@ -1,6 +1,7 @@
 // Load a policy directory (or one file) into a PolicySet: read every file, compile each, then the
 // cross-file checks (one identity per policy, one catalogue entry per tool name, unique rule ids).
 // Any problem anywhere fails the whole load: a partial policy set is never served.
+import type { Stats } from 'node:fs';
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, sep } from 'node:path';
 import { createArgsAjv } from './ajv.js';
@@ -16,7 +17,10 @@ export interface LoadOptions {
   env?: string | null;
 }
 
-export interface FileBytes { path: string; bytes: Uint8Array }
+export interface FileBytes {
+  path: string;
+  bytes: Uint8Array;
+}
 
 /**
  * Policy test files (`*.test.yaml`, `*.test.yml`: docs/spec.md section 6) live beside policies but are not
@@ -47,9 +51,8 @@ export async function loadPolicies(target: string, options: LoadOptions = {}): P
 }
 
 export async function readPolicyFiles(target: string): Promise<FileBytes[]> {
-  const problem = (file: string, message: string): PolicyLoadError =>
-    new PolicyLoadError([{ file, line: 1, column: 1, key: '', message }]);
-  let info;
+  const problem = (file: string, message: string): PolicyLoadError => new PolicyLoadError([{ file, line: 1, column: 1, key: '', message }]);
+  let info: Stats;
   try {
     info = await stat(target);
   } catch {
@@ -125,7 +128,10 @@ export function buildPolicySet(inputs: readonly FileBytes[], options: LoadOption
   }
   problems.push(...crossFileProblems(files));
   if (problems.length > 0) throw new PolicyLoadError(problems);
-  return createPolicySet(files.map((f) => f.file), env);
+  return createPolicySet(
+    files.map((f) => f.file),
+    env,
+  );
 }
 
 /**

@@ -15,8 +15,7 @@ export interface Subject {
 
 type Check = (sel: Selectors, s: Subject) => boolean;
 
-const has = (set: ReadonlySet<string> | undefined, value: string | null | undefined): boolean =>
-  set === undefined || (value != null && set.has(value));
+const has = (set: ReadonlySet<string> | undefined, value: string | null | undefined): boolean => set === undefined || (value != null && set.has(value));
 
 export const CHECKS: Readonly<Record<SelectorName, Check>> = {
   tools: (sel, s) => sel.tools === undefined || sel.tools.some((g) => g.test(s.tool)),
@@ -38,7 +37,11 @@ export function selectorsMatch(sel: Selectors, subject: Subject, names: readonly
   return true;
 }
 
-export interface SelectorTrace { selector: SelectorName; matched: boolean; why: string }
+export interface SelectorTrace {
+  selector: SelectorName;
+  matched: boolean;
+  why: string;
+}
 
 const SUBJECT_TEXT: Readonly<Record<SelectorName, (s: Subject) => string>> = {
   tools: (s) => `tool "${s.tool}"`,

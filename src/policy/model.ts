@@ -23,8 +23,14 @@ export interface Identity {
   readonly roles: readonly string[];
 }
 
-export interface RunStep { tool: string; decision?: Decision }
-export interface RunView { id?: string; steps?: RunStep[] }
+export interface RunStep {
+  tool: string;
+  decision?: Decision;
+}
+export interface RunView {
+  id?: string;
+  steps?: RunStep[];
+}
 
 export interface DecideRequest {
   readonly tool: string;
@@ -32,10 +38,17 @@ export interface DecideRequest {
   readonly run?: RunView;
 }
 
-export interface PolicyIdentity { policy: string; version?: string; digest: string }
+export interface PolicyIdentity {
+  policy: string;
+  version?: string;
+  digest: string;
+}
 
 /** What a rule asks for when it turns a call into an approval. */
-export interface ArgPath { readonly text: string; readonly segments: readonly string[] }
+export interface ArgPath {
+  readonly text: string;
+  readonly segments: readonly string[];
+}
 
 export interface ApprovalShape {
   readonly kind?: string;
@@ -170,7 +183,10 @@ export interface PolicySet {
 }
 
 /** Where an approval stands, added to a decision that involved one (`approval_id`, POST /approvals). */
-export interface ApprovalRef { id: string; status: string }
+export interface ApprovalRef {
+  id: string;
+  status: string;
+}
 
 export interface DecisionResult {
   decision: Decision;

@@ -31,7 +31,10 @@ export function parseArgPath(text: string): { segments: string[] } | { error: st
 }
 
 /** The value at a path, reading own properties and in-range array indexes only. */
-export function readPath(args: JsonObject, segments: readonly string[]): { found: false } | { found: true; value: JsonValue; parent: JsonObject | JsonValue[]; key: string } {
+export function readPath(
+  args: JsonObject,
+  segments: readonly string[],
+): { found: false } | { found: true; value: JsonValue; parent: JsonObject | JsonValue[]; key: string } {
   let parent: JsonValue = args;
   let value: JsonValue = args;
   let key = '';

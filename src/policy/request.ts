@@ -78,7 +78,11 @@ export const toolCallSchema = {
   properties: { tool: toolNameSchema, args: argsSchema, run: runViewSchema },
 } as const;
 
-export interface ToolCall { tool: string; args?: JsonObject; run?: RunView }
+export interface ToolCall {
+  tool: string;
+  args?: JsonObject;
+  run?: RunView;
+}
 
 /** The request decide() takes: absent arguments are `{}`. */
 export function toDecideRequest(call: ToolCall): DecideRequest {

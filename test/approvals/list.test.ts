@@ -179,11 +179,14 @@ test('the pending and granted lists and the sweep read only the live rows, throu
     const flushed = async () => {
       await one`select pg_stat_force_next_flush()`;
       let last = await scans();
-      await vi.waitFor(async () => {
-        const now = await scans();
-        expect(now).toEqual(last); // settled: nothing more arrives
-        last = now;
-      }, { interval: 100, timeout: 10_000 });
+      await vi.waitFor(
+        async () => {
+          const now = await scans();
+          expect(now).toEqual(last); // settled: nothing more arrives
+          last = now;
+        },
+        { interval: 100, timeout: 10_000 },
+      );
       return last;
     };
     // Each round: two pages of pending, the granted list, a sweep; seven rounds, past the five custom

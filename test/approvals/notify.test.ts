@@ -154,7 +154,7 @@ test('a change that sends no NOTIFY, and a silent expiry, are seen by the shared
   }
 });
 
-test('a decision between the caller\'s read and the wait is seen at once, not an interval later', async () => {
+test("a decision between the caller's read and the wait is seen at once, not an interval later", async () => {
   const approval = await pending();
   await replica.grant(approval.id, { sub: 'operator' }, null); // `approval` is now stale: it says pending
   expect(await waiter.waitForChange(approval, 20_000, as('a'))).toMatchObject({ status: 'granted' });

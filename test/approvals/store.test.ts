@@ -218,9 +218,7 @@ describe('create', () => {
       consumed_at: null,
     });
     expect(Date.parse(read.expires_at) - Date.parse(read.created_at)).toBe(60 * 60_000);
-    expect(await store.events(approval.id)).toMatchObject([
-      { actor: input.requester.sub, from_status: null, to_status: 'pending', note: null },
-    ]);
+    expect(await store.events(approval.id)).toMatchObject([{ actor: input.requester.sub, from_status: null, to_status: 'pending', note: null }]);
   });
 
   test('20 concurrent identical creates → one row, one id, one creation event', async () => {
@@ -244,9 +242,7 @@ describe('create', () => {
     expect(ids.has(old.id)).toBe(false);
     expect(await storedStatus(old.id)).toBe('expired');
     const events = await store.events(old.id);
-    expect(events.filter((e) => e.to_status === 'expired')).toEqual([
-      expect.objectContaining({ actor: 'system', from_status: 'pending' }),
-    ]);
+    expect(events.filter((e) => e.to_status === 'expired')).toEqual([expect.objectContaining({ actor: 'system', from_status: 'pending' })]);
   });
 
   test('the same request from another sub, or with another presentation, is another approval', async () => {
@@ -260,12 +256,8 @@ describe('create', () => {
 
   test('refuses a descriptor whose hash is not the request’s, and text PostgreSQL cannot hold', async () => {
     const input = request({ sub: newSub() });
-    await expect(store.create({ ...input, descriptor: { ...input.descriptor, hash: 'sha256:' + '1'.repeat(64) } })).rejects.toThrow(
-      /hash does not match/,
-    );
-    await expect(store.create({ ...input, requester: { ...input.requester, sub: 'a\u0000b' } })).rejects.toBeInstanceOf(
-      ApprovalInputError,
-    );
+    await expect(store.create({ ...input, descriptor: { ...input.descriptor, hash: 'sha256:' + '1'.repeat(64) } })).rejects.toThrow(/hash does not match/);
+    await expect(store.create({ ...input, requester: { ...input.requester, sub: 'a\u0000b' } })).rejects.toBeInstanceOf(ApprovalInputError);
     const longReason = { ...input.descriptor.requirements[0]!, reason: 'x'.repeat(2001) };
     await expect(store.create({ ...input, descriptor: { ...input.descriptor, requirements: [longReason] } })).rejects.toBeInstanceOf(ApprovalInputError);
     const { approval } = await store.create(input);
@@ -433,7 +425,12 @@ describe('the schema is the backstop', () => {
     await expect(db.sql`update approvals set status = 'granted' where id = ${approval.id}`).rejects.toThrow(/illegal transition/);
     await expect(db.sql`update approvals set requester_sub = 'someone-else' where id = ${approval.id}`).rejects.toThrow(/immutable/);
     await expect(db.sql`update approvals set args = args || '' where id = ${approval.id}`).resolves.toHaveLength(0); // same value
-    for (const [from, to] of [['granted', 'denied'], ['granted', 'pending'], ['consumed', 'expired'], ['expired', 'pending']] as const) {
+    for (const [from, to] of [
+      ['granted', 'denied'],
+      ['granted', 'pending'],
+      ['consumed', 'expired'],
+      ['expired', 'pending'],
+    ] as const) {
       const { approval: row } = await inState(from);
       await expect(db.sql`update approvals set status = ${to} where id = ${row.id}`, `${from} -> ${to}`).rejects.toThrow(
         `approvals: illegal transition ${from} -> ${to}`,
@@ -451,28 +448,41 @@ describe('the schema is the backstop', () => {
     const { approval: expiredRow } = await inState('expired');
     await expect(db.sql`update approvals set decided_by = 'op', decided_at = now() where id = ${expiredRow.id}`).rejects.toThrow('a decision is final');
     const { approval: pendingRow } = await inState('pending');
-    await expect(db.sql`update approvals set status = 'consumed', consumed_at = now(), decided_by = 'op', decided_at = now() where id = ${pendingRow.id}`)
-      .rejects.toThrow('approvals: illegal transition pending -> consumed');
-    const { approval: pending, sub } = await inState('pending');
     await expect(
-      db.sql`update approvals set status = 'granted', decided_by = ${sub}, decided_at = now() where id = ${pending.id}`,
-    ).rejects.toThrow(/approvals_not_self_decided/);
-    await expect(db.sql`update approvals set status = 'granted' where id = ${pending.id}`).rejects.toThrow(
-      /approvals_decided_fields/,
+      db.sql`update approvals set status = 'consumed', consumed_at = now(), decided_by = 'op', decided_at = now() where id = ${pendingRow.id}`,
+    ).rejects.toThrow('approvals: illegal transition pending -> consumed');
+    const { approval: pending, sub } = await inState('pending');
+    await expect(db.sql`update approvals set status = 'granted', decided_by = ${sub}, decided_at = now() where id = ${pending.id}`).rejects.toThrow(
+      /approvals_not_self_decided/,
     );
+    await expect(db.sql`update approvals set status = 'granted' where id = ${pending.id}`).rejects.toThrow(/approvals_decided_fields/);
   });
 
   test('every value rule holds for a hand-run write, each named by its domain', async () => {
     const { approval } = await inState('pending');
     // A copy of the approval under another hash (so no live row collides), with one column replaced.
-    const columns = ['status', 'hash', 'kind', 'tool', 'args', 'capability', 'presentation', 'reason', 'rule', 'requester_sub',
-      'requester_team', 'requester_agent', 'policies', 'expires_at'];
+    const columns = [
+      'status',
+      'hash',
+      'kind',
+      'tool',
+      'args',
+      'capability',
+      'presentation',
+      'reason',
+      'rule',
+      'requester_sub',
+      'requester_team',
+      'requester_agent',
+      'policies',
+      'expires_at',
+    ];
     const copy = (column: string, value: string) => {
       const values = columns.map((c) => (c === column ? value : c === 'hash' ? `'sha256:' || repeat('e', 64)` : c));
-      return db.sql.unsafe(
-        `insert into approvals (id, ${columns.join(', ')}) select $1, ${values.join(', ')} from approvals where id = $2`,
-        [randomUUID(), approval.id],
-      );
+      return db.sql.unsafe(`insert into approvals (id, ${columns.join(', ')}) select $1, ${values.join(', ')} from approvals where id = $2`, [
+        randomUUID(),
+        approval.id,
+      ]);
     };
     await expect(copy('kind', `'another kind'`)).resolves.toHaveLength(0); // the copy itself is valid
     const refused: [string, string, RegExp][] = [
@@ -486,14 +496,18 @@ describe('the schema is the backstop', () => {
       ['policies', `'{}'::jsonb`, /policy_list_array/],
     ];
     for (const [column, value, rule] of refused) await expect(copy(column, value), column).rejects.toThrow(rule);
-    await expect(db.sql`insert into approval_events (approval_id, actor, to_status) values (${approval.id}, '', 'pending')`).rejects.toThrow(/name_text_length/);
-    await expect(db.sql`insert into approval_events (approval_id, actor, to_status) values (${approval.id}, 'x', 'gone')`).rejects.toThrow(/approval_status_valid/);
+    await expect(db.sql`insert into approval_events (approval_id, actor, to_status) values (${approval.id}, '', 'pending')`).rejects.toThrow(
+      /name_text_length/,
+    );
+    await expect(db.sql`insert into approval_events (approval_id, actor, to_status) values (${approval.id}, 'x', 'gone')`).rejects.toThrow(
+      /approval_status_valid/,
+    );
     await expect(
       db.sql`update approvals set status = 'denied', decided_by = 'operator-1', decided_at = now(), decision_note = ${'n'.repeat(2001)} where id = ${approval.id}`,
     ).rejects.toThrow(/note_text_length/);
-    await expect(
-      db.sql`update approvals set status = 'denied', decided_by = ${'o'.repeat(513)}, decided_at = now() where id = ${approval.id}`,
-    ).rejects.toThrow(/name_text_length/);
+    await expect(db.sql`update approvals set status = 'denied', decided_by = ${'o'.repeat(513)}, decided_at = now() where id = ${approval.id}`).rejects.toThrow(
+      /name_text_length/,
+    );
     expect(await storedStatus(approval.id)).toBe('pending');
   });
 
@@ -503,7 +517,10 @@ describe('the schema is the backstop', () => {
       select conname from pg_constraint where conrelid in ('approvals'::regclass, 'approval_events'::regclass) and contype = 'c'
        order by conname`;
     expect(rows.map((r) => r.conname)).toEqual([
-      'approvals_consumed_at', 'approvals_decided_fields', 'approvals_not_self_decided', 'approvals_pending_undecided',
+      'approvals_consumed_at',
+      'approvals_decided_fields',
+      'approvals_not_self_decided',
+      'approvals_pending_undecided',
     ]);
     // Each value rule lives in its column's type: a column changed back to text would lose it silently.
     const types = await db.sql<{ table: string; column: string; type: string }[]>`
@@ -512,16 +529,34 @@ describe('the schema is the backstop', () => {
        where c.relname in ('approvals', 'approval_events') and a.attnum > 0 and not a.attisdropped
        order by 1, 2`;
     expect(Object.fromEntries(types.map((t) => [`${t.table}.${t.column}`, t.type]))).toEqual({
-      'approval_events.actor': 'name_text', 'approval_events.approval_id': 'uuid', 'approval_events.at': 'timestamp with time zone',
-      'approval_events.from_status': 'approval_status', 'approval_events.id': 'bigint', 'approval_events.note': 'note_text',
+      'approval_events.actor': 'name_text',
+      'approval_events.approval_id': 'uuid',
+      'approval_events.at': 'timestamp with time zone',
+      'approval_events.from_status': 'approval_status',
+      'approval_events.id': 'bigint',
+      'approval_events.note': 'note_text',
       'approval_events.to_status': 'approval_status',
-      'approvals.args': 'json_object_text', 'approvals.capability': 'json_object_text', 'approvals.consumed_at': 'timestamp with time zone',
-      'approvals.created_at': 'timestamp with time zone', 'approvals.decided_at': 'timestamp with time zone',
-      'approvals.decided_by': 'name_text', 'approvals.decision_note': 'note_text', 'approvals.expires_at': 'timestamp with time zone',
-      'approvals.hash': 'sha256_text', 'approvals.id': 'uuid', 'approvals.kind': 'name_text', 'approvals.policies': 'policy_list',
-      'approvals.presentation': 'json_object_text', 'approvals.reason': 'note_text', 'approvals.requester_agent': 'name_text',
-      'approvals.requester_sub': 'name_text', 'approvals.requester_team': 'name_text', 'approvals.requirements': 'json_array_text', 'approvals.rule': 'name_text',
-      'approvals.status': 'approval_status', 'approvals.tool': 'name_text',
+      'approvals.args': 'json_object_text',
+      'approvals.capability': 'json_object_text',
+      'approvals.consumed_at': 'timestamp with time zone',
+      'approvals.created_at': 'timestamp with time zone',
+      'approvals.decided_at': 'timestamp with time zone',
+      'approvals.decided_by': 'name_text',
+      'approvals.decision_note': 'note_text',
+      'approvals.expires_at': 'timestamp with time zone',
+      'approvals.hash': 'sha256_text',
+      'approvals.id': 'uuid',
+      'approvals.kind': 'name_text',
+      'approvals.policies': 'policy_list',
+      'approvals.presentation': 'json_object_text',
+      'approvals.reason': 'note_text',
+      'approvals.requester_agent': 'name_text',
+      'approvals.requester_sub': 'name_text',
+      'approvals.requester_team': 'name_text',
+      'approvals.requirements': 'json_array_text',
+      'approvals.rule': 'name_text',
+      'approvals.status': 'approval_status',
+      'approvals.tool': 'name_text',
     });
     // The guard's triggers fire on UPDATE OF their columns and would not see another BEFORE trigger
     // changing NEW: the set is exactly these.

@@ -123,7 +123,10 @@ describe('gatehouse test', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-dots-'));
     try {
       writeFileSync(join(dir, 'p.yaml'), 'policy: p\nrules:\n  - tools: ["lookup_*"]\n    allow: true\n');
-      writeFileSync(join(dir, 'p.test.yaml'), 'cases:\n  - {name: ok, tool: lookup_order, want: allow}\n  - {name: traversal, tool: "lookup_/../wipe_orders", want: allow}\n');
+      writeFileSync(
+        join(dir, 'p.test.yaml'),
+        'cases:\n  - {name: ok, tool: lookup_order, want: allow}\n  - {name: traversal, tool: "lookup_/../wipe_orders", want: allow}\n',
+      );
       const cases = await run('test', dir);
       expect(cases.code).toBe(2);
       expect(cases.err).toMatch(/p\.test\.yaml:3:\d+: cases\.1\.tool: must match pattern/);
@@ -167,14 +170,18 @@ describe('gatehouse hash', () => {
     expect(input.out).toBe(`${vector.canonical}\n${vector.hash}\n`);
     const decided = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', 'test/fixtures/policies/two-askers');
     expect(decided.code).toBe(0);
-    expect(decided.out).toMatch(/^\{"args":\{[^\n]*\},"requirements":\[\{"capability":\{"amount":120\.0,"order":"A1"\},"kind":"refund_over_cap",[^\n]*\},\{"capability":\{"args":/);
+    expect(decided.out).toMatch(
+      /^\{"args":\{[^\n]*\},"requirements":\[\{"capability":\{"amount":120\.0,"order":"A1"\},"kind":"refund_over_cap",[^\n]*\},\{"capability":\{"args":/,
+    );
   });
 
   it('a request whose answer is not require_approval has no approval hash: exit 1, saying what it got', async () => {
     const r = await run('hash', 'test/cli/fixtures/refund-small.json', '--env', 'prod', '--team', 'support');
     expect(r.code).toBe(1);
     expect(r.out).toBe('');
-    expect(r.err).toBe('test/cli/fixtures/refund-small.json: decided allow by refund-support (refund over 100 needs an operator): only a require_approval answer has an approval hash\n');
+    expect(r.err).toBe(
+      'test/cli/fixtures/refund-small.json: decided allow by refund-support (refund over 100 needs an operator): only a require_approval answer has an approval hash\n',
+    );
   });
 
   it('--document prints the canonical form and SHA-256 of any JSON, numbers as written', async () => {

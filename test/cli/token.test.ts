@@ -32,14 +32,20 @@ async function tokenFor(argv: string[], env: Env = { JWT_SECRET: SECRET }): Prom
 
 function decode(token: string): { header: Record<string, unknown>; claims: Record<string, unknown> } {
   const [h, p] = token.split('.');
-  return { header: JSON.parse(Buffer.from(h!, 'base64url').toString('utf8')) as Record<string, unknown>, claims: JSON.parse(Buffer.from(p!, 'base64url').toString('utf8')) as Record<string, unknown> };
+  return {
+    header: JSON.parse(Buffer.from(h!, 'base64url').toString('utf8')) as Record<string, unknown>,
+    claims: JSON.parse(Buffer.from(p!, 'base64url').toString('utf8')) as Record<string, unknown>,
+  };
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-token-'));
 let app: TestApp;
 let other: TestApp;
 beforeAll(async () => {
-  [app, other] = await Promise.all([createTestApp({ env: 'prod', database: true }), createTestApp({ env: 'prod', key: 'another-secret-0123456789abcdef0123' })]);
+  [app, other] = await Promise.all([
+    createTestApp({ env: 'prod', database: true }),
+    createTestApp({ env: 'prod', key: 'another-secret-0123456789abcdef0123' }),
+  ]);
 });
 afterAll(async () => {
   await Promise.all([app?.close(), other?.close()]);
@@ -77,7 +83,12 @@ describe('a minted token', () => {
 
   it('is HS256, with sub, the team, agent and roles claims under their configured names, iat, exp, and iss/aud when configured', async () => {
     const token = await tokenFor(['--sub', 'u', '--team', 't', '--agent', 'a', '--role', 'r1', '--role', 'r2'], {
-      JWT_SECRET: SECRET, TEAM_CLAIM: 'grp', AGENT_CLAIM: 'azp', ROLES_CLAIM: 'scope', JWT_ISSUER: 'https://idp.example', JWT_AUDIENCE: 'gatehouse',
+      JWT_SECRET: SECRET,
+      TEAM_CLAIM: 'grp',
+      AGENT_CLAIM: 'azp',
+      ROLES_CLAIM: 'scope',
+      JWT_ISSUER: 'https://idp.example',
+      JWT_AUDIENCE: 'gatehouse',
     });
     const { header, claims } = decode(token);
     expect(header).toEqual({ alg: 'HS256', typ: 'JWT' });
@@ -145,7 +156,11 @@ describe('refusals (exit 2, nothing on stdout, never the secret)', () => {
   };
 
   it('in production, with or without a secret', async () => {
-    await refused(['--sub', 'u'], { NODE_ENV: 'production', JWT_SECRET: SECRET, DATABASE_URL: 'postgres://db/g' }, /^gatehouse token: refused: NODE_ENV=production/);
+    await refused(
+      ['--sub', 'u'],
+      { NODE_ENV: 'production', JWT_SECRET: SECRET, DATABASE_URL: 'postgres://db/g' },
+      /^gatehouse token: refused: NODE_ENV=production/,
+    );
     await refused(['--sub', 'u'], { NODE_ENV: 'production' }, /^gatehouse token: refused: NODE_ENV=production/);
   });
 
@@ -161,7 +176,11 @@ describe('refusals (exit 2, nothing on stdout, never the secret)', () => {
   });
 
   it('claims the service would refuse: an empty team, a control character, an over-long sub', async () => {
-    await refused(['--sub', 'u', '--team', ''], { JWT_SECRET: SECRET }, /refused: the service would refuse this token: the claim "team" must be a non-empty string/);
+    await refused(
+      ['--sub', 'u', '--team', ''],
+      { JWT_SECRET: SECRET },
+      /refused: the service would refuse this token: the claim "team" must be a non-empty string/,
+    );
     await refused(['--sub', 'u\u0007'], { JWT_SECRET: SECRET }, /the claim "sub" contains a control character/);
     await refused(['--sub', 'x'.repeat(257)], { JWT_SECRET: SECRET }, /needs a string `sub` of 1 to 256 characters/);
   });
@@ -172,7 +191,9 @@ describe('refusals (exit 2, nothing on stdout, never the secret)', () => {
       expect(r.code, argv.join(' ')).toBe(2);
       expect(r.out).toBe('');
       expect(r.err).toMatch(/^usage: gatehouse token --sub U/);
-      expect(r.err).toMatch(/\ngatehouse token: (--sub is required|unknown option '--user'|unexpected argument 'extra'|option '--sub <value>' argument missing)\n$/);
+      expect(r.err).toMatch(
+        /\ngatehouse token: (--sub is required|unknown option '--user'|unexpected argument 'extra'|option '--sub <value>' argument missing)\n$/,
+      );
     }
   });
 });
@@ -183,9 +204,14 @@ describe('the command', () => {
   it('prints the token alone on stdout, so export T=$(gatehouse token ...) works', async () => {
     const dataDir = join(dir, 'process');
     const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [CLI, 'token', '--sub', 'bob', '--team', 'support', '--role', 'approver'], { cwd: ROOT, env: serverEnv({ DATA_DIR: dataDir }), timeout: 30_000 }, (err, stdout, stderr) => {
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-      });
+      execFile(
+        process.execPath,
+        [CLI, 'token', '--sub', 'bob', '--team', 'support', '--role', 'approver'],
+        { cwd: ROOT, env: serverEnv({ DATA_DIR: dataDir }), timeout: 30_000 },
+        (err, stdout, stderr) => {
+          resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+        },
+      );
     });
     expect(code, stderr).toBe(0);
     expect(stdout).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\n$/);

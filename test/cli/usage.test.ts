@@ -33,7 +33,12 @@ describe('help', () => {
 
   it('gatehouse COMMAND --help, -h (anywhere before --, whatever else is given) and help COMMAND: its usage on stdout, exit 0', async () => {
     for (const name of COMMANDS.filter((c) => c !== 'help')) {
-      const variants = [[name, '--help'], [name, '-h'], ['help', name], [name, '--bogus', 'x', '--help']];
+      const variants = [
+        [name, '--help'],
+        [name, '-h'],
+        ['help', name],
+        [name, '--bogus', 'x', '--help'],
+      ];
       const outs = new Set<string>();
       for (const argv of variants) {
         const r = await run(...argv);
@@ -103,7 +108,11 @@ describe('invalid input exits 2, like a usage error', () => {
   });
 });
 
-interface Exited { code: number | null; stdout: string; stderr: string }
+interface Exited {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 function cli(argv: string[], env: Record<string, string> = {}): Promise<Exited> {
   return new Promise((resolve) => {
@@ -137,6 +146,9 @@ describe('as a shell sees it (dist/main.js)', () => {
     expect(r.stdout).toMatch(/^usage: gatehouse serve\n/);
     expect(r.stdout).not.toContain('gatehouse is serving');
     expect(r.stdout).not.toMatch(/^\{/m); // no log line
-    expect(await cli(['serve'], { JWT_SECRET: 'short', LOG_FORMAT: 'nonsense' })).toMatchObject({ code: 2, stderr: expect.stringContaining('invalid configuration') });
+    expect(await cli(['serve'], { JWT_SECRET: 'short', LOG_FORMAT: 'nonsense' })).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('invalid configuration'),
+    });
   });
 });

@@ -115,9 +115,7 @@ test('pool exhaustion: 20 calls past the deadline all fail, none commits once th
     const before = await count();
     const sleepers = [pool`select pg_sleep(0.6)`.execute(), pool`select pg_sleep(0.6)`.execute()];
     await sleeping(0.6, 2);
-    const calls = Array.from({ length: 20 }, () =>
-      withDeadline(pool, 50, (tx) => tx`update counter set n = n + 1 where id = 1`),
-    );
+    const calls = Array.from({ length: 20 }, () => withDeadline(pool, 50, (tx) => tx`update counter set n = n + 1 where id = 1`));
     const results = await Promise.allSettled(calls);
     expect(results.every((r) => r.status === 'rejected' && r.reason instanceof StoreUnavailableError)).toBe(true);
     await Promise.all(sleepers);

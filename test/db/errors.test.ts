@@ -111,13 +111,19 @@ describe('real failures', () => {
     await db.drop();
   });
 
-  const caught = async (p: Promise<unknown>): Promise<unknown> => p.then(() => new Error('no error'), (e: unknown) => e);
+  const caught = async (p: Promise<unknown>): Promise<unknown> =>
+    p.then(
+      () => new Error('no error'),
+      (e: unknown) => e,
+    );
 
   test('statement_timeout (57014) and lock_timeout (55P03) are unavailable, without SQL or values in the message', async () => {
-    const timeout = await caught(db.sql.begin(async (tx) => {
-      await tx`set local statement_timeout = '10ms'`;
-      await tx`select pg_sleep(${5})`;
-    }));
+    const timeout = await caught(
+      db.sql.begin(async (tx) => {
+        await tx`set local statement_timeout = '10ms'`;
+        await tx`select pg_sleep(${5})`;
+      }),
+    );
     expect(toStoreError(timeout)).toMatchObject({ sourceCode: '57014', message: 'the approval store is unavailable (server)' });
 
     let release = (): void => {};
@@ -143,12 +149,7 @@ describe('real failures', () => {
   });
 
   test('programming and data errors are bugs: rethrown unchanged', async () => {
-    for (const query of [
-      db.sql`select * from no_such_table`,
-      db.sql`selec 1`,
-      db.sql`insert into t values (1), (1)`,
-      db.sql`select ${'not-a-uuid'}::uuid`,
-    ]) {
+    for (const query of [db.sql`select * from no_such_table`, db.sql`selec 1`, db.sql`insert into t values (1), (1)`, db.sql`select ${'not-a-uuid'}::uuid`]) {
       const error = await caught(query);
       expect(error).toBeInstanceOf(postgres.PostgresError);
       expect(toStoreError(error)).toBe(error);

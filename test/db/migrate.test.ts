@@ -36,7 +36,9 @@ async function appliedVersions(db: TestDatabase): Promise<number[]> {
 
 test('the real migrations apply once; a second run applies nothing', async () => {
   const db = await emptyDatabase();
-  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql'] });
+  expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({
+    applied: ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql'],
+  });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
   expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
@@ -61,7 +63,10 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
   const other = createSql(db.url);
   cleanup.push(() => other.end());
   const results = await Promise.all([migrate(db.sql, MIGRATIONS_DIR), migrate(other, MIGRATIONS_DIR)]);
-  expect(results.map((r) => r.applied).sort()).toEqual([[], ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql']]);
+  expect(results.map((r) => r.applied).sort()).toEqual([
+    [],
+    ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql'],
+  ]);
   expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5]);
 });
 

@@ -57,10 +57,7 @@ export interface TestApp {
 
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const logs = options.logs;
-  const log = pino(
-    { level: logs ? 'info' : 'silent' },
-    { write: (line: string) => logs?.push(JSON.parse(line) as Record<string, unknown>) },
-  );
+  const log = pino({ level: logs ? 'info' : 'silent' }, { write: (line: string) => logs?.push(JSON.parse(line) as Record<string, unknown>) });
   const policies = await createLivePolicies(options.policyDir ?? EXAMPLE_POLICIES, options.env === undefined ? 'prod' : options.env);
   let db: TestDatabase | null = null;
   let approvals: AppContext['approvals'] = null;
@@ -128,9 +125,18 @@ export function signJwt(payload: Record<string, unknown>, options: { key?: strin
   const key = options.key ?? SECRET;
   let signature: Buffer;
   if (alg === 'none') signature = Buffer.alloc(0);
-  else if (alg.startsWith('HS')) signature = createHmac(`sha${alg.slice(2)}`, key as string).update(input).digest();
-  else if (alg.startsWith('RS')) signature = createSign(`sha${alg.slice(2)}`).update(input).sign(key as KeyObject);
-  else if (alg.startsWith('ES')) signature = createSign(`sha${alg.slice(2)}`).update(input).sign({ key: key as KeyObject, dsaEncoding: 'ieee-p1363' });
+  else if (alg.startsWith('HS'))
+    signature = createHmac(`sha${alg.slice(2)}`, key as string)
+      .update(input)
+      .digest();
+  else if (alg.startsWith('RS'))
+    signature = createSign(`sha${alg.slice(2)}`)
+      .update(input)
+      .sign(key as KeyObject);
+  else if (alg.startsWith('ES'))
+    signature = createSign(`sha${alg.slice(2)}`)
+      .update(input)
+      .sign({ key: key as KeyObject, dsaEncoding: 'ieee-p1363' });
   else if (alg === 'EdDSA') signature = edSign(null, Buffer.from(input), key as KeyObject);
   else throw new Error(`unsupported alg ${alg}`);
   return `${input}.${b64url(signature)}`;

@@ -204,10 +204,11 @@ export async function startCountingServer(body = '{"keys":[]}'): Promise<Countin
   return {
     url: `http://127.0.0.1:${port}`,
     connections: () => count,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 

@@ -30,20 +30,22 @@ export async function startJwksServer(keys: JWK[] = []): Promise<JwksServer> {
     else if (mode === 'garbage') res.writeHead(200, { 'content-type': 'application/json' }).end('<html>maintenance</html>');
     else res.writeHead(200, { 'content-type': 'application/jwk-set+json' }).end(JSON.stringify({ keys: mode === 'empty' ? [] : published }));
   });
-  const listen = (port: number): Promise<void> => new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
+  const listen = (port: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
   await listen(0);
   const { port } = server.address() as AddressInfo;
-  const stop = (): Promise<void> => new Promise((resolve) => {
-    if (!server.listening) return resolve();
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
+  const stop = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (!server.listening) return resolve();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return {
     url: `http://127.0.0.1:${port}/.well-known/jwks.json`,
     hits: () => hits,

@@ -14,12 +14,23 @@ export function claimSet(extra: Record<string, unknown> = {}): Record<string, un
 export function jwsSignature(alg: string, input: string, key: string | Buffer | KeyObject): Buffer {
   if (alg.toLowerCase() === 'none') return Buffer.alloc(0);
   const bits = alg.slice(2);
-  if (alg.startsWith('HS')) return createHmac(`sha${bits}`, key as string | Buffer).update(input).digest();
-  if (alg.startsWith('RS')) return createSign(`sha${bits}`).update(input).sign(key as KeyObject);
+  if (alg.startsWith('HS'))
+    return createHmac(`sha${bits}`, key as string | Buffer)
+      .update(input)
+      .digest();
+  if (alg.startsWith('RS'))
+    return createSign(`sha${bits}`)
+      .update(input)
+      .sign(key as KeyObject);
   if (alg.startsWith('PS')) {
-    return createSign(`sha${bits}`).update(input).sign({ key: key as KeyObject, padding: cryptoConstants.RSA_PKCS1_PSS_PADDING, saltLength: Number(bits) / 8 });
+    return createSign(`sha${bits}`)
+      .update(input)
+      .sign({ key: key as KeyObject, padding: cryptoConstants.RSA_PKCS1_PSS_PADDING, saltLength: Number(bits) / 8 });
   }
-  if (alg.startsWith('ES')) return createSign(`sha${bits}`).update(input).sign({ key: key as KeyObject, dsaEncoding: 'ieee-p1363' });
+  if (alg.startsWith('ES'))
+    return createSign(`sha${bits}`)
+      .update(input)
+      .sign({ key: key as KeyObject, dsaEncoding: 'ieee-p1363' });
   if (alg === 'EdDSA') return cryptoSign(null, Buffer.from(input), key as KeyObject);
   throw new Error(`unsupported alg ${alg}`);
 }
@@ -28,7 +39,13 @@ export function jwsSignature(alg: string, input: string, key: string | Buffer | 
  * A compact JWS from raw header and payload TEXT (so a test can write duplicate names, BOMs, odd
  * numbers), signed for `alg` with `key`. `signature` overrides the computed one.
  */
-export function signRawJwt(headerText: string | Buffer, payloadText: string | Buffer, alg: string, key: string | Buffer | KeyObject, signature?: Buffer): string {
+export function signRawJwt(
+  headerText: string | Buffer,
+  payloadText: string | Buffer,
+  alg: string,
+  key: string | Buffer | KeyObject,
+  signature?: Buffer,
+): string {
   const input = `${b64url(headerText)}.${b64url(payloadText)}`;
   return `${input}.${b64url(signature ?? jwsSignature(alg, input, key))}`;
 }

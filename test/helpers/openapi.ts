@@ -13,10 +13,28 @@ export const openApiText = readFileSync(OPENAPI_FILE, 'utf8');
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonSchema = { [key: string]: Json };
 
-export interface MediaTypeObject { schema?: JsonSchema; examples?: Record<string, { $ref?: string; value?: Json }> }
-export interface HeaderObject { required?: boolean; schema?: JsonSchema; $ref?: string }
-export interface ResponseObject { $ref?: string; description?: string; headers?: Record<string, HeaderObject>; content?: Record<string, MediaTypeObject> }
-export interface ParameterObject { $ref?: string; name: string; in: 'query' | 'path' | 'header' | 'cookie'; required?: boolean; schema?: JsonSchema }
+export interface MediaTypeObject {
+  schema?: JsonSchema;
+  examples?: Record<string, { $ref?: string; value?: Json }>;
+}
+export interface HeaderObject {
+  required?: boolean;
+  schema?: JsonSchema;
+  $ref?: string;
+}
+export interface ResponseObject {
+  $ref?: string;
+  description?: string;
+  headers?: Record<string, HeaderObject>;
+  content?: Record<string, MediaTypeObject>;
+}
+export interface ParameterObject {
+  $ref?: string;
+  name: string;
+  in: 'query' | 'path' | 'header' | 'cookie';
+  required?: boolean;
+  schema?: JsonSchema;
+}
 export interface OperationObject {
   operationId?: string;
   security?: Record<string, string[]>[];
@@ -106,7 +124,13 @@ export function deref<T extends object>(value: unknown): T {
   return v as T;
 }
 
-export interface FoundOperation { path: string; method: HttpMethod; operation: OperationObject; pathItem: PathItem; params: Record<string, string> }
+export interface FoundOperation {
+  path: string;
+  method: HttpMethod;
+  operation: OperationObject;
+  pathItem: PathItem;
+  params: Record<string, string>;
+}
 
 /** Every operation of the document. */
 export function openApiOperations(): FoundOperation[] {
@@ -151,7 +175,9 @@ export function findResponse(found: FoundOperation, status: number): { key: stri
     const r = responses[key];
     if (r) return { key, response: deref<ResponseObject>(r) };
   }
-  throw new Error(`openapi.yaml: ${found.method.toUpperCase()} ${found.path} documents no ${status} response (documented: ${Object.keys(responses).join(', ')})`);
+  throw new Error(
+    `openapi.yaml: ${found.method.toUpperCase()} ${found.path} documents no ${status} response (documented: ${Object.keys(responses).join(', ')})`,
+  );
 }
 
 const isJsonMediaType = (mt: string): boolean => mt === 'application/json' || mt.endsWith('+json');
@@ -159,7 +185,10 @@ const isJsonMediaType = (mt: string): boolean => mt === 'application/json' || mt
 function describeErrors(validate: ValidateFunction): string {
   return (validate.errors ?? [])
     .slice(0, 12)
-    .map((e) => `  ${e.instancePath || '(root)'} ${e.message ?? e.keyword}${e.keyword === 'additionalProperties' || e.keyword === 'unevaluatedProperties' ? ` (${JSON.stringify(e.params)})` : ''} [${e.schemaPath}]`)
+    .map(
+      (e) =>
+        `  ${e.instancePath || '(root)'} ${e.message ?? e.keyword}${e.keyword === 'additionalProperties' || e.keyword === 'unevaluatedProperties' ? ` (${JSON.stringify(e.params)})` : ''} [${e.schemaPath}]`,
+    )
     .join('\n');
 }
 
@@ -219,20 +248,27 @@ export function assertMatchesOpenApi(
       }
       if (header.schema) {
         const validate = compileDocumentSchema(header.schema, `header ${JSON.stringify(header.schema)}`);
-        if (!validate(String(raw))) throw new Error(`${where}: header ${name}: ${JSON.stringify(raw)} does not match openapi.yaml\n${describeErrors(validate)}`);
+        if (!validate(String(raw)))
+          throw new Error(`${where}: header ${name}: ${JSON.stringify(raw)} does not match openapi.yaml\n${describeErrors(validate)}`);
       }
     }
   }
 }
 
 /** What inject() answers, as far as the check needs it. */
-export interface InjectedResponse { statusCode: number; headers: Record<string, string | string[] | number | undefined>; body: string }
+export interface InjectedResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  body: string;
+}
 
 /** assertMatchesOpenApi for an inject() response; returns the parsed JSON body (or the text). */
 export function assertResponseMatchesOpenApi(method: string, url: string, res: InjectedResponse): unknown {
   const contentType = res.headers['content-type'];
   assertMatchesOpenApi(method, url, res.statusCode, contentType === undefined ? undefined : String(contentType), res.body, res.headers);
-  const mediaType = String(contentType ?? '').split(';')[0]!.trim();
+  const mediaType = String(contentType ?? '')
+    .split(';')[0]!
+    .trim();
   return isJsonMediaType(mediaType) && res.body !== '' ? JSON.parse(res.body) : res.body;
 }
 

@@ -22,7 +22,11 @@ export interface GenSelectors {
   users?: string[];
   agents?: string[];
 }
-export interface GenApproval { kind?: string; capability?: string[]; presentation?: string[] }
+export interface GenApproval {
+  kind?: string;
+  capability?: string[];
+  presentation?: string[];
+}
 export interface GenRule extends GenSelectors {
   id?: string;
   when?: string;
@@ -32,8 +36,17 @@ export interface GenRule extends GenSelectors {
   reason?: string;
   approval?: GenApproval;
 }
-export interface GenGuard extends GenSelectors { id?: string; guard: 'pii'; action?: 'deny' | 'require_approval' }
-export interface GenTool { kind: Kind; tags?: string[]; confirm?: true; schema?: unknown }
+export interface GenGuard extends GenSelectors {
+  id?: string;
+  guard: 'pii';
+  action?: 'deny' | 'require_approval';
+}
+export interface GenTool {
+  kind: Kind;
+  tags?: string[];
+  confirm?: true;
+  schema?: unknown;
+}
 export interface GenDoc {
   policy: string;
   version?: string;
@@ -44,8 +57,14 @@ export interface GenDoc {
   guards?: GenGuard[];
   limits?: { max_calls: number };
 }
-export interface GenFile { name: string; doc: GenDoc }
-export interface GenSet { env: 'dev' | 'prod' | null; files: GenFile[] }
+export interface GenFile {
+  name: string;
+  doc: GenDoc;
+}
+export interface GenSet {
+  env: 'dev' | 'prod' | null;
+  files: GenFile[];
+}
 
 // ---------------------------------------------------------------------------------------------------
 // The universe
@@ -65,19 +84,31 @@ export const AGENTS = ['bot1', 'bot2'] as const;
 export const ENVS = ['dev', 'prod'] as const;
 /** Conditions over `a` (number), `b` (string), `c` (boolean) and a few nested paths. */
 export const CONDITIONS = [
-  'a > 5', 'a <= 3', 'a == 1', 'a in [1, 2]', 'a != 4', 'b == "x"', "b != 'y'", 'b in ["x", "z"]', 'b < "m"',
-  'c', 'not c', 'c == false', 'a > 5 and b == "y"', 'a > 5 or c', 'not (a > 5 and c)', 'b == null', 'x.y > 1',
-  'items.0.sku == "s1"', 'true', 'false',
+  'a > 5',
+  'a <= 3',
+  'a == 1',
+  'a in [1, 2]',
+  'a != 4',
+  'b == "x"',
+  "b != 'y'",
+  'b in ["x", "z"]',
+  'b < "m"',
+  'c',
+  'not c',
+  'c == false',
+  'a > 5 and b == "y"',
+  'a > 5 or c',
+  'not (a > 5 and c)',
+  'b == null',
+  'x.y > 1',
+  'items.0.sku == "s1"',
+  'true',
+  'false',
 ] as const;
 export const APPROVAL_PATHS = ['a', 'b', 'c', 'x.y', 'items.0.sku', 'note', 'zz'] as const;
 export const REASONS = ['operator reason one', 'not for agents', 'needs a human'] as const;
 /** Tool argument schemas the reference evaluator can check by hand (see `schemaAccepts`). */
-export const SCHEMAS: readonly unknown[] = [
-  { type: 'object', properties: { a: { type: 'number' } } },
-  { type: 'object', required: ['b'] },
-  true,
-  false,
-];
+export const SCHEMAS: readonly unknown[] = [{ type: 'object', properties: { a: { type: 'number' } } }, { type: 'object', required: ['b'] }, true, false];
 export const PII = 'jane@example.com';
 
 /** What the generated SCHEMAS accept, written out by hand (no ajv). */
@@ -93,8 +124,7 @@ export function schemaAccepts(schema: unknown, args: JsonObject): boolean {
 // ---------------------------------------------------------------------------------------------------
 // Policy documents
 
-const some = <T>(items: readonly T[], max = 2): fc.Arbitrary<T[]> =>
-  fc.array(fc.constantFrom(...items), { minLength: 1, maxLength: max });
+const some = <T>(items: readonly T[], max = 2): fc.Arbitrary<T[]> => fc.array(fc.constantFrom(...items), { minLength: 1, maxLength: max });
 /** `arb` with probability `p`, else undefined (which is what it shrinks to). */
 const maybe = <T>(arb: fc.Arbitrary<T>, p: number): fc.Arbitrary<T | undefined> =>
   fc.oneof({ arbitrary: fc.constant(undefined), weight: Math.round((1 - p) * 20) }, { arbitrary: arb, weight: Math.round(p * 20) });
@@ -228,8 +258,7 @@ export function setArb(options: SetOptions = {}): fc.Arbitrary<GenSet> {
     .chain(({ env, n }) =>
       fc.record({
         env: fc.constant(env),
-        docs: fc.tuple(...Array.from({ length: n }, (_, i) =>
-          fc.boolean().chain((declare) => docArb(`p${i}`, env !== null && declare, maxRules)))),
+        docs: fc.tuple(...Array.from({ length: n }, (_, i) => fc.boolean().chain((declare) => docArb(`p${i}`, env !== null && declare, maxRules)))),
         catalogue: fc.uniqueArray(fc.record({ pattern: fc.constantFrom(...CATALOGUE_PATTERNS), file: fc.nat(), tool: toolArb(schemaP) }), {
           selector: (e) => e.pattern,
           maxLength: n === 0 ? 0 : 8,

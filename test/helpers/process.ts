@@ -22,13 +22,19 @@ async function newestMtimeUnder(dir: string): Promise<number> {
 
 /** Builds dist/ when it is older than src/ (as test/http/e2e.test.ts does). */
 export async function ensureBuilt(): Promise<void> {
-  const built = await stat(CLI).then((s) => s.mtimeMs, () => 0);
+  const built = await stat(CLI).then(
+    (s) => s.mtimeMs,
+    () => 0,
+  );
   if (built > (await newestMtimeUnder(join(ROOT, 'src')))) return;
   const output = await new Promise<string>((resolve) => {
     execFile('npm', ['run', 'build'], { cwd: ROOT, timeout: 120_000 }, (_err, stdout, stderr) => resolve(`${stdout}${stderr}`));
   });
   // tsc emits even with type errors in files others are editing; what matters is a fresh dist.
-  const after = await stat(CLI).then((s) => s.mtimeMs, () => 0);
+  const after = await stat(CLI).then(
+    (s) => s.mtimeMs,
+    () => 0,
+  );
   if (after <= built) throw new Error(`npm run build did not produce dist/main.js:\n${output}`);
 }
 
@@ -68,7 +74,13 @@ export interface ServerProcess {
 export function serverEnv(env: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(JWT_|DATABASE_URL$|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|BODY_LIMIT$|DB_|SHUTDOWN_|APPROVAL_TTL$|GRANT_TTL$|HEADERS_TIMEOUT$|REQUEST_TIMEOUT$|KEEP_ALIVE_TIMEOUT$|MAX_CONNECTIONS$)/.test(k)) out[k] = v;
+    if (
+      v !== undefined &&
+      !/^(JWT_|DATABASE_URL$|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|BODY_LIMIT$|DB_|SHUTDOWN_|APPROVAL_TTL$|GRANT_TTL$|HEADERS_TIMEOUT$|REQUEST_TIMEOUT$|KEEP_ALIVE_TIMEOUT$|MAX_CONNECTIONS$)/.test(
+        k,
+      )
+    )
+      out[k] = v;
   }
   return { ...out, ...env };
 }
@@ -169,7 +181,10 @@ export async function eventually<T>(what: string, ms: number, fn: () => Promise<
 /** The direct children of pid; [] when there are none, the process is gone, or this is not Linux. */
 export function childPids(pid: number): number[] {
   try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter((s) => s !== '').map(Number);
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .split(' ')
+      .filter((s) => s !== '')
+      .map(Number);
   } catch {
     return [];
   }

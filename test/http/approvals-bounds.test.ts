@@ -17,7 +17,15 @@ let db: TestDatabase;
 let t: TestApp;
 beforeAll(async () => {
   db = await createTestDatabase();
-  t = await createTestApp({ policyDir: ONE, env: null, database: db, approvalMaxBytes: MAX_BYTES, deniedCooldownMs: 600_000, maxWaitsPerCaller: 3, maxWaits: 5 });
+  t = await createTestApp({
+    policyDir: ONE,
+    env: null,
+    database: db,
+    approvalMaxBytes: MAX_BYTES,
+    deniedCooldownMs: 600_000,
+    maxWaitsPerCaller: 3,
+    maxWaits: 5,
+  });
 });
 afterAll(async () => {
   await t.close();
@@ -107,8 +115,21 @@ describe('lists carry summaries', () => {
     expect(res.body).not.toContain('www');
     for (const item of page.items) {
       expect(Object.keys(item).sort()).toEqual([
-        'args_bytes', 'consumed_at', 'created_at', 'decided_at', 'decided_by', 'decision_note', 'expires_at', 'hash', 'id', 'kind',
-        'reason', 'requester', 'rule', 'status', 'tool',
+        'args_bytes',
+        'consumed_at',
+        'created_at',
+        'decided_at',
+        'decided_by',
+        'decision_note',
+        'expires_at',
+        'hash',
+        'id',
+        'kind',
+        'reason',
+        'requester',
+        'rule',
+        'status',
+        'tool',
       ]);
       expect(item.args_bytes).toBeGreaterThan(3500);
     }
@@ -201,8 +222,22 @@ describe('several files asking for one approval', () => {
     const decision = decided.json() as { reason: string; approval: { hash: string; requirements: unknown[] } };
     expect(decision.reason).toBe('refund over 100 needs an operator');
     const requirements = [
-      { policy: 'payments', rule: 'refund-cap', kind: 'refund_over_cap', reason: 'refund over 100 needs an operator', capability: { order: body.args.order, amount: 120 }, presentation: { order: body.args.order, amount: 120 } },
-      { policy: 'risk', rule: 'risk-review', kind: 'confirm', reason: 'the risk team reviews refunds over 50', capability: { tool: 'refund', args: body.args }, presentation: { tool: 'refund', args: body.args } },
+      {
+        policy: 'payments',
+        rule: 'refund-cap',
+        kind: 'refund_over_cap',
+        reason: 'refund over 100 needs an operator',
+        capability: { order: body.args.order, amount: 120 },
+        presentation: { order: body.args.order, amount: 120 },
+      },
+      {
+        policy: 'risk',
+        rule: 'risk-review',
+        kind: 'confirm',
+        reason: 'the risk team reviews refunds over 50',
+        capability: { tool: 'refund', args: body.args },
+        presentation: { tool: 'refund', args: body.args },
+      },
     ];
     expect(decision.approval.requirements).toEqual(requirements);
     const { id, hash } = await file(sub, body, two);

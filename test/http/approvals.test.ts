@@ -47,7 +47,10 @@ const newSub = (label = 'agent'): string => `${label}-${++seq}-${randomUUID().sl
 /** A support-team agent token (the refund-support rule selects team support). */
 const agent = (sub: string): string => token({ sub, team: 'support', agent: 'bot' });
 /** A refund over 100: require_approval, with the payments approval shape. */
-const bigRefund = (extra: Record<string, unknown> = {}) => ({ tool: 'refund', args: { order: `O-${++seq}`, amount: 120, note: 'customer asked twice', ...extra } });
+const bigRefund = (extra: Record<string, unknown> = {}) => ({
+  tool: 'refund',
+  args: { order: `O-${++seq}`, amount: 120, note: 'customer asked twice', ...extra },
+});
 
 const get = (app: TestApp, url: string, tok: string) => app.app.inject({ method: 'GET', url, headers: bearer(tok) });
 const grant = (id: string, tok = approverToken(), body: unknown = { note: 'ok' }, app = t) => post(app.app, `/approvals/${id}/grant`, body, tok);
@@ -105,7 +108,13 @@ describe('the full loop', () => {
 
     const granted = await grant(a.id, approverToken('operator-loop'), { note: 'fine' });
     expect(granted.statusCode).toBe(200);
-    expect(granted.json()).toMatchObject({ id: a.id, status: 'granted', decided_by: 'operator-loop', decision_note: 'fine', presentation_label: a.presentation_label });
+    expect(granted.json()).toMatchObject({
+      id: a.id,
+      status: 'granted',
+      decided_by: 'operator-loop',
+      decision_note: 'fine',
+      presentation_label: a.presentation_label,
+    });
 
     const redeemed = await post(t.app, '/decide', { ...body, approval_id: a.id }, agent(sub));
     expect(redeemed.statusCode).toBe(200);
@@ -120,7 +129,9 @@ describe('the full loop', () => {
     const events = await t.db!.sql<{ from_status: string | null; to_status: string; actor: string }[]>`
       select from_status, to_status, actor from approval_events where approval_id = ${a.id} order by id`;
     expect(events.map((e) => [e.from_status, e.to_status, e.actor])).toEqual([
-      [null, 'pending', sub], ['pending', 'granted', 'operator-loop'], ['granted', 'consumed', sub],
+      [null, 'pending', sub],
+      ['pending', 'granted', 'operator-loop'],
+      ['granted', 'consumed', sub],
     ]);
   });
 });
@@ -148,7 +159,12 @@ describe('POST /approvals', () => {
     const { approval } = await requestApproval(sub, body);
     // Key order and whitespace do not matter: the hash is of the parsed value.
     const reordered = `{ "args": {"note": "customer asked twice", "amount": 120, "order": "${body.args.order}"}, "tool": "refund" }`;
-    const again = await t.app.inject({ method: 'POST', url: '/approvals', headers: { ...bearer(agent(sub)), 'content-type': 'application/json' }, payload: reordered });
+    const again = await t.app.inject({
+      method: 'POST',
+      url: '/approvals',
+      headers: { ...bearer(agent(sub)), 'content-type': 'application/json' },
+      payload: reordered,
+    });
     expect(again.statusCode).toBe(200);
     expect((again.json() as ApprovalBody).id).toBe(approval.id);
     // Still the same one once granted (live), and a new one once consumed.
@@ -246,7 +262,10 @@ describe('who may grant or deny', () => {
     expectProblem(await grant(id, agentTok, { note: 'x'.repeat(2001) }), 403);
     expectProblem(await deny(id, agentTok, { reason: 'x', bogus: 1 }), 403);
     const malformed = await t.app.inject({
-      method: 'POST', url: `/approvals/${id}/grant`, headers: { ...bearer(agentTok), 'content-type': 'application/json' }, payload: '{"note":',
+      method: 'POST',
+      url: `/approvals/${id}/grant`,
+      headers: { ...bearer(agentTok), 'content-type': 'application/json' },
+      payload: '{"note":',
     });
     expectProblem(malformed, 403);
     expect(await statusOf(id)).toBe('pending');
@@ -342,12 +361,12 @@ describe('visibility', () => {
     id = (await requestApproval(owner)).approval.id;
     await requestApproval(other);
   });
-  it('another agent\'s approval by id is 404, not 403 (also with ?wait)', async () => {
+  it("another agent's approval by id is 404, not 403 (also with ?wait)", async () => {
     expectProblem(await get(t, `/approvals/${id}`, agent(other)), 404);
     expectProblem(await get(t, `/approvals/${id}?wait=1`, agent(other)), 404);
     expect((await get(t, `/approvals/${id}`, agent(owner))).statusCode).toBe(200);
   });
-  it('another agent\'s approval is absent from its list; the owner sees it', async () => {
+  it("another agent's approval is absent from its list; the owner sees it", async () => {
     const otherList = (await get(t, '/approvals?limit=200', agent(other))).json() as { items: ApprovalBody[] };
     expect(otherList.items.length).toBeGreaterThan(0);
     expect(otherList.items.every((a) => a.requester.sub === other)).toBe(true);
@@ -356,14 +375,14 @@ describe('visibility', () => {
     expect(ownerList.items.map((a) => a.id)).toEqual([id]);
     expect((await get(t, `/approvals/${id}`, agent(owner))).json()).toMatchObject({ presentation_label: expect.stringMatching(/model-chosen/i) });
   });
-  it('approvers see everyone\'s', async () => {
+  it("approvers see everyone's", async () => {
     expect((await get(t, `/approvals/${id}`, approverToken('viewer'))).statusCode).toBe(200);
     const all = (await get(t, '/approvals?limit=200', approverToken('viewer'))).json() as { items: ApprovalBody[] };
     const subs = new Set(all.items.map((a) => a.requester.sub));
     expect(subs.has(owner)).toBe(true);
     expect(subs.has(other)).toBe(true);
   });
-  it('another agent cannot redeem someone else\'s granted approval', async () => {
+  it("another agent cannot redeem someone else's granted approval", async () => {
     const body = bigRefund();
     const { approval } = await requestApproval(owner, body);
     expect((await grant(approval.id)).statusCode).toBe(200);
@@ -380,8 +399,11 @@ describe('visibility', () => {
 describe('races', () => {
   it('20 concurrent grants and denies: exactly one 200, the rest 409 with the current state', async () => {
     const { approval } = await requestApproval(newSub());
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-      (i % 2 === 0 ? grant(approval.id, approverToken(`op-${i}`)) : deny(approval.id, approverToken(`op-${i}`), { reason: `r${i}` }))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        i % 2 === 0 ? grant(approval.id, approverToken(`op-${i}`)) : deny(approval.id, approverToken(`op-${i}`), { reason: `r${i}` }),
+      ),
+    );
     const winners = results.filter((r) => r.statusCode === 200);
     expect(winners).toHaveLength(1);
     const won = winners[0]!.json() as ApprovalBody;
@@ -426,7 +448,7 @@ describe('races', () => {
 });
 
 describe('redeeming with approval_id', () => {
-  it('a denied approval answers 403 deny with the operator\'s reason', async () => {
+  it("a denied approval answers 403 deny with the operator's reason", async () => {
     const sub = newSub();
     const { approval, body } = await requestApproval(sub);
     expect((await deny(approval.id, approverToken(), { reason: 'refunds are frozen this week' })).statusCode).toBe(200);
@@ -477,7 +499,9 @@ describe('redeeming with approval_id', () => {
     expect(await statusOf(approval.id)).toBe('granted');
     // A number written differently but equal in value (120 vs 120.0) is a different lexeme: new hash too.
     const relexed = await t.app.inject({
-      method: 'POST', url: '/decide', headers: { ...bearer(agent(sub)), 'content-type': 'application/json' },
+      method: 'POST',
+      url: '/decide',
+      headers: { ...bearer(agent(sub)), 'content-type': 'application/json' },
       payload: `{"tool":"refund","args":{"order":"${body.args.order}","amount":120.0,"note":"customer asked twice"},"approval_id":"${approval.id}"}`,
     });
     expect(relexed.statusCode).toBe(403);
@@ -490,7 +514,10 @@ describe('redeeming with approval_id', () => {
     const sub = newSub();
     const { approval, body } = await requestApproval(sub);
     expect((await grant(approval.id)).statusCode).toBe(200);
-    for (const args of [{ ...body.args, note: 'different words' }, { order: body.args.order, amount: body.args.amount }]) {
+    for (const args of [
+      { ...body.args, note: 'different words' },
+      { order: body.args.order, amount: body.args.amount },
+    ]) {
       const res = await post(t.app, '/decide', { tool: 'refund', args, approval_id: approval.id }, agent(sub));
       expect(res.statusCode).toBe(403);
       const d = res.json() as DecisionBody;
@@ -713,7 +740,13 @@ describe('the database goes away and comes back', () => {
   beforeAll(async () => {
     pg = await startPrivatePostgres();
     const sql = createSql(pg.url, { max: 4, connectTimeoutMs: 1_000 });
-    db = { url: pg.url, sql, drop: async () => { await sql.end({ timeout: 1 }); } };
+    db = {
+      url: pg.url,
+      sql,
+      drop: async () => {
+        await sql.end({ timeout: 1 });
+      },
+    };
     a = await createTestApp({ env: 'prod', database: db, deadlineMs: 1_000 });
   });
   afterAll(async () => {
@@ -805,7 +838,7 @@ describe('token edge cases on approval routes', () => {
     expect(await statusOf(approval.id)).toBe('pending');
   });
 
-  it('should the store still refuse an identity, it is the token\'s 401, never a 500 or a body error', async () => {
+  it("should the store still refuse an identity, it is the token's 401, never a 500 or a body error", async () => {
     // Unreachable through authentication (the test above); the routes' safety net, forced here.
     const { approval, body } = await requestApproval(newSub());
     const approvals = t.ctx.approvals!;

@@ -5,7 +5,16 @@
 import { createSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SECRET, bearer, createTestApp, keyPairs, post, type TestApp } from '../helpers/app.js';
-import { expectPrototypeClean, expectUnauthorized, listenLoopback, rawHttp, rawPost, startCountingServer, type AnyResponse, type CountingServer } from '../helpers/http.js';
+import {
+  expectPrototypeClean,
+  expectUnauthorized,
+  listenLoopback,
+  rawHttp,
+  rawPost,
+  startCountingServer,
+  type AnyResponse,
+  type CountingServer,
+} from '../helpers/http.js';
 import { b64url, claimSet, forgeJwt, jwsSignature, nowSec, signRawJwt } from '../helpers/jwt.js';
 
 const LOOKUP = { tool: 'lookup_order', args: { order: 'A1' } };
@@ -58,7 +67,11 @@ describe('alg none in every case variant, with empty and non-empty signatures', 
   ];
   for (const alg of variants) {
     for (const [sigName, sig] of signatures) {
-      for (const [appName, app] of [['HS256', () => hs], ['RS256', () => rs], ['ES256', () => es]] as const) {
+      for (const [appName, app] of [
+        ['HS256', () => hs],
+        ['RS256', () => rs],
+        ['ES256', () => es],
+      ] as const) {
         it(`alg ${JSON.stringify(alg)} with ${sigName} → 401 on the ${appName} app`, async () => {
           const header = JSON.stringify({ alg, typ: 'JWT' });
           const input = `${b64url(header)}.${b64url(JSON.stringify(admin))}`;
@@ -68,8 +81,14 @@ describe('alg none in every case variant, with empty and non-empty signatures', 
     }
   }
   const odd: [string, unknown][] = [
-    ['missing', undefined], ['empty', ''], ['null', null], ['an array ["HS256"]', ['HS256']], ['lowercase hs256', 'hs256'],
-    ['"HS256 " (trailing space)', 'HS256 '], ['"HS256\\u0000"', 'HS256\u0000'], ['a number', 256],
+    ['missing', undefined],
+    ['empty', ''],
+    ['null', null],
+    ['an array ["HS256"]', ['HS256']],
+    ['lowercase hs256', 'hs256'],
+    ['"HS256 " (trailing space)', 'HS256 '],
+    ['"HS256\\u0000"', 'HS256\u0000'],
+    ['a number', 256],
   ];
   for (const [name, alg] of odd) {
     it(`alg ${name}, MAC'd with the real secret → 401`, async () => {
@@ -108,7 +127,10 @@ describe('HS/RS confusion: the public key, in every encoding, used as an HMAC se
     }
     return list;
   };
-  for (const [appName, app, pub, rsa] of [['RS256', () => rs, keys.rsa.publicKey, true], ['ES256', () => es, keys.ec.publicKey, false]] as const) {
+  for (const [appName, app, pub, rsa] of [
+    ['RS256', () => rs, keys.rsa.publicKey, true],
+    ['ES256', () => es, keys.ec.publicKey, false],
+  ] as const) {
     for (const [encName, secret] of encodings(pub, rsa)) {
       for (const alg of ['HS256', 'HS384', 'HS512']) {
         it(`${appName} app: ${alg} keyed with the ${encName} → 401`, async () => {
@@ -287,20 +309,50 @@ describe('issuer and audience variants, when configured', () => {
 describe('key-locating headers are never followed', () => {
   let listener: CountingServer;
   beforeAll(async () => {
-    listener = await startCountingServer(JSON.stringify({ keys: [{ ...attackerRsa.publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
+    listener = await startCountingServer(
+      JSON.stringify({ keys: [{ ...attackerRsa.publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
+    );
   });
   afterAll(async () => listener?.close());
 
   const attackerJwk = (k: KeyObject) => k.export({ format: 'jwk' });
   const cases: [string, () => TestApp, () => string][] = [
-    ['jku → attacker JWKS, RS256 signed by the attacker', () => rs, () => forgeJwt(claimSet(), 'RS256', attackerRsa.privateKey, { jku: `${listener.url}/jwks.json`, kid: 'k1' })],
-    ['x5u → attacker URL, RS256 signed by the attacker', () => rs, () => forgeJwt(claimSet(), 'RS256', attackerRsa.privateKey, { x5u: `${listener.url}/cert.pem` })],
-    ['jku on the HS256 app, HS256 with an attacker secret', () => hs, () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { jku: `${listener.url}/jwks.json` })],
-    ['jku on the ES256 app, ES256 signed by the attacker', () => es, () => forgeJwt(claimSet(), 'ES256', attackerEc.privateKey, { jku: `${listener.url}/jwks.json`, x5u: `${listener.url}/x` })],
-    ['embedded jwk (attacker RSA public key), RS256 signed by the attacker', () => rs, () => forgeJwt(claimSet(), 'RS256', attackerRsa.privateKey, { jwk: attackerJwk(attackerRsa.publicKey) })],
-    ['embedded jwk (attacker EC public key) on the ES256 app', () => es, () => forgeJwt(claimSet(), 'ES256', attackerEc.privateKey, { jwk: attackerJwk(attackerEc.publicKey) })],
+    [
+      'jku → attacker JWKS, RS256 signed by the attacker',
+      () => rs,
+      () => forgeJwt(claimSet(), 'RS256', attackerRsa.privateKey, { jku: `${listener.url}/jwks.json`, kid: 'k1' }),
+    ],
+    [
+      'x5u → attacker URL, RS256 signed by the attacker',
+      () => rs,
+      () => forgeJwt(claimSet(), 'RS256', attackerRsa.privateKey, { x5u: `${listener.url}/cert.pem` }),
+    ],
+    [
+      'jku on the HS256 app, HS256 with an attacker secret',
+      () => hs,
+      () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { jku: `${listener.url}/jwks.json` }),
+    ],
+    [
+      'jku on the ES256 app, ES256 signed by the attacker',
+      () => es,
+      () => forgeJwt(claimSet(), 'ES256', attackerEc.privateKey, { jku: `${listener.url}/jwks.json`, x5u: `${listener.url}/x` }),
+    ],
+    [
+      'embedded jwk (attacker RSA public key), RS256 signed by the attacker',
+      () => rs,
+      () => forgeJwt(claimSet(), 'RS256', attackerRsa.privateKey, { jwk: attackerJwk(attackerRsa.publicKey) }),
+    ],
+    [
+      'embedded jwk (attacker EC public key) on the ES256 app',
+      () => es,
+      () => forgeJwt(claimSet(), 'ES256', attackerEc.privateKey, { jwk: attackerJwk(attackerEc.publicKey) }),
+    ],
     ['embedded jwk as an oct key holding the HMAC secret', () => hs, () => forgeJwt(claimSet(), 'HS256', 'k', { jwk: { kty: 'oct', k: b64url('k') } })],
-    ['x5c with the attacker key, RS256 signed by the attacker', () => rs, () => forgeJwt(claimSet(), 'RS256', attackerRsa.privateKey, { x5c: [spkiDer(attackerRsa.publicKey).toString('base64')] })],
+    [
+      'x5c with the attacker key, RS256 signed by the attacker',
+      () => rs,
+      () => forgeJwt(claimSet(), 'RS256', attackerRsa.privateKey, { x5c: [spkiDer(attackerRsa.publicKey).toString('base64')] }),
+    ],
     ['kid ../../../dev/null, HS256 keyed with the empty file', () => hs, () => forgeJwt(claimSet(), 'HS256', Buffer.alloc(0), { kid: '../../../dev/null' })],
     ['kid /dev/null on the RS256 app, HS256 keyed with ""', () => rs, () => forgeJwt(claimSet(), 'HS256', Buffer.alloc(0), { kid: '/dev/null' })],
     ["kid ' OR '1'='1", () => hs, () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { kid: "' OR '1'='1" })],
@@ -355,30 +407,77 @@ describe('malformed compact forms', () => {
     ['one segment', () => valid().split('.')[0]!],
     ['two segments', () => valid().split('.').slice(0, 2).join('.')],
     ['four segments', () => `${valid()}.AAAA`],
-    ['five segments (JWE shape)', () => { const [h, p, s] = valid().split('.'); return `${h}.AAAA.${p}.BBBB.${s}`; }],
-    ['empty header segment', () => { const [, p, s] = valid().split('.'); return `.${p}.${s}`; }],
-    ['empty payload segment', () => { const [h, , s] = valid().split('.'); return `${h}..${s}`; }],
-    ['a space inside the payload', () => { const [h, p, s] = valid().split('.'); return `${h}.${p!.slice(0, 5)} ${p!.slice(5)}.${s}`; }],
-    ['a tab inside the header', () => { const [h, p, s] = valid().split('.'); return `${h!.slice(0, 5)}\t${h!.slice(5)}.${p}.${s}`; }],
-    ['= padding on the header segment, MAC over the padded text', () => {
-      const h = `${Buffer.from(headerText).toString('base64url')}==`;
-      return macd(h, b64url(JSON.stringify(claimSet())));
-    }],
+    [
+      'five segments (JWE shape)',
+      () => {
+        const [h, p, s] = valid().split('.');
+        return `${h}.AAAA.${p}.BBBB.${s}`;
+      },
+    ],
+    [
+      'empty header segment',
+      () => {
+        const [, p, s] = valid().split('.');
+        return `.${p}.${s}`;
+      },
+    ],
+    [
+      'empty payload segment',
+      () => {
+        const [h, , s] = valid().split('.');
+        return `${h}..${s}`;
+      },
+    ],
+    [
+      'a space inside the payload',
+      () => {
+        const [h, p, s] = valid().split('.');
+        return `${h}.${p!.slice(0, 5)} ${p!.slice(5)}.${s}`;
+      },
+    ],
+    [
+      'a tab inside the header',
+      () => {
+        const [h, p, s] = valid().split('.');
+        return `${h!.slice(0, 5)}\t${h!.slice(5)}.${p}.${s}`;
+      },
+    ],
+    [
+      '= padding on the header segment, MAC over the padded text',
+      () => {
+        const h = `${Buffer.from(headerText).toString('base64url')}==`;
+        return macd(h, b64url(JSON.stringify(claimSet())));
+      },
+    ],
     ['= padding on the signature', () => `${valid()}=`],
-    ['standard base64 (+ and /) in the payload, MAC over it', () => {
-      // a payload whose base64 needs + or /: a claim with bytes that encode to them
-      const p = Buffer.from(JSON.stringify(claimSet({ note: '\u00ff\u00fe\u00fb>>>???' }))).toString('base64').replace(/=+$/, '');
-      expect(p).toMatch(/[+/]/);
-      return macd(b64url(headerText), p);
-    }],
+    [
+      'standard base64 (+ and /) in the payload, MAC over it',
+      () => {
+        // a payload whose base64 needs + or /: a claim with bytes that encode to them
+        const p = Buffer.from(JSON.stringify(claimSet({ note: '\u00ff\u00fe\u00fb>>>???' })))
+          .toString('base64')
+          .replace(/=+$/, '');
+        expect(p).toMatch(/[+/]/);
+        return macd(b64url(headerText), p);
+      },
+    ],
     ['a header that is not JSON, MAC valid', () => macd(b64url('{alg:HS256}'), b64url(JSON.stringify(claimSet())))],
     ['a header that is a JSON array, MAC valid', () => macd(b64url('["HS256"]'), b64url(JSON.stringify(claimSet())))],
     ['a header that is null, MAC valid', () => macd(b64url('null'), b64url(JSON.stringify(claimSet())))],
-    ['a payload with a UTF-8 BOM, MAC valid', () => macd(b64url(headerText), b64url(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(claimSet()))])))],
+    [
+      'a payload with a UTF-8 BOM, MAC valid',
+      () => macd(b64url(headerText), b64url(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(claimSet()))]))),
+    ],
     ['a payload with trailing data, MAC valid', () => macd(b64url(headerText), b64url(`${JSON.stringify(claimSet())} x`))],
     ['a payload that is an array, MAC valid', () => macd(b64url(headerText), b64url(JSON.stringify([claimSet()])))],
     ['a 1 MB token', () => forgeJwt(claimSet({ pad: 'p'.repeat(1_000_000) }), 'HS256', SECRET)],
-    ['a token over 8 KiB in valid base64url', () => { const [h, , s] = valid().split('.'); return `${h}.${'A'.repeat(8200)}.${s}`; }],
+    [
+      'a token over 8 KiB in valid base64url',
+      () => {
+        const [h, , s] = valid().split('.');
+        return `${h}.${'A'.repeat(8200)}.${s}`;
+      },
+    ],
   ];
   for (const [name, tok] of cases) {
     it(`${name} → 401`, async () => {
@@ -447,7 +546,8 @@ describe('token placement', () => {
       port = await listenLoopback(wire.app);
     });
     afterAll(async () => wire?.close());
-    const get = (headerLines: string[]) => rawHttp(port, [`GET /policies HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${headerLines.map((l) => `${l}\r\n`).join('')}\r\n`]);
+    const get = (headerLines: string[]) =>
+      rawHttp(port, [`GET /policies HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${headerLines.map((l) => `${l}\r\n`).join('')}\r\n`]);
 
     it('control: one Authorization header is accepted', async () => {
       const r = await get([`Authorization: Bearer ${tok()}`]);
@@ -455,7 +555,11 @@ describe('token placement', () => {
     });
     it('two Authorization headers (valid + forged, in either order) → 401: the header is ambiguous', async () => {
       const forged = forgeJwt(claimSet({ roles: ['admin'] }), 'HS256', 'attacker-secret-attacker-secret-0123');
-      for (const lines of [[`Authorization: Bearer ${tok()}`, `Authorization: Bearer ${forged}`], [`Authorization: Bearer ${forged}`, `Authorization: Bearer ${tok()}`], [`Authorization: Bearer ${tok()}`, `Authorization: Bearer ${tok()}`]]) {
+      for (const lines of [
+        [`Authorization: Bearer ${tok()}`, `Authorization: Bearer ${forged}`],
+        [`Authorization: Bearer ${forged}`, `Authorization: Bearer ${tok()}`],
+        [`Authorization: Bearer ${tok()}`, `Authorization: Bearer ${tok()}`],
+      ]) {
         const r = await get(lines);
         expect(r.responses).toHaveLength(1);
         expect401(r.responses[0]!);
@@ -471,20 +575,30 @@ describe('token placement', () => {
 describe('never 500: a burst of hostile tokens on every authenticated route', () => {
   it('every response is 401 problem+json', async () => {
     const hostile = [
-      'Bearer', 'Bearer .', 'Bearer ..', 'Bearer a.b.c', `Bearer ${'a'.repeat(9000)}.b.c`,
+      'Bearer',
+      'Bearer .',
+      'Bearer ..',
+      'Bearer a.b.c',
+      `Bearer ${'a'.repeat(9000)}.b.c`,
       `Bearer ${b64url('{"alg":"HS256"}')}.${b64url('{"sub":"x","exp":1e999}')}.`,
       `Bearer ${b64url('{"alg":"HS256","__proto__":{"alg":"none"}}')}.${b64url(JSON.stringify(claimSet()))}.AAAA`,
       `Bearer ${b64url('{"alg":"HS256","constructor":{"prototype":{"polluted":1}}}')}.${b64url('{"__proto__":{"isAdmin":true},"sub":"x","exp":9999999999}')}.AAAA`,
       `Bearer ${b64url(JSON.stringify({ alg: 'HS256' }))}.${b64url(JSON.stringify({ ...claimSet(), sub: { toString: 'x' } }))}.AAAA`,
     ];
     const routes: [string, string, unknown?][] = [
-      ['POST', '/decide', LOOKUP], ['POST', '/explain', LOOKUP], ['GET', '/policies'], ['GET', '/approvals'],
-      ['POST', '/approvals', LOOKUP], ['POST', '/admin/reload'], ['POST', '/approvals/x/grant', {}],
+      ['POST', '/decide', LOOKUP],
+      ['POST', '/explain', LOOKUP],
+      ['GET', '/policies'],
+      ['GET', '/approvals'],
+      ['POST', '/approvals', LOOKUP],
+      ['POST', '/admin/reload'],
+      ['POST', '/approvals/x/grant', {}],
     ];
     for (const authorization of hostile) {
       for (const [method, url, body] of routes) {
         const res = await hs.app.inject({
-          method: method as 'GET' | 'POST', url,
+          method: method as 'GET' | 'POST',
+          url,
           headers: { authorization, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
           ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
         });

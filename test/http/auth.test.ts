@@ -8,13 +8,18 @@ import { LIMITS } from '../../src/approvals/approval.js';
 import { DEFAULT_JWT_MAX_LIFETIME_SEC } from '../../src/config.js';
 import { createAuthenticator, identityFromClaims, MAX_CLAIM_LENGTH, registerAuth, type AuthOptions } from '../../src/http/auth.js';
 import { HttpError, registerErrorHandling } from '../../src/http/errors.js';
-import {
-  SECRET, agentToken, bearer, createTestApp, keyPairs, post, signJwt, token, type TestApp,
-} from '../helpers/app.js';
+import { SECRET, agentToken, bearer, createTestApp, keyPairs, post, signJwt, token, type TestApp } from '../helpers/app.js';
 
 const now = (): number => Math.floor(Date.now() / 1000);
-const claims = (extra: Record<string, unknown> = {}): Record<string, unknown> =>
-  ({ sub: 'agent-1', team: 'support', agent: 'bot', roles: [], iat: now(), exp: now() + 3600, ...extra });
+const claims = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  sub: 'agent-1',
+  team: 'support',
+  agent: 'bot',
+  roles: [],
+  iat: now(),
+  exp: now() + 3600,
+  ...extra,
+});
 const LOOKUP = { tool: 'lookup_order', args: { order: 'A1' } };
 
 function expect401(res: LightMyRequestResponse): void {
@@ -60,40 +65,61 @@ describe('HS256 app: malformed and forged tokens are 401', () => {
     ['four segments', () => ({ authorization: `Bearer ${valid()}.${b64('x')}` })],
     ['five segments (JWE shape)', () => ({ authorization: `Bearer ${valid()}.${b64('x')}.${b64('y')}` })],
     ['base64 padding', () => ({ authorization: `Bearer ${valid()}==` })],
-    ['header is not JSON', () => {
-      const [, p] = valid().split('.');
-      const input = `${b64('not json')}.${p}`;
-      return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
-    }],
-    ['payload is not JSON', () => {
-      const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64('{"sub":')}`;
-      return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
-    }],
-    ['payload is a JSON string, not an object', () => {
-      const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64('"agent-1"')}`;
-      return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
-    }],
+    [
+      'header is not JSON',
+      () => {
+        const [, p] = valid().split('.');
+        const input = `${b64('not json')}.${p}`;
+        return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
+      },
+    ],
+    [
+      'payload is not JSON',
+      () => {
+        const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64('{"sub":')}`;
+        return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
+      },
+    ],
+    [
+      'payload is a JSON string, not an object',
+      () => {
+        const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64('"agent-1"')}`;
+        return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
+      },
+    ],
     ['bad signature (another secret)', () => ({ authorization: `Bearer ${signJwt(claims(), { key: 'another-secret-0123456789abcdef0123' })}` })],
-    ['bad signature (payload swapped after signing)', () => {
-      const [h, , s] = valid().split('.');
-      return { authorization: `Bearer ${h}.${b64(claims({ roles: ['admin', 'approver'] }))}.${s}` };
-    }],
-    ['signature stripped', () => {
-      const [h, p] = valid().split('.');
-      return { authorization: `Bearer ${h}.${p}.` };
-    }],
+    [
+      'bad signature (payload swapped after signing)',
+      () => {
+        const [h, , s] = valid().split('.');
+        return { authorization: `Bearer ${h}.${b64(claims({ roles: ['admin', 'approver'] }))}.${s}` };
+      },
+    ],
+    [
+      'signature stripped',
+      () => {
+        const [h, p] = valid().split('.');
+        return { authorization: `Bearer ${h}.${p}.` };
+      },
+    ],
     ['alg none', () => ({ authorization: `Bearer ${signJwt(claims(), { alg: 'none' })}` })],
     ['alg None', () => ({ authorization: `Bearer ${b64({ alg: 'None', typ: 'JWT' })}.${b64(claims())}.` })],
-    ['alg NONE with an HMAC signature', () => {
-      const input = `${b64({ alg: 'NONE', typ: 'JWT' })}.${b64(claims())}`;
-      return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
-    }],
+    [
+      'alg NONE with an HMAC signature',
+      () => {
+        const input = `${b64({ alg: 'NONE', typ: 'JWT' })}.${b64(claims())}`;
+        return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
+      },
+    ],
     ['validly signed HS384 (non-pinned alg)', () => ({ authorization: `Bearer ${signJwt(claims(), { alg: 'HS384' })}` })],
     ['validly signed HS512 (non-pinned alg)', () => ({ authorization: `Bearer ${signJwt(claims(), { alg: 'HS512' })}` })],
-    ['header says HS256 but the MAC is HS512', () => {
-      const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims())}`;
-      return { authorization: `Bearer ${input}.${hs(input, SECRET, 512)}` };
-    }],
+    [
+      'header says HS256 but the MAC is HS512',
+      () => {
+        const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims())}`;
+        return { authorization: `Bearer ${input}.${hs(input, SECRET, 512)}` };
+      },
+    ],
     ['a token longer than 8 KiB', () => ({ authorization: `Bearer ${signJwt(claims({ pad: 'x'.repeat(9000) }))}` })],
     ['crit header naming an unknown extension', () => ({ authorization: `Bearer ${signJwt(claims(), { header: { crit: ['exp2'], exp2: 1 } })}` })],
   ];
@@ -158,7 +184,26 @@ describe('iat and the typ header', () => {
       expect(res.statusCode, `typ ${String(typ)}: ${res.body}`).toBe(200);
     }
   });
-  for (const typ of ['JOSE', 'JOSE+JSON', 'logout+jwt', 'secevent+jwt', 'dpop+jwt', 'application/json', 'text/jwt', '', ' JWT', 'JWT ', 'at+jwt+jwt', 'application/application/jwt', 'JWT\u0000', 'jwt\u212a', 1, null, ['JWT'], {}] as const) {
+  for (const typ of [
+    'JOSE',
+    'JOSE+JSON',
+    'logout+jwt',
+    'secevent+jwt',
+    'dpop+jwt',
+    'application/json',
+    'text/jwt',
+    '',
+    ' JWT',
+    'JWT ',
+    'at+jwt+jwt',
+    'application/application/jwt',
+    'JWT\u0000',
+    'jwt\u212a',
+    1,
+    null,
+    ['JWT'],
+    {},
+  ] as const) {
     it(`typ ${JSON.stringify(typ)} is 401`, async () => {
       const res = await post(t.app, '/decide', LOOKUP, signJwt(claims(), { header: { typ } }));
       expect401(res);
@@ -178,22 +223,44 @@ describe('identity claims', () => {
     delete c.sub;
     expect401(await post(t.app, '/decide', LOOKUP, signJwt(c)));
   });
-  for (const [name, sub] of [['a number', 42], ['an array', ['agent-1']], ['an object', { id: 'a' }], ['empty', ''], ['null', null], ['over 256 characters', 'a'.repeat(257)]] as const) {
+  for (const [name, sub] of [
+    ['a number', 42],
+    ['an array', ['agent-1']],
+    ['an object', { id: 'a' }],
+    ['empty', ''],
+    ['null', null],
+    ['over 256 characters', 'a'.repeat(257)],
+  ] as const) {
     it(`sub ${name} is 401`, async () => {
       expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ sub }))));
     });
   }
-  for (const [name, team] of [['a number', 123], ['an array', ['support', 'sales']], ['an object', { id: 'support' }], ['empty', ''], ['null', null], ['true', true]] as const) {
+  for (const [name, team] of [
+    ['a number', 123],
+    ['an array', ['support', 'sales']],
+    ['an object', { id: 'support' }],
+    ['empty', ''],
+    ['null', null],
+    ['true', true],
+  ] as const) {
     it(`team ${name} is 401`, async () => {
       expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ team }))));
     });
   }
-  for (const [name, agent] of [['a number', 7], ['an array', ['bot']]] as const) {
+  for (const [name, agent] of [
+    ['a number', 7],
+    ['an array', ['bot']],
+  ] as const) {
     it(`agent ${name} is 401`, async () => {
       expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ agent }))));
     });
   }
-  for (const [name, roles] of [['a string', 'approver'], ['an object', { approver: true }], ['an array with a number', ['approver', 1]], ['a number', 1]] as const) {
+  for (const [name, roles] of [
+    ['a string', 'approver'],
+    ['an object', { approver: true }],
+    ['an array with a number', ['approver', 1]],
+    ['a number', 1],
+  ] as const) {
     it(`roles ${name} is 401`, async () => {
       expect401(await post(t.app, '/decide', LOOKUP, signJwt(claims({ roles }))));
     });
@@ -240,7 +307,12 @@ describe('identity claims with control characters or lone surrogates', () => {
 
   it('a lone surrogate in any identity claim is refused (identityFromClaims)', () => {
     const names = { team: 'team', agent: 'agent', roles: 'roles' };
-    for (const [claim, extra] of [['sub', { sub: 'a\ud800' }], ['team', { team: '\udc00b' }], ['agent', { agent: 'x\ud83d' }], ['roles', { roles: ['\ud800'] }]] as const) {
+    for (const [claim, extra] of [
+      ['sub', { sub: 'a\ud800' }],
+      ['team', { team: '\udc00b' }],
+      ['agent', { agent: 'x\ud83d' }],
+      ['roles', { roles: ['\ud800'] }],
+    ] as const) {
       expect(() => identityFromClaims(claims(extra), names), claim).toThrow(new HttpError('unauthorized', `the claim "${claim}" contains a lone surrogate`));
     }
     // A well-formed pair is an ordinary character.
@@ -256,8 +328,11 @@ describe('identity claims with control characters or lone surrogates', () => {
   it('everything authentication accepts fits the approval store (sub, team, agent)', () => {
     expect(MAX_CLAIM_LENGTH).toBeLessThanOrEqual(LIMITS.name);
     const longest = 'x'.repeat(MAX_CLAIM_LENGTH);
-    expect(identityFromClaims(claims({ sub: longest, team: longest, agent: longest }), { team: 'team', agent: 'agent', roles: 'roles' }))
-      .toMatchObject({ user: longest, team: longest, agent: longest });
+    expect(identityFromClaims(claims({ sub: longest, team: longest, agent: longest }), { team: 'team', agent: 'agent', roles: 'roles' })).toMatchObject({
+      user: longest,
+      team: longest,
+      agent: longest,
+    });
   });
 });
 
@@ -266,16 +341,36 @@ describe('identity claims with invisible format characters (bidi, isolates, zero
   const names = { team: 'team', agent: 'agent', roles: 'roles' };
   // Each is Unicode general category Cf, except U+2028 / U+2029 (Zl / Zp).
   const characters: [string, string][] = [
-    ['ZERO WIDTH SPACE U+200B', '\u200b'], ['ZERO WIDTH NON-JOINER U+200C', '\u200c'], ['ZERO WIDTH JOINER U+200D', '\u200d'],
-    ['WORD JOINER U+2060', '\u2060'], ['BOM U+FEFF', '\ufeff'], ['SOFT HYPHEN U+00AD', '\u00ad'],
-    ['LRM U+200E', '\u200e'], ['RLM U+200F', '\u200f'], ['ALM U+061C', '\u061c'],
-    ['LRE U+202A', '\u202a'], ['RLE U+202B', '\u202b'], ['PDF U+202C', '\u202c'], ['LRO U+202D', '\u202d'], ['RLO U+202E', '\u202e'],
-    ['LRI U+2066', '\u2066'], ['RLI U+2067', '\u2067'], ['FSI U+2068', '\u2068'], ['PDI U+2069', '\u2069'],
-    ['TAG LATIN CAPITAL LETTER A U+E0041', '\u{e0041}'], ['LINE SEPARATOR U+2028', '\u2028'], ['PARAGRAPH SEPARATOR U+2029', '\u2029'],
+    ['ZERO WIDTH SPACE U+200B', '\u200b'],
+    ['ZERO WIDTH NON-JOINER U+200C', '\u200c'],
+    ['ZERO WIDTH JOINER U+200D', '\u200d'],
+    ['WORD JOINER U+2060', '\u2060'],
+    ['BOM U+FEFF', '\ufeff'],
+    ['SOFT HYPHEN U+00AD', '\u00ad'],
+    ['LRM U+200E', '\u200e'],
+    ['RLM U+200F', '\u200f'],
+    ['ALM U+061C', '\u061c'],
+    ['LRE U+202A', '\u202a'],
+    ['RLE U+202B', '\u202b'],
+    ['PDF U+202C', '\u202c'],
+    ['LRO U+202D', '\u202d'],
+    ['RLO U+202E', '\u202e'],
+    ['LRI U+2066', '\u2066'],
+    ['RLI U+2067', '\u2067'],
+    ['FSI U+2068', '\u2068'],
+    ['PDI U+2069', '\u2069'],
+    ['TAG LATIN CAPITAL LETTER A U+E0041', '\u{e0041}'],
+    ['LINE SEPARATOR U+2028', '\u2028'],
+    ['PARAGRAPH SEPARATOR U+2029', '\u2029'],
   ];
   for (const [name, ch] of characters) {
     it(`${name} in sub, team, agent or a role is refused, naming the claim`, () => {
-      for (const [claim, extra] of [['sub', { sub: `alice${ch}` }], ['team', { team: `sup${ch}port` }], ['agent', { agent: `${ch}bot` }], ['roles', { roles: ['reader', `approver${ch}`] }]] as const) {
+      for (const [claim, extra] of [
+        ['sub', { sub: `alice${ch}` }],
+        ['team', { team: `sup${ch}port` }],
+        ['agent', { agent: `${ch}bot` }],
+        ['roles', { roles: ['reader', `approver${ch}`] }],
+      ] as const) {
         expect(() => identityFromClaims(claims(extra), names), `${name} in ${claim}`).toThrow(new HttpError('unauthorized', FORMAT.replace('%s', claim)));
       }
     });
@@ -283,7 +378,13 @@ describe('identity claims with invisible format characters (bidi, isolates, zero
 
   it('over HTTP: `alice` authenticates; alice + U+200B and a right-to-left override are 401 without echoing the value', async () => {
     expect((await post(t.app, '/decide', LOOKUP, signJwt(claims({ sub: 'alice' })))).statusCode).toBe(200);
-    for (const [claim, extra] of [['sub', { sub: 'aliceVALUE\u200b' }], ['sub', { sub: 'VALUE\u202egnp.exe' }], ['team', { team: 'supportVALUE\u2066' }], ['agent', { agent: 'botVALUE\ufeff' }], ['roles', { roles: ['approverVALUE\u200d'] }]] as const) {
+    for (const [claim, extra] of [
+      ['sub', { sub: 'aliceVALUE\u200b' }],
+      ['sub', { sub: 'VALUE\u202egnp.exe' }],
+      ['team', { team: 'supportVALUE\u2066' }],
+      ['agent', { agent: 'botVALUE\ufeff' }],
+      ['roles', { roles: ['approverVALUE\u200d'] }],
+    ] as const) {
       const res = await post(t.app, '/decide', LOOKUP, signJwt(claims(extra)));
       expect401(res);
       expect((res.json() as { detail: string }).detail).toBe(FORMAT.replace('%s', claim));
@@ -328,7 +429,12 @@ describe('maximum token lifetime (JWT_MAX_LIFETIME)', () => {
   describe('with a configured maximum', () => {
     let app: FastifyInstance;
     const options = (maxLifetimeSec: number): AuthOptions => ({
-      key: SECRET, algorithm: 'HS256', issuer: null, audience: null, clockToleranceSec: 30, maxLifetimeSec,
+      key: SECRET,
+      algorithm: 'HS256',
+      issuer: null,
+      audience: null,
+      clockToleranceSec: 30,
+      maxLifetimeSec,
       claims: { team: 'team', agent: 'agent', roles: 'roles' },
     });
     beforeAll(async () => {

@@ -58,7 +58,8 @@ async function expectUntouched(id: string): Promise<void> {
 }
 
 const IDENTITY_FIELDS = ['user', 'sub', 'team', 'agent', 'roles', 'identity', 'claims'] as const;
-const identityValue = (field: string): unknown => (field === 'roles' ? ['approver', 'admin'] : field === 'identity' || field === 'claims' ? { sub: 'root', roles: ['approver'] } : 'root');
+const identityValue = (field: string): unknown =>
+  field === 'roles' ? ['approver', 'admin'] : field === 'identity' || field === 'claims' ? { sub: 'root', roles: ['approver'] } : 'root';
 
 describe('identity fields in a body are refused on EVERY body route', () => {
   let pendingId: string;
@@ -67,7 +68,12 @@ describe('identity fields in a body are refused on EVERY body route', () => {
   });
   const routes: [string, () => string, (field: string) => Record<string, unknown>, () => string][] = [
     ['/decide', () => '/decide', (f) => ({ tool: 'lookup_order', args: {}, [f]: identityValue(f) }), () => agent(newSub())],
-    ['/explain (as a policy reader)', () => '/explain', (f) => ({ tool: 'lookup_order', args: {}, [f]: identityValue(f) }), () => agent(newSub(), { roles: ['approver'] })],
+    [
+      '/explain (as a policy reader)',
+      () => '/explain',
+      (f) => ({ tool: 'lookup_order', args: {}, [f]: identityValue(f) }),
+      () => agent(newSub(), { roles: ['approver'] }),
+    ],
     ['/approvals', () => '/approvals', (f) => ({ ...bigRefund(), [f]: identityValue(f) }), () => agent(newSub())],
     ['grant (as an approver)', () => `/approvals/${pendingId}/grant`, (f) => ({ note: 'ok', [f]: identityValue(f) }), () => approverToken('op-id')],
     ['grant (as an approver)', () => `/approvals/${pendingId}/grant`, (f) => ({ [f]: identityValue(f) }), () => approverToken('op-id-g')],
@@ -102,7 +108,10 @@ describe('identity fields in a body are refused on EVERY body route', () => {
   it('identity smuggled through __proto__ in a body is an unknown field (422), never the caller', async () => {
     const raw = (url: string, payload: string, tok: string) =>
       t.app.inject({ method: 'POST', url, headers: { ...bearer(tok), 'content-type': 'application/json' }, payload });
-    expectProblemJson(await raw('/decide', '{"tool":"refund","args":{"order":"A1","amount":40},"__proto__":{"team":"support"}}', token({ sub: newSub(), team: 'sales' })), 422);
+    expectProblemJson(
+      await raw('/decide', '{"tool":"refund","args":{"order":"A1","amount":40},"__proto__":{"team":"support"}}', token({ sub: newSub(), team: 'sales' })),
+      422,
+    );
     // An agent never gets as far as the body (403); an approver's smuggled fields are unknown fields.
     expectProblemJson(await raw(`/approvals/${pendingId}/grant`, '{"__proto__":{"roles":["approver"]}}', agent(newSub())), 403);
     expectProblemJson(await raw(`/approvals/${pendingId}/grant`, '{"__proto__":{"roles":["approver"]}}', approverToken('op-proto')), 422);
@@ -162,10 +171,14 @@ describe('the approver role is matched exactly', () => {
 });
 
 describe('self-approval', () => {
-  it('an approver token with the requester\'s sub (any team or agent) → 403, no event row', async () => {
+  it("an approver token with the requester's sub (any team or agent) → 403, no event row", async () => {
     const sub = newSub('dual');
     const { approval } = await create(sub);
-    for (const tok of [token({ sub, roles: ['approver'] }), token({ sub, team: 'ops', agent: 'console', roles: ['approver', 'admin'] }), token({ sub, team: undefined, agent: undefined, roles: ['approver'] })]) {
+    for (const tok of [
+      token({ sub, roles: ['approver'] }),
+      token({ sub, team: 'ops', agent: 'console', roles: ['approver', 'admin'] }),
+      token({ sub, team: undefined, agent: undefined, roles: ['approver'] }),
+    ]) {
       expectProblemJson(await grant(approval.id, tok), 403);
       expectProblemJson(await deny(approval.id, tok), 403);
     }
@@ -202,7 +215,7 @@ describe('self-approval', () => {
   });
 });
 
-describe('other callers\' approvals', () => {
+describe("other callers' approvals", () => {
   let owner: string;
   let other: string;
   let id: string;
@@ -233,16 +246,19 @@ describe('other callers\' approvals', () => {
     }
     await expectUntouched(id);
   });
-  it('absent from the other caller\'s list, whatever the filters', async () => {
+  it("absent from the other caller's list, whatever the filters", async () => {
     for (const q of ['', '?status=pending', '?tool=refund', '?status=pending&tool=refund&limit=200', '?limit=1']) {
       const res = await get(`/approvals${q}`, agent(other));
       expect(res.statusCode, res.body).toBe(200);
       const items = (res.json() as { items: ApprovalBody[] }).items;
-      expect(items.every((a) => a.requester.sub === other), q).toBe(true);
+      expect(
+        items.every((a) => a.requester.sub === other),
+        q,
+      ).toBe(true);
       expect(items.map((a) => a.id)).not.toContain(id);
     }
   });
-  it('a cursor from another caller\'s (or an approver\'s) listing reveals none of their rows', async () => {
+  it("a cursor from another caller's (or an approver's) listing reveals none of their rows", async () => {
     const cursors: string[] = [];
     for (const tok of [agent(owner), approverToken('op-lister')]) {
       const page = (await get('/approvals?limit=1', tok)).json() as { next_cursor: string | null };
@@ -262,7 +278,7 @@ describe('other callers\' approvals', () => {
     const all = (await get(`/approvals?limit=200&cursor=${encodeURIComponent(cursors[2]!)}`, agent(other))).json() as { items: ApprovalBody[] };
     expect(all.items).toHaveLength(3);
   });
-  it('an approver (another sub) cannot redeem the owner\'s granted approval by id: require_approval, untouched', async () => {
+  it("an approver (another sub) cannot redeem the owner's granted approval by id: require_approval, untouched", async () => {
     const { approval, body } = await create(owner);
     expect((await grant(approval.id, approverToken('op-g'))).statusCode).toBe(200);
     for (const tok of [approverToken('op-thief'), token({ sub: 'op-thief', team: 'support', roles: ['approver', 'admin'] })]) {
@@ -287,7 +303,9 @@ describe('other callers\' approvals', () => {
     expect(d.approval).not.toHaveProperty('id');
     expect(d.approval).not.toHaveProperty('status');
     // And 10 concurrent attempts by others: none allowed, still exactly three events.
-    const tries = await Promise.all(Array.from({ length: 10 }, (_, i) => post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(`${other}-${i}`))));
+    const tries = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(`${other}-${i}`))),
+    );
     for (const r of tries) {
       expect(r.statusCode).toBe(403);
       expect(r.json()).toMatchObject({ decision: 'require_approval' });
@@ -337,7 +355,9 @@ describe('mass assignment: server-owned fields in a body', () => {
     const sub = newSub();
     const { approval, body } = await create(sub);
     expect(approval).toMatchObject({
-      status: 'pending', kind: 'refund_over_cap', decided_by: null,
+      status: 'pending',
+      kind: 'refund_over_cap',
+      decided_by: null,
       requester: { sub, team: 'support', agent: 'bot' },
       capability: { order: body.args.order, amount: 150 },
       presentation: { order: body.args.order, amount: 150, note: 'twice' },

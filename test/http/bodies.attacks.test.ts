@@ -41,7 +41,12 @@ interface WireCase {
   options?: RawOptions;
 }
 
-const problem = (status: number, code?: string, json?: string): Expectation => ({ kind: 'problem', status, ...(code ? { code } : {}), ...(json ? { json } : {}) });
+const problem = (status: number, code?: string, json?: string): Expectation => ({
+  kind: 'problem',
+  status,
+  ...(code ? { code } : {}),
+  ...(json ? { json } : {}),
+});
 const badJson = (json: string): Expectation => problem(400, 'bad_json', json);
 const OK: Expectation = { kind: 'ok' };
 
@@ -81,9 +86,19 @@ for (const [name, bytes] of INVALID_UTF8) {
 }
 utf8Cases.push(
   ...bothFramings('truncated 3-byte sequence at the very end', cat(lookup('{}'), [0xe2, 0x82]), badJson('invalid_utf8')),
-  ...bothFramings('truncated 4-byte sequence at a chunk edge, never completed', cat('{"tool":"lookup_order","args":{"x":"', [0xf0, 0x9f, 0x98], '"}}'), badJson('invalid_utf8'), [36]),
+  ...bothFramings(
+    'truncated 4-byte sequence at a chunk edge, never completed',
+    cat('{"tool":"lookup_order","args":{"x":"', [0xf0, 0x9f, 0x98], '"}}'),
+    badJson('invalid_utf8'),
+    [36],
+  ),
   // Controls: valid multi-byte characters split across chunk boundaries are accepted.
-  ...bothFramings('valid é and 😀 split across chunks (control)', cat('{"tool":"lookup_order","args":{"x":"caf', [0xc3], [0xa9], ' ', [0xf0, 0x9f], [0x98, 0x80], '"}}'), OK, [37, 38, 40, 41]),
+  ...bothFramings(
+    'valid é and 😀 split across chunks (control)',
+    cat('{"tool":"lookup_order","args":{"x":"caf', [0xc3], [0xa9], ' ', [0xf0, 0x9f], [0x98, 0x80], '"}}'),
+    OK,
+    [37, 38, 40, 41],
+  ),
 );
 
 // Lone and reversed surrogates, escaped, in keys and values.
@@ -149,42 +164,97 @@ const bomCases: WireCase[] = [
 
 // Prototype keys are plain data (docs/spec.md section 4).
 const protoCases: WireCase[] = [
-  ...bothFramings('__proto__ and constructor.prototype in args: data, allowed', B(lookup('{"__proto__":{"polluted":1,"isAdmin":true,"x":1},"constructor":{"prototype":{"polluted":1,"x":1}},"d":{"e":{"f":{"g":{"__proto__":{"isAdmin":true}}}}}}')), OK),
+  ...bothFramings(
+    '__proto__ and constructor.prototype in args: data, allowed',
+    B(
+      lookup(
+        '{"__proto__":{"polluted":1,"isAdmin":true,"x":1},"constructor":{"prototype":{"polluted":1,"x":1}},"d":{"e":{"f":{"g":{"__proto__":{"isAdmin":true}}}}}}',
+      ),
+    ),
+    OK,
+  ),
   ...bothFramings('escaped \\u005f_proto__ in args: data, allowed', B(lookup('{"\\u005f_proto__":{"polluted":true}}')), OK),
-  ...bothFramings('__proto__ at the top level: an unknown field', B('{"tool":"lookup_order","__proto__":{"polluted":1,"tool":"wipe_orders"}}'), problem(422, 'invalid_body')),
+  ...bothFramings(
+    '__proto__ at the top level: an unknown field',
+    B('{"tool":"lookup_order","__proto__":{"polluted":1,"tool":"wipe_orders"}}'),
+    problem(422, 'invalid_body'),
+  ),
   ...bothFramings('__proto__ carrying the tool: not a tool', B('{"__proto__":{"tool":"lookup_order"}}'), problem(422, 'invalid_body')),
-  ...bothFramings('toString, hasOwnProperty, valueOf as data', B(lookup('{"toString":"x","hasOwnProperty":1,"valueOf":null,"__defineGetter__":[],"isPrototypeOf":{}}')), OK),
+  ...bothFramings(
+    'toString, hasOwnProperty, valueOf as data',
+    B(lookup('{"toString":"x","hasOwnProperty":1,"valueOf":null,"__defineGetter__":[],"isPrototypeOf":{}}')),
+    OK,
+  ),
 ];
 
 // Framing and encodings.
 const VALID = B(lookup('{"order":"A1"}'));
 const framingCases: WireCase[] = [
-  { name: 'Content-Length larger than the body, client half-closes', parts: rawPost(TOKEN, VALID, { contentLength: VALID.length + 50 }), want: { kind: 'refused' }, options: { endAfterWrite: true } },
-  { name: 'Content-Length smaller than the body', parts: rawPost(TOKEN, B(lookup('{"order":"A1","note":"yyyyyyyyyyyyyyyy"}')), { contentLength: 20 }), want: { kind: 'refused' } },
+  {
+    name: 'Content-Length larger than the body, client half-closes',
+    parts: rawPost(TOKEN, VALID, { contentLength: VALID.length + 50 }),
+    want: { kind: 'refused' },
+    options: { endAfterWrite: true },
+  },
+  {
+    name: 'Content-Length smaller than the body',
+    parts: rawPost(TOKEN, B(lookup('{"order":"A1","note":"yyyyyyyyyyyyyyyy"}')), { contentLength: 20 }),
+    want: { kind: 'refused' },
+  },
   { name: 'Content-Length 10 GB', parts: rawPost(TOKEN, VALID, { contentLength: 10_000_000_000 }), want: problem(413, 'body_too_large') },
   { name: 'a body over BODY_LIMIT', parts: rawPost(TOKEN, B(lookup(`{"p":"${'p'.repeat(BODY_LIMIT)}"}`))), want: problem(413, 'body_too_large') },
-  { name: 'chunked, over BODY_LIMIT', parts: rawPost(TOKEN, Buffer.alloc(0), { chunks: [B('{"tool":"lookup_order","args":{"p":"'), Buffer.alloc(BODY_LIMIT, 0x70), B('"}}')] }), want: problem(413, 'body_too_large') },
-  { name: 'Content-Length and Transfer-Encoding: chunked together', parts: rawPost(TOKEN, VALID, { headers: [['Transfer-Encoding', 'chunked']] }), want: problem(400, 'bad_request') },
+  {
+    name: 'chunked, over BODY_LIMIT',
+    parts: rawPost(TOKEN, Buffer.alloc(0), { chunks: [B('{"tool":"lookup_order","args":{"p":"'), Buffer.alloc(BODY_LIMIT, 0x70), B('"}}')] }),
+    want: problem(413, 'body_too_large'),
+  },
+  {
+    name: 'Content-Length and Transfer-Encoding: chunked together',
+    parts: rawPost(TOKEN, VALID, { headers: [['Transfer-Encoding', 'chunked']] }),
+    want: problem(400, 'bad_request'),
+  },
   { name: 'two different Content-Lengths', parts: rawPost(TOKEN, VALID, { headers: [['Content-Length', '5']] }), want: problem(400, 'bad_request') },
   { name: 'a negative Content-Length', parts: rawPost(TOKEN, VALID, { contentLength: -1 }), want: problem(400, 'bad_request') },
-  { name: 'Transfer-Encoding: gzip, chunked (gzip bytes reach the strict parser)', parts: (() => {
-    const [head, ...rest] = rawPost(TOKEN, Buffer.alloc(0), { chunks: [gzipSync(VALID)] });
-    return [B(head!.toString('latin1').replace('Transfer-Encoding: chunked', 'Transfer-Encoding: gzip, chunked')), ...rest];
-  })(), want: { kind: 'refused' } },
+  {
+    name: 'Transfer-Encoding: gzip, chunked (gzip bytes reach the strict parser)',
+    parts: (() => {
+      const [head, ...rest] = rawPost(TOKEN, Buffer.alloc(0), { chunks: [gzipSync(VALID)] });
+      return [B(head!.toString('latin1').replace('Transfer-Encoding: chunked', 'Transfer-Encoding: gzip, chunked')), ...rest];
+    })(),
+    want: { kind: 'refused' },
+  },
 ];
 const ENCODINGS: [string, (b: Buffer) => Buffer][] = [
-  ['gzip', gzipSync], ['GZIP', gzipSync], ['x-gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync],
-  ['gzip, identity', gzipSync], ['identity, gzip', gzipSync], ['compress', (b) => b],
+  ['gzip', gzipSync],
+  ['GZIP', gzipSync],
+  ['x-gzip', gzipSync],
+  ['deflate', deflateSync],
+  ['br', brotliCompressSync],
+  ['gzip, identity', gzipSync],
+  ['identity, gzip', gzipSync],
+  ['compress', (b) => b],
 ];
 for (const [encoding, compress] of ENCODINGS) {
   framingCases.push(
-    { name: `Content-Encoding: ${encoding} [Content-Length]`, parts: rawPost(TOKEN, compress(VALID), { headers: [['Content-Encoding', encoding]] }), want: problem(415, 'unsupported_media_type') },
-    { name: `Content-Encoding: ${encoding} [chunked]`, parts: rawPost(TOKEN, Buffer.alloc(0), { headers: [['Content-Encoding', encoding]], chunks: [compress(VALID)] }), want: problem(415, 'unsupported_media_type') },
+    {
+      name: `Content-Encoding: ${encoding} [Content-Length]`,
+      parts: rawPost(TOKEN, compress(VALID), { headers: [['Content-Encoding', encoding]] }),
+      want: problem(415, 'unsupported_media_type'),
+    },
+    {
+      name: `Content-Encoding: ${encoding} [chunked]`,
+      parts: rawPost(TOKEN, Buffer.alloc(0), { headers: [['Content-Encoding', encoding]], chunks: [compress(VALID)] }),
+      want: problem(415, 'unsupported_media_type'),
+    },
   );
 }
 // A 1 KB → 16 MB gzip bomb: refused by its header, never inflated.
 const BOMB = gzipSync(Buffer.alloc(16 * 1024 * 1024, 0x20), { level: 9 });
-framingCases.push({ name: 'a gzip bomb (16 MB of spaces)', parts: rawPost(TOKEN, BOMB, { headers: [['Content-Encoding', 'gzip']] }), want: problem(415, 'unsupported_media_type') });
+framingCases.push({
+  name: 'a gzip bomb (16 MB of spaces)',
+  parts: rawPost(TOKEN, BOMB, { headers: [['Content-Encoding', 'gzip']] }),
+  want: problem(415, 'unsupported_media_type'),
+});
 
 // Media types, each with a SCHEMA-INVALID body: what reaches validation is 422.
 const SCHEMA_INVALID = B('{"tool":["lookup_order"],"args":{}}');
@@ -223,14 +293,34 @@ for (const [type, status] of WIRE_MEDIA_TYPES) {
 mediaCases.push(
   { name: 'no Content-Type with a body', parts: rawPost(TOKEN, SCHEMA_INVALID, { contentType: null }), want: problem(415, 'unsupported_media_type') },
   // Node reads the first of repeated Content-Types, a proxy may read another: refused, whichever comes first.
-  { name: 'two Content-Types (text/plain first): 400', parts: rawPost(TOKEN, SCHEMA_INVALID, { contentType: 'text/plain', headers: [['Content-Type', 'application/json']] }), want: problem(400, 'bad_request') },
-  { name: 'two Content-Types (application/json first): 400, not parsed', parts: rawPost(TOKEN, VALID_LOOKUP, { contentType: 'application/json', headers: [['Content-Type', 'text/plain']] }), want: problem(400, 'bad_request') },
-  { name: 'two identical Content-Types of a valid body: 400, not 200', parts: rawPost(TOKEN, VALID_LOOKUP, { contentType: 'application/json', headers: [['content-type', 'application/json']] }), want: problem(400, 'bad_request') },
+  {
+    name: 'two Content-Types (text/plain first): 400',
+    parts: rawPost(TOKEN, SCHEMA_INVALID, { contentType: 'text/plain', headers: [['Content-Type', 'application/json']] }),
+    want: problem(400, 'bad_request'),
+  },
+  {
+    name: 'two Content-Types (application/json first): 400, not parsed',
+    parts: rawPost(TOKEN, VALID_LOOKUP, { contentType: 'application/json', headers: [['Content-Type', 'text/plain']] }),
+    want: problem(400, 'bad_request'),
+  },
+  {
+    name: 'two identical Content-Types of a valid body: 400, not 200',
+    parts: rawPost(TOKEN, VALID_LOOKUP, { contentType: 'application/json', headers: [['content-type', 'application/json']] }),
+    want: problem(400, 'bad_request'),
+  },
 );
 
 const ALL: WireCase[] = [
-  ...utf8Cases, ...surrogateCases, ...duplicateCases, ...depthCases, ...widthCases, ...numberCases, ...bomCases,
-  ...protoCases, ...framingCases, ...mediaCases,
+  ...utf8Cases,
+  ...surrogateCases,
+  ...duplicateCases,
+  ...depthCases,
+  ...widthCases,
+  ...numberCases,
+  ...bomCases,
+  ...protoCases,
+  ...framingCases,
+  ...mediaCases,
 ];
 
 function check(c: WireCase, r: RawResult): void {
@@ -242,7 +332,10 @@ function check(c: WireCase, r: RawResult): void {
     return;
   }
   // Never a 200 and never an allow, whatever else.
-  expect(r.responses.map((x) => x.statusCode), c.name).not.toContain(200);
+  expect(
+    r.responses.map((x) => x.statusCode),
+    c.name,
+  ).not.toContain(200);
   expect(r.raw.toString('latin1'), c.name).not.toContain('"decision":"allow"');
   if (c.want.kind === 'refused') {
     expect(r.closed, c.name).toBe(true);
@@ -336,7 +429,15 @@ describe('numbers are kept as written: -0, 1.0, 1e2 are accepted and hash differ
     expect(d.decision).toBe('require_approval');
     return d.approval.hash;
   }
-  const pairs: [string, string][] = [['-0', '0'], ['1.0', '1'], ['1e2', '100'], ['1E2', '1e2'], ['100.0', '100'], ['-0.0', '-0'], ['0.1e1', '1']];
+  const pairs: [string, string][] = [
+    ['-0', '0'],
+    ['1.0', '1'],
+    ['1e2', '100'],
+    ['1E2', '1e2'],
+    ['100.0', '100'],
+    ['-0.0', '-0'],
+    ['0.1e1', '1'],
+  ];
   for (const [a, b] of pairs) {
     it(`${a} vs ${b}`, async () => {
       const [ha, hb, ha2] = [await hashOf(a), await hashOf(b), await hashOf(a)];

@@ -26,7 +26,14 @@ function raw(payload: string | Buffer, headers: Record<string, string> = { 'cont
   return app.inject({ method: 'POST', url: '/decide', headers: { ...bearer(agentToken()), ...headers }, payload });
 }
 
-interface ProblemBody { type: string; title: string; status: number; detail: string; code: string; errors?: { pointer: string; message: string }[] }
+interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  errors?: { pointer: string; message: string }[];
+}
 
 /** A problem+json of this status, never a decision, never quoting the canary. */
 function expectProblem(res: LightMyRequestResponse, status: number, code?: string): ProblemBody {
@@ -159,7 +166,13 @@ describe('bodies that are not a request object', () => {
     const body = expectProblem(res, 422, 'invalid_body');
     expect(body.errors?.[0]?.pointer).toBe('');
   });
-  for (const [whole, status, code] of [['null', 422, 'invalid_body'], ['[]', 422, 'invalid_body'], ['"x"', 422, 'invalid_body'], ['true', 422, 'invalid_body'], ['42', 422, 'invalid_body']] as const) {
+  for (const [whole, status, code] of [
+    ['null', 422, 'invalid_body'],
+    ['[]', 422, 'invalid_body'],
+    ['"x"', 422, 'invalid_body'],
+    ['true', 422, 'invalid_body'],
+    ['42', 422, 'invalid_body'],
+  ] as const) {
     it(`${whole} as the whole body is ${status} ${code}`, async () => {
       const body = expectProblem(await raw(whole), status, code);
       expect(body.errors?.[0]?.pointer).toBe('');
@@ -271,7 +284,7 @@ describe('schema: refused, never coerced or stripped', () => {
     // No database here: the body is validated before the route would answer 503.
     expectProblem(await post(t.app, '/approvals', { tool: 'refund', args: { order: 'A1', amount: 120 }, user: CANARY }), 422, 'identity_in_body');
   });
-  it('args.team is plain data: accepted, and the principal is the token\'s', async () => {
+  it("args.team is plain data: accepted, and the principal is the token's", async () => {
     const refund = { tool: 'refund', args: { order: 'A1', amount: 40 } };
     // The payments refund schema has additionalProperties:false, so look at a lookup for acceptance…
     const res = await post(t.app, '/decide', { tool: 'lookup_order', args: { team: 'support', user: 'admin', roles: ['admin'] } }, token({ team: 'sales' }));
@@ -322,9 +335,16 @@ describe('schema: refused, never coerced or stripped', () => {
   const dotSegments = ['lookup_/../wipe_orders', 'lookup_/./order', 'a/./b', 'a/..', 'a/.', 'lookup_/..', 'lookup_x/../../wipe_orders', 'a/../'];
   for (const tool of dotSegments) {
     it(`a tool name with a dot segment is 422 naming /tool on /decide, /explain and /approvals: ${tool}`, async () => {
-      for (const [url, tok] of [['/decide', agentToken()], ['/explain', approverToken()], ['/approvals', agentToken()]] as const) {
+      for (const [url, tok] of [
+        ['/decide', agentToken()],
+        ['/explain', approverToken()],
+        ['/approvals', agentToken()],
+      ] as const) {
         const body = expectProblem(await post(t.app, url, { tool, args: { x: CANARY } }, tok), 422, 'invalid_body');
-        expect(body.errors?.map((e) => e.pointer), url).toEqual(['/tool']);
+        expect(
+          body.errors?.map((e) => e.pointer),
+          url,
+        ).toEqual(['/tool']);
       }
     });
   }
@@ -345,7 +365,9 @@ describe('schema: refused, never coerced or stripped', () => {
 
 describe('prototype keys are data', () => {
   it('__proto__ and constructor inside args are plain keys; Object.prototype stays clean', async () => {
-    const payload = lookup('{"__proto__":{"polluted":"yes","isAdmin":true},"constructor":{"prototype":{"polluted":1}},"nested":{"a":{"b":{"__proto__":{"isAdmin":true}}}}}');
+    const payload = lookup(
+      '{"__proto__":{"polluted":"yes","isAdmin":true},"constructor":{"prototype":{"polluted":1}},"nested":{"a":{"b":{"__proto__":{"isAdmin":true}}}}}',
+    );
     const res = await raw(payload);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ decision: 'allow', rule: 'lookups' });
@@ -396,7 +418,8 @@ describe('HTTP framing, over a real socket: refusals are problem+json too', () =
     return body;
   }
   const chunk = (text: string): string => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n0\r\n\r\n`;
-  const head = (lines: string[]): string => `${['POST /decide HTTP/1.1', 'Connection: close', `Authorization: Bearer ${agentToken()}`, 'Content-Type: application/json', ...lines].join('\r\n')}\r\n\r\n`;
+  const head = (lines: string[]): string =>
+    `${['POST /decide HTTP/1.1', 'Connection: close', `Authorization: Bearer ${agentToken()}`, 'Content-Type: application/json', ...lines].join('\r\n')}\r\n\r\n`;
 
   it('two Content-Type headers are 400 problem+json naming the header, whatever their values or case', async () => {
     // Node keeps the first and drops the rest; a proxy in front may keep another: as with Authorization.
@@ -417,7 +440,11 @@ describe('HTTP framing, over a real socket: refusals are problem+json too', () =
     expect(res.statusCode, res.body).toBe(200);
   });
   it('Transfer-Encoding: gzip, chunked is 415 naming the header (the body is never parsed as if plain)', async () => {
-    const body = problemOf(await only([head(['Host: 127.0.0.1', 'Transfer-Encoding: gzip, chunked']) + chunk(lookup('{"order":"A1"}'))]), 415, 'unsupported_media_type');
+    const body = problemOf(
+      await only([head(['Host: 127.0.0.1', 'Transfer-Encoding: gzip, chunked']) + chunk(lookup('{"order":"A1"}'))]),
+      415,
+      'unsupported_media_type',
+    );
     expect(body.detail).toMatch(/Transfer-Encoding/);
   });
   it('Transfer-Encoding: chunked alone is parsed (control)', async () => {

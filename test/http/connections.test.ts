@@ -105,24 +105,29 @@ describe('a slow client cannot stretch a request', () => {
     // The headers arrive at once (within HEADERS_TIMEOUT); the body never does.
     const { port, sockets } = await listening({ connections: SHORT });
     const c = await open(port, sockets);
-    c.socket.write(`POST /decide HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${agentToken()}\r\n`
-      + 'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"tool":"lookup_order","args":{"note":"');
+    c.socket.write(
+      `POST /decide HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${agentToken()}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"tool":"lookup_order","args":{"note":"',
+    );
     const drip = trickle(c.socket, 'x');
-    await within(c.closed, 'the dripping body\'s connection closed by the server');
+    await within(c.closed, "the dripping body's connection closed by the server");
     expect(drip.stop()).toBeGreaterThan(0);
     expectTimedOut(c.received());
   });
 
-  it('waiting before the first byte buys no time: the first request\'s headers are due HEADERS_TIMEOUT after the connection opened', async () => {
+  it("waiting before the first byte buys no time: the first request's headers are due HEADERS_TIMEOUT after the connection opened", async () => {
     // Node's own clock starts at a request's first byte. Here the first byte comes at 90% of
     // HEADERS_TIMEOUT and the headers end at 180%: by Node's clock alone they would be in time (200);
     // counted from the connection's opening they are not (400, closed).
     const { port, sockets } = await listening({ connections: { headersTimeoutMs: 2000, requestTimeoutMs: 10_000 } });
     const c = await open(port, sockets);
-    const later = (ms: number, text: string): Promise<void> => new Promise((resolve) => setTimeout(() => {
-      if (c.socket.writable) c.socket.write(text);
-      resolve();
-    }, ms));
+    const later = (ms: number, text: string): Promise<void> =>
+      new Promise((resolve) =>
+        setTimeout(() => {
+          if (c.socket.writable) c.socket.write(text);
+          resolve();
+        }, ms),
+      );
     await later(1800, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n');
     await later(1800, 'Connection: close\r\n\r\n');
     await within(c.closed, 'the connection closed by the server');
@@ -169,13 +174,16 @@ describe('MAX_CONNECTIONS', () => {
     const ask = async (c: Awaited<ReturnType<typeof open>>): Promise<number> => {
       const before = c.received().length;
       c.socket.write(get('/healthz'));
-      await within(new Promise<void>((resolve) => {
-        const check = (): void => {
-          if (c.received().slice(before).includes('{"status":"ok"}')) resolve();
-          else c.socket.once('data', check);
-        };
-        check();
-      }), 'an answer');
+      await within(
+        new Promise<void>((resolve) => {
+          const check = (): void => {
+            if (c.received().slice(before).includes('{"status":"ok"}')) resolve();
+            else c.socket.once('data', check);
+          };
+          check();
+        }),
+        'an answer',
+      );
       return parseResponse(c.received().slice(before)).status;
     };
     const a = await open(port, sockets);
@@ -193,13 +201,16 @@ describe('MAX_CONNECTIONS', () => {
 
     // Once the server has seen b close, a new connection is accepted again.
     b.socket.destroy();
-    await within((async () => {
-      for (;;) {
-        const n = await new Promise<number>((resolve, reject) => t.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))));
-        if (n < 2) return;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    })(), 'the server counting one connection');
+    await within(
+      (async () => {
+        for (;;) {
+          const n = await new Promise<number>((resolve, reject) => t.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))));
+          if (n < 2) return;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })(),
+      'the server counting one connection',
+    );
     const d = await open(port, sockets);
     expect(await ask(d)).toBe(200);
   });

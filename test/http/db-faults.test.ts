@@ -151,7 +151,12 @@ const deny = (app: TestApp, id: string): Promise<Res> => post(app.app, `/approva
 const redeem = (app: TestApp, sub: string, body: { tool: string; args: Record<string, unknown> }, id: string): Promise<Res> =>
   post(app.app, '/decide', { ...body, approval_id: id }, agentToken(sub));
 
-interface RowState { status: string; decided_by: string | null; consumed_at: Date | null; events: { to_status: string }[] }
+interface RowState {
+  status: string;
+  decided_by: string | null;
+  consumed_at: Date | null;
+  events: { to_status: string }[];
+}
 
 async function stateOf(id: string): Promise<RowState> {
   const [row] = await admin<{ status: string; decided_by: string | null; consumed_at: Date | null }[]>`
@@ -265,7 +270,7 @@ describe('database faults', () => {
     expect(await decider.stop()).toBeGreaterThan(10);
   });
 
-  it("a grant whose backend is terminated before COMMIT: 503, the approval stays pending, the retry succeeds", async () => {
+  it('a grant whose backend is terminated before COMMIT: 503, the approval stays pending, the retry succeeds', async () => {
     const name = 'gh-terminate';
     const app = await openApp(name, { lockTimeoutMs: 10_000, statementTimeoutMs: 10_000 }, 5_000);
     const decider = decideContinuously(app);

@@ -131,7 +131,7 @@ test('closing: half-sent headers and idle connections are closed at once; the re
 
     const closed = app.app.close();
     // Both are closed without waiting for the request in flight, which has not finished arriving.
-    await Promise.all([closedWithin(partial.socket, 5_000, 'the half-sent request\'s connection'), closedWithin(idle.socket, 5_000, 'the idle connection')]);
+    await Promise.all([closedWithin(partial.socket, 5_000, "the half-sent request's connection"), closedWithin(idle.socket, 5_000, 'the idle connection')]);
     expect(partial.received()).toBe(''); // no answer: nothing was accepted
     busy.socket.write(first.slice(cut));
     await closedWithin(busy.socket, 5_000, 'the answered connection');

@@ -47,9 +47,17 @@ describe('answers that carry arguments: Cache-Control: no-store, X-Content-Type-
     note('deny', await post(t.app, `/approvals/${(JSON.parse(second.body) as { id: string }).id}/deny`, { reason: 'no' }, approverToken()));
 
     expect(seen.map(([what, res]) => [what, res.statusCode])).toEqual([
-      ['/decide require_approval', 403], ['/explain', 403], ['POST /approvals 201', 201], ['POST /approvals 200 (again)', 200],
-      ['POST /approvals 409 (no approval needed)', 409], ['GET /approvals/{id}', 200], ['GET /approvals', 200], ['grant', 200],
-      ['grant again: 409 with the approval', 409], ['/decide redeemed (allow with the approval)', 200], ['deny', 200],
+      ['/decide require_approval', 403],
+      ['/explain', 403],
+      ['POST /approvals 201', 201],
+      ['POST /approvals 200 (again)', 200],
+      ['POST /approvals 409 (no approval needed)', 409],
+      ['GET /approvals/{id}', 200],
+      ['GET /approvals', 200],
+      ['grant', 200],
+      ['grant again: 409 with the approval', 409],
+      ['/decide redeemed (allow with the approval)', 200],
+      ['deny', 200],
     ]);
     for (const [what, res] of seen) expectNoStore(res.headers, what);
     // They do carry the arguments (which is why they must not be stored).
@@ -68,7 +76,11 @@ describe('answers that carry arguments: Cache-Control: no-store, X-Content-Type-
       ['401', 401, await t.app.inject({ method: 'POST', url: '/decide' })],
       ['422', 422, await post(t.app, '/decide', { tool: 'lookup_/../wipe_orders' })],
       ['404 no route', 404, await t.app.inject({ method: 'GET', url: '/nowhere' })],
-      ['400 bad URL (the router answers before any hook)', 400, await t.app.inject({ method: 'GET', url: '/approvals/%E0%A4%A', headers: bearer(agentToken()) })],
+      [
+        '400 bad URL (the router answers before any hook)',
+        400,
+        await t.app.inject({ method: 'GET', url: '/approvals/%E0%A4%A', headers: bearer(agentToken()) }),
+      ],
       ['/healthz', 200, await t.app.inject({ method: 'GET', url: '/healthz' })],
       ['/metrics', 200, await t.app.inject({ method: 'GET', url: '/metrics' })],
       ['/openapi.yaml', 200, await t.app.inject({ method: 'GET', url: '/openapi.yaml' })],
@@ -82,8 +94,13 @@ describe('answers that carry arguments: Cache-Control: no-store, X-Content-Type-
 
   it('answers written to the socket outside Fastify: a malformed request, and an Expect refusal', async () => {
     const malformed = await rawHttp(port, ['GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n']);
-    const expectation = await rawHttp(port, [`POST /decide HTTP/1.1\r\nHost: x\r\nConnection: close\r\nExpect: bogus\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`]);
-    for (const [what, r] of [['parser refusal', malformed], ['Expect refusal', expectation]] as const) {
+    const expectation = await rawHttp(port, [
+      `POST /decide HTTP/1.1\r\nHost: x\r\nConnection: close\r\nExpect: bogus\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`,
+    ]);
+    for (const [what, r] of [
+      ['parser refusal', malformed],
+      ['Expect refusal', expectation],
+    ] as const) {
       expect(r.responses, what).toHaveLength(1);
       expect(r.responses[0]!.statusCode, what).toBe(400);
       expectNoStore(r.responses[0]!.headers, what);

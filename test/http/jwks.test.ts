@@ -15,8 +15,15 @@ import { forgeJwt, signRawJwt } from '../helpers/jwt.js';
 const LOOKUP = { tool: 'lookup_order', args: { order: 'A1' } };
 const b64 = (o: unknown): string => Buffer.from(typeof o === 'string' ? o : JSON.stringify(o)).toString('base64url');
 const nowSec = (): number => Math.floor(Date.now() / 1000);
-const claims = (extra: Record<string, unknown> = {}): Record<string, unknown> =>
-  ({ sub: 'agent-1', team: 'support', agent: 'bot', roles: [], iat: nowSec(), exp: nowSec() + 3600, ...extra });
+const claims = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  sub: 'agent-1',
+  team: 'support',
+  agent: 'bot',
+  roles: [],
+  iat: nowSec(),
+  exp: nowSec() + 3600,
+  ...extra,
+});
 
 function expect401(res: LightMyRequestResponse): string {
   expect(res.statusCode, res.body).toBe(401);
@@ -32,7 +39,10 @@ let ed: SigningKey; // EdDSA
 let rsaNoAlg: SigningKey; // an RSA JWK without `alg`
 beforeAll(async () => {
   [rsa, ec, ed, rsaNoAlg] = await Promise.all([
-    signingKey('RS256', 'rsa-1'), signingKey('ES256', 'ec-1'), signingKey('EdDSA', 'ed-1'), signingKey('RS256', 'rsa-noalg', { withAlg: false }),
+    signingKey('RS256', 'rsa-1'),
+    signingKey('ES256', 'ec-1'),
+    signingKey('EdDSA', 'ed-1'),
+    signingKey('RS256', 'rsa-noalg', { withAlg: false }),
   ]);
 });
 
@@ -42,7 +52,11 @@ afterEach(async () => {
   for (let close = opened.pop(); close !== undefined; close = opened.pop()) await close();
 });
 
-interface Setup { server: JwksServer; keys: JwksKeys; t: TestApp }
+interface Setup {
+  server: JwksServer;
+  keys: JwksKeys;
+  t: TestApp;
+}
 
 /** A JWKS server publishing `published`, a key set over it (started), and an app using it. */
 async function setup(published: SigningKey[], options: Partial<JwksOptions> = {}, app: { issuer?: string; audience?: string } = {}): Promise<Setup> {
@@ -190,7 +204,7 @@ describe('an outage of the JWKS keeps the last good keys', () => {
 });
 
 describe('algorithm confusion with a JWKS key', () => {
-  it('HS256 keyed with the RSA key\'s public material (n, the JWK, the PEM) is 401', async () => {
+  it("HS256 keyed with the RSA key's public material (n, the JWK, the PEM) is 401", async () => {
     const { t } = await setup([rsa]);
     const n = String(rsa.jwk.n);
     const pem = await exportSPKI(await importPublic(rsa));
@@ -240,7 +254,9 @@ describe('algorithm confusion with a JWKS key', () => {
     const t = await createTestApp({ env: 'prod', jwks: keys });
     opened.push(() => t.close());
     const input = `${b64({ alg: 'HS256', kid: 'sym', typ: 'JWT' })}.${b64(claims())}`;
-    const mac = createHmac('sha256', Buffer.from(String(oct.k), 'base64url')).update(input).digest('base64url');
+    const mac = createHmac('sha256', Buffer.from(String(oct.k), 'base64url'))
+      .update(input)
+      .digest('base64url');
     expect401(await decide(t, `${input}.${mac}`));
     expect401(await decide(t, await signWith(rsa, {}, { kid: 'enc-1' })));
   });
@@ -274,7 +290,8 @@ describe('tokens without kid', () => {
 
 describe('which JWKs of a document are used (keySetOf)', () => {
   it('a document that is not a JWK Set, or holds no usable key, is refused (the last good set stays)', () => {
-    for (const doc of [null, 'keys', [], {}, { keys: 'x' }, { keys: {} }]) expect(() => keySetOf(doc), JSON.stringify(doc)).toThrow('the document is not a JWK Set');
+    for (const doc of [null, 'keys', [], {}, { keys: 'x' }, { keys: {} }])
+      expect(() => keySetOf(doc), JSON.stringify(doc)).toThrow('the document is not a JWK Set');
     expect(() => keySetOf({ keys: [] })).toThrow('the JWK Set holds no usable signature key');
   });
 

@@ -72,7 +72,9 @@ describe('POST /decide: the answer', () => {
     expect(res.statusCode).toBe(403);
     const body = res.json() as DecisionBody;
     expect(body).toMatchObject({ decision: 'deny', rule: 'vendor-hard-cap', reason: 'over the hard cap' });
-    expect(body.message).toBe('The "dispatch_vendor" action was not approved by policy. Reason: over the hard cap. Tell the user it was declined; do not retry it unchanged.');
+    expect(body.message).toBe(
+      'The "dispatch_vendor" action was not approved by policy. Reason: over the hard cap. Tell the user it was declined; do not retry it unchanged.',
+    );
     expect(body).not.toHaveProperty('approval');
   });
 
@@ -227,7 +229,12 @@ describe('GET /policies', () => {
   it('lists the files with identity, digest, load time and no reload error', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/policies', headers: bearer(readerToken()) });
     expect(res.statusCode).toBe(200);
-    const body = res.json() as { env: string; loaded_at: string; files: { path: string; policy: string; version: string; digest: string }[]; last_reload_error: unknown };
+    const body = res.json() as {
+      env: string;
+      loaded_at: string;
+      files: { path: string; policy: string; version: string; digest: string }[];
+      last_reload_error: unknown;
+    };
     expect(body.env).toBe('prod');
     expect(new Date(body.loaded_at).toISOString()).toBe(body.loaded_at);
     expect(body.files).toHaveLength(1);
@@ -312,9 +319,12 @@ describe('POST /admin/reload', () => {
   let dir: string;
   let r: TestApp;
   const logs: Record<string, unknown>[] = [];
-  const policiesOf = async () => (await r.app.inject({ method: 'GET', url: '/policies', headers: bearer(readerToken()) })).json() as {
-    loaded_at: string; files: { path: string; digest: string }[]; last_reload_error: null | { at: string; problems: string[] };
-  };
+  const policiesOf = async () =>
+    (await r.app.inject({ method: 'GET', url: '/policies', headers: bearer(readerToken()) })).json() as {
+      loaded_at: string;
+      files: { path: string; digest: string }[];
+      last_reload_error: null | { at: string; problems: string[] };
+    };
   const reload = (tok = adminToken()) => r.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(tok) });
   const metricValue = async (line: RegExp): Promise<number> => {
     const text = (await r.app.inject({ method: 'GET', url: '/metrics' })).body;
@@ -340,7 +350,10 @@ describe('POST /admin/reload', () => {
     }
     // Before any body is read: a malformed one from a non-admin is still 403, not 400.
     const malformed = await r.app.inject({
-      method: 'POST', url: '/admin/reload', headers: { ...bearer(agentToken()), 'content-type': 'application/json' }, payload: '{"x":',
+      method: 'POST',
+      url: '/admin/reload',
+      headers: { ...bearer(agentToken()), 'content-type': 'application/json' },
+      payload: '{"x":',
     });
     expect(malformed.statusCode).toBe(403);
   });
@@ -435,7 +448,19 @@ describe('ops routes (no token)', () => {
   it('/openapi.yaml is an OpenAPI 3 document naming every route', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/openapi.yaml' });
     expect(res.body).toMatch(/^openapi: ["']?3\./m);
-    for (const path of ['/decide', '/explain', '/policies', '/admin/reload', '/approvals', '/approvals/{id}', '/approvals/{id}/grant', '/approvals/{id}/deny', '/healthz', '/readyz', '/metrics']) {
+    for (const path of [
+      '/decide',
+      '/explain',
+      '/policies',
+      '/admin/reload',
+      '/approvals',
+      '/approvals/{id}',
+      '/approvals/{id}/grant',
+      '/approvals/{id}/deny',
+      '/healthz',
+      '/readyz',
+      '/metrics',
+    ]) {
       expect(res.body).toContain(`${path}:`);
     }
   });
@@ -491,7 +516,13 @@ describe('/metrics', () => {
 });
 
 describe('the decision log', () => {
-  const SECRETS = { password: 'CANARY-pw-1', api_key: 'CANARY-key-2', clientSecret: 'CANARY-cs-3', headers: { Authorization: 'Bearer CANARY-auth-4', Cookie: 'sid=CANARY-cookie-5', accept: 'text/plain' }, list: [{ access_token: 'CANARY-tok-6' }] };
+  const SECRETS = {
+    password: 'CANARY-pw-1',
+    api_key: 'CANARY-key-2',
+    clientSecret: 'CANARY-cs-3',
+    headers: { Authorization: 'Bearer CANARY-auth-4', Cookie: 'sid=CANARY-cookie-5', accept: 'text/plain' },
+    list: [{ access_token: 'CANARY-tok-6' }],
+  };
   const ARGS = { order: 'ORDER-PLAIN-VALUE', ...SECRETS };
 
   it('exactly one line per /decide, with the decision fields and no argument values', async () => {
@@ -505,8 +536,14 @@ describe('the decision log', () => {
       expect(lines).toHaveLength(1);
       const line = lines[0]!;
       expect(line).toMatchObject({
-        decision_id: id, tool: 'lookup_order', decision: 'allow', rule: 'lookups',
-        policies: [expect.stringMatching(/^sha256:[0-9a-f]{64}$/)], user: 'agent-9', team: 'support', agent: 'bot-3',
+        decision_id: id,
+        tool: 'lookup_order',
+        decision: 'allow',
+        rule: 'lookups',
+        policies: [expect.stringMatching(/^sha256:[0-9a-f]{64}$/)],
+        user: 'agent-9',
+        team: 'support',
+        agent: 'bot-3',
       });
       expect(typeof line.duration_us).toBe('number');
       expect(line).not.toHaveProperty('args');
@@ -554,7 +591,9 @@ describe('the decision log', () => {
     const l = await createTestApp({ env: 'prod', logs, logArgs: true });
     try {
       const res = await l.app.inject({
-        method: 'POST', url: '/decide', headers: { ...bearer(agentToken()), 'content-type': 'application/json' },
+        method: 'POST',
+        url: '/decide',
+        headers: { ...bearer(agentToken()), 'content-type': 'application/json' },
         payload: '{"tool":"lookup_order","args":{"__proto__":{"polluted":"yes","password":"CANARY-x"}}}',
       });
       expect(res.statusCode).toBe(200);
@@ -614,7 +653,7 @@ describe('an internal failure while deciding', () => {
   });
 });
 
-describe('query integers: decimal digits only, never Number()\'s other spellings', () => {
+describe("query integers: decimal digits only, never Number()'s other spellings", () => {
   // This app has no database: a query that passes validation reaches the route, which answers 503.
   const id = '01a229a0-b317-7358-a43d-8cad50a73af6';
   const refused: [string, string][] = [

@@ -30,14 +30,26 @@ function cardText(approval: unknown): Record<string, string> {
 /** An approval as GET /approvals returns it (only the fields the card reads matter). */
 function approvalOf(parts: { tool?: string; args: object; capability: object; presentation: object; requirements?: object[] }): Record<string, unknown> {
   return {
-    id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab', status: 'pending', kind: 'payment', tool: 'send_payment', reason: 'payments need an operator',
-    rule: 'pay', requester: { sub: 'agent-1', team: 'support', agent: 'bot' }, expires_at: '2030-01-01T00:00:00.000Z',
-    presentation_label: 'Model-chosen content: shown for review, not instructions to follow.', ...parts,
+    id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab',
+    status: 'pending',
+    kind: 'payment',
+    tool: 'send_payment',
+    reason: 'payments need an operator',
+    rule: 'pay',
+    requester: { sub: 'agent-1', team: 'support', agent: 'bot' },
+    expires_at: '2030-01-01T00:00:00.000Z',
+    presentation_label: 'Model-chosen content: shown for review, not instructions to follow.',
+    ...parts,
   };
 }
 
 describe('the approval page', () => {
-  for (const [url, type] of [['/ui', 'text/html'], ['/ui/card.js', 'text/javascript'], ['/ui/page.js', 'text/javascript'], ['/ui/page.css', 'text/css']] as const) {
+  for (const [url, type] of [
+    ['/ui', 'text/html'],
+    ['/ui/card.js', 'text/javascript'],
+    ['/ui/page.js', 'text/javascript'],
+    ['/ui/page.css', 'text/css'],
+  ] as const) {
     it(`${url} is served without a token, with a strict CSP`, async () => {
       const res = await t.app.inject({ method: 'GET', url });
       expect(res.statusCode).toBe(200);
@@ -100,7 +112,9 @@ describe('the card: numbers exactly as written', () => {
   it('writes a number the page kept as its source text back as that bare number (12345678901234567890, 120.50)', () => {
     // What parseExact gives in a browser with the reviver's source text (npm run check:ui drives it in Chromium).
     const exact = (source: string): string => `\u0000exact:${source}`;
-    const texts = cardText(approvalOf({ args: { id: exact('12345678901234567890'), amount: exact('120.50'), n: 5 }, capability: { amount: exact('120.50') }, presentation: {} }));
+    const texts = cardText(
+      approvalOf({ args: { id: exact('12345678901234567890'), amount: exact('120.50'), n: 5 }, capability: { amount: exact('120.50') }, presentation: {} }),
+    );
     expect(texts.args).toBe('{\n  "id": 12345678901234567890,\n  "amount": 120.50,\n  "n": 5\n}');
     expect(texts.capability).toBe('{\n  "amount": 120.50\n}');
     expect(texts.unshown).toContain('"id"');
@@ -140,11 +154,13 @@ describe('the card: the exact call, and arguments the shape leaves out', () => {
 
   it('looks inside a value only part of which is shown (dotted paths, array indexes)', () => {
     const nested = { customer: { email: 'a@example.com', iban: 'XX00' }, items: [{ sku: 'A', qty: 1 }, { sku: 'B' }], empty: {} };
-    const texts = cardText(approvalOf({
-      args: nested,
-      capability: { 'customer.email': 'a@example.com' },
-      presentation: { 'items.0.sku': 'A', items: nested.items },
-    }));
+    const texts = cardText(
+      approvalOf({
+        args: nested,
+        capability: { 'customer.email': 'a@example.com' },
+        presentation: { 'items.0.sku': 'A', items: nested.items },
+      }),
+    );
     expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "customer.iban", "empty"');
     // A key that contains a dot is not the path through two keys.
     const dotted = cardText(approvalOf({ args: { 'a.b': 1, a: { b: 2 } }, capability: { 'a.b': 2 }, presentation: {} }));
@@ -162,16 +178,20 @@ describe('the card: the exact call, and arguments the shape leaves out', () => {
 describe('the card: every requirement', () => {
   it('lists each policy file that asked, with its own reason, and flags what none of their shapes shows', () => {
     const args = { amount: 10, memo: 'monthly rent', iban: 'XX00' };
-    const texts = cardText(approvalOf({
-      args,
-      capability: { amount: 10 },
-      presentation: {},
-      requirements: [
-        { policy: 'payments', rule: 'pay', kind: 'payment', reason: 'payments need an operator', capability: { amount: 10 }, presentation: {} },
-        { policy: 'risk', rule: 'memo-review', kind: 'confirm', reason: 'risk reviews memos', capability: {}, presentation: { memo: 'monthly rent' } },
-      ],
-    }));
-    expect(texts.requirements).toBe('1. payments need an operator\n   (policy payments, rule pay, kind payment)\n2. risk reviews memos\n   (policy risk, rule memo-review, kind confirm)');
+    const texts = cardText(
+      approvalOf({
+        args,
+        capability: { amount: 10 },
+        presentation: {},
+        requirements: [
+          { policy: 'payments', rule: 'pay', kind: 'payment', reason: 'payments need an operator', capability: { amount: 10 }, presentation: {} },
+          { policy: 'risk', rule: 'memo-review', kind: 'confirm', reason: 'risk reviews memos', capability: {}, presentation: { memo: 'monthly rent' } },
+        ],
+      }),
+    );
+    expect(texts.requirements).toBe(
+      '1. payments need an operator\n   (policy payments, rule pay, kind payment)\n2. risk reviews memos\n   (policy risk, rule memo-review, kind confirm)',
+    );
     expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "iban"');
   });
 });
@@ -181,15 +201,18 @@ describe('the card for a real approval whose rule shape shows a subset of the ar
   let a: TestApp;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gatehouse-ui-'));
-    await writeFile(join(dir, 'pay.yaml'), [
-      'policy: pay',
-      'tools:',
-      '  send_payment: {kind: remote_mutation, schema: {type: object, required: [amount, memo], properties: {amount: {type: number}, memo: {type: string}}}}',
-      'rules:',
-      '  - {id: pay, tools: [send_payment], allow: true, confirm: true, reason: payments need an operator,',
-      '     approval: {kind: payment, capability: [amount], presentation: [amount, memo]}}',
-      '',
-    ].join('\n'));
+    await writeFile(
+      join(dir, 'pay.yaml'),
+      [
+        'policy: pay',
+        'tools:',
+        '  send_payment: {kind: remote_mutation, schema: {type: object, required: [amount, memo], properties: {amount: {type: number}, memo: {type: string}}}}',
+        'rules:',
+        '  - {id: pay, tools: [send_payment], allow: true, confirm: true, reason: payments need an operator,',
+        '     approval: {kind: payment, capability: [amount], presentation: [amount, memo]}}',
+        '',
+      ].join('\n'),
+    );
     a = await createTestApp({ policyDir: dir, env: null, database: true });
   });
   afterAll(async () => {

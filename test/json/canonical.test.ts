@@ -17,7 +17,9 @@ interface Vector {
 }
 
 const dir = new URL('../fixtures/canonical/', import.meta.url);
-const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 const vectors: Vector[] = files.map((f) => JSON.parse(readFileSync(new URL(f, dir), 'utf8')) as Vector);
 const byName = new Map(vectors.map((v) => [v.name, v]));
 
@@ -127,13 +129,9 @@ describe('canonicalize', () => {
   });
 
   it('writes numbers as written, and String(n) otherwise', () => {
-    expect(canonicalize(parseJson('[1.0,1,1e2,-0,0.1,0.10,123456789012345678901234567890]'))).toBe(
-      '[1.0,1,1e2,-0,0.1,0.10,123456789012345678901234567890]',
-    );
+    expect(canonicalize(parseJson('[1.0,1,1e2,-0,0.1,0.10,123456789012345678901234567890]'))).toBe('[1.0,1,1e2,-0,0.1,0.10,123456789012345678901234567890]');
     expect(canonicalize(parseJson('{"n":1.0}'))).not.toBe(canonicalize(parseJson('{"n":1}')));
-    expect(canonicalize({ a: -0, b: 1e21, c: 1e-7, d: 0.1 + 0.2, e: 5 })).toBe(
-      '{"a":0,"b":1e+21,"c":1e-7,"d":0.30000000000000004,"e":5}',
-    );
+    expect(canonicalize({ a: -0, b: 1e21, c: 1e-7, d: 0.1 + 0.2, e: 5 })).toBe('{"a":0,"b":1e+21,"c":1e-7,"d":0.30000000000000004,"e":5}');
     expect(canonicalize(-0)).toBe('0');
   });
 
@@ -259,15 +257,19 @@ describe('sha256 and approvalHash', () => {
   it('gives the same hash when the default {tool, args} shape shares the args object (the fast path)', () => {
     const args = parseJson('{"order":"A-17","amount":150.0,"items":[{"sku":"X1","qty":1e0}],"note":"<&&>"}') as JsonObject;
     const tool = 'refund';
-    for (const shaped of [{ tool, args }, { args, tool }]) {
+    for (const shaped of [
+      { tool, args },
+      { args, tool },
+    ]) {
       const input = { tool, args, kind: 'remote_mutation', capability: shaped, presentation: { tool, args } };
       const slow = sha256(canonicalize({ args, capability: shaped, kind: 'remote_mutation', presentation: { tool, args }, tool }));
       expect(approvalHash(input)).toBe(slow);
     }
     // A look-alike with a copy of the args (not the same object) takes the general path, same text.
     const copy = parseJson('{"order":"A-17","amount":150.0,"items":[{"sku":"X1","qty":1e0}],"note":"<&&>"}') as JsonObject;
-    expect(approvalHash({ tool, args, kind: 'k', capability: { tool, args: copy }, presentation: {} }))
-      .toBe(sha256(canonicalize({ args, capability: { tool, args: copy }, kind: 'k', presentation: {}, tool })));
+    expect(approvalHash({ tool, args, kind: 'k', capability: { tool, args: copy }, presentation: {} })).toBe(
+      sha256(canonicalize({ args, capability: { tool, args: copy }, kind: 'k', presentation: {}, tool })),
+    );
   });
 
   it('hashes long arguments piece by piece to the same value as the whole text (one and several requirements)', () => {
@@ -276,7 +278,10 @@ describe('sha256 and approvalHash', () => {
     const whole = { tool, args };
     const one = { tool, args, kind: 'confirm', capability: whole, presentation: whole };
     expect(approvalHash(one)).toBe(sha256(canonicalize({ args, capability: whole, kind: 'confirm', presentation: whole, tool })));
-    const requirements = [{ kind: 'confirm', capability: whole, presentation: whole }, { kind: 'pii', capability: {}, presentation: { n: 1 } }];
+    const requirements = [
+      { kind: 'confirm', capability: whole, presentation: whole },
+      { kind: 'pii', capability: {}, presentation: { n: 1 } },
+    ];
     expect(approvalHash({ tool, args, requirements })).toBe(sha256(canonicalize({ args, requirements, tool })));
   });
 

@@ -12,7 +12,15 @@ const cmp = (a: string, b: string): number => compareDecimals(dec(a), dec(b));
 
 describe('decimalOf', () => {
   it('normalizes every spelling of one value to one form', () => {
-    const forms = ['4111111111111111', '4111111111111111.0', '4.111111111111111e15', '4111111111111111E0', '0.4111111111111111e+16', '00004111111111111111.000', '41111111111111110e-1'];
+    const forms = [
+      '4111111111111111',
+      '4111111111111111.0',
+      '4.111111111111111e15',
+      '4111111111111111E0',
+      '0.4111111111111111e+16',
+      '00004111111111111111.000',
+      '41111111111111110e-1',
+    ];
     for (const f of forms) expect(decimalOf(f), f).toEqual({ negative: false, digits: '4111111111111111', exponent: 16 });
   });
 

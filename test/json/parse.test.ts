@@ -368,8 +368,29 @@ describe('parseJson: values', () => {
   });
 
   it('parses big, small and negative numbers', () => {
-    const v = parseJson('[0,-0,1,-1,0.5,-0.5,1e2,1E-2,1.5e+3,123456789012345,1234567890123456,9007199254740993,12345678901234567890,0.000001,0.0000001,3.141592653589793]');
-    expect(sameJson(v, [0, -0, 1, -1, 0.5, -0.5, 100, 0.01, 1500, 123456789012345, 1234567890123456, 9007199254740992, 12345678901234567000, 0.000001, 1e-7, Math.PI])).toBe(true);
+    const v = parseJson(
+      '[0,-0,1,-1,0.5,-0.5,1e2,1E-2,1.5e+3,123456789012345,1234567890123456,9007199254740993,12345678901234567890,0.000001,0.0000001,3.141592653589793]',
+    );
+    expect(
+      sameJson(v, [
+        0,
+        -0,
+        1,
+        -1,
+        0.5,
+        -0.5,
+        100,
+        0.01,
+        1500,
+        123456789012345,
+        1234567890123456,
+        9007199254740992,
+        12345678901234567000,
+        0.000001,
+        1e-7,
+        Math.PI,
+      ]),
+    ).toBe(true);
   });
 
   it('accepts a Uint8Array, a Buffer and a string alike', () => {
@@ -411,9 +432,7 @@ describe('parseJson: __proto__ and other prototype names are plain data', () => 
   });
 
   it('handles escaped, nested and array-held __proto__ and constructor keys', () => {
-    const v = parseJson(
-      '{"args":{"a":{"b":{"c":{"\\u005f_proto__":{"x":1},"constructor":{"prototype":{"x":1}}}}}},"list":[{"__proto__":[]}]}',
-    ) as JsonObject;
+    const v = parseJson('{"args":{"a":{"b":{"c":{"\\u005f_proto__":{"x":1},"constructor":{"prototype":{"x":1}}}}}},"list":[{"__proto__":[]}]}') as JsonObject;
     const c = (((v.args as JsonObject).a as JsonObject).b as JsonObject).c as JsonObject;
     expect(Object.keys(c)).toEqual(['__proto__', 'constructor']);
     expect(Object.getPrototypeOf(c)).toBe(Object.prototype);

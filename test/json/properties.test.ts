@@ -53,8 +53,35 @@ describe('parseJson agrees with JSON.parse on valid JSON', () => {
 
   it('never accepts what JSON.parse rejects, and agrees when both accept (token soup)', () => {
     const token = fc.constantFrom(
-      '{', '}', '[', ']', ',', ':', ' ', '\t', '\n', '"a"', '"b"', '"\\u0061"', '"\\ud800"', '"\\ud83d\\ude00"',
-      '1', '-', '0', '.', 'e', '+', '1.0', '1e400', 'true', 'null', '"', '\\', '/', 'x', '\u00a0',
+      '{',
+      '}',
+      '[',
+      ']',
+      ',',
+      ':',
+      ' ',
+      '\t',
+      '\n',
+      '"a"',
+      '"b"',
+      '"\\u0061"',
+      '"\\ud800"',
+      '"\\ud83d\\ude00"',
+      '1',
+      '-',
+      '0',
+      '.',
+      'e',
+      '+',
+      '1.0',
+      '1e400',
+      'true',
+      'null',
+      '"',
+      '\\',
+      '/',
+      'x',
+      '\u00a0',
     );
     fc.assert(
       fc.property(fc.array(token, { maxLength: 14 }), (tokens) => {
@@ -76,10 +103,7 @@ describe('parseJson agrees with JSON.parse on valid JSON', () => {
 
 describe('UTF-8 validation', () => {
   it('fails with invalid_utf8 exactly when the bytes are not UTF-8, at the first bad sequence', () => {
-    const byte = fc.oneof(
-      fc.integer({ min: 0, max: 255 }),
-      fc.constantFrom(0x22, 0x22, 0x61, 0x80, 0xbf, 0xc2, 0xe0, 0xed, 0xf0, 0xf4, 0xa0, 0x90, 0x8f),
-    );
+    const byte = fc.oneof(fc.integer({ min: 0, max: 255 }), fc.constantFrom(0x22, 0x22, 0x61, 0x80, 0xbf, 0xc2, 0xe0, 0xed, 0xf0, 0xf4, 0xa0, 0x90, 0x8f));
     fc.assert(
       fc.property(fc.array(byte, { maxLength: 12 }), (list) => {
         const bytes = new Uint8Array([0x22, ...list, 0x22]);
@@ -99,12 +123,14 @@ describe('UTF-8 validation', () => {
 });
 
 describe('numbers are kept as written', () => {
-  const digits = (min: number, max: number) =>
-    fc.string({ unit: fc.constantFrom(...'0123456789'.split('')), minLength: min, maxLength: max });
+  const digits = (min: number, max: number) => fc.string({ unit: fc.constantFrom(...'0123456789'.split('')), minLength: min, maxLength: max });
   const lexeme = fc
     .tuple(
       fc.boolean(),
-      fc.oneof(fc.constant('0'), fc.tuple(fc.constantFrom(...'123456789'.split('')), digits(0, 24)).map(([a, b]) => a + b)),
+      fc.oneof(
+        fc.constant('0'),
+        fc.tuple(fc.constantFrom(...'123456789'.split('')), digits(0, 24)).map(([a, b]) => a + b),
+      ),
       fc.option(digits(1, 20)),
       fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), digits(1, 3))),
     )

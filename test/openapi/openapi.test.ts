@@ -39,6 +39,7 @@ import {
   type ResponseObject,
 } from '../helpers/openapi.js';
 
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are checked against openapi.yaml at run time, then read freely
 type Body = any;
 
 const OPEN_ROUTES = ['/', '/healthz', '/readyz', '/metrics', '/openapi.yaml', '/ui', '/ui/card.js', '/ui/page.js', '/ui/page.css'];
@@ -50,7 +51,11 @@ const NON_PROBLEM_ERRORS = [
   'get /readyz 503 application/json', // a readiness report
 ];
 const SUPPORT = { sub: 'agent-7', team: 'support', agent: 'billing-bot' };
-const REFUND = { tool: 'refund', args: { order: 'A1', amount: 120, note: 'customer asked twice' }, run: { id: 'run-7', steps: [{ tool: 'lookup_order', decision: 'allow' }] } };
+const REFUND = {
+  tool: 'refund',
+  args: { order: 'A1', amount: 120, note: 'customer asked twice' },
+  run: { id: 'run-7', steps: [{ tool: 'lookup_order', decision: 'allow' }] },
+};
 const supportToken = (sub = SUPPORT.sub): string => token({ ...SUPPORT, sub });
 /** The same caller holding a policy reader role, for /explain and /policies (no rule selects roles). */
 const supportReaderToken = (): string => token({ ...SUPPORT, roles: ['approver'] });
@@ -104,12 +109,19 @@ function appRoutes(app: FastifyInstance): string[] {
     stack.length = depth;
     stack.push(m[2]!);
     const path = stack.join('').replace(/:([A-Za-z_]+)/g, '{$1}');
-    for (const method of (m[3] ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '' && x !== 'HEAD')) routes.push(`${method} ${path}`);
+    for (const method of (m[3] ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter((x) => x !== '' && x !== 'HEAD'))
+      routes.push(`${method} ${path}`);
   }
   return routes.sort();
 }
 
-const documentedRoutes = (): string[] => openApiOperations().map((o) => `${o.method.toUpperCase()} ${o.path}`).sort();
+const documentedRoutes = (): string[] =>
+  openApiOperations()
+    .map((o) => `${o.method.toUpperCase()} ${o.path}`)
+    .sort();
 
 let db: TestApp;
 let plain: TestApp;
@@ -128,7 +140,20 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
     expect(Object.keys(openApi.paths).length).toBeGreaterThanOrEqual(11);
     expect(openApi.components['securitySchemes']).toEqual({ bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }) });
     expect(openApi.security).toEqual([{ bearerAuth: [] }]);
-    for (const name of ['Decision', 'DecisionResponse', 'ApprovalDescriptor', 'Approval', 'ApprovalList', 'Problem', 'Trace', 'FileTrace', 'RuleTrace', 'GuardTrace', 'DecideRequest', 'RunView']) {
+    for (const name of [
+      'Decision',
+      'DecisionResponse',
+      'ApprovalDescriptor',
+      'Approval',
+      'ApprovalList',
+      'Problem',
+      'Trace',
+      'FileTrace',
+      'RuleTrace',
+      'GuardTrace',
+      'DecideRequest',
+      'RunView',
+    ]) {
       expect(openApi.components['schemas'], name).toHaveProperty(name);
     }
   });
@@ -219,8 +244,19 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
       }
     }
     const examplesOf = (method: string, path: string, status: string): number =>
-      Object.values(deref<ResponseObject>(findOperation(method, path).operation.responses![status]!).content ?? {}).reduce((n, m) => n + Object.keys(m.examples ?? {}).length, 0);
-    for (const [m, p, s] of [['post', '/decide', '200'], ['post', '/decide', '403'], ['post', '/explain', '403'], ['post', '/approvals', '201'], ['get', '/approvals/x', '200'], ['post', '/approvals/x/grant', '200'], ['get', '/policies', '200']] as const) {
+      Object.values(deref<ResponseObject>(findOperation(method, path).operation.responses![status]!).content ?? {}).reduce(
+        (n, m) => n + Object.keys(m.examples ?? {}).length,
+        0,
+      );
+    for (const [m, p, s] of [
+      ['post', '/decide', '200'],
+      ['post', '/decide', '403'],
+      ['post', '/explain', '403'],
+      ['post', '/approvals', '201'],
+      ['get', '/approvals/x', '200'],
+      ['post', '/approvals/x/grant', '200'],
+      ['get', '/policies', '200'],
+    ] as const) {
       expect(examplesOf(m, p, s), `${m} ${p} ${s}`).toBeGreaterThan(0);
     }
   });
@@ -261,12 +297,27 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
     expect(() => assertMatchesOpenApi('GET', '/healthz', 404, 'application/json', {})).toThrow(/no 404 response/);
     expect(() => assertMatchesOpenApi('GET', '/healthz', 200, 'text/html', '<p>')).toThrow(/not documented/);
     expect(() => assertMatchesOpenApi('GET', '/healthz', 200, 'application/json', { status: 'ok', extra: 1 })).toThrow(/does not match/);
-    expect(() => assertMatchesOpenApi('POST', '/approvals/abc/grant', 503, 'application/problem+json', { type: 'urn:gatehouse:problem:unavailable', title: 'A dependency is unavailable', status: 503, detail: 'x', code: 'unavailable' }, {})).toThrow(/Retry-After/);
+    expect(() =>
+      assertMatchesOpenApi(
+        'POST',
+        '/approvals/abc/grant',
+        503,
+        'application/problem+json',
+        { type: 'urn:gatehouse:problem:unavailable', title: 'A dependency is unavailable', status: 503, detail: 'x', code: 'unavailable' },
+        {},
+      ),
+    ).toThrow(/Retry-After/);
     expect(() => assertMatchesOpenApi('GET', '/approvals/abc', 200, 'application/json', { id: 'abc' })).toThrow(/does not match/);
     const allow = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['AllowDecision']!).value;
-    expect(() => assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'x-content-type-options': 'nosniff' })).toThrow(/Cache-Control is missing/);
-    expect(() => assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' })).toThrow(/Cache-Control/);
-    expect(() => assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })).not.toThrow();
+    expect(() => assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'x-content-type-options': 'nosniff' })).toThrow(
+      /Cache-Control is missing/,
+    );
+    expect(() =>
+      assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }),
+    ).toThrow(/Cache-Control/);
+    expect(() =>
+      assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }),
+    ).not.toThrow();
     expect(findOperation('GET', '/approvals?limit=5').path).toBe('/approvals');
     expect(findOperation('GET', '/approvals/0190c0de-0000-7000-8000-000000000000').params).toEqual({ id: '0190c0de-0000-7000-8000-000000000000' });
   });
@@ -274,7 +325,12 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
 
 // ---- (b) request schemas: the document and the code accept and refuse the same ------------------------
 
-interface Sample { name: string; body: unknown; valid: boolean; schemaOnly?: boolean }
+interface Sample {
+  name: string;
+  body: unknown;
+  valid: boolean;
+  schemaOnly?: boolean;
+}
 
 const DECIDE_SAMPLES: Sample[] = [
   { name: 'tool only', body: { tool: 'refund' }, valid: true },
@@ -282,7 +338,21 @@ const DECIDE_SAMPLES: Sample[] = [
   { name: 'the README example', body: REFUND, valid: true },
   { name: 'empty args and run', body: { tool: 'github__create_issue', args: {}, run: {} }, valid: true },
   { name: 'identity-named keys inside args are data', body: { tool: 'lookup_order', args: { user: 'u', team: 't', roles: [] } }, valid: true },
-  { name: 'full run view', body: { tool: 'lookup_order', run: { id: 'r', steps: [{ tool: 'lookup_order', decision: 'allow' }, { tool: 'refund', decision: 'require_approval', approval_id: 'a1' }], approvals: [{ id: 'a1', kind: 'refund_over_cap', status: 'granted' }] } }, valid: true },
+  {
+    name: 'full run view',
+    body: {
+      tool: 'lookup_order',
+      run: {
+        id: 'r',
+        steps: [
+          { tool: 'lookup_order', decision: 'allow' },
+          { tool: 'refund', decision: 'require_approval', approval_id: 'a1' },
+        ],
+        approvals: [{ id: 'a1', kind: 'refund_over_cap', status: 'granted' }],
+      },
+    },
+    valid: true,
+  },
   { name: 'tool of 128 characters', body: { tool: `a${'b'.repeat(127)}` }, valid: true },
   { name: 'tool with every allowed punctuation', body: { tool: '_mcp:server/tool.v1-2' }, valid: true },
   { name: 'approval_id of 64', body: { tool: 'refund', approval_id: '0'.repeat(64) }, valid: true },
@@ -391,20 +461,24 @@ describe('request schemas: openapi.yaml and the code agree', () => {
     { name: `${field} with U+0000`, body: { [field]: 'a\u0000b' }, valid: false },
     { name: `${field} a number`, body: { [field]: 1 }, valid: false },
     { name: `${field} null`, body: { [field]: null }, valid: false },
-    { name: 'the other route\'s field', body: { [field === 'note' ? 'reason' : 'note']: 'x' }, valid: false },
+    { name: "the other route's field", body: { [field === 'note' ? 'reason' : 'note']: 'x' }, valid: false },
     { name: 'an unknown field', body: { [field]: 'x', extra: 1 }, valid: false },
     { name: 'an array', body: [], valid: false },
     { name: 'a string', body: 'ok', valid: false },
   ];
 
-  for (const [verb, field] of [['grant', 'note'], ['deny', 'reason']] as const) {
+  for (const [verb, field] of [
+    ['grant', 'note'],
+    ['deny', 'reason'],
+  ] as const) {
     it(`POST /approvals/{id}/${verb} refuses (422) exactly the bodies the document refuses`, async () => {
       const validate = requestValidatorFor('post', `/approvals/x/${verb}`);
       for (const s of NOTE_SAMPLES(field)) {
         const url = `/approvals/${randomUUID()}/${verb}`;
-        const res = s.body === undefined
-          ? await db.app.inject({ method: 'POST', url, headers: bearer(approverToken()) })
-          : await post(db.app, url, s.body, approverToken());
+        const res =
+          s.body === undefined
+            ? await db.app.inject({ method: 'POST', url, headers: bearer(approverToken()) })
+            : await post(db.app, url, s.body, approverToken());
         // Accepted: the body passes and the (unknown) approval is not found. Refused: 422.
         expect(res.statusCode, `${verb} ${s.name}: ${res.body.slice(0, 200)}`).toBe(s.valid ? 404 : 422);
         expect(s.body === undefined || validate(s.body), `${verb} ${s.name} in openapi.yaml`).toBe(s.valid);
@@ -426,10 +500,25 @@ describe('request schemas: openapi.yaml and the code agree', () => {
   it('GET /approvals refuses (400) exactly the query strings the document refuses', async () => {
     const validate = compileDocumentSchema(parameterObjectSchema('get', '/approvals', 'query'), 'list query', coercing);
     const samples: [string, boolean][] = [
-      ['', true], ['status=pending', true], ['status=consumed', true], ['status=weird', false], ['status=pending&status=granted', false],
-      ['limit=1', true], ['limit=200', true], ['limit=0', false], ['limit=201', false], ['limit=abc', false], ['limit=1.5', false], ['limit=', false],
-      ['tool=refund', true], ['tool=', true], [`tool=${'t'.repeat(256)}`, true], [`tool=${'t'.repeat(257)}`, false],
-      [`cursor=${'c'.repeat(513)}`, false], ['unknown=1', false], ['wait=5', false],
+      ['', true],
+      ['status=pending', true],
+      ['status=consumed', true],
+      ['status=weird', false],
+      ['status=pending&status=granted', false],
+      ['limit=1', true],
+      ['limit=200', true],
+      ['limit=0', false],
+      ['limit=201', false],
+      ['limit=abc', false],
+      ['limit=1.5', false],
+      ['limit=', false],
+      ['tool=refund', true],
+      ['tool=', true],
+      [`tool=${'t'.repeat(256)}`, true],
+      [`tool=${'t'.repeat(257)}`, false],
+      [`cursor=${'c'.repeat(513)}`, false],
+      ['unknown=1', false],
+      ['wait=5', false],
     ];
     for (const [qs, valid] of samples) {
       const res = await db.app.inject({ method: 'GET', url: `/approvals?${qs}`, headers: bearer(agentToken()) });
@@ -443,9 +532,17 @@ describe('request schemas: openapi.yaml and the code agree', () => {
     const query = compileDocumentSchema(parameterObjectSchema('get', '/approvals/x', 'query'), 'get query', coercing);
     const path = compileDocumentSchema(parameterObjectSchema('get', '/approvals/x', 'path'), 'get path', coercing);
     const samples: [string, string, boolean][] = [
-      [randomUUID(), '', true], [randomUUID(), 'wait=0', true], [randomUUID(), 'wait=60', true], [randomUUID(), 'wait=61', false],
-      [randomUUID(), 'wait=-1', false], [randomUUID(), 'wait=abc', false], [randomUUID(), 'wait=1.5', false], [randomUUID(), 'x=1', false],
-      ['x'.repeat(64), '', true], ['x'.repeat(65), '', false], ['not-a-uuid', 'wait=3', true],
+      [randomUUID(), '', true],
+      [randomUUID(), 'wait=0', true],
+      [randomUUID(), 'wait=60', true],
+      [randomUUID(), 'wait=61', false],
+      [randomUUID(), 'wait=-1', false],
+      [randomUUID(), 'wait=abc', false],
+      [randomUUID(), 'wait=1.5', false],
+      [randomUUID(), 'x=1', false],
+      ['x'.repeat(64), '', true],
+      ['x'.repeat(65), '', false],
+      ['not-a-uuid', 'wait=3', true],
     ];
     for (const [id, qs, valid] of samples) {
       const url = `/approvals/${id}?${qs}`;
@@ -461,7 +558,14 @@ describe('request schemas: openapi.yaml and the code agree', () => {
 
 const covered = new Set<string>();
 
-interface Call { method?: string; url: string; token?: string | null; body?: unknown; payload?: string | Buffer; headers?: Record<string, string> }
+interface Call {
+  method?: string;
+  url: string;
+  token?: string | null;
+  body?: unknown;
+  payload?: string | Buffer;
+  headers?: Record<string, string>;
+}
 
 function hasGet(url: string): boolean {
   try {
@@ -496,7 +600,12 @@ async function call(t: TestApp, c: Call, status: number): Promise<Body> {
 
 /** A policy set whose evaluation throws: decide() must fail closed. */
 function brokenSet(real: PolicySet): PolicySet {
-  return { ...real, plan: () => { throw new Error('boom'); } };
+  return {
+    ...real,
+    plan: () => {
+      throw new Error('boom');
+    },
+  };
 }
 
 describe('conformance: every response of the app matches openapi.yaml', () => {
@@ -532,7 +641,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     for (const { path, method } of openApiOperations().filter((o) => !OPEN_ROUTES.includes(o.path))) {
       const url = path.replace('{id}', randomUUID());
       for (const tok of bad) {
-        const res = await db.app.inject({ method: method.toUpperCase() as 'GET', url, headers: tok === null ? {} : { authorization: tok === 'not-a-jwt' ? 'Basic dXNlcjpwYXNz' : `Bearer ${tok}` } });
+        const res = await db.app.inject({
+          method: method.toUpperCase() as 'GET',
+          url,
+          headers: tok === null ? {} : { authorization: tok === 'not-a-jwt' ? 'Basic dXNlcjpwYXNz' : `Bearer ${tok}` },
+        });
         expect(res.statusCode, `${method} ${url}`).toBe(401);
         assertResponseMatchesOpenApi(method, url, res);
         covered.add(`${method} ${path} 401`);
@@ -572,16 +685,28 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
 
     const example = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['RequireApprovalDecision']!).value;
     const refund = await call(db, { url: '/decide', token: supportToken(), body: REFUND }, 403);
-    expect(refund).toMatchObject({ decision: 'require_approval', rule: example.rule, reason: example.reason, message: example.message, approval: example.approval });
+    expect(refund).toMatchObject({
+      decision: 'require_approval',
+      rule: example.rule,
+      reason: example.reason,
+      message: example.message,
+      approval: example.approval,
+    });
 
-    expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 80 } } }, 200)).decision).toBe('allow');
-    expect((await call(db, { url: '/decide', token: token({ team: 'sales' }), body: { tool: 'refund', args: { order: 'A1', amount: 80 } } }, 403)).decision).toBe('deny');
+    expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 80 } } }, 200)).decision).toBe(
+      'allow',
+    );
+    expect(
+      (await call(db, { url: '/decide', token: token({ team: 'sales' }), body: { tool: 'refund', args: { order: 'A1', amount: 80 } } }, 403)).decision,
+    ).toBe('deny');
     const schema = await call(db, { url: '/decide', token: supportToken(), body: { tool: 'refund', args: { order: 'A1' } } }, 403);
     expect(schema).toMatchObject({ decision: 'deny', rule: 'payments#tools.refund.schema' });
     expect(schema.message).toContain('Correct the arguments');
     expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'wipe_orders' } }, 403)).decision).toBe('abort');
     const steps = Array.from({ length: 200 }, () => ({ tool: 'lookup_order', decision: 'allow' }));
-    expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'lookup_order', run: { steps } } }, 403)).rule).toBe('payments#limits.max_calls');
+    expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'lookup_order', run: { steps } } }, 403)).rule).toBe(
+      'payments#limits.max_calls',
+    );
     const pii = await call(db, { url: '/decide', token: supportToken(), body: { tool: 'send_note', args: { text: 'write to jane@example.com' } } }, 403);
     expect(pii).toMatchObject({ decision: 'require_approval', approval: { kind: 'pii', capability: { tool: 'send_note' } } });
     expect(`${pii.reason} ${pii.message}`).not.toContain('jane@example.com');
@@ -593,13 +718,30 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       expect(body.decision, name).toBe(name === 'lookup' ? 'allow' : 'require_approval');
     }
 
-    const bad = await call(db, { url: '/decide', token: supportToken(), payload: '{"tool":"a","tool":"b"}', headers: { 'content-type': 'application/json' } }, 400);
+    const bad = await call(
+      db,
+      { url: '/decide', token: supportToken(), payload: '{"tool":"a","tool":"b"}', headers: { 'content-type': 'application/json' } },
+      400,
+    );
     expect(bad.code).toBe('bad_json');
     await call(db, { url: '/decide', token: supportToken(), payload: '{"tool":"a"} x', headers: { 'content-type': 'application/json' } }, 400);
     await call(db, { url: '/decide', token: supportToken(), payload: '{"tool":"\\ud800"}', headers: { 'content-type': 'application/json' } }, 400);
-    await call(db, { url: '/decide', token: supportToken(), payload: Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]), headers: { 'content-type': 'application/json' } }, 400);
+    await call(
+      db,
+      {
+        url: '/decide',
+        token: supportToken(),
+        payload: Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]),
+        headers: { 'content-type': 'application/json' },
+      },
+      400,
+    );
     await call(db, { url: '/decide', token: supportToken(), payload: '{"tool":"refund"}', headers: { 'content-type': 'text/plain' } }, 415);
-    await call(db, { url: '/decide', token: supportToken(), payload: '{"tool":"refund"}', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } }, 415);
+    await call(
+      db,
+      { url: '/decide', token: supportToken(), payload: '{"tool":"refund"}', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } },
+      415,
+    );
     await call(db, { url: '/decide', token: supportToken(), body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } }, 413);
     expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'refund', team: 'support' } }, 422)).code).toBe('identity_in_body');
     expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'réfund' } }, 422)).errors[0].pointer).toBe('/tool');
@@ -610,7 +752,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const spy = vi.spyOn(db.ctx.policies, 'current').mockReturnValue(broken);
     try {
       for (const url of ['/decide', '/explain', '/approvals']) {
-        const body = await call(db, { url, token: url === '/explain' ? supportReaderToken() : supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 120 } } }, 500);
+        const body = await call(
+          db,
+          { url, token: url === '/explain' ? supportReaderToken() : supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 120 } } },
+          500,
+        );
         expect(body).toMatchObject({ code: 'internal', decision: 'deny' });
         expect(JSON.stringify(body)).not.toContain('boom');
       }
@@ -622,7 +768,9 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
   it('POST /explain needs a policy reader role: an agent gets 403 problem+json, before its body is read', async () => {
     const example = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['ReaderRoleForbidden']!).value;
     expect(await call(db, { url: '/explain', token: supportToken(), body: REFUND }, 403)).toEqual(example);
-    expect((await call(db, { url: '/explain', token: agentToken(), payload: '[', headers: { 'content-type': 'application/json' } }, 403)).code).toBe('forbidden');
+    expect((await call(db, { url: '/explain', token: agentToken(), payload: '[', headers: { 'content-type': 'application/json' } }, 403)).code).toBe(
+      'forbidden',
+    );
     expect((await call(db, { url: '/explain', token: adminToken(), body: REFUND }, 403)).trace).toBeDefined();
   });
 
@@ -635,18 +783,29 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     expect(pii.trace.files[0].guards[0].finding).toMatchObject({ kind: 'email' });
     const failed = await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'refund', args: {} } }, 403);
     expect(failed.trace).toMatchObject({ schema: 'failed', files: [] });
-    const vendor = await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'dispatch_vendor', args: { unitId: 'u', estimateUsd: 2000 } } }, 403);
+    const vendor = await call(
+      db,
+      { url: '/explain', token: supportReaderToken(), body: { tool: 'dispatch_vendor', args: { unitId: 'u', estimateUsd: 2000 } } },
+      403,
+    );
     expect(vendor.rule).toBe('vendor-hard-cap');
     const refused = await call(db, { url: '/explain', token: supportReaderToken(), body: { ...REFUND, approval_id: randomUUID() } }, 422);
     expect(refused.errors).toEqual([{ pointer: '/approval_id', message: 'unknown field' }]);
     await call(db, { url: '/explain', token: supportReaderToken(), payload: '[', headers: { 'content-type': 'application/json' } }, 400);
-    await call(db, { url: '/explain', token: supportReaderToken(), payload: 'tool=refund', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415);
+    await call(
+      db,
+      { url: '/explain', token: supportReaderToken(), payload: 'tool=refund', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+      415,
+    );
     await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } }, 413);
   });
 
   it('POST /explain when two catalogues describe a tool differently: every description, and the one each file answered under', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-views-'));
-    await writeFile(join(dir, 'a.yaml'), 'policy: a\ndefault: allow\ntools:\n  send_wire: {kind: remote_mutation}\nrules:\n  - {id: no-remote, kinds: [remote_mutation], allow: false}\n');
+    await writeFile(
+      join(dir, 'a.yaml'),
+      'policy: a\ndefault: allow\ntools:\n  send_wire: {kind: remote_mutation}\nrules:\n  - {id: no-remote, kinds: [remote_mutation], allow: false}\n',
+    );
     await writeFile(join(dir, 'b.yaml'), 'policy: b\ndefault: allow\ntools:\n  "send_*": {kind: destructive, tags: [money]}\n');
     const t = await createTestApp({ policyDir: dir, env: null });
     try {
@@ -656,7 +815,10 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         { entry: 'send_wire', policy: 'a', kind: 'remote_mutation', tags: [] },
         { entry: 'send_*', policy: 'b', kind: 'destructive', tags: ['money'] },
       ]);
-      expect(got.trace.files.map((f: Body) => [f.policy, f.view, f.decision])).toEqual([['a', 0, 'deny'], ['b', 0, 'allow']]);
+      expect(got.trace.files.map((f: Body) => [f.policy, f.view, f.decision])).toEqual([
+        ['a', 0, 'deny'],
+        ['b', 0, 'allow'],
+      ]);
     } finally {
       await t.close();
       await rm(dir, { recursive: true, force: true });
@@ -711,7 +873,9 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       const reload = vi.spyOn(t.ctx.policies, 'reload').mockRejectedValueOnce(new Error('boom'));
       expect((await call(t, { url: '/admin/reload', method: 'POST', token: adminToken() }, 500)).detail).not.toContain('boom');
       reload.mockRestore();
-      const loadedAt = vi.spyOn(t.ctx.policies, 'loadedAt').mockImplementationOnce(() => { throw new Error('boom'); });
+      const loadedAt = vi.spyOn(t.ctx.policies, 'loadedAt').mockImplementationOnce(() => {
+        throw new Error('boom');
+      });
       await call(t, { url: '/policies', token: approverToken() }, 500);
       loadedAt.mockRestore();
     } finally {
@@ -751,14 +915,22 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const reused = await call(db, { url: '/decide', token: requester, body: { ...REFUND, approval_id: created.id } }, 403);
     expect(reused).toMatchObject({ decision: 'require_approval', approval: { id: created.id, status: 'consumed' } });
     // A changed presentation is a different hash: a new approval is needed.
-    const changed = await call(db, { url: '/decide', token: requester, body: { ...REFUND, args: { ...REFUND.args, note: 'urgent' }, approval_id: created.id } }, 403);
+    const changed = await call(
+      db,
+      { url: '/decide', token: requester, body: { ...REFUND, args: { ...REFUND.args, note: 'urgent' }, approval_id: created.id } },
+      403,
+    );
     expect(changed.approval.id).toBeUndefined();
 
     // Deny: the operator's reason reaches the model.
     const second = await call(db, { url: '/approvals', token: requester, body: { tool: 'refund', args: { order: 'B2', amount: 500 } } }, 201);
     const denied = await call(db, { url: `/approvals/${second.id}/deny`, token: approverToken(), body: { reason: 'already refunded' } }, 200);
     expect(denied).toMatchObject({ status: 'denied', decision_note: 'already refunded' });
-    const refusal = await call(db, { url: '/decide', token: requester, body: { tool: 'refund', args: { order: 'B2', amount: 500 }, approval_id: second.id } }, 403);
+    const refusal = await call(
+      db,
+      { url: '/decide', token: requester, body: { tool: 'refund', args: { order: 'B2', amount: 500 }, approval_id: second.id } },
+      403,
+    );
     expect(refusal.decision).toBe('deny');
     expect(refusal.reason).toContain('already refunded');
     await call(db, { url: `/approvals/${second.id}/grant`, token: approverToken() }, 409);
@@ -785,7 +957,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     // Refused by the router itself (before authentication), in its own format.
     expect((await call(db, { url: '/approvals/%zz', token: approverToken() }, 400)).code).toBe('bad_request');
     expect((await call(db, { url: '/approvals/%zz/grant', method: 'POST', token: approverToken() }, 400)).code).toBe('bad_request');
-    for (const [method, suffix] of [['GET', ''], ['POST', '/grant'], ['POST', '/deny']] as const) {
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['POST', '/grant'],
+      ['POST', '/deny'],
+    ] as const) {
       expect((await call(db, { url: `/approvals/${'x'.repeat(200)}${suffix}`, method, token: approverToken() }, 414)).code).toBe('uri_too_long');
     }
 
@@ -807,7 +983,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       await call(db, { url: `/approvals/${b.id}/${verb}`, token: approverToken(), body: { [field]: 'x'.repeat(2001) } }, 422);
       const nul = await call(db, { url: `/approvals/${b.id}/${verb}`, token: approverToken(), body: { [field]: 'a\u0000b' } }, 422);
       expect(nul.code).toBe('invalid_body');
-      await call(db, { url: `/approvals/${b.id}/${verb}`, token: approverToken(), payload: '{"note":"a","note":"b"}', headers: { 'content-type': 'application/json' } }, 400);
+      await call(
+        db,
+        { url: `/approvals/${b.id}/${verb}`, token: approverToken(), payload: '{"note":"a","note":"b"}', headers: { 'content-type': 'application/json' } },
+        400,
+      );
       await call(db, { url: `/approvals/${b.id}/${verb}`, token: approverToken(), payload: 'ok', headers: { 'content-type': 'text/plain' } }, 415);
       await call(db, { url: `/approvals/${b.id}/${verb}`, token: approverToken(), body: { [field]: 'x'.repeat(1_100_000) } }, 413);
     }
@@ -830,7 +1010,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     expect(page1.next_cursor).toEqual(expect.any(String));
     const page2 = await call(db, { url: `/approvals?limit=1&cursor=${encodeURIComponent(page1.next_cursor)}`, token: approverToken() }, 200);
     expect(page2.items[0].id).not.toBe(page1.items[0].id);
-    expect((await call(db, { url: '/approvals?status=pending&tool=refund&limit=200', token: approverToken() }, 200)).items.every((x: Body) => x.status === 'pending' && x.tool === 'refund')).toBe(true);
+    expect(
+      (await call(db, { url: '/approvals?status=pending&tool=refund&limit=200', token: approverToken() }, 200)).items.every(
+        (x: Body) => x.status === 'pending' && x.tool === 'refund',
+      ),
+    ).toBe(true);
     expect((await call(db, { url: '/approvals?cursor=bm9wZQ', token: mine }, 400)).errors).toEqual([{ pointer: '/cursor', message: 'invalid_cursor' }]);
     await call(db, { url: '/approvals?limit=0', token: mine }, 400);
     await call(db, { url: '/approvals?status=open', token: mine }, 400);
@@ -852,7 +1036,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     try {
       const big = { ...REFUND, args: { ...REFUND.args, note: 'n'.repeat(300) } };
       expect((await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: big }, 413)).code).toBe('approval_too_large');
-      const { id } = await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: REFUND }, 201) as { id: string };
+      const { id } = (await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: REFUND }, 201)) as { id: string };
       const waiting = bounded.app.inject({ method: 'GET', url: `/approvals/${id}?wait=30`, headers: bearer(supportToken('agent-b')) });
       for (let i = 0; i < 500 && bounded.ctx.approvals!.waiter.size === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
       expect((await call(bounded, { url: `/approvals/${id}?wait=30`, token: supportToken('agent-b') }, 429)).code).toBe('too_many_waits');
@@ -902,7 +1086,9 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
   });
 
   it('every documented status of every operation was seen', () => {
-    const documented = openApiOperations().flatMap(({ path, method, operation }) => Object.keys(operation.responses ?? {}).map((s) => `${method} ${path} ${s}`));
+    const documented = openApiOperations().flatMap(({ path, method, operation }) =>
+      Object.keys(operation.responses ?? {}).map((s) => `${method} ${path} ${s}`),
+    );
     expect(documented.filter((d) => !covered.has(d))).toEqual([]);
     expect([...covered].filter((c) => !documented.includes(c))).toEqual([]);
   });

@@ -45,7 +45,7 @@ function refGet(args: JsonObject, segs: readonly string[]): Val {
       if (!/^(0|[1-9][0-9]*)$/.test(s) || Number(s) >= cur.length) return MISSING;
       cur = cur[Number(s)]!;
     } else if (cur !== null && typeof cur === 'object') {
-      if (!Object.prototype.hasOwnProperty.call(cur, s)) return MISSING;
+      if (!Object.hasOwn(cur, s)) return MISSING;
       cur = (cur as Record<string, JsonValue>)[s]!;
     } else {
       return MISSING;
@@ -115,7 +115,8 @@ function refEval(c: Cond, args: JsonObject): Truth {
     case 'const':
       return c.v;
     case 'eq': {
-      const t = c.l.k === 'lit' && c.l.v === null ? refIsNull(read(c.r)) : c.r.k === 'lit' && c.r.v === null ? refIsNull(read(c.l)) : refEq(read(c.l), read(c.r));
+      const t =
+        c.l.k === 'lit' && c.l.v === null ? refIsNull(read(c.r)) : c.r.k === 'lit' && c.r.v === null ? refIsNull(read(c.l)) : refEq(read(c.l), read(c.r));
       return c.op === '==' ? t : kNot(t);
     }
     case 'ord':
@@ -270,7 +271,15 @@ describe('differential: compiled conditions agree with the reference evaluator (
   });
 
   it('comparisons against a path that holds the other type, or nothing, are never true or false', () => {
-    const values: [string, JsonValue | undefined][] = [['missing', undefined], ['null', null], ['bool', true], ['num', 5], ['str', '5'], ['arr', [5]], ['obj', { v: 5 }]];
+    const values: [string, JsonValue | undefined][] = [
+      ['missing', undefined],
+      ['null', null],
+      ['bool', true],
+      ['num', 5],
+      ['str', '5'],
+      ['arr', [5]],
+      ['obj', { v: 5 }],
+    ];
     for (const [name, v] of values) {
       const args: JsonObject = v === undefined ? {} : { x: v };
       for (const source of ['x > 1', 'x < "1"', 'x == 5', 'x != "5"', 'x in [5, 6]', 'x']) {
@@ -313,25 +322,98 @@ function compileOrError(source: string): CompiledCondition | ConditionError {
 
 // Mutations a typo, a merge conflict or an attacker makes to a valid condition.
 const FRAGMENTS = [
-  '(', ')', '[', ']', ',', '.', '..', '"', "'", '\\', '==', '=', '!', '!=', '<', '>=', ' and ', ' or ', 'not ', ' in ',
-  'true', 'false', 'null', '1e999', '-', '0.', '00', '1.2.3', 'a.0.b', '__proto__', 'constructor.constructor', 'password', 'apiKey',
-  '\u0000', '\n', '\u2028', '\uD800', 'é', '\u{1F600}', '()', '[]', '"\\u12"', '"\\x41"', '$', '{', '}', ';', 'a(b)', '`', '#',
+  '(',
+  ')',
+  '[',
+  ']',
+  ',',
+  '.',
+  '..',
+  '"',
+  "'",
+  '\\',
+  '==',
+  '=',
+  '!',
+  '!=',
+  '<',
+  '>=',
+  ' and ',
+  ' or ',
+  'not ',
+  ' in ',
+  'true',
+  'false',
+  'null',
+  '1e999',
+  '-',
+  '0.',
+  '00',
+  '1.2.3',
+  'a.0.b',
+  '__proto__',
+  'constructor.constructor',
+  'password',
+  'apiKey',
+  '\u0000',
+  '\n',
+  '\u2028',
+  '\uD800',
+  'é',
+  '\u{1F600}',
+  '()',
+  '[]',
+  '"\\u12"',
+  '"\\x41"',
+  '$',
+  '{',
+  '}',
+  ';',
+  'a(b)',
+  '`',
+  '#',
 ];
 type Mutation = (s: string) => string;
 const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
-  fc.tuple(fc.nat(), fc.constantFrom(...FRAGMENTS)).map(([at, frag]): Mutation => (s) => s.slice(0, at % (s.length + 1)) + frag + s.slice(at % (s.length + 1))),
-  fc.tuple(fc.nat(), fc.nat({ max: 6 })).map(([at, n]): Mutation => (s) => s.slice(0, at % (s.length + 1)) + s.slice((at % (s.length + 1)) + n)),
-  fc.tuple(fc.nat(), fc.nat({ max: 8 })).map(([at, n]): Mutation => (s) => {
-    const i = at % (s.length + 1);
-    return s.slice(0, i) + s.slice(i, i + n) + s.slice(i);
-  }),
-  fc.tuple(fc.nat(), fc.string({ unit: 'binary', minLength: 1, maxLength: 2 })).map(([at, ch]): Mutation => (s) => {
-    const i = at % (s.length + 1);
-    return s.slice(0, i) + ch + s.slice(i + 1);
-  }),
-  fc.nat({ max: 200 }).map((n): Mutation => (s) => `${'('.repeat(n)}${s}${')'.repeat(n)}`),
-  fc.nat({ max: 200 }).map((n): Mutation => (s) => `${'not '.repeat(n)}${s}`),
-  fc.nat({ max: 5000 }).map((n): Mutation => (s) => `${s} or a == "${'x'.repeat(n)}"`),
+  fc.tuple(fc.nat(), fc.constantFrom(...FRAGMENTS)).map(
+    ([at, frag]): Mutation =>
+      (s) =>
+        s.slice(0, at % (s.length + 1)) + frag + s.slice(at % (s.length + 1)),
+  ),
+  fc.tuple(fc.nat(), fc.nat({ max: 6 })).map(
+    ([at, n]): Mutation =>
+      (s) =>
+        s.slice(0, at % (s.length + 1)) + s.slice((at % (s.length + 1)) + n),
+  ),
+  fc.tuple(fc.nat(), fc.nat({ max: 8 })).map(
+    ([at, n]): Mutation =>
+      (s) => {
+        const i = at % (s.length + 1);
+        return s.slice(0, i) + s.slice(i, i + n) + s.slice(i);
+      },
+  ),
+  fc.tuple(fc.nat(), fc.string({ unit: 'binary', minLength: 1, maxLength: 2 })).map(
+    ([at, ch]): Mutation =>
+      (s) => {
+        const i = at % (s.length + 1);
+        return s.slice(0, i) + ch + s.slice(i + 1);
+      },
+  ),
+  fc.nat({ max: 200 }).map(
+    (n): Mutation =>
+      (s) =>
+        `${'('.repeat(n)}${s}${')'.repeat(n)}`,
+  ),
+  fc.nat({ max: 200 }).map(
+    (n): Mutation =>
+      (s) =>
+        `${'not '.repeat(n)}${s}`,
+  ),
+  fc.nat({ max: 5000 }).map(
+    (n): Mutation =>
+      (s) =>
+        `${s} or a == "${'x'.repeat(n)}"`,
+  ),
 );
 
 describe('fuzzer: any mutation of a valid condition compiles or throws ConditionError, and evaluation is total', () => {
@@ -395,7 +477,9 @@ describe('nothing in the condition language can run code', () => {
   it('the condition modules never use eval, Function, vm or dynamic import', () => {
     const dir = join(ROOT, 'src', 'policy', 'condition');
     for (const name of readdirSync(dir)) {
-      const text = readFileSync(join(dir, name), 'utf8').replace(/\/\/.*$/gm, '').replace(/\/\*[\s\S]*?\*\//g, '');
+      const text = readFileSync(join(dir, name), 'utf8')
+        .replace(/\/\/.*$/gm, '')
+        .replace(/\/\*[\s\S]*?\*\//g, '');
       expect(text, name).not.toMatch(/\beval\s*\(|\bnew\s+Function\b|\bFunction\s*\(|node:vm|\bimport\s*\(|\brequire\s*\(/);
     }
   });

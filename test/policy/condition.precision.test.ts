@@ -132,9 +132,7 @@ describe('where a tool reading doubles and the exact value disagree: undecidable
   it('explain says the two readings disagree, without quoting the number', () => {
     const why = (source: string, json: string): string => compileCondition(source).explain(body(json)).why;
     const disagree = 'but a different number as written; the two readings disagree';
-    expect(why('to in [9007199254740992]', '{"to":9007199254740993}')).toBe(
-      `undecidable: \`to\` is the same double as a number in the list ${disagree}`,
-    );
+    expect(why('to in [9007199254740992]', '{"to":9007199254740993}')).toBe(`undecidable: \`to\` is the same double as a number in the list ${disagree}`);
     expect(why('amount >= 1e18', '{"amount":999999999999999999.99}')).toBe(`undecidable: \`amount\` is the same double as the literal ${disagree}`);
     expect(why('1e18 <= amount', '{"amount":999999999999999999.99}')).toBe(`undecidable: \`amount\` is the same double as the literal ${disagree}`);
     expect(why('a < b', '{"a":9007199254740992,"b":9007199254740993}')).toBe(`undecidable: \`a\` is the same double as \`b\` ${disagree}`);
@@ -224,7 +222,7 @@ describe('literals at load', () => {
     expect(compileCondition('wei > 1.0e18').explain(body('{"wei":1000000000000000128}')).why).toBe('wei > 1.0e18 is true');
   });
 
-  it('are still refused out of a double\'s range, and refused with an exponent too long to compare', () => {
+  it("are still refused out of a double's range, and refused with an exponent too long to compare", () => {
     const refusal = (source: string): ConditionError => {
       try {
         compileCondition(source);
@@ -270,7 +268,7 @@ describe('plain objects without lexemes (policy test files) compare their double
   });
 });
 
-describe('property: a number written as its double\'s own value compares as that double, however spelled', () => {
+describe("property: a number written as its double's own value compares as that double, however spelled", () => {
   // Every number here is exactly a double: where the doubles are equal the values as written are too,
   // so the answer is the double comparison throughout (never undecidable).
   const OPS = ['==', '!=', '<', '<=', '>', '>='] as const;
@@ -296,7 +294,10 @@ describe('property: a number written as its double\'s own value compares as that
     fc.integer({ min: -3, max: 3 }),
     fc.constantFrom(-0, 0, 0.1, 0.2, 0.3, 2 ** 53, 2 ** 53 + 2, Number.MIN_VALUE, -Number.MAX_VALUE),
   );
-  const pair = fc.oneof(fc.tuple(double, double), double.map((a) => [a, a] as [number, number]));
+  const pair = fc.oneof(
+    fc.tuple(double, double),
+    double.map((a) => [a, a] as [number, number]),
+  );
 
   // String(n), or the same value spelled otherwise ("5" as "5.0e0", "1.5e+21" as "1.50e+21"): the
   // parser then records the spelling as a lexeme, and the comparison goes through exact decimals

@@ -138,14 +138,26 @@ describe('bounds', () => {
 describe('evaluation fails closed', () => {
   it('a throwing getter gives undecidable, never an exception', () => {
     const args = {} as JsonObject;
-    Object.defineProperty(args, 'amount', { enumerable: true, get: () => { throw new Error('boom'); } });
+    Object.defineProperty(args, 'amount', {
+      enumerable: true,
+      get: () => {
+        throw new Error('boom');
+      },
+    });
     const c = compileCondition('amount > 100 or true');
     expect(c.evaluate(args)).toBe(U);
     expect(c.explain(args)).toEqual({ truth: U, why: 'undecidable: the arguments could not be evaluated' });
   });
 
   it('a throwing proxy gives undecidable', () => {
-    const args = new Proxy({}, { getOwnPropertyDescriptor: () => { throw new Error('trap'); } }) as JsonObject;
+    const args = new Proxy(
+      {},
+      {
+        getOwnPropertyDescriptor: () => {
+          throw new Error('trap');
+        },
+      },
+    ) as JsonObject;
     expect(compileCondition('a == 1').evaluate(args)).toBe(U);
     expect(compileCondition('a == 1').explain(args).truth).toBe(U);
   });
@@ -174,7 +186,9 @@ const pathArb = fc
   .tuple(fc.constantFrom('a', 'b', 'c', 'items', 'x', 'n', '__proto__', 'constructor', 'toString'), fc.array(segment, { maxLength: 3 }))
   .map(([head, rest]) => [head, ...rest].join('.'));
 const stringLit = fc.string({ maxLength: 6 }).map((s) => JSON.stringify(s));
-const numberLit = fc.oneof(fc.integer({ min: -5, max: 5 }), fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 })).map((n) => JSON.stringify(n));
+const numberLit = fc
+  .oneof(fc.integer({ min: -5, max: 5 }), fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 }))
+  .map((n) => JSON.stringify(n));
 const scalarLit = fc.oneof(stringLit, numberLit, fc.constantFrom('true', 'false', 'null'));
 const operand = fc.oneof({ weight: 3, arbitrary: pathArb }, { weight: 2, arbitrary: scalarLit });
 const listLit = fc.array(scalarLit, { maxLength: 4 }).map((items) => `[${items.join(', ')}]`);
@@ -192,7 +206,13 @@ const conditionArb: fc.Arbitrary<string> = fc.letrec<{ cond: string }>((tie) => 
   ),
 })).cond;
 
-const jsonLeaf = fc.oneof(fc.constant(null), fc.boolean(), fc.integer({ min: -5, max: 5 }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 4 }));
+const jsonLeaf = fc.oneof(
+  fc.constant(null),
+  fc.boolean(),
+  fc.integer({ min: -5, max: 5 }),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.string({ maxLength: 4 }),
+);
 const jsonValue: fc.Arbitrary<JsonValue> = fc.letrec<{ v: JsonValue }>((tie) => ({
   v: fc.oneof(
     { depthSize: 'small' },
@@ -216,13 +236,28 @@ function tryCompile(source: string): CompiledCondition | null {
 describe('property: compileCondition only ever throws ConditionError', () => {
   const alphabet = fc.constantFrom(
     ...'abcxyz019_. ()[],\'"\\=!<>-+eE\n\t'.split(''),
-    'and ', 'or ', 'not ', ' in ', 'true', 'false', 'null', '\\u00e9', '\\u', '__proto__', 'é', '\u{1F600}', '\0',
+    'and ',
+    'or ',
+    'not ',
+    ' in ',
+    'true',
+    'false',
+    'null',
+    '\\u00e9',
+    '\\u',
+    '__proto__',
+    'é',
+    '\u{1F600}',
+    '\0',
   );
   it('on random token soup', () => {
     fc.assert(
-      fc.property(fc.array(alphabet, { maxLength: 40 }).map((parts) => parts.join('')), (source) => {
-        tryCompile(source);
-      }),
+      fc.property(
+        fc.array(alphabet, { maxLength: 40 }).map((parts) => parts.join('')),
+        (source) => {
+          tryCompile(source);
+        },
+      ),
       { numRuns: 3000 },
     );
   });
@@ -278,13 +313,17 @@ describe('property: evaluation never throws and explain agrees with evaluate', (
 
   it('a string argument never appears in an explanation unless the condition spells it', () => {
     fc.assert(
-      fc.property(conditionArb, fc.string({ minLength: 8, maxLength: 12 }).map((s) => `Q${s}Z`), (source, secret) => {
-        const c = tryCompile(source);
-        if (c === null || source.includes(secret)) return;
-        const args: JsonObject = {};
-        for (const k of NAMES) setOwn(args, k, secret);
-        expect(c.explain(args).why).not.toContain(secret);
-      }),
+      fc.property(
+        conditionArb,
+        fc.string({ minLength: 8, maxLength: 12 }).map((s) => `Q${s}Z`),
+        (source, secret) => {
+          const c = tryCompile(source);
+          if (c === null || source.includes(secret)) return;
+          const args: JsonObject = {};
+          for (const k of NAMES) setOwn(args, k, secret);
+          expect(c.explain(args).why).not.toContain(secret);
+        },
+      ),
       { numRuns: 500 },
     );
   });

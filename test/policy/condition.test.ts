@@ -314,7 +314,7 @@ describe('operators over every type pair', () => {
   };
   type Kind = keyof typeof samples | 'missing';
   const kinds: Kind[] = [...Object.keys(samples), 'missing'];
-  const valuesOf = (k: Kind): (JsonValue | undefined)[] => (k === 'missing' ? [undefined] : samples[k] ?? []);
+  const valuesOf = (k: Kind): (JsonValue | undefined)[] => (k === 'missing' ? [undefined] : (samples[k] ?? []));
   const scalar = (k: Kind) => k === 'number' || k === 'string' || k === 'boolean' || k === 'null';
   const args = (l: JsonValue | undefined, r: JsonValue | undefined): JsonObject => {
     const o: JsonObject = {};

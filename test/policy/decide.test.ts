@@ -24,7 +24,10 @@ const refunds = setOf({
     policy: 'payments',
     version: '3',
     tools: {
-      refund: { kind: 'remote_mutation', schema: { type: 'object', required: ['order'], properties: { order: { type: 'string' }, amount: { type: 'number' } } } },
+      refund: {
+        kind: 'remote_mutation',
+        schema: { type: 'object', required: ['order'], properties: { order: { type: 'string' }, amount: { type: 'number' } } },
+      },
       send: { kind: 'remote_mutation' },
       ship: { kind: 'local_mutation' },
       cart: { kind: 'local_mutation' },
@@ -35,11 +38,21 @@ const refunds = setOf({
     },
     rules: [
       {
-        id: 'refund-cap', tools: ['refund'], allow: true, confirm: 'amount > 100', reason: 'refund over 100 needs an operator',
+        id: 'refund-cap',
+        tools: ['refund'],
+        allow: true,
+        confirm: 'amount > 100',
+        reason: 'refund over 100 needs an operator',
         approval: { kind: 'refund_over_cap', capability: ['order', 'amount'], presentation: ['order', 'amount', 'note'] },
       },
       { id: 'ship-ask', tools: ['ship'], allow: true, confirm: true, approval: { kind: 'shipping' } },
-      { id: 'cart-ask', tools: ['cart'], allow: true, confirm: true, approval: { capability: ['items.0.sku', 'items.5.sku', 'items.sku'], presentation: ['items'] } },
+      {
+        id: 'cart-ask',
+        tools: ['cart'],
+        allow: true,
+        confirm: true,
+        approval: { capability: ['items.0.sku', 'items.5.sku', 'items.sku'], presentation: ['items'] },
+      },
       { id: 'plain-ask', tools: ['plain'], allow: true, confirm: true },
       { id: 'no-wipe', tools: ['wipe'], allow: false, reason: 'never from an agent.' },
       { id: 'no-purge', tools: ['purge'], abort: true, reason: 'purging ends the run' },
@@ -74,15 +87,21 @@ describe('the approval descriptor', () => {
     expect(d.approval?.capability).toEqual({ order: 'A1', amount: 150 });
     expect(d.approval?.presentation).toEqual({ order: 'A1', amount: 150 }); // no `note` in the arguments
     expect(Object.hasOwn(d.approval!.presentation, 'note')).toBe(false);
-    expect(d.approval?.hash).toBe(approvalHash({ tool: 'refund', args, kind: 'refund_over_cap', capability: { order: 'A1', amount: 150 }, presentation: { order: 'A1', amount: 150 } }));
+    expect(d.approval?.hash).toBe(
+      approvalHash({ tool: 'refund', args, kind: 'refund_over_cap', capability: { order: 'A1', amount: 150 }, presentation: { order: 'A1', amount: 150 } }),
+    );
   });
 
   it('a shape that omits capability and presentation gives {} for both', () => {
     const args = { to: 'x' };
     const d = decide(refunds, { tool: 'ship', args }, who);
     expect(d.approval).toEqual({
-      kind: 'shipping', capability: {}, presentation: {},
-      requirements: [{ policy: 'payments', rule: 'ship-ask', reason: 'rule "ship-ask" asks for confirmation', kind: 'shipping', capability: {}, presentation: {} }],
+      kind: 'shipping',
+      capability: {},
+      presentation: {},
+      requirements: [
+        { policy: 'payments', rule: 'ship-ask', reason: 'rule "ship-ask" asks for confirmation', kind: 'shipping', capability: {}, presentation: {} },
+      ],
       hash: approvalHash({ tool: 'ship', args, kind: 'shipping', capability: {}, presentation: {} }),
     });
   });
@@ -132,7 +151,15 @@ describe('the approval descriptor', () => {
     const c = decide(refunds, { tool: 'send', args: parsed('{"n":1.0}') }, who);
     const e = decide(refunds, { tool: 'send', args: parsed('{"n":1}') }, who);
     expect(c.approval!.hash).not.toBe(e.approval!.hash);
-    expect(c.approval!.hash).toBe(approvalHash({ tool: 'send', args: c.approval!.capability['args'] as JsonObject, kind: 'remote_mutation', capability: c.approval!.capability, presentation: c.approval!.presentation }));
+    expect(c.approval!.hash).toBe(
+      approvalHash({
+        tool: 'send',
+        args: c.approval!.capability['args'] as JsonObject,
+        kind: 'remote_mutation',
+        capability: c.approval!.capability,
+        presentation: c.approval!.presentation,
+      }),
+    );
   });
 
   it('no approval unless require_approval', () => {
@@ -148,19 +175,39 @@ describe('several files asking for approval', () => {
     'a.json': {
       policy: 'payments',
       tools: { refund: { kind: 'remote_mutation' } },
-      rules: [{ id: 'refund-cap', tools: ['refund'], allow: true, confirm: 'amount > 100', reason: 'refund over 100', approval: { kind: 'refund_over_cap', capability: ['amount'] } }],
+      rules: [
+        {
+          id: 'refund-cap',
+          tools: ['refund'],
+          allow: true,
+          confirm: 'amount > 100',
+          reason: 'refund over 100',
+          approval: { kind: 'refund_over_cap', capability: ['amount'] },
+        },
+      ],
     },
-    'b.json': { policy: 'risk', default: 'allow', rules: [{ id: 'big-money', tools: ['refund'], allow: true, confirm: 'amount > 50', reason: 'risk review over 50' }] },
+    'b.json': {
+      policy: 'risk',
+      default: 'allow',
+      rules: [{ id: 'big-money', tools: ['refund'], allow: true, confirm: 'amount > 50', reason: 'risk review over 50' }],
+    },
     'c.json': { policy: 'ops', default: 'allow' },
   });
   const args = { order: 'A1', amount: 120 };
 
-  it('the approval carries every requirement, in load order; reason, rule and kind are the first one\'s', () => {
+  it("the approval carries every requirement, in load order; reason, rule and kind are the first one's", () => {
     const d = decide(asking, { tool: 'refund', args }, who);
     expect(d).toMatchObject({ decision: 'require_approval', rule: 'refund-cap', reason: 'refund over 100' });
     expect(d.approval?.requirements).toEqual([
       { policy: 'payments', rule: 'refund-cap', kind: 'refund_over_cap', reason: 'refund over 100', capability: { amount: 120 }, presentation: {} },
-      { policy: 'risk', rule: 'big-money', kind: 'confirm', reason: 'risk review over 50', capability: { tool: 'refund', args }, presentation: { tool: 'refund', args } },
+      {
+        policy: 'risk',
+        rule: 'big-money',
+        kind: 'confirm',
+        reason: 'risk review over 50',
+        capability: { tool: 'refund', args },
+        presentation: { tool: 'refund', args },
+      },
     ]);
     expect(d.approval).toMatchObject({ kind: 'refund_over_cap', capability: { amount: 120 }, presentation: {} });
   });
@@ -182,7 +229,10 @@ describe('several files asking for approval', () => {
   });
 
   it('a file whose answer is more severe than require_approval decides; nothing asks', () => {
-    const denying = setOf({ 'a.json': { policy: 'p', default: 'allow', rules: [{ tools: ['x'], allow: true, confirm: true }] }, 'b.json': { policy: 'q', default: 'deny' } });
+    const denying = setOf({
+      'a.json': { policy: 'p', default: 'allow', rules: [{ tools: ['x'], allow: true, confirm: true }] },
+      'b.json': { policy: 'q', default: 'deny' },
+    });
     const d = decide(denying, { tool: 'x', args: {} }, who);
     expect(d.decision).toBe('deny');
     expect(d.approval).toBeUndefined();
@@ -199,12 +249,16 @@ describe('the message for the model (docs/spec.md section 5)', () => {
     expect(d.decision).toBe('deny');
     expect(d.schemaRefused).toBeUndefined();
     // The reason's own trailing period is not doubled.
-    expect(d.message).toBe('The "wipe" action was not approved by policy. Reason: never from an agent. Tell the user it was declined; do not retry it unchanged.');
+    expect(d.message).toBe(
+      'The "wipe" action was not approved by policy. Reason: never from an agent. Tell the user it was declined; do not retry it unchanged.',
+    );
   });
 
   it('deny by the default', () => {
     const d = decide(refunds, { tool: 'unknown_tool', args: {} }, who);
-    expect(d.message).toMatch(/^The "unknown_tool" action was not approved by policy\. Reason: .+\. Tell the user it was declined; do not retry it unchanged\.$/);
+    expect(d.message).toMatch(
+      /^The "unknown_tool" action was not approved by policy\. Reason: .+\. Tell the user it was declined; do not retry it unchanged\.$/,
+    );
   });
 
   it('deny by the schema: the reason names path and keyword, then "Correct the arguments and try again."', () => {
@@ -221,7 +275,9 @@ describe('the message for the model (docs/spec.md section 5)', () => {
 
   it('a reason carrying a request-derived path of 200,000 spaces is trimmed in linear time', () => {
     // `/[.\s]+$/` took O(n²) on such a run (about a minute here): a body-sized key stalled the loop.
-    const set = setOf({ 'n.json': { policy: 'notes', tools: { note: { kind: 'read_only', schema: { type: 'object', additionalProperties: { type: 'number' } } } } } });
+    const set = setOf({
+      'n.json': { policy: 'notes', tools: { note: { kind: 'read_only', schema: { type: 'object', additionalProperties: { type: 'number' } } } } },
+    });
     const key = `${' '.repeat(200_000)}x`;
     const d = decide(set, { tool: 'note', args: { [key]: 'text' } }, who);
     expect(d).toMatchObject({ decision: 'deny', schemaRefused: true });
@@ -234,7 +290,14 @@ describe('the message for the model (docs/spec.md section 5)', () => {
       'n.json': {
         policy: 'notes',
         tools: {
-          note: { kind: 'read_only', schema: { type: 'object', properties: { to: { type: 'array', items: { type: 'object', additionalProperties: { type: 'string' } } } }, additionalProperties: { type: 'number' } } },
+          note: {
+            kind: 'read_only',
+            schema: {
+              type: 'object',
+              properties: { to: { type: 'array', items: { type: 'object', additionalProperties: { type: 'string' } } } },
+              additionalProperties: { type: 'number' },
+            },
+          },
         },
       },
     });
@@ -250,13 +313,15 @@ describe('the message for the model (docs/spec.md section 5)', () => {
   it('abort: the run must stop, and why', () => {
     const d = decide(refunds, { tool: 'purge', args: {} }, who);
     expect(d.decision).toBe('abort');
-    expect(d.message).toBe('The "purge" action crossed a hard limit of this run (purging ends the run). Stop the run now and tell the user why; do not try to work around it.');
+    expect(d.message).toBe(
+      'The "purge" action crossed a hard limit of this run (purging ends the run). Stop the run now and tell the user why; do not try to work around it.',
+    );
   });
 
   it('require_approval: an operator must approve; wait, do not alter the call', () => {
     const d = decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 500 } }, who);
     expect(d.message).toBe(
-      "The \"refund\" action needs an operator's approval (refund over 100 needs an operator). Wait for the approval, then try again. Do not change the call while you wait.",
+      'The "refund" action needs an operator\'s approval (refund over 100 needs an operator). Wait for the approval, then try again. Do not change the call while you wait.',
     );
   });
 });
@@ -321,7 +386,10 @@ describe('internal errors fail closed', () => {
   });
 
   it('a plan that is not what decide expects (a value that cannot be evaluated) is an internal deny too', () => {
-    const odd: PolicySet = { ...broken, plan: () => ({ tool: 'read', entry: null, kind: 'unknown', tags: new Set(), files: [{ rules: [null], guards: [] }] }) as never };
+    const odd: PolicySet = {
+      ...broken,
+      plan: () => ({ tool: 'read', entry: null, kind: 'unknown', tags: new Set(), files: [{ rules: [null], guards: [] }] }) as never,
+    };
     expect(decide(odd, { tool: 'read', args: {} }, who)).toMatchObject({ decision: 'deny', internalError: true });
   });
 
@@ -337,7 +405,14 @@ describe('internal errors fail closed', () => {
 describe('the plan cache is bounded and stays correct', () => {
   it('20,000 distinct tool names decide correctly, before and after eviction', () => {
     const set = setOf({
-      'p.json': { policy: 'p', tools: { 'n_*': { kind: 'read_only' } }, rules: [{ id: 'no-sevens', tools: ['n_*7'], allow: false }, { id: 'ask-nines', tools: ['n_*9'], allow: true, confirm: true }] },
+      'p.json': {
+        policy: 'p',
+        tools: { 'n_*': { kind: 'read_only' } },
+        rules: [
+          { id: 'no-sevens', tools: ['n_*7'], allow: false },
+          { id: 'ask-nines', tools: ['n_*9'], allow: true, confirm: true },
+        ],
+      },
     });
     const want = (i: number): string => (i % 10 === 7 ? 'deny' : i % 10 === 9 ? 'require_approval' : 'allow');
     const firstPlan = set.plan('n_0');
@@ -358,10 +433,17 @@ describe('a 10,000-rule set', () => {
   for (let i = 0; i < N; i++) {
     const tool = `tool_${i}`;
     switch (i % 4) {
-      case 0: rules.push({ id: `r${i}`, tools: [tool], allow: true }); break;
-      case 1: rules.push({ id: `r${i}`, tools: [tool], allow: false }); break;
-      case 2: rules.push({ id: `r${i}`, tools: [tool], abort: true }); break;
-      default: rules.push({ id: `r${i}`, tools: [tool], allow: true, confirm: `a > ${i}` });
+      case 0:
+        rules.push({ id: `r${i}`, tools: [tool], allow: true });
+        break;
+      case 1:
+        rules.push({ id: `r${i}`, tools: [tool], allow: false });
+        break;
+      case 2:
+        rules.push({ id: `r${i}`, tools: [tool], abort: true });
+        break;
+      default:
+        rules.push({ id: `r${i}`, tools: [tool], allow: true, confirm: `a > ${i}` });
     }
   }
   // Rules that reach many tools: a glob with a when, and a rule with no tools at all for one team.

@@ -14,17 +14,46 @@ import { compileGlob, type Glob } from '../../src/policy/glob.js';
 import { runGuard } from '../../src/policy/guards.js';
 import type { DecideRequest, DecisionResult, Identity } from '../../src/policy/model.js';
 import {
-  identityArb, requestArb, schemaAccepts, setArb, toPolicySet,
-  type GenApproval, type GenDoc, type GenSelectors, type GenSet,
+  identityArb,
+  requestArb,
+  schemaAccepts,
+  setArb,
+  toPolicySet,
+  type GenApproval,
+  type GenDoc,
+  type GenSelectors,
+  type GenSet,
 } from '../helpers/policy-gen.js';
 
 type Decision = 'allow' | 'require_approval' | 'deny' | 'abort';
 const SEV: Record<Decision, number> = { allow: 0, require_approval: 1, deny: 2, abort: 3 };
 
-interface RefRequirement { policy: string; rule: string; kind: string; capability: JsonObject; presentation: JsonObject }
-interface RefApproval { kind: string; capability: JsonObject; presentation: JsonObject; requirements: RefRequirement[]; hash: string }
-interface RefAnswer { decision: Decision; rule: string; schemaRefused?: boolean; approval?: RefApproval }
-interface Outcome { decision: Decision; rule: string; kind?: string; shape?: GenApproval | null }
+interface RefRequirement {
+  policy: string;
+  rule: string;
+  kind: string;
+  capability: JsonObject;
+  presentation: JsonObject;
+}
+interface RefApproval {
+  kind: string;
+  capability: JsonObject;
+  presentation: JsonObject;
+  requirements: RefRequirement[];
+  hash: string;
+}
+interface RefAnswer {
+  decision: Decision;
+  rule: string;
+  schemaRefused?: boolean;
+  approval?: RefApproval;
+}
+interface Outcome {
+  decision: Decision;
+  rule: string;
+  kind?: string;
+  shape?: GenApproval | null;
+}
 
 // Compiling a condition or glob is a pure function of its text; memoising the compiled leaf keeps the
 // property fast and adds no state to the evaluation itself.
@@ -76,7 +105,8 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     const hit = entries.find((e) => isLiteral(e.pattern) && e.pattern === tool) ?? entries.find((e) => !isLiteral(e.pattern) && globMatches(e.pattern, tool));
     return hit ? [hit] : [];
   });
-  const views: { kind: string; tags: readonly string[] }[] = cats.length === 0 ? [{ kind: 'unknown', tags: [] }] : cats.map((c) => ({ kind: c.entry.kind, tags: c.entry.tags ?? [] }));
+  const views: { kind: string; tags: readonly string[] }[] =
+    cats.length === 0 ? [{ kind: 'unknown', tags: [] }] : cats.map((c) => ({ kind: c.entry.kind, tags: c.entry.tags ?? [] }));
   // With several descriptions, all of them at once too: the most severe kind, every tag.
   const SEVERE = ['read_only', 'local_mutation', 'remote_mutation', 'destructive'];
   if (cats.length > 1) {
@@ -159,20 +189,25 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
   const answer: RefAnswer = { decision: best!.decision, rule: best!.rule };
   if (best!.decision === 'require_approval') {
     // Every file that asked, in load order; the hash over all of them (one: the one-requirement form).
-    const requirements = answers.filter((a) => a.out.decision === 'require_approval').map(({ policy, out }): RefRequirement => {
-      const shape = out.shape ?? null;
-      return {
-        policy,
-        rule: out.rule,
-        kind: out.kind!,
-        capability: shape === null ? { tool, args } : pick(args, shape.capability),
-        presentation: shape === null ? { tool, args } : pick(args, shape.presentation),
-      };
-    });
+    const requirements = answers
+      .filter((a) => a.out.decision === 'require_approval')
+      .map(({ policy, out }): RefRequirement => {
+        const shape = out.shape ?? null;
+        return {
+          policy,
+          rule: out.rule,
+          kind: out.kind!,
+          capability: shape === null ? { tool, args } : pick(args, shape.capability),
+          presentation: shape === null ? { tool, args } : pick(args, shape.presentation),
+        };
+      });
     const { kind, capability, presentation } = requirements[0]!;
-    const hash = requirements.length === 1
-      ? sha256(canonicalize({ args, capability, kind, presentation, tool }))
-      : sha256(canonicalize({ args, requirements: requirements.map((r) => ({ capability: r.capability, kind: r.kind, presentation: r.presentation })), tool }));
+    const hash =
+      requirements.length === 1
+        ? sha256(canonicalize({ args, capability, kind, presentation, tool }))
+        : sha256(
+            canonicalize({ args, requirements: requirements.map((r) => ({ capability: r.capability, kind: r.kind, presentation: r.presentation })), tool }),
+          );
     answer.approval = { kind, capability, presentation, requirements, hash };
   }
   return answer;
@@ -184,7 +219,13 @@ const observed = (got: DecisionResult): RefAnswer => {
   if (got.approval !== undefined) {
     // Reasons are text; the reference checks everything else about each requirement.
     const { kind, capability, presentation, hash } = got.approval;
-    const requirements = got.approval.requirements.map(({ policy, rule, kind: k, capability: c, presentation: p }) => ({ policy, rule, kind: k, capability: c, presentation: p }));
+    const requirements = got.approval.requirements.map(({ policy, rule, kind: k, capability: c, presentation: p }) => ({
+      policy,
+      rule,
+      kind: k,
+      capability: c,
+      presentation: p,
+    }));
     o.approval = { kind, capability, presentation, requirements, hash };
   }
   return o;
@@ -230,7 +271,9 @@ describe('decide() agrees with the reference evaluator', () => {
         {
           name: 'p00.json',
           doc: {
-            policy: 'p0', environments: ['dev', 'prod'], default: { dev: 'allow', prod: 'deny' },
+            policy: 'p0',
+            environments: ['dev', 'prod'],
+            default: { dev: 'allow', prod: 'deny' },
             tools: { t0: { kind: 'remote_mutation' }, 'g_*': { kind: 'destructive' } },
             rules: [
               { tools: ['t0'], allow: true, confirm: 'a > 5', approval: { kind: 'k_one', capability: ['a'] } },
@@ -242,11 +285,22 @@ describe('decide() agrees with the reference evaluator', () => {
       ],
     };
     expect(reference(gen, { tool: 't0', args: { a: 1 } }, who)).toEqual({ decision: 'allow', rule: 'p0#0' });
-    expect(reference(gen, { tool: 't0', args: { a: 9 } }, who)).toMatchObject({ decision: 'require_approval', rule: 'p0#0', approval: { kind: 'k_one', capability: { a: 9 }, presentation: {} } });
+    expect(reference(gen, { tool: 't0', args: { a: 9 } }, who)).toMatchObject({
+      decision: 'require_approval',
+      rule: 'p0#0',
+      approval: { kind: 'k_one', capability: { a: 9 }, presentation: {} },
+    });
     expect(reference(gen, { tool: 'g_a', args: {} }, who)).toEqual({ decision: 'abort', rule: 'p0#1' });
     expect(reference(gen, { tool: 't1', args: {} }, who)).toEqual({ decision: 'deny', rule: 'p0#2' }); // undecidable when restricts
     expect(reference(gen, { tool: 't1', args: { a: 1 } }, who)).toEqual({ decision: 'deny', rule: 'p0#default' });
-    for (const [tool, args] of [['t0', { a: 1 }], ['t0', { a: 9 }], ['t0', {}], ['g_a', {}], ['t1', {}], ['t1', { a: 1 }]] as const) {
+    for (const [tool, args] of [
+      ['t0', { a: 1 }],
+      ['t0', { a: 9 }],
+      ['t0', {}],
+      ['g_a', {}],
+      ['t1', {}],
+      ['t1', { a: 1 }],
+    ] as const) {
       compare(gen, { tool, args: { ...args } }, who);
     }
   });
@@ -262,7 +316,15 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     const gen: GenSet = {
       env: null,
       files: [
-        { name: 'p00.json', doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'remote_mutation' } }, rules: [{ tools: ['t0'], allow: true, confirm: 'a > 5', approval: { kind: 'k0', capability: ['a'] } }] } },
+        {
+          name: 'p00.json',
+          doc: {
+            policy: 'p0',
+            default: 'allow',
+            tools: { t0: { kind: 'remote_mutation' } },
+            rules: [{ tools: ['t0'], allow: true, confirm: 'a > 5', approval: { kind: 'k0', capability: ['a'] } }],
+          },
+        },
         { name: 'p01.json', doc: { policy: 'p1', tools: { 't*': { kind: 'read_only' } } } },
         { name: 'p02.json', doc: { policy: 'p2', default: 'allow', guards: [{ guard: 'pii', action: 'require_approval' }] } },
       ],
@@ -270,7 +332,11 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     const req = { tool: 't0', args: { a: 9, to: 'jane@example.com' } };
     compare(gen, req, who);
     const got = decide(toPolicySet(gen), req, who);
-    expect(got.approval?.requirements.map((r) => [r.policy, r.kind])).toEqual([['p0', 'k0'], ['p1', 'remote_mutation'], ['p2', 'pii']]);
+    expect(got.approval?.requirements.map((r) => [r.policy, r.kind])).toEqual([
+      ['p0', 'k0'],
+      ['p1', 'remote_mutation'],
+      ['p2', 'pii'],
+    ]);
   });
 
   it('an allow rule with an undecidable `when` still asks through its confirm (it restricts there)', () => {
@@ -286,7 +352,13 @@ describe('regressions and corner cases (reference and decide agree)', () => {
   });
 
   it('a rule listing the same exact tool twice, next to a glob rule, keeps rule order', () => {
-    const gen = one({ policy: 'p0', rules: [{ tools: ['t?'], allow: true, confirm: 'a > 5' }, { tools: ['t0', 't1', 't0'], allow: true, confirm: true, approval: { kind: 'k_one' } }] });
+    const gen = one({
+      policy: 'p0',
+      rules: [
+        { tools: ['t?'], allow: true, confirm: 'a > 5' },
+        { tools: ['t0', 't1', 't0'], allow: true, confirm: true, approval: { kind: 'k_one' } },
+      ],
+    });
     compare(gen, { tool: 't0', args: { a: 9 } }, who);
     compare(gen, { tool: 't0', args: { a: 1 } }, who);
   });
@@ -309,7 +381,10 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     const gen: GenSet = {
       env: null,
       files: [
-        { name: 'p00.json', doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'remote_mutation' } }, rules: [{ kinds: ['remote_mutation'], allow: false }] } },
+        {
+          name: 'p00.json',
+          doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'remote_mutation' } }, rules: [{ kinds: ['remote_mutation'], allow: false }] },
+        },
         { name: 'p01.json', doc: { policy: 'p1', default: 'allow', tools: { 't?': { kind: 'destructive' } } } },
       ],
     };
@@ -330,15 +405,29 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#default' });
     // The explanation says which description each file answered under.
     const { trace } = explain(toPolicySet(gen), { tool: 't0', args: {} }, who);
-    expect(trace.catalogue.views?.map((v) => [v.entry, v.kind, v.tags])).toEqual([['t0', 'read_only', []], ['t?', 'destructive', ['money']]]);
-    expect(trace.files.map((f) => [f.policy, f.view, f.decision])).toEqual([['p0', 0, 'deny'], ['p1', 0, 'allow']]);
+    expect(trace.catalogue.views?.map((v) => [v.entry, v.kind, v.tags])).toEqual([
+      ['t0', 'read_only', []],
+      ['t?', 'destructive', ['money']],
+    ]);
+    expect(trace.files.map((f) => [f.policy, f.view, f.decision])).toEqual([
+      ['p0', 0, 'deny'],
+      ['p1', 0, 'allow'],
+    ]);
   });
 
-  it('a restricting rule naming one file\'s kind and another file\'s tag still applies', () => {
+  it("a restricting rule naming one file's kind and another file's tag still applies", () => {
     const gen: GenSet = {
       env: null,
       files: [
-        { name: 'p00.json', doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'read_only', tags: ['money'] } }, rules: [{ kinds: ['destructive'], tags: ['money'], abort: true }] } },
+        {
+          name: 'p00.json',
+          doc: {
+            policy: 'p0',
+            default: 'allow',
+            tools: { t0: { kind: 'read_only', tags: ['money'] } },
+            rules: [{ kinds: ['destructive'], tags: ['money'], abort: true }],
+          },
+        },
         { name: 'p01.json', doc: { policy: 'p1', default: 'allow', tools: { 't?': { kind: 'destructive' } } } },
       ],
     };
@@ -373,7 +462,14 @@ describe('regressions and corner cases (reference and decide agree)', () => {
   });
 
   it('a require_approval guard, then a deny guard: the deny (more severe) wins', () => {
-    const gen = one({ policy: 'p0', default: 'allow', guards: [{ guard: 'pii', action: 'require_approval' }, { guard: 'pii', id: 'g-deny' }] });
+    const gen = one({
+      policy: 'p0',
+      default: 'allow',
+      guards: [
+        { guard: 'pii', action: 'require_approval' },
+        { guard: 'pii', id: 'g-deny' },
+      ],
+    });
     compare(gen, { tool: 't0', args: { note: 'mail jane@example.com' } }, who);
     expect(decide(toPolicySet(gen), { tool: 't0', args: { note: 'mail jane@example.com' } }, who).rule).toBe('g-deny');
   });

@@ -86,8 +86,13 @@ describe('the trace on the example policies (a copy in test/cases/payments, env 
   it('every rule and guard of every file appears, in order, with every selector it gives and a why', async () => {
     const set = await load();
     const requests: [string, JsonObject][] = [
-      ['refund', { order: 'A1', amount: 5 }], ['send_note', { text: 'hi' }], ['wipe_orders', {}], ['lookup_order', {}],
-      ['dispatch_vendor', { unitId: 'u', estimateUsd: 5 }], ['github__issue', {}], ['nobody_knows', {}],
+      ['refund', { order: 'A1', amount: 5 }],
+      ['send_note', { text: 'hi' }],
+      ['wipe_orders', {}],
+      ['lookup_order', {}],
+      ['dispatch_vendor', { unitId: 'u', estimateUsd: 5 }],
+      ['github__issue', {}],
+      ['nobody_knows', {}],
     ];
     for (const [tool, args] of requests) {
       const ex = explain(set, { tool, args }, support);
@@ -256,7 +261,12 @@ describe('restricts_only and undecidable conditions in the trace', () => {
   it('an undecidable when: restricts_only on an allow rule with confirm, yes on a deny rule, no on a plain allow', () => {
     const ex = explain(set, { tool: 'export', args: {} }, who);
     const [ask, flagged, odd] = ex.trace.files[0]!.rules;
-    expect(ask).toMatchObject({ id: 'ask-big', applies: 'restricts_only', when: { truth: 'undecidable', why: 'undecidable: `size` is missing' }, confirm: { truth: true, why: 'confirm: true' } });
+    expect(ask).toMatchObject({
+      id: 'ask-big',
+      applies: 'restricts_only',
+      when: { truth: 'undecidable', why: 'undecidable: `size` is missing' },
+      confirm: { truth: true, why: 'confirm: true' },
+    });
     expect(flagged).toMatchObject({ id: 'allow-flagged', applies: 'no', when: { truth: 'undecidable', why: 'undecidable: `enabled` is missing' } });
     expect(odd).toMatchObject({ id: 'deny-odd', applies: 'yes', when: { truth: 'undecidable', why: 'undecidable: `kind` is missing' } });
     expect(ex.decision).toBe('deny');
@@ -281,7 +291,10 @@ describe('restricts_only and undecidable conditions in the trace', () => {
     expect(ask).toMatchObject({ applies: 'yes', when: { truth: true, why: 'size > 10 is true' } });
     expect(flagged).toMatchObject({ applies: 'yes', when: { truth: true, why: 'enabled is true' } });
     expect(ex).toMatchObject({ decision: 'require_approval', rule: 'ask-big' });
-    expect(decide(set, { tool: 'export', args: { size: 20, enabled: true, kind: 'even' } }, who)).toMatchObject({ decision: 'require_approval', rule: 'ask-big' });
+    expect(decide(set, { tool: 'export', args: { size: 20, enabled: true, kind: 'even' } }, who)).toMatchObject({
+      decision: 'require_approval',
+      rule: 'ask-big',
+    });
   });
 
   it('with no policy file, the trace shows the built-in default', () => {

@@ -73,8 +73,7 @@ describe('matching', () => {
 });
 
 function reference(parts: string[], name: string): boolean {
-  const one = (p: string, c: string): boolean =>
-    p === '?' ? true : p === '[ab]' ? c === 'a' || c === 'b' : p === '[!a]' ? c !== 'a' : p === c;
+  const one = (p: string, c: string): boolean => (p === '?' ? true : p === '[ab]' ? c === 'a' || c === 'b' : p === '[!a]' ? c !== 'a' : p === c);
   const memo = new Map<string, boolean>();
   const go = (i: number, j: number): boolean => {
     const key = `${i},${j}`;

@@ -117,11 +117,33 @@ describe('IBAN (ISO 13616 mod 97)', () => {
 });
 
 describe('email', () => {
-  const emails = ['alice@example.com', 'Write to a.b+tag@mail.example.co.uk.', 'x@y.io', 'FIRST_LAST%dept@Example.ORG', '<bob@exa-mple.com>', 'mailto:carol@example.fr?subject=x'];
+  const emails = [
+    'alice@example.com',
+    'Write to a.b+tag@mail.example.co.uk.',
+    'x@y.io',
+    'FIRST_LAST%dept@Example.ORG',
+    '<bob@exa-mple.com>',
+    'mailto:carol@example.fr?subject=x',
+  ];
   it.each(emails)('flags %s', (text) => {
     expect(kindOf(text)).toBe('email');
   });
-  const notEmails = ['@', 'a@', '@example.com', 'a@b', 'a@b.c', 'a@localhost', 'user@123.456', 'foo@@bar.com', 'a.@x.com', 'a@-x.com', 'a@x-.com', 'a@x..com', 'handle @alice on chat', 'price 5@3.99'];
+  const notEmails = [
+    '@',
+    'a@',
+    '@example.com',
+    'a@b',
+    'a@b.c',
+    'a@localhost',
+    'user@123.456',
+    'foo@@bar.com',
+    'a.@x.com',
+    'a@-x.com',
+    'a@x-.com',
+    'a@x..com',
+    'handle @alice on chat',
+    'price 5@3.99',
+  ];
   it.each(notEmails)('does not flag %s', (text) => {
     expect(kindOf(text)).not.toBe('email');
   });
@@ -254,7 +276,16 @@ describe('a number is scanned as written and as its integer value', () => {
   const parsed = (body: string): JsonObject => parseJson(Buffer.from(body)) as JsonObject;
 
   // Every lexeme here is the JSON number 4111111111111111; parseJson keeps the text as written.
-  const cards = ['4111111111111111.0', '4111111111111111.000', '4.111111111111111e15', '4111111111111111E0', '4.111111111111111E+15', '41111111111111110e-1', '0.4111111111111111e16', '-4.111111111111111e15'];
+  const cards = [
+    '4111111111111111.0',
+    '4111111111111111.000',
+    '4.111111111111111e15',
+    '4111111111111111E0',
+    '4.111111111111111E+15',
+    '41111111111111110e-1',
+    '0.4111111111111111e16',
+    '-4.111111111111111e15',
+  ];
   it.each(cards)('flags %s', (lexeme) => {
     expect(scanPii(parsed(`{"ref": ${lexeme}}`))).toEqual({ path: '/ref', kind: 'card' });
     expect(scanPii(parsed(`{"list": [1, ${lexeme}]}`))).toEqual({ path: '/list/1', kind: 'card' });
@@ -325,7 +356,14 @@ describe('card and IBAN groups split by everyday separators', () => {
     expect(kindOf('4111 1111-1111\u00a01111')).toBe('card');
   });
 
-  const ibans = ['GB82-WEST-1234-5698-7654-32', 'GB82\u00a0WEST\u00a01234\u00a05698\u00a07654\u00a032', 'GB82.WEST.1234.5698.7654.32', 'DE89\t3704\t0044\t0532\t0130\t00', 'FR14  2004  1010  0505  0001  3M02  606', 'gb82-west-1234-5698-7654-32'];
+  const ibans = [
+    'GB82-WEST-1234-5698-7654-32',
+    'GB82\u00a0WEST\u00a01234\u00a05698\u00a07654\u00a032',
+    'GB82.WEST.1234.5698.7654.32',
+    'DE89\t3704\t0044\t0532\t0130\t00',
+    'FR14  2004  1010  0505  0001  3M02  606',
+    'gb82-west-1234-5698-7654-32',
+  ];
   it.each(ibans)('flags the IBAN %s', (iban) => {
     expect(kindOf(iban)).toBe('iban');
     expect(kindOf(`IBAN: ${iban} today`)).toBe('iban');
@@ -362,9 +400,12 @@ describe('card and IBAN groups split by everyday separators', () => {
     expect(kindOf(text)).not.toBe('card');
   });
 
-  it.each(['1.2.3.4', '2024.01.15', '3.14159', '192.168.100.200', '12 34 56 78 90 12 34 56 78', 'total 12\u00a0345\u00a0678 EUR'])('finds nothing in %j', (text) => {
-    expect(kindOf(text)).toBeNull();
-  });
+  it.each(['1.2.3.4', '2024.01.15', '3.14159', '192.168.100.200', '12 34 56 78 90 12 34 56 78', 'total 12\u00a0345\u00a0678 EUR'])(
+    'finds nothing in %j',
+    (text) => {
+      expect(kindOf(text)).toBeNull();
+    },
+  );
 
   it('keeps the IBAN checksum whatever the separator', () => {
     expect(kindOf('GB83-WEST-1234-5698-7654-32')).toBeNull();
@@ -407,7 +448,10 @@ describe('Unicode look-alikes are folded', () => {
   });
 
   it('drops combining marks on digits (keycaps, accents)', () => {
-    const keycaps = '4111111111111111'.split('').map((d) => `${d}\ufe0f\u20e3`).join('');
+    const keycaps = '4111111111111111'
+      .split('')
+      .map((d) => `${d}\ufe0f\u20e3`)
+      .join('');
     expect(kindOf(keycaps)).toBe('card');
     expect(kindOf('4111111111111111'.split('').join('\u0301'))).toBe('card');
   });

@@ -92,11 +92,14 @@ describe('deep nesting is a depth error, never a RangeError, within 1 s and in b
     ['100,000 flow sequences', () => ({ 'p.yaml': flow(100_000) })],
     ['100,000 unclosed flow sequences', () => ({ 'p.yaml': `policy: deep\nx: ${'['.repeat(100_000)}\n` })],
     ['100,000 flow mappings', () => ({ 'p.yaml': `policy: deep\nx: ${'{a: '.repeat(100_000)}1${'}'.repeat(100_000)}\n` })],
-    ['1,000 levels of block mappings', () => {
-      let text = 'policy: deep\nx:\n';
-      for (let i = 1; i <= 1000; i++) text += `${' '.repeat(i)}k${i}:\n`;
-      return { 'p.yaml': `${text}${' '.repeat(1001)}v: 1\n` };
-    }],
+    [
+      '1,000 levels of block mappings',
+      () => {
+        let text = 'policy: deep\nx:\n';
+        for (let i = 1; i <= 1000; i++) text += `${' '.repeat(i)}k${i}:\n`;
+        return { 'p.yaml': `${text}${' '.repeat(1001)}v: 1\n` };
+      },
+    ],
     ['100,000 compact block sequences on one line (- - - … x)', () => ({ 'p.yaml': `policy: deep\nx:\n  ${'- '.repeat(100_000)}x\n` })],
     ['100,000 explicit keys (? ? ? … x)', () => ({ 'p.yaml': `policy: deep\nx:\n  ${'? '.repeat(100_000)}x\n` })],
     ['100,000 nested JSON arrays', () => ({ 'p.json': `{"policy":"deep","x":${'['.repeat(100_000)}${']'.repeat(100_000)}}` })],
@@ -155,7 +158,10 @@ describe('merge keys and tags', () => {
     for (const [name, text] of [
       ['p.yaml', 'policy: p\ntools:\n  __proto__: {kind: read_only}\n  constructor: {kind: read_only}\nrules:\n  - tools: [__proto__]\n    allow: true\n'],
       ['p.json', '{"policy":"p","tools":{"__proto__":{"kind":"read_only"},"constructor":{"kind":"read_only"}},"rules":[{"tools":["__proto__"],"allow":true}]}'],
-      ['p.toml', 'policy = "p"\n[tools.__proto__]\nkind = "read_only"\n[tools.constructor]\nkind = "read_only"\n[[rules]]\ntools = ["__proto__"]\nallow = true\n'],
+      [
+        'p.toml',
+        'policy = "p"\n[tools.__proto__]\nkind = "read_only"\n[tools.constructor]\nkind = "read_only"\n[[rules]]\ntools = ["__proto__"]\nallow = true\n',
+      ],
     ] as const) {
       const set = buildPolicySet([{ path: name, bytes: enc(text) }]);
       expect(decide(set, { tool: '__proto__', args: {} }, WHO).decision, name).toBe('allow');
@@ -317,10 +323,13 @@ describe('filesystem hazards', () => {
     await writeFile(join(outside, 'x.yaml'), 'policy: x\ndefault: allow\n');
     for (const [name, make] of [
       ['relative', async (dir: string) => symlink('../outside2/x.yaml', join(dir, 'r.yaml'))],
-      ['chain', async (dir: string) => {
-        await symlink(join(outside, 'x.yaml'), join(dir, '.hop'));
-        await symlink(join(dir, '.hop'), join(dir, 'c.yaml'));
-      }],
+      [
+        'chain',
+        async (dir: string) => {
+          await symlink(join(outside, 'x.yaml'), join(dir, '.hop'));
+          await symlink(join(dir, '.hop'), join(dir, 'c.yaml'));
+        },
+      ],
       ['dangling', async (dir: string) => symlink(join(dir, 'nowhere.yaml'), join(dir, 'd.yaml'))],
       ['etc', async (dir: string) => symlink('/etc/hostname', join(dir, 'e.yaml'))],
     ] as const) {
@@ -355,7 +364,9 @@ describe('filesystem hazards', () => {
     expect(problems).toEqual([expect.objectContaining({ file: join(dir, 'huge.yaml'), message: expect.stringMatching(/larger than/) })]);
     expect(grew).toBeLessThan(20 * MB);
     // Given as the target itself (a single file), too.
-    await expect(loadPolicies(join(dir, 'huge.yaml'))).rejects.toMatchObject({ problems: [expect.objectContaining({ message: expect.stringMatching(/larger than/) })] });
+    await expect(loadPolicies(join(dir, 'huge.yaml'))).rejects.toMatchObject({
+      problems: [expect.objectContaining({ message: expect.stringMatching(/larger than/) })],
+    });
   });
 
   it('non-UTF-8 bytes are refused in every format, in several forms', () => {
@@ -384,7 +395,8 @@ describe('filesystem hazards', () => {
   it('CRLF line endings and a BOM give the same digest (and decisions) as LF without a BOM, in every format', () => {
     const texts: Record<string, string> = {
       'p.yaml': 'policy: p\nversion: "1"\ntools:\n  t: {kind: read_only}\nrules:\n  - id: r\n    tools: [t]\n    when: "amount > 5"\n    allow: false\n',
-      'p.json': '{\n  "policy": "p",\n  "version": "1",\n  "tools": {"t": {"kind": "read_only"}},\n  "rules": [{"id": "r", "tools": ["t"], "when": "amount > 5", "allow": false}]\n}\n',
+      'p.json':
+        '{\n  "policy": "p",\n  "version": "1",\n  "tools": {"t": {"kind": "read_only"}},\n  "rules": [{"id": "r", "tools": ["t"], "when": "amount > 5", "allow": false}]\n}\n',
       'p.toml': 'policy = "p"\nversion = "1"\n[tools.t]\nkind = "read_only"\n[[rules]]\nid = "r"\ntools = ["t"]\nwhen = "amount > 5"\nallow = false\n',
     };
     const digests = new Set<string>();
@@ -425,8 +437,10 @@ describe('reload while a file is being written: a failed reload keeps the old se
     await rm(dir, { recursive: true, force: true });
   });
 
-  const versionA = 'policy: p\nversion: A\ntools:\n  t: {kind: read_only}\n  w: {kind: destructive}\nrules:\n  - id: a-allows-t\n    tools: [t]\n    allow: true\n';
-  const versionB = 'policy: p\nversion: B\ntools:\n  t: {kind: read_only}\n  w: {kind: destructive}\nrules:\n  - id: b-denies-t\n    tools: [t]\n    allow: false\n    reason: "version B [denies] t"\n';
+  const versionA =
+    'policy: p\nversion: A\ntools:\n  t: {kind: read_only}\n  w: {kind: destructive}\nrules:\n  - id: a-allows-t\n    tools: [t]\n    allow: true\n';
+  const versionB =
+    'policy: p\nversion: B\ntools:\n  t: {kind: read_only}\n  w: {kind: destructive}\nrules:\n  - id: b-denies-t\n    tools: [t]\n    allow: false\n    reason: "version B [denies] t"\n';
 
   it('half a file → failure reported, A still serving; the whole file → B', async () => {
     const file = join(dir, 'p.yaml');
@@ -460,7 +474,19 @@ describe('reload while a file is being written: a failed reload keeps the old se
     await rm(join(dir, 'p.yaml'), { force: true });
     const file = join(dir, 'p.json');
     const a = JSON.stringify({ policy: 'p', version: 'A', tools: { t: { kind: 'read_only' } }, rules: [{ id: 'ra', tools: ['t'], allow: true }] }, null, 2);
-    const b = JSON.stringify({ policy: 'p', version: 'B', tools: { t: { kind: 'read_only' } }, rules: [{ id: 'rb', tools: ['t'], allow: false }, { id: 'rb2', tools: ['x'], allow: true }] }, null, 2);
+    const b = JSON.stringify(
+      {
+        policy: 'p',
+        version: 'B',
+        tools: { t: { kind: 'read_only' } },
+        rules: [
+          { id: 'rb', tools: ['t'], allow: false },
+          { id: 'rb2', tools: ['x'], allow: true },
+        ],
+      },
+      null,
+      2,
+    );
     await writeFile(file, a);
     const live = await createLivePolicies(dir, null);
     for (let cut = 0; cut < b.length; cut += 3) {
@@ -478,7 +504,11 @@ describe('reload while a file is being written: a failed reload keeps the old se
     await rm(join(dir, 'p.json'), { force: true });
     const file = join(dir, 'p.json');
     const make = (v: string, allow: boolean): string =>
-      JSON.stringify({ policy: 'p', version: v, tools: { t: { kind: 'read_only' } }, rules: [{ id: `r${v}`, tools: ['t'], allow }], guards: [] }, null, 1).padEnd(20_000, ' ');
+      JSON.stringify(
+        { policy: 'p', version: v, tools: { t: { kind: 'read_only' } }, rules: [{ id: `r${v}`, tools: ['t'], allow }], guards: [] },
+        null,
+        1,
+      ).padEnd(20_000, ' ');
     const versions: Record<string, string> = { A: make('A', true), B: make('B', false) };
     await writeFile(file, versions.A!);
     const live = await createLivePolicies(dir, null);
@@ -548,8 +578,7 @@ describe('tool globs', () => {
       {
         path: 'p.yaml',
         bytes: enc(
-          'policy: p\ntools:\n  "*a*a*a*a*a*a*b": {kind: read_only}\nrules:\n' +
-            '  - tools: ["*a*a*a*a*a*a*b", "*?*?*?*?*?*?*?*?*c"]\n    allow: true\n',
+          'policy: p\ntools:\n  "*a*a*a*a*a*a*b": {kind: read_only}\nrules:\n' + '  - tools: ["*a*a*a*a*a*a*b", "*?*?*?*?*?*?*?*?*c"]\n    allow: true\n',
         ),
       },
     ]);

@@ -12,7 +12,10 @@ const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 function problemsOf(files: Record<string, string>, env: string | null = null): LoadProblem[] {
   try {
-    buildPolicySet(Object.entries(files).map(([path, text]) => ({ path, bytes: enc(text) })), { env });
+    buildPolicySet(
+      Object.entries(files).map(([path, text]) => ({ path, bytes: enc(text) })),
+      { env },
+    );
   } catch (err) {
     expect(err).toBeInstanceOf(PolicyLoadError);
     return [...(err as PolicyLoadError).problems];
@@ -324,7 +327,10 @@ describe('loading refuses, naming file, line, column and key', () => {
   });
 
   it('refuses the same tool in two catalogues, and one rule id in two files, at the place in the later file', () => {
-    const tool = onlyProblem({ 'a.yaml': 'policy: a\ntools: {t: {kind: read_only}}\n', 'b.yaml': 'policy: b\ntools:\n  u: {kind: read_only}\n  t: {kind: destructive}\n' });
+    const tool = onlyProblem({
+      'a.yaml': 'policy: a\ntools: {t: {kind: read_only}}\n',
+      'b.yaml': 'policy: b\ntools:\n  u: {kind: read_only}\n  t: {kind: destructive}\n',
+    });
     expect(tool).toMatchObject({ file: 'b.yaml', key: 'tools.t', line: 4, message: 'this tool is also in the catalogue of a.yaml' });
     const rule = onlyProblem({
       'a.yaml': 'policy: a\nrules:\n  - {id: shared, tools: [x], allow: true}\n',
@@ -352,7 +358,9 @@ describe('loading refuses, naming file, line, column and key', () => {
   });
 
   it('locates a key of a TOML sub-table under an array of tables', () => {
-    const p = onlyProblem({ 'p.toml': 'policy = "p"\n\n[[rules]]\ntools = ["a"]\nallow = true\n\n[[rules]]\ntools = ["b"]\nallow = true\n\n[rules.approval]\nkinds = "x"\n' });
+    const p = onlyProblem({
+      'p.toml': 'policy = "p"\n\n[[rules]]\ntools = ["a"]\nallow = true\n\n[[rules]]\ntools = ["b"]\nallow = true\n\n[rules.approval]\nkinds = "x"\n',
+    });
     expect(p).toMatchObject({ line: 12, column: 1, key: 'rules.1.approval.kinds' });
   });
 
@@ -376,18 +384,24 @@ describe('loading refuses, naming file, line, column and key', () => {
 
   it('never echoes an offending value', () => {
     const secret = 'SECRET-VALUE-8d1f';
-    const problems = problemsOf({
-      'p.yaml': `policy: p\nversion: 42\nenvironments: [dev]\ndefault: {dev: "${secret}"}\nrules:\n  - tools: ["${secret}["]\n    when: "x == ${secret}"\n    allow: "${secret}"\n`,
-    }, 'dev');
+    const problems = problemsOf(
+      {
+        'p.yaml': `policy: p\nversion: 42\nenvironments: [dev]\ndefault: {dev: "${secret}"}\nrules:\n  - tools: ["${secret}["]\n    when: "x == ${secret}"\n    allow: "${secret}"\n`,
+      },
+      'dev',
+    );
     expect(problems.length).toBeGreaterThan(0);
     for (const p of problems) expect(p.message).not.toContain(secret);
   });
 
   it('never echoes a name that is the problem: an undeclared environment, a rule id used twice', () => {
     const secret = 'SECRET-NAME-5c2e';
-    const problems = problemsOf({
-      'p.yaml': `policy: p\nenvironments: [dev]\nrules:\n  - {id: ${secret}, tools: [a], envs: [${secret}x], allow: true}\n  - {id: ${secret}, tools: [b], allow: true}\n`,
-    }, 'dev');
+    const problems = problemsOf(
+      {
+        'p.yaml': `policy: p\nenvironments: [dev]\nrules:\n  - {id: ${secret}, tools: [a], envs: [${secret}x], allow: true}\n  - {id: ${secret}, tools: [b], allow: true}\n`,
+      },
+      'dev',
+    );
     expect(problems.map((p) => p.message).sort()).toEqual(['this environment is not declared in environments', 'this rule id is used twice in this file']);
     expect(problems.map((p) => p.key).sort()).toEqual(['rules.0.envs.0', 'rules.1.id']);
   });
@@ -395,7 +409,14 @@ describe('loading refuses, naming file, line, column and key', () => {
 
 describe('loading succeeds', () => {
   it('tool names and globs with dots that are not a whole path segment', () => {
-    const set = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\ntools:\n  github.get_issue: {kind: read_only}\n  "v1.2/*": {kind: read_only}\n  "a/.b": {kind: read_only}\nrules:\n  - tools: ["*.get_*", "a/...", "x..y"]\n    allow: true\n') }]);
+    const set = buildPolicySet([
+      {
+        path: 'p.yaml',
+        bytes: enc(
+          'policy: p\ntools:\n  github.get_issue: {kind: read_only}\n  "v1.2/*": {kind: read_only}\n  "a/.b": {kind: read_only}\nrules:\n  - tools: ["*.get_*", "a/...", "x..y"]\n    allow: true\n',
+        ),
+      },
+    ]);
     expect(set.files[0]!.tools.map((t) => t.pattern)).toEqual(['github.get_issue', 'v1.2/*', 'a/.b']);
   });
 
@@ -409,15 +430,25 @@ describe('loading succeeds', () => {
   });
 
   it('accepts YAML spellings of exact numbers (+1.50, .5, 0x1F, 0o17)', () => {
-    const set = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\ntools:\n  a: {kind: read_only, schema: {type: number, enum: [+1.50, .5, 0x1F, 0o17, 1.]}}\n') }]);
+    const set = buildPolicySet([
+      { path: 'p.yaml', bytes: enc('policy: p\ntools:\n  a: {kind: read_only, schema: {type: number, enum: [+1.50, .5, 0x1F, 0o17, 1.]}}\n') },
+    ]);
     expect(set.files).toHaveLength(1);
   });
 
   it('hashes numbers in their shortest form, so YAML, JSON and TOML give one digest (TOML keeps no number text)', () => {
-    const yaml = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\ntools:\n  a: {kind: read_only, schema: {type: number, maximum: 100.50, minimum: 1e2}}\n') }]);
-    const json = buildPolicySet([{ path: 'p.json', bytes: enc('{"policy":"p","tools":{"a":{"kind":"read_only","schema":{"type":"number","maximum":100.50,"minimum":1e2}}}}') }]);
-    const plain = buildPolicySet([{ path: 'p.json', bytes: enc('{"policy":"p","tools":{"a":{"kind":"read_only","schema":{"type":"number","maximum":100.5,"minimum":100}}}}') }]);
-    const toml = buildPolicySet([{ path: 'p.toml', bytes: enc('policy = "p"\n[tools.a]\nkind = "read_only"\nschema = {type = "number", maximum = 100.50, minimum = 1e2}\n') }]);
+    const yaml = buildPolicySet([
+      { path: 'p.yaml', bytes: enc('policy: p\ntools:\n  a: {kind: read_only, schema: {type: number, maximum: 100.50, minimum: 1e2}}\n') },
+    ]);
+    const json = buildPolicySet([
+      { path: 'p.json', bytes: enc('{"policy":"p","tools":{"a":{"kind":"read_only","schema":{"type":"number","maximum":100.50,"minimum":1e2}}}}') },
+    ]);
+    const plain = buildPolicySet([
+      { path: 'p.json', bytes: enc('{"policy":"p","tools":{"a":{"kind":"read_only","schema":{"type":"number","maximum":100.5,"minimum":100}}}}') },
+    ]);
+    const toml = buildPolicySet([
+      { path: 'p.toml', bytes: enc('policy = "p"\n[tools.a]\nkind = "read_only"\nschema = {type = "number", maximum = 100.50, minimum = 1e2}\n') },
+    ]);
     expect(json.identities).toEqual(yaml.identities);
     expect(plain.identities).toEqual(yaml.identities);
     expect(toml.identities).toEqual(yaml.identities);
@@ -435,7 +466,10 @@ describe('loading succeeds', () => {
     const dir = await mkdtemp(join(tmpdir(), 'gatehouse-load-names-'));
     try {
       await writeFile(join(dir, 'a.yaml'), 'policy: a\ndefault: allow\n');
-      await writeFile(join(dir, 'z.test.json'), '{"policy": "z", "default": "allow", "rules": [{"id": "no-t", "tools": ["t"], "allow": false, "reason": "not t"}]}');
+      await writeFile(
+        join(dir, 'z.test.json'),
+        '{"policy": "z", "default": "allow", "rules": [{"id": "no-t", "tools": ["t"], "allow": false, "reason": "not t"}]}',
+      );
       await writeFile(join(dir, 'y.test.toml'), 'policy = "y"\ndefault = "allow"\n[[rules]]\nid = "stop-u"\ntools = ["u"]\nabort = true\n');
       await writeFile(join(dir, 'a.test.yaml'), 'cases: []\n');
       await writeFile(join(dir, 'b.test.YML'), 'cases: []\n');

@@ -9,8 +9,17 @@ import { decide } from '../../src/policy/decide.js';
 import { compileGlob } from '../../src/policy/glob.js';
 import { SEVERITY, type DecideRequest, type DecisionResult, type Identity } from '../../src/policy/model.js';
 import {
-  CONDITIONS, PII, identityArb, requestArb, ruleArb, setArb, toPolicySet,
-  type GenDoc, type GenFile, type GenRule, type GenSet,
+  CONDITIONS,
+  PII,
+  identityArb,
+  requestArb,
+  ruleArb,
+  setArb,
+  toPolicySet,
+  type GenDoc,
+  type GenFile,
+  type GenRule,
+  type GenSet,
 } from '../helpers/policy-gen.js';
 
 const DECISIONS = ['allow', 'require_approval', 'deny', 'abort'];
@@ -89,7 +98,11 @@ describe('composition: adding a file never loosens a decision', () => {
     it(`severity(S ∪ F) >= severity(S) with F ${at === 'last' ? 'AFTER' : 'BEFORE'} S in file-name order`, () => {
       fc.assert(
         fc.property(setArb({ minFiles: 2, maxFiles: 4 }), pairsArb(), (gen, pairs) => {
-          const { without, with: both } = split(gen, at, pairs.map(([r]) => r.tool));
+          const { without, with: both } = split(
+            gen,
+            at,
+            pairs.map(([r]) => r.tool),
+          );
           const s = toPolicySet(without);
           const sf = toPolicySet(both);
           for (const [req, who] of pairs) {
@@ -177,7 +190,11 @@ describe('totality', () => {
   it('arbitrary tool names and arbitrary JSON arguments never make decide throw', () => {
     const wild = fc.record({
       tool: fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('t0', 'g_a', 'ax')),
-      args: fc.dictionary(fc.oneof(fc.constantFrom('a', 'b', 'c', 'x', 'items', '__proto__', 'constructor'), fc.string({ maxLength: 6 })), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 }),
+      args: fc.dictionary(
+        fc.oneof(fc.constantFrom('a', 'b', 'c', 'x', 'items', '__proto__', 'constructor'), fc.string({ maxLength: 6 })),
+        fc.jsonValue({ maxDepth: 3 }),
+        { maxKeys: 6 },
+      ),
       steps: fc.nat(8),
     });
     fc.assert(
@@ -196,32 +213,37 @@ describe('totality', () => {
 describe('the "never" check: the side_effects default', () => {
   // Files with only catalogues, guards and limits (no rules), default side_effects (written or not).
   const fileArb = (i: number) =>
-    fc.record({
-      written: fc.boolean(),
-      tools: fc.subarray(['d0', 'd1', 'd_*', 'r0', 'm0', 'l0'], { minLength: 0 }),
-      confirm: fc.boolean(),
-      guard: fc.option(fc.constantFrom('deny', 'require_approval'), { nil: undefined }),
-      maxCalls: fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined }),
-    }).map(({ written, tools, confirm, guard, maxCalls }): GenFile => {
-      const doc: GenDoc = { policy: `p${i}` };
-      if (written) doc.default = 'side_effects';
-      const kinds = { d0: 'destructive', d1: 'destructive', 'd_*': 'destructive', r0: 'read_only', m0: 'remote_mutation', l0: 'local_mutation' } as const;
-      // Each name in at most one file: file i keeps the names whose index is i modulo the file count (below).
-      doc.tools = Object.fromEntries(tools.map((t) => [t, { kind: kinds[t as keyof typeof kinds], ...(confirm ? { confirm: true as const } : {}) }]));
-      if (guard !== undefined) doc.guards = [{ guard: 'pii', action: guard as 'deny' | 'require_approval' }];
-      if (maxCalls !== undefined) doc.limits = { max_calls: maxCalls };
-      return { name: `p${String(i).padStart(2, '0')}.json`, doc };
-    });
-  const setOf = fc.integer({ min: 1, max: 3 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => fileArb(i)))).map((files): GenSet => {
-    const seen = new Set<string>();
-    for (const f of files) {
-      for (const name of Object.keys(f.doc.tools ?? {})) {
-        if (seen.has(name)) delete f.doc.tools![name];
-        seen.add(name);
+    fc
+      .record({
+        written: fc.boolean(),
+        tools: fc.subarray(['d0', 'd1', 'd_*', 'r0', 'm0', 'l0'], { minLength: 0 }),
+        confirm: fc.boolean(),
+        guard: fc.option(fc.constantFrom('deny', 'require_approval'), { nil: undefined }),
+        maxCalls: fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined }),
+      })
+      .map(({ written, tools, confirm, guard, maxCalls }): GenFile => {
+        const doc: GenDoc = { policy: `p${i}` };
+        if (written) doc.default = 'side_effects';
+        const kinds = { d0: 'destructive', d1: 'destructive', 'd_*': 'destructive', r0: 'read_only', m0: 'remote_mutation', l0: 'local_mutation' } as const;
+        // Each name in at most one file: file i keeps the names whose index is i modulo the file count (below).
+        doc.tools = Object.fromEntries(tools.map((t) => [t, { kind: kinds[t as keyof typeof kinds], ...(confirm ? { confirm: true as const } : {}) }]));
+        if (guard !== undefined) doc.guards = [{ guard: 'pii', action: guard as 'deny' | 'require_approval' }];
+        if (maxCalls !== undefined) doc.limits = { max_calls: maxCalls };
+        return { name: `p${String(i).padStart(2, '0')}.json`, doc };
+      });
+  const setOf = fc
+    .integer({ min: 1, max: 3 })
+    .chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => fileArb(i))))
+    .map((files): GenSet => {
+      const seen = new Set<string>();
+      for (const f of files) {
+        for (const name of Object.keys(f.doc.tools ?? {})) {
+          if (seen.has(name)) delete f.doc.tools![name];
+          seen.add(name);
+        }
       }
-    }
-    return { env: null, files };
-  });
+      return { env: null, files };
+    });
   const toolArb = fc.oneof(fc.constantFrom('d0', 'd1', 'd_x', 'd_'), fc.stringMatching(/^u[a-z0-9_]{0,8}$/));
   const argsArb = fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 });
 
@@ -242,7 +264,12 @@ describe('the "never" check: the side_effects default', () => {
 describe('order and duplicate independence (Cedar order_and_dup_independent)', () => {
   const keysArb = fc.array(fc.array(fc.nat(1000), { minLength: 8, maxLength: 8 }), { minLength: 4, maxLength: 4 });
   const permute = <T>(items: readonly T[] | undefined, keys: readonly number[]): T[] | undefined =>
-    items === undefined ? undefined : items.map((x, i) => [keys[i] ?? 0, i, x] as const).sort((p, q) => p[0] - q[0] || p[1] - q[1]).map((t) => t[2]);
+    items === undefined
+      ? undefined
+      : items
+          .map((x, i) => [keys[i] ?? 0, i, x] as const)
+          .sort((p, q) => p[0] - q[0] || p[1] - q[1])
+          .map((t) => t[2]);
 
   it('shuffling the rules (and guards) inside each file never changes the decision', () => {
     fc.assert(
@@ -324,10 +351,14 @@ describe('reason and message never contain an argument value (docs/spec.md secti
 
   it('on random sets with argument schemas (schema refusals name the path, not the value)', () => {
     fc.assert(
-      fc.property(setArb({ minFiles: 1, schemaP: 0.6 }), fc.array(fc.tuple(requestArb(valueArb), identityArb), { minLength: 1, maxLength: 8 }), (gen, pairs) => {
-        const set = toPolicySet(gen);
-        for (const [req, who] of pairs) noValue(decide(set, req, who));
-      }),
+      fc.property(
+        setArb({ minFiles: 1, schemaP: 0.6 }),
+        fc.array(fc.tuple(requestArb(valueArb), identityArb), { minLength: 1, maxLength: 8 }),
+        (gen, pairs) => {
+          const set = toPolicySet(gen);
+          for (const [req, who] of pairs) noValue(decide(set, req, who));
+        },
+      ),
       { numRuns: 40 },
     );
   });
@@ -339,18 +370,40 @@ describe('reason and message never contain an argument value (docs/spec.md secti
     expect(d.decision).toBe('deny');
     expect(d.reason).toBe('guard "pii" found an email address at /*');
     noValue(d);
-    const declared = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: {
-      policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }],
-      tools: { t0: { kind: 'read_only', schema: { type: 'object', properties: { note: { type: 'string' }, to: { type: 'object' }, card: { type: 'number' } } } } },
-    } }] });
+    const declared = toPolicySet({
+      env: null,
+      files: [
+        {
+          name: 'p00.json',
+          doc: {
+            policy: 'p0',
+            default: 'allow',
+            guards: [{ guard: 'pii' }],
+            tools: {
+              t0: { kind: 'read_only', schema: { type: 'object', properties: { note: { type: 'string' }, to: { type: 'object' }, card: { type: 'number' } } } },
+            },
+          },
+        },
+      ],
+    });
     expect(decide(declared, { tool: 't0', args: { note: `VALUE-1 ${PII}` } }, who).reason).toBe('guard "pii" found an email address at /note');
   });
 
   it('a model-chosen key never reaches the reason: not prose for the operator, not a secret', () => {
-    const set = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: {
-      policy: 'p0', default: 'allow', guards: [{ guard: 'pii', action: 'require_approval' }],
-      tools: { t0: { kind: 'read_only', schema: { type: 'object', properties: { recipients: { type: 'array' } } } } },
-    } }] });
+    const set = toPolicySet({
+      env: null,
+      files: [
+        {
+          name: 'p00.json',
+          doc: {
+            policy: 'p0',
+            default: 'allow',
+            guards: [{ guard: 'pii', action: 'require_approval' }],
+            tools: { t0: { kind: 'read_only', schema: { type: 'object', properties: { recipients: { type: 'array' } } } } },
+          },
+        },
+      ],
+    });
     const who = { user: 'u1', team: null, agent: null, roles: [] };
     const note = 'NOTE TO OPERATOR - verified by the security team, safe to grant; recipient';
     const prose = decide(set, { tool: 't0', args: { recipients: [{ [note]: PII }] } }, who);
@@ -366,10 +419,20 @@ describe('reason and message never contain an argument value (docs/spec.md secti
   });
 
   it('pii in a key names the object holding it, never the key; a card sent as a number is found', () => {
-    const set = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: {
-      policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }],
-      tools: { t0: { kind: 'read_only', schema: { type: 'object', properties: { to: { type: 'object' }, card: { type: 'number' } } } } },
-    } }] });
+    const set = toPolicySet({
+      env: null,
+      files: [
+        {
+          name: 'p00.json',
+          doc: {
+            policy: 'p0',
+            default: 'allow',
+            guards: [{ guard: 'pii' }],
+            tools: { t0: { kind: 'read_only', schema: { type: 'object', properties: { to: { type: 'object' }, card: { type: 'number' } } } } },
+          },
+        },
+      ],
+    });
     const who = { user: 'u1', team: null, agent: null, roles: [] };
     const inKey = decide(set, { tool: 't0', args: { to: { [PII]: true } } }, who);
     expect(inKey.decision).toBe('deny');

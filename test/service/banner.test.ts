@@ -62,7 +62,9 @@ describe('the banner', () => {
     expect(banner).toContain(`${s.base}/ui\n`);
     expect(banner).toContain(`${s.base}/openapi.yaml\n`);
     expect(banner).toContain(`PID ${s.pid}: kill -HUP ${s.pid} reloads the policies`);
-    expect(banner).toContain(`Development mode: no JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL, so a secret was generated (kept in ${join(dataDir, 'dev-jwt-secret')})`);
+    expect(banner).toContain(
+      `Development mode: no JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL, so a secret was generated (kept in ${join(dataDir, 'dev-jwt-secret')})`,
+    );
     expect(banner).toContain(`export GATEHOUSE=${s.base}\n`);
     expect(banner).toContain('Tokens valid for 24 hours:');
     expect(banner).toMatch(/curl -s \$GATEHOUSE\/decide -H "authorization: Bearer \$AGENT_TOKEN"/);
@@ -110,7 +112,11 @@ describe('LOG_FORMAT', () => {
   }, 60_000);
 
   it('an invalid value is a configuration error: exit 2, nothing started', async () => {
-    const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: serverEnv({ LOG_FORMAT: 'yaml', DATABASE_URL: db.url, DATA_DIR: dataDir, PORT: String(await freeTcpPort()) }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [CLI, 'serve'], {
+      cwd: ROOT,
+      env: serverEnv({ LOG_FORMAT: 'yaml', DATABASE_URL: db.url, DATA_DIR: dataDir, PORT: String(await freeTcpPort()) }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     others.push(proc);
     let stderr = '';
     let stdout = '';

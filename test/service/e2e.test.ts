@@ -84,9 +84,19 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
   });
 
   // The log (JSON lines) on stdout, the banner on stderr.
-  await waitForOutput(proc, () => stdout + stderr, () => stdout.includes('gatehouse is serving') && /APPROVER_TOKEN=\S+\n/.test(stderr), 30_000, 'the banner');
+  await waitForOutput(
+    proc,
+    () => stdout + stderr,
+    () => stdout.includes('gatehouse is serving') && /APPROVER_TOKEN=\S+\n/.test(stderr),
+    30_000,
+    'the banner',
+  );
   const banner = stderr;
-  const serving = stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'gatehouse is serving');
+  const serving = stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .find((l) => l.msg === 'gatehouse is serving');
   expect(serving).toMatchObject({ url: `http://127.0.0.1:${port}`, env: 'dev' });
   expect(banner).toContain('Tokens valid for 1 hour:');
   const agentToken = /AGENT_TOKEN=(\S+)/.exec(banner)![1]!;
@@ -104,13 +114,16 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
   };
 
   expect((await call('GET', '/healthz', null)).status).toBe(200);
-  expect((await call('GET', '/readyz', null))).toMatchObject({ status: 200, body: { database: 'ok' } });
+  expect(await call('GET', '/readyz', null)).toMatchObject({ status: 200, body: { database: 'ok' } });
   expect((await call('POST', '/decide', null, { tool: 'lookup_order' })).status).toBe(401);
   // Signed with the development secret, but living two hours: over JWT_MAX_LIFETIME.
   const secret = (await readFile(join(dataDir, 'dev-jwt-secret'), 'utf8')).trim();
   const now = Math.floor(Date.now() / 1000);
   const longLived = signJwt({ sub: 'dev-agent', team: 'support', roles: [], iat: now, exp: now + 7200 }, { key: secret });
-  expect(await call('POST', '/decide', longLived, { tool: 'lookup_order' })).toMatchObject({ status: 401, body: { detail: "the token's lifetime is longer than this server accepts" } });
+  expect(await call('POST', '/decide', longLived, { tool: 'lookup_order' })).toMatchObject({
+    status: 401,
+    body: { detail: "the token's lifetime is longer than this server accepts" },
+  });
 
   const request = { tool: 'refund', args: { order: 'E2E-1', amount: 120 } };
   const first = await call('POST', '/decide', agentToken, request);
@@ -130,7 +143,10 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
   proc.kill('SIGTERM');
   const code = await waitForExit(proc, 20_000);
   expect(code, stderr).toBe(0);
-  const lines = stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   expect(lines.some((l) => l.msg === 'shutting down: finishing in-flight requests' && l.signal === 'SIGTERM')).toBe(true);
   expect(lines.at(-1)).toMatchObject({ msg: 'stopped' });
   // Decision log lines carried no argument values.

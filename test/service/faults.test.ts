@@ -17,7 +17,19 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildPolicySet } from '../../src/policy/load.js';
 import { agentToken, approverToken, SECRET } from '../helpers/app.js';
 import { createTestDatabase, startPrivatePostgres, type TestDatabase } from '../helpers/db.js';
-import { callJson, CLI, ensureBuilt, eventually, freeTcpPort, policyDir, ROOT, serverEnv, startServer, type JsonResponse, type ServerProcess } from '../helpers/process.js';
+import {
+  callJson,
+  CLI,
+  ensureBuilt,
+  eventually,
+  freeTcpPort,
+  policyDir,
+  ROOT,
+  serverEnv,
+  startServer,
+  type JsonResponse,
+  type ServerProcess,
+} from '../helpers/process.js';
 
 const POLICY = `policy: process
 version: "1"
@@ -92,7 +104,10 @@ function expectValidDecision(res: JsonResponse, tool: string, closingOk: boolean
   expect(typeof res.body.message).toBe('string');
 }
 
-interface Row { status: string; events: string[] }
+interface Row {
+  status: string;
+  events: string[];
+}
 async function stateOf(id: string): Promise<Row> {
   const [row] = await db.sql<{ status: string }[]>`select status from approvals where id = ${id}`;
   const events = await db.sql<{ to_status: string }[]>`select to_status from approval_events where approval_id = ${id} order by id`;
@@ -140,7 +155,12 @@ async function lockWaiters(): Promise<number[]> {
  * leaves the connection open, as a keep-alive client does, and `closedByServer` tells when the
  * server hung up.
  */
-async function slowRequest(port: number, path: string, token: string, body: string): Promise<{
+async function slowRequest(
+  port: number,
+  path: string,
+  token: string,
+  body: string,
+): Promise<{
   finish(): Promise<{ status: number; body: string; text: string }>;
   closedByServer: Promise<void>;
 }> {
@@ -234,10 +254,15 @@ describe('process faults', () => {
       expect(ready.body.database).toBe('unavailable');
 
       await pg.start();
-      const created = await eventually('approvals to work once the database is back', 20_000, async () => {
-        const res = await callJson(s.base, 'POST', '/approvals', agentToken('down-1'), refund);
-        return res.status === 201 ? res : undefined;
-      }, 250);
+      const created = await eventually(
+        'approvals to work once the database is back',
+        20_000,
+        async () => {
+          const res = await callJson(s.base, 'POST', '/approvals', agentToken('down-1'), refund);
+          return res.status === 201 ? res : undefined;
+        },
+        250,
+      );
       expect(created.body.status).toBe('pending');
       expect((await callJson(s.base, 'GET', '/readyz', null)).status).toBe(200);
       expect(s.stdout()).toMatch(/the database is reachable again/);
@@ -280,7 +305,11 @@ describe('process faults', () => {
     try {
       const first = await startServer(env()); // serve() would add DATABASE_URL back
       servers.push(first);
-      const second = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: serverEnv({ ...env(), PORT: String(await freeTcpPort()) }), stdio: ['ignore', 'pipe', 'pipe'] });
+      const second = spawn(process.execPath, [CLI, 'serve'], {
+        cwd: ROOT,
+        env: serverEnv({ ...env(), PORT: String(await freeTcpPort()) }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       second.stdout.on('data', (c: Buffer) => (out += c.toString()));
       second.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -362,10 +391,15 @@ describe('process faults', () => {
     s.proc.kill('SIGTERM');
 
     // While the held grant keeps the process closing: new connections are refused.
-    const refusedWhileAlive = await eventually('a refused connection while closing', 5_000, async () => {
-      const refused = await connectionRefused(s.port);
-      return refused ? s.proc.exitCode === null && s.proc.signalCode === null : undefined;
-    }, 10);
+    const refusedWhileAlive = await eventually(
+      'a refused connection while closing',
+      5_000,
+      async () => {
+        const refused = await connectionRefused(s.port);
+        return refused ? s.proc.exitCode === null && s.proc.signalCode === null : undefined;
+      },
+      10,
+    );
     expect(refusedWhileAlive).toBe(true);
     const heldOutcome = await slow.finish();
     // A keep-alive connection whose request was in flight at SIGTERM is closed by the server once
@@ -374,7 +408,15 @@ describe('process faults', () => {
 
     await Promise.all(clients);
     const exit = await s.exited(10_000);
-    expect(exit, `${s.stderr()}\n${s.stdout().split('\n').filter((l) => !l.includes('"msg":"decision"')).slice(-15).join('\n')}`).toEqual({ code: 0, signal: null });
+    expect(
+      exit,
+      `${s.stderr()}\n${s
+        .stdout()
+        .split('\n')
+        .filter((l) => !l.includes('"msg":"decision"'))
+        .slice(-15)
+        .join('\n')}`,
+    ).toEqual({ code: 0, signal: null });
     expect(s.stdout()).toMatch(/"msg":"stopped"/);
 
     let afterSigterm = 0;
@@ -396,7 +438,11 @@ describe('process faults', () => {
     for (const o of outcomes.filter((x) => x.what === 'grant')) {
       const state = await stateOf(o.id!);
       if (o.res?.status === 200) expect(state).toEqual({ status: 'granted', events: ['pending', 'granted'] });
-      else expect([{ status: 'pending', events: ['pending'] }, { status: 'granted', events: ['pending', 'granted'] }]).toContainEqual(state);
+      else
+        expect([
+          { status: 'pending', events: ['pending'] },
+          { status: 'granted', events: ['pending', 'granted'] },
+        ]).toContainEqual(state);
     }
     // The grant in flight across SIGTERM was answered in full, and its 200 is durable.
     expect(heldOutcome.status, heldOutcome.text).toBe(200);
@@ -424,7 +470,10 @@ describe('process faults', () => {
     const envDir = await policyDir({ 'envs.yaml': 'policy: envs\nenvironments: [dev, prod]\ndefault: {dev: allow, prod: deny}\n' });
     try {
       const s = await serve({ POLICY_DIR: envDir });
-      const line = s.stdout().split('\n').find((l) => l.includes('POLICY_ENV is not set'));
+      const line = s
+        .stdout()
+        .split('\n')
+        .find((l) => l.includes('POLICY_ENV is not set'));
       expect(line, s.stdout()).toBeDefined();
       expect(JSON.parse(line!)).toMatchObject({ level: 40, env: 'dev' });
       const res = await callJson(s.base, 'POST', '/decide', agentToken(), { tool: 'anything', args: {} });

@@ -33,20 +33,29 @@ afterAll(async () => {
 
 /** Runs `serve` to its exit (it must exit on its own: a refused start); its code and output. */
 function serveToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: serverEnv({ HOST: '127.0.0.1', PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'serve'], {
+    cwd: ROOT,
+    env: serverEnv({ HOST: '127.0.0.1', PORT: '0', ...env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   proc.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
   proc.stderr.setEncoding('utf8').on('data', (c: string) => (output += c));
   const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
-  return new Promise((resolve) => proc.once('exit', (code) => {
-    clearTimeout(timer);
-    resolve({ code, output });
-  }));
+  return new Promise((resolve) =>
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    }),
+  );
 }
 
 describe('production with a provider key but no audience or issuer', () => {
   const pem = String(generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }));
-  for (const [name, value] of [['JWT_JWKS_URL', 'https://idp.example.com/.well-known/jwks.json'], ['JWT_PUBLIC_KEY', pem]] as const) {
+  for (const [name, value] of [
+    ['JWT_JWKS_URL', 'https://idp.example.com/.well-known/jwks.json'],
+    ['JWT_PUBLIC_KEY', pem],
+  ] as const) {
     it(`${name}: refuses to start (exit 2), naming JWT_AUDIENCE and JWT_ISSUER and the opt-out`, async () => {
       const { code, output } = await serveToExit({ NODE_ENV: 'production', [name]: value, DATABASE_URL: db.url, POLICY_ENV: 'prod', DATA_DIR: dataDir });
       expect(code, output).toBe(2);
@@ -69,8 +78,14 @@ describe('JWT_JWKS_URL in a real process', () => {
     cleanups.push(() => jwks.close());
     jwks.setMode('error');
     s = await startServer({
-      NODE_ENV: 'production', JWT_JWKS_URL: jwks.url, JWT_AUDIENCE: bound.aud, JWT_ISSUER: bound.iss,
-      DATABASE_URL: db.url, POLICY_ENV: 'prod', DATA_DIR: dataDir, SHUTDOWN_GRACE_MS: '120000',
+      NODE_ENV: 'production',
+      JWT_JWKS_URL: jwks.url,
+      JWT_AUDIENCE: bound.aud,
+      JWT_ISSUER: bound.iss,
+      DATABASE_URL: db.url,
+      POLICY_ENV: 'prod',
+      DATA_DIR: dataDir,
+      SHUTDOWN_GRACE_MS: '120000',
     });
     cleanups.push(() => s.kill());
   }, 60_000);
@@ -93,7 +108,9 @@ describe('JWT_JWKS_URL in a real process', () => {
     expect(decided.status, JSON.stringify(decided.body)).toBe(200);
     expect(decided.body).toMatchObject({ decision: 'allow' });
     // A token of the same provider for another application is refused.
-    expect((await callJson(s.base, 'POST', '/decide', await signWith(key, { ...bound, aud: 'crm' }), { tool: 'lookup_order', args: { order: 'A1' } })).status).toBe(401);
+    expect(
+      (await callJson(s.base, 'POST', '/decide', await signWith(key, { ...bound, aud: 'crm' }), { tool: 'lookup_order', args: { order: 'A1' } })).status,
+    ).toBe(401);
     expect(existsSync(join(dataDir, 'dev-jwt-secret'))).toBe(false); // no development secret with a JWKS
 
     s.proc.kill('SIGTERM');

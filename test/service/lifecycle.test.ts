@@ -24,7 +24,11 @@ interface Started {
 
 /** `node dist/main.js serve`, without waiting for it to serve. */
 function spawnServe(env: Record<string, string>): Started {
-  const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: serverEnv({ HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'serve'], {
+    cwd: ROOT,
+    env: serverEnv({ HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   proc.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
   proc.stderr.setEncoding('utf8').on('data', (c: string) => (out += c));
@@ -33,10 +37,11 @@ function spawnServe(env: Record<string, string>): Started {
   return {
     proc,
     output: () => out,
-    exited: (ms) => Promise.race([
-      exit,
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the process did not exit within ${ms} ms:\n${out}`)), ms).unref()),
-    ]),
+    exited: (ms) =>
+      Promise.race([
+        exit,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the process did not exit within ${ms} ms:\n${out}`)), ms).unref()),
+      ]),
   };
 }
 
@@ -143,8 +148,13 @@ describe('the environment sets the connection limits and the policy reader roles
   let s: ServerProcess;
   beforeAll(async () => {
     s = await startServer({
-      DATABASE_URL: db.url, JWT_SECRET: SECRET, DATA_DIR: dataDir,
-      HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '2s', MAX_CONNECTIONS: '2', POLICY_READER_ROLE: 'auditor, policy-author',
+      DATABASE_URL: db.url,
+      JWT_SECRET: SECRET,
+      DATA_DIR: dataDir,
+      HEADERS_TIMEOUT: '1s',
+      REQUEST_TIMEOUT: '2s',
+      MAX_CONNECTIONS: '2',
+      POLICY_READER_ROLE: 'auditor, policy-author',
     });
     cleanups.push(() => s.kill());
   }, 60_000);
@@ -181,12 +191,17 @@ describe('the environment sets the connection limits and the policy reader roles
     // Once the server has seen both go, it accepts connections again (and the next tests have room).
     a.socket.destroy();
     b.socket.destroy();
-    await eventually('a connection accepted again', 15_000, async () => {
-      const c = await open();
-      c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
-      await closedWithin(c.closed, 15_000);
-      return c.received().startsWith('HTTP/1.1 200 ') ? true : undefined;
-    }, 20);
+    await eventually(
+      'a connection accepted again',
+      15_000,
+      async () => {
+        const c = await open();
+        c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+        await closedWithin(c.closed, 15_000);
+        return c.received().startsWith('HTTP/1.1 200 ') ? true : undefined;
+      },
+      20,
+    );
   }, 30_000);
 
   it('HEADERS_TIMEOUT: headers sent a byte at a time are cut off', async () => {
@@ -242,8 +257,10 @@ describe('shutting down', () => {
     partial.socket.write('POST /decide HTTP/1.1\r\nHost: x\r\nContent-Ty');
     const busy = await open();
     const body = JSON.stringify({ tool: 'lookup_order', args: { order: 'A1' } });
-    busy.socket.write(`POST /decide HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${agentToken()}\r\nContent-Type: application/json\r\n`
-      + `Content-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+    busy.socket.write(
+      `POST /decide HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${agentToken()}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+    );
     // Time for the server to read both (a bounded pause, not a measurement).
     await new Promise((resolve) => setTimeout(resolve, 200));
 

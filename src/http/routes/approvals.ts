@@ -62,14 +62,16 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (result.decision !== 'require_approval' || !result.approval) {
       return reply.code(409).send(decisionBody(result, decisionId));
     }
-    const { approval, created } = await withInputErrors((field) => (field === 'args' ? '/args' : ''), () =>
-      store.create({
-        descriptor: result.approval!,
-        tool: req.tool,
-        args: req.args,
-        requester: { sub: identity.user, team: identity.team, agent: identity.agent },
-        policies: result.policies,
-      }),
+    const { approval, created } = await withInputErrors(
+      (field) => (field === 'args' ? '/args' : ''),
+      () =>
+        store.create({
+          descriptor: result.approval!,
+          tool: req.tool,
+          args: req.args,
+          requester: { sub: identity.user, team: identity.team, agent: identity.agent },
+          policies: result.policies,
+        }),
     );
     request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user }, 'approval requested');
     return sendCanonical(reply.code(created ? 201 : 200), approvalView(approval));
@@ -88,10 +90,11 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       const abort = new AbortController();
       request.raw.once('close', () => abort.abort());
       const held = approval;
-      approval = (await waiter.waitForChange(held, wait * 1000, { caller: identity.user, signal: abort.signal }).catch((err: unknown) => {
-        if (abort.signal.aborted) return held; // the client left; nobody reads this answer
-        throw err;
-      })) ?? held;
+      approval =
+        (await waiter.waitForChange(held, wait * 1000, { caller: identity.user, signal: abort.signal }).catch((err: unknown) => {
+          if (abort.signal.aborted) return held; // the client left; nobody reads this answer
+          throw err;
+        })) ?? held;
     }
     return sendCanonical(reply, approvalView(approval));
   });
@@ -122,13 +125,20 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     { action: 'deny', verb: 'denied', field: 'reason', body: denyBody },
   ] as const;
   for (const t of transitions) {
-    app.post(`/approvals/:id/${t.action}`, { schema: { params: idParams, body: t.body }, onRequest: requireRole(ctx.approverRole), preValidation: emptyBodyIsObject }, async (request, reply) => {
-      const identity = identityOf(request);
-      const { id } = request.params as { id: string };
-      const text = (request.body as Record<string, string | undefined>)[t.field] ?? null;
-      const result = await withInputErrors(() => `/${t.field}`, () => service().store[t.action](id, { sub: identity.user }, text));
-      return sendTransition(reply, result, identity, t.verb);
-    });
+    app.post(
+      `/approvals/:id/${t.action}`,
+      { schema: { params: idParams, body: t.body }, onRequest: requireRole(ctx.approverRole), preValidation: emptyBodyIsObject },
+      async (request, reply) => {
+        const identity = identityOf(request);
+        const { id } = request.params as { id: string };
+        const text = (request.body as Record<string, string | undefined>)[t.field] ?? null;
+        const result = await withInputErrors(
+          () => `/${t.field}`,
+          () => service().store[t.action](id, { sub: identity.user }, text),
+        );
+        return sendTransition(reply, result, identity, t.verb);
+      },
+    );
   }
 
   function sendTransition(reply: FastifyReply, result: TransitionResult, identity: Identity, verb: string): FastifyReply {

@@ -11,7 +11,9 @@ import { sendDecision } from '../decisions.js';
 import { HttpError } from '../errors.js';
 import { redactSecrets } from '../redact.js';
 
-export interface DecideBody extends ToolCall { approval_id?: string }
+export interface DecideBody extends ToolCall {
+  approval_id?: string;
+}
 
 /** /decide also takes the approval to redeem. */
 export const decideBodySchema = {
@@ -36,19 +38,22 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     }
     ctx.metrics.decisions.inc({ decision: result.decision, rule: result.rule });
     ctx.metrics.decideSeconds.observe(durationUs / 1e6);
-    request.log.info({
-      decision_id: decisionId,
-      tool: req.tool,
-      decision: result.decision,
-      rule: result.rule,
-      policies: set.digests,
-      user: identity.user,
-      team: identity.team,
-      agent: identity.agent,
-      duration_us: Math.round(durationUs * 10) / 10,
-      ...(body.approval_id !== undefined ? { approval_id: body.approval_id } : {}),
-      ...(ctx.logArgs ? { args: redactSecrets(req.args) } : {}),
-    }, 'decision');
+    request.log.info(
+      {
+        decision_id: decisionId,
+        tool: req.tool,
+        decision: result.decision,
+        rule: result.rule,
+        policies: set.digests,
+        user: identity.user,
+        team: identity.team,
+        agent: identity.agent,
+        duration_us: Math.round(durationUs * 10) / 10,
+        ...(body.approval_id !== undefined ? { approval_id: body.approval_id } : {}),
+        ...(ctx.logArgs ? { args: redactSecrets(req.args) } : {}),
+      },
+      'decision',
+    );
     return sendDecision(reply, result, decisionId);
   });
 }

@@ -14,14 +14,16 @@ export function policiesRoute(app: FastifyInstance, ctx: AppContext): void {
   app.post('/admin/reload', { onRequest: requireRole(ctx.adminRole) }, async (_request, reply) => {
     const outcome = await reloadAndReport(ctx);
     if (!outcome.ok) {
-      return sendProblem(reply, new HttpError('reload_failed', 'the policy directory did not load; the previous set keeps serving', {
-        body: policiesBody(ctx),
-      }));
+      return sendProblem(
+        reply,
+        new HttpError('reload_failed', 'the policy directory did not load; the previous set keeps serving', {
+          body: policiesBody(ctx),
+        }),
+      );
     }
     return reply.send({ reloaded: true, ...policiesBody(ctx) });
   });
 }
-
 
 function policiesBody(ctx: AppContext): Record<string, unknown> {
   const set = ctx.policies.current();

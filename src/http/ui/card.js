@@ -14,26 +14,39 @@ function cardText(approval) {
   return {
     tool: text(approval.tool),
     kind: text(approval.kind),
-    requirements: requirementsOf(approval).map(function (r, i) {
-      return (i + 1) + '. ' + text(r.reason) + '\n   (policy ' + text(r.policy) + ', rule ' + text(r.rule) + ', kind ' + text(r.kind) + ')';
-    }).join('\n'),
+    requirements: requirementsOf(approval)
+      .map(function (r, i) {
+        return i + 1 + '. ' + text(r.reason) + '\n   (policy ' + text(r.policy) + ', rule ' + text(r.rule) + ', kind ' + text(r.kind) + ')';
+      })
+      .join('\n'),
     requester: text(requester.sub) + (requester.team ? ' (team ' + requester.team + ')' : ''),
     expires_at: text(approval.expires_at),
     args: json(approval.args),
     capability: json(approval.capability),
     presentation: json(approval.presentation),
     presentation_label: text(approval.presentation_label),
-    unshown: unshown.length === 0 ? ''
-      : 'Not in the capability or the presentation, but part of the call: ' + unshown.map(function (p) { return JSON.stringify(p); }).join(', '),
+    unshown:
+      unshown.length === 0
+        ? ''
+        : 'Not in the capability or the presentation, but part of the call: ' +
+          unshown
+            .map(function (p) {
+              return JSON.stringify(p);
+            })
+            .join(', '),
   };
 }
 
-function text(value) { return value == null ? '' : String(value); }
+function text(value) {
+  return value == null ? '' : String(value);
+}
 
 // Every policy file that asked for this approval; an approval without the list has one.
 function requirementsOf(approval) {
   if (Array.isArray(approval.requirements) && approval.requirements.length > 0) return approval.requirements;
-  return [{ policy: '', rule: approval.rule, kind: approval.kind, reason: approval.reason, capability: approval.capability, presentation: approval.presentation }];
+  return [
+    { policy: '', rule: approval.rule, kind: approval.kind, reason: approval.reason, capability: approval.capability, presentation: approval.presentation },
+  ];
 }
 function json(value) {
   return JSON.stringify(value === undefined ? {} : value, null, 2).replace(EXACT_IN_JSON, '$1');
@@ -46,7 +59,7 @@ function json(value) {
 var EXACT = '\u0000exact:';
 var EXACT_IN_JSON = /"\\u0000exact:([-+.0-9eE]+)"/g;
 function parseExact(body) {
-  return JSON.parse(body, function (key, value, context) {
+  return JSON.parse(body, function (_key, value, context) {
     if (typeof value === 'number' && context && typeof context.source === 'string' && context.source !== String(value)) {
       return EXACT + context.source;
     }
@@ -60,24 +73,43 @@ function unshownPaths(approval) {
   var args = approval.args || {};
   var shown = [];
   var views = [];
-  requirementsOf(approval).forEach(function (r) { views.push(r.capability, r.presentation); });
+  requirementsOf(approval).forEach(function (r) {
+    views.push(r.capability, r.presentation);
+  });
   views.forEach(function (view) {
     if (!view || typeof view !== 'object') return;
     if (isWholeCall(view, approval)) shown.push([]);
-    else Object.keys(view).forEach(function (path) { shown.push(path.split('.')); });
+    else
+      Object.keys(view).forEach(function (path) {
+        shown.push(path.split('.'));
+      });
   });
   var out = [];
   function visit(value, path) {
-    if (shown.some(function (s) { return isPrefix(s, path); })) return; // shown, or inside a shown value
+    if (
+      shown.some(function (s) {
+        return isPrefix(s, path);
+      })
+    )
+      return; // shown, or inside a shown value
     var inner = value !== null && typeof value === 'object' ? Object.keys(value) : [];
     // Only part of this value is shown: look inside it. Otherwise none of it is.
-    if (inner.length > 0 && shown.some(function (s) { return isPrefix(path, s); })) {
-      inner.forEach(function (key) { visit(value[key], path.concat(key)); });
+    if (
+      inner.length > 0 &&
+      shown.some(function (s) {
+        return isPrefix(path, s);
+      })
+    ) {
+      inner.forEach(function (key) {
+        visit(value[key], path.concat(key));
+      });
     } else {
       out.push(path.join('.'));
     }
   }
-  Object.keys(args).forEach(function (key) { visit(args[key], [key]); });
+  Object.keys(args).forEach(function (key) {
+    visit(args[key], [key]);
+  });
   return out;
 }
 
@@ -89,6 +121,5 @@ function isPrefix(prefix, path) {
 
 function isWholeCall(view, approval) {
   var keys = Object.keys(view);
-  return keys.length === 2 && view.tool === approval.tool && Object.prototype.hasOwnProperty.call(view, 'args')
-    && JSON.stringify(view.args) === JSON.stringify(approval.args);
+  return keys.length === 2 && view.tool === approval.tool && Object.hasOwn(view, 'args') && JSON.stringify(view.args) === JSON.stringify(approval.args);
 }

@@ -9,13 +9,18 @@
   var template = document.getElementById('approval');
   tokenInput.value = sessionStorage.getItem('gatehouse-token') || '';
 
-  function say(text) { statusLine.textContent = text; }
+  function say(text) {
+    statusLine.textContent = text;
+  }
 
   // Does this browser give JSON.parse's reviver a number's source text (see parseExact)? If not,
   // the page says that numbers beyond a double's precision show rounded.
   var EXACT_NUMBERS = (function () {
     var seen = false;
-    JSON.parse('1', function (key, value, context) { seen = !!context && typeof context.source === 'string'; return value; });
+    JSON.parse('1', function (_key, value, context) {
+      seen = !!context && typeof context.source === 'string';
+      return value;
+    });
     return seen;
   })();
   var ROUNDED_NOTE = ' This browser shows numbers of more than 15 significant digits rounded: check them through the API.';
@@ -23,15 +28,16 @@
   function api(method, path, body) {
     var headers = { authorization: 'Bearer ' + tokenInput.value };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    return fetch(path, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body) })
-      .then(function (res) {
-        return res.text().then(parseExact).then(function (json) {
-          if (!res.ok) throw new Error((json && (json.detail || json.title)) || ('HTTP ' + res.status));
+    return fetch(path, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body) }).then(function (res) {
+      return res
+        .text()
+        .then(parseExact)
+        .then(function (json) {
+          if (!res.ok) throw new Error((json && (json.detail || json.title)) || 'HTTP ' + res.status);
           return json;
         });
-      });
+    });
   }
-
 
   function fill(node, approval) {
     // textContent only: the arguments and the presentation are model-chosen content and are never
@@ -39,7 +45,7 @@
     var texts = cardText(approval);
     node.querySelectorAll('[data-field]').forEach(function (el) {
       var name = el.getAttribute('data-field');
-      el.textContent = Object.prototype.hasOwnProperty.call(texts, name) ? texts[name] : '';
+      el.textContent = Object.hasOwn(texts, name) ? texts[name] : '';
       if (name === 'unshown') el.hidden = el.textContent === '';
     });
   }
@@ -56,8 +62,13 @@
         var text = form.elements.text.value;
         var body = text ? (action === 'grant' ? { note: text } : { reason: text }) : {};
         api('POST', '/approvals/' + encodeURIComponent(approval.id) + '/' + action, body)
-          .then(function () { say(action === 'grant' ? 'Granted.' : 'Denied.'); load(); })
-          .catch(function (err) { say(err.message); });
+          .then(function () {
+            say(action === 'grant' ? 'Granted.' : 'Denied.');
+            load();
+          })
+          .catch(function (err) {
+            say(err.message);
+          });
       });
       list.appendChild(node);
     });
@@ -73,12 +84,17 @@
     function reader() {
       if (next >= items.length) return Promise.resolve();
       var n = next++;
-      return api('GET', '/approvals/' + encodeURIComponent(items[n].id)).then(function (approval) { out[n] = approval; return reader(); });
+      return api('GET', '/approvals/' + encodeURIComponent(items[n].id)).then(function (approval) {
+        out[n] = approval;
+        return reader();
+      });
     }
     var readers = [];
     for (var k = 0; k < READERS; k++) readers.push(reader());
     return Promise.all(readers).then(function () {
-      return out.filter(function (approval) { return approval && approval.status === 'pending'; });
+      return out.filter(function (approval) {
+        return approval && approval.status === 'pending';
+      });
     });
   }
 
@@ -98,7 +114,9 @@
         });
       });
     }
-    next(null, 0).catch(function (err) { say(err.message); });
+    next(null, 0).catch(function (err) {
+      say(err.message);
+    });
   }
 
   document.getElementById('login').addEventListener('submit', function (event) {

@@ -78,9 +78,15 @@ class Compiler {
   condition(e: Expr): Node {
     switch (e.kind) {
       case 'and':
-        return junction(e.operands.map((o) => this.condition(o)), false);
+        return junction(
+          e.operands.map((o) => this.condition(o)),
+          false,
+        );
       case 'or':
-        return junction(e.operands.map((o) => this.condition(o)), true);
+        return junction(
+          e.operands.map((o) => this.condition(o)),
+          true,
+        );
       case 'not': {
         const inner = this.condition(e.operand);
         return (args, sink) => negate(inner(args, sink));

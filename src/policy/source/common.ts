@@ -5,7 +5,10 @@ import type { LoadProblem } from '../errors.js';
 
 export type KeyPath = readonly (string | number)[];
 
-export interface Location { line: number; column: number }
+export interface Location {
+  line: number;
+  column: number;
+}
 
 export interface PolicySource {
   readonly file: string;
@@ -22,4 +25,7 @@ export const START: Location = { line: 1, column: 1 };
 
 export type Locator = PolicySource['locate'];
 
-export interface Parsed { raw?: { value: unknown; locate: Locator }; problems: LoadProblem[] }
+export interface Parsed {
+  raw?: { value: unknown; locate: Locator };
+  problems: LoadProblem[];
+}

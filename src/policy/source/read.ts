@@ -59,7 +59,11 @@ function toJson(file: string, raw: unknown, locate: Locator): { value: JsonValue
       if (!Number.isFinite(v)) report(path, 'numbers must be finite');
       return v;
     }
-    if (Array.isArray(v)) return withLexemesOf(v, v.map((item, i) => copy(item, [...path, i])));
+    if (Array.isArray(v))
+      return withLexemesOf(
+        v,
+        v.map((item, i) => copy(item, [...path, i])),
+      );
     const proto = typeof v === 'object' ? Object.getPrototypeOf(v) : undefined;
     if (typeof v === 'object' && (proto === null || proto === Object.prototype)) {
       const out: JsonObject = {};

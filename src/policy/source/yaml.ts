@@ -174,7 +174,8 @@ function yamlKeyPath(ancestry: readonly unknown[], target: unknown): string {
     const parent = chain[i - 1];
     const child = chain[i];
     // As written: a refused non-string key (`0x1F`) would otherwise read as what it resolves to (`31`).
-    if (isPair(child) && isScalar(child.key)) segments.push(typeof child.key.value === 'string' ? child.key.value : (child.key.source ?? String(child.key.value)));
+    if (isPair(child) && isScalar(child.key))
+      segments.push(typeof child.key.value === 'string' ? child.key.value : (child.key.source ?? String(child.key.value)));
     else if (isSeq(parent)) segments.push(String(parent.items.indexOf(child as never)));
   }
   return segments.join('.');
@@ -200,8 +201,11 @@ function nodeAt(root: Node | null, path: KeyPath, atKey: boolean): Node | null {
 
 function yamlMessage(code: string): string {
   switch (code) {
-    case 'DUPLICATE_KEY': return 'duplicate key';
-    case 'MULTIPLE_DOCS': return 'a policy file holds exactly one YAML document';
-    default: return `syntax error (${code.toLowerCase()})`;
+    case 'DUPLICATE_KEY':
+      return 'duplicate key';
+    case 'MULTIPLE_DOCS':
+      return 'a policy file holds exactly one YAML document';
+    default:
+      return `syntax error (${code.toLowerCase()})`;
   }
 }
