@@ -223,7 +223,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
 
   async function decide(id: string, approver: { sub: string }, note: string | null, to: 'granted' | 'denied'): Promise<TransitionResult> {
     checkName('approver.sub', approver.sub);
-    if (note !== null) checkText('note', note, LIMITS.note);
+    // Named as the body field that carried it: a grant's `note`, a denial's `reason`.
+    if (note !== null) checkText(to === 'granted' ? 'note' : 'reason', note, LIMITS.note);
     if (!isUuid(id)) return { ok: false, error: 'not_found' };
 
     return run(async (tx): Promise<TransitionResult> => {

@@ -76,6 +76,9 @@ export function sendProblem(reply: FastifyReply, err: HttpError): FastifyReply {
   return reply.code(ERRORS[err.code].status).type('application/problem+json').send(body);
 }
 
+/** The body fields the approval store is handed as they are (its input errors point at them). */
+const BODY_FIELDS: ReadonlySet<string> = new Set(['args', 'note', 'reason']);
+
 /** The names a body may never use: hosts set identity from the verified token (docs/spec.md section 5). */
 export const IDENTITY_FIELDS: ReadonlySet<string> = new Set(['user', 'sub', 'team', 'agent', 'roles', 'identity', 'claims']);
 
@@ -118,6 +121,16 @@ export function toHttpError(err: unknown): HttpError {
   // would (auth.ts), so this is a safety net: the token's fault, never a 500 or a body error.
   if ((err instanceof ApprovalInputError || err instanceof ListQueryError) && err.fromToken) {
     return new HttpError('unauthorized', "the token's identity claims cannot be used");
+  }
+  // A value of the body the database cannot hold (too long, U+0000): the caller's 422, pointing at
+  // the body field when it is one (`args`, a grant's `note`, a denial's `reason`).
+  if (err instanceof ApprovalInputError) {
+    const pointer = BODY_FIELDS.has(err.field) ? `/${err.field}` : '';
+    return new HttpError('invalid_body', `${err.field} cannot be stored`, { errors: [{ pointer, message: 'cannot be stored' }] });
+  }
+  // A list filter the store refused: 400 pointing at the query parameter at fault.
+  if (err instanceof ListQueryError) {
+    return new HttpError('invalid_query', err.message, { errors: [{ pointer: `/${err.field}`, message: err.code }] });
   }
   const e = err as Partial<FastifyError>;
   if (Array.isArray(e.validation)) return validationError(e as FastifyError);

@@ -5,7 +5,6 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApprovalService } from '../../approvals/service.js';
 import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalStatus } from '../../approvals/approval.js';
-import { ApprovalInputError, ListQueryError } from '../../approvals/errors.js';
 import type { TransitionResult } from '../../approvals/store.js';
 import type { JsonObject } from '../../json/value.js';
 import { decide } from '../../policy/decide.js';
@@ -62,17 +61,13 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (result.decision !== 'require_approval' || !result.approval) {
       return reply.code(409).send(decisionBody(result, decisionId));
     }
-    const { approval, created } = await withInputErrors(
-      (field) => (field === 'args' ? '/args' : ''),
-      () =>
-        store.create({
-          descriptor: result.approval!,
-          tool: req.tool,
-          args: req.args,
-          requester: { sub: identity.user, team: identity.team, agent: identity.agent },
-          policies: result.policies,
-        }),
-    );
+    const { approval, created } = await store.create({
+      descriptor: result.approval,
+      tool: req.tool,
+      args: req.args,
+      requester: { sub: identity.user, team: identity.team, agent: identity.agent },
+      policies: result.policies,
+    });
     request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user }, 'approval requested');
     return sendCanonical(reply.code(created ? 201 : 200), approvalView(approval));
   });
@@ -103,20 +98,15 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     const { store } = service();
     const identity = identityOf(request);
     const q = request.query as { status?: ApprovalStatus; tool?: string; limit?: number; cursor?: string };
-    try {
-      const page = await store.list({
-        limit: q.limit ?? 50,
-        ...(q.status ? { status: q.status } : {}),
-        ...(q.tool ? { tool: q.tool } : {}),
-        ...(q.cursor ? { cursor: q.cursor } : {}),
-        ...(isApprover(identity) ? {} : { requesterSub: identity.user }),
-      });
-      // Summaries: a page never carries arguments (GET /approvals/{id} does, one approval at a time).
-      return reply.send({ items: page.items, next_cursor: page.nextCursor });
-    } catch (err) {
-      if (err instanceof ListQueryError && !err.fromToken) throw listQueryProblem(err);
-      throw err;
-    }
+    const page = await store.list({
+      limit: q.limit ?? 50,
+      ...(q.status ? { status: q.status } : {}),
+      ...(q.tool ? { tool: q.tool } : {}),
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+      ...(isApprover(identity) ? {} : { requesterSub: identity.user }),
+    });
+    // Summaries: a page never carries arguments (GET /approvals/{id} does, one approval at a time).
+    return reply.send({ items: page.items, next_cursor: page.nextCursor });
   });
 
   // Grant and deny: the approver role, then one conditional transition in the store.
@@ -132,10 +122,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         const identity = identityOf(request);
         const { id } = request.params as { id: string };
         const text = (request.body as Record<string, string | undefined>)[t.field] ?? null;
-        const result = await withInputErrors(
-          () => `/${t.field}`,
-          () => service().store[t.action](id, { sub: identity.user }, text),
-        );
+        const result = await service().store[t.action](id, { sub: identity.user }, text);
         return sendTransition(reply, result, identity, t.verb);
       },
     );
@@ -158,25 +145,5 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         return sendCanonical(reply.code(problem.status), body as unknown as JsonObject, 'application/problem+json'); // all JSON data
       }
     }
-  }
-}
-
-/** A list filter the store refused: 400 pointing at the query parameter at fault. */
-function listQueryProblem(err: ListQueryError): HttpError {
-  return new HttpError('invalid_query', err.message, { errors: [{ pointer: `/${err.field}`, message: err.code }] });
-}
-
-/**
- * A value of the body the database cannot hold (too long, U+0000) is the caller's 422; `pointer`
- * says where. A value from the token's claims goes on to the error handler (401, errors.ts).
- */
-async function withInputErrors<T>(pointer: (field: string) => string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof ApprovalInputError && !err.fromToken) {
-      throw new HttpError('invalid_body', `${err.field} cannot be stored`, { errors: [{ pointer: pointer(err.field), message: 'cannot be stored' }] });
-    }
-    throw err;
   }
 }
