@@ -816,7 +816,7 @@ describe('the database goes away and comes back', () => {
 });
 
 describe('token edge cases on approval routes', () => {
-  // Audit F6: a validly signed token whose sub holds U+0000 used to pass authentication, then fail
+  // A validly signed token whose sub holds U+0000 used to pass authentication, then fail
   // as a 500 (/decide with approval_id) or as errors blaming the body, note or cursor.
   it('a sub or approver sub with U+0000 is 401 on every approval route, naming the claim', async () => {
     const { approval, body } = await requestApproval(newSub());
