@@ -363,7 +363,8 @@ async function reachableDataDir(owner: Owner, dataDir: string, base: string): Pr
   }
   const clusters = join(await rootBase(base), 'clusters');
   await mkdir(clusters, { recursive: true, mode: 0o755 });
-  const target = await mkdtemp(join(clusters, `${basename(dirname(dataDir))}-`));
+  // Named after the checkout and the data directory (`gatehouse-.data-…`), so it can be told apart.
+  const target = await mkdtemp(join(clusters, `${basename(dirname(dirname(dataDir)))}-${basename(dirname(dataDir))}-`));
   await mkdir(dirname(dataDir), { recursive: true });
   await symlink(target, dataDir);
   return target;
