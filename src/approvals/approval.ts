@@ -53,6 +53,8 @@ export interface ApprovalSummary {
 export interface Approval extends ApprovalSummary {
   /** Parsed from the stored canonical text: number lexemes survive, so it re-hashes to `hash`. */
   args: JsonObject;
+  /** The host's facts the request was decided under, when it had any (bound by the hash). */
+  context?: JsonObject;
   /** The first requirement's. */
   capability: JsonObject;
   /** The first requirement's. Model-chosen content: label it so wherever it is shown. */

@@ -32,6 +32,8 @@ export interface SummaryRow {
 // A row as SELECTed with liveColumns: all of it.
 export interface ApprovalRow extends SummaryRow {
   args: string;
+  /** Canonical JSON of the request's context; null without one (and in rows from before migrations/0006). */
+  context: string | null;
   /** null when `requirements` holds the shapes (every row written since migrations/0005). */
   capability: string | null;
   presentation: string | null;
@@ -81,6 +83,7 @@ export function toApproval(row: ApprovalRow): Approval {
   return {
     ...toSummary(row),
     args,
+    ...(row.context == null ? {} : { context: storedObject(row.context) }), // undefined before migrations/0006
     capability: first.capability,
     presentation: first.presentation,
     requirements,

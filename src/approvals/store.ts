@@ -32,6 +32,8 @@ export interface CreateApprovalInput {
   descriptor: ApprovalDescriptor;
   tool: string;
   args: JsonObject;
+  /** The host's facts the request was decided under, if any: bound by the hash, shown to the operator. */
+  context?: JsonObject | undefined;
   requester: Requester;
   policies: readonly PolicyIdentity[];
 }
@@ -105,7 +107,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     const args = canonicalize(input.args);
     if (Buffer.byteLength(args, 'utf8') > maxArgsBytes) throw new ApprovalTooLargeError(maxArgsBytes);
     // The row must re-hash to its hash, or a grant could be redeemed for something nobody saw.
-    const hash = approvalHash({ tool: input.tool, args: input.args, requirements });
+    const context = input.context !== undefined && Object.keys(input.context).length > 0 ? input.context : undefined;
+    const hash = approvalHash({ tool: input.tool, args: input.args, context, requirements });
     if (hash !== descriptor.hash) throw new Error('approval descriptor hash does not match its request');
     const stored = canonicalize(requirements.map((r) => storedRequirement(r, input.tool, input.args)));
     // Rebuilt as plain objects for tx.json (an interface type is not assignable to its JSON type).
@@ -127,9 +130,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       for (let attempt = 0; attempt < 3; attempt++) {
         const [inserted] = await tx<ApprovalRow[]>`
           with created as (
-            insert into approvals (id, status, hash, kind, tool, args, requirements, reason, rule,
+            insert into approvals (id, status, hash, kind, tool, args, context, requirements, reason, rule,
                                    requester_sub, requester_team, requester_agent, policies, expires_at)
-            select ${uuidv7()}, 'pending', ${hash}, ${first.kind}, ${input.tool}, ${args}, ${stored},
+            select ${uuidv7()}, 'pending', ${hash}, ${first.kind}, ${input.tool}, ${args},
+                   ${context === undefined ? null : canonicalize(context)}, ${stored},
                    ${first.reason}, ${first.rule}, ${requester.sub}, ${requester.team},
                    ${requester.agent}, ${tx.json(policies)}, now() + ${approvalTtl}::interval
              where ${pendingCount(tx, requester.sub)} < ${maxPending}

@@ -88,7 +88,7 @@ export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8
     return EXIT.failed;
   }
   const { requirements, hash } = result.approval;
-  io.out(`${approvalHashText({ tool: request.tool, args: request.args, requirements })}\n${hash}\n`);
+  io.out(`${approvalHashText({ tool: request.tool, args: request.args, context: request.context, requirements })}\n${hash}\n`);
   return EXIT.ok;
 }
 

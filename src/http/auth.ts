@@ -308,7 +308,7 @@ export function identityFromClaims(payload: unknown, claims: Config['claims']): 
     for (const role of r as string[]) checkClaimText(claims.roles, role);
     roles = [...(r as string[])];
   }
-  return Object.freeze({ user: sub, team, agent, roles: Object.freeze(roles) });
+  return Object.freeze({ user: sub, team, agent, roles: Object.freeze(roles), claims: p as JsonObject });
 }
 
 // Cc: C0 controls (U+0000–U+001F), DEL and C1 controls (U+007F–U+009F).

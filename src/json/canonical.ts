@@ -64,12 +64,15 @@ export interface ApprovalShapeInput {
 export interface ApprovalHashInput extends ApprovalShapeInput {
   tool: string;
   args: JsonObject;
+  /** The host's facts the request was decided under; hashed only when it holds any. */
+  context?: JsonObject | undefined;
 }
 
 /** The approval hash input of a request that one or more requirements asked about, in load order. */
 export interface ApprovalRequirementsHashInput {
   tool: string;
   args: JsonObject;
+  context?: JsonObject | undefined;
   requirements: readonly ApprovalShapeInput[];
 }
 
@@ -110,6 +113,9 @@ function approvalHashParts(input: ApprovalHashInput | ApprovalRequirementsHashIn
   // canonicalize them again for every requirement.
   const a = canonicalAt(args, ['args']);
   const t = canonicalAt(tool, ['tool']);
+  // A grant under one context is never redeemed under another: the context is part of what was
+  // granted. Without one (or an empty one) the text is exactly what it was before contexts existed.
+  const context = input.context !== undefined && Object.keys(input.context).length > 0 ? canonicalAt(input.context, ['context']) : undefined;
   const out: string[] = ['{"args":', a];
   const part = (o: JsonObject, at: string[]): void => {
     if (isDefaultShape(o, tool, args)) out.push('{"args":', a, `,"tool":${t}}`);
@@ -122,9 +128,15 @@ function approvalHashParts(input: ApprovalHashInput | ApprovalRequirementsHashIn
     part(r.presentation, [...at, 'presentation']);
   };
   if (requirements.length === 1) {
-    out.push(',');
-    shape(requirements[0]!, []);
+    // Keys in canonical order: args, capability, context, kind, presentation, tool.
+    out.push(',"capability":');
+    part(requirements[0]!.capability, ['capability']);
+    if (context !== undefined) out.push(',"context":', context);
+    out.push(`,"kind":${canonicalAt(requirements[0]!.kind, ['kind'])},"presentation":`);
+    part(requirements[0]!.presentation, ['presentation']);
   } else {
+    // args, context, requirements, tool.
+    if (context !== undefined) out.push(',"context":', context);
     out.push(',"requirements":[');
     requirements.forEach((r, i) => {
       out.push(i === 0 ? '{' : ',{');

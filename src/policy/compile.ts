@@ -175,7 +175,7 @@ function compileTool(problems: Problems, ajv: Ajv2020, policy: string, pattern: 
     tags: new Set(doc.tags ?? []),
     confirm: doc.confirm === true,
     policy,
-    ...(validate ? { validate, schemaNames: declaredNames(doc.schema) } : {}),
+    ...(validate ? { validate, schema: doc.schema!, schemaNames: declaredNames(doc.schema) } : {}),
   };
 }
 

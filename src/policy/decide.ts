@@ -1,8 +1,7 @@
 // decide(): the pure, synchronous evaluation of docs/spec.md section 2 for one request. explain() is the
 // same evaluation with a trace recorded on the way: one evaluator, the trace is optional output.
 import { approvalHash } from '../json/canonical.js';
-import type { JsonObject } from '../json/value.js';
-import type { ConditionResult } from './condition/compile.js';
+import type { ConditionInput, ConditionResult } from './condition/compile.js';
 import { runGuard, type GuardFinding, type PiiKind } from './guards.js';
 import { CALLER_SELECTORS, selectorsMatch, traceSelectors, type SelectorTrace, type Subject } from './match.js';
 import { modelMessage } from './message.js';
@@ -148,6 +147,8 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
   const findings: GuardFindings = {};
   // One subject per description, built once for every file (usually a single one).
   const subjects = views.map((view): Subject => ({ tool: request.tool, kind: view.kind, tags: view.tags, env: set.env, identity }));
+  // What conditions read, built once per request.
+  const input: ConditionInput = { args: request.args, caller: identity, context: request.context, run: request.run, env: set.env };
   let best: Outcome | null = null;
   // Every file that asks for approval, in load order: when that is the answer, the approval carries
   // all of them, so one grant never satisfies a requirement the operator was not shown.
@@ -163,7 +164,7 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
       const subject = subjects[v]!; // v < views.length
       const ft: FileTrace | null = trace ? newFileTrace(file) : null;
       // Decide evaluates only the plan's candidates; explain evaluates every rule (selectors re-checked).
-      const outcome = evaluateFile(file, plan, ft ? file.rules : filePlan.rules, ft ? file.guards : filePlan.guards, subject, request, findings, ft);
+      const outcome = evaluateFile(file, plan, ft ? file.rules : filePlan.rules, ft ? file.guards : filePlan.guards, subject, request, input, findings, ft);
       if (fileBest !== null && SEVERITY[outcome.decision] <= SEVERITY[fileBest.decision]) continue;
       fileBest = outcome;
       if (ft) {
@@ -213,6 +214,7 @@ function evaluateFile(
   guards: readonly Guard[],
   subject: Subject,
   request: DecideRequest,
+  input: ConditionInput,
   findings: GuardFindings,
   ft: FileTrace | null,
 ): Outcome {
@@ -223,7 +225,7 @@ function evaluateFile(
   let confirmBy: Rule | undefined;
   for (const rule of rules) {
     const rt: RuleTrace | null = ft ? { id: rule.id, effect: rule.effect, selectors: [], applies: 'no' } : null;
-    const applies = ruleApplies(rule, subject, args, rt);
+    const applies = ruleApplies(rule, subject, input, rt);
     if (rt) ft!.rules.push(rt);
     if (applies === 'no') continue;
     if (rule.effect === 'abort') {
@@ -233,7 +235,7 @@ function evaluateFile(
       deny ??= rule;
     } else {
       if (applies === 'yes') allow ??= rule;
-      if ((rt || !confirmBy) && confirmHolds(rule, args, rt)) confirmBy ??= rule;
+      if ((rt || !confirmBy) && confirmHolds(rule, input, rt)) confirmBy ??= rule;
     }
   }
 
@@ -303,7 +305,7 @@ function evaluateFile(
 const PII_TEXT: Readonly<Record<PiiKind, string>> = { email: 'an email address', phone: 'a phone number', card: 'a card number', iban: 'an IBAN' };
 
 /** 'yes', 'no', or 'undecidable' (its `when` could not be decided: it applies where it restricts). */
-function ruleApplies(rule: Rule, subject: Subject, args: JsonObject, rt: RuleTrace | null): 'yes' | 'no' | 'undecidable' {
+function ruleApplies(rule: Rule, subject: Subject, input: ConditionInput, rt: RuleTrace | null): 'yes' | 'no' | 'undecidable' {
   let selected: boolean;
   if (rt) {
     rt.selectors = traceSelectors(rule.selectors, subject);
@@ -315,10 +317,10 @@ function ruleApplies(rule: Rule, subject: Subject, args: JsonObject, rt: RuleTra
   let when: ConditionResult['truth'] = true;
   if (rule.when) {
     if (rt) {
-      rt.when = rule.when.explain(args);
+      rt.when = rule.when.explain(input);
       when = rt.when.truth;
     } else {
-      when = rule.when.evaluate(args);
+      when = rule.when.evaluate(input);
     }
   }
   // docs/spec.md section 3: an undecidable `when` applies a restricting rule (allow: false, abort, confirm)
@@ -329,17 +331,17 @@ function ruleApplies(rule: Rule, subject: Subject, args: JsonObject, rt: RuleTra
 }
 
 /** A rule's `confirm`: true, or a condition that holds or cannot be decided. */
-function confirmHolds(rule: Rule, args: JsonObject, rt: RuleTrace | null): boolean {
+function confirmHolds(rule: Rule, input: ConditionInput, rt: RuleTrace | null): boolean {
   if (rule.confirm === undefined) return false;
   if (rule.confirm === true) {
     if (rt) rt.confirm = { truth: true, why: 'confirm: true' };
     return true;
   }
   if (rt) {
-    rt.confirm = rule.confirm.explain(args);
+    rt.confirm = rule.confirm.explain(input);
     return rt.confirm.truth !== false;
   }
-  return rule.confirm.evaluate(args) !== false;
+  return rule.confirm.evaluate(input) !== false;
 }
 
 function byDefault(file: PolicyFile, subject: Subject): Outcome {
@@ -404,7 +406,7 @@ function approvalFor(request: DecideRequest, asks: readonly Requirement[]): Appr
   const first = requirements[0];
   if (first === undefined) throw new Error('require_approval without a requirement'); // caught: internal error, nothing allowed
   const { kind, capability, presentation } = first;
-  return { kind, capability, presentation, requirements, hash: approvalHash({ tool, args, requirements }) };
+  return { kind, capability, presentation, requirements, hash: approvalHash({ tool, args, context: request.context, requirements }) };
 }
 
 function internalError(set: PolicySet, tool: string): DecisionResult {

@@ -9,6 +9,7 @@ import { compilePolicyFile } from './compile.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
 import type { PolicyFile, PolicySet } from './model.js';
 import { createPolicySet } from './plan.js';
+import { schemaProblems } from './schema-check.js';
 import { MAX_FILE_BYTES, type KeyPath, type PolicySource } from './source/common.js';
 import { formatOf, readSource } from './source/read.js';
 
@@ -127,6 +128,7 @@ export function buildPolicySet(inputs: readonly FileBytes[], options: LoadOption
     if (compiled.file) files.push({ file: compiled.file, source: read.source });
   }
   problems.push(...crossFileProblems(files));
+  problems.push(...schemaProblems(files, env));
   if (problems.length > 0) throw new PolicyLoadError(problems);
   return createPolicySet(
     files.map((f) => f.file),

@@ -21,6 +21,8 @@ export interface Identity {
   readonly team: string | null;
   readonly agent: string | null;
   readonly roles: readonly string[];
+  /** Every claim of the verified token (conditions read them as `$caller.claims.NAME`). */
+  readonly claims?: Readonly<JsonObject>;
 }
 
 export interface RunStep {
@@ -36,6 +38,8 @@ export interface DecideRequest {
   readonly tool: string;
   readonly args: JsonObject;
   readonly run?: RunView;
+  /** Facts the host runtime sets about where the call runs (a sandbox, a repository, a tenant); never the model. */
+  readonly context?: JsonObject;
 }
 
 export interface PolicyIdentity {
@@ -121,6 +125,8 @@ export interface CatalogueEntry {
   readonly tags: ReadonlySet<string>;
   readonly confirm: boolean;
   readonly validate?: ValidateFunction;
+  /** With `validate`: the schema as written (conditions are checked against it at load, ./schema-check.ts). */
+  readonly schema?: JsonObject | boolean;
   /** With `validate`: the property names its schema declares (a refusal may name only these). */
   readonly schemaNames?: ReadonlySet<string>;
   /** The `policy` identity of the file that defines it. */

@@ -75,16 +75,18 @@ export const toolCallSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['tool'],
-  properties: { tool: toolNameSchema, args: argsSchema, run: runViewSchema },
+  // `context`: facts the host runtime sets (docs/spec.md section 5.3), read by `$context.…`.
+  properties: { tool: toolNameSchema, args: argsSchema, run: runViewSchema, context: { type: 'object' } },
 } as const;
 
 export interface ToolCall {
   tool: string;
   args?: JsonObject;
   run?: RunView;
+  context?: JsonObject;
 }
 
 /** The request decide() takes: absent arguments are `{}`. */
 export function toDecideRequest(call: ToolCall): DecideRequest {
-  return { tool: call.tool, args: call.args ?? {}, ...(call.run ? { run: call.run } : {}) };
+  return { tool: call.tool, args: call.args ?? {}, ...(call.run ? { run: call.run } : {}), ...(call.context ? { context: call.context } : {}) };
 }

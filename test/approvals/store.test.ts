@@ -539,6 +539,7 @@ describe('the schema is the backstop', () => {
       'approvals.args': 'json_object_text',
       'approvals.capability': 'json_object_text',
       'approvals.consumed_at': 'timestamp with time zone',
+      'approvals.context': 'json_object_text',
       'approvals.created_at': 'timestamp with time zone',
       'approvals.decided_at': 'timestamp with time zone',
       'approvals.decided_by': 'name_text',

@@ -37,10 +37,17 @@ async function appliedVersions(db: TestDatabase): Promise<number[]> {
 test('the real migrations apply once; a second run applies nothing', async () => {
   const db = await emptyDatabase();
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({
-    applied: ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql'],
+    applied: [
+      '0001_approvals.sql',
+      '0002_column_domains.sql',
+      '0003_fewer_indexes.sql',
+      '0004_guard_by_column.sql',
+      '0005_requirements.sql',
+      '0006_context.sql',
+    ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -65,9 +72,9 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
   const results = await Promise.all([migrate(db.sql, MIGRATIONS_DIR), migrate(other, MIGRATIONS_DIR)]);
   expect(results.map((r) => r.applied).sort()).toEqual([
     [],
-    ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql'],
+    ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql', '0006_context.sql'],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -123,7 +130,7 @@ test('refuses an edited applied file and an applied file missing from disk', asy
   expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
 });
 
-test('0002 to 0005 on a database holding approvals: the rows stay as they were and keep moving', async () => {
+test('0002 to 0006 on a database holding approvals: the rows stay as they were and keep moving', async () => {
   const db = await emptyDatabase();
   const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
   await migrate(db.sql, first);
@@ -149,10 +156,12 @@ test('0002 to 0005 on a database holding approvals: the rows stay as they were a
   const before = await db.sql`select * from approvals order by id`;
 
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({
-    applied: ['0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql'],
+    applied: ['0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql', '0006_context.sql'],
   });
   const after = await db.sql`select * from approvals order by id`;
-  expect(after.map(({ requirements, ...rest }) => ({ requirements, rest }))).toEqual(before.map((rest) => ({ requirements: null, rest })));
+  expect(after.map(({ requirements, context, ...rest }) => ({ requirements, context, rest }))).toEqual(
+    before.map((rest) => ({ requirements: null, context: null, rest })),
+  );
   // The change of types discarded the columns' statistics; the migration gathered them again.
   const stats = await db.sql<{ attname: string }[]>`select attname from pg_stats where tablename = 'approvals' order by attname`;
   expect(stats.map((r) => r.attname)).toEqual(expect.arrayContaining(['hash', 'requester_sub', 'status', 'tool']));

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
+import { on } from '../helpers/condition.js';
 import { compileCondition, ConditionError, type CompiledCondition } from '../../src/policy/condition/compile.js';
 import { ROOT } from '../helpers/process.js';
 
@@ -250,8 +251,8 @@ describe('differential: compiled conditions agree with the reference evaluator (
         for (const args of argsList) {
           const want = refEval(cond, args);
           seen[String(want)]!++;
-          expect(compiled.evaluate(args), `${source} on ${JSON.stringify(args)}`).toBe(want);
-          expect(compiled.explain(args).truth).toBe(want);
+          expect(compiled.evaluate(on(args)), `${source} on ${JSON.stringify(args)}`).toBe(want);
+          expect(compiled.explain(on(args)).truth).toBe(want);
         }
       }),
       { numRuns: 4000 },
@@ -264,7 +265,7 @@ describe('differential: compiled conditions agree with the reference evaluator (
     fc.assert(
       fc.property(condArb, argsArb, (cond, args) => {
         const min = renderMin(cond);
-        expect(compileCondition(min).evaluate(args), `${min} vs ${renderFull(cond)}`).toBe(refEval(cond, args));
+        expect(compileCondition(min).evaluate(on(args)), `${min} vs ${renderFull(cond)}`).toBe(refEval(cond, args));
       }),
       { numRuns: 2000 },
     );
@@ -284,7 +285,7 @@ describe('differential: compiled conditions agree with the reference evaluator (
       const args: JsonObject = v === undefined ? {} : { x: v };
       for (const source of ['x > 1', 'x < "1"', 'x == 5', 'x != "5"', 'x in [5, 6]', 'x']) {
         const want = refEval(parseRef(source), args);
-        expect(compileCondition(source).evaluate(args), `${source} with x ${name}`).toBe(want);
+        expect(compileCondition(source).evaluate(on(args)), `${source} with x ${name}`).toBe(want);
       }
     }
   });
@@ -431,9 +432,9 @@ describe('fuzzer: any mutation of a valid condition compiles or throws Condition
           return;
         }
         compiled++;
-        const t = result.evaluate(args);
+        const t = result.evaluate(on(args));
         expect([true, false, U]).toContain(t);
-        expect(result.explain(args).truth).toBe(t);
+        expect(result.explain(on(args)).truth).toBe(t);
       }),
       { numRuns: 5000 },
     );
@@ -447,7 +448,7 @@ describe('fuzzer: any mutation of a valid condition compiles or throws Condition
       fc.property(fc.array(token, { maxLength: 400 }), fc.array(argsArb, { maxLength: 2 }), (tokens, argsList) => {
         const result = compileOrError(tokens.join(''));
         if (result instanceof ConditionError) return;
-        for (const args of argsList) expect([true, false, U]).toContain(result.evaluate(args));
+        for (const args of argsList) expect([true, false, U]).toContain(result.evaluate(on(args)));
       }),
       { numRuns: 3000 },
     );
@@ -467,7 +468,7 @@ describe('fuzzer: any mutation of a valid condition compiles or throws Condition
       `a == 1e${'9'.repeat(400)}`,
     ]) {
       const r = compileOrError(source);
-      if (!(r instanceof ConditionError)) expect([true, false, U]).toContain(r.evaluate({ a: 1 }));
+      if (!(r instanceof ConditionError)) expect([true, false, U]).toContain(r.evaluate(on({ a: 1 })));
     }
     expect(performance.now() - started).toBeLessThan(2000);
   });

@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseJson } from '../../src/json/parse.js';
 import type { JsonObject } from '../../src/json/value.js';
+import { on } from '../helpers/condition.js';
 import { compileCondition, ConditionError, type Truth } from '../../src/policy/condition/compile.js';
 
 const U = 'undecidable';
@@ -21,8 +22,8 @@ function body(json: string): JsonObject {
 
 function ev(source: string, args: JsonObject): Truth {
   const c = compileCondition(source);
-  const t = c.evaluate(args);
-  expect(c.explain(args).truth, `explain of ${source}`).toBe(t); // the two must never disagree
+  const t = c.evaluate(on(args));
+  expect(c.explain(on(args)).truth, `explain of ${source}`).toBe(t); // the two must never disagree
   return t;
 }
 
@@ -130,7 +131,7 @@ describe('where a tool reading doubles and the exact value disagree: undecidable
   });
 
   it('explain says the two readings disagree, without quoting the number', () => {
-    const why = (source: string, json: string): string => compileCondition(source).explain(body(json)).why;
+    const why = (source: string, json: string): string => compileCondition(source).explain(on(body(json))).why;
     const disagree = 'but a different number as written; the two readings disagree';
     expect(why('to in [9007199254740992]', '{"to":9007199254740993}')).toBe(`undecidable: \`to\` is the same double as a number in the list ${disagree}`);
     expect(why('amount >= 1e18', '{"amount":999999999999999999.99}')).toBe(`undecidable: \`amount\` is the same double as the literal ${disagree}`);
@@ -183,7 +184,7 @@ describe('a number without an exact value is undecidable against its own double'
   });
 
   it('explain says why without quoting the number', () => {
-    const why = (source: string): string => compileCondition(source).explain(args).why;
+    const why = (source: string): string => compileCondition(source).explain(on(args)).why;
     expect(why('n > 0')).toBe('undecidable: `n` is a number with an exponent too long to compare');
     expect(why('0 < n')).toBe('undecidable: `n` is a number with an exponent too long to compare');
     expect(why('n in [0, 1]')).toBe('undecidable: `n` is a number with an exponent too long to compare');
@@ -217,9 +218,9 @@ describe('literals at load', () => {
 
   it('are printed in explanations as written, not as their nearest double', () => {
     const c = compileCondition('channel_id in [1234567890123456789, 1e2]');
-    expect(c.explain(body('{"channel_id":1234567890123457024}')).why).toBe('channel_id in [1234567890123456789, 1e2] is false');
-    expect(c.explain(body('{"channel_id":1234567890123456789}')).why).toBe('channel_id in [1234567890123456789, 1e2] is true');
-    expect(compileCondition('wei > 1.0e18').explain(body('{"wei":1000000000000000128}')).why).toBe('wei > 1.0e18 is true');
+    expect(c.explain(on(body('{"channel_id":1234567890123457024}'))).why).toBe('channel_id in [1234567890123456789, 1e2] is false');
+    expect(c.explain(on(body('{"channel_id":1234567890123456789}'))).why).toBe('channel_id in [1234567890123456789, 1e2] is true');
+    expect(compileCondition('wei > 1.0e18').explain(on(body('{"wei":1000000000000000128}'))).why).toBe('wei > 1.0e18 is true');
   });
 
   it("are still refused out of a double's range, and refused with an exponent too long to compare", () => {
@@ -314,8 +315,8 @@ describe("property: a number written as its double's own value compares as that 
       fc.property(pair, fc.constantFrom(...OPS), fc.boolean(), fc.boolean(), ([a, b], op, ra, rb) => {
         const c = compileCondition(`a ${op} b`);
         const want = doubleCompare(a, op, b);
-        expect(c.evaluate({ a, b })).toBe(want);
-        expect(c.evaluate(body(`{"a":${spell(a, ra)},"b":${spell(b, rb)}}`))).toBe(want);
+        expect(c.evaluate(on({ a, b }))).toBe(want);
+        expect(c.evaluate(on(body(`{"a":${spell(a, ra)},"b":${spell(b, rb)}}`)))).toBe(want);
       }),
       { numRuns: 3000 },
     );

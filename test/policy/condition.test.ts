@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
+import { on } from '../helpers/condition.js';
 import { compileCondition, ConditionError, type Truth } from '../../src/policy/condition/compile.js';
 
 const U = 'undecidable';
@@ -15,7 +16,7 @@ function compileError(source: string): ConditionError {
 }
 
 function ev(source: string, args: JsonObject): Truth {
-  return compileCondition(source).evaluate(args);
+  return compileCondition(source).evaluate(on(args));
 }
 
 describe('compile errors', () => {
@@ -54,7 +55,7 @@ describe('compile errors', () => {
     ['((a == 1)', 'syntax', 10, /close the '\(' at column 1/],
     ['a == 1)', 'syntax', 7, /without a matching '\('/],
     ['()', 'syntax', 2, /expected a value/],
-    ['f(x)', 'syntax', 2, /`f` cannot be called/],
+    ['f(x)', 'type', 1, /`f` cannot be called; the built-ins are/],
     ['a.b()', 'syntax', 4, /`a.b` cannot be called/],
     ['a.b ()', 'syntax', 5, /cannot be called/],
     ['a[0] == 1', 'syntax', 2, /write `a.0`/],
@@ -98,7 +99,7 @@ describe('compile errors', () => {
     ['a in "FR"', 'type', 6, /right side of `in`/],
     ['a < true', 'type', 5, /orders numbers or strings, not `true`/],
     ['null >= a', 'type', 1, /orders numbers or strings, not null/],
-    ['(a == 1) == true', 'type', 2, /operands of '==' are paths or literals/],
+    ['(a == 1) == true', 'type', 2, /operands of '==' are paths, calls or literals/],
     ['(a or b) in [1]', 'type', 2, /operands of `in`/],
     ['a in (b == 1)', 'type', 7, /right side of `in`/],
     // bounds
@@ -216,43 +217,43 @@ describe('precedence: or < and < not < comparison', () => {
 describe('the examples of docs/spec.md', () => {
   it('amount > 100', () => {
     const c = compileCondition('amount > 100');
-    expect(c.evaluate({ amount: 150 })).toBe(true);
-    expect(c.evaluate({ amount: 100 })).toBe(false);
-    expect(c.evaluate({ amount: '150' })).toBe(U);
-    expect(c.evaluate({})).toBe(U);
-    expect(c.explain({ amount: 150 })).toEqual({ truth: true, why: 'amount > 100 is true' });
-    expect(c.explain({})).toEqual({ truth: U, why: 'undecidable: `amount` is missing' });
-    expect(c.explain({ amount: 'lots' })).toEqual({ truth: U, why: 'undecidable: `amount` is a string, compared with a number' });
+    expect(c.evaluate(on({ amount: 150 }))).toBe(true);
+    expect(c.evaluate(on({ amount: 100 }))).toBe(false);
+    expect(c.evaluate(on({ amount: '150' }))).toBe(U);
+    expect(c.evaluate(on({}))).toBe(U);
+    expect(c.explain(on({ amount: 150 }))).toEqual({ truth: true, why: 'amount > 100 is true' });
+    expect(c.explain(on({}))).toEqual({ truth: U, why: 'undecidable: `amount` is missing' });
+    expect(c.explain(on({ amount: 'lots' }))).toEqual({ truth: U, why: 'undecidable: `amount` is a string, compared with a number' });
   });
   it('country in ["FR", "DE"]', () => {
     const c = compileCondition('country in ["FR", "DE"]');
-    expect(c.evaluate({ country: 'FR' })).toBe(true);
-    expect(c.evaluate({ country: 'US' })).toBe(false);
-    expect(c.evaluate({ country: 33 })).toBe(U);
-    expect(c.evaluate({})).toBe(U);
-    expect(c.explain({ country: 'US' }).why).toBe("country in ['FR', 'DE'] is false");
+    expect(c.evaluate(on({ country: 'FR' }))).toBe(true);
+    expect(c.evaluate(on({ country: 'US' }))).toBe(false);
+    expect(c.evaluate(on({ country: 33 }))).toBe(U);
+    expect(c.evaluate(on({}))).toBe(U);
+    expect(c.explain(on({ country: 'US' })).why).toBe("country in ['FR', 'DE'] is false");
   });
   it('order.total >= 50 and not express', () => {
     const c = compileCondition('order.total >= 50 and not express');
     expect(c.paths).toEqual(['order.total', 'express']);
-    expect(c.evaluate({ order: { total: 50 }, express: false })).toBe(true);
-    expect(c.evaluate({ order: { total: 50 }, express: true })).toBe(false);
-    expect(c.evaluate({ order: { total: 49 } })).toBe(false); // false and undecidable = false
-    expect(c.evaluate({ order: { total: 50 } })).toBe(U);
-    expect(c.explain({ order: { total: 49 } }).why).toBe('order.total >= 50 is false');
-    expect(c.explain({ order: { total: 50 } }).why).toBe('undecidable: `express` is missing');
-    expect(c.explain({ order: { total: 50 }, express: 1 }).why).toBe('undecidable: `express` is a number, not a boolean');
-    expect(c.explain({ order: { total: 60 }, express: false }).why).toBe('order.total >= 50 is true; express is false');
+    expect(c.evaluate(on({ order: { total: 50 }, express: false }))).toBe(true);
+    expect(c.evaluate(on({ order: { total: 50 }, express: true }))).toBe(false);
+    expect(c.evaluate(on({ order: { total: 49 } }))).toBe(false); // false and undecidable = false
+    expect(c.evaluate(on({ order: { total: 50 } }))).toBe(U);
+    expect(c.explain(on({ order: { total: 49 } })).why).toBe('order.total >= 50 is false');
+    expect(c.explain(on({ order: { total: 50 } })).why).toBe('undecidable: `express` is missing');
+    expect(c.explain(on({ order: { total: 50 }, express: 1 })).why).toBe('undecidable: `express` is a number, not a boolean');
+    expect(c.explain(on({ order: { total: 60 }, express: false })).why).toBe('order.total >= 50 is true; express is false');
   });
   it('note == null', () => {
     const c = compileCondition('note == null');
-    expect(c.evaluate({ note: null })).toBe(true);
-    expect(c.evaluate({ note: 'hi' })).toBe(false);
-    expect(c.evaluate({ note: 0 })).toBe(false);
-    expect(c.evaluate({ note: {} })).toBe(false);
-    expect(c.evaluate({ note: [] })).toBe(false);
-    expect(c.evaluate({})).toBe(U);
-    expect(compileCondition('null != note').evaluate({ note: 'hi' })).toBe(true);
+    expect(c.evaluate(on({ note: null }))).toBe(true);
+    expect(c.evaluate(on({ note: 'hi' }))).toBe(false);
+    expect(c.evaluate(on({ note: 0 }))).toBe(false);
+    expect(c.evaluate(on({ note: {} }))).toBe(false);
+    expect(c.evaluate(on({ note: [] }))).toBe(false);
+    expect(c.evaluate(on({}))).toBe(U);
+    expect(compileCondition('null != note').evaluate(on({ note: 'hi' }))).toBe(true);
   });
 });
 
@@ -298,7 +299,7 @@ describe('literals', () => {
   it('true and false are conditions', () => {
     expect(ev('true', {})).toBe(true);
     expect(ev('false or a', { a: true })).toBe(true);
-    expect(compileCondition('true').explain({}).why).toBe('the constant true');
+    expect(compileCondition('true').explain(on({})).why).toBe('the constant true');
   });
 });
 
@@ -424,11 +425,11 @@ describe('in', () => {
   });
 
   it('explains undecidable membership without values', () => {
-    expect(compileCondition('x in tags').explain({ x: 'c', tags: 'abc' }).why).toBe('undecidable: `tags` is a string, not an array');
-    expect(compileCondition('x in tags').explain({ x: 'c', tags: [1] }).why).toBe('undecidable: `x` is a string, and `tags` holds a number');
-    expect(compileCondition('x in [1, "2"]').explain({ x: 3 }).why).toBe('undecidable: `x` is a number, and the list holds a string');
-    expect(compileCondition('x in [1]').explain({ x: {} }).why).toMatch(/^undecidable: `x` is an object; `in` tests/);
-    expect(compileCondition('"c" in tags').explain({ tags: [1] }).why).toBe('undecidable: `tags` holds a number, compared with a string');
+    expect(compileCondition('x in tags').explain(on({ x: 'c', tags: 'abc' })).why).toBe('undecidable: `tags` is a string, not an array');
+    expect(compileCondition('x in tags').explain(on({ x: 'c', tags: [1] })).why).toBe('undecidable: `x` is a string, and `tags` holds a number');
+    expect(compileCondition('x in [1, "2"]').explain(on({ x: 3 })).why).toBe('undecidable: `x` is a number, and the list holds a string');
+    expect(compileCondition('x in [1]').explain(on({ x: {} })).why).toMatch(/^undecidable: `x` is an object; `in` tests/);
+    expect(compileCondition('"c" in tags').explain(on({ tags: [1] })).why).toBe('undecidable: `tags` holds a number, compared with a string');
   });
 });
 
@@ -476,9 +477,9 @@ describe('Kleene logic', () => {
   });
   it('explains the deciding operand', () => {
     const c = compileCondition('a > 1 or b > 1');
-    expect(c.explain({ b: 2 })).toEqual({ truth: true, why: 'b > 1 is true' });
-    expect(c.explain({ a: 0, b: 0 })).toEqual({ truth: false, why: 'a > 1 is false; b > 1 is false' });
-    expect(c.explain({ a: 0 })).toEqual({ truth: U, why: 'undecidable: `b` is missing' });
+    expect(c.explain(on({ b: 2 }))).toEqual({ truth: true, why: 'b > 1 is true' });
+    expect(c.explain(on({ a: 0, b: 0 }))).toEqual({ truth: false, why: 'a > 1 is false; b > 1 is false' });
+    expect(c.explain(on({ a: 0 }))).toEqual({ truth: U, why: 'undecidable: `b` is missing' });
   });
 });
 
@@ -486,15 +487,15 @@ describe('explain never shows argument values', () => {
   it('names paths and types only', () => {
     const c = compileCondition('email == "x" or card > 5 or tags in list or flag');
     const args = { email: 'alice@example.com', card: '4111111111111111', tags: 'sekrit-tag', list: 'not-a-list', flag: 'maybe' };
-    const { why } = c.explain(args);
+    const { why } = c.explain(on(args));
     for (const v of Object.values(args)) expect(why).not.toContain(v);
   });
   it('shows string literals in single quotes', () => {
-    expect(compileCondition('a == "x\'y"').explain({ a: 'z' }).why).toBe("a == 'x\\'y' is false");
-    expect(compileCondition('a != "b"').explain({ a: 'z' }).why).toBe("a != 'b' is true");
-    expect(compileCondition('1 < a').explain({ a: 'z' }).why).toBe('undecidable: `a` is a string, compared with a number');
-    expect(compileCondition('a < b').explain({ a: 1, b: 'z' }).why).toBe('undecidable: `a` is a number, compared with `b`, a string');
-    expect(compileCondition('a < b').explain({ a: true, b: false }).why).toBe('undecidable: `a` is a boolean; < orders only numbers or strings');
-    expect(compileCondition('a == b').explain({ a: {}, b: {} }).why).toMatch(/^undecidable: `a` is an object; == compares/);
+    expect(compileCondition('a == "x\'y"').explain(on({ a: 'z' })).why).toBe("a == 'x\\'y' is false");
+    expect(compileCondition('a != "b"').explain(on({ a: 'z' })).why).toBe("a != 'b' is true");
+    expect(compileCondition('1 < a').explain(on({ a: 'z' })).why).toBe('undecidable: `a` is a string, compared with a number');
+    expect(compileCondition('a < b').explain(on({ a: 1, b: 'z' })).why).toBe('undecidable: `a` is a number, compared with `b`, a string');
+    expect(compileCondition('a < b').explain(on({ a: true, b: false })).why).toBe('undecidable: `a` is a boolean; < orders only numbers or strings');
+    expect(compileCondition('a == b').explain(on({ a: {}, b: {} })).why).toMatch(/^undecidable: `a` is an object; == compares/);
   });
 });

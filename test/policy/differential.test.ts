@@ -8,6 +8,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { canonicalize, sha256 } from '../../src/json/canonical.js';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
+import { on } from '../helpers/condition.js';
 import { compileCondition, type CompiledCondition, type Truth } from '../../src/policy/condition/compile.js';
 import { decide, explain } from '../../src/policy/decide.js';
 import { compileGlob, type Glob } from '../../src/policy/glob.js';
@@ -62,7 +63,7 @@ const globs = new Map<string, Glob>();
 const truth = (source: string, args: JsonObject): Truth => {
   let c = conditions.get(source);
   if (c === undefined) conditions.set(source, (c = compileCondition(source)));
-  return c.evaluate(args);
+  return c.evaluate(on(args));
 };
 const globMatches = (pattern: string, name: string): boolean => {
   let g = globs.get(pattern);

@@ -4,6 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/json/value.js';
+import { on } from '../helpers/condition.js';
 import { compileCondition } from '../../src/policy/condition/compile.js';
 import { decide } from '../../src/policy/decide.js';
 import { compileGlob } from '../../src/policy/glob.js';
@@ -63,7 +64,7 @@ describe('deny wins (Cedar forbid_trumps_permit)', () => {
         if (d.select === 'star') rule.tools = ['*'];
         if (d.select === 'user') rule.users = [who.user];
         // A `when` that holds, or cannot be decided (then a restricting rule applies too).
-        if (d.condition !== undefined && compileCondition(d.condition).evaluate(req.args) !== false) rule.when = d.condition;
+        if (d.condition !== undefined && compileCondition(d.condition).evaluate(on(req.args)) !== false) rule.when = d.condition;
         if (d.effect === 'abort') rule.abort = true;
         else rule.allow = false;
         const got = decide(toPolicySet(withRule(gen, d.fileIx, d.pos, rule)), req, who);

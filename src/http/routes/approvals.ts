@@ -65,6 +65,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       descriptor: result.approval,
       tool: req.tool,
       args: req.args,
+      context: req.context,
       requester: { sub: identity.user, team: identity.team, agent: identity.agent },
       policies: result.policies,
     });

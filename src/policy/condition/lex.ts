@@ -3,7 +3,13 @@
 import { decimalOf, type Decimal } from '../../json/decimal.js';
 import { ConditionError, MAX_SOURCE_LENGTH } from './errors.js';
 
-export type Keyword = 'and' | 'or' | 'not' | 'in' | 'true' | 'false' | 'null';
+export type Keyword = 'and' | 'or' | 'not' | 'in' | 'true' | 'false' | 'null' | StringOp;
+/** The operators on strings and lists, written as words like `in`. */
+export type StringOp = 'startswith' | 'endswith' | 'contains' | 'matches';
+export const STRING_OPS: ReadonlySet<string> = new Set<StringOp>(['startswith', 'endswith', 'contains', 'matches']);
+/** Where a path reads from: the arguments (a bare path), or a `$` root. */
+export type Root = 'args' | 'caller' | 'context' | 'run' | 'env';
+const ROOTS: ReadonlySet<string> = new Set<Root>(['caller', 'context', 'run', 'env']);
 export type CompareOp = '==' | '!=' | '<' | '<=' | '>' | '>=';
 export type Punct = '(' | ')' | '[' | ']' | ',';
 
@@ -16,7 +22,9 @@ interface Span {
 
 export type Token = Span &
   (
-    | { readonly type: 'path'; readonly segments: readonly string[]; readonly text: string }
+    | { readonly type: 'path'; readonly root: Root; readonly segments: readonly string[]; readonly text: string }
+    // `.0`, `.name` after a call's closing parenthesis: a member of its value.
+    | { readonly type: 'member'; readonly segments: readonly string[]; readonly text: string }
     | { readonly type: 'keyword'; readonly value: Keyword }
     // `value` is the nearest double, `exact` the number as written: comparisons read both.
     | { readonly type: 'number'; readonly value: number; readonly text: string; readonly exact: Decimal }
@@ -27,7 +35,7 @@ export type Token = Span &
   );
 
 // Keywords are lowercase exactly: `True` or `AND` is an ordinary (path) name.
-const KEYWORDS: ReadonlySet<string> = new Set<Keyword>(['and', 'or', 'not', 'in', 'true', 'false', 'null']);
+const KEYWORDS: ReadonlySet<string> = new Set<Keyword>(['and', 'or', 'not', 'in', 'true', 'false', 'null', ...(STRING_OPS as ReadonlySet<StringOp>)]);
 
 const ESCAPES: Readonly<Record<string, string>> = { '\\': '\\', "'": "'", '"': '"', n: '\n', t: '\t', r: '\r' };
 
@@ -46,6 +54,14 @@ export function tokenize(source: string): Token[] {
       i++;
     } else if (isIdentStart(c)) {
       const tok = readWordOrPath(source, i);
+      tokens.push(tok);
+      i = tok.end;
+    } else if (c === 0x24 /* $ */) {
+      const tok = readRootPath(source, i);
+      tokens.push(tok);
+      i = tok.end;
+    } else if (c === 0x2e /* . */ && tokens.at(-1)?.type === 'punct' && (tokens.at(-1) as { value?: string }).value === ')') {
+      const tok = readMember(source, i);
       tokens.push(tok);
       i = tok.end;
     } else if (isDigit(c) || (c === 0x2d /* - */ && isDigit(source.charCodeAt(i + 1)))) {
@@ -71,13 +87,36 @@ function readWordOrPath(source: string, start: number): Token {
   const word = source.slice(start, first);
   if (source.charCodeAt(first) !== 0x2e /* . */) {
     if (KEYWORDS.has(word)) return { type: 'keyword', value: word as Keyword, start, end: first };
-    return { type: 'path', segments: [word], text: word, start, end: first };
+    return { type: 'path', root: 'args', segments: [word], text: word, start, end: first };
   }
   if (KEYWORDS.has(word)) {
     throw new ConditionError('syntax', start + 1, `the keyword \`${word}\` cannot start a path`);
   }
-  const segments = [word];
-  let i = first;
+  const { segments, end } = readSegments(source, first, [word]);
+  return { type: 'path', root: 'args', segments, text: source.slice(start, end), start, end };
+}
+
+/** `$caller.user`, `$context.repo.name`, `$run.steps`, `$env`: a path from a root other than the arguments. */
+function readRootPath(source: string, start: number): Token {
+  if (!isIdentStart(source.charCodeAt(start + 1))) {
+    throw new ConditionError('syntax', start + 1, "expected a root name after '$': $caller, $context, $run or $env");
+  }
+  const nameEnd = readIdent(source, start + 1);
+  const name = source.slice(start + 1, nameEnd);
+  if (!ROOTS.has(name)) throw new ConditionError('syntax', start + 1, `unknown root \`$${name}\`; the roots are $caller, $context, $run and $env`);
+  const { segments, end } = readSegments(source, nameEnd, []);
+  return { type: 'path', root: name as Root, segments, text: source.slice(start, end), start, end };
+}
+
+/** `.0.name` after a call: the segments of a member of its value. */
+function readMember(source: string, start: number): Token {
+  const { segments, end } = readSegments(source, start, []);
+  return { type: 'member', segments, text: source.slice(start, end), start, end };
+}
+
+/** `.name` and `.index` segments from `from` on, appended to `segments`. */
+function readSegments(source: string, from: number, segments: string[]): { segments: string[]; end: number } {
+  let i = from;
   while (source.charCodeAt(i) === 0x2e) {
     const segStart = i + 1;
     const c = source.charCodeAt(segStart);
@@ -102,7 +141,7 @@ function readWordOrPath(source: string, start: number): Token {
     segments.push(source.slice(segStart, segEnd));
     i = segEnd;
   }
-  return { type: 'path', segments, text: source.slice(start, i), start, end: i };
+  return { segments, end: i };
 }
 
 function readIdent(source: string, start: number): number {

@@ -2,13 +2,15 @@
 //   or   := and ('or' and)*
 //   and  := not ('and' not)*
 //   not  := 'not' not | cmp
-//   cmp  := prim (op prim | 'in' prim)?          (no chaining: `a < b < c` is an error)
-//   prim := '(' or ')' | path | literal | '[' literal (',' literal)* ']' | '[' ']'
+//   cmp  := prim (op prim | 'in' prim | strop prim)?   (no chaining: `a < b < c` is an error)
+//   prim := '(' or ')' | call | path | literal | '[' literal (',' literal)* ']' | '[' ']'
+//   call := name '(' or (',' or)* ')' member?       (member: `.0`, `.name` after the parenthesis)
+//   strop := 'startswith' | 'endswith' | 'contains' | 'matches'
 // Types (what may stand where) are checked by compile.ts, so the messages can say why.
 // Recursion is bounded: only `(` and `not` nest, at most MAX_NESTING deep; and/or are n-ary lists.
 import type { Decimal } from '../../json/decimal.js';
 import { ConditionError, MAX_LIST_ITEMS, MAX_NESTING } from './errors.js';
-import { tokenize, type CompareOp, type Token } from './lex.js';
+import { STRING_OPS, tokenize, type CompareOp, type Root, type StringOp, type Token } from './lex.js';
 
 export type Scalar = null | boolean | number | string;
 
@@ -19,8 +21,26 @@ interface Span {
 
 export interface PathExpr extends Span {
   readonly kind: 'path';
+  /** `args` for a bare path; else the `$` root it starts with (segments come after the root). */
+  readonly root: Root;
   readonly segments: readonly string[];
   readonly text: string;
+}
+/** A built-in applied to its arguments, then optionally a member of what it gives (`argv(c).0`). */
+export interface CallExpr extends Span {
+  readonly kind: 'call';
+  readonly name: string;
+  readonly args: readonly Expr[];
+  readonly member: readonly string[];
+  /** The call as written, for explanations. */
+  readonly text: string;
+}
+export interface StringOpExpr extends Span {
+  readonly kind: 'strop';
+  readonly op: StringOp;
+  readonly opStart: number;
+  readonly left: Expr;
+  readonly right: Expr;
 }
 export interface LiteralExpr extends Span {
   readonly kind: 'literal';
@@ -61,27 +81,38 @@ export interface JunctionExpr extends Span {
   readonly operands: readonly Expr[];
 }
 
-export type Expr = PathExpr | LiteralExpr | ListExpr | CompareExpr | InExpr | NotExpr | JunctionExpr;
+export type Expr = PathExpr | LiteralExpr | ListExpr | CompareExpr | InExpr | StringOpExpr | NotExpr | JunctionExpr | CallExpr;
 
 export function parseCondition(source: string): Expr {
-  return new Parser(tokenize(source)).parseAll();
+  return new Parser(tokenize(source), source).parseAll();
+}
+
+/** A keyword token that is a binary operator after a value: `in` and the string operators. */
+function isInfixKeyword(t: Token): boolean {
+  return t.type === 'keyword' && (t.value === 'in' || STRING_OPS.has(t.value));
 }
 
 class Parser {
   private pos = 0;
   private depth = 0;
 
-  constructor(private readonly tokens: readonly Token[]) {}
+  constructor(
+    private readonly tokens: readonly Token[],
+    private readonly source: string,
+  ) {}
 
   parseAll(): Expr {
     const expr = this.parseOr();
     const t = this.peek();
     if (t.type !== 'end') {
       if (t.type === 'punct' && t.value === ')') fail(t, "unexpected ')' without a matching '('");
-      if (t.type === 'op' || (t.type === 'keyword' && t.value === 'in')) {
+      if (t.type === 'op' || isInfixKeyword(t)) {
         fail(t, 'comparisons cannot be chained; join them with `and`');
       }
-      fail(t, `unexpected ${describe(t)}; expected a comparison operator, \`in\`, \`and\`, \`or\` or the end`);
+      fail(
+        t,
+        `unexpected ${describe(t)}; expected a comparison operator, \`in\`, \`startswith\`, \`endswith\`, \`contains\`, \`matches\`, \`and\`, \`or\` or the end`,
+      );
     }
     return expr;
   }
@@ -127,11 +158,14 @@ class Parser {
     } else if (t.type === 'keyword' && t.value === 'in') {
       this.pos++;
       expr = { kind: 'in', opStart: t.start, left, right: this.parsePrimary(t), start: left.start };
+    } else if (t.type === 'keyword' && STRING_OPS.has(t.value)) {
+      this.pos++;
+      expr = { kind: 'strop', op: t.value as StringOp, opStart: t.start, left, right: this.parsePrimary(t), start: left.start };
     } else {
       return left;
     }
     const after = this.peek();
-    if (after.type === 'op' || (after.type === 'keyword' && after.value === 'in')) {
+    if (after.type === 'op' || isInfixKeyword(after)) {
       fail(after, 'comparisons cannot be chained; join them with `and`');
     }
     return expr;
@@ -143,10 +177,15 @@ class Parser {
     switch (t.type) {
       case 'path': {
         const n = this.peek();
-        if (n.type === 'punct' && n.value === '(') fail(n, `\`${t.text}\` cannot be called: conditions have no functions`);
+        if (n.type === 'punct' && n.value === '(') {
+          if (t.root !== 'args' || t.segments.length !== 1) fail(n, `\`${t.text}\` cannot be called; only a built-in's name can`);
+          return this.parseCall(t);
+        }
         if (n.type === 'punct' && n.value === '[') fail(n, `indexing with [ ] is not supported; write \`${t.text}.0\``);
-        return { kind: 'path', segments: t.segments, text: t.text, start: t.start };
+        return { kind: 'path', root: t.root, segments: t.segments, text: t.text, start: t.start };
       }
+      case 'member':
+        return fail(t, "'.' follows a value only after a call, like `argv(command).0`");
       case 'number':
         return numberLiteral(t);
       case 'string':
@@ -174,6 +213,35 @@ class Parser {
     }
     const where = after === undefined ? '' : ` after ${describe(after)}`;
     return fail(t, `expected a value${where}, found ${describe(t)}`);
+  }
+
+  /** `name(` has been seen: the arguments, the closing parenthesis, and a member after it. */
+  private parseCall(name: Extract<Token, { type: 'path' }>): CallExpr {
+    const open = this.next(); // '('
+    this.enter(open);
+    const args: Expr[] = [];
+    if (!this.atPunct(')')) {
+      for (;;) {
+        args.push(this.parseOr());
+        const sep = this.next();
+        if (sep.type === 'punct' && sep.value === ')') break;
+        if (sep.type !== 'punct' || sep.value !== ',') {
+          fail(sep, `expected ',' or ')' in the call of \`${name.text}\` at column ${name.start + 1}, found ${describe(sep)}`);
+        }
+      }
+    } else {
+      this.pos++;
+    }
+    this.depth--;
+    let member: readonly string[] = [];
+    let end = this.tokens[this.pos - 1]?.end ?? name.end;
+    const m = this.peek();
+    if (m.type === 'member') {
+      this.pos++;
+      member = m.segments;
+      end = m.end;
+    }
+    return { kind: 'call', name: name.text, args, member, text: this.source.slice(name.start, end), start: name.start };
   }
 
   private parseList(open: Token): ListExpr {
@@ -251,6 +319,7 @@ function fail(t: Token, what: string): never {
 function describe(t: Token): string {
   switch (t.type) {
     case 'path':
+    case 'member':
     case 'number':
       return `\`${t.text.length > SHOWN_MAX ? `${t.text.slice(0, SHOWN_MAX)}…` : t.text}\``;
     case 'keyword':

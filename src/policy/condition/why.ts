@@ -2,9 +2,11 @@
 // truth, so it can never change a result. It names paths and JSON types, never argument values.
 import { asExact, isScalarKind, kindOf, operandAt, type Kind } from './values.js';
 
-/** An operand as the explanation names it: its path, or undefined for a literal. */
+/** An operand as the explanation names it: its path (or call), or undefined for a literal. */
 export interface Named {
   readonly path: string | undefined;
+  /** A built-in's value: when it has none, its argument was missing or not what it takes. */
+  readonly call?: boolean;
 }
 
 export function kindPhrase(k: Kind): string {
@@ -79,6 +81,22 @@ export function whyMember(x: Named, xv: unknown, container: Named, cv: unknown):
   return `\`${x.path}\` is ${kindPhrase(xk)}, and ${holder} holds ${kindPhrase(ek)}`;
 }
 
+/** `startswith`, `endswith`, `contains` (r: the right operand) and `matches` (r: undefined, a glob). */
+export function whyStringOp(op: string, l: Named, lv: unknown, r: Named | undefined, rv: unknown): string {
+  const absent = whyAbsent(l, lv) ?? (r === undefined ? undefined : whyAbsent(r, rv));
+  if (absent !== undefined) return absent;
+  const lk = kindOf(lv);
+  const subject = l.path !== undefined ? `\`${l.path}\`` : `\`${r?.path ?? ''}\``;
+  if (op === 'matches') return `${subject} is ${kindPhrase(lk)}; \`matches\` reads a string`;
+  const rk = kindOf(rv);
+  if (op === 'contains') {
+    if (lk === 'array') return `${subject} is an array, and the value looked for is ${kindPhrase(rk)}, or an element could not be compared with it`;
+    return `${subject} is ${kindPhrase(lk)}, compared with ${kindPhrase(rk)}; \`contains\` reads a string in a string, or an element of an array`;
+  }
+  if (lk === 'array' && rk === 'array') return `${subject}: an item could not be compared`;
+  return `${subject} is ${kindPhrase(lk)}, compared with ${kindPhrase(rk)}; \`${op}\` reads two strings or two arrays`;
+}
+
 /** A bare path read as a boolean. */
 export function whyBoolean(p: Named, v: unknown): string {
   return whyAbsent(p, v) ?? `\`${p.path ?? ''}\` is ${kindPhrase(kindOf(v))}, not a boolean`;
@@ -99,6 +117,7 @@ function whyIncomparable(n: Named, v: unknown): string | undefined {
 function whyAbsent(n: Named, v: unknown): string | undefined {
   if (n.path === undefined) return undefined;
   const k = kindOf(v);
+  if (k === 'missing' && n.call === true) return `\`${n.path}\` has no value (its argument is missing, or not what it takes)`;
   if (k === 'missing') return `\`${n.path}\` is missing`;
   if (k === 'other') return `\`${n.path}\` holds a value that is not JSON`;
   return undefined;

@@ -1,0 +1,9 @@
+// A condition's input for tests that only exercise the arguments: a fixed caller, no context, no run.
+import type { JsonObject } from '../../src/json/value.js';
+import type { ConditionInput } from '../../src/policy/condition/compile.js';
+
+export const CALLER = Object.freeze({ user: 'u-1', team: 'support', agent: 'bot', roles: Object.freeze(['agent']) });
+
+export function on(args: JsonObject, more: Partial<Omit<ConditionInput, 'args'>> = {}): ConditionInput {
+  return { args, caller: CALLER, context: undefined, run: undefined, env: null, ...more };
+}
