@@ -28,9 +28,10 @@ const caseFileSchema = {
           name: { type: 'string', minLength: 1 },
           tool: toolNameSchema,
           args: argsSchema,
+          // The verified token's claims: sub, team, agent and roles name the caller (the service's
+          // default claim names); every claim is readable as `$caller.claims.NAME`.
           claims: {
             type: 'object',
-            additionalProperties: false,
             properties: {
               sub: { type: 'string', minLength: 1 },
               team: { type: 'string' },
@@ -40,6 +41,7 @@ const caseFileSchema = {
           },
           env: { type: 'string', minLength: 1 },
           run: runViewSchema,
+          context: { type: 'object' },
           want: { enum: ['allow', 'deny', 'abort', 'require_approval'] },
           rule: { type: 'string' },
           kind: { type: 'string' },
@@ -60,6 +62,7 @@ export interface PolicyCase {
   identity: Identity;
   env: string | null;
   run?: RunView;
+  context?: JsonObject;
   want: Decision;
   rule?: string;
   kind?: string;
@@ -81,11 +84,12 @@ interface CaseDoc {
     args?: JsonObject;
     env?: string;
     run?: RunView;
+    context?: JsonObject;
     want: Decision;
     rule?: string;
     kind?: string;
     reason?: string;
-    claims?: { sub?: string; team?: string; agent?: string; roles?: string[] };
+    claims?: JsonObject & { sub?: string; team?: string; agent?: string; roles?: string[] };
   }[];
 }
 
@@ -115,9 +119,11 @@ export function readCaseFile(path: string, bytes: Uint8Array): { cases: PolicyCa
         team: c.claims?.team ?? null,
         agent: c.claims?.agent ?? null,
         roles: c.claims?.roles ?? [],
+        claims: c.claims ?? {},
       },
       env: c.env ?? doc.env ?? null,
       ...(c.run ? { run: c.run } : {}),
+      ...(c.context ? { context: c.context } : {}),
       want: c.want,
       ...(c.rule !== undefined ? { rule: c.rule } : {}),
       ...(c.kind !== undefined ? { kind: c.kind } : {}),

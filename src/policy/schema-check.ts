@@ -118,7 +118,7 @@ function typesOf(node: JsonObject): number {
 /** The declared name closest to a misspelt one (at most a third of its letters apart), if any. */
 function nearest(name: string, names: readonly string[]): string | undefined {
   let best: string | undefined;
-  let bestDistance = Math.max(1, Math.floor(name.length / 3)) + 1;
+  let bestDistance = Math.floor(name.length / 3) + 1;
   for (const candidate of names) {
     const d = distance(name.toLowerCase(), candidate.toLowerCase());
     if (d < bestDistance) {

@@ -485,6 +485,31 @@ describe('redeeming with approval_id', () => {
     expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'pending', hash: approval.hash } });
   });
 
+  it('an approval is bound to its context: another context, or none, cannot redeem it', async () => {
+    const sub = newSub();
+    const body = { ...bigRefund(), context: { sandbox: { network: false }, repo: 'acme/api' } };
+    const { approval } = await requestApproval(sub, body);
+    expect(approval).toMatchObject({ context: body.context });
+    expect((await grant(approval.id)).statusCode).toBe(200);
+    for (const context of [{ sandbox: { network: true }, repo: 'acme/api' }, { repo: 'acme/api' }, undefined]) {
+      const other = { tool: body.tool, args: body.args, ...(context ? { context } : {}) };
+      const res = await post(t.app, '/decide', { ...other, approval_id: approval.id }, agent(sub));
+      expect(res.statusCode).toBe(403);
+      const d = res.json() as DecisionBody;
+      expect(d.decision).toBe('require_approval');
+      expect(d.approval?.hash).not.toBe(approval.hash);
+      expect(await statusOf(approval.id)).toBe('granted');
+    }
+    // The same context, its keys in another order, redeems it.
+    const same = { tool: body.tool, args: body.args, context: { repo: 'acme/api', sandbox: { network: false } } };
+    expect((await post(t.app, '/decide', { ...same, approval_id: approval.id }, agent(sub))).statusCode).toBe(200);
+    // Without a context (or with an empty one) the hash is what it was before contexts existed.
+    const request = bigRefund();
+    const plain = (await post(t.app, '/decide', request, agent(sub))).json() as DecisionBody;
+    const empty = (await post(t.app, '/decide', { ...request, context: {} }, agent(sub))).json() as DecisionBody;
+    expect(empty.approval?.hash).toBe(plain.approval?.hash);
+  });
+
   it('a changed argument gets a NEW hash and does not consume the approval', async () => {
     const sub = newSub();
     const { approval, body } = await requestApproval(sub);

@@ -77,7 +77,11 @@ describe('canonical test vectors (test/fixtures/canonical)', () => {
           return { kind, capability, presentation };
         };
         // One requirement: {tool, args, kind, capability, presentation}; several: {tool, args, requirements}.
-        const input = Array.isArray(o.requirements) ? { tool, args, requirements: o.requirements.map(shapeOf) } : { tool, args, ...shapeOf(o) };
+        // With the request's `context`, when the vector has one.
+        const context = isJsonObject(o.context) ? { context: o.context } : {};
+        const input = Array.isArray(o.requirements)
+          ? { tool, args, ...context, requirements: o.requirements.map(shapeOf) }
+          : { tool, args, ...context, ...shapeOf(o) };
         expect(approvalHash(input)).toBe(v.hash);
         expect(v.hash).toBe(hex(v.canonical));
       });

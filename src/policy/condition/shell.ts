@@ -8,10 +8,14 @@
 /**
  * Unquoted, these make the shell do something other than split words (POSIX "Shell Command
  * Language", 2.2 Quoting and 2.6 Word Expansions): operators and separators `; & | < >`, expansions
- * `$` and backquote, grouping `( ) { }`, pathname expansion `* ? [`, tilde `~`, comments `#`, and
- * `!` (a pipeline's negation, and history expansion in interactive shells).
+ * `$` and backquote, grouping `( ) { }`, pathname expansion `* ? [`, comments `#`, and `!` (a
+ * pipeline's negation, and history expansion in interactive shells). A tilde expands only at the
+ * start of a word or after `=` or `:` (2.6.1), so `HEAD~1` is a word and `~/x` is refused.
  */
-const UNQUOTED_SPECIAL = new Set([';', '&', '|', '<', '>', '$', '`', '(', ')', '{', '}', '*', '?', '[', '~', '#', '!']);
+const UNQUOTED_SPECIAL = new Set([';', '&', '|', '<', '>', '$', '`', '(', ')', '{', '}', '*', '?', '[', '#', '!']);
+
+/** `NAME=value` before the command sets a variable for it (2.9.1): `PAGER=rm git log` is refused. */
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
 
 /** Inside double quotes these still expand (POSIX 2.2.3): `$`, backquote, and `!` in interactive shells. */
 const DOUBLE_QUOTED_SPECIAL = new Set(['$', '`', '!']);
@@ -84,11 +88,13 @@ export function shellWords(command: string): string[] | undefined {
       continue;
     }
     if (UNQUOTED_SPECIAL.has(c)) return undefined;
+    if (c === '~' && (!inWord || word.endsWith('=') || word.endsWith(':'))) return undefined;
     word += c;
     inWord = true;
     i++;
   }
   if (inWord) words.push(word);
+  if (words.length > 0 && ASSIGNMENT.test(words[0]!)) return undefined;
   return words;
 }
 
