@@ -28,7 +28,7 @@ function cardText(approval: unknown): Record<string, string> {
 }
 
 /** An approval as GET /approvals returns it (only the fields the card reads matter). */
-function approvalOf(parts: { tool?: string; args: object; capability: object; presentation: object; requirements?: object[] }): Record<string, unknown> {
+function approvalOf(parts: { tool?: string; args: object; capability: object; presentation: object; requirements?: object[]; context?: object }): Record<string, unknown> {
   return {
     id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab',
     status: 'pending',
@@ -105,6 +105,12 @@ describe('the approval page', () => {
     const fields = [...PAGE_HTML.matchAll(/data-field="([a-z_]+)"/g)].map((m) => m[1]);
     const texts = cardText(approvalOf({ args: { amount: 10 }, capability: { amount: 10 }, presentation: { amount: 10 } }));
     for (const field of fields) expect(Object.keys(texts), field).toContain(field);
+  });
+
+  it("shows the request's context, the host's facts the grant is bound to", () => {
+    const context = { sandbox: { network: false }, repo: 'acme/api' };
+    expect(JSON.parse(cardText(approvalOf({ args: {}, capability: {}, presentation: {}, context })).context!)).toEqual(context);
+    expect(cardText(approvalOf({ args: {}, capability: {}, presentation: {} })).context).toBe('(none)');
   });
 });
 

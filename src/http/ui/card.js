@@ -22,6 +22,7 @@ function cardText(approval) {
     requester: text(requester.sub) + (requester.team ? ' (team ' + requester.team + ')' : ''),
     expires_at: text(approval.expires_at),
     args: json(approval.args),
+    context: approval.context ? json(approval.context) : '(none)',
     capability: json(approval.capability),
     presentation: json(approval.presentation),
     presentation_label: text(approval.presentation_label),
