@@ -12,7 +12,8 @@ import { decide, explain } from '../dist/policy/decide.js';
 import { loadConfig } from '../dist/config.js';
 import { buildPolicySet, loadPolicies } from '../dist/policy/load.js';
 import { DECIDE_BODY, DECIDE_TEXT, IDENTITY, largeBody } from './lib/bodies.mjs';
-import { mixedTools, policyFiles, probes } from './lib/gen-policies.mjs';
+import { compileCondition } from '../dist/policy/condition/compile.js';
+import { LANGUAGE_REQUEST, languagePolicyFiles, mixedTools, policyFiles, probes } from './lib/gen-policies.mjs';
 import { fmt, fmtInt, measure, parseArgs, table, targetsTable } from './lib/stats.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -22,6 +23,9 @@ export const TARGETS = {
   decide10kMedianUs: 10,
   hashUs: 5,
   parseRatio: 3,
+  /** decide() over 100 rules written with the string operators and built-ins, against the same set's plain conditions. */
+  languageRatio: 2,
+  builtin1KiBUs: 20,
 };
 
 export async function runMicro({ quick = false, log = console.log } = {}) {
@@ -88,6 +92,48 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
       `mixed stream (${stream.length} tools)`,
       measure(() => decide(set, stream[i++ % stream.length], identity), opts),
       mixText,
+    );
+  }
+
+  // ---- decide() over 100 rules written with the string operators, built-ins and roots -----------
+  const language = {};
+  {
+    const { doc, files } = languagePolicyFiles(100);
+    const set = buildPolicySet(files, { env: null });
+    const stream = mixedTools(doc).map((tool) => ({ tool, ...LANGUAGE_REQUEST }));
+    const langIdentity = { ...identity, roles: ['agent'] };
+    const conditions = doc.rules.filter((r) => r.when !== undefined || r.confirm !== undefined).length;
+    log(`decide(): the 100 generated rules with ${conditions} conditions over string operators, built-ins, $caller, $context and $run`);
+    let i = 0;
+    language.mixed = add(
+      'decide 100 language',
+      `mixed stream (${stream.length} tools)`,
+      measure(() => decide(set, stream[i++ % stream.length], langIdentity), opts),
+    );
+    // argv() and path() on a 1 KiB argument, each in a compiled condition as a rule has it.
+    // Exactly 1 KiB each: quoted words, and segments with `.` and `..` to resolve.
+    let command = 'git status --short';
+    for (let k = 0; command.length < 1000; k++) command += ` 'file ${k}.ts'`;
+    command = `${command} ${'x'.repeat(1023 - command.length)}`;
+    let file = '/repo';
+    for (let k = 0; file.length < 1000; k++) file += k % 7 === 3 ? '/..' : k % 5 === 1 ? '/.' : `/d${k}`;
+    file = `${file}/${'f'.repeat(1023 - file.length)}`;
+    const input = (args) => ({ args, caller: langIdentity, context: undefined, run: undefined, env: null });
+    const argv = compileCondition('argv(command) startswith ["git", "status"]');
+    const argvIn = input({ command });
+    language.argv = add(
+      'built-ins 1 KiB',
+      `argv() of a ${command.length}-character command`,
+      measure(() => argv.evaluate(argvIn), opts),
+      `→ ${argv.evaluate(argvIn)}`,
+    );
+    const path = compileCondition('path(file) startswith "/repo/"');
+    const pathIn = input({ file });
+    language.path = add(
+      'built-ins 1 KiB',
+      `path() of a ${file.length}-character path`,
+      measure(() => path.evaluate(pathIn), opts),
+      `→ ${path.evaluate(pathIn)}`,
     );
   }
 
@@ -238,6 +284,16 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
   const checks = [
     ...decideChecks(100, TARGETS.decide100MedianUs),
     ...decideChecks(10_000, TARGETS.decide10kMedianUs),
+    {
+      target: `decide() at 100 rules written with string operators and built-ins ≤ ${TARGETS.languageRatio}× the same rules' plain conditions (mixed streams)`,
+      value: `${fmt(language.mixed.medianUs, 3)} µs, ${fmt(language.mixed.medianUs / row(100, 'mixed stream').medianUs)}x`,
+      met: language.mixed.medianUs <= TARGETS.languageRatio * row(100, 'mixed stream').medianUs,
+    },
+    {
+      target: `argv() and path() on a 1 KiB argument ≤ ${TARGETS.builtin1KiBUs} µs`,
+      value: `argv ${fmt(language.argv.medianUs, 3)} µs, path ${fmt(language.path.medianUs, 3)} µs`,
+      met: Math.max(language.argv.medianUs, language.path.medianUs) <= TARGETS.builtin1KiBUs,
+    },
     {
       target: `canonical + SHA-256 of a 300-byte request ≤ ${TARGETS.hashUs} µs`,
       value: `${fmt(hashRows.both.medianUs, 3)} µs`,

@@ -135,3 +135,46 @@ export function policyFiles(n, seed = 42) {
   const doc = generatePolicyDoc(n, seed);
   return { doc, files: [{ path: `generated-${n}.json`, bytes: Buffer.from(JSON.stringify(doc)) }] };
 }
+
+/** Conditions over the string operators, the built-ins and the roots, cycled by languagePolicyFiles(). */
+export const LANGUAGE_CONDITIONS = [
+  'lower(note) contains "refund"',
+  'note startswith "customer"',
+  'note endswith "twice"',
+  'note matches "*asked*"',
+  'len(note) > 5',
+  'path(file) startswith "/repo/"',
+  'argv(command) startswith ["git", "status"]',
+  'argv(command).0 in ["ls", "cat", "git"]',
+  'items contains "b"',
+  'count($run.steps, "svc*", "allow") < 3',
+  '$caller.team == "team3" and $context.sandbox == "on"',
+  '$caller.roles contains "admin" or amount > 100',
+];
+
+/** The arguments, run view and context the language set's conditions read. */
+export const LANGUAGE_REQUEST = {
+  args: { amount: 500, note: 'customer asked twice', file: '/repo/src/../main.ts', command: "git status --short 'a b'", items: ['a', 'b', 'c'] },
+  run: {
+    id: 'run-1',
+    steps: [{ tool: 'svc1_op3', decision: 'allow' }, { tool: 'lookup' }, { tool: 'svc2_op9', decision: 'deny' }, { tool: 'svc0_op1', decision: 'allow' }],
+  },
+  context: { sandbox: 'on', repo: 'acme/api' },
+};
+
+/**
+ * generatePolicyDoc(n), with every condition replaced by one of LANGUAGE_CONDITIONS and a condition
+ * from them added to each exact-name allow rule: the same selectors and decisions' mix, and a set
+ * dense in the new operators.
+ */
+export function languagePolicyFiles(n, seed = 42) {
+  const doc = generatePolicyDoc(n, seed);
+  let k = 0;
+  const next = () => LANGUAGE_CONDITIONS[k++ % LANGUAGE_CONDITIONS.length];
+  for (const rule of doc.rules) {
+    if (rule.when !== undefined) rule.when = next();
+    if (rule.confirm !== undefined) rule.confirm = next();
+    if (rule.allow === true && rule.tools?.length === 1 && !rule.tools[0].includes('*') && rule.when === undefined) rule.when = next();
+  }
+  return { doc, files: [{ path: `language-${n}.json`, bytes: Buffer.from(JSON.stringify(doc)) }] };
+}

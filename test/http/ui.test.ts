@@ -28,7 +28,14 @@ function cardText(approval: unknown): Record<string, string> {
 }
 
 /** An approval as GET /approvals returns it (only the fields the card reads matter). */
-function approvalOf(parts: { tool?: string; args: object; capability: object; presentation: object; requirements?: object[]; context?: object }): Record<string, unknown> {
+function approvalOf(parts: {
+  tool?: string;
+  args: object;
+  capability: object;
+  presentation: object;
+  requirements?: object[];
+  context?: object;
+}): Record<string, unknown> {
   return {
     id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab',
     status: 'pending',

@@ -112,8 +112,12 @@ function hasControl(s: string): boolean {
  * kept (`/repo/` stays `/repo/`), as path.posix.normalize keeps it. Nothing else is rewritten: a
  * backslash or a `%2e` is an ordinary character, as it is to the kernel.
  */
+/** A `//`, or a `.` or `..` segment: what normalizePath rewrites. */
+const NEEDS_RESOLVING = /\/\/|\/\.\.?(?:\/|$)/;
+
 export function normalizePath(p: string): string | undefined {
   if (p.length === 0 || p[0] !== '/' || p.includes('\0')) return undefined;
+  if (!NEEDS_RESOLVING.test(p)) return p; // the common case: already normal
   const parts: string[] = [];
   for (const segment of p.split('/')) {
     if (segment === '' || segment === '.') continue;
