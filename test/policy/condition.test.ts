@@ -499,3 +499,75 @@ describe('explain never shows argument values', () => {
     expect(compileCondition('a == b').explain(on({ a: {}, b: {} })).why).toMatch(/^undecidable: `a` is an object; == compares/);
   });
 });
+
+describe('strings, built-ins and roots', () => {
+  const U = 'undecidable';
+  const caller = { user: 'ann', team: 'support', agent: 'bot', roles: ['agent', 'admin'], claims: { sub: 'ann', tier: 'gold', org: { id: 7 } } };
+  const run = { id: 'run-1', steps: [{ tool: 'refund', decision: 'allow' as const }, { tool: 'refund_all' }, { tool: 'lookup', decision: 'allow' as const }] };
+  const input = (args: JsonObject = {}) => on(args, { caller, run, context: { sandbox: { network: false }, repo: 'acme/api' }, env: 'prod' });
+  const ev2 = (source: string, args: JsonObject = {}): Truth => compileCondition(source).evaluate(input(args));
+
+  it('reads the caller, the context, the run and the environment', () => {
+    expect(ev2('$caller.user == "ann" and $caller.team == "support" and $caller.agent == "bot"')).toBe(true);
+    expect(ev2('$caller.roles contains "admin" and $caller.roles.0 == "agent"')).toBe(true);
+    expect(ev2('$caller.claims.tier == "gold" and $caller.claims.org.id == 7')).toBe(true);
+    expect(ev2('$caller.claims.missing == 1')).toBe(U);
+    expect(ev2('$context.sandbox.network == false and $context.repo startswith "acme/"')).toBe(true);
+    expect(ev2('$run.id == "run-1" and $run.steps.1.tool == "refund_all" and len($run.steps) == 3')).toBe(true);
+    expect(ev2('count($run.steps, "refund*") == 2 and count($run.steps, "refund*", "allow") == 1')).toBe(true);
+    expect(ev2('$env == "prod"')).toBe(true);
+    expect(ev2('owner == $caller.user', { owner: 'ann' })).toBe(true);
+    expect(ev2('owner == $caller.user', { owner: 'bob' })).toBe(false);
+  });
+
+  it('an absent root is missing, and $run.steps without a run is no steps', () => {
+    const bare = on({}, { caller: { user: 'u', team: null, agent: null, roles: [] } });
+    expect(compileCondition('$caller.team == "x"').evaluate(bare)).toBe(U);
+    expect(compileCondition('$caller.team != "x"').evaluate(bare)).toBe(U);
+    expect(compileCondition('$context.x == 1').evaluate(bare)).toBe(U);
+    expect(compileCondition('$run.id == "r"').evaluate(bare)).toBe(U);
+    expect(compileCondition('$env == "prod"').evaluate(bare)).toBe(U);
+    expect(compileCondition('count($run.steps, "*") == 0 and len($run.steps) == 0').evaluate(bare)).toBe(true);
+  });
+
+  it('a bare path still reads the arguments, even one named like a root', () => {
+    expect(ev2('caller == 1 and context == 2 and run == 3 and env == 4', { caller: 1, context: 2, run: 3, env: 4 })).toBe(true);
+  });
+
+  it('count() is undecidable on steps that are not a list of steps', () => {
+    expect(ev2('count(steps, "*") == 1', { steps: [{ tool: 'a' }] })).toBe(true);
+    expect(ev2('count(steps, "*") == 1', { steps: [{ tool: 3 }] })).toBe(U);
+    expect(ev2('count(steps, "*") == 1', { steps: ['a'] })).toBe(U);
+    expect(ev2('count(steps, "*") == 1', { steps: 'a' })).toBe(U);
+  });
+
+  it('explains with paths and calls, never the values', () => {
+    const why = (source: string, args: JsonObject): string => compileCondition(source).explain(input(args)).why;
+    expect(why('argv(command) startswith ["git", "status"]', { command: 'git status; rm -rf /secret-dir' })).toMatch(
+      /^undecidable: `argv\(command\)` has no value \(the command is missing or not a string, or a shell would do more than split it/,
+    );
+    expect(why('path(file) startswith "/repo/"', { file: '../secret-dir' })).toBe(
+      'undecidable: `path(file)` has no value (the path is missing or not a string, relative, climbs above /, or holds NUL)',
+    );
+    expect(why('to matches "*@acme.com"', { to: ['secret@x'] })).toBe('undecidable: `to` is an array; `matches` reads a string');
+    expect(why('lower(to) endswith "@acme.com"', { to: 'Bob@ACME.com' })).toBe("lower(to) endswith '@acme.com' is true");
+    expect(why('$caller.team == "x"', {})).toBe("$caller.team == 'x' is false");
+    for (const w of [
+      why('argv(command).0 == "ls"', { command: 'secret-word' }),
+      why('name contains 3', { name: 'secret-word' }),
+      why('name startswith prefix', { name: 'secret-word', prefix: 1 }),
+    ]) {
+      expect(w).not.toContain('secret');
+    }
+  });
+
+  it('lists the paths it reads, roots included, and the reads of the arguments with their uses', () => {
+    const c = compileCondition('lower(to) endswith "@acme.com" and $caller.team == team and amount > 1');
+    expect(c.paths).toEqual(['to', '$caller.team', 'team', 'amount']);
+    expect(c.reads.map((r) => [r.text, r.column, r.use])).toEqual([
+      ['to', 7, 'lower()'],
+      ['team', 52, '`==` with `$caller.team` (a string)'],
+      ['amount', 61, '`>` with a number literal'],
+    ]);
+  });
+});

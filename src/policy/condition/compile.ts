@@ -373,7 +373,7 @@ class Compiler {
     }
     const segments = toSegments(e.member);
     const read = segments.length === 0 ? value : (input: ConditionInput) => memberAt(value(input), segments);
-    return { path: e.text, call: true, literal: undefined, text: e.text, start: e.start, type, read };
+    return { path: e.text, call: e.member.length > 0 ? `${e.name}.N` : e.name, literal: undefined, text: e.text, start: e.start, type, read };
   }
 
   private unary(name: string, x: Operand): (input: ConditionInput) => unknown {

@@ -6,8 +6,15 @@ import { asExact, isScalarKind, kindOf, operandAt, type Kind } from './values.js
 export interface Named {
   readonly path: string | undefined;
   /** A built-in's value: when it has none, its argument was missing or not what it takes. */
-  readonly call?: boolean;
+  readonly call?: string;
 }
+
+/** Why a built-in gave nothing, by its name (never the argument's value). */
+const NO_VALUE: Readonly<Record<string, string>> = {
+  argv: 'the command is missing or not a string, or a shell would do more than split it into words: an operator, a redirection, an expansion, a glob or a second line',
+  'argv.N': 'the command has no word there, is missing or not a string, or a shell would do more than split it into words',
+  path: 'the path is missing or not a string, relative, climbs above /, or holds NUL',
+};
 
 export function kindPhrase(k: Kind): string {
   switch (k) {
@@ -117,7 +124,7 @@ function whyIncomparable(n: Named, v: unknown): string | undefined {
 function whyAbsent(n: Named, v: unknown): string | undefined {
   if (n.path === undefined) return undefined;
   const k = kindOf(v);
-  if (k === 'missing' && n.call === true) return `\`${n.path}\` has no value (its argument is missing, or not what it takes)`;
+  if (k === 'missing' && n.call !== undefined) return `\`${n.path}\` has no value (${NO_VALUE[n.call] ?? 'its argument is missing, or not what it takes'})`;
   if (k === 'missing') return `\`${n.path}\` is missing`;
   if (k === 'other') return `\`${n.path}\` holds a value that is not JSON`;
   return undefined;
