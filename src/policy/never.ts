@@ -143,9 +143,14 @@ export function checkTarget(set: PolicySet, p: NeverProperty, target: PropertyTa
   if (!details.failed) return base;
   const found = details.counterexample?.[0];
   const got = found ? decideOne(found) : null;
-  // fast-check fails a property without a counterexample when too many runs were skipped.
+  // fast-check fails a property without a counterexample when too many runs were skipped, or when
+  // generating threw (a schema this generator misreads).
   if (!found || !got || !isRequestArgs(found.args)) {
-    return { ...base, problem: `too few generated arguments pass the schema of this tool (${details.numSkips} refused): it was hardly checked` };
+    const problem =
+      details.numSkips > 0
+        ? `too few generated arguments pass the schema of this tool (${details.numSkips} refused): it was hardly checked`
+        : 'arguments could not be generated from the schema of this tool';
+    return { ...base, problem };
   }
   return { ...base, counterexample: { tool: found.tool, args: found.args, identity: found.identity, ...(found.run ? { run: found.run } : {}), got } };
 }

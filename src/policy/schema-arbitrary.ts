@@ -26,7 +26,10 @@ export const NO_HINTS: ValueHints = { numbers: [], strings: [], paths: [] };
 // Text the pii guard finds (guards.ts), so guards are exercised too.
 const PII_SAMPLES = ['jane@example.com', '+44 20 7946 0958', '4111 1111 1111 1111', 'GB82 WEST 1234 5698 7654 32'];
 
-const MAX_DEPTH = 6; // of schema nesting followed (a recursive $ref stops here)
+// Schema nesting followed: from SHALLOW_DEPTH on, objects get their required members only and arrays
+// their fewest items, so a recursive $ref ends in values it accepts; past MAX_DEPTH, any JSON.
+const SHALLOW_DEPTH = 5;
+const MAX_DEPTH = 16;
 const MAX_EXTRA_ITEMS = 4; // items beyond minItems
 const MAX_EXTRA_KEYS = 2; // keys beyond the declared properties, where the schema admits them
 
@@ -285,17 +288,30 @@ function numberArbitrary(s: Schema, hints: ValueHints): fc.Arbitrary<JsonValue> 
   const r = integerRange(s);
   const simplest = within(b, 0) ? 0 : r !== null ? simplestInteger(r) : b.lo + (b.hi - b.lo) / 2;
   const double = fc.double({ min: b.lo, max: b.hi, minExcluded: b.loOpen, maxExcluded: b.hiOpen, noNaN: true, noDefaultInfinity: true });
-  // Decimals with two places, as amounts are written.
-  const cents = fc.integer({ min: -1_000_000, max: 1_000_000 }).map((n) => n / 100);
   const arbs: fc.WeightedArbitrary<number>[] = [
     { arbitrary: fc.constant(simplest), weight: 1 },
     { arbitrary: integerArbitrary(s, hints) as fc.Arbitrary<number>, weight: 4 },
-    { arbitrary: cents, weight: 2 },
+    { arbitrary: multiplesOf(0.01, b), weight: 2 }, // decimals with two places, as amounts are written
     { arbitrary: double, weight: 2 },
   ];
+  // A fractional multipleOf: its multiples (those ajv's division check accepts pass).
+  const step = num(s.multipleOf);
+  if (step !== undefined && step > 0 && !Number.isInteger(step)) arbs.push({ arbitrary: multiplesOf(step, b), weight: 4 });
   const near = numberHints(hints, b, false);
   if (near.length > 0) arbs.push({ arbitrary: fc.constantFrom(...near), weight: 2 });
   return fc.oneof(CROSS, ...arbs).map(noNegativeZero);
+}
+
+/** k × step for integers k (at most a million either side of zero) inside the bounds. */
+function multiplesOf(step: number, b: Bounds): fc.Arbitrary<number> {
+  let kLo = Math.max(-1_000_000, Math.ceil(b.lo / step));
+  let kHi = Math.min(1_000_000, Math.floor(b.hi / step));
+  if (b.loOpen && kLo * step <= b.lo) kLo++;
+  if (b.hiOpen && kHi * step >= b.hi) kHi--;
+  // Divided by the inverse where it is whole: 29 / 100 is the double written 0.29, 29 × 0.01 is not.
+  const inverse = 1 / step;
+  const times = Number.isInteger(inverse) ? (k: number) => k / inverse : (k: number) => k * step;
+  return (kLo <= kHi ? fc.integer({ min: kLo, max: kHi }) : fc.constant(kLo)).map(times);
 }
 
 function noNegativeZero(n: number): number {
@@ -338,25 +354,35 @@ function stringArbitrary(s: Schema, hints: ValueHints): fc.Arbitrary<JsonValue> 
     }
   }
   const fits = (t: string): boolean => codePoints(t) >= minLength && codePoints(t) <= maxLength && (pattern === null || pattern.test(t));
+  const format = typeof s.format === 'string' ? s.format : undefined;
   let main: fc.Arbitrary<string>;
-  const format = typeof s.format === 'string' && Object.hasOwn(FORMATS, s.format) ? FORMATS[s.format] : undefined;
-  if (format) main = format();
-  else if (pattern) main = matching(pattern, maxLength) ?? fc.string({ minLength, maxLength });
+  if (format !== undefined && Object.hasOwn(FORMATS, format)) main = FORMATS[format]!();
+  else if (pattern) main = matching(pattern, minLength, maxLength) ?? fc.string({ minLength, maxLength });
   else
     main = fc.oneof(
       CROSS,
       { arbitrary: fc.string({ minLength, maxLength }), weight: 4 },
-      { arbitrary: fc.string({ minLength, maxLength, unit: 'grapheme' }), weight: 1 },
+      // Any script; a schema counts code points (as ajv does), fast-check here graphemes.
+      { arbitrary: fc.string({ minLength, maxLength, unit: 'grapheme' }).map((t) => [...t].slice(0, maxLength).join('')), weight: 1 },
     );
-  const samples = [...new Set([...hints.strings, ...PII_SAMPLES])].filter(fits);
+  // A format's strings are its own; other strings are sometimes the policies' literals or PII.
+  const samples = format === undefined ? [...new Set([...hints.strings, ...PII_SAMPLES])].filter(fits) : [];
   if (samples.length === 0) return main;
   return fc.oneof(CROSS, { arbitrary: main, weight: 3 }, { arbitrary: fc.constantFrom(...samples), weight: 1 });
 }
 
-/** Strings the pattern matches, when fast-check can write them (no lookaround, no backreference). */
-function matching(pattern: RegExp, maxLength: number): fc.Arbitrary<string> | null {
+/**
+ * Strings the pattern matches, when fast-check can write them (no lookaround, no backreference).
+ * stringMatching knows no minimum length: those too short are dropped when that leaves enough (tried
+ * on a fixed sample first, so a pattern that can hardly be long enough never loops).
+ */
+function matching(pattern: RegExp, minLength: number, maxLength: number): fc.Arbitrary<string> | null {
+  let arb: fc.Arbitrary<string>;
   try {
-    return fc.stringMatching(pattern, { maxLength });
+    arb = fc.stringMatching(pattern, { maxLength });
+    if (minLength === 0) return arb;
+    const long = (t: string): boolean => codePoints(t) >= minLength;
+    return fc.sample(arb, { seed: 0, numRuns: 20 }).filter(long).length >= 5 ? arb.filter(long) : arb;
   } catch {
     return null;
   }
@@ -366,7 +392,8 @@ function arrayArbitrary(s: Schema, ctx: Context, depth: number): fc.Arbitrary<Js
   const prefix = Array.isArray(s.prefixItems) ? s.prefixItems.map((p) => fromSchema(p, ctx, depth + 1)) : [];
   const minItems = Math.max(0, Math.floor(num(s.minItems) ?? 0));
   const maxItems = Math.max(minItems, Math.floor(num(s.maxItems) ?? minItems + MAX_EXTRA_ITEMS));
-  const restMax = s.items === false ? 0 : Math.max(0, Math.min(maxItems, minItems + MAX_EXTRA_ITEMS) - prefix.length);
+  const extra = depth >= SHALLOW_DEPTH ? 0 : MAX_EXTRA_ITEMS;
+  const restMax = s.items === false ? 0 : Math.max(0, Math.min(maxItems, minItems + extra) - prefix.length);
   const restMin = Math.min(restMax, Math.max(0, minItems - prefix.length));
   const item = fromSchema(s.items === undefined ? true : s.items, ctx, depth + 1);
   const rest =
@@ -384,13 +411,16 @@ function objectArbitrary(s: Schema, ctx: Context, depth: number): fc.Arbitrary<J
   const extraSchema = s.additionalProperties === undefined ? true : s.additionalProperties;
   // Every declared property, present or (unless required) not; required ones the schema does not
   // declare take the additional-properties schema.
-  const members = [...new Set([...declared, ...required])].map((key) => {
-    const sub = Object.hasOwn(properties, key) ? properties[key] : extraSchema;
-    const member = fc.tuple(fc.constant(key), fromSchema(sub, ctx, depth + 1));
-    return required.has(key) ? member : fc.option(member, { nil: undefined });
-  });
+  const shallow = depth >= SHALLOW_DEPTH;
+  const members = [...new Set([...declared, ...required])]
+    .filter((key) => !shallow || required.has(key))
+    .map((key) => {
+      const sub = Object.hasOwn(properties, key) ? properties[key] : extraSchema;
+      const member = fc.tuple(fc.constant(key), fromSchema(sub, ctx, depth + 1));
+      return required.has(key) ? member : fc.option(member, { nil: undefined });
+    });
   const fixed = fc.tuple(...members).map((m) => m.filter((e) => e !== undefined));
-  if (extraSchema === false) return fixed.map(toObject);
+  if (extraSchema === false || shallow) return fixed.map(toObject);
   const known = new Set([...declared, ...required]);
   const extraKey = fc.string({ maxLength: 8 }).filter((k) => !known.has(k));
   const extras = fc.uniqueArray(fc.tuple(extraKey, fromSchema(extraSchema, ctx, depth + 1)), { maxLength: MAX_EXTRA_KEYS, selector: ([k]) => k });
