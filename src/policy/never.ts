@@ -188,7 +188,8 @@ function hintsFor(set: PolicySet, names: readonly string[]): ValueHints {
         for (const rule of file.rules) {
           for (const cond of [rule.when, rule.confirm]) {
             if (cond === undefined || cond === true) continue;
-            for (const path of cond.paths) paths.add(path);
+            // Argument paths only: a root such as `$caller.team` is not read from the arguments.
+            for (const path of cond.paths) if (!path.startsWith('$')) paths.add(path);
             const text = cond.source.replace(STRING_LITERAL, (_, dq: string | undefined, sq: string | undefined) => {
               strings.add((dq ?? sq ?? '').replace(/\\(.)/g, '$1'));
               return ' ';
