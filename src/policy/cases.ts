@@ -379,7 +379,7 @@ export async function runPolicyTests(dir: string, opts: PolicyTestOptions = {}):
   };
   try {
     // Every property's tools are selected before anything runs: one that selects none is a load problem.
-    const planned: { pc: PropertyCase; property: NeverProperty; checks: { env: string | null; set: PolicySet; targets: PropertyTarget[] }[] }[] = [];
+    const planned: { property: NeverProperty; checks: { env: string | null; set: PolicySet; targets: PropertyTarget[] }[] }[] = [];
     for (const pc of propertyCases) {
       const property = opts.seed === undefined ? pc.property : { ...pc.property, seed: opts.seed };
       const envs = pc.envs ?? [{ env: pc.fileEnv ?? defaultEnv }];
@@ -397,7 +397,7 @@ export async function runPolicyTests(dir: string, opts: PolicyTestOptions = {}):
         }
         return { env, set, targets };
       });
-      planned.push({ pc, property, checks });
+      planned.push({ property, checks });
     }
     for (const c of cases) setFor(c.env ?? defaultEnv);
     if (problems.length > 0) return failed(problems);
