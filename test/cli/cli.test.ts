@@ -145,6 +145,61 @@ describe('gatehouse test', () => {
     expect(r.code).toBe(2);
     golden('test-badcases.txt', r.err);
   });
+
+  it('counts the properties and their runs beside the cases', async () => {
+    const r = await run('test', 'test/cases/never-payments');
+    expect(r).toMatchObject({ code: 0, out: '1 case, 6 properties (550 runs): 7 passed, 0 failed\n', err: '' });
+  });
+
+  it('prints each broken property with its shrunk counterexample, and exits 1', async () => {
+    const r = await run('test', 'test/cli/fixtures/never-broken');
+    expect(r.code).toBe(1);
+    expect(r.err).toBe('');
+    golden('test-never-broken.txt', r.out);
+  });
+
+  it('--seed replays the counterexample a failure printed', async () => {
+    const block = (out: string, name: string): string => out.split('\n\n').find((b) => b.includes(`: ${name}\n`)) ?? '';
+    const first = await run('test', 'test/cli/fixtures/never-broken');
+    const found = block(first.out, 'a refund never ends the run');
+    const seed = /--seed (\d+) replays it/.exec(found)?.[1];
+    expect(seed).toBeDefined();
+    const again = await run('test', 'test/cli/fixtures/never-broken', '--seed', seed!);
+    expect(again.code).toBe(1);
+    expect(block(again.out, 'a refund never ends the run')).toBe(found);
+    const other = await run('test', 'test/cli/fixtures/never-broken', '--seed', '1');
+    expect(other.out).toContain('--seed 1 replays it');
+  });
+
+  it('--seed must be a 31-bit integer (exit 2)', async () => {
+    for (const seed of ['-1', '2147483648', 'x', '1.5']) {
+      const r = await run('test', 'test/cli/fixtures/never-broken', `--seed=${seed}`);
+      expect(r.code, seed).toBe(2);
+      expect(r.err).toMatch(/gatehouse test: --seed must be an integer from 0 to 2147483647\n$/);
+    }
+  });
+
+  it('exits 2 on a bad property, each problem where it is written', async () => {
+    const r = await run('test', 'test/cli/fixtures/never-bad');
+    expect(r.code).toBe(2);
+    expect(r.out).toBe('');
+    golden('test-never-bad.txt', r.err);
+  });
+
+  it('exits 2 on a property that selects no tool: it would check nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-never-'));
+    try {
+      writeFileSync(join(dir, 'p.yaml'), 'policy: p\ntools:\n  lookup: {kind: read_only}\n');
+      writeFileSync(join(dir, 'p.test.yaml'), 'never:\n  - {name: no destructive tool here, kinds: destructive, decision: allow}\n');
+      const r = await run('test', dir);
+      expect(r.code).toBe(2);
+      expect(r.err).toBe(
+        `${join(dir, 'p.test.yaml')}:2:5: never.0: selects no tool of the policies' catalogues: a property that checks nothing is a mistake\n`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('gatehouse hash', () => {
