@@ -36,7 +36,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     usage: async () => CHECK.usage,
     run: runCheck,
   },
-  test: { summary: 'test [DIR] [--env E]               run the policy tests (*.test.yaml)', usage: async () => TEST.usage, run: runTest },
+  test: { summary: 'test [DIR] [--env E] [--seed N]    run the policy tests (*.test.yaml)', usage: async () => TEST.usage, run: runTest },
   hash: { summary: 'hash FILE.json|- [...]             the approval hash of a request, as /decide computes it', usage: async () => HASH.usage, run: runHash },
   token: {
     summary: 'token --sub U [--team T ...]       mint a development token',
