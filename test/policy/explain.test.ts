@@ -42,26 +42,38 @@ describe('explain() gives what decide() gives', () => {
             expect(trace.files).toEqual([]);
             continue;
           }
-          const files = set.files.length > 0 ? set.files : [{ identity: { policy: 'builtin' }, rules: [], guards: [] }];
+          // Every file, then the built-in default when no file answered (none loaded, or every one scoped out).
+          const builtin = { identity: { policy: 'builtin' }, rules: [], guards: [] };
+          const someFileAnswered = trace.files.slice(0, set.files.length).some((f) => f.decision !== undefined);
+          const files = someFileAnswered ? set.files : [...set.files, builtin];
           expect(trace.files.map((f) => f.policy)).toEqual(files.map((f) => f.identity.policy));
           trace.files.forEach((ft, i) => {
+            if (ft.decision === undefined) {
+              // Scoped out: its scope says why, and none of its rules or guards was consulted.
+              expect(ft.scope?.some((s) => !s.matched)).toBe(true);
+              expect([ft.rules, ft.guards, ft.reason, ft.rule]).toEqual([[], [], undefined, undefined]);
+              return;
+            }
+            if (ft.scope) expect(ft.scope.every((s) => s.matched)).toBe(true);
             expect(ft.rules.map((r) => r.id)).toEqual(files[i]!.rules.map((r) => r.id));
             expect(ft.guards.map((g) => g.id)).toEqual(files[i]!.guards.map((g) => g.id));
             for (const rt of ft.rules) {
               // A rule applies only if every selector matched.
               if (rt.applies !== 'no') expect(rt.selectors.every((s) => s.matched)).toBe(true);
-              for (const s of rt.selectors) expect(s.why).toMatch(/ is (not )?in \[/);
+              for (const s of rt.selectors)
+                expect(s.why).toMatch(s.selector === 'users' ? /^the user is (not )?among the \d+ users? listed$/ : / is (not )?in \[/);
             }
           });
-          // The most severe file decides; among equals the first in load order gives rule and reason.
-          const top = Math.max(...trace.files.map((f) => SEVERITY[f.decision]));
-          const first = trace.files.find((f) => SEVERITY[f.decision] === top)!;
+          // The most severe answering file decides; among equals the first in load order gives rule and reason.
+          const answers = trace.files.filter((f) => f.decision !== undefined);
+          const top = Math.max(...answers.map((f) => SEVERITY[f.decision!]));
+          const first = answers.find((f) => SEVERITY[f.decision!] === top)!;
           expect(ex.decision).toBe(first.decision);
           expect(ex.rule).toBe(first.rule);
           expect(ex.reason).toBe(first.reason);
           // An allowed answer: no file had an applying deny or abort rule (Cedar: allowed only if permitted).
           if (ex.decision === 'allow') {
-            for (const ft of trace.files) for (const rt of ft.rules) if (rt.effect !== 'allow') expect(rt.applies).toBe('no');
+            for (const ft of trace.files) for (const rt of ft.rules) if (rt.effect === 'deny' || rt.effect === 'abort') expect(rt.applies).toBe('no');
           }
           // No argument value anywhere in the trace.
           const text = JSON.stringify(trace);
