@@ -24,10 +24,21 @@ import { keyPathOf } from './source/read.js';
 class Problems {
   readonly list: LoadProblem[] = [];
   constructor(private readonly source: PolicySource) {}
-  add(path: KeyPath, message: string, atKey = false): void {
+  add(where: KeyPath, message: string, atKey = false): void {
+    // A list written as one string (`on: results`) is named as written: `guards.0.on`, not `guards.0.on.0`.
+    const path = where.at(-1) === 0 && typeof valueAt(this.source.value, where.slice(0, -1)) === 'string' ? where.slice(0, -1) : where;
     const at = this.source.locate(path, atKey);
     this.list.push({ file: this.source.file, line: at.line, column: at.column, key: path.join('.'), message });
   }
+}
+
+function valueAt(root: JsonValue, path: KeyPath): JsonValue | undefined {
+  let node: JsonValue | undefined = root;
+  for (const seg of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = Array.isArray(node) ? (typeof seg === 'number' ? node[seg] : undefined) : Object.hasOwn(node, seg) ? node[seg] : undefined;
+  }
+  return node;
 }
 
 const validateFile = createStrictAjv(true).compile(policyFileSchema);

@@ -317,3 +317,69 @@ describe('restricts_only and undecidable conditions in the trace', () => {
     expect(ex.decision).toBe('deny');
   });
 });
+
+describe('the trace of users and of scopes', () => {
+  const set = buildPolicySet([
+    {
+      path: 'a.yaml',
+      bytes: enc(
+        'policy: a\ndefault: allow\nrules:\n  - {id: staff, tools: t, users: [alice@example.com, bob-7, carol], allow: true}\n  - {id: one, tools: t, users: dave, teams: ops, agents: bot, confirm: true}\n',
+      ),
+    },
+    { path: 'b.yaml', bytes: enc('policy: b\nscope: {tools: "x*", users: [erin, frank], teams: ops}\ndefault: deny\n') },
+  ]);
+  const alice: Identity = { user: 'alice@example.com', team: 'ops', agent: 'bot', roles: [] };
+
+  it("counts the users a selector lists and never shows an id, the caller's included; teams and agents are named", () => {
+    for (const caller of [alice, { ...alice, user: 'zed@example.com' }]) {
+      const ex = explain(set, { tool: 't', args: {} }, caller);
+      const [staff, one] = ex.trace.files[0]!.rules;
+      expect(staff!.selectors[1]).toEqual({
+        selector: 'users',
+        matched: caller === alice,
+        why: `the user is ${caller === alice ? '' : 'not '}among the 3 users listed`,
+      });
+      expect(one!.selectors.map((s) => s.why)).toEqual([
+        'tool "t" is in [t]',
+        'team ops is in [ops]',
+        'the user is not among the 1 user listed',
+        'agent bot is in [bot]',
+      ]);
+      const text = JSON.stringify(ex.trace);
+      for (const id of ['alice', 'bob-7', 'carol', 'dave', 'erin', 'frank', 'zed']) expect(text).not.toContain(id);
+    }
+  });
+
+  it('a file out of scope: its scope with why, no rules, no decision; a file in scope: its scope, all matched', () => {
+    const out = explain(set, { tool: 't', args: {} }, alice);
+    expect(out.trace.files[1]).toEqual({
+      policy: 'b',
+      digest: expect.any(String),
+      default: 'deny',
+      scope: [
+        { selector: 'tools', matched: false, why: 'tool "t" is not in [x*]' },
+        { selector: 'teams', matched: true, why: 'team ops is in [ops]' },
+        { selector: 'users', matched: false, why: 'the user is not among the 2 users listed' },
+      ],
+      rules: [],
+      guards: [],
+    });
+    expect(out).toMatchObject({ decision: 'allow', rule: 'staff' });
+    const erin: Identity = { ...alice, user: 'erin' };
+    const inScope = explain(set, { tool: 'x1', args: {} }, erin);
+    expect(inScope.trace.files[1]).toMatchObject({ decision: 'deny', rule: 'b#default', scope: [{ matched: true }, { matched: true }, { matched: true }] });
+    expect(inScope).toMatchObject({ decision: 'deny', rule: 'b#default' });
+    expect(decide(set, { tool: 'x1', args: {} }, erin)).toMatchObject({ decision: 'deny', rule: 'b#default' });
+    expect(decide(set, { tool: 'x1', args: {} }, alice)).toMatchObject({ decision: 'allow', rule: 'a#default' });
+  });
+
+  it('when every file is out of scope, the built-in default is traced after them', () => {
+    const only = buildPolicySet([{ path: 'b.yaml', bytes: enc('policy: b\nscope: {tools: "x*"}\ndefault: allow\n') }]);
+    const ex = explain(only, { tool: 't', args: {} }, alice);
+    expect(ex.trace.files.map((f) => [f.policy, f.decision])).toEqual([
+      ['b', undefined],
+      ['builtin', 'deny'],
+    ]);
+    expect(ex).toMatchObject({ decision: 'deny', rule: 'builtin#default' });
+  });
+});
