@@ -647,7 +647,13 @@ describe('loading succeeds', () => {
     const named = onlyProblem({ 'a.yaml': 'default: allow\n', 'b.yaml': 'default: deny\npolicy: a\n' });
     expect(named).toMatchObject({ file: 'b.yaml', line: 2, column: 9, key: 'policy', message: 'this policy name is also used by a.yaml' });
     const derived = onlyProblem({ 'a.yaml': 'policy: b\n', 'b.json': '{\n  "default": "deny"\n}\n' });
-    expect(derived).toMatchObject({ file: 'b.json', line: 1, column: 1, key: 'policy', message: 'this policy name is also used by a.yaml' });
+    expect(derived).toMatchObject({
+      file: 'b.json',
+      line: 1,
+      column: 1,
+      key: 'policy',
+      message: 'this policy name (the file name, as `policy` is not given) is also used by a.yaml',
+    });
     const both = onlyProblem({ 'p.json': '{"default": "deny"}', 'p.yaml': 'default: allow\n' });
     expect(both).toMatchObject({ file: 'p.yaml', line: 1, column: 1, key: 'policy' });
   });
