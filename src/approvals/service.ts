@@ -2,7 +2,7 @@
 // expired rows. The store does the SQL; this decides what a stored approval means for a decision.
 import type { Sql } from 'postgres';
 import { StoreUnavailableError } from '../db/errors.js';
-import { modelMessage } from '../policy/message.js';
+import { modelMessage, spentApprovalMessage } from '../policy/message.js';
 import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import type { ApprovalWaiter } from './notify.js';
 import type { ApprovalStore } from './store.js';
@@ -69,8 +69,14 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
         return { ...fresh, decision: 'deny', reason, message: modelMessage('deny', request.tool, reason, false), approval: { ...fresh.approval, ...ref } };
       }
       // Changed request or presentation, still pending, consumed or expired: the fresh descriptor
-      // stands. Only when it is the same request do we say where its approval stands.
-      return approval.hash === fresh.approval.hash ? { ...fresh, approval: { ...fresh.approval, ...ref } } : fresh;
+      // stands. Only when it is the same request do we say where its approval stands, and when that
+      // approval can never be redeemed again, the model is told a new one is needed, not to wait.
+      if (approval.hash !== fresh.approval.hash) return fresh;
+      const cited = { ...fresh, approval: { ...fresh.approval, ...ref } };
+      if (approval.status === 'consumed' || approval.status === 'expired') {
+        return { ...cited, message: spentApprovalMessage(request.tool, fresh.reason, approval.status) };
+      }
+      return cited;
     },
     async ping() {
       if (!schemaReady()) return false;

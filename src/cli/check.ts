@@ -1,7 +1,8 @@
 // `gatehouse check [DIR|FILE] [--env E] [--tool T --team X --user U --agent A]`: validate policies
 // (exit 2 with every problem) and summarise them, or show the rules that apply to one caller's tool.
-import { CALLER_SELECTORS, CHECKS, type Subject } from '../policy/match.js';
-import type { DefaultMode, EffectiveKind, PolicySet, Rule } from '../policy/model.js';
+import { CALLER_SELECTORS, CHECKS, countUsers, listOf, TOOL_SELECTORS, type SelectorName, type Subject } from '../policy/match.js';
+import type { DefaultMode, EffectiveKind, PolicySet, Rule, Selectors } from '../policy/model.js';
+import { defaultOverlaps } from '../policy/overlap.js';
 import { TOOL_NAME_PATTERN } from '../policy/request.js';
 import { defineCommand, parseCommand } from './args.js';
 import { CALLER_OPTIONS, envOf, loadPoliciesOrReport } from './caller.js';
@@ -14,8 +15,9 @@ export const CHECK = defineCommand({
   usage: `usage: gatehouse check [DIR|FILE] [--env E] [--tool T [--team X] [--user U] [--agent A]]
 
 Validates the policy files of DIR (default: ./policies), or one FILE, as the service loads them.
-Valid: one line per file (policy, digest, counts, default) and "ok". With --tool: the rules that
-apply to that tool for that caller, in order, and what each one does.
+Valid: one line per file (policy, digest, counts, default, scope) and "ok". With --tool: the rules
+that apply to that tool for that caller, in order, and what each one does. On stderr, a warning for
+each file without a scope whose default tightens a tool another file allows (the exit status stays 0).
 
 options:
   --env E       the environment to load (default: POLICY_ENV)
@@ -44,11 +46,18 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
   }
   const set = await loadPoliciesOrReport(target, envOf(values), io);
   if (set === null) return EXIT.invalid;
+  // Warnings, not problems: the files are valid, and may mean it.
+  for (const o of defaultOverlaps(set)) {
+    io.err(
+      `warning: ${o.file.path}: its default (${o.file.defaultMode}) also applies to tools other files decide, e.g. ${o.tool}: ` +
+        `rule "${o.allowedBy.rule}" of ${o.allowedBy.file.path} allows it, and this default answers ${o.answer}; give this file a scope, or a default of allow\n`,
+    );
+  }
   if (values.tool === undefined) {
     for (const f of set.files) {
       const id = f.identity.version === undefined ? f.identity.policy : `${f.identity.policy} v${f.identity.version}`;
       const counts = `${plural(f.rules.length, 'rule')}, ${plural(f.tools.length, 'tool')}, ${plural(f.guards.length, 'guard')}`;
-      io.out(`${f.path}  ${id}  ${f.identity.digest}  ${counts}  default ${f.defaultMode}\n`);
+      io.out(`${f.path}  ${id}  ${f.identity.digest}  ${counts}  default ${f.defaultMode}${f.scope ? `  scope ${describeSelectors(f.scope)}` : ''}\n`);
     }
     const where = set.env === null ? '' : ` for environment ${set.env}`;
     io.out(
@@ -78,8 +87,9 @@ function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
   lines.push(
     `tool ${tool}: ${described.join(' | ')}${plan.entries.some((e) => e.validate) ? ', has a schema' : ''}${plan.entries.some((e) => e.confirm) ? ', always confirms' : ''}`,
   );
+  // A user id is personal data: never echoed, only whether one was given.
   lines.push(
-    `caller: team ${caller.team ?? '(any)'}, user ${caller.user ?? '(any)'}, agent ${caller.agent ?? '(any)'}${set.env ? `; environment ${set.env}` : ''}`,
+    `caller: team ${caller.team ?? '(any)'}, user ${caller.user === undefined ? '(any)' : '(given)'}, agent ${caller.agent ?? '(any)'}${set.env ? `; environment ${set.env}` : ''}`,
   );
   if (plan.views.length > 1) lines.push('the catalogues describe this tool in several ways: every file answers under each, and its most severe answer counts');
   plan.views.forEach((view, v) => {
@@ -91,18 +101,22 @@ function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
       env: set.env,
       identity: { user: caller.user ?? '', team: caller.team ?? null, agent: caller.agent ?? null, roles: [] },
     };
+    let answering = 0;
     set.files.forEach((file, i) => {
       lines.push('', `${file.identity.policy}  (${file.path})`);
+      if (file.scope) {
+        const scope = callerFit(file.scope, subject, caller);
+        lines.push(`  scope: ${describeSelectors(file.scope)}`);
+        if (!view.files[i]?.inScope || scope.excluded) {
+          lines.push(`  outside the scope for this ${view.files[i]?.inScope ? 'caller' : 'tool'}: the file gives no answer`);
+          return;
+        }
+        if (scope.only.length) lines.push(`  (the scope is ${scope.only.join('; ')}: for other callers the file gives no answer)`);
+      }
+      answering++;
       let n = 0;
       for (const rule of view.files[i]?.rules ?? []) {
-        const only: string[] = [];
-        let excluded = false;
-        for (const name of CALLER_SELECTORS) {
-          const given = rule.selectors[name];
-          if (given === undefined) continue;
-          if (caller[name.slice(0, -1) as keyof Caller] === undefined) only.push(`only for ${name} [${[...given].join(', ')}]`);
-          else if (!CHECKS[name](rule.selectors, subject)) excluded = true;
-        }
+        const { only, excluded } = callerFit(rule.selectors, subject, caller);
         if (excluded) continue;
         lines.push(`  ${++n}. ${rule.id}: ${describeRule(rule)}${only.length ? `  (${only.join('; ')})` : ''}`);
       }
@@ -111,13 +125,41 @@ function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
       if (file.maxCalls !== undefined) lines.push(`  limit: abort after ${file.maxCalls} calls in a run`);
       for (const g of view.files[i]?.guards ?? []) lines.push(`  guard ${g.id}: ${g.guard} → ${g.action}`);
     });
+    if (set.files.length > 0 && answering === 0) {
+      lines.push('', `no file's scope selects this call: the built-in default answers, ${describeDefault('side_effects', view.kind)}`);
+    }
   });
   if (set.files.length === 0) lines.push('', `no policy files: default ${describeDefault('side_effects', 'unknown')}`);
   return `${lines.join('\n')}\n`;
 }
 
+/** How a rule's or scope's caller selectors meet the caller: excluded, or `only for …` each selector the caller did not give. */
+function callerFit(sel: Selectors, subject: Subject, caller: Caller): { only: string[]; excluded: boolean } {
+  const only: string[] = [];
+  let excluded = false;
+  for (const name of CALLER_SELECTORS) {
+    if (sel[name] === undefined) continue;
+    if (caller[name.slice(0, -1) as keyof Caller] === undefined) only.push(`only for ${selectorText(sel, name)}`);
+    else if (!CHECKS[name](sel, subject)) excluded = true;
+  }
+  return { only, excluded };
+}
+
+/** `tools [refund]; teams [support]; 3 users`: user ids are counted, never shown. */
+function describeSelectors(sel: Selectors): string {
+  return [...TOOL_SELECTORS, ...CALLER_SELECTORS]
+    .filter((name) => sel[name] !== undefined)
+    .map((name) => selectorText(sel, name))
+    .join('; ');
+}
+
+function selectorText(sel: Selectors, name: SelectorName): string {
+  return name === 'users' ? countUsers(sel.users?.size ?? 0) : `${name} [${listOf(sel, name).join(', ')}]`;
+}
+
 function describeRule(rule: Rule): string {
-  const parts: string[] = [rule.effect];
+  // A confirm-only rule allows nothing: it asks about what another rule or the default allows.
+  const parts: string[] = [rule.effect === 'confirm' ? 'confirm only (allows nothing itself)' : rule.effect];
   if (rule.when) parts.push(`when \`${rule.when.source}\``);
   if (rule.confirm === true) parts.push('asks for approval');
   else if (rule.confirm) parts.push(`asks for approval when \`${rule.confirm.source}\``);

@@ -1,6 +1,7 @@
 // One policy file's parsed value → a compiled PolicyFile: the file schema first, then every
 // semantic check of docs/spec.md section 2 (globs, conditions, environments, identities, schemas).
 // Problems are collected, never thrown, so the operator sees all of them at once.
+import { basename } from 'node:path';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { createStrictAjv } from './ajv.js';
@@ -9,6 +10,7 @@ import { compareDecimals, decimalAt, decimalOf } from '../json/decimal.js';
 import type { JsonObject, JsonValue } from '../json/value.js';
 import { compileCondition, ConditionError, type CompiledCondition } from './condition/compile.js';
 import type { LoadProblem } from './errors.js';
+import { isStringListPath, SELECTOR_KEYS, withListsSpelledOut } from './file-lists.js';
 import { policyFileSchema } from './file-schema.js';
 import { compileGlob, GlobError, type Glob } from './glob.js';
 import { GUARD_NAMES, type GuardName } from './guards.js';
@@ -18,16 +20,25 @@ import { hasDotSegment } from './request.js';
 import type { KeyPath, PolicySource } from './source/common.js';
 import { keyPathOf } from './source/read.js';
 
-const SELECTOR_KEYS = ['tools', 'kinds', 'tags', 'envs', 'teams', 'users', 'agents'] as const;
-
 /** Reports problems against a source, locating each key path. */
 class Problems {
   readonly list: LoadProblem[] = [];
   constructor(private readonly source: PolicySource) {}
-  add(path: KeyPath, message: string, atKey = false): void {
+  add(where: KeyPath, message: string, atKey = false): void {
+    // A list written as one string (`on: results`) is named as written: `guards.0.on`, not `guards.0.on.0`.
+    const path = where.at(-1) === 0 && typeof valueAt(this.source.value, where.slice(0, -1)) === 'string' ? where.slice(0, -1) : where;
     const at = this.source.locate(path, atKey);
     this.list.push({ file: this.source.file, line: at.line, column: at.column, key: path.join('.'), message });
   }
+}
+
+function valueAt(root: JsonValue, path: KeyPath): JsonValue | undefined {
+  let node: JsonValue | undefined = root;
+  for (const seg of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = Array.isArray(node) ? (typeof seg === 'number' ? node[seg] : undefined) : Object.hasOwn(node, seg) ? node[seg] : undefined;
+  }
+  return node;
 }
 
 const validateFile = createStrictAjv(true).compile(policyFileSchema);
@@ -35,28 +46,32 @@ const validateFile = createStrictAjv(true).compile(policyFileSchema);
 /** Compile one parsed file for the active environment; `ajv` compiles its tool schemas. */
 export function compilePolicyFile(source: PolicySource, env: string | null, ajv: Ajv2020): { file?: PolicyFile; problems: LoadProblem[] } {
   const problems = new Problems(source);
-  const doc = source.value;
+  const doc = withListsSpelledOut(source.value);
   if (!validateFile(doc)) {
     reportSchemaErrors(problems, doc, validateFile.errors ?? []);
     return { problems: problems.list };
   }
   const d = doc as PolicyDoc;
-  checkIdentityText(problems, ['policy'], d.policy, 'policy');
+  // Without `policy`, the file's name without its extension is its identity (docs/spec.md section 2.2).
+  const policy = d.policy ?? fileStem(source.file);
+  checkIdentityText(problems, ['policy'], policy, d.policy === undefined ? 'the policy name (the file name, as `policy` is not given)' : 'policy');
   if (d.version !== undefined) checkIdentityText(problems, ['version'], d.version, 'version');
   const environments = d.environments ?? [];
   checkEnvironments(problems, environments, env);
   const defaultMode = resolveDefault(problems, d, environments, env);
+  const scope = d.scope === undefined ? undefined : compileSelectors(problems, ['scope'], environments, d.scope);
   const catalogue = d.tools ?? {};
-  const tools = Object.keys(catalogue).map((pattern, order) => compileTool(problems, ajv, d.policy, pattern, order, catalogue[pattern]!));
+  const tools = Object.keys(catalogue).map((pattern, order) => compileTool(problems, ajv, policy, pattern, order, catalogue[pattern]!));
   const ruleIds = new Set<string>();
-  const rules = (d.rules ?? []).map((r, i) => compileRule(problems, d.policy, environments, r, i, ruleIds));
-  const guards = (d.guards ?? []).map((g, i) => compileGuard(problems, d.policy, environments, g, i));
+  const rules = (d.rules ?? []).map((r, i) => compileRule(problems, policy, environments, r, i, ruleIds));
+  const guards = (d.guards ?? []).map((g, i) => compileGuard(problems, policy, environments, g, i));
 
   let digest = '';
   try {
-    // Numbers in their shortest form (a JSON round trip drops the recorded lexemes): TOML keeps no
-    // number text, and one policy has one digest in YAML, JSON or TOML (docs/spec.md section 2.8).
-    digest = sha256(canonicalize(JSON.parse(JSON.stringify(doc)) as JsonValue));
+    // The content as written (a list written as one string stays a string). Numbers in their
+    // shortest form (a JSON round trip drops the recorded lexemes): TOML keeps no number text, and one
+    // policy has one digest in YAML, JSON or TOML (docs/spec.md section 2.8).
+    digest = sha256(canonicalize(JSON.parse(JSON.stringify(source.value)) as JsonValue));
   } catch (err) {
     if (!(err instanceof CanonicalError)) throw err;
     problems.add([], 'content cannot be canonicalized (a string holds a lone surrogate)');
@@ -64,7 +79,8 @@ export function compilePolicyFile(source: PolicySource, env: string | null, ajv:
   if (problems.list.length > 0) return { problems: problems.list };
   const file: PolicyFile = {
     path: source.file,
-    identity: d.version === undefined ? { policy: d.policy, digest } : { policy: d.policy, version: d.version, digest },
+    identity: d.version === undefined ? { policy, digest } : { policy, version: d.version, digest },
+    ...(scope ? { scope } : {}),
     environments,
     defaultMode,
     rules: rules.filter((r): r is Rule => r !== null),
@@ -97,6 +113,7 @@ interface RuleDoc extends SelectorDoc {
 interface GuardDoc extends SelectorDoc {
   id?: string;
   guard: string;
+  on?: string[];
   action?: 'deny' | 'require_approval';
 }
 interface ToolDoc {
@@ -107,14 +124,22 @@ interface ToolDoc {
   schema?: JsonObject | boolean;
 }
 interface PolicyDoc {
-  policy: string;
+  policy?: string;
   version?: string;
+  scope?: SelectorDoc;
   environments?: string[];
   default?: DefaultMode | Record<string, DefaultMode>;
   tools?: Record<string, ToolDoc>;
   rules?: RuleDoc[];
   guards?: GuardDoc[];
   limits?: { max_calls?: number };
+}
+
+/** `payments.yaml` → `payments`: the name of a file without its extension (policy files always have one). */
+function fileStem(file: string): string {
+  const name = basename(file);
+  const dot = name.lastIndexOf('.');
+  return dot === -1 ? name : name.slice(0, dot);
 }
 
 function checkIdentityText(problems: Problems, path: KeyPath, text: string, what: string): void {
@@ -262,18 +287,22 @@ function compileRule(problems: Problems, policy: string, environments: readonly 
   if (doc.abort === true && doc.allow !== undefined) problems.add([...base, 'abort'], 'a rule has either `allow` or `abort`, not both');
   else if (doc.abort === true) effect = 'abort';
   else if (doc.allow !== undefined) effect = doc.allow ? 'allow' : 'deny';
-  else problems.add(base, 'a rule needs `allow: true`, `allow: false` or `abort: true`');
+  // Confirm-only: it adds an approval to what other rules or the default allow, and allows nothing.
+  else if (doc.confirm !== undefined && doc.confirm !== false) effect = 'confirm';
+  else if (doc.confirm === undefined) problems.add(base, 'a rule needs `allow: true`, `allow: false`, `abort: true` or `confirm`');
 
   const when = doc.when === undefined ? undefined : conditionOrProblem(problems, [...base, 'when'], doc.when);
   let confirm: true | CompiledCondition | undefined;
   if (doc.confirm !== undefined) {
     if (doc.confirm === false) problems.add([...base, 'confirm'], '`confirm: false` is refused: a policy can only add confirmation');
-    else if (effect !== null && effect !== 'allow') problems.add([...base, 'confirm'], '`confirm` applies only to `allow: true` rules');
+    else if (effect === 'deny' || effect === 'abort')
+      problems.add([...base, 'confirm'], '`confirm` cannot go with `allow: false` or `abort`: a rule that asks never denies');
     else confirm = doc.confirm === true ? true : conditionOrProblem(problems, [...base, 'confirm'], doc.confirm);
   }
   let approval: ApprovalShape | undefined;
   if (doc.approval !== undefined) {
-    if (effect !== null && effect !== 'allow') problems.add([...base, 'approval'], '`approval` applies only to `allow: true` rules');
+    if (effect === 'deny' || effect === 'abort')
+      problems.add([...base, 'approval'], '`approval` cannot go with `allow: false` or `abort`: only a rule that asks has an approval');
     approval = {
       ...(doc.approval.kind !== undefined ? { kind: doc.approval.kind } : {}),
       ...(doc.approval.capability ? { capability: argPaths(problems, [...base, 'approval', 'capability'], doc.approval.capability) } : {}),
@@ -297,6 +326,9 @@ function compileGuard(problems: Problems, policy: string, environments: readonly
   const base: KeyPath = ['guards', index];
   if (doc.id !== undefined) checkOwnId(problems, [...base, 'id'], doc.id);
   const selectors = compileSelectors(problems, base, environments, doc);
+  doc.on?.forEach((what, i) => {
+    if (what !== 'args') problems.add([...base, 'on', i], 'Gatehouse sees only the arguments of a call: `on` can only be `args`');
+  });
   if (!(GUARD_NAMES as readonly string[]).includes(doc.guard)) {
     problems.add([...base, 'guard'], `unknown guard (known: ${GUARD_NAMES.join(', ')})`);
     return null;
@@ -371,6 +403,19 @@ function reportSchemaErrors(problems: Problems, doc: unknown, errors: readonly E
         break;
       case 'minItems':
         problems.add(path, (e.params as { limit: number }).limit === 1 ? 'must not be empty' : `${e.message ?? 'too few items'}`);
+        break;
+      case 'minProperties':
+        problems.add(
+          path,
+          path.length === 0
+            ? 'the file is empty: a policy file has at least one key'
+            : path[0] === 'scope'
+              ? 'a scope needs at least one selector'
+              : (e.message ?? 'too few keys'),
+        );
+        break;
+      case 'type':
+        problems.add(path, isStringListPath(path) ? 'must be a string or a list of strings' : (e.message ?? 'wrong type'));
         break;
       case 'propertyNames':
         problems.add(path, `has an invalid key: ${e.message ?? ''}`);

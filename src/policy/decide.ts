@@ -16,6 +16,7 @@ import {
   type ApprovalRequirement,
   type CatalogueEntry,
   type EffectiveKind,
+  type FilePlan,
   type Guard,
   type Identity,
   type PolicyFile,
@@ -50,12 +51,15 @@ export interface FileTrace {
   default: DefaultMode;
   /** With several descriptions of the tool: the index in `catalogue.views` this file's answer (and trace) is from. */
   view?: number;
+  /** The file's `scope`, when it has one: each selector, matched or not. */
+  scope?: SelectorTrace[];
   rules: RuleTrace[];
   guards: GuardTrace[];
   limits?: { max_calls: number; steps: number };
-  decision: Decision;
-  reason: string;
-  rule: string;
+  /** Absent when the file's scope does not select the call: it gave no answer (and its rules are not listed). */
+  decision?: Decision;
+  reason?: string;
+  rule?: string;
 }
 /** A description of the tool by the catalogue (docs/spec.md section 2, step 1). */
 export interface CatalogueTrace {
@@ -118,7 +122,7 @@ const BUILTIN: PolicyFile = {
   guards: [],
   tools: [],
 };
-const NO_PLAN = { rules: [], guards: [] } as const;
+const NO_PLAN: FilePlan = { inScope: true, rules: [], guards: [] };
 
 function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, trace: Trace | null): DecisionResult {
   const plan = set.plan(request.tool);
@@ -141,7 +145,6 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
       return result(set, request, { decision: 'deny', reason, rule: `${entry.policy}#tools.${entry.pattern}.schema` }, true);
     }
   }
-  const files = set.files.length > 0 ? set.files : [BUILTIN];
   // A guard's scan depends on the arguments alone: run once per request, however many files and
   // descriptions ask for it (a 1 MiB body is scanned once, not once per file and view).
   const findings: GuardFindings = {};
@@ -149,20 +152,19 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
   const subjects = views.map((view): Subject => ({ tool: request.tool, kind: view.kind, tags: view.tags, env: set.env, identity }));
   // What conditions read, built once per request.
   const input: ConditionInput = { args: request.args, caller: identity, context: request.context, run: request.run, env: set.env };
-  let best: Outcome | null = null;
-  // Every file that asks for approval, in load order: when that is the answer, the approval carries
-  // all of them, so one grant never satisfies a requirement the operator was not shown.
-  let asks: Requirement[] | null = null;
-  for (let i = 0; i < files.length; i++) {
-    const file = files[i]!;
-    // Each file answers under every description of the tool; its most severe answer counts (the
-    // first description among equals).
+  // Each file answers under every description of the tool its scope selects; its most severe answer
+  // counts (the first description among equals). A file whose scope selects none gives no answer.
+  const fileAnswer = (file: PolicyFile, i: number | null): Outcome | null => {
     let fileBest: Outcome | null = null;
     let fileTrace: FileTrace | null = null;
     for (let v = 0; v < views.length; v++) {
-      const filePlan = views[v]!.files[i] ?? NO_PLAN;
+      const filePlan = i === null ? NO_PLAN : (views[v]!.files[i] ?? NO_PLAN);
       const subject = subjects[v]!; // v < views.length
       const ft: FileTrace | null = trace ? newFileTrace(file) : null;
+      if (!inScope(file, filePlan, subject, ft)) {
+        if (ft && fileTrace === null && v === 0) fileTrace = ft;
+        continue;
+      }
       // Decide evaluates only the plan's candidates; explain evaluates every rule (selectors re-checked).
       const outcome = evaluateFile(file, plan, ft ? file.rules : filePlan.rules, ft ? file.guards : filePlan.guards, subject, request, input, findings, ft);
       if (fileBest !== null && SEVERITY[outcome.decision] <= SEVERITY[fileBest.decision]) continue;
@@ -173,11 +175,33 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
       }
     }
     if (fileTrace) trace!.files.push(fileTrace);
-    if (fileBest!.decision === 'require_approval') (asks ??= []).push({ policy: file.identity.policy, outcome: fileBest! });
+    return fileBest;
+  };
+  const answers = set.files.map((file, i) => ({ policy: file.identity.policy, outcome: fileAnswer(file, i) }));
+  // No file answered (none is loaded, or every one is scoped out): the built-in default
+  // (docs/spec.md section 2.7), fail closed.
+  if (answers.every((a) => a.outcome === null)) answers.push({ policy: BUILTIN.identity.policy, outcome: fileAnswer(BUILTIN, null) });
+  let best: Outcome | null = null;
+  // Every file that asks for approval, in load order: when that is the answer, the approval carries
+  // all of them, so one grant never satisfies a requirement the operator was not shown.
+  let asks: Requirement[] | null = null;
+  for (const { policy, outcome } of answers) {
+    if (outcome === null) continue;
+    if (outcome.decision === 'require_approval') (asks ??= []).push({ policy, outcome });
     // The most severe wins; among equals the first file in load order gives reason and rule.
-    if (best === null || SEVERITY[fileBest!.decision] > SEVERITY[best.decision]) best = fileBest;
+    if (best === null || SEVERITY[outcome.decision] > SEVERITY[best.decision]) best = outcome;
   }
   return result(set, request, best!, false, asks);
+}
+
+/** Whether the file's `scope` selects this call: its tool-dependent selectors were settled by the plan. */
+function inScope(file: PolicyFile, filePlan: FilePlan, subject: Subject, ft: FileTrace | null): boolean {
+  if (file.scope === undefined) return true;
+  if (ft) {
+    ft.scope = traceSelectors(file.scope, subject);
+    return ft.scope.every((s) => s.matched);
+  }
+  return filePlan.inScope && selectorsMatch(file.scope, subject, CALLER_SELECTORS);
 }
 
 // An array index, not a key that could be a phone or card number.
@@ -234,7 +258,8 @@ function evaluateFile(
     } else if (rule.effect === 'deny') {
       deny ??= rule;
     } else {
-      if (applies === 'yes') allow ??= rule;
+      // A confirm-only rule never allows: it only asks about what something else allows.
+      if (applies === 'yes' && rule.effect === 'allow') allow ??= rule;
       if ((rt || !confirmBy) && confirmHolds(rule, input, rt)) confirmBy ??= rule;
     }
   }
@@ -242,7 +267,9 @@ function evaluateFile(
   let out: Outcome;
   if (abort) out = { decision: 'abort', reason: abort.reason ?? `rule "${abort.id}" ends the run`, rule: abort.id };
   else if (deny) out = { decision: 'deny', reason: deny.reason ?? `rule "${deny.id}" denies it`, rule: deny.id };
-  else if (allow) out = { decision: 'allow', reason: allow.reason ?? `rule "${allow.id}" allows it`, rule: allow.id };
+  // A rule that can ask gives its `reason` for asking; allowed without asking, it says so plainly
+  // (docs/spec.md section 2.2).
+  else if (allow) out = { decision: 'allow', reason: (allow.confirm ? undefined : allow.reason) ?? `rule "${allow.id}" allows it`, rule: allow.id };
   else out = byDefault(file, subject);
 
   // Step 5: an allowed call asks when the catalogue or an applicable rule says so.
@@ -346,7 +373,8 @@ function confirmHolds(rule: Rule, input: ConditionInput, rt: RuleTrace | null): 
 
 function byDefault(file: PolicyFile, subject: Subject): Outcome {
   const rule = `${file.identity.policy}#default`;
-  const where = subject.env === null ? '' : ` in ${subject.env}`;
+  // Only a file that declares environments has a default per environment to name.
+  const where = subject.env === null || file.environments.length === 0 ? '' : ` in ${subject.env}`;
   switch (file.defaultMode) {
     case 'allow':
       return { decision: 'allow', reason: `no rule matched; the default${where} is allow`, rule };
@@ -423,8 +451,5 @@ function newFileTrace(file: PolicyFile): FileTrace {
     default: file.defaultMode,
     rules: [],
     guards: [],
-    decision: 'allow',
-    reason: '',
-    rule: '',
   };
 }

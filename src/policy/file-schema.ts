@@ -1,6 +1,7 @@
 // The JSON Schema of a policy file (docs/spec.md section 2). Closed everywhere: an unknown key is a load
 // error, never ignored. Semantic checks that a schema cannot express well (globs, conditions,
-// environments, identities) live in compile.ts.
+// environments, identities) live in compile.ts. A list of strings written as one string is spelled
+// out before this schema is checked (file-lists.ts), so here every such list is an array.
 
 const name = { type: 'string', minLength: 1, maxLength: 256 } as const;
 const nameList = { type: 'array', minItems: 1, maxItems: 10_000, items: name } as const;
@@ -24,11 +25,13 @@ export const policyFileSchema = {
   $id: 'https://gatehouse.dev/schemas/policy-file.json',
   type: 'object',
   additionalProperties: false,
-  required: ['policy'],
+  // An empty document (an empty TOML file is one) is a mistake, not a policy of defaults.
+  minProperties: 1,
   properties: {
     policy: { type: 'string' },
     version: { type: 'string' },
     environments: { type: 'array', minItems: 1, maxItems: 256, items: envName },
+    scope: { type: 'object', additionalProperties: false, minProperties: 1, properties: selectors },
     default: {
       anyOf: [decisionMode, { type: 'object', propertyNames: envName, additionalProperties: decisionMode }],
     },
@@ -86,6 +89,8 @@ export const policyFileSchema = {
           id: name,
           guard: { type: 'string' },
           ...selectors,
+          // What the guard reads: Gatehouse sees only the arguments (checked in compile.ts).
+          on: { type: 'array', minItems: 1, maxItems: 16, items: { type: 'string', maxLength: 64 } },
           action: { enum: ['deny', 'require_approval'] },
         },
       },

@@ -4,6 +4,7 @@
 import type { Stats } from 'node:fs';
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, sep } from 'node:path';
+import { isJsonObject } from '../json/value.js';
 import { createArgsAjv } from './ajv.js';
 import { compilePolicyFile } from './compile.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
@@ -155,7 +156,8 @@ function crossFileProblems(files: readonly { file: PolicyFile; source: PolicySou
   for (const { file, source } of files) {
     const name = basename(file.path);
     const first = policies.get(file.identity.policy);
-    if (first) at(source, ['policy'], `this policy name is also used by ${first}`);
+    const written = isJsonObject(source.value) && Object.hasOwn(source.value, 'policy');
+    if (first) at(source, ['policy'], `this policy name${written ? '' : ' (the file name, as `policy` is not given)'} is also used by ${first}`);
     else policies.set(file.identity.policy, name);
     for (const entry of file.tools) {
       const other = tools.get(entry.pattern);

@@ -43,25 +43,37 @@ export interface SelectorTrace {
   why: string;
 }
 
-const SUBJECT_TEXT: Readonly<Record<SelectorName, (s: Subject) => string>> = {
+const SUBJECT_TEXT: Readonly<Record<Exclude<SelectorName, 'users'>, (s: Subject) => string>> = {
   tools: (s) => `tool "${s.tool}"`,
   kinds: (s) => `kind ${s.kind}`,
   tags: (s) => (s.tags.size ? `tags ${[...s.tags].join(', ')}` : 'no tags'),
   envs: (s) => (s.env === null ? 'no environment' : `environment ${s.env}`),
   teams: (s) => (s.identity?.team == null ? 'no team' : `team ${s.identity.team}`),
-  users: (s) => `user ${s.identity?.user ?? '(none)'}`,
   agents: (s) => (s.identity?.agent == null ? 'no agent' : `agent ${s.identity.agent}`),
 };
 
-/** Every selector the rule or guard gives, with whether it matched and why. */
+/** Every selector the rule, guard or scope gives, with whether it matched and why. */
 export function traceSelectors(sel: Selectors, subject: Subject): SelectorTrace[] {
   const out: SelectorTrace[] = [];
   for (const name of [...TOOL_SELECTORS, ...CALLER_SELECTORS]) {
     const given = sel[name];
     if (given === undefined) continue;
     const matched = CHECKS[name](sel, subject);
-    const list = name === 'tools' ? sel.tools!.map((g) => g.source) : [...(given as ReadonlySet<string>)];
-    out.push({ selector: name, matched, why: `${SUBJECT_TEXT[name](subject)} ${matched ? 'is' : 'is not'} in [${list.join(', ')}]` });
+    // User ids are personal data: an explanation counts them, never shows them (teams and agents are named).
+    const why =
+      name === 'users'
+        ? `the user is ${matched ? '' : 'not '}among the ${countUsers(sel.users!.size)} listed`
+        : `${SUBJECT_TEXT[name](subject)} ${matched ? 'is' : 'is not'} in [${listOf(sel, name).join(', ')}]`;
+    out.push({ selector: name, matched, why });
   }
   return out;
+}
+
+/** A selector's list as written (globs by their source). */
+export function listOf(sel: Selectors, name: SelectorName): string[] {
+  return name === 'tools' ? (sel.tools ?? []).map((g) => g.source) : [...((sel[name] as ReadonlySet<string> | undefined) ?? [])];
+}
+
+export function countUsers(n: number): string {
+  return `${n} ${n === 1 ? 'user' : 'users'}`;
 }

@@ -95,7 +95,11 @@ export interface Selectors {
   readonly agents?: ReadonlySet<string>;
 }
 
-export type RuleEffect = 'allow' | 'deny' | 'abort';
+/**
+ * `confirm`: a rule with `confirm` and neither `allow` nor `abort`. It never allows anything itself; it
+ * turns an allow that other rules or the default give into require_approval (docs/spec.md section 2.3).
+ */
+export type RuleEffect = 'allow' | 'deny' | 'abort' | 'confirm';
 
 export interface Rule {
   readonly id: string;
@@ -137,6 +141,8 @@ export interface CatalogueEntry {
 export interface PolicyFile {
   readonly path: string;
   readonly identity: PolicyIdentity;
+  /** The calls this file is consulted for; absent: every call (docs/spec.md section 2.7). */
+  readonly scope?: Selectors;
   readonly environments: readonly string[];
   /** The default for the active environment. */
   readonly defaultMode: DefaultMode;
@@ -148,6 +154,8 @@ export interface PolicyFile {
 
 /** Rules and guards of one file whose tool-dependent selectors (tools, kinds, tags, envs) match a tool. */
 export interface FilePlan {
+  /** False when the tool-dependent selectors of the file's `scope` leave the tool out: the file gives no answer. */
+  readonly inScope: boolean;
   readonly rules: readonly Rule[];
   readonly guards: readonly Guard[];
 }

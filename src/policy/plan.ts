@@ -6,6 +6,7 @@ import type { CatalogueEntry, FilePlan, PolicyFile, PolicySet, Rule, ToolPlan, T
 
 const PLAN_CACHE_SIZE = 10_000;
 const NO_TAGS: ReadonlySet<string> = new Set();
+const OUT_OF_SCOPE: FilePlan = { inScope: false, rules: [], guards: [] };
 
 /**
  * Index the rules so that deciding never scans every rule: per tool name, the rules and guards
@@ -35,8 +36,12 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
     const views = described.map(({ entry, kind, tags }): ToolView => {
       const subject: Subject = { tool, kind, tags, env };
       const filePlans = files.map((file, i): FilePlan => {
+        // A file whose scope leaves this description of the tool out gives no answer under it
+        // (docs/spec.md section 2.7); its caller selectors are checked per request.
+        if (file.scope !== undefined && !selectorsMatch(file.scope, subject, TOOL_SELECTORS)) return OUT_OF_SCOPE;
         const rules = candidates[i]!;
         return {
+          inScope: true,
           rules: rules.filter((r, k) => rules[k - 1] !== r && selectorsMatch(r.selectors, subject, TOOL_SELECTORS)),
           guards: file.guards.filter((g) => selectorsMatch(g.selectors, subject, TOOL_SELECTORS)),
         };

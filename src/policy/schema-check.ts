@@ -28,9 +28,12 @@ export function schemaProblems(files: readonly { file: PolicyFile; source: Polic
         let first: string | undefined;
         let others = 0;
         for (const entry of entries) {
-          // A glob entry is selected when the rule's selectors take its pattern as a name: exact for
-          // names, and conservative for globs (an entry the rule might not select is not checked).
-          if (!selectorsMatch(rule.selectors, { tool: entry.pattern, kind: entry.kind, tags: entry.tags, env }, TOOL_SELECTORS)) continue;
+          // A glob entry is selected when the file's scope and the rule's selectors take its pattern
+          // as a name: exact for names, and conservative for globs (an entry the rule might not
+          // select is not checked).
+          const subject = { tool: entry.pattern, kind: entry.kind, tags: entry.tags, env };
+          if (file.scope !== undefined && !selectorsMatch(file.scope, subject, TOOL_SELECTORS)) continue;
+          if (!selectorsMatch(rule.selectors, subject, TOOL_SELECTORS)) continue;
           const message = firstProblem(condition.reads, entry);
           if (message === undefined) continue;
           if (first === undefined) first = message;

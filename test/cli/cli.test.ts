@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../src/main.js';
+import { decide } from '../../src/policy/decide.js';
+import { loadPolicies } from '../../src/policy/load.js';
 import { EXAMPLE_POLICIES } from '../helpers/app.js';
 
 async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -46,6 +48,42 @@ describe('gatehouse check', () => {
     const r = await run('check', 'test/cli/fixtures/views', '--tool', 'send_wire');
     expect(r.code).toBe(0);
     golden('check-views.txt', r.out);
+  });
+
+  it('warns (stderr, exit 0) when a file without a scope has a default that tightens a tool another file allows', async () => {
+    const r = await run('check', 'test/cli/fixtures/trap');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/\nok: 2 files\n$/);
+    golden('check-warnings.txt', r.err);
+    // What the warning is about: the three-rule file's side_effects default holds a $5 refund, and
+    // the decision names that file's default.
+    const who = { user: 'ann', team: 'support', agent: null, roles: [] };
+    const trap = await loadPolicies('test/cli/fixtures/trap');
+    expect(decide(trap, { tool: 'refund', args: { amount: 5 } }, who)).toMatchObject({ decision: 'require_approval', rule: 'vendor#default' });
+    const scoped = await loadPolicies('test/cli/fixtures/scoped');
+    expect(decide(scoped, { tool: 'refund', args: { amount: 5 } }, who)).toMatchObject({ decision: 'allow', rule: 'refund-support' });
+  });
+
+  it("with scopes in place: no warning, and each file's scope in the summary (users counted)", async () => {
+    const r = await run('check', 'test/cli/fixtures/scoped');
+    expect(r).toMatchObject({ code: 0, err: '' });
+    golden('check-scoped.txt', r.out);
+  });
+
+  it('--tool shows each scope and whether the tool and caller are in it; user ids are counted, never shown', async () => {
+    const any = await run('check', 'test/cli/fixtures/scoped', '--tool', 'dispatch_vendor');
+    expect(any.code).toBe(0);
+    golden('check-tool-scope.txt', any.out);
+    const given = await run('check', 'test/cli/fixtures/scoped', '--tool', 'refund', '--user', 'ann', '--team', 'support');
+    expect(given.out).toContain('caller: team support, user (given), agent (any)');
+    expect(given.out).toContain('outside the scope for this tool: the file gives no answer');
+    const outsider = await run('check', 'test/cli/fixtures/scoped', '--tool', 'dispatch_vendor', '--user', 'zed');
+    expect(outsider.out).toContain('outside the scope for this caller: the file gives no answer');
+    const unknown = await run('check', 'test/cli/fixtures/scoped', '--tool', 'shell_exec');
+    expect(unknown.out).toMatch(/no file's scope selects this call: the built-in default answers, side_effects → deny \(kind unknown\)\n$/);
+    const rules = await run('check', 'test/cli/fixtures/trap', '--tool', 'refund');
+    expect(rules.out).toContain('(only for teams [support]; only for 3 users)');
+    for (const r of [any, given, outsider, unknown, rules]) for (const id of ['ann', 'ben', 'cy', 'zed']) expect(r.out).not.toMatch(new RegExp(`\\b${id}\\b`));
   });
 
   it('marks rules that depend on a caller it was not told', async () => {
@@ -235,7 +273,7 @@ describe('gatehouse hash', () => {
     expect(r.code).toBe(1);
     expect(r.out).toBe('');
     expect(r.err).toBe(
-      'test/cli/fixtures/refund-small.json: decided allow by refund-support (refund over 100 needs an operator): only a require_approval answer has an approval hash\n',
+      'test/cli/fixtures/refund-small.json: decided allow by refund-support (rule "refund-support" allows it): only a require_approval answer has an approval hash\n',
     );
   });
 

@@ -1,7 +1,8 @@
 // fast-check arbitraries for random but VALID policy sets and random requests over a small universe
 // (tools t0..t5 and names matched by globs, three kinds of argument: `a` number, `b` string, `c`
 // boolean), so that random pairs often hit the interesting cases: several rules applying at once,
-// undecidable conditions, catalogue globs, guards, limits, per-environment defaults.
+// undecidable conditions, catalogue globs, guards, limits, per-environment defaults, confirm-only
+// rules and files with a `scope`.
 //
 // A generated set is kept as plain policy documents (`GenSet`), so a test can both load it with
 // buildPolicySet and evaluate it with an independent reference evaluator.
@@ -27,6 +28,7 @@ export interface GenApproval {
   capability?: string[];
   presentation?: string[];
 }
+/** A rule: `allow` or `abort`, or neither (a confirm-only rule, which then has `confirm`). */
 export interface GenRule extends GenSelectors {
   id?: string;
   when?: string;
@@ -50,6 +52,7 @@ export interface GenTool {
 export interface GenDoc {
   policy: string;
   version?: string;
+  scope?: GenSelectors;
   environments?: string[];
   default?: Mode | Record<string, Mode>;
   tools?: Record<string, GenTool>;
@@ -158,9 +161,12 @@ const approvalArb: fc.Arbitrary<GenApproval> = fc
   })
   .map(clean);
 
-type Effect = 'allow' | 'deny' | 'abort';
+type Effect = 'allow' | 'deny' | 'abort' | 'confirm';
 
-export function ruleArb(withEnvs: boolean, effects: readonly Effect[] = ['allow', 'allow', 'allow', 'allow', 'deny', 'deny', 'abort']): fc.Arbitrary<GenRule> {
+export function ruleArb(
+  withEnvs: boolean,
+  effects: readonly Effect[] = ['allow', 'allow', 'allow', 'allow', 'deny', 'deny', 'abort', 'confirm'],
+): fc.Arbitrary<GenRule> {
   return fc
     .record({
       selectors: selectorsArb(withEnvs),
@@ -176,9 +182,10 @@ export function ruleArb(withEnvs: boolean, effects: readonly Effect[] = ['allow'
       if (explicitId) rule.id = 'ID'; // replaced by a unique id when the file is assembled
       if (when !== undefined) rule.when = when;
       if (effect === 'abort') rule.abort = true;
-      else rule.allow = effect === 'allow';
-      if (effect === 'allow') {
-        if (confirm !== undefined) rule.confirm = confirm;
+      else if (effect !== 'confirm') rule.allow = effect === 'allow';
+      if (effect === 'allow' || effect === 'confirm') {
+        // A confirm-only rule has nothing but its confirm to say.
+        if (confirm !== undefined || effect === 'confirm') rule.confirm = confirm ?? true;
         if (approval !== undefined) rule.approval = approval;
       }
       if (reason !== undefined) rule.reason = reason;
@@ -222,14 +229,17 @@ function docArb(policy: string, declareEnvs: boolean, maxRules: number): fc.Arbi
   return fc
     .record({
       version: maybe(fc.constantFrom('1', '2'), 0.5),
+      // Mostly tool selectors, so that a scope often selects some requests and not others.
+      scope: maybe(selectorsArb(declareEnvs, 0.7), 0.25),
       default: defaultArb,
       rules: fc.array(ruleArb(declareEnvs), { maxLength: maxRules }),
       guards: fc.array(guardArb(declareEnvs), { maxLength: 2 }),
       limits: maybe(fc.record({ max_calls: fc.integer({ min: 0, max: 8 }) }), 0.3),
     })
-    .map(({ version, default: def, rules, guards, limits }) => {
+    .map(({ version, scope, default: def, rules, guards, limits }) => {
       const doc: GenDoc = { policy };
       if (version !== undefined) doc.version = version;
+      if (scope !== undefined && Object.keys(scope).length > 0) doc.scope = scope; // an empty scope is a load error
       if (declareEnvs) doc.environments = [...ENVS];
       if (def !== undefined) doc.default = def;
       if (rules.length > 0) doc.rules = rules.map((r, i) => (r.id === undefined ? r : { ...r, id: `${policy}-r${i}` }));
@@ -314,8 +324,30 @@ export const identityArb: fc.Arbitrary<Identity> = fc.record({
 
 const encoder = new TextEncoder();
 
+/**
+ * A file's bytes. Files whose name ends in an odd digit write every one-element selector list as a
+ * single string (`"tools": "t0"`), which means the same (docs/spec.md section 2.2), so random sets
+ * load both spellings.
+ */
 export function fileBytes(f: GenFile): { path: string; bytes: Uint8Array } {
-  return { path: f.name, bytes: encoder.encode(JSON.stringify(f.doc)) };
+  const odd = /[13579]\.json$/.test(f.name);
+  return { path: f.name, bytes: encoder.encode(JSON.stringify(odd ? scalarSelectors(f.doc) : f.doc)) };
+}
+
+const SELECTOR_NAMES = ['tools', 'kinds', 'tags', 'envs', 'teams', 'users', 'agents'] as const;
+
+function scalarSelectors(doc: GenDoc): object {
+  const spell = <T extends GenSelectors>(sel: T): T => {
+    const out: Record<string, unknown> = { ...(sel as object) };
+    for (const k of SELECTOR_NAMES) if (sel[k]?.length === 1) out[k] = sel[k][0];
+    return out as T;
+  };
+  return {
+    ...doc,
+    ...(doc.scope ? { scope: spell(doc.scope) } : {}),
+    ...(doc.rules ? { rules: doc.rules.map(spell) } : {}),
+    ...(doc.guards ? { guards: doc.guards.map(spell) } : {}),
+  };
 }
 
 /** Load a generated set as the service would (file-name order, the set's environment). */

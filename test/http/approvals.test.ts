@@ -123,6 +123,10 @@ describe('the full loop', () => {
     const again = await post(t.app, '/decide', { ...body, approval_id: a.id }, agent(sub));
     expect(again.statusCode).toBe(403);
     expect(again.json()).toMatchObject({ decision: 'require_approval', approval: { id: a.id, status: 'consumed' } });
+    // Waiting can never help a used approval: the model is told a new one is needed.
+    expect(again.json().message).toBe(
+      'The "refund" action needs an operator\'s approval (refund over 100 needs an operator). The approval you cited has already been used and cannot be used again: a new approval is needed. Request one, then try again; waiting for the old one will not help.',
+    );
     expect(await statusOf(a.id)).toBe('consumed');
 
     // Every transition is in the events table.
@@ -483,6 +487,8 @@ describe('redeeming with approval_id', () => {
     const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
     expect(res.statusCode).toBe(403);
     expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'pending', hash: approval.hash } });
+    // Still pending: waiting is what helps.
+    expect(res.json().message).toMatch(/Wait for the approval, then try again\./);
   });
 
   it('an approval is bound to its context: another context, or none, cannot redeem it', async () => {
@@ -587,6 +593,8 @@ describe('expiry (database clock)', () => {
     const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
     expect(res.statusCode).toBe(403);
     expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'expired' } });
+    expect(res.json().message).toMatch(/\. The approval you cited has expired and cannot be used again: a new approval is needed\. /);
+    expect(res.json().message).not.toContain('Wait for the approval');
     // A new request for the same thing makes a new approval.
     const renewed = await post(t.app, '/approvals', body, agent(sub));
     expect(renewed.statusCode).toBe(201);
@@ -601,6 +609,7 @@ describe('expiry (database clock)', () => {
     const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
     expect(res.statusCode).toBe(403);
     expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'expired' } });
+    expect(res.json().message).toMatch(/The approval you cited has expired and cannot be used again: a new approval is needed/);
     expect(await statusOf(approval.id)).toBe('expired');
   });
 

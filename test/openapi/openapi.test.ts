@@ -14,6 +14,8 @@ import { ERRORS } from '../../src/http/errors.js';
 import { createJwksKeys } from '../../src/http/jwks.js';
 import { decideBodySchema } from '../../src/http/routes/decide.js';
 import { createStrictAjv } from '../../src/policy/ajv.js';
+import { explain } from '../../src/policy/decide.js';
+import { buildPolicySet } from '../../src/policy/load.js';
 import type { PolicySet } from '../../src/policy/model.js';
 import { TOOL_NAME_PATTERN } from '../../src/policy/request.js';
 import { adminToken, agentToken, approverToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
@@ -221,6 +223,25 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
     for (const { where, media } of mediaTypes()) {
       if (media.schema) expect(() => compileDocumentSchema(media.schema!), where).not.toThrow();
     }
+  });
+
+  it('the Trace schema holds the traces of scoped files (in scope, out of scope, none answering) and confirm-only rules', () => {
+    const enc = (text: string): Uint8Array => new TextEncoder().encode(text);
+    const set = buildPolicySet([
+      { path: 'a.yaml', bytes: enc('policy: a\nscope: {tools: "t*", users: [u1, u2]}\ndefault: allow\nrules:\n  - {tools: t1, confirm: "amount > 5"}\n') },
+      { path: 'b.yaml', bytes: enc('policy: b\nscope: {agents: bot}\ndefault: deny\n') },
+    ]);
+    const validate = compileDocumentSchema({ $ref: '#/components/schemas/Trace' });
+    const who = { user: 'u1', team: null, agent: null, roles: [] };
+    for (const [tool, caller] of [
+      ['t1', who],
+      ['t1', { ...who, agent: 'bot' }],
+      ['x', who],
+    ] as const) {
+      const { trace } = explain(set, { tool, args: { amount: 9 } }, caller);
+      expect(validate(trace), `${tool}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    }
+    expect(explain(set, { tool: 't1', args: { amount: 9 } }, who).trace.files[0]!.rules[0]!.effect).toBe('confirm');
   });
 
   it('every example is valid against its schema', () => {

@@ -326,6 +326,47 @@ describe('the message for the model (docs/spec.md section 5)', () => {
   });
 });
 
+describe('reasons that say what decided (docs/spec.md section 2.2)', () => {
+  it("an allow without asking never gives the rule's confirmation reason", () => {
+    const d = decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 40 } }, who);
+    expect(d).toMatchObject({ decision: 'allow', rule: 'refund-cap', reason: 'rule "refund-cap" allows it' });
+    // Asking, the same rule gives its reason.
+    expect(decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 400 } }, who).reason).toBe('refund over 100 needs an operator');
+  });
+
+  it("an allowing rule without confirm gives its own reason; a confirm-only rule's reason is only for asking", () => {
+    const set = setOf({
+      'p.json': {
+        policy: 'p',
+        default: 'deny',
+        rules: [
+          { id: 'reads', tools: ['lookup'], allow: true, reason: 'lookups change nothing' },
+          { id: 'notes', tools: ['note'], allow: true },
+          { id: 'ask-notes', tools: ['note'], confirm: 'length > 100', reason: 'a long note needs a look' },
+        ],
+      },
+    });
+    expect(decide(set, { tool: 'lookup', args: {} }, who)).toMatchObject({ decision: 'allow', reason: 'lookups change nothing' });
+    expect(decide(set, { tool: 'note', args: { length: 5 } }, who)).toMatchObject({ decision: 'allow', rule: 'notes', reason: 'rule "notes" allows it' });
+    expect(decide(set, { tool: 'note', args: { length: 500 } }, who)).toMatchObject({
+      decision: 'require_approval',
+      rule: 'ask-notes',
+      reason: 'a long note needs a look',
+      approval: { kind: 'confirm' },
+    });
+  });
+
+  it('a default names an environment only when the file declares environments', () => {
+    const plain = setOf({ 'p.json': { policy: 'p', default: 'deny' } }, 'dev');
+    expect(decide(plain, { tool: 't', args: {} }, who).reason).toBe('no rule matched; the default is deny');
+    const declared = setOf({ 'p.json': { policy: 'p', environments: ['dev', 'prod'], default: { dev: 'allow', prod: 'deny' } } }, 'prod');
+    expect(decide(declared, { tool: 't', args: {} }, who).reason).toBe('no rule matched; the default in prod is deny');
+    expect(decide(setOf({ 'p.json': { policy: 'p', default: 'allow' } }, 'dev'), { tool: 't', args: {} }, who).reason).toBe(
+      'no rule matched; the default is allow',
+    );
+  });
+});
+
 describe('the policies list', () => {
   it('names every loaded file in load order with policy, version (when given) and digest', () => {
     const a = { policy: 'alpha', version: '7', default: 'allow' };

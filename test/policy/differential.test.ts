@@ -132,7 +132,9 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     (s.users === undefined || s.users.includes(who.user)) &&
     (s.agents === undefined || (who.agent !== null && s.agents.includes(who.agent)));
 
-  const evalFile = (doc: GenDoc, view: (typeof views)[number]): Outcome => {
+  // A file whose scope does not select the call (under this description) gives no answer.
+  const evalFile = (doc: GenDoc, view: (typeof views)[number]): Outcome | null => {
+    if (doc.scope !== undefined && !selected(doc.scope, view)) return null;
     const { kind } = view;
     // Step 3: applicable rules. An undecidable `when` applies where the rule restricts
     // (allow: false, abort, confirm) and not where it allows (allow: true).
@@ -154,9 +156,12 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
       else if (kind === 'remote_mutation') out = { decision: 'require_approval', rule, kind: 'remote_mutation', shape: null };
       else out = { decision: 'deny', rule };
     }
-    // Step 5: the catalogue's confirm, else an applicable rule's confirm that holds or is undecidable.
+    // Step 5: the catalogue's confirm, else an applicable rule's confirm that holds or is undecidable
+    // (an allow: true rule's, or a confirm-only rule's: one with neither allow nor abort).
     if (out.decision === 'allow') {
-      const asks = applying.find((x) => x.r.allow === true && x.r.confirm !== undefined && (x.r.confirm === true || truth(x.r.confirm, args) !== false));
+      const asks = applying.find(
+        (x) => x.r.allow !== false && x.r.abort !== true && x.r.confirm !== undefined && (x.r.confirm === true || truth(x.r.confirm, args) !== false),
+      );
       if (confirmCat) out = { decision: 'require_approval', rule: `${confirmCat.policy}#tools.${confirmCat.pattern}`, kind: 'confirm', shape: null };
       else if (asks) out = { decision: 'require_approval', rule: asks.id, kind: asks.r.approval?.kind ?? 'confirm', shape: asks.r.approval ?? null };
     }
@@ -174,17 +179,19 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     return out;
   };
 
-  // Every file applies; the most severe wins; among equals the first file in load order. A file's
-  // answer is its most severe under any description (the first among equals).
-  const docs: GenDoc[] = files.length > 0 ? files.map((f) => f.doc) : [{ policy: 'builtin' }];
-  const answers = docs.map((doc) => {
+  // Every file its scope selects applies; the most severe wins; among equals the first file in load
+  // order. A file's answer is its most severe under any description (the first among equals). When no
+  // file answers (none, or every one scoped out), the built-in side_effects default does.
+  const answerOf = (doc: GenDoc): { policy: string; out: Outcome } | null => {
     let fileBest: Outcome | null = null;
     for (const view of views) {
       const out = evalFile(doc, view);
-      if (fileBest === null || SEV[out.decision] > SEV[fileBest.decision]) fileBest = out;
+      if (out !== null && (fileBest === null || SEV[out.decision] > SEV[fileBest.decision])) fileBest = out;
     }
-    return { policy: doc.policy, out: fileBest! };
-  });
+    return fileBest === null ? null : { policy: doc.policy, out: fileBest };
+  };
+  let answers = files.map((f) => answerOf(f.doc)).filter((a) => a !== null);
+  if (answers.length === 0) answers = [answerOf({ policy: 'builtin' })!];
   let best: Outcome | null = null;
   for (const { out } of answers) if (best === null || SEV[out.decision] > SEV[best.decision]) best = out;
   const answer: RefAnswer = { decision: best!.decision, rule: best!.rule };
@@ -508,6 +515,115 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     compare(gen, { tool: 't0', args: {}, run: { steps: [{ tool: 't0' }, { tool: 't1' }] } }, who);
     compare(gen, { tool: 't0', args: {}, run: { steps: [{ tool: 't0' }] } }, who);
     expect(decide(toPolicySet(gen), { tool: 't0', args: {}, run: { steps: [{ tool: 't0' }, { tool: 't1' }] } }, who).rule).toBe('p0#limits.max_calls');
+  });
+
+  it('a confirm-only rule asks about what the default allows, and never loosens a default deny', () => {
+    for (const def of ['allow', 'deny', 'side_effects'] as const) {
+      const gen = one({
+        policy: 'p0',
+        default: def,
+        tools: { t0: { kind: 'read_only' } },
+        rules: [{ tools: ['t0'], confirm: 'a > 5', approval: { kind: 'k_one' } }],
+      });
+      for (const args of [{ a: 9 }, { a: 1 }, {}] as JsonObject[]) compare(gen, { tool: 't0', args }, who);
+    }
+    const allowing = one({ policy: 'p0', default: 'allow', rules: [{ tools: ['t0'], confirm: 'a > 5', approval: { kind: 'k_one' } }] });
+    const denying = one({ policy: 'p0', default: 'deny', rules: [{ tools: ['t0'], confirm: 'a > 5' }] });
+    expect(decide(toPolicySet(allowing), { tool: 't0', args: { a: 9 } }, who)).toMatchObject({
+      decision: 'require_approval',
+      rule: 'p0#0',
+      approval: { kind: 'k_one' },
+    });
+    expect(decide(toPolicySet(allowing), { tool: 't0', args: { a: 1 } }, who)).toMatchObject({ decision: 'allow', rule: 'p0#default' });
+    // Undecidable: it asks (fail closed), as an allow rule's confirm does.
+    expect(decide(toPolicySet(allowing), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'require_approval', rule: 'p0#0' });
+    expect(decide(toPolicySet(denying), { tool: 't0', args: { a: 9 } }, who)).toMatchObject({ decision: 'deny', rule: 'p0#default' });
+  });
+
+  it("a confirm-only rule asks about another rule's allow, and a deny or abort rule still wins over it", () => {
+    const gen = one({
+      policy: 'p0',
+      default: 'deny',
+      rules: [
+        { tools: ['t?'], allow: true },
+        { tools: ['t0', 't1'], confirm: true, reason: 'needs a human' },
+        { tools: ['t1'], allow: false },
+      ],
+    });
+    for (const tool of ['t0', 't1', 't2']) compare(gen, { tool, args: {} }, who);
+    const set = toPolicySet(gen);
+    expect(decide(set, { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'require_approval', rule: 'p0#1', reason: 'needs a human' });
+    expect(decide(set, { tool: 't1', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#2' });
+    expect(decide(set, { tool: 't2', args: {} }, who)).toMatchObject({ decision: 'allow', rule: 'p0#0' });
+  });
+
+  it('a confirm-only rule whose `when` cannot be decided still asks (it only restricts)', () => {
+    const gen = one({ policy: 'p0', default: 'allow', rules: [{ tools: ['t0'], when: 'a > 5', confirm: true }] });
+    compare(gen, { tool: 't0', args: {} }, who);
+    compare(gen, { tool: 't0', args: { a: 1 } }, who);
+    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'require_approval', rule: 'p0#0' });
+    expect(decide(toPolicySet(gen), { tool: 't0', args: { a: 1 } }, who)).toMatchObject({ decision: 'allow', rule: 'p0#default' });
+  });
+
+  it('a scoped file gives no answer for a call it does not select, not even its default', () => {
+    const gen: GenSet = {
+      env: null,
+      files: [
+        { name: 'p00.json', doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'remote_mutation' }, t1: { kind: 'remote_mutation' } } } },
+        {
+          name: 'p01.json',
+          doc: { policy: 'p1', scope: { tools: ['t1'], teams: ['team1'] }, default: 'deny', rules: [{ tools: ['t1'], allow: true }, { confirm: true }] },
+        },
+      ],
+    };
+    const member: Identity = { ...who, team: 'team1' };
+    for (const [tool, caller] of [
+      ['t0', who],
+      ['t0', member],
+      ['t1', who],
+      ['t1', member],
+    ] as const) {
+      compare(gen, { tool, args: {} }, caller);
+    }
+    const set = toPolicySet(gen);
+    // Unscoped, p1's default would deny t0, and its confirm-only rule would ask about everything.
+    expect(decide(set, { tool: 't0', args: {} }, member)).toMatchObject({ decision: 'allow', rule: 'p0#default' });
+    expect(decide(set, { tool: 't1', args: {} }, who)).toMatchObject({ decision: 'allow', rule: 'p0#default' });
+    expect(decide(set, { tool: 't1', args: {} }, member)).toMatchObject({ decision: 'require_approval', rule: 'p1#1' });
+  });
+
+  it('when every file is scoped out, the built-in side_effects default answers (fail closed)', () => {
+    const gen: GenSet = {
+      env: null,
+      files: [
+        {
+          name: 'p00.json',
+          doc: { policy: 'p0', scope: { tools: ['t1'] }, default: 'allow', tools: { t0: { kind: 'read_only' }, ax: { kind: 'destructive' } } },
+        },
+        { name: 'p01.json', doc: { policy: 'p1', scope: { users: ['u2'] }, default: 'allow' } },
+      ],
+    };
+    for (const tool of ['t0', 'ax', 'zz', 't1']) compare(gen, { tool, args: {} }, who);
+    const set = toPolicySet(gen);
+    expect(decide(set, { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'allow', rule: 'builtin#default' });
+    expect(decide(set, { tool: 'ax', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'builtin#default' });
+    expect(decide(set, { tool: 'zz', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'builtin#default' });
+    expect(decide(set, { tool: 't1', args: {} }, who)).toMatchObject({ decision: 'allow', rule: 'p0#default' });
+  });
+
+  it("a scope's kinds are matched against every description: the file answers under those it selects", () => {
+    const gen: GenSet = {
+      env: null,
+      files: [
+        { name: 'p00.json', doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'read_only' } } } },
+        { name: 'p01.json', doc: { policy: 'p1', scope: { kinds: ['destructive'] }, default: 'deny', tools: { 't?': { kind: 'destructive' } } } },
+      ],
+    };
+    for (const tool of ['t0', 't1', 'ax']) compare(gen, { tool, args: {} }, who);
+    const set = toPolicySet(gen);
+    // t0 is read_only to p0 and destructive to p1: p1 answers under the destructive descriptions.
+    expect(decide(set, { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p1#default' });
+    expect(decide(set, { tool: 'ax', args: {} }, who)).toMatchObject({ decision: 'allow', rule: 'p0#default' });
   });
 
   it('among equally severe files the first in file-name order gives the rule, whatever the input order', () => {

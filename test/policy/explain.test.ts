@@ -42,26 +42,38 @@ describe('explain() gives what decide() gives', () => {
             expect(trace.files).toEqual([]);
             continue;
           }
-          const files = set.files.length > 0 ? set.files : [{ identity: { policy: 'builtin' }, rules: [], guards: [] }];
+          // Every file, then the built-in default when no file answered (none loaded, or every one scoped out).
+          const builtin = { identity: { policy: 'builtin' }, rules: [], guards: [] };
+          const someFileAnswered = trace.files.slice(0, set.files.length).some((f) => f.decision !== undefined);
+          const files = someFileAnswered ? set.files : [...set.files, builtin];
           expect(trace.files.map((f) => f.policy)).toEqual(files.map((f) => f.identity.policy));
           trace.files.forEach((ft, i) => {
+            if (ft.decision === undefined) {
+              // Scoped out: its scope says why, and none of its rules or guards was consulted.
+              expect(ft.scope?.some((s) => !s.matched)).toBe(true);
+              expect([ft.rules, ft.guards, ft.reason, ft.rule]).toEqual([[], [], undefined, undefined]);
+              return;
+            }
+            if (ft.scope) expect(ft.scope.every((s) => s.matched)).toBe(true);
             expect(ft.rules.map((r) => r.id)).toEqual(files[i]!.rules.map((r) => r.id));
             expect(ft.guards.map((g) => g.id)).toEqual(files[i]!.guards.map((g) => g.id));
             for (const rt of ft.rules) {
               // A rule applies only if every selector matched.
               if (rt.applies !== 'no') expect(rt.selectors.every((s) => s.matched)).toBe(true);
-              for (const s of rt.selectors) expect(s.why).toMatch(/ is (not )?in \[/);
+              for (const s of rt.selectors)
+                expect(s.why).toMatch(s.selector === 'users' ? /^the user is (not )?among the \d+ users? listed$/ : / is (not )?in \[/);
             }
           });
-          // The most severe file decides; among equals the first in load order gives rule and reason.
-          const top = Math.max(...trace.files.map((f) => SEVERITY[f.decision]));
-          const first = trace.files.find((f) => SEVERITY[f.decision] === top)!;
+          // The most severe answering file decides; among equals the first in load order gives rule and reason.
+          const answers = trace.files.filter((f) => f.decision !== undefined);
+          const top = Math.max(...answers.map((f) => SEVERITY[f.decision!]));
+          const first = answers.find((f) => SEVERITY[f.decision!] === top)!;
           expect(ex.decision).toBe(first.decision);
           expect(ex.rule).toBe(first.rule);
           expect(ex.reason).toBe(first.reason);
           // An allowed answer: no file had an applying deny or abort rule (Cedar: allowed only if permitted).
           if (ex.decision === 'allow') {
-            for (const ft of trace.files) for (const rt of ft.rules) if (rt.effect !== 'allow') expect(rt.applies).toBe('no');
+            for (const ft of trace.files) for (const rt of ft.rules) if (rt.effect === 'deny' || rt.effect === 'abort') expect(rt.applies).toBe('no');
           }
           // No argument value anywhere in the trace.
           const text = JSON.stringify(trace);
@@ -303,5 +315,71 @@ describe('restricts_only and undecidable conditions in the trace', () => {
     expect(ex.trace.files).toHaveLength(1);
     expect(ex.trace.files[0]).toMatchObject({ policy: 'builtin', default: 'side_effects', rules: [], guards: [], decision: 'deny', rule: 'builtin#default' });
     expect(ex.decision).toBe('deny');
+  });
+});
+
+describe('the trace of users and of scopes', () => {
+  const set = buildPolicySet([
+    {
+      path: 'a.yaml',
+      bytes: enc(
+        'policy: a\ndefault: allow\nrules:\n  - {id: staff, tools: t, users: [alice@example.com, bob-7, carol], allow: true}\n  - {id: one, tools: t, users: dave, teams: ops, agents: bot, confirm: true}\n',
+      ),
+    },
+    { path: 'b.yaml', bytes: enc('policy: b\nscope: {tools: "x*", users: [erin, frank], teams: ops}\ndefault: deny\n') },
+  ]);
+  const alice: Identity = { user: 'alice@example.com', team: 'ops', agent: 'bot', roles: [] };
+
+  it("counts the users a selector lists and never shows an id, the caller's included; teams and agents are named", () => {
+    for (const caller of [alice, { ...alice, user: 'zed@example.com' }]) {
+      const ex = explain(set, { tool: 't', args: {} }, caller);
+      const [staff, one] = ex.trace.files[0]!.rules;
+      expect(staff!.selectors[1]).toEqual({
+        selector: 'users',
+        matched: caller === alice,
+        why: `the user is ${caller === alice ? '' : 'not '}among the 3 users listed`,
+      });
+      expect(one!.selectors.map((s) => s.why)).toEqual([
+        'tool "t" is in [t]',
+        'team ops is in [ops]',
+        'the user is not among the 1 user listed',
+        'agent bot is in [bot]',
+      ]);
+      const text = JSON.stringify(ex.trace);
+      for (const id of ['alice', 'bob-7', 'carol', 'dave', 'erin', 'frank', 'zed']) expect(text).not.toContain(id);
+    }
+  });
+
+  it('a file out of scope: its scope with why, no rules, no decision; a file in scope: its scope, all matched', () => {
+    const out = explain(set, { tool: 't', args: {} }, alice);
+    expect(out.trace.files[1]).toEqual({
+      policy: 'b',
+      digest: expect.any(String),
+      default: 'deny',
+      scope: [
+        { selector: 'tools', matched: false, why: 'tool "t" is not in [x*]' },
+        { selector: 'teams', matched: true, why: 'team ops is in [ops]' },
+        { selector: 'users', matched: false, why: 'the user is not among the 2 users listed' },
+      ],
+      rules: [],
+      guards: [],
+    });
+    expect(out).toMatchObject({ decision: 'allow', rule: 'staff' });
+    const erin: Identity = { ...alice, user: 'erin' };
+    const inScope = explain(set, { tool: 'x1', args: {} }, erin);
+    expect(inScope.trace.files[1]).toMatchObject({ decision: 'deny', rule: 'b#default', scope: [{ matched: true }, { matched: true }, { matched: true }] });
+    expect(inScope).toMatchObject({ decision: 'deny', rule: 'b#default' });
+    expect(decide(set, { tool: 'x1', args: {} }, erin)).toMatchObject({ decision: 'deny', rule: 'b#default' });
+    expect(decide(set, { tool: 'x1', args: {} }, alice)).toMatchObject({ decision: 'allow', rule: 'a#default' });
+  });
+
+  it('when every file is out of scope, the built-in default is traced after them', () => {
+    const only = buildPolicySet([{ path: 'b.yaml', bytes: enc('policy: b\nscope: {tools: "x*"}\ndefault: allow\n') }]);
+    const ex = explain(only, { tool: 't', args: {} }, alice);
+    expect(ex.trace.files.map((f) => [f.policy, f.decision])).toEqual([
+      ['b', undefined],
+      ['builtin', 'deny'],
+    ]);
+    expect(ex).toMatchObject({ decision: 'deny', rule: 'builtin#default' });
   });
 });

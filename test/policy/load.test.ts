@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { JsonObject } from '../../src/json/value.js';
 import { decide } from '../../src/policy/decide.js';
 import { PolicyLoadError, type LoadProblem } from '../../src/policy/errors.js';
 import { buildPolicySet, loadPolicies } from '../../src/policy/load.js';
@@ -293,6 +294,97 @@ describe('loading refuses, naming file, line, column and key', () => {
       want: {},
       match: /exactly one YAML document/,
     },
+    {
+      name: 'a guard on anything but the arguments',
+      text: 'policy: p\nguards:\n  - guard: pii\n    on: [args, llm_response]\n',
+      want: { line: 4, column: 16, key: 'guards.0.on.1' },
+      match: /^Gatehouse sees only the arguments of a call: `on` can only be `args`$/,
+    },
+    {
+      name: 'a guard on anything but the arguments, written as one string',
+      text: 'policy: p\nguards:\n  - guard: pii\n    on: results\n',
+      want: { line: 4, column: 9, key: 'guards.0.on' },
+      match: /`on` can only be `args`/,
+    },
+    {
+      name: 'an empty `on`',
+      text: 'policy: p\nguards:\n  - guard: pii\n    on: []\n',
+      want: { line: 4, column: 9, key: 'guards.0.on' },
+      match: /must not be empty/,
+    },
+    {
+      name: 'a selector that is neither a string nor a list',
+      text: 'policy: p\nrules:\n  - tools: 5\n    allow: true\n',
+      want: { line: 3, column: 12, key: 'rules.0.tools' },
+      match: /^must be a string or a list of strings$/,
+    },
+    {
+      name: 'an empty string where a list may be one string',
+      text: 'policy: p\nrules:\n  - teams: ""\n    allow: true\n',
+      want: { line: 3, column: 12, key: 'rules.0.teams' },
+      match: /must NOT have fewer than 1 characters/,
+    },
+    {
+      name: 'a glob that does not compile, written as one string',
+      text: 'policy: p\nrules:\n  - tools: "look[up"\n    allow: true\n',
+      want: { line: 3, column: 12, key: 'rules.0.tools' },
+      match: /glob does not compile/,
+    },
+    {
+      name: 'a scope with no selector',
+      text: 'policy: p\nscope: {}\n',
+      want: { line: 2, column: 8, key: 'scope' },
+      match: /^a scope needs at least one selector$/,
+    },
+    {
+      name: 'an unknown key in a scope',
+      text: 'policy: p\nscope:\n  tools: [a]\n  when: "x > 1"\n',
+      want: { line: 4, column: 3, key: 'scope.when' },
+      match: /unknown key/,
+    },
+    {
+      name: 'an empty selector list in a scope',
+      text: 'policy: p\nscope:\n  teams: []\n',
+      want: { line: 3, column: 10, key: 'scope.teams' },
+      match: /must not be empty/,
+    },
+    {
+      name: 'a scope naming an undeclared environment',
+      text: 'policy: p\nenvironments: [dev]\nscope: {envs: prod}\n',
+      env: 'dev',
+      want: { line: 3, column: 15, key: 'scope.envs' },
+      match: /not declared in environments/,
+    },
+    {
+      name: 'a scope glob with a dot segment',
+      text: 'policy: p\nscope:\n  tools: ["a/../b"]\n',
+      want: { line: 3, column: 11, key: 'scope.tools.0' },
+      match: /path segment/,
+    },
+    {
+      name: 'a confirm-only rule with confirm: false',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    confirm: false\n',
+      want: { line: 4, column: 14, key: 'rules.0.confirm' },
+      match: /confirm: false/,
+    },
+    {
+      name: 'confirm on a deny rule',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    allow: false\n    confirm: true\n',
+      want: { line: 5, column: 14, key: 'rules.0.confirm' },
+      match: /cannot go with `allow: false` or `abort`/,
+    },
+    {
+      name: 'an approval shape on an abort rule',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    abort: true\n    approval: {kind: k}\n',
+      want: { line: 5, column: 15, key: 'rules.0.approval' },
+      match: /cannot go with `allow: false` or `abort`/,
+    },
+    {
+      name: 'an approval shape with neither an effect nor confirm',
+      text: 'policy: p\nrules:\n  - tools: [a]\n    approval: {kind: k}\n',
+      want: { line: 3, column: 5, key: 'rules.0' },
+      match: /needs `allow: true`, `allow: false`, `abort: true` or `confirm`/,
+    },
   ];
 
   for (const c of cases) {
@@ -362,6 +454,15 @@ describe('loading refuses, naming file, line, column and key', () => {
       'p.toml': 'policy = "p"\n\n[[rules]]\ntools = ["a"]\nallow = true\n\n[[rules]]\ntools = ["b"]\nallow = true\n\n[rules.approval]\nkinds = "x"\n',
     });
     expect(p).toMatchObject({ line: 12, column: 1, key: 'rules.1.approval.kinds' });
+  });
+
+  it('locates an unknown TOML table of tables at its header, not at 1:1', () => {
+    const p = onlyProblem({ 'p.toml': 'policy = "p"\ndefault = "deny"\n\n[[budgets]]\nmax_usd = 20\nscope = "user"\n' });
+    expect(p).toMatchObject({ line: 4, column: 1, key: 'budgets', message: 'unknown key' });
+    const table = onlyProblem({ 'p.toml': 'policy = "p"\n\n[limitz]\nmax_calls = 3\n' });
+    expect(table).toMatchObject({ line: 3, column: 1, key: 'limitz' });
+    const nested = onlyProblem({ 'p.toml': 'policy = "p"\n\n[toolz.refund]\nkind = "remote_mutation"\n' });
+    expect(nested).toMatchObject({ line: 3, column: 1, key: 'toolz' });
   });
 
   it('reports a JSON syntax error with line and column', () => {
@@ -482,6 +583,165 @@ describe('loading succeeds', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('a single string is accepted wherever a list of strings is, and means that list', () => {
+    const who = { user: 'u1', team: 'support', agent: 'bot', roles: [] };
+    const scalar = buildPolicySet(
+      [
+        {
+          path: 'p.yaml',
+          bytes: enc(
+            'policy: p\nenvironments: dev\ndefault: deny\nscope: {tools: "r*", teams: support}\ntools:\n  refund: {kind: remote_mutation, tags: money}\n' +
+              'rules:\n  - {tools: refund, kinds: remote_mutation, tags: money, envs: dev, teams: support, users: u1, agents: bot, allow: true, confirm: "amount > 100", approval: {capability: amount, presentation: amount}}\n' +
+              'guards:\n  - {guard: pii, tools: refund, on: args}\n',
+          ),
+        },
+      ],
+      { env: 'dev' },
+    );
+    const listed = buildPolicySet(
+      [
+        {
+          path: 'p.yaml',
+          bytes: enc(
+            'policy: p\nenvironments: [dev]\ndefault: deny\nscope: {tools: ["r*"], teams: [support]}\ntools:\n  refund: {kind: remote_mutation, tags: [money]}\n' +
+              'rules:\n  - {tools: [refund], kinds: [remote_mutation], tags: [money], envs: [dev], teams: [support], users: [u1], agents: [bot], allow: true, confirm: "amount > 100", approval: {capability: [amount], presentation: [amount]}}\n' +
+              'guards:\n  - {guard: pii, tools: [refund], on: [args]}\n',
+          ),
+        },
+      ],
+      { env: 'dev' },
+    );
+    // Everything but the digests in `policies` is the same.
+    const answer = (set: typeof scalar, args: JsonObject) => ({ ...decide(set, { tool: 'refund', args }, who), policies: [] });
+    for (const args of [{ amount: 5 }, { amount: 500 }, { amount: 5, note: 'mail jane@example.com' }] as JsonObject[])
+      expect(answer(scalar, args)).toEqual(answer(listed, args));
+    expect(decide(scalar, { tool: 'refund', args: { amount: 500 } }, who)).toMatchObject({
+      decision: 'require_approval',
+      approval: { capability: { amount: 500 } },
+    });
+    // The digest is of the content as written: the two spellings are two files.
+    expect(scalar.identities[0]!.digest).not.toBe(listed.identities[0]!.digest);
+    // The same in TOML and JSON.
+    const toml = buildPolicySet([{ path: 'p.toml', bytes: enc('policy = "p"\n[[rules]]\ntools = "refund"\nteams = "support"\nallow = true\n') }]);
+    const json = buildPolicySet([{ path: 'p.json', bytes: enc('{"policy": "p", "rules": [{"tools": "refund", "teams": "support", "allow": true}]}') }]);
+    for (const set of [toml, json]) {
+      expect(decide(set, { tool: 'refund', args: {} }, who)).toMatchObject({ decision: 'allow', rule: 'p#0' });
+      expect(decide(set, { tool: 'refund', args: {} }, { ...who, team: 'sales' })).toMatchObject({ decision: 'deny', rule: 'p#default' });
+    }
+  });
+
+  it('without `policy`, a file is named by its file name without the extension', () => {
+    const set = buildPolicySet([
+      { path: 'dir/payments.yaml', bytes: enc('default: allow\nrules:\n  - {tools: wipe, allow: false}\n') },
+      { path: 'dir/base.v2.toml', bytes: enc('default = "allow"\n') },
+      { path: 'dir/x.test.json', bytes: enc('{"default": "allow"}') },
+    ]);
+    expect(set.identities.map((i) => i.policy)).toEqual(['base.v2', 'payments', 'x.test']);
+    const who = { user: 'u1', team: null, agent: null, roles: [] };
+    expect(decide(set, { tool: 'wipe', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'payments#0' });
+  });
+
+  it('two files still cannot share an identity, whether it is written or taken from the file name', () => {
+    const named = onlyProblem({ 'a.yaml': 'default: allow\n', 'b.yaml': 'default: deny\npolicy: a\n' });
+    expect(named).toMatchObject({ file: 'b.yaml', line: 2, column: 9, key: 'policy', message: 'this policy name is also used by a.yaml' });
+    const derived = onlyProblem({ 'a.yaml': 'policy: b\n', 'b.json': '{\n  "default": "deny"\n}\n' });
+    expect(derived).toMatchObject({
+      file: 'b.json',
+      line: 1,
+      column: 1,
+      key: 'policy',
+      message: 'this policy name (the file name, as `policy` is not given) is also used by a.yaml',
+    });
+    const both = onlyProblem({ 'p.json': '{"default": "deny"}', 'p.yaml': 'default: allow\n' });
+    expect(both).toMatchObject({ file: 'p.yaml', line: 1, column: 1, key: 'policy' });
+  });
+
+  it('a name taken from the file name is checked like a written one', () => {
+    const p = onlyProblem({ [`${'x'.repeat(257)}.yaml`]: 'default: allow\n' });
+    expect(p).toMatchObject({ line: 1, column: 1, key: 'policy' });
+    expect(p.message).toBe('the policy name (the file name, as `policy` is not given) must be 1 to 256 bytes');
+  });
+
+  it('refuses an empty document (an empty TOML file is one), but not a file with only `policy`', () => {
+    expect(onlyProblem({ 'p.toml': '# nothing yet\n' })).toMatchObject({
+      line: 1,
+      column: 1,
+      key: '',
+      message: 'the file is empty: a policy file has at least one key',
+    });
+    expect(buildPolicySet([{ path: 'p.toml', bytes: enc('policy = "p"\n') }]).identities[0]!.policy).toBe('p');
+  });
+
+  it('loads a confirm-only rule (confirm and neither allow nor abort), with its reason and approval shape', () => {
+    const set = buildPolicySet([
+      {
+        path: 'p.yaml',
+        bytes: enc(
+          'policy: p\ndefault: allow\nrules:\n  - id: big\n    tools: refund\n    confirm: "amount > 100"\n    reason: over 100\n    approval: {kind: big_refund}\n',
+        ),
+      },
+    ]);
+    expect(set.files[0]!.rules[0]).toMatchObject({ id: 'big', effect: 'confirm', reason: 'over 100', approval: { kind: 'big_refund' } });
+  });
+
+  describe("the Python adapter document's TOML version (test/cases/seed-python holds the YAML one)", () => {
+    const toml = `environments = ["dev", "prod"]
+default = { dev = "allow", prod = "deny" }
+
+[[rules]]
+tools = ["lookup_*", "send_note"]
+allow = true
+
+[[rules]]
+tools = ["refund"]
+allow = true
+teams = ["support"]
+confirm = "amount > 100"
+
+[[rules]]
+tools = ["wipe_orders"]
+allow = false
+reason = "never from an agent"
+
+[[guards]]
+guard = "pii"
+tools = ["send_note"]
+on = ["args"]
+`;
+    const budgets = '\n[[budgets]]\nmax_usd = 20\nscope = "user"\nper = "day"\n';
+
+    it('loads without `policy` and decides as the YAML version does, in both environments', async () => {
+      for (const env of ['dev', 'prod']) {
+        const fromToml = buildPolicySet([{ path: 'policy.toml', bytes: enc(toml) }], { env });
+        const fromYaml = await loadPolicies('test/cases/seed-python', { env });
+        expect(fromToml.identities[0]!.policy).toBe('policy');
+        const callers = [null, 'support', 'sales'].map((team) => ({ user: 'u1', team, agent: null, roles: [] }));
+        const requests: [string, JsonObject][] = [
+          ['lookup_order', {}],
+          ['refund', { amount: 40 }],
+          ['refund', { amount: 120 }],
+          ['refund', {}],
+          ['wipe_orders', {}],
+          ['send_note', { text: 'hi' }],
+          ['send_note', { text: 'jane@example.com' }],
+          ['shell_exec', {}],
+        ];
+        for (const who of callers) {
+          for (const [tool, args] of requests) {
+            const a = decide(fromToml, { tool, args }, who);
+            const b = decide(fromYaml, { tool, args }, who);
+            expect([a.decision, a.rule, a.reason], `${env} ${tool} ${who.team}`).toEqual([b.decision, b.rule, b.reason]);
+          }
+        }
+      }
+    });
+
+    it('with its [[budgets]] table (not a Gatehouse key): refused at that line', () => {
+      const p = onlyProblem({ 'policy.toml': toml + budgets }, 'prod');
+      expect(p).toMatchObject({ file: 'policy.toml', line: 24, column: 1, key: 'budgets', message: 'unknown key' });
+    });
   });
 
   it('treats CRLF line endings and a BOM like plain text', () => {

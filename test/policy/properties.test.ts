@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/json/value.js';
 import { on } from '../helpers/condition.js';
 import { compileCondition } from '../../src/policy/condition/compile.js';
-import { decide } from '../../src/policy/decide.js';
+import { decide, explain } from '../../src/policy/decide.js';
 import { compileGlob } from '../../src/policy/glob.js';
 import { SEVERITY, type DecideRequest, type DecisionResult, type Identity } from '../../src/policy/model.js';
 import {
@@ -27,8 +27,11 @@ const DECISIONS = ['allow', 'require_approval', 'deny', 'abort'];
 const sev = (d: DecisionResult): number => SEVERITY[d.decision];
 const pairsArb = (max = 4) => fc.array(fc.tuple(requestArb(), identityArb), { minLength: 1, maxLength: max });
 
-/** A copy of the set with `rule` inserted at `pos` (modulo) in file `fileIx` (modulo). */
-function withRule(gen: GenSet, fileIx: number, pos: number, rule: GenRule): GenSet {
+/**
+ * A copy of the set with `rule` inserted at `pos` (modulo) in file `fileIx` (modulo); with `unscoped`,
+ * that file also loses its `scope`, so that it is consulted for every call.
+ */
+function withRule(gen: GenSet, fileIx: number, pos: number, rule: GenRule, unscoped = false): GenSet {
   const k = fileIx % gen.files.length;
   return {
     env: gen.env,
@@ -36,7 +39,8 @@ function withRule(gen: GenSet, fileIx: number, pos: number, rule: GenRule): GenS
       if (i !== k) return f;
       const rules = [...(f.doc.rules ?? [])];
       rules.splice(pos % (rules.length + 1), 0, rule);
-      return { name: f.name, doc: { ...f.doc, rules } };
+      const { scope: _scope, ...rest } = f.doc;
+      return { name: f.name, doc: { ...(unscoped ? rest : f.doc), rules } };
     }),
   };
 }
@@ -49,7 +53,7 @@ function fitRule(rule: GenRule, doc: GenDoc): GenRule {
 }
 
 describe('deny wins (Cedar forbid_trumps_permit)', () => {
-  it('an applying allow: false or abort: true in any file makes the answer deny or abort', () => {
+  it('an applying allow: false or abort: true in any file consulted makes the answer deny or abort', () => {
     const denyArb = fc.record({
       effect: fc.constantFrom('deny', 'abort'),
       select: fc.constantFrom('exact', 'star', 'none', 'user'),
@@ -67,7 +71,8 @@ describe('deny wins (Cedar forbid_trumps_permit)', () => {
         if (d.condition !== undefined && compileCondition(d.condition).evaluate(on(req.args)) !== false) rule.when = d.condition;
         if (d.effect === 'abort') rule.abort = true;
         else rule.allow = false;
-        const got = decide(toPolicySet(withRule(gen, d.fileIx, d.pos, rule)), req, who);
+        // In a file without a scope: a scoped file that does not select the call gives no answer at all.
+        const got = decide(toPolicySet(withRule(gen, d.fileIx, d.pos, rule, true)), req, who);
         expect(['deny', 'abort']).toContain(got.decision);
         if (d.effect === 'abort' && !got.schemaRefused) expect(got.decision).toBe('abort');
       }),
@@ -108,6 +113,10 @@ describe('composition: adding a file never loosens a decision', () => {
           const sf = toPolicySet(both);
           for (const [req, who] of pairs) {
             const a = decide(s, req, who);
+            // When no file of S answers (every one scoped out), the built-in default stands in for an
+            // empty set, and a first answering file may loosen it as a first file in an empty
+            // directory does (the exception below).
+            if (a.rule === 'builtin#default') continue;
             const b = decide(sf, req, who);
             expect(sev(b), `${a.decision} (${a.rule}) became ${b.decision} (${b.rule})`).toBeGreaterThanOrEqual(sev(a));
           }
@@ -116,6 +125,16 @@ describe('composition: adding a file never loosens a decision', () => {
       );
     });
   }
+
+  it('the exception: a file added where no file answered replaces the built-in default', () => {
+    const who: Identity = { user: 'u1', team: null, agent: null, roles: [] };
+    const s: GenSet = { env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', scope: { tools: ['t1'] }, default: 'deny' } }] };
+    const sf: GenSet = { env: null, files: [...s.files, { name: 'p01.json', doc: { policy: 'p1', default: 'allow' } }] };
+    expect(decide(toPolicySet(s), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'builtin#default' });
+    expect(decide(toPolicySet(sf), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'allow', rule: 'p1#default' });
+    // Where a file of S answers, the added file can only tighten.
+    expect(decide(toPolicySet(sf), { tool: 't1', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#default' });
+  });
 
   it('the one exception is documented: a catalogue entry in an added file can name an unknown tool', () => {
     // Not a loosening of decisions but of the catalogue (docs/spec.md: the catalogue is the union of every
@@ -153,6 +172,77 @@ describe('monotonicity (Cedar unchanged_deny_when_add_forbid)', () => {
         const s = toPolicySet(gen);
         const s2 = toPolicySet(more);
         for (const [req, who] of pairs) expect(sev(decide(s2, req, who))).toBeLessThanOrEqual(sev(decide(s, req, who)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('confirm-only rules only ever add an approval', () => {
+  const placed = fc.record({ fileIx: fc.nat(), pos: fc.nat() });
+
+  it('adding one to a file changes an answer only from allow to require_approval (never loosens, never touches deny or abort)', () => {
+    fc.assert(
+      fc.property(setArb({ minFiles: 1 }), pairsArb(), ruleArb(true, ['confirm']), placed, (gen, pairs, rule, p) => {
+        const target = gen.files[p.fileIx % gen.files.length]!.doc;
+        expect(rule.allow === undefined && rule.abort === undefined && rule.confirm !== undefined).toBe(true);
+        const more = withRule(gen, p.fileIx, p.pos, { ...fitRule(rule, target), id: 'added-rule' });
+        const s = toPolicySet(gen);
+        const s2 = toPolicySet(more);
+        for (const [req, who] of pairs) {
+          const before = decide(s, req, who);
+          const after = decide(s2, req, who);
+          if (after.decision !== before.decision) expect([before.decision, after.decision]).toEqual(['allow', 'require_approval']);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a file whose rules are all confirm-only never allows what its default does not', () => {
+    fc.assert(
+      fc.property(
+        fc.array(ruleArb(false, ['confirm']), { minLength: 1, maxLength: 4 }),
+        fc.constantFrom('deny' as const, 'side_effects' as const),
+        pairsArb(),
+        (generated, def, pairs) => {
+          const rules = generated.map((r, i) => (r.id === undefined ? r : { ...r, id: `r${i}` }));
+          const set = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', default: def, rules } }] });
+          const bare = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', default: def } }] });
+          for (const [req, who] of pairs) {
+            const got = decide(set, req, who);
+            if (got.decision === 'allow') expect(decide(bare, req, who).decision).toBe('allow');
+            if (decide(bare, req, who).decision !== 'allow') expect(got).toMatchObject({ decision: decide(bare, req, who).decision, rule: 'p0#default' });
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('scope', () => {
+  it('a file whose scope leaves the call out changes nothing: the other files decide as they would without it', () => {
+    fc.assert(
+      fc.property(setArb({ minFiles: 2, maxFiles: 4 }), fc.nat(), pairsArb(), (gen, k, pairs) => {
+        const ix = k % gen.files.length;
+        fc.pre(gen.files[ix]!.doc.scope !== undefined);
+        // F keeps its catalogue: the catalogue is the union of every file's, scoped or not (docs/spec.md section 2.3).
+        const { rules: _r, guards: _g, limits: _l, default: _d, scope: _s, ...kept } = gen.files[ix]!.doc;
+        const withoutAnswers: GenSet = {
+          env: gen.env,
+          files: gen.files.map((f, i) => (i === ix ? { name: f.name, doc: { ...kept, scope: { tools: ['zz-none'] } } } : f)),
+        };
+        const s = toPolicySet(gen);
+        const s2 = toPolicySet(withoutAnswers);
+        for (const [req, who] of pairs) {
+          const { trace } = explain(s, req, who);
+          const fTrace = trace.files.find((f) => f.policy === gen.files[ix]!.doc.policy);
+          if (fTrace === undefined || fTrace.decision !== undefined) continue; // schema refusal, or F answered
+          const a = decide(s, req, who);
+          const b = decide(s2, req, who);
+          expect([a.decision, a.rule, a.approval?.hash]).toEqual([b.decision, b.rule, b.approval?.hash]);
+        }
       }),
       { numRuns: 300 },
     );

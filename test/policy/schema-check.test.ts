@@ -104,6 +104,15 @@ rules:
     expect(load(globbed)[0]!.message).toMatch(/`y` is not declared by the schema of tool `t_\*`/);
   });
 
+  it("respects the file's scope: a rule is checked only against the tools its file is consulted for", () => {
+    const catalogue =
+      'policy: tools\ntools:\n  a: {kind: read_only, schema: {type: object, additionalProperties: false, properties: {x: {type: number}}}}\n  b: {kind: read_only}\n';
+    const scoped = (scope: string): LoadProblem[] =>
+      load(`policy: p\nscope: {tools: ${scope}}\nrules:\n  - when: y > 1\n    allow: true\n`, { 'tools.yaml': catalogue });
+    expect(scoped('b')).toEqual([]);
+    expect(scoped('a').map((p) => p.key)).toEqual(['rules.0.when']);
+  });
+
   it('takes the catalogue of another file into account', () => {
     const catalogue = 'policy: tools\ntools:\n  t: {kind: read_only, schema: {type: object, additionalProperties: false, properties: {n: {type: number}}}}\n';
     const rules = 'policy: rules\nrules:\n  - tools: [t]\n    when: n == "x"\n    allow: true\n';

@@ -67,7 +67,12 @@ function tomlKeyLines(text: string): Map<string, Location> {
       } else {
         table = resolveTable(path);
       }
-      found.set(table.join('\u0000'), here);
+      // Every key on the way is written here first unless it was written earlier: `[[budgets]]` is
+      // where `budgets` is, and `[tools.refund]` where `tools` is when no earlier line names it.
+      for (let n = 1; n <= table.length; n++) {
+        const k = table.slice(0, n).join('\u0000');
+        if (!found.has(k)) found.set(k, here);
+      }
       continue;
     }
     const assign = /^((?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=/.exec(line);
