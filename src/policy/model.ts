@@ -15,15 +15,7 @@ export type ToolKind = 'read_only' | 'local_mutation' | 'remote_mutation' | 'des
 export type EffectiveKind = ToolKind | 'unknown';
 export type DefaultMode = 'allow' | 'deny' | 'side_effects';
 
-/** Who is asking: set by the host from a verified token, never by the model. */
-export interface Identity {
-  readonly user: string;
-  readonly team: string | null;
-  readonly agent: string | null;
-  readonly roles: readonly string[];
-  /** Every claim of the verified token (conditions read them as `$caller.claims.NAME`). */
-  readonly claims?: Readonly<JsonObject>;
-}
+export type { Identity } from './identity.js';
 
 export interface RunStep {
   tool: string;

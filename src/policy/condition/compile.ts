@@ -5,6 +5,7 @@
 import { compareDecimals, decimalOf } from '../../json/decimal.js';
 import type { JsonObject } from '../../json/value.js';
 import { compileGlob, GlobError, type Glob } from '../glob.js';
+import type { Identity } from '../identity.js';
 import { looksSecret } from '../path.js';
 import { equals, isNull, member, memberOf, negate, nullMemberOf, order, type Truth } from './compare.js';
 import { ConditionError } from './errors.js';
@@ -30,19 +31,10 @@ export interface ConditionResult {
  */
 export interface ConditionInput {
   readonly args: JsonObject;
-  readonly caller: Caller;
+  readonly caller: Identity;
   readonly context: JsonObject | undefined;
   readonly run: { readonly id?: string; readonly steps?: readonly { readonly tool: string; readonly decision?: string }[] } | undefined;
   readonly env: string | null;
-}
-
-/** The verified identity as conditions see it (the policy model's Identity is one; kept structural so conditions import no model). */
-export interface Caller {
-  readonly user: string;
-  readonly team: string | null;
-  readonly agent: string | null;
-  readonly roles: readonly string[];
-  readonly claims?: Readonly<JsonObject>;
 }
 
 /**

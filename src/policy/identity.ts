@@ -1,0 +1,11 @@
+import type { JsonObject } from '../json/value.js';
+
+/** Who is asking: set by the host from a verified token, never by the model. Conditions read it as `$caller`. */
+export interface Identity {
+  readonly user: string;
+  readonly team: string | null;
+  readonly agent: string | null;
+  readonly roles: readonly string[];
+  /** Every claim of the verified token (conditions read them as `$caller.claims.NAME`). */
+  readonly claims?: Readonly<JsonObject>;
+}
