@@ -23,8 +23,8 @@ export const TARGETS = {
   decide10kMedianUs: 10,
   hashUs: 5,
   parseRatio: 3,
-  /** decide() over 100 rules written with the string operators and built-ins, against the same set's plain conditions. */
-  languageRatio: 2,
+  /** decide() over 100 rules written with the string operators and built-ins: 2× the ~1 µs of decide() before them. */
+  language100MedianUs: 2,
   builtin1KiBUs: 20,
 };
 
@@ -49,7 +49,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     const set = buildPolicySet(files, { env: null });
     const loadMs = performance.now() - t0;
     const p = probes(doc, (tool) => decide(set, { tool, args }, identity));
-    sets[n] = { set, probes: p, loadMs, doc, files };
+    sets[n] = { set, probes: p, loadMs, doc, files, conditions: doc.rules.filter((r) => r.when !== undefined || r.confirm !== undefined).length };
     log(
       `decide(): ${n} generated rules (${Object.keys(doc.tools).length} catalogue entries, ${fmtInt(files[0].bytes.length)} bytes of JSON, built in ${fmt(loadMs, 0)} ms)`,
     );
@@ -103,6 +103,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     const stream = mixedTools(doc).map((tool) => ({ tool, ...LANGUAGE_REQUEST }));
     const langIdentity = { ...identity, roles: ['agent'] };
     const conditions = doc.rules.filter((r) => r.when !== undefined || r.confirm !== undefined).length;
+    language.conditions = conditions;
     log(`decide(): the 100 generated rules with ${conditions} conditions over string operators, built-ins, $caller, $context and $run`);
     let i = 0;
     language.mixed = add(
@@ -285,9 +286,9 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     ...decideChecks(100, TARGETS.decide100MedianUs),
     ...decideChecks(10_000, TARGETS.decide10kMedianUs),
     {
-      target: `decide() at 100 rules written with string operators and built-ins ≤ ${TARGETS.languageRatio}× the same rules' plain conditions (mixed streams)`,
-      value: `${fmt(language.mixed.medianUs, 3)} µs, ${fmt(language.mixed.medianUs / row(100, 'mixed stream').medianUs)}x`,
-      met: language.mixed.medianUs <= TARGETS.languageRatio * row(100, 'mixed stream').medianUs,
+      target: `decide() median ≤ ${TARGETS.language100MedianUs} µs at 100 rules written with string operators, built-ins and roots: a mixed stream`,
+      value: `${fmt(language.mixed.medianUs, 3)} µs (${language.conditions} conditions; the plain set's ${sets[100].conditions}: ${fmt(language.mixed.medianUs / row(100, 'mixed stream').medianUs)}x its stream)`,
+      met: language.mixed.medianUs <= TARGETS.language100MedianUs,
     },
     {
       target: `argv() and path() on a 1 KiB argument ≤ ${TARGETS.builtin1KiBUs} µs`,
