@@ -69,6 +69,8 @@ describe('a condition against the schema of the tool its rule selects', () => {
     ['currency == 1', 1, /`currency` is a string .* needs a number/],
     ['amount', 1, /`amount` is a number .* a condition needs a boolean/],
     ['note.x == 1', 1, /`note` is a string in the schema of tool `refund`, so `note.x` is never there/],
+    ['meta == 1', 1, /`meta` is an object in the schema of tool `refund`, and `==` with a number literal needs a number/],
+    ['order.lines != "x"', 1, /`order.lines` is a list in the schema/],
     ['amount in ["1", "2"]', 1, /`amount` is a number .* `in` with this list needs a string/],
   ];
   it.each(refused)('%s is a load error at column %i', (condition, column, message) => {
@@ -155,6 +157,8 @@ describe('static types of the language, without any schema', () => {
     ['count($run.steps, "x") > "a"', 1, /is a number, and `>` with a string literal needs a string/],
     ['$env == 1', 1, /`\$env` is a string, and `==` with a number literal needs a number/],
     ['$caller.user > 3', 1, /`\$caller.user` is a string/],
+    ['argv(cmd) == other', 1, /`argv\(cmd\)` is a list, and `==` needs a string, a number, a boolean or null/],
+    ['$caller.roles != "admin"', 1, /`\$caller.roles` is a list, and `!=` needs/],
     ['argv(cmd).x == "a"', 1, /only argv\(\) has members/],
     ['lower(a).0 == "x"', 1, /only argv\(\) has members/],
     ['f(x)', 1, /`f` cannot be called; the built-ins are lower\(\), len\(\), path\(\), argv\(\), count\(\)/],

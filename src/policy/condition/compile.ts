@@ -13,7 +13,7 @@ import type { CompareOp, StringOp } from './lex.js';
 import { parseCondition, type CallExpr, type Expr, type ListExpr, type LiteralExpr, type PathExpr, type Scalar } from './parse.js';
 import { normalizePath, shellWords } from './shell.js';
 import { ExactNumber, lookup, toSegments, type Segment } from './values.js';
-import { ANY, ARRAY, BOOLEAN, NUMBER, OBJECT, STRING, typeName, typeOfValue } from './types.js';
+import { ANY, ARRAY, BOOLEAN, NULL, NUMBER, OBJECT, STRING, typeName, typeOfValue } from './types.js';
 import { whyBoolean, whyCompare, whyMember, whyStringOp, type Named } from './why.js';
 
 export { ConditionError } from './errors.js';
@@ -196,7 +196,8 @@ class Compiler {
         this.want(l, ANY, `\`${op}\``);
         this.want(r, ANY, `\`${op}\``);
       } else {
-        this.pair(l, r, ANY, `\`${op}\``);
+        // Lists and objects never compare (compare.ts): only scalars can be equal.
+        this.pair(l, r, STRING | NUMBER | BOOLEAN | NULL, `\`${op}\``);
       }
       // Against the `null` literal, any present value compares (docs/spec.md: `note == null`).
       const test: (lv: unknown, rv: unknown) => Truth =
