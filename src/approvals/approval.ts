@@ -3,8 +3,8 @@
 import type { JsonObject } from '../json/value.js';
 import type { ApprovalRequirement, PolicyIdentity } from '../policy/model.js';
 
-export type ApprovalStatus = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed';
-export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted', 'denied', 'expired', 'consumed'];
+export type ApprovalStatus = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed' | 'cancelled';
+export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted', 'denied', 'expired', 'consumed', 'cancelled'];
 
 /** Limits the migration's CHECKs enforce; exported so the HTTP schemas can say the same. */
 export const LIMITS = {
@@ -39,6 +39,8 @@ export interface ApprovalSummary {
   reason: string;
   rule: string;
   requester: Requester;
+  /** The run the request came from (`run.id`), when it said. */
+  run_id: string | null;
   created_at: string;
   expires_at: string;
   decided_by: string | null;

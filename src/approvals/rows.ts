@@ -19,6 +19,7 @@ export interface SummaryRow {
   requester_sub: string;
   requester_team: string | null;
   requester_agent: string | null;
+  run_id: string | null;
   created_at: Date;
   expires_at: Date;
   decided_by: string | null;
@@ -37,7 +38,7 @@ export interface ApprovalRow extends SummaryRow {
   /** null when `requirements` holds the shapes (every row written since migrations/0005). */
   capability: string | null;
   presentation: string | null;
-  /** Canonical JSON array of StoredRequirement; null in rows written before migrations/0005. */
+  /** Canonical JSON array of StoredRequirement; null in rows written before migrations/0005 (undefined on a database before it). */
   requirements: string | null;
   policies: PolicyIdentity[];
 }
@@ -66,6 +67,7 @@ export function toSummary(row: SummaryRow): ApprovalSummary {
     reason: row.reason,
     rule: row.rule,
     requester: { sub: row.requester_sub, team: row.requester_team, agent: row.requester_agent },
+    run_id: row.run_id ?? null, // undefined before migrations/0007
     created_at: row.created_at.toISOString(),
     expires_at: row.expires_at.toISOString(),
     decided_by: row.decided_by,
@@ -78,7 +80,7 @@ export function toSummary(row: SummaryRow): ApprovalSummary {
 
 export function toApproval(row: ApprovalRow): Approval {
   const args = storedObject(row.args);
-  const requirements = row.requirements !== null ? storedRequirements(row.requirements, row.tool, args) : [legacyRequirement(row)];
+  const requirements = row.requirements != null ? storedRequirements(row.requirements, row.tool, args) : [legacyRequirement(row)];
   const first = requirements[0]!; // storedRequirements refuses an empty list
   return {
     ...toSummary(row),

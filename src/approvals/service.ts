@@ -4,6 +4,7 @@ import type { Sql } from 'postgres';
 import { StoreUnavailableError } from '../db/errors.js';
 import { modelMessage, spentApprovalMessage } from '../policy/message.js';
 import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
+import type { Approval, ApprovalStatus } from './approval.js';
 import type { ApprovalWaiter } from './notify.js';
 import type { ApprovalStore } from './store.js';
 
@@ -12,11 +13,25 @@ export interface ApprovalService {
   readonly waiter: ApprovalWaiter;
   /** Throws StoreUnavailableError (503) while the database schema is not in place yet. */
   ensureReady(): void;
-  /** docs/spec.md section 5, `/decide` with `approval_id`: consume a granted approval of this exact request. */
-  redeem(fresh: DecisionResult, request: DecideRequest, approvalId: string, identity: Identity): Promise<DecisionResult>;
+  /** docs/spec.md section 5.3, `/decide` with `approval_id`: consume a granted approval of this exact request. */
+  redeem(fresh: DecisionResult, request: DecideRequest, approvalId: string, identity: Identity): Promise<Redemption>;
   /** Whether the database answers now (for /readyz). */
   ping(): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** The answer, and the cited approval when it is the caller's: what a client does next follows from both. */
+export interface Redemption {
+  readonly result: DecisionResult;
+  readonly cited: CitedApproval | null;
+}
+
+export interface CitedApproval {
+  readonly id: string;
+  readonly status: ApprovalStatus;
+  readonly expiresAt: string;
+  /** Whether it was asked for this very request (the same hash). */
+  readonly sameRequest: boolean;
 }
 
 export interface ApprovalServiceOptions {
@@ -45,38 +60,48 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
     ensureReady,
     async redeem(fresh, request, approvalId, identity) {
       // The request was decided again from scratch; only a require_approval can be redeemed.
-      if (fresh.decision !== 'require_approval' || !fresh.approval) return fresh;
+      if (fresh.decision !== 'require_approval' || !fresh.approval) return { result: fresh, cited: null };
       ensureReady();
       // One statement consumes a granted approval of this requester for exactly this hash; when it
       // does not, the same transaction reads where the approval stands instead.
       const result = await store.consume(approvalId, { sub: identity.user }, fresh.approval.hash);
       if (result.ok) {
         const reason = `approval ${result.approval.id} was granted by an operator`;
-        return {
+        const allowed: DecisionResult = {
           ...fresh,
           decision: 'allow',
           reason,
           message: modelMessage('allow', request.tool, reason, false),
           approval: { ...fresh.approval, id: result.approval.id, status: 'consumed' },
         };
+        return { result: allowed, cited: citedOf(result.approval, true) };
       }
       // Someone else's approval, or none: say nothing about it; a new approval is needed.
       const approval = result.approval;
-      if (approval === null) return fresh;
+      if (approval === null) return { result: fresh, cited: null };
+      const sameRequest = approval.hash === fresh.approval.hash;
+      const cited = citedOf(approval, sameRequest);
       const ref = { id: approval.id, status: approval.status };
       if (approval.status === 'denied') {
         const reason = `an operator denied approval ${approval.id}${approval.decision_note ? `: ${approval.decision_note}` : ''}`;
-        return { ...fresh, decision: 'deny', reason, message: modelMessage('deny', request.tool, reason, false), approval: { ...fresh.approval, ...ref } };
+        const denied: DecisionResult = {
+          ...fresh,
+          decision: 'deny',
+          reason,
+          message: modelMessage('deny', request.tool, reason, false),
+          approval: { ...fresh.approval, ...ref },
+        };
+        return { result: denied, cited };
       }
       // Changed request or presentation, still pending, consumed or expired: the fresh descriptor
       // stands. Only when it is the same request do we say where its approval stands, and when that
       // approval can never be redeemed again, the model is told a new one is needed, not to wait.
-      if (approval.hash !== fresh.approval.hash) return fresh;
-      const cited = { ...fresh, approval: { ...fresh.approval, ...ref } };
-      if (approval.status === 'consumed' || approval.status === 'expired') {
-        return { ...cited, message: spentApprovalMessage(request.tool, fresh.reason, approval.status) };
+      if (!sameRequest) return { result: fresh, cited };
+      const withRef: DecisionResult = { ...fresh, approval: { ...fresh.approval, ...ref } };
+      if (approval.status === 'consumed' || approval.status === 'expired' || approval.status === 'cancelled') {
+        return { result: { ...withRef, message: spentApprovalMessage(request.tool, fresh.reason, approval.status) }, cited };
       }
-      return cited;
+      return { result: withRef, cited };
     },
     async ping() {
       if (!schemaReady()) return false;
@@ -92,4 +117,8 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
       await waiter.close();
     },
   };
+}
+
+function citedOf(approval: Approval, sameRequest: boolean): CitedApproval {
+  return { id: approval.id, status: approval.status, expiresAt: approval.expires_at, sameRequest };
 }

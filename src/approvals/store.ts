@@ -34,6 +34,8 @@ export interface CreateApprovalInput {
   args: JsonObject;
   /** The host's facts the request was decided under, if any: bound by the hash, shown to the operator. */
   context?: JsonObject | undefined;
+  /** The run the request came from (`run.id`), shown to operators. */
+  runId?: string | undefined;
   requester: Requester;
   policies: readonly PolicyIdentity[];
 }
@@ -130,10 +132,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       for (let attempt = 0; attempt < 3; attempt++) {
         const [inserted] = await tx<ApprovalRow[]>`
           with created as (
-            insert into approvals (id, status, hash, kind, tool, args, context, requirements, reason, rule,
+            insert into approvals (id, status, hash, kind, tool, args, context, run_id, requirements, reason, rule,
                                    requester_sub, requester_team, requester_agent, policies, expires_at)
             select ${uuidv7()}, 'pending', ${hash}, ${first.kind}, ${input.tool}, ${args},
-                   ${context === undefined ? null : canonicalize(context)}, ${stored},
+                   ${context === undefined ? null : canonicalize(context)}, ${input.runId ?? null}, ${stored},
                    ${first.reason}, ${first.rule}, ${requester.sub}, ${requester.team},
                    ${requester.agent}, ${tx.json(policies)}, now() + ${approvalTtl}::interval
              where ${pendingCount(tx, requester.sub)} < ${maxPending}
@@ -289,6 +291,38 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
   }
 
   /**
+   * The requester withdraws its pending or granted approval: `cancelled`, final (docs/spec.md section
+   * 5.4). Someone else's is not_found, as reads are; one already decided otherwise is a conflict.
+   */
+  async function cancel(id: string, requester: { sub: string }): Promise<TransitionResult> {
+    checkName('requester.sub', requester.sub);
+    if (!isUuid(id)) return { ok: false, error: 'not_found' };
+    return run(async (tx): Promise<TransitionResult> => {
+      // FOR UPDATE re-reads the row after a concurrent grant, deny or redeem, so the event records
+      // the state actually left (as expireLapsed does).
+      const [moved] = await tx<ApprovalRow[]>`
+        with due as (
+          select id, status from approvals
+           where id = ${id} and status in ('pending', 'granted') and expires_at > now() and requester_sub = ${requester.sub}
+           for update
+        ), moved as (
+          update approvals set status = 'cancelled' where id = any(array(select id from due))
+          returning *
+        ), logged as (
+          insert into approval_events (approval_id, actor, from_status, to_status)
+          select moved.id, moved.requester_sub, due.status, 'cancelled' from moved join due using (id)
+        )
+        select moved.*, octet_length(moved.args) as args_bytes, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, moved.id::text)::text as notified
+          from moved`;
+      if (moved !== undefined) return { ok: true, approval: toApproval(moved) };
+      const row = await selectById(tx, id);
+      if (row === undefined || row.requester_sub !== requester.sub) return { ok: false, error: 'not_found' };
+      if (row.lapsed) await expireLapsed(tx, tx`id = ${id}`);
+      return { ok: false, error: 'conflict', approval: toApproval(row) };
+    });
+  }
+
+  /**
    * Of these ids, those no longer waiting for a decision: decided, expired (also when only lapsed) or
    * absent. One statement for every long-poll of a replica; it reads the status, never the arguments.
    */
@@ -329,7 +363,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
-  return { create, get, list, settled, grant, deny, consume, sweep, events };
+  return { create, get, list, settled, grant, deny, consume, cancel, sweep, events };
 }
 
 export type ApprovalStore = ReturnType<typeof createApprovalStore>;
@@ -344,7 +378,7 @@ function pendingCount(tx: TransactionSql, sub: string): PendingQuery<Row[]> {
 /** Every column but the arguments and the shapes, their size, and whether the row lapsed. */
 function summaryColumns(tx: TransactionSql): PendingQuery<Row[]> {
   // octet_length of a TOASTed value reads its header, not the value.
-  return tx`id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent,
+  return tx`id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, run_id,
             created_at, expires_at, decided_by, decided_at, decision_note, consumed_at,
             octet_length(args) as args_bytes, (status in ('pending', 'granted') and expires_at <= now()) as lapsed`;
 }
@@ -372,6 +406,8 @@ function statusFilter(tx: TransactionSql, status: ApprovalStatus): PendingQuery<
       return tx`and status = 'denied'`;
     case 'consumed':
       return tx`and status = 'consumed'`;
+    case 'cancelled':
+      return tx`and status = 'cancelled'`;
   }
 }
 

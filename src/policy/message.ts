@@ -23,8 +23,8 @@ export function modelMessage(decision: Decision, tool: string, why: string, sche
  * require_approval when the approval cited is of this very call but can never be redeemed again
  * (consumed: single use; expired): waiting cannot help, a new approval is needed (docs/spec.md section 5.3).
  */
-export function spentApprovalMessage(tool: string, why: string, status: 'consumed' | 'expired'): string {
-  const spent = status === 'consumed' ? 'has already been used' : 'has expired';
+export function spentApprovalMessage(tool: string, why: string, status: 'consumed' | 'expired' | 'cancelled'): string {
+  const spent = status === 'consumed' ? 'has already been used' : status === 'expired' ? 'has expired' : 'was withdrawn';
   return `The ${JSON.stringify(tool)} action needs an operator's approval (${trimEnd(why)}). The approval you cited ${spent} and cannot be used again: a new approval is needed. Request one, then try again; waiting for the old one will not help.`;
 }
 

@@ -63,7 +63,7 @@ export const runViewSchema = {
         properties: {
           id: { type: 'string', maxLength: 64 },
           kind: { type: 'string', maxLength: 64 },
-          status: { enum: ['pending', 'granted', 'denied', 'expired', 'consumed'] },
+          status: { enum: ['pending', 'granted', 'denied', 'expired', 'consumed', 'cancelled'] },
         },
       },
     },

@@ -44,7 +44,7 @@ function must<T>(value: T | null | undefined): T {
   return value;
 }
 
-type State = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed' | 'pending-lapsed' | 'granted-lapsed';
+type State = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed' | 'cancelled' | 'pending-lapsed' | 'granted-lapsed';
 
 async function inState(state: State): Promise<{ approval: Approval; sub: string }> {
   const sub = newSub();
@@ -56,6 +56,7 @@ async function inState(state: State): Promise<{ approval: Approval; sub: string 
   }
   if (state === 'consumed') expect((await store.consume(id, { sub }, approval.hash)).ok).toBe(true);
   if (state === 'denied') expect((await store.deny(id, OPERATOR, 'no')).ok).toBe(true);
+  if (state === 'cancelled') expect((await store.cancel(id, { sub })).ok).toBe(true);
   if (state === 'expired') {
     await age(id);
     expect(await store.sweep()).toBeGreaterThanOrEqual(1);
@@ -64,7 +65,7 @@ async function inState(state: State): Promise<{ approval: Approval; sub: string 
   return { approval: must(await store.get(id)), sub };
 }
 
-type Action = 'grant' | 'grant_self' | 'deny' | 'consume' | 'create' | 'get';
+type Action = 'grant' | 'grant_self' | 'deny' | 'consume' | 'cancel' | 'cancel_other' | 'create' | 'get';
 // What the call answers, and the status the approval then shows.
 type Outcome =
   | 'ok'
@@ -82,6 +83,8 @@ const TABLE: Record<State, Record<Action, { outcome: Outcome; after: ApprovalSta
     grant_self: cell('self_approval', 'pending'),
     deny: cell('ok', 'denied'),
     consume: cell('refused', 'pending'),
+    cancel: cell('ok', 'cancelled'),
+    cancel_other: cell('read', 'pending'),
     create: cell('same', 'pending'),
     get: cell('read', 'pending'),
   },
@@ -90,6 +93,8 @@ const TABLE: Record<State, Record<Action, { outcome: Outcome; after: ApprovalSta
     grant_self: cell('self_approval', 'granted'),
     deny: cell('conflict', 'granted'),
     consume: cell('ok', 'consumed'),
+    cancel: cell('ok', 'cancelled'),
+    cancel_other: cell('read', 'granted'),
     create: cell('same', 'granted'),
     get: cell('read', 'granted'),
   },
@@ -98,6 +103,8 @@ const TABLE: Record<State, Record<Action, { outcome: Outcome; after: ApprovalSta
     grant_self: cell('self_approval', 'denied'),
     deny: cell('conflict', 'denied'),
     consume: cell('refused', 'denied'),
+    cancel: cell('conflict', 'denied'),
+    cancel_other: cell('read', 'denied'),
     create: cell('new', 'denied'),
     get: cell('read', 'denied'),
   },
@@ -106,6 +113,8 @@ const TABLE: Record<State, Record<Action, { outcome: Outcome; after: ApprovalSta
     grant_self: cell('self_approval', 'expired'),
     deny: cell('conflict', 'expired'),
     consume: cell('refused', 'expired'),
+    cancel: cell('conflict', 'expired'),
+    cancel_other: cell('read', 'expired'),
     create: cell('new', 'expired'),
     get: cell('read', 'expired'),
   },
@@ -114,14 +123,28 @@ const TABLE: Record<State, Record<Action, { outcome: Outcome; after: ApprovalSta
     grant_self: cell('self_approval', 'consumed'),
     deny: cell('conflict', 'consumed'),
     consume: cell('refused', 'consumed'),
+    cancel: cell('conflict', 'consumed'),
+    cancel_other: cell('read', 'consumed'),
     create: cell('new', 'consumed'),
     get: cell('read', 'consumed'),
+  },
+  cancelled: {
+    grant: cell('conflict', 'cancelled'),
+    grant_self: cell('self_approval', 'cancelled'),
+    deny: cell('conflict', 'cancelled'),
+    consume: cell('refused', 'cancelled'),
+    cancel: cell('conflict', 'cancelled'),
+    cancel_other: cell('read', 'cancelled'),
+    create: cell('new', 'cancelled'),
+    get: cell('read', 'cancelled'),
   },
   'pending-lapsed': {
     grant: cell('conflict', 'expired'),
     grant_self: cell('self_approval', 'expired'),
     deny: cell('conflict', 'expired'),
     consume: cell('refused', 'expired'),
+    cancel: cell('conflict', 'expired'),
+    cancel_other: cell('read', 'expired'),
     create: cell('new', 'expired'),
     get: cell('read', 'expired'),
   },
@@ -130,6 +153,8 @@ const TABLE: Record<State, Record<Action, { outcome: Outcome; after: ApprovalSta
     grant_self: cell('self_approval', 'expired'),
     deny: cell('conflict', 'expired'),
     consume: cell('refused', 'expired'),
+    cancel: cell('conflict', 'expired'),
+    cancel_other: cell('read', 'expired'),
     create: cell('new', 'expired'),
     get: cell('read', 'expired'),
   },
@@ -151,6 +176,15 @@ describe('state table', () => {
       case 'deny': {
         const who = action === 'grant_self' ? { sub } : OPERATOR;
         const r = action === 'deny' ? await store.deny(id, who, 'no') : await store.grant(id, who, 'yes');
+        got = r.ok ? 'ok' : r.error === 'not_found' ? 'read' : r.error;
+        if (r.ok) expect(r.approval.status).toBe(after);
+        if (!r.ok && r.error === 'conflict') expect(must(r.approval).status).toBe(after);
+        break;
+      }
+      case 'cancel':
+      case 'cancel_other': {
+        // Someone else's approval does not exist for them: not_found, read as 'read'.
+        const r = await store.cancel(id, action === 'cancel' ? { sub } : { sub: `${sub}-other` });
         got = r.ok ? 'ok' : r.error === 'not_found' ? 'read' : r.error;
         if (r.ok) expect(r.approval.status).toBe(after);
         if (!r.ok && r.error === 'conflict') expect(must(r.approval).status).toBe(after);
@@ -179,7 +213,7 @@ describe('state table', () => {
     // One event per successful transition; a lapsed row that a write touched is now stored as expired,
     // with one `system` event.
     const events = await store.events(id);
-    const touchedLapsed = state.endsWith('-lapsed') && !['get', 'grant_self'].includes(action);
+    const touchedLapsed = state.endsWith('-lapsed') && !['get', 'grant_self', 'cancel_other'].includes(action);
     expect(events.length - eventsBefore).toBe(outcome === 'ok' || touchedLapsed ? 1 : 0);
     if (touchedLapsed) {
       expect(await storedStatus(id)).toBe('expired');
@@ -193,6 +227,7 @@ describe('state table', () => {
       expect(await store.grant(id, OPERATOR, null)).toEqual({ ok: false, error: 'not_found' });
       expect(await store.deny(id, OPERATOR, null)).toEqual({ ok: false, error: 'not_found' });
       expect(await store.consume(id, { sub: 'x' }, 'sha256:' + '0'.repeat(64))).toEqual({ ok: false, approval: null });
+      expect(await store.cancel(id, { sub: 'x' })).toEqual({ ok: false, error: 'not_found' });
       expect(await store.events(id)).toEqual([]);
     }
   });
@@ -424,12 +459,19 @@ describe('the schema is the backstop', () => {
     await expect(db.sql`update approvals set presentation = '{}' where id = ${approval.id}`).rejects.toThrow(/immutable/);
     await expect(db.sql`update approvals set status = 'granted' where id = ${approval.id}`).rejects.toThrow(/illegal transition/);
     await expect(db.sql`update approvals set requester_sub = 'someone-else' where id = ${approval.id}`).rejects.toThrow(/immutable/);
+    await expect(db.sql`update approvals set run_id = 'another-run' where id = ${approval.id}`).rejects.toThrow(/immutable/);
+    await expect(db.sql`update approvals set context = '{"a":1}' where id = ${approval.id}`).rejects.toThrow(/immutable/);
     await expect(db.sql`update approvals set args = args || '' where id = ${approval.id}`).resolves.toHaveLength(0); // same value
     for (const [from, to] of [
       ['granted', 'denied'],
       ['granted', 'pending'],
       ['consumed', 'expired'],
       ['expired', 'pending'],
+      ['cancelled', 'pending'],
+      ['cancelled', 'granted'],
+      ['denied', 'cancelled'],
+      ['consumed', 'cancelled'],
+      ['expired', 'cancelled'],
     ] as const) {
       const { approval: row } = await inState(from);
       await expect(db.sql`update approvals set status = ${to} where id = ${row.id}`, `${from} -> ${to}`).rejects.toThrow(
@@ -556,6 +598,7 @@ describe('the schema is the backstop', () => {
       'approvals.requester_team': 'name_text',
       'approvals.requirements': 'json_array_text',
       'approvals.rule': 'name_text',
+      'approvals.run_id': 'name_text',
       'approvals.status': 'approval_status',
       'approvals.tool': 'name_text',
     });

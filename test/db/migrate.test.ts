@@ -44,10 +44,11 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0004_guard_by_column.sql',
       '0005_requirements.sql',
       '0006_context.sql',
+      '0007_cancel_and_run.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -72,9 +73,17 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
   const results = await Promise.all([migrate(db.sql, MIGRATIONS_DIR), migrate(other, MIGRATIONS_DIR)]);
   expect(results.map((r) => r.applied).sort()).toEqual([
     [],
-    ['0001_approvals.sql', '0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql', '0006_context.sql'],
+    [
+      '0001_approvals.sql',
+      '0002_column_domains.sql',
+      '0003_fewer_indexes.sql',
+      '0004_guard_by_column.sql',
+      '0005_requirements.sql',
+      '0006_context.sql',
+      '0007_cancel_and_run.sql',
+    ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -130,7 +139,7 @@ test('refuses an edited applied file and an applied file missing from disk', asy
   expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
 });
 
-test('0002 to 0006 on a database holding approvals: the rows stay as they were and keep moving', async () => {
+test('0002 to 0007 on a database holding approvals: the rows stay as they were and keep moving', async () => {
   const db = await emptyDatabase();
   const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
   await migrate(db.sql, first);
@@ -152,22 +161,29 @@ test('0002 to 0006 on a database holding approvals: the rows stay as they were a
   await legacyRow(pendingId, 'agent-a', 'pending');
   await legacyRow(grantedId, 'agent-b', 'granted');
   const store = createApprovalStore(db.sql, { approvalTtlMs: 3_600_000, grantTtlMs: 600_000, deadlineMs: 10_000 });
-  await store.list({ limit: 10 }); // prepared before the migration, as a replica still running would have
+  await store.get(pendingId); // prepared before the migration, as a replica still running would have
   const before = await db.sql`select * from approvals order by id`;
 
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({
-    applied: ['0002_column_domains.sql', '0003_fewer_indexes.sql', '0004_guard_by_column.sql', '0005_requirements.sql', '0006_context.sql'],
+    applied: [
+      '0002_column_domains.sql',
+      '0003_fewer_indexes.sql',
+      '0004_guard_by_column.sql',
+      '0005_requirements.sql',
+      '0006_context.sql',
+      '0007_cancel_and_run.sql',
+    ],
   });
   const after = await db.sql`select * from approvals order by id`;
-  expect(after.map(({ requirements, context, ...rest }) => ({ requirements, context, rest }))).toEqual(
-    before.map((rest) => ({ requirements: null, context: null, rest })),
+  expect(after.map(({ requirements, context, run_id, ...rest }) => ({ requirements, context, run_id, rest }))).toEqual(
+    before.map((rest) => ({ requirements: null, context: null, run_id: null, rest })),
   );
   // The change of types discarded the columns' statistics; the migration gathered them again.
   const stats = await db.sql<{ attname: string }[]>`select attname from pg_stats where tablename = 'approvals' order by attname`;
   expect(stats.map((r) => r.attname)).toEqual(expect.arrayContaining(['hash', 'requester_sub', 'status', 'tool']));
-  // That pool's first list after the migration is a 503 (postgres.js drops the statement); the next
+  // That pool's first read after the migration is a 503 (postgres.js drops the statement); the next
   // one prepares it afresh.
-  await expect(store.list({ limit: 10 })).rejects.toMatchObject({ name: 'StoreUnavailableError', sourceCode: '0A000' });
+  await expect(store.get(pendingId)).rejects.toMatchObject({ name: 'StoreUnavailableError', sourceCode: '0A000' });
   expect((await store.list({ limit: 10 })).items.map((a) => a.id)).toEqual([grantedId, pendingId]);
   // An old row reads as one requirement, from its own columns, and still re-hashes to its hash.
   const legacy = await store.get(pendingId);

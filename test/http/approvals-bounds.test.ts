@@ -128,6 +128,7 @@ describe('lists carry summaries', () => {
         'reason',
         'requester',
         'rule',
+        'run_id',
         'status',
         'tool',
       ]);

@@ -904,3 +904,134 @@ describe('token edge cases on approval routes', () => {
     expect(await statusOf(approval.id)).toBe('pending');
   });
 });
+
+describe('what to do next, withdrawing, and the run', () => {
+  const nextOf = async (body: Record<string, unknown>, sub: string): Promise<Record<string, unknown>> => {
+    const res = await post(t.app, '/decide', body, agent(sub));
+    expect(res.statusCode).toBe(403);
+    return (res.json() as { next: Record<string, unknown> }).next;
+  };
+
+  it('every require_approval says what to do next: file, wait, or file a new one', async () => {
+    const sub = newSub();
+    const body = bigRefund();
+    expect(await nextOf(body, sub)).toEqual({ action: 'file', url: '/approvals' });
+    const { approval } = await requestApproval(sub, body);
+    expect(await nextOf({ ...body, approval_id: approval.id }, sub)).toEqual({
+      action: 'wait',
+      url: `/approvals/${approval.id}?wait=60`,
+      expires_at: approval.expires_at,
+    });
+    // Someone else's, or an unknown id: as if none was cited.
+    expect(await nextOf({ ...body, approval_id: approval.id }, newSub())).toEqual({ action: 'file', url: '/approvals' });
+    expect(await nextOf({ ...body, approval_id: randomUUID() }, sub)).toEqual({ action: 'file', url: '/approvals' });
+    // Another request: the cited approval can never redeem it.
+    expect(await nextOf({ ...body, args: { ...body.args, amount: 130 }, approval_id: approval.id }, sub)).toEqual({ action: 'file_new', url: '/approvals' });
+    // Spent: consumed.
+    expect((await grant(approval.id)).statusCode).toBe(200);
+    expect((await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub))).statusCode).toBe(200);
+    expect(await nextOf({ ...body, approval_id: approval.id }, sub)).toEqual({ action: 'file_new', url: '/approvals' });
+    // Allow, deny and abort carry no next.
+    const allowed = await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } }, agent(sub));
+    expect(allowed.json()).not.toHaveProperty('next');
+    const aborted = await post(t.app, '/decide', { tool: 'wipe_orders' }, agent(sub));
+    expect(aborted.json()).not.toHaveProperty('next');
+  });
+
+  it('the requester withdraws a pending approval: cancelled, out of the queue and of the cap, never granted or redeemed', async () => {
+    const capped = await createTestApp({ env: 'prod', database: t.db!, maxPendingApprovals: 1 });
+    try {
+      const sub = newSub();
+      const first = (await post(capped.app, '/approvals', bigRefund(), agent(sub))).json() as ApprovalBody;
+      expect((await post(capped.app, '/approvals', bigRefund(), agent(sub))).statusCode).toBe(429);
+      // A long-poll on it is answered by the withdrawal.
+      const waiting = capped.app.inject({ method: 'GET', url: `/approvals/${first.id}?wait=30`, headers: bearer(agent(sub)) });
+      for (let i = 0; i < 500 && capped.ctx.approvals!.waiter.size === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      // No body at all: cancel takes none.
+      const cancelled = await capped.app.inject({ method: 'POST', url: `/approvals/${first.id}/cancel`, headers: bearer(agent(sub)) });
+      expect(cancelled.statusCode).toBe(200);
+      expect(cancelled.json()).toMatchObject({ id: first.id, status: 'cancelled', decided_by: null });
+      expect(((await waiting).json() as ApprovalBody).status).toBe('cancelled');
+      // Not counted against the cap any more, and gone from the operators' pending queue.
+      const second = await post(capped.app, '/approvals', bigRefund(), agent(sub));
+      expect(second.statusCode).toBe(201);
+      const queue = (await get(capped, '/approvals?status=pending&limit=200', approverToken())).json() as { items: { id: string }[] };
+      expect(queue.items.map((i) => i.id)).not.toContain(first.id);
+      const listed = (await get(capped, '/approvals?status=cancelled&limit=200', approverToken())).json() as { items: { id: string }[] };
+      expect(listed.items.map((i) => i.id)).toContain(first.id);
+      // Final: no grant, no second cancel, and the event log says who and from what.
+      expect((await grant(first.id, approverToken(), { note: 'ok' }, capped)).statusCode).toBe(409);
+      expect((await post(capped.app, `/approvals/${first.id}/cancel`, {}, agent(sub))).statusCode).toBe(409);
+      const events = await t.db!.sql<{ from_status: string | null; to_status: string; actor: string }[]>`
+        select from_status, to_status, actor from approval_events where approval_id = ${first.id} order by id`;
+      expect(events).toEqual([
+        { from_status: null, to_status: 'pending', actor: sub },
+        { from_status: 'pending', to_status: 'cancelled', actor: sub },
+      ]);
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it('a granted approval can be withdrawn before it is redeemed; then citing it says a new one is needed', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    expect((await grant(approval.id)).statusCode).toBe(200);
+    expect((await post(t.app, `/approvals/${approval.id}/cancel`, {}, agent(sub))).json()).toMatchObject({ status: 'cancelled', decided_by: 'operator-1' });
+    const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
+    expect(res.statusCode).toBe(403);
+    const d = res.json() as DecisionBody & { next: unknown };
+    expect(d).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'cancelled' } });
+    expect(d.message).toMatch(/was withdrawn and cannot be used again: a new approval is needed/);
+    expect(d.next).toEqual({ action: 'file_new', url: '/approvals' });
+  });
+
+  it('cancel races deny and redeem: exactly one move wins', async () => {
+    for (let round = 0; round < 5; round++) {
+      const sub = newSub();
+      const pending = await requestApproval(sub);
+      const [c, d] = await Promise.all([post(t.app, `/approvals/${pending.approval.id}/cancel`, {}, agent(sub)), deny(pending.approval.id)]);
+      expect([c.statusCode, d.statusCode].sort()).toEqual([200, 409]);
+      expect(await statusOf(pending.approval.id)).toBe(c.statusCode === 200 ? 'cancelled' : 'denied');
+
+      const granted = await requestApproval(sub);
+      expect((await grant(granted.approval.id)).statusCode).toBe(200);
+      const [c2, r] = await Promise.all([
+        post(t.app, `/approvals/${granted.approval.id}/cancel`, {}, agent(sub)),
+        post(t.app, '/decide', { ...granted.body, approval_id: granted.approval.id }, agent(sub)),
+      ]);
+      // Either the tool may run once (redeemed) or never (withdrawn): never both.
+      expect([c2.statusCode, r.statusCode].sort()).toEqual(c2.statusCode === 200 ? [200, 403] : [200, 409]);
+      expect(await statusOf(granted.approval.id)).toBe(c2.statusCode === 200 ? 'cancelled' : 'consumed');
+    }
+  });
+
+  it('only the requester can withdraw; to anyone else, approvers included, it does not exist', async () => {
+    const sub = newSub();
+    const { approval } = await requestApproval(sub);
+    expect((await post(t.app, `/approvals/${approval.id}/cancel`, {}, agent(newSub()))).statusCode).toBe(404);
+    expect((await post(t.app, `/approvals/${approval.id}/cancel`, {}, approverToken())).statusCode).toBe(404);
+    expect(await statusOf(approval.id)).toBe('pending');
+  });
+
+  it('the run id is stored on the approval, shown in lists, and written on the decision log line', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const logged = await createTestApp({ env: 'prod', database: t.db!, logs });
+    try {
+      const sub = newSub();
+      const body = { ...bigRefund(), run: { id: 'run-42', steps: [] } };
+      const created = (await post(logged.app, '/approvals', body, agent(sub))).json() as ApprovalBody & { run_id: string | null };
+      expect(created.run_id).toBe('run-42');
+      const listed = (await get(logged, '/approvals?limit=200', agent(sub))).json() as { items: { id: string; run_id: string | null }[] };
+      expect(listed.items.find((i) => i.id === created.id)?.run_id).toBe('run-42');
+      await post(logged.app, '/decide', body, agent(sub));
+      expect(logs.find((l) => l.msg === 'decision')).toMatchObject({ run_id: 'run-42', user: sub });
+      expect(logs.find((l) => l.msg === 'approval requested')).toMatchObject({ run_id: 'run-42', approval_id: created.id });
+      // Without a run, null.
+      const plain = (await post(logged.app, '/approvals', bigRefund(), agent(sub))).json() as { run_id: string | null };
+      expect(plain.run_id).toBeNull();
+    } finally {
+      await logged.close();
+    }
+  });
+});

@@ -119,6 +119,11 @@ describe('the approval page', () => {
     expect(JSON.parse(cardText(approvalOf({ args: {}, capability: {}, presentation: {}, context })).context!)).toEqual(context);
     expect(cardText(approvalOf({ args: {}, capability: {}, presentation: {} })).context).toBe('(none)');
   });
+
+  it('names the run the request came from', () => {
+    expect(cardText({ ...approvalOf({ args: {}, capability: {}, presentation: {} }), run_id: 'run-7' }).run_id).toBe('run-7');
+    expect(cardText(approvalOf({ args: {}, capability: {}, presentation: {} })).run_id).toBe('(none)');
+  });
 });
 
 describe('the card: numbers exactly as written', () => {

@@ -673,7 +673,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         n++;
       }
     }
-    expect(n).toBe(9 * bad.length);
+    expect(n).toBe(10 * bad.length);
   });
 
   it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
@@ -961,6 +961,33 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     expect(pii).toMatchObject({ kind: 'pii', capability: { tool: 'send_note' }, presentation: { tool: 'send_note' } });
     expect(pii.presentation_label).toMatch(/Model-chosen/);
     await call(db, { url: `/approvals/${pii.id}/deny`, token: approverToken() }, 200);
+
+    // Cancel: the requester withdraws; citing it then says a new approval is needed.
+    const third = await call(
+      db,
+      { url: '/approvals', token: requester, body: { tool: 'refund', args: { order: 'C3', amount: 500 }, run: { id: 'run-c3' } } },
+      201,
+    );
+    expect(third.run_id).toBe('run-c3');
+    const cited = await call(
+      db,
+      { url: '/decide', token: requester, body: { tool: 'refund', args: { order: 'C3', amount: 500 }, approval_id: third.id } },
+      403,
+    );
+    expect(cited.next).toEqual({ action: 'wait', url: `/approvals/${third.id}?wait=60`, expires_at: third.expires_at });
+    expect(await call(db, { url: `/approvals/${third.id}/cancel`, token: requester }, 200)).toMatchObject({ id: third.id, status: 'cancelled' });
+    expect((await call(db, { url: `/approvals/${third.id}/cancel`, token: requester, body: {} }, 409)).approval.status).toBe('cancelled');
+    const spent = await call(
+      db,
+      { url: '/decide', token: requester, body: { tool: 'refund', args: { order: 'C3', amount: 500 }, approval_id: third.id } },
+      403,
+    );
+    expect(spent).toMatchObject({
+      decision: 'require_approval',
+      approval: { id: third.id, status: 'cancelled' },
+      next: { action: 'file_new', url: '/approvals' },
+    });
+    await call(db, { url: `/approvals/${third.id}/grant`, token: approverToken() }, 409);
   });
 
   it('approvals: visibility, roles, self-approval, not found, list and pagination', async () => {
@@ -982,6 +1009,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       ['GET', ''],
       ['POST', '/grant'],
       ['POST', '/deny'],
+      ['POST', '/cancel'],
     ] as const) {
       expect((await call(db, { url: `/approvals/${'x'.repeat(200)}${suffix}`, method, token: approverToken() }, 414)).code).toBe('uri_too_long');
     }
@@ -997,6 +1025,22 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     await call(db, { url: `/approvals/${randomUUID()}/deny`, token: approverToken() }, 404);
     await call(db, { url: `/approvals/${'x'.repeat(65)}/grant`, token: approverToken() }, 400);
     await call(db, { url: `/approvals/${'x'.repeat(65)}/deny`, token: approverToken() }, 400);
+    // Cancel: the requester's alone; to anyone else, approvers included, it does not exist.
+    await call(db, { url: `/approvals/${a.id}/cancel`, token: approverToken() }, 404);
+    await call(db, { url: `/approvals/${a.id}/cancel`, token: supportToken('someone-else') }, 404);
+    await call(db, { url: `/approvals/${'x'.repeat(65)}/cancel`, token: mine }, 400);
+    expect((await call(db, { url: `/approvals/${a.id}/cancel`, token: mine, body: { reason: 'x' } }, 422)).code).toBe('invalid_body');
+    await call(db, { url: `/approvals/${a.id}/cancel`, token: mine, payload: 'ok', headers: { 'content-type': 'text/plain' } }, 415);
+    await call(
+      db,
+      {
+        url: `/approvals/${a.id}/cancel`,
+        token: mine,
+        payload: JSON.stringify({ pad: 'x'.repeat(1_100_000) }),
+        headers: { 'content-type': 'application/json' },
+      },
+      413,
+    );
 
     // Bodies of grant and deny.
     for (const verb of ['grant', 'deny']) {
@@ -1076,6 +1120,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     await call(plain, { url: `/approvals/${id}`, token: supportToken() }, 503);
     await call(plain, { url: `/approvals/${id}/grant`, token: approverToken() }, 503);
     await call(plain, { url: `/approvals/${id}/deny`, token: approverToken(), body: { reason: 'no' } }, 503);
+    await call(plain, { url: `/approvals/${id}/cancel`, token: supportToken() }, 503);
     await call(plain, { url: '/decide', token: supportToken(), body: { ...REFUND, approval_id: id } }, 503);
     // Without approval_id, /decide needs no database.
     await call(plain, { url: '/decide', token: supportToken(), body: REFUND }, 403);
@@ -1089,6 +1134,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       vi.spyOn(store, 'list').mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(new Error('boom')),
       vi.spyOn(store, 'grant').mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(new Error('boom')),
       vi.spyOn(store, 'deny').mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(new Error('boom')),
+      vi.spyOn(store, 'cancel').mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(new Error('boom')),
     ];
     try {
       await call(db, { url: `/approvals/${id}`, token: approverToken() }, 503);
@@ -1101,6 +1147,8 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       await call(db, { url: `/approvals/${id}/grant`, token: approverToken() }, 500);
       await call(db, { url: `/approvals/${id}/deny`, token: approverToken() }, 503);
       await call(db, { url: `/approvals/${id}/deny`, token: approverToken() }, 500);
+      await call(db, { url: `/approvals/${id}/cancel`, token: supportToken() }, 503);
+      await call(db, { url: `/approvals/${id}/cancel`, token: supportToken() }, 500);
     } finally {
       for (const s of spies) s.mockRestore();
     }

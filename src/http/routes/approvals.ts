@@ -32,6 +32,7 @@ const listQuery = {
 } as const;
 const grantBody = { type: 'object', additionalProperties: false, properties: { note: { type: 'string', maxLength: LIMITS.note } } } as const;
 const denyBody = { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: LIMITS.note } } } as const;
+const cancelBody = { type: 'object', additionalProperties: false, properties: {} } as const;
 
 /** The API view of an approval: the presentation is labelled as model-chosen content. */
 export function approvalView(a: Approval): JsonObject {
@@ -46,7 +47,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   };
   const identityOf = (request: FastifyRequest): Identity => request.identity as Identity;
   const isApprover = (identity: Identity): boolean => identity.roles.includes(ctx.approverRole);
-  // A body is optional on grant and deny: an absent one is `{}`.
+  // A body is optional on grant, deny and cancel: an absent one is `{}`.
   const emptyBodyIsObject = async (request: FastifyRequest): Promise<void> => {
     if (request.body === undefined || request.body === null) request.body = {};
   };
@@ -66,10 +67,21 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       tool: req.tool,
       args: req.args,
       context: req.context,
+      runId: req.run?.id,
       requester: { sub: identity.user, team: identity.team, agent: identity.agent },
       policies: result.policies,
     });
-    request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user }, 'approval requested');
+    request.log.info(
+      {
+        approval_id: approval.id,
+        created,
+        tool: req.tool,
+        rule: result.rule,
+        user: identity.user,
+        ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
+      },
+      'approval requested',
+    );
     return sendCanonical(reply.code(created ? 201 : 200), approvalView(approval));
   });
 
@@ -129,6 +141,14 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     );
   }
 
+  // Cancel: the requester withdraws its own approval; anyone else is told it does not exist.
+  app.post('/approvals/:id/cancel', { schema: { params: idParams, body: cancelBody }, preValidation: emptyBodyIsObject }, async (request, reply) => {
+    const identity = identityOf(request);
+    const { id } = request.params as { id: string };
+    const result = await service().store.cancel(id, { sub: identity.user });
+    return sendTransition(reply, result, identity, 'cancelled');
+  });
+
   function sendTransition(reply: FastifyReply, result: TransitionResult, identity: Identity, verb: string): FastifyReply {
     if (result.ok) {
       ctx.log.info({ approval_id: result.approval.id, status: result.approval.status, by: identity.user }, `approval ${verb}`);
@@ -141,7 +161,8 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         throw new HttpError('forbidden', 'an approver cannot decide an approval it requested');
       case 'conflict': {
         // The approval as it stands, numbers as written (reply.ts), in the problem body.
-        const problem = problemOf('conflict', `only a pending approval can be ${verb}`);
+        const which = verb === 'cancelled' ? 'a pending or granted approval' : 'a pending approval';
+        const problem = problemOf('conflict', `only ${which} can be ${verb}`);
         const body = result.approval ? { ...problem, approval: approvalView(result.approval) } : problem;
         return sendCanonical(reply.code(problem.status), body as unknown as JsonObject, 'application/problem+json'); // all JSON data
       }

@@ -3,6 +3,7 @@
 // decided again from scratch and a matching granted approval is redeemed (src/approvals).
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import type { CitedApproval } from '../../approvals/service.js';
 import { decide } from '../../policy/decide.js';
 import type { Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
@@ -31,10 +32,11 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     const set = ctx.policies.current();
     let result = decide(set, req, identity);
     const durationUs = Number(process.hrtime.bigint() - started) / 1000;
+    let cited: CitedApproval | null = null;
     if (body.approval_id !== undefined) {
       if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
       // A sub the store cannot hold is the token's 401 (errors.ts), never a 500.
-      result = await ctx.approvals.redeem(result, req, body.approval_id, identity);
+      ({ result, cited } = await ctx.approvals.redeem(result, req, body.approval_id, identity));
     }
     ctx.metrics.decisions.inc({ decision: result.decision, rule: result.rule });
     ctx.metrics.decideSeconds.observe(durationUs / 1e6);
@@ -50,10 +52,19 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
         agent: identity.agent,
         duration_us: Math.round(durationUs * 10) / 10,
         ...(body.approval_id !== undefined ? { approval_id: body.approval_id } : {}),
+        ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
         ...(ctx.logArgs ? { args: redactSecrets(req.args) } : {}),
       },
       'decision',
     );
-    return sendDecision(reply, result, decisionId);
+    return sendDecision(reply, result, decisionId, result.decision === 'require_approval' ? { next: nextStep(cited) } : undefined);
   });
+}
+
+/** What a client does to resume a require_approval (docs/spec.md section 5.3, "What to do next"). */
+export function nextStep(cited: CitedApproval | null): Record<string, string> {
+  if (cited === null) return { action: 'file', url: '/approvals' };
+  if (cited.sameRequest && cited.status === 'pending') return { action: 'wait', url: `/approvals/${cited.id}?wait=60`, expires_at: cited.expiresAt };
+  // Spent (consumed, expired, cancelled) or asked for another request: it can never redeem this call.
+  return { action: 'file_new', url: '/approvals' };
 }

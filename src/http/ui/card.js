@@ -20,6 +20,7 @@ function cardText(approval) {
       })
       .join('\n'),
     requester: text(requester.sub) + (requester.team ? ' (team ' + requester.team + ')' : ''),
+    run_id: approval.run_id ? text(approval.run_id) : '(none)',
     expires_at: text(approval.expires_at),
     args: json(approval.args),
     context: approval.context ? json(approval.context) : '(none)',
