@@ -1,6 +1,6 @@
 // Approvals as the service uses them: redeem an approval on /decide, check the database, sweep
 // expired rows. The store does the SQL; this decides what a stored approval means for a decision.
-import type { Sql } from 'postgres';
+import type { Sql, TransactionSql } from 'postgres';
 import { StoreUnavailableError } from '../db/errors.js';
 import { modelMessage, spentApprovalMessage } from '../policy/message.js';
 import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
@@ -14,7 +14,8 @@ export interface ApprovalService {
   /** Throws StoreUnavailableError (503) while the database schema is not in place yet. */
   ensureReady(): void;
   /** docs/spec.md section 5.3, `/decide` with `approval_id`: consume a granted approval of this exact request. */
-  redeem(fresh: DecisionResult, request: DecideRequest, approvalId: string, identity: Identity): Promise<Redemption>;
+  /** In `tx` when given (an Idempotency-Key's transaction: the store's idempotent()). */
+  redeem(fresh: DecisionResult, request: DecideRequest, approvalId: string, identity: Identity, tx?: TransactionSql): Promise<Redemption>;
   /** Whether the database answers now (for /readyz). */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -58,13 +59,13 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
     store,
     waiter,
     ensureReady,
-    async redeem(fresh, request, approvalId, identity) {
+    async redeem(fresh, request, approvalId, identity, tx) {
       // The request was decided again from scratch; only a require_approval can be redeemed.
       if (fresh.decision !== 'require_approval' || !fresh.approval) return { result: fresh, cited: null };
       ensureReady();
       // One statement consumes a granted approval of this requester for exactly this hash; when it
       // does not, the same transaction reads where the approval stands instead.
-      const result = await store.consume(approvalId, { sub: identity.user }, fresh.approval.hash);
+      const result = await store.consume(approvalId, { sub: identity.user }, fresh.approval.hash, tx);
       if (result.ok) {
         const reason = `approval ${result.approval.id} was granted by an operator`;
         const allowed: DecisionResult = {

@@ -20,6 +20,7 @@ import { StoreUnavailableError } from '../db/errors.js';
 import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalEvent, type ApprovalStatus, type ApprovalSummary, type Requester } from './approval.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from './errors.js';
+import { onceForKey, sweepKeys, type IdempotencyClaim, type StoredAnswer } from './idempotency.js';
 import { checkName, checkRequester, checkText, HASH, interval, positiveMs, storable } from './input.js';
 import { storedRequirement, toApproval, toSummary, type ApprovalRow, type EventRow, type ListedRow, type SummaryRow } from './rows.js';
 import { isUuid, uuidv7 } from './uuid.js';
@@ -92,8 +93,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
   if (!Number.isSafeInteger(cooldownMs) || cooldownMs < 0) throw new RangeError('deniedCooldownMs must be an integer ≥ 0');
   const cooldown = interval(cooldownMs);
   const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, deadlineMs, fn);
+  // In the caller's transaction when it has one (idempotent(): the key, the act and the answer commit together).
+  const runIn = <T>(tx: TransactionSql | undefined, fn: (tx: TransactionSql) => Promise<T>): Promise<T> => (tx ? fn(tx) : run(fn));
 
-  async function create(input: CreateApprovalInput): Promise<{ approval: Approval; created: boolean }> {
+  async function create(input: CreateApprovalInput, inTx?: TransactionSql): Promise<{ approval: Approval; created: boolean }> {
     const { descriptor, requester } = input;
     const { requirements } = descriptor;
     const first = requirements[0];
@@ -116,7 +119,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     // Rebuilt as plain objects for tx.json (an interface type is not assignable to its JSON type).
     const policies = input.policies.map((p) => ({ policy: p.policy, version: p.version, digest: p.digest }));
 
-    return run(async (tx) => {
+    return runIn(inTx, async (tx) => {
       // Insert-or-find, retried only if the live row we collided with left `live` before we read it
       // (or was a lapsed one, expired here: it would otherwise block the insert). The insert happens
       // only while the requester holds fewer than maxPending unexpired pending approvals; concurrent
@@ -260,11 +263,11 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
-  async function consume(id: string, requester: { sub: string }, hash: string): Promise<ConsumeResult> {
+  async function consume(id: string, requester: { sub: string }, hash: string, inTx?: TransactionSql): Promise<ConsumeResult> {
     checkName('requester.sub', requester.sub);
     if (!isUuid(id)) return { ok: false, approval: null };
 
-    return run(async (tx): Promise<ConsumeResult> => {
+    return runIn(inTx, async (tx): Promise<ConsumeResult> => {
       // A malformed hash cannot match (and could not even be sent, if it held U+0000): straight to the read.
       const [moved] = !HASH.test(hash)
         ? []
@@ -340,9 +343,26 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
-  /** Marks every live approval past expires_at as expired; returns how many. For a periodic timer. */
+  /** Marks every live approval past expires_at as expired (returns how many), and drops stale idempotency keys. For a periodic timer. */
   function sweep(): Promise<number> {
-    return run((tx) => expireLapsed(tx, tx`true`));
+    return run(async (tx) => {
+      const expired = await expireLapsed(tx, tx`true`);
+      await sweepKeys(tx);
+      return expired;
+    });
+  }
+
+  /**
+   * `act` at most once per Idempotency-Key (./idempotency.ts), in one transaction with the key: a
+   * retry gets the answer kept for the key instead of acting again.
+   */
+  function idempotent(
+    claim: IdempotencyClaim,
+    act: (tx: TransactionSql) => Promise<StoredAnswer>,
+    kept: (status: number) => boolean,
+  ): Promise<StoredAnswer & { replayed: boolean }> {
+    checkName('requester.sub', claim.sub);
+    return run((tx) => onceForKey(tx, claim, () => act(tx), kept));
   }
 
   async function events(id: string): Promise<ApprovalEvent[]> {
@@ -363,7 +383,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
-  return { create, get, list, settled, grant, deny, consume, cancel, sweep, events };
+  return { create, get, list, settled, grant, deny, consume, cancel, sweep, idempotent, events };
 }
 
 export type ApprovalStore = ReturnType<typeof createApprovalStore>;

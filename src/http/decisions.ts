@@ -1,6 +1,8 @@
 // How a decision is answered, the same way by every route that decides: /decide, /explain and the
 // refusals of POST /approvals.
 import type { FastifyReply } from 'fastify';
+import type { StoredAnswer } from '../approvals/idempotency.js';
+import { canonicalize } from '../json/canonical.js';
 import type { JsonObject } from '../json/value.js';
 import type { DecisionResult } from '../policy/model.js';
 import { HttpError, sendProblem } from './errors.js';
@@ -29,11 +31,26 @@ export function sendDecision(reply: FastifyReply, result: DecisionResult, decisi
       }),
     );
   }
-  const body = decisionBody(result, decisionId);
-  const payload = extra ? { ...body, ...extra } : body;
-  reply.code(result.decision === 'allow' ? 200 : 403);
+  const payload = decisionPayload(result, decisionId, extra);
+  reply.code(decisionStatus(result));
   // An approval's capability and presentation carry the request's numbers (reply.ts). Every other
   // answer has no argument data, and keeps Fastify's faster default.
   if (result.approval === undefined) return reply.send(payload);
   return sendCanonical(reply, payload as unknown as JsonObject); // all JSON data
+}
+
+/** A decision as the text sendDecision sends, for an Idempotency-Key to keep (not for an internal failure). */
+export function decisionAnswer(result: DecisionResult, decisionId: string, extra?: Record<string, unknown>): StoredAnswer {
+  const payload = decisionPayload(result, decisionId, extra);
+  const body = result.approval === undefined ? JSON.stringify(payload) : canonicalize(payload as unknown as JsonObject); // all JSON data
+  return { status: decisionStatus(result), body };
+}
+
+function decisionPayload(result: DecisionResult, decisionId: string, extra: Record<string, unknown> | undefined): Record<string, unknown> {
+  const body = decisionBody(result, decisionId);
+  return extra ? { ...body, ...extra } : body;
+}
+
+function decisionStatus(result: DecisionResult): number {
+  return result.decision === 'allow' ? 200 : 403;
 }

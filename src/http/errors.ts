@@ -4,6 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { IdempotencyKeyReusedError } from '../approvals/idempotency.js';
 import { WaitLimitError } from '../approvals/notify.js';
 import { ApprovalInputError, ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from '../approvals/errors.js';
 import { StoreUnavailableError } from '../db/errors.js';
@@ -26,6 +27,7 @@ export const ERRORS = {
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   invalid_body: { status: 422, title: 'The body does not match the schema' },
   identity_in_body: { status: 422, title: 'Identity comes from the token, not the body' },
+  idempotency_key_reused: { status: 422, title: 'The Idempotency-Key was used with another body' },
   invalid_query: { status: 400, title: 'Invalid query parameters' },
   reload_failed: { status: 422, title: 'The policies did not load' },
   too_many_pending: { status: 429, title: 'Too many pending approvals' },
@@ -95,6 +97,13 @@ export function toHttpError(err: unknown): HttpError {
     return new HttpError('approval_too_large', `an approval holds at most ${err.limit} bytes of canonical arguments (APPROVAL_MAX_BYTES); nothing was stored`, {
       body: { limit: err.limit },
     });
+  }
+  if (err instanceof IdempotencyKeyReusedError) {
+    return new HttpError(
+      'idempotency_key_reused',
+      'this Idempotency-Key was already used, within 24 hours, with another body: use a new key for a new request',
+      { errors: [{ pointer: '', message: 'idempotency_key_reused' }] },
+    );
   }
   if (err instanceof PendingLimitError) {
     // A place frees up only when an operator decides or an approval expires: minutes, not seconds.

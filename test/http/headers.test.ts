@@ -129,4 +129,12 @@ describe('repeated headers', () => {
     const one = await rawHttp(port, [request('')]);
     expect(one.responses[0]!.statusCode).toBe(200);
   });
+
+  it('two Idempotency-Key headers are 400, before anything is redeemed', async () => {
+    const body = `{"tool":"refund","args":{"order":"A1","amount":120},"approval_id":"${'0'.repeat(8)}-0000-7000-8000-000000000000"}`;
+    const raw = `POST /decide HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${agentToken()}\r\nContent-Type: application/json\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const res = await rawHttp(port, [raw]);
+    expect(res.responses[0]!.statusCode).toBe(400);
+    expect(JSON.parse(res.responses[0]!.body)).toMatchObject({ code: 'bad_request' });
+  });
 });

@@ -3,9 +3,12 @@
 // and anything you may not see is 404, not 403.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TransactionSql } from 'postgres';
 import type { ApprovalService } from '../../approvals/service.js';
 import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalStatus } from '../../approvals/approval.js';
+import type { StoredAnswer } from '../../approvals/idempotency.js';
 import type { TransitionResult } from '../../approvals/store.js';
+import { canonicalize } from '../../json/canonical.js';
 import type { JsonObject } from '../../json/value.js';
 import { decide } from '../../policy/decide.js';
 import type { Identity } from '../../policy/model.js';
@@ -14,6 +17,7 @@ import { requireRole } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { decisionBody, sendDecision } from '../decisions.js';
 import { HttpError, problemOf } from '../errors.js';
+import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
 import { sendCanonical } from '../reply.js';
 
 const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instructions to follow.';
@@ -59,30 +63,29 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     const result = decide(ctx.policies.current(), req, identity);
     const decisionId = randomUUID();
     if (result.internalError) return sendDecision(reply, result, decisionId);
-    if (result.decision !== 'require_approval' || !result.approval) {
-      return reply.code(409).send(decisionBody(result, decisionId));
-    }
-    const { approval, created } = await store.create({
-      descriptor: result.approval,
-      tool: req.tool,
-      args: req.args,
-      context: req.context,
-      runId: req.run?.id,
-      requester: { sub: identity.user, team: identity.team, agent: identity.agent },
-      policies: result.policies,
-    });
-    request.log.info(
-      {
-        approval_id: approval.id,
-        created,
-        tool: req.tool,
-        rule: result.rule,
-        user: identity.user,
-        ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
-      },
-      'approval requested',
-    );
-    return sendCanonical(reply.code(created ? 201 : 200), approvalView(approval));
+    const claim = idempotencyClaim(request, 'approvals', identity);
+    const descriptor = result.decision === 'require_approval' ? result.approval : undefined;
+    // Filing (or the 409 with the decision), as the text sent: with a key, kept in the key's transaction.
+    const file = async (tx?: TransactionSql): Promise<StoredAnswer> => {
+      if (descriptor === undefined) return { status: 409, body: JSON.stringify(decisionBody(result, decisionId)) };
+      const { approval, created } = await store.create(
+        {
+          descriptor,
+          tool: req.tool,
+          args: req.args,
+          context: req.context,
+          runId: req.run?.id,
+          requester: { sub: identity.user, team: identity.team, agent: identity.agent },
+          policies: result.policies,
+        },
+        tx,
+      );
+      const run = req.run?.id !== undefined ? { run_id: req.run.id } : {};
+      request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user, ...run }, 'approval requested');
+      return { status: created ? 201 : 200, body: canonicalize(approvalView(approval)) };
+    };
+    const answer = claim === undefined ? { ...(await file()), replayed: false } : await store.idempotent(claim, file, keptStatus);
+    return sendAnswer(reply, answer);
   });
 
   app.get('/approvals/:id', { schema: { params: idParams, querystring: getQuery } }, async (request, reply) => {

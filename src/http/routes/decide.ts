@@ -2,14 +2,15 @@
 // 403 otherwise (docs/spec.md section 1), one decision log line, metrics. With `approval_id` the request is
 // decided again from scratch and a matching granted approval is redeemed (src/approvals).
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { CitedApproval } from '../../approvals/service.js';
 import { decide } from '../../policy/decide.js';
-import type { Identity } from '../../policy/model.js';
+import type { DecideRequest, DecisionResult, Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import type { AppContext } from '../context.js';
-import { sendDecision } from '../decisions.js';
+import { decisionAnswer, sendDecision } from '../decisions.js';
 import { HttpError } from '../errors.js';
+import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
 import { redactSecrets } from '../redact.js';
 
 export interface DecideBody extends ToolCall {
@@ -32,39 +33,93 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     const set = ctx.policies.current();
     let result = decide(set, req, identity);
     const durationUs = Number(process.hrtime.bigint() - started) / 1000;
-    let cited: CitedApproval | null = null;
-    if (body.approval_id !== undefined) {
-      if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
-      // A sub the store cannot hold is the token's 401 (errors.ts), never a 500.
-      ({ result, cited } = await ctx.approvals.redeem(result, req, body.approval_id, identity));
+    if (body.approval_id === undefined || result.internalError) {
+      // The hot path: no database, no closure.
+      logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, result.decision, result.rule, undefined);
+      return sendDecision(reply, result, decisionId, nextOf(result, null));
     }
-    ctx.metrics.decisions.inc({ decision: result.decision, rule: result.rule });
-    ctx.metrics.decideSeconds.observe(durationUs / 1e6);
-    request.log.info(
-      {
-        decision_id: decisionId,
-        tool: req.tool,
-        decision: result.decision,
-        rule: result.rule,
-        policies: set.digests,
-        user: identity.user,
-        team: identity.team,
-        agent: identity.agent,
-        duration_us: Math.round(durationUs * 10) / 10,
-        ...(body.approval_id !== undefined ? { approval_id: body.approval_id } : {}),
-        ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
-        ...(ctx.logArgs ? { args: redactSecrets(req.args) } : {}),
-      },
-      'decision',
-    );
-    return sendDecision(reply, result, decisionId, result.decision === 'require_approval' ? { next: nextStep(cited) } : undefined);
+    const log = (decision: DecisionResult['decision'], rule: string, extra?: Record<string, unknown>): void =>
+      logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, decision, rule, extra);
+    const claim = idempotencyClaim(request, 'decide', identity);
+    if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
+    const { approvals } = ctx;
+    const approvalId = body.approval_id;
+    // A sub the store cannot hold is the token's 401 (errors.ts), never a 500.
+    if (claim !== undefined) {
+      // The redeem and its answer in one transaction with the key: a retry reads this answer.
+      const fresh = result;
+      const answer = await approvals.store.idempotent(
+        claim,
+        async (tx) => {
+          const redeemed = await approvals.redeem(fresh, req, approvalId, identity, tx);
+          result = redeemed.result;
+          return decisionAnswer(result, decisionId, nextOf(result, redeemed.cited));
+        },
+        keptStatus,
+      );
+      if (answer.replayed) {
+        const kept = JSON.parse(answer.body) as { decision: DecisionResult['decision']; rule: string; decision_id: string };
+        log(kept.decision, kept.rule, { replayed: true, replayed_decision_id: kept.decision_id });
+      } else {
+        log(result.decision, result.rule);
+      }
+      return sendAnswer(reply, answer);
+    }
+    const redeemed = await approvals.redeem(result, req, approvalId, identity);
+    result = redeemed.result;
+    log(result.decision, result.rule);
+    return sendDecision(reply, result, decisionId, nextOf(result, redeemed.cited));
   });
 }
 
+/** The decision's log line (written before the answer is sent) and its metrics. */
+function logDecision(
+  ctx: AppContext,
+  request: FastifyRequest,
+  decisionId: string,
+  req: DecideRequest,
+  digests: readonly string[],
+  identity: Identity,
+  durationUs: number,
+  approvalId: string | undefined,
+  decision: DecisionResult['decision'],
+  rule: string,
+  extra: Record<string, unknown> | undefined,
+): void {
+  ctx.metrics.decisions.inc({ decision, rule });
+  ctx.metrics.decideSeconds.observe(durationUs / 1e6);
+  request.log.info(
+    {
+      decision_id: decisionId,
+      tool: req.tool,
+      decision,
+      rule,
+      policies: digests,
+      user: identity.user,
+      team: identity.team,
+      agent: identity.agent,
+      duration_us: Math.round(durationUs * 10) / 10,
+      ...(approvalId !== undefined ? { approval_id: approvalId } : {}),
+      ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
+      ...(ctx.logArgs ? { args: redactSecrets(req.args) } : {}),
+      ...extra,
+    },
+    'decision',
+  );
+}
+
+/** `next` for a require_approval answer, nothing for the others. */
+function nextOf(result: DecisionResult, cited: CitedApproval | null): Record<string, unknown> | undefined {
+  return result.decision === 'require_approval' ? { next: nextStep(cited) } : undefined;
+}
+
+const FILE = Object.freeze({ action: 'file', url: '/approvals' });
+const FILE_NEW = Object.freeze({ action: 'file_new', url: '/approvals' });
+
 /** What a client does to resume a require_approval (docs/spec.md section 5.3, "What to do next"). */
-export function nextStep(cited: CitedApproval | null): Record<string, string> {
-  if (cited === null) return { action: 'file', url: '/approvals' };
+export function nextStep(cited: CitedApproval | null): Readonly<Record<string, string>> {
+  if (cited === null) return FILE;
   if (cited.sameRequest && cited.status === 'pending') return { action: 'wait', url: `/approvals/${cited.id}?wait=60`, expires_at: cited.expiresAt };
   // Spent (consumed, expired, cancelled) or asked for another request: it can never redeem this call.
-  return { action: 'file_new', url: '/approvals' };
+  return FILE_NEW;
 }
