@@ -15,6 +15,7 @@ import { explainRoute } from './routes/explain.js';
 import { opsRoutes } from './routes/ops.js';
 import { policiesRoute } from './routes/policies.js';
 import { uiRoutes } from './routes/ui.js';
+import { webhooksRoute } from './routes/webhooks.js';
 
 export interface AppOptions {
   readonly bodyLimit: number;
@@ -91,6 +92,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     explainRoute(secured, ctx);
     policiesRoute(secured, ctx);
     approvalRoutes(secured, ctx);
+    webhooksRoute(secured, ctx);
   });
   return app;
 }
