@@ -32,6 +32,8 @@ export interface WebhookReceiver {
   delivered(): ReceivedWebhook[];
   /** The status to answer next (default 204), or 'hang' to answer nothing until closed. */
   answer: number | 'hang';
+  /** Wait this long before answering (default 0). */
+  delayMs: number;
   /** Stops listening and drops every open connection: the receiver is down. */
   stop(): Promise<void>;
   /** Listens again on the same port. */
@@ -49,6 +51,7 @@ export async function startWebhookReceiver(secret: string | null, port = 0): Pro
     received: [],
     delivered: () => receiver.received.filter((r) => r.answered !== null && r.answered >= 200 && r.answered < 300),
     answer: 204,
+    delayMs: 0,
     async stop() {
       const s = server;
       server = null;
@@ -77,9 +80,13 @@ export async function startWebhookReceiver(secret: string | null, port = 0): Pro
           receiver.received.push(record);
           const status = receiver.answer;
           if (status === 'hang') return;
-          // A bad signature is refused, as a real receiver does.
-          record.answered = verified === false ? 401 : status;
-          res.writeHead(record.answered).end();
+          const answer = (): void => {
+            // A bad signature is refused, as a real receiver does.
+            record.answered = verified === false ? 401 : status;
+            res.writeHead(record.answered).end();
+          };
+          if (receiver.delayMs > 0) setTimeout(answer, receiver.delayMs);
+          else answer();
         });
       });
       await new Promise<void>((resolve, reject) => {
