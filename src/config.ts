@@ -205,11 +205,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   // Node refuses a headers timeout longer than the request timeout (http.createServer).
   if (connections.headersTimeoutMs > connections.requestTimeoutMs) problems.push('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
 
+  const endpoints = webhookEndpoints(str('WEBHOOKS'), production, problems);
   const retryMinMs = duration('WEBHOOK_RETRY_MIN', '5s', { range: { min: '1ms', max: '1h' } });
   const retryMaxMs = duration('WEBHOOK_RETRY_MAX', '1h', { range: { min: '1ms', max: '24h' } });
   if (retryMinMs > retryMaxMs) problems.push('WEBHOOK_RETRY_MIN must not be longer than WEBHOOK_RETRY_MAX');
   const webhooks: WebhookSettings = {
-    endpoints: webhookEndpoints(str('WEBHOOKS'), production, problems),
+    endpoints,
     timeoutMs: duration('WEBHOOK_TIMEOUT', '5s', { range: { min: '1s', max: '60s' } }),
     retryForMs: duration('WEBHOOK_RETRY_FOR', '24h', { range: { min: '1s', max: '30d' } }),
     retryMinMs,
@@ -386,7 +387,9 @@ function webhookEndpoints(text: string | null, production: boolean, problems: st
       } else events = given as WebhookEventType[];
     }
     // Without a name, the receiver's host names it (never the path: a Slack URL's path is its secret).
-    const name = item.name ?? url?.host ?? '';
+    // Only an entry with no other problem is named (its host may not be one).
+    if (problems.length > before || url === null) return;
+    const name = item.name ?? url.host;
     if (typeof name !== 'string' || !WEBHOOK_NAME.test(name)) {
       problems.push(
         item.name === undefined
@@ -396,7 +399,7 @@ function webhookEndpoints(text: string | null, production: boolean, problems: st
     } else if (names.has(name)) {
       problems.push(`${at} is named "${name}" like an earlier entry: give each a distinct "name" (events are queued per name)`);
     } else names.add(name);
-    if (problems.length > before || url === null || typeof name !== 'string') return;
+    if (problems.length > before || typeof name !== 'string') return;
     out.push({ name, url: url.href, format: format as WebhookFormat, secret: format === 'slack' ? null : (secret as string), events });
   });
   return out;
