@@ -15,7 +15,11 @@ describe('nameClasses', () => {
   it.each([
     ['a glob alone: its shortest name', space('lookup_*'), ['lookup_']],
     ['names another entry describes are left out', space('lookup_*', ['lookup_', 'lookup_[a-z]*']), ['lookup_0']],
-    ['one name per class of selectors matching', space('lookup_*', ['lookup_order'], ['lookup_secret*', 'lookup_?', '*']), ['lookup_', 'lookup_a', 'lookup_secret']],
+    [
+      'one name per class of selectors matching',
+      space('lookup_*', ['lookup_order'], ['lookup_secret*', 'lookup_?', '*']),
+      ['lookup_', 'lookup_a', 'lookup_secret'],
+    ],
     ['selectors that match every name, or none, make one class', space('gh__*', [], ['*', 'gh__*', 'other']), ['gh__']],
     ['`*` matches across `/` and `.`', space('*', [], ['*/*', '*.*']), ['a', 'a.', 'a/', 'a./']],
     ['no `.` or `..` path segment', space('a/.*'), ['a/.a']],
