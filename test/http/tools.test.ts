@@ -5,8 +5,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/client/index.js';
 import { adminToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
-import { expectUnauthorized } from '../helpers/http.js';
+import { expectUnauthorized, listenLoopback } from '../helpers/http.js';
 
 const SHOP = `
 policy: shop
@@ -106,6 +107,12 @@ describe('GET /tools', () => {
         }
       }
     }
+  });
+
+  it('is what the client reads (gatehouse/client tools())', async () => {
+    const tok = token({ team: 'support', agent: 'ops-bot' });
+    const url = `http://127.0.0.1:${await listenLoopback(t.app)}`;
+    expect(await createClient({ url, token: tok }).tools()).toEqual((await tools(tok)).json());
   });
 
   it('follows a reload; a failed reload keeps the set serving, and its inventory', async () => {
