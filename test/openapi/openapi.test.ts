@@ -676,7 +676,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         n++;
       }
     }
-    expect(n).toBe(11 * bad.length);
+    expect(n).toBe(12 * bad.length);
   });
 
   it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
