@@ -137,7 +137,8 @@ export function createWebhookWorker(outbox: Outbox, listenOn: Sql | null, option
         return;
       }
       const delayMs = retryDelayMs(row.attempts, retryMinMs, retryMaxMs, random);
-      const now = await outbox.attemptFailed(row.id, { status, error, delayMs, retryForMs });
+      const answered = status !== null && status >= 100 && status <= 599 ? status : null;
+      const now = await outbox.attemptFailed(row.id, { status: answered, error, delayMs, retryForMs });
       if (now === null) return;
       options.onOutcome?.(endpoint.name, now);
       if (now === 'failed') {
@@ -192,7 +193,7 @@ export function createWebhookWorker(outbox: Outbox, listenOn: Sql | null, option
   };
 }
 
-/** POSTs the event; resolves with the HTTP status once the whole answer has arrived. */
+/** POSTs the event; resolves with the receiver's HTTP status as soon as it answers (its body is discarded). */
 function post(endpoint: WebhookEndpoint, row: ClaimedDelivery, signer: Webhook | null, timeoutMs: number): Promise<number> {
   const body = endpoint.format === 'slack' ? slackBody(row) : standardBody(row);
   const headers: Record<string, string> = {
@@ -213,9 +214,9 @@ function post(endpoint: WebhookEndpoint, row: ClaimedDelivery, signer: Webhook |
     // agent: false: one connection per attempt, closed after it; a redirect is an answer like any
     // other non-2xx (node:http never follows one).
     const req = send(url, { method: 'POST', headers, agent: false }, (res) => {
-      res.resume(); // the answer's body is not read
-      res.once('end', () => resolve(res.statusCode ?? 0));
-      res.once('error', reject);
+      resolve(res.statusCode ?? 0);
+      res.resume(); // the answer's body is not read; a body that never ends is cut by the timer
+      res.once('error', () => undefined);
     });
     const timer = setTimeout(() => req.destroy(new AttemptTimeout()), timeoutMs);
     req.once('error', reject);
