@@ -460,11 +460,12 @@ function statusFilter(tx: TransactionSql, status: ApprovalStatus): PendingQuery<
 
 /**
  * Writes `expired` (with a `system` event and a NOTIFY each) for the live rows past expiry that match
- * `where`; returns them (their webhook events are the caller's to queue). FOR UPDATE re-checks each row after any concurrent change, so a row granted
- * or consumed meanwhile is skipped, and from_status is the state actually left. The update finds the
- * locked rows by primary key, one lookup each: written as a join (UPDATE … FROM due), the planner,
- * which believes most rows are past expires_at (the history's are), would hash-join a scan of the
- * whole table.
+ * `where`; returns their summaries (their webhook events are the caller's to queue). FOR UPDATE
+ * re-checks each row after any concurrent change, so a row granted or consumed meanwhile is skipped,
+ * and from_status is the state actually left. The update finds the locked rows by primary key, one
+ * lookup each: written as a join (UPDATE … FROM due), the planner, which believes most rows are past
+ * expires_at (the history's are), would hash-join a scan of the whole table. The arguments are read
+ * for their size only.
  */
 async function expireLapsedRows(tx: TransactionSql, where: PendingQuery<Row[]>): Promise<SummaryRow[]> {
   return tx<SummaryRow[]>`
@@ -474,10 +475,11 @@ async function expireLapsedRows(tx: TransactionSql, where: PendingQuery<Row[]>):
        for update
     ), moved as (
       update approvals set status = 'expired' where id = any(array(select id from due))
-      returning *
+      returning id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, run_id,
+                created_at, expires_at, decided_by, decided_at, decision_note, consumed_at, octet_length(args) as args_bytes
     ), logged as (
       insert into approval_events (approval_id, actor, from_status, to_status)
       select id, 'system', due.status, 'expired' from moved join due using (id)
     )
-    select ${summaryColumns(tx)}, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
+    select moved.*, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
 }
