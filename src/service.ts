@@ -222,6 +222,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       closeWebhooks = () => (workerClosing ??= worker.close());
       opened.push('the webhook worker', closeWebhooks);
       worker.start();
+      // Names and origins only: a secret, or a Slack URL's path, never reaches the log.
+      const endpoints = config.webhooks.endpoints.map((e) => ({ name: e.name, format: e.format, origin: new URL(e.url).origin }));
+      logger.info({ endpoints }, 'delivering webhooks');
     }
     const appCtx: AppContext = {
       policies,

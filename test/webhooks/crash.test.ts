@@ -53,6 +53,7 @@ it('SIGKILL after the grant, before its delivery: a new process delivers it once
   };
   const first = await startServer(env);
   servers.push(first);
+  expect(first.stdout()).toContain('delivering webhooks');
   expect(first.stdout() + first.stderr()).not.toContain(secret.slice('whsec_'.length)); // never printed
 
   const agent = token({ sub: 'agent-crash', team: 'support', agent: 'bot' });
