@@ -11,7 +11,7 @@
 //   Claude Code stops (the run ends, as abort asks); require_approval still unanswered → "deny" naming
 //   the approval (retry the same call once it is granted) or, with --on-pending ask, "ask".
 import { posix } from 'node:path';
-import type { GateResult, ToolCall } from '../client-types.js';
+import type { GateResult, ToolCall } from '../../client/index.js';
 
 export type OnPending = 'ask' | 'deny';
 

@@ -40,7 +40,7 @@ import {
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { TOOL_NAME_PATTERN } from '../../policy/request.js';
-import type { GatehouseClient, GateResult, PendingApproval } from '../client-types.js';
+import type { GatehouseClient, GateResult, PendingApproval } from '../../client/index.js';
 import { checkInventory, visibleTools } from './visible.js';
 
 export interface ProxyOptions {
@@ -80,7 +80,7 @@ export function createProxyServer(options: ProxyOptions): Server {
   // request its own), and its result returned as the upstream wrote it (ResultSchema keeps every field).
   const relay = async (method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<ServerResult> =>
     // ResultSchema is the loose base of every result: what comes back is the upstream's own result for this method.
-    (await upstream.request({ method, params: withoutProgressToken(params) }, ResultSchema, { signal })) as ServerResult;
+    (await upstream.request({ method, params: withoutProgressToken(params) }, ResultSchema, { signal }).catch(relayed)) as ServerResult;
 
   server.setRequestHandler(ListToolsRequestSchema, async (request, extra) => {
     if (!up.tools) return { tools: [] };
@@ -92,18 +92,18 @@ export function createProxyServer(options: ProxyOptions): Server {
           return answer;
         },
         (err: unknown) => {
-          throw new McpError(ErrorCode.InternalError, `Gatehouse could not say which tools may run (${messageOf(err)}); the tool list is not shown unfiltered`);
+          throw new RpcError(ErrorCode.InternalError, `Gatehouse could not say which tools may run (${messageOf(err)}); the tool list is not shown unfiltered`);
         },
       ),
     ]);
     const tools = (page as { tools?: unknown }).tools;
     if (!Array.isArray(tools) || !tools.every((t) => typeof (t as { name?: unknown } | null)?.name === 'string')) {
-      throw new McpError(ErrorCode.InternalError, 'the upstream server answered tools/list without a list of named tools');
+      throw new RpcError(ErrorCode.InternalError, 'the upstream server answered tools/list without a list of named tools');
     }
     try {
       return { ...page, tools: visibleTools(tools as { name: string }[], inventory, prefix) } as ServerResult;
     } catch (err) {
-      throw new McpError(ErrorCode.InternalError, `the tool inventory could not be read (${messageOf(err)}); the tool list is not shown unfiltered`);
+      throw new RpcError(ErrorCode.InternalError, `the tool inventory could not be read (${messageOf(err)}); the tool list is not shown unfiltered`);
     }
   });
 
@@ -139,12 +139,14 @@ export function createProxyServer(options: ProxyOptions): Server {
     }
     if (result.decision !== 'allow') return refusal(refusalText(result), result);
 
-    return (await upstream.request({ method: 'tools/call', params: withoutProgressToken(request.params) }, CallToolResultSchema, {
-      signal: extra.signal,
-      timeout: FORWARD_TIMEOUT_MS,
-      resetTimeoutOnProgress: true,
-      ...(progress.enabled ? { onprogress: (p: Progress) => progress.relay(p) } : {}),
-    })) as CallToolResult;
+    return (await upstream
+      .request({ method: 'tools/call', params: withoutProgressToken(request.params) }, CallToolResultSchema, {
+        signal: extra.signal,
+        timeout: FORWARD_TIMEOUT_MS,
+        resetTimeoutOnProgress: true,
+        ...(progress.enabled ? { onprogress: (p: Progress) => progress.relay(p) } : {}),
+      })
+      .catch(relayed)) as CallToolResult;
   });
 
   if (up.resources) {
@@ -228,6 +230,26 @@ function withoutProgressToken<P extends Record<string, unknown>>(params: P | und
   const { progressToken: _dropped, ...rest } = meta;
   const { _meta: _old, ...others } = params;
   return (Object.keys(rest).length > 0 ? { ...others, _meta: rest } : others) as P;
+}
+
+/**
+ * An error answer as the SDK sends it: `code`, `message` and `data` as they are. (An McpError writes
+ * its code into its message, so relaying one as it is would repeat "MCP error -32603:" at every hop.)
+ */
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** The upstream's error answer, relayed with its own code, message and data. */
+function relayed(err: unknown): never {
+  if (err instanceof McpError) throw new RpcError(err.code, err.message.replace(/^MCP error -?\d+: /, ''), err.data);
+  throw err;
 }
 
 function messageOf(err: unknown): string {

@@ -12,7 +12,7 @@
 // expose it. A name Gatehouse refuses as a tool name (spec section 5.1) is never listed either.
 import { compileGlob } from '../../policy/glob.js';
 import { TOOL_NAME_PATTERN } from '../../policy/request.js';
-import type { ToolsResponse } from '../client-types.js';
+import type { ToolsResponse } from '../../client/index.js';
 
 const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN);
 
