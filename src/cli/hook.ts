@@ -88,10 +88,7 @@ export async function runHook(argv: string[], io: Io, stdin: () => Promise<strin
       // pending stays in the store for the retry, which a cancelled gate() would have withdrawn.
       fetch: (resource, init) => fetch(resource, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, deadline]) : deadline }),
     });
-    const result = await gateBy(
-      client.gate(toolCallOf(input, process.env.CLAUDE_PROJECT_DIR), { runId: input.sessionId, maxWaitMs: waitS * 1000 }),
-      deadline,
-    );
+    const result = await gateBy(client.gate(toolCallOf(input, process.env.CLAUDE_PROJECT_DIR), { runId: input.sessionId, maxWaitMs: waitS * 1000 }), deadline);
     return answer(hookOutputOf(result, onPending));
   } catch (err) {
     return answer(denyOutput(`Gatehouse could not decide this call (${err instanceof Error ? err.message : String(err)}). The call was not run.`));

@@ -145,7 +145,7 @@ describe('mcp-proxy over stdio', () => {
     expect(ran(p.ledger)).toHaveLength(before);
   });
 
-  it("an abort never reaches the upstream, and the text says the run must end", async () => {
+  it('an abort never reaches the upstream, and the text says the run must end', async () => {
     const before = ran(p.ledger).length;
     const r = (await p.client.callTool({ name: 'launch', arguments: { target: 'moon' } })) as CallToolResult;
     expect(r.isError).toBe(true);
@@ -202,7 +202,9 @@ describe('mcp-proxy over stdio', () => {
     const id = await watch.approvalId;
     abort.abort('the user pressed stop');
     await expect(call).rejects.toThrow();
-    const status = await eventually('the approval to be cancelled', 10_000, async () => ((await approval(id)).status === 'cancelled' ? 'cancelled' : undefined));
+    const status = await eventually('the approval to be cancelled', 10_000, async () =>
+      (await approval(id)).status === 'cancelled' ? 'cancelled' : undefined,
+    );
     expect(status).toBe('cancelled');
     // Granting it now changes nothing: it can never be granted, and nothing ran.
     expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(409);
@@ -215,7 +217,9 @@ describe('mcp-proxy with Gatehouse unreachable', () => {
     const p = await startProxy({ url: `http://127.0.0.1:${await freeTcpPort()}` });
     const r = (await p.client.callTool({ name: 'lookup', arguments: { order: 'A1' } })) as CallToolResult;
     expect(r.isError).toBe(true);
-    expect(textOf(r)).toBe('The "demo.lookup" action was not run: Gatehouse could not check it against policy (unreachable). Tell the user; do not work around it.');
+    expect(textOf(r)).toBe(
+      'The "demo.lookup" action was not run: Gatehouse could not check it against policy (unreachable). Tell the user; do not work around it.',
+    );
     await expect(p.client.listTools()).rejects.toThrow(/Gatehouse could not say which tools may run/);
     expect(ran(p.ledger)).toEqual([]);
   });

@@ -7,7 +7,14 @@ import { refusalText } from '../../src/cli/mcp/proxy.js';
 import { checkInventory, visibilityOf, visibleTools } from '../../src/cli/mcp/visible.js';
 
 type Status = ToolsResponse['tools'][number]['status'];
-const entry = (name: string, status: Status | string, policy = 'p') => ({ name, policy, kind: 'remote_mutation', tags: [], status: status as Status, rules: [] });
+const entry = (name: string, status: Status | string, policy = 'p') => ({
+  name,
+  policy,
+  kind: 'remote_mutation',
+  tags: [],
+  status: status as Status,
+  rules: [],
+});
 const inventory = (...tools: ReturnType<typeof entry>[]): ToolsResponse => ({ env: 'dev', tools });
 
 describe('visibilityOf', () => {
@@ -73,7 +80,14 @@ describe('visibleTools', () => {
 describe('checkInventory', () => {
   it('accepts what GET /tools answers and refuses anything else (the list is then an error, not unfiltered)', () => {
     expect(() => checkInventory(inventory(entry('a', 'allow')))).not.toThrow();
-    for (const bad of [null, {}, { tools: {} }, { tools: [null] }, { tools: [{ name: 'a', policy: 'p' }] }, { tools: [{ name: 1, policy: 'p', status: 'allow' }] }]) {
+    for (const bad of [
+      null,
+      {},
+      { tools: {} },
+      { tools: [null] },
+      { tools: [{ name: 'a', policy: 'p' }] },
+      { tools: [{ name: 1, policy: 'p', status: 'allow' }] },
+    ]) {
       expect(() => checkInventory(bad), JSON.stringify(bad)).toThrow(TypeError);
     }
   });

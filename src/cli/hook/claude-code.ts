@@ -39,7 +39,8 @@ export function parseHookInput(text: string): HookInput | { problem: string } {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { problem: 'the hook input on stdin is not a JSON object' };
   const v = value as Record<string, unknown>;
-  if (v.hook_event_name !== 'PreToolUse') return { problem: 'the hook input is not a PreToolUse event (hook_event_name): install this hook under "PreToolUse"' };
+  if (v.hook_event_name !== 'PreToolUse')
+    return { problem: 'the hook input is not a PreToolUse event (hook_event_name): install this hook under "PreToolUse"' };
   if (typeof v.tool_name !== 'string' || v.tool_name === '') return { problem: 'the hook input has no tool_name' };
   if (typeof v.tool_input !== 'object' || v.tool_input === null || Array.isArray(v.tool_input)) return { problem: 'the hook input has no tool_input object' };
   if (typeof v.session_id !== 'string' || v.session_id === '') return { problem: 'the hook input has no session_id' };

@@ -67,7 +67,8 @@ export function createProxyServer(options: ProxyOptions): Server {
   const { upstream, gatehouse, prefix, runId } = options;
   const up = upstream.getServerCapabilities() ?? {};
   const capabilities: ServerCapabilities = { tools: up.tools?.listChanged ? { listChanged: true } : {} };
-  if (up.resources) capabilities.resources = { ...(up.resources.subscribe ? { subscribe: true } : {}), ...(up.resources.listChanged ? { listChanged: true } : {}) };
+  if (up.resources)
+    capabilities.resources = { ...(up.resources.subscribe ? { subscribe: true } : {}), ...(up.resources.listChanged ? { listChanged: true } : {}) };
   if (up.prompts) capabilities.prompts = up.prompts.listChanged ? { listChanged: true } : {};
   if (up.completions) capabilities.completions = {};
   if (up.logging) capabilities.logging = {};
