@@ -48,7 +48,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   },
   serve: { summary: 'serve                              run the service (what npm start runs)', usage: async () => SERVE.usage, run: runServe },
   'mcp-proxy': {
-    summary: 'mcp-proxy [--prefix P] -- CMD ...   an MCP server that asks Gatehouse before each upstream tool call',
+    summary: 'mcp-proxy [--prefix P] -- CMD ...  an MCP server that asks Gatehouse before each upstream tool call',
     usage: async () => (await loadMcpProxy()).MCP_PROXY.usage,
     run: async (argv, io) => (await loadMcpProxy()).runMcpProxy(argv, io),
   },

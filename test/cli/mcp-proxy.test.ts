@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runCli } from '../../src/main.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { listenLoopback } from '../helpers/http.js';
 import { CLI, callJson, ensureBuilt, eventually, freeTcpPort, ROOT } from '../helpers/process.js';
@@ -241,5 +242,46 @@ describe('mcp-proxy --upstream (Streamable HTTP)', () => {
     expect(denied.isError).toBe(true);
     expect(textOf(denied)).toMatch(/^The "demo\.wipe" action was not approved by policy/);
     expect(ran(ledger)).toEqual([{ tool: 'lookup', args: { order: 'H1' } }]);
+  });
+});
+
+describe('mcp-proxy before it starts anything', () => {
+  async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+    let out = '';
+    let err = '';
+    const code = await runCli(argv, { out: (s) => (out += s), err: (s) => (err += s) });
+    return { code, out, err };
+  }
+
+  it("exit 2 without GATEHOUSE_URL or GATEHOUSE_TOKEN; after --, --help is the upstream command's", async () => {
+    vi.stubEnv('GATEHOUSE_URL', '');
+    vi.stubEnv('GATEHOUSE_TOKEN', AGENT);
+    try {
+      expect(await run('mcp-proxy', '--', 'npx', 'some-server', '--help')).toEqual({
+        code: 2,
+        out: '',
+        err: 'gatehouse mcp-proxy: GATEHOUSE_URL is not set (the Gatehouse service, e.g. http://127.0.0.1:8080)\n',
+      });
+      vi.stubEnv('GATEHOUSE_URL', base);
+      vi.stubEnv('GATEHOUSE_TOKEN', '');
+      expect(await run('mcp-proxy', '--upstream', 'http://127.0.0.1:1/mcp')).toMatchObject({
+        code: 2,
+        err: expect.stringContaining('GATEHOUSE_TOKEN is not set'),
+      });
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('exit 1 when the upstream command cannot start', async () => {
+    vi.stubEnv('GATEHOUSE_URL', base);
+    vi.stubEnv('GATEHOUSE_TOKEN', AGENT);
+    try {
+      const r = await run('mcp-proxy', '--', join(dir, 'no-such-server'));
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(/^gatehouse mcp-proxy: the upstream server did not start: /);
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });
