@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../src/main.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { listenLoopback } from '../helpers/http.js';
-import { CLI, callJson, ensureBuilt, eventually, freeTcpPort, ROOT } from '../helpers/process.js';
+import { CLI, callJson, childPids, ensureBuilt, eventually, freeTcpPort, ROOT, serverEnv } from '../helpers/process.js';
 
 const UPSTREAM = join(ROOT, 'test/fixtures/mcp/upstream.mjs');
 const POLICIES = 'test/fixtures/policies/mcp-proxy';
@@ -283,5 +283,46 @@ describe('mcp-proxy before it starts anything', () => {
     } finally {
       vi.unstubAllEnvs();
     }
+  });
+});
+
+describe('mcp-proxy as a process', () => {
+  /** The proxy spawned directly, its upstream's pid once it has connected. */
+  async function spawnProxy(): Promise<{ proxy: ChildProcess; upstreamPid: number; exit: Promise<number | null>; stderr: () => string }> {
+    const proxy = spawn(process.execPath, [CLI, 'mcp-proxy', '--', process.execPath, UPSTREAM, join(dir, 'ledger-process.jsonl')], {
+      cwd: ROOT,
+      env: serverEnv({ GATEHOUSE_URL: base, GATEHOUSE_TOKEN: AGENT }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    children.push(proxy);
+    let stderr = '';
+    proxy.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const exit = new Promise<number | null>((resolve) => proxy.once('exit', (code) => resolve(code)));
+    await eventually('the proxy to connect its upstream', 20_000, async () => (stderr.includes('relaying demo-upstream') ? true : undefined));
+    const [upstreamPid] = childPids(proxy.pid!);
+    expect(upstreamPid).toBeGreaterThan(0);
+    return { proxy, upstreamPid: upstreamPid!, exit, stderr: () => stderr };
+  }
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('exits 0 when the MCP client closes stdin, and stops the upstream command', async () => {
+    const { proxy, upstreamPid, exit } = await spawnProxy();
+    proxy.stdin!.end();
+    expect(await exit).toBe(0);
+    await eventually('the upstream to be gone', 10_000, async () => (alive(upstreamPid) ? undefined : true));
+  });
+
+  it('exits 1 when the upstream goes away, saying so', async () => {
+    const { upstreamPid, exit, stderr } = await spawnProxy();
+    process.kill(upstreamPid, 'SIGKILL');
+    expect(await exit).toBe(1);
+    expect(stderr()).toContain('gatehouse mcp-proxy: demo-upstream closed the connection');
   });
 });
