@@ -36,18 +36,18 @@ describe('visibilityOf', () => {
     expect(see('gitlab.create_issue').listed).toBe(false);
   });
 
-  it("within a file, the exact entry wins over a glob, and the first glob in the file's order over later ones", () => {
+  it('an exact item speaks for its name, whatever a glob matching it says', () => {
     expect(visibilityOf(inventory(entry('github.*', 'deny'), entry('github.get_issue', 'allow')))('github.get_issue').listed).toBe(true);
-    const firstGlob = visibilityOf(inventory(entry('g*', 'deny'), entry('github.*', 'allow')));
-    expect(firstGlob('github.get_issue').listed).toBe(false);
+    expect(visibilityOf(inventory(entry('github.*', 'allow', 'a'), entry('github.delete_repo', 'abort', 'b')))('github.delete_repo').listed).toBe(false);
+    expect(visibilityOf(inventory(entry('github.*', 'deny', 'a'), entry('github.get_issue', 'depends', 'b')))('github.get_issue').listed).toBe(true);
   });
 
-  it('across files, one description that never runs hides the tool (the most severe answer counts)', () => {
-    const two = inventory(entry('github.*', 'allow', 'a'), entry('github.delete_repo', 'abort', 'b'));
-    expect(visibilityOf(two)('github.delete_repo').listed).toBe(false);
-    expect(visibilityOf(two)('github.get_issue').listed).toBe(true);
-    const both = inventory(entry('x.*', 'require_approval', 'a'), entry('x.*y', 'depends', 'b'));
-    expect(visibilityOf(both)('x.ay').listed).toBe(true);
+  it('a name several globs match (which the inventory does not speak for) is hidden when any of them never runs', () => {
+    expect(visibilityOf(inventory(entry('g*', 'deny'), entry('github.*', 'allow')))('github.get_issue').listed).toBe(false);
+    expect(visibilityOf(inventory(entry('github.*', 'allow', 'a'), entry('github.get_*', 'abort', 'b')))('github.get_issue').listed).toBe(false);
+    expect(visibilityOf(inventory(entry('github.*', 'allow', 'a'), entry('github.delete_*', 'deny', 'b')))('github.get_issue').listed).toBe(true);
+    // A glob shadowed by an earlier one of its file describes no name: `depends`, which hides nothing.
+    expect(visibilityOf(inventory(entry('x.*', 'require_approval'), entry('x.*y', 'depends')))('x.ay').listed).toBe(true);
   });
 
   it('hides a status it does not know (a newer service): fail closed', () => {
