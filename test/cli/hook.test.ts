@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { directory, hookOutputOf, parseHookInput, toolCallOf } from '../../src/cli/hook/claude-code.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { listenLoopback } from '../helpers/http.js';
 import { CLI, callJson, ensureBuilt, freeTcpPort, ROOT, serverEnv } from '../helpers/process.js';
 
@@ -147,6 +148,25 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     const r = await hook(input, ['--wait', '1']);
     expect(decisionOf(r)).toBe('deny');
     expect(reasonOf(r)).toContain('main is protected');
+  });
+
+  it('a redeem whose answer is lost is sent again under its Idempotency-Key: allowed once, the grant not burnt', async () => {
+    let cut = 0;
+    const proxy = await startFaultProxy(base, (_req, body) => (body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward'));
+    try {
+      const input = preToolUse('mcp__github__create_issue', { repo: 'acme/shop', title: 'Lost answers' });
+      const id = approvalIdIn(reasonOf(await hook(input, ['--wait', '0'], { GATEHOUSE_URL: proxy.url })));
+      expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(200);
+      const granted = await hook(input, ['--wait', '5'], { GATEHOUSE_URL: proxy.url });
+      expect(decisionOf(granted)).toBe('allow');
+      const redeems = proxy.seen.filter((r) => r.body.includes('"approval_id"'));
+      expect(redeems).toHaveLength(2);
+      expect(redeems[1]!.key).toBe(redeems[0]!.key);
+      expect(proxy.replayed).toBe(1);
+      expect((await approval(id)).status).toBe('consumed');
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('--on-pending ask hands a pending approval to the person at the keyboard', async () => {

@@ -13,6 +13,7 @@ import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.j
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../src/main.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { listenLoopback } from '../helpers/http.js';
 import { CLI, callJson, childPids, ensureBuilt, eventually, freeTcpPort, ROOT, serverEnv } from '../helpers/process.js';
 
@@ -213,6 +214,47 @@ describe('mcp-proxy over stdio', () => {
   });
 });
 
+describe('mcp-proxy across a crash and a lost answer', () => {
+  it('a proxy killed while an approval is pending: the next proxy waits on the same approval, and the call runs once', async () => {
+    const first = await startProxy();
+    const watch = progressWatch();
+    void first.client.callTool({ name: 'refund', arguments: { order: 'R4', amount: 300 } }, undefined, { onprogress: watch.onprogress }).catch(() => undefined);
+    const id = await watch.approvalId;
+    const pid = (first.client.transport as StdioClientTransport | undefined)?.pid;
+    expect(pid).toBeTypeOf('number');
+    process.kill(pid!, 'SIGKILL');
+    await eventually('the first proxy to be gone', 10_000, async () => (isAlive(pid!) ? undefined : true));
+    expect((await approval(id)).status).toBe('pending');
+
+    const second = await startProxy({ ledger: first.ledger });
+    const again = progressWatch();
+    const call = second.client.callTool({ name: 'refund', arguments: { order: 'R4', amount: 300 } }, undefined, { onprogress: again.onprogress });
+    expect(await again.approvalId).toBe(id);
+    expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(200);
+    expect(((await call) as CallToolResult).isError).toBeFalsy();
+    expect(ran(first.ledger).filter((c) => c.args.order === 'R4')).toHaveLength(1);
+    expect((await approval(id)).status).toBe('consumed');
+  });
+
+  it('a redeem whose answer is lost is retried under its Idempotency-Key: the call runs once', async () => {
+    let cut = 0;
+    const fault = await startFaultProxy(base, (_req, body) => (body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward'));
+    try {
+      const p = await startProxy({ url: fault.url });
+      const watch = progressWatch();
+      const call = p.client.callTool({ name: 'refund', arguments: { order: 'R5', amount: 300 } }, undefined, { onprogress: watch.onprogress });
+      const id = await watch.approvalId;
+      expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(200);
+      expect(((await call) as CallToolResult).isError).toBeFalsy();
+      expect(ran(p.ledger).filter((c) => c.args.order === 'R5')).toHaveLength(1);
+      expect(fault.replayed).toBe(1);
+      expect((await approval(id)).status).toBe('consumed');
+    } finally {
+      await fault.close();
+    }
+  });
+});
+
 describe('mcp-proxy with Gatehouse unreachable', () => {
   it('tools/call is an isError result and never runs; tools/list is an error, not the unfiltered list', async () => {
     const p = await startProxy({ url: `http://127.0.0.1:${await freeTcpPort()}` });
@@ -326,3 +368,12 @@ describe('mcp-proxy as a process', () => {
     expect(stderr()).toContain('gatehouse mcp-proxy: demo-upstream closed the connection');
   });
 });
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
