@@ -1,0 +1,267 @@
+// gate(): from a tool call to the final word on it, so the host runs the tool exactly when the answer
+// is `allow`. It decides; on require_approval it files the approval (or finds the one this run already
+// filed for the same call), waits for an operator, redeems a grant and answers with what the server
+// said. It fails closed: an error on the way is a `deny` carrying `error`, never `allow`.
+//
+// A redeem consumes the grant, so its answer must never be lost: the exact body and its
+// Idempotency-Key are stored before it is sent, and a retry (in this process or after a restart)
+// sends the same again and reads the kept answer (spec 5.3, Idempotency-Key).
+import { randomUUID } from 'node:crypto';
+import type { Routes } from './api.js';
+import { GatehouseError } from './http.js';
+import type { RunLog } from './runs.js';
+import { type ApprovalStore, callKey } from './store.js';
+import type { Approval, ApprovalStatus, DecisionBody, DecisionKind, ToolCall } from './types.js';
+
+export interface GateOptions {
+  /** The run this call belongs to: sent as `run.id`, and the scope of "one approval per call". */
+  runId?: string;
+  /** Aborting it while an approval is pending withdraws the approval (status `cancelled`). */
+  signal?: AbortSignal;
+  /** Called when an approval is filed or found, and after each round of waiting while it is pending. */
+  onPending?: (approval: PendingApproval) => void;
+  /** How long to wait for an operator, and for a 503 to pass. Default 10 minutes; 0 files and returns. */
+  maxWaitMs?: number;
+}
+
+export interface PendingApproval {
+  id: string;
+  status: ApprovalStatus;
+  expiresAt: string | null;
+  /** Where to read it: GET this path on the Gatehouse URL. */
+  url: string;
+  /** The model message of the require_approval. */
+  message: string;
+}
+
+export interface GateResult {
+  /** `allow`: run the tool now. Anything else: do not run it, and tell the model `message`. */
+  decision: DecisionKind;
+  message: string;
+  reason: string;
+  approval?: { id: string; status: ApprovalStatus; expiresAt: string | null };
+  /** The server's last decision, when there was one. */
+  body?: DecisionBody;
+  /** Why it failed closed (Gatehouse unreachable, a 5xx, an answer that is not one): `decision` is `deny`. */
+  error?: { code: string; detail: string };
+}
+
+export interface GateDeps {
+  routes: Routes;
+  store: ApprovalStore;
+  runs: RunLog;
+}
+
+export const DEFAULT_MAX_WAIT_MS = 600_000;
+/** Seconds per long-poll round: onPending hears from the wait at least this often. */
+const POLL_SECONDS = 20;
+/** Filings per gate(): a policy that keeps asking for a new approval cannot loop forever. */
+const MAX_FILINGS = 3;
+
+/** What the store holds for a call (as JSON): the approval, and a redeem that was sent. */
+interface Entry {
+  id: string;
+  redeem?: { key: string; body: string };
+}
+
+export async function gate(deps: GateDeps, input: ToolCall, options: GateOptions = {}): Promise<GateResult> {
+  const runId = options.runId ?? input.run?.id;
+  const { call, record } = deps.runs.view(input, runId);
+  const attempt = new Attempt(deps, call, callKey(runId, call), options);
+  let result: GateResult;
+  try {
+    result = await attempt.run();
+  } catch (err) {
+    return attempt.failed(err);
+  }
+  if (result.decision !== 'require_approval')
+    record({ tool: call.tool, decision: result.decision, ...(result.approval ? { approval_id: result.approval.id } : {}) });
+  return result;
+}
+
+class Attempt {
+  private readonly deadline: number;
+  private pendingId: string | undefined;
+
+  constructor(
+    private readonly deps: GateDeps,
+    private readonly call: ToolCall,
+    private readonly key: string,
+    private readonly options: GateOptions,
+  ) {
+    this.deadline = Date.now() + (options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
+  }
+
+  async run(): Promise<GateResult> {
+    const { routes } = this.deps;
+    let entry = await this.entry();
+    // A redeem sent before and never answered: repeat it exactly before anything else.
+    if (entry?.redeem) return this.redeem({ id: entry.id, redeem: entry.redeem });
+    const fresh = await this.retrying(() => routes.decide(this.call, this.signal()));
+    if (fresh.decision !== 'require_approval') return finalOf(fresh);
+    for (let filings = 0; ; ) {
+      if (entry === undefined) {
+        if (filings++ === MAX_FILINGS) return finalOf(fresh);
+        const idempotencyKey = `gatehouse-client:${randomUUID()}`;
+        const filed = await this.retrying(() => routes.file(this.call, { idempotencyKey, ...this.signal() }));
+        if (filed.decision) return finalOf(filed.decision); // the policy changed in between: its answer
+        entry = { id: filed.approval.id };
+        await this.save(entry);
+      }
+      const approval = await this.waitFor(entry.id, fresh.message);
+      if (approval === undefined) {
+        entry = undefined; // not ours to see (another database, another caller): file anew
+        continue;
+      }
+      switch (approval.status) {
+        case 'pending':
+          return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: summary(approval), body: fresh };
+        case 'granted':
+        case 'consumed': // consumed by a redeem whose answer was lost, or by someone else: the server tells
+          return this.redeem({
+            id: approval.id,
+            redeem: { key: `gatehouse-client:${randomUUID()}`, body: JSON.stringify({ ...this.call, approval_id: approval.id }) },
+          });
+        default: {
+          // denied, expired, cancelled: deciding again citing it gives the model the reason.
+          const cited = await this.retrying(() => routes.decide({ ...this.call, approval_id: approval.id }, this.signal()));
+          await this.forget();
+          if (cited.decision !== 'require_approval' || approval.status === 'cancelled') return finalOf(cited);
+          entry = undefined; // expired: a new approval is needed, and there may be time to get it
+        }
+      }
+    }
+  }
+
+  /** Consume a grant, under a key stored first, and say what came of it. */
+  private async redeem(entry: Entry & { redeem: { key: string; body: string } }): Promise<GateResult> {
+    await this.save(entry);
+    const answer = await this.retrying(() => this.deps.routes.decide({ raw: entry.redeem.body }, { idempotencyKey: entry.redeem.key, ...this.signal() }), true);
+    // The answer is read (allow, or the reason it cannot be): the grant is settled either way.
+    await this.forget();
+    return finalOf(answer);
+  }
+
+  /** The approval's state once it leaves pending or the wait is over; undefined when not found. */
+  private async waitFor(id: string, message: string): Promise<Approval | undefined> {
+    this.pendingId = id;
+    const read = async (seconds: number): Promise<Approval | undefined> => {
+      try {
+        return await this.retrying(() => this.deps.routes.approval(id, seconds, this.options.signal));
+      } catch (err) {
+        if (err instanceof GatehouseError && err.status === 404) return undefined;
+        throw err;
+      }
+    };
+    let approval = await read(0);
+    while (approval?.status === 'pending') {
+      this.options.onPending?.({ id, status: approval.status, expiresAt: approval.expires_at, url: `/approvals/${encodeURIComponent(id)}`, message });
+      const left = this.deadline - Date.now();
+      if (left < 1000) break;
+      approval = await read(Math.min(POLL_SECONDS, Math.floor(left / 1000)));
+    }
+    this.pendingId = undefined;
+    if (approval === undefined) await this.forget();
+    return approval;
+  }
+
+  /**
+   * Why no answer came, as a refusal: aborted (the pending approval withdrawn), refused by the server
+   * for a reason of its own (a recent denial, too many pending), or unreachable.
+   */
+  async failed(err: unknown): Promise<GateResult> {
+    const tool = this.call.tool;
+    if (this.options.signal?.aborted && this.pendingId !== undefined) {
+      const id = this.pendingId;
+      const withdrawn = await this.deps.routes.cancel(id).catch(() => undefined);
+      if (withdrawn) await this.forget().catch(() => undefined);
+      return {
+        decision: 'require_approval',
+        message: `The "${tool}" action was not run: its approval was withdrawn before an operator answered.`,
+        reason: 'the wait was cancelled',
+        approval: { id, status: withdrawn?.status ?? 'pending', expiresAt: withdrawn?.expires_at ?? null },
+      };
+    }
+    const code = err instanceof GatehouseError ? err.code : this.options.signal?.aborted ? 'aborted' : 'client_error';
+    const detail = err instanceof Error ? err.message : String(err);
+    if (code === 'recently_denied') {
+      const note = (err as GatehouseError & { problem?: { approval?: { decision_note?: unknown } } }).problem?.approval?.decision_note;
+      const why = typeof note === 'string' && note !== '' ? ` Reason: ${note}.` : '';
+      return {
+        decision: 'deny',
+        reason: 'an operator recently denied this exact call',
+        message: `The "${tool}" action was not approved: an operator recently denied this exact call.${why} Tell the user it was declined; do not retry it unchanged.`,
+        error: { code, detail },
+      };
+    }
+    const why =
+      code === 'too_many_pending'
+        ? "it needs an approval, and too many of this caller's approvals are already waiting"
+        : `Gatehouse could not check it against policy (${code})`;
+    return {
+      decision: 'deny',
+      reason: why,
+      message: `The "${tool}" action was not run: ${why}. Tell the user; do not work around it.`,
+      error: { code, detail },
+    };
+  }
+
+  /** Retry what the server asked to be retried (503, too many waits) while the deadline allows; a keyed request also after a lost answer. */
+  private async retrying<T>(send: () => Promise<T>, keyed = false): Promise<T> {
+    for (let lost = 0; ; ) {
+      try {
+        return await send();
+      } catch (err) {
+        if (!(err instanceof GatehouseError)) throw err;
+        const retryable = err.status === 503 || err.code === 'too_many_waits' || (keyed && err.status === 0 && lost++ < 3);
+        const delay = err.retryAfterMs ?? 250 * 2 ** lost;
+        if (!retryable || Date.now() + delay > this.deadline) throw err;
+        await sleep(delay, this.options.signal);
+      }
+    }
+  }
+
+  private signal(): { signal?: AbortSignal } {
+    return this.options.signal ? { signal: this.options.signal } : {};
+  }
+
+  private async entry(): Promise<Entry | undefined> {
+    const text = await this.deps.store.get(this.key);
+    if (text === undefined) return undefined;
+    const entry = JSON.parse(text) as Entry;
+    return typeof entry.id === 'string' ? entry : undefined;
+  }
+
+  private save(entry: Entry): Promise<void> {
+    return this.deps.store.set(this.key, JSON.stringify(entry));
+  }
+
+  private forget(): Promise<void> {
+    return this.deps.store.delete(this.key);
+  }
+}
+
+function finalOf(body: DecisionBody): GateResult {
+  const approval =
+    body.approval?.id === undefined ? undefined : { id: body.approval.id, status: body.approval.status ?? 'pending', expiresAt: body.next?.expires_at ?? null };
+  return { decision: body.decision, message: body.message, reason: body.reason, ...(approval ? { approval } : {}), body };
+}
+
+function summary(a: Approval): { id: string; status: ApprovalStatus; expiresAt: string | null } {
+  return { id: a.id, status: a.status, expiresAt: a.expires_at };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

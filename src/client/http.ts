@@ -1,0 +1,104 @@
+// One HTTP exchange with Gatehouse: the bearer token, a timeout, JSON both ways, and every answer that
+// is not what the route promises turned into a GatehouseError carrying the problem's `code` (spec 5.1)
+// and its Retry-After. Nothing here retries: what may be retried, and how long, is the caller's call.
+
+export interface Transport {
+  request(method: 'GET' | 'POST', path: string, options?: RequestOptions): Promise<Answer>;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** An exact body, sent as given (a retry that must repeat its first attempt byte for byte). */
+  rawBody?: string;
+  headers?: Record<string, string>;
+  /** Statuses besides 2xx whose JSON body is an answer, not an error (403 and 409 decisions). */
+  accept?: readonly number[];
+  /** Added to the timeout: a long-poll holds the request this long by design. */
+  holdMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface Answer {
+  status: number;
+  body: unknown;
+  headers: Headers;
+}
+
+export interface TransportOptions {
+  url: string;
+  token?: string;
+  getToken?: () => string | Promise<string>;
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** Why a call to Gatehouse did not give an answer: `status` 0 when none arrived (network, timeout). */
+export class GatehouseError extends Error {
+  override readonly name = 'GatehouseError';
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string,
+    readonly problem?: unknown,
+    /** From Retry-After, when the server sent one. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+export function createTransport(options: TransportOptions): Transport {
+  if (typeof options.url !== 'string' || !/^https?:\/\//.test(options.url)) throw new TypeError('createClient: `url` must be an http(s) URL');
+  if (options.token === undefined && options.getToken === undefined) throw new TypeError('createClient: give `token` or `getToken`');
+  const base = options.url.replace(/\/+$/, '');
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const tokenOf = async (): Promise<string> => options.token ?? (await options.getToken!());
+
+  return {
+    async request(method, path, o = {}) {
+      const timeout = AbortSignal.timeout(timeoutMs + (o.holdMs ?? 0));
+      const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
+      const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${await tokenOf()}`, ...o.headers };
+      const payload = o.rawBody ?? (o.body === undefined ? null : JSON.stringify(o.body));
+      if (payload !== null) headers['content-type'] = 'application/json';
+      let res: Response;
+      let text: string;
+      try {
+        res = await fetchImpl(`${base}${path}`, { method, headers, body: payload, signal, redirect: 'error' });
+        text = await res.text();
+      } catch (err) {
+        if (o.signal?.aborted) throw o.signal.reason ?? err;
+        const why = timeout.aborted ? `no answer within ${timeoutMs + (o.holdMs ?? 0)} ms` : String((err as Error)?.cause ?? err);
+        throw new GatehouseError(`Gatehouse could not be reached (${method} ${path}): ${why}`, 0, 'unreachable');
+      }
+      let body: unknown;
+      try {
+        body = text === '' ? undefined : JSON.parse(text);
+      } catch {
+        throw new GatehouseError(`Gatehouse answered ${res.status} with a body that is not JSON (${method} ${path})`, res.status, 'bad_answer');
+      }
+      const ok = (res.status >= 200 && res.status < 300) || (o.accept?.includes(res.status) ?? false);
+      const isProblem = res.headers.get('content-type')?.startsWith('application/problem+json') ?? false;
+      if (ok && !isProblem) return { status: res.status, body, headers: res.headers };
+      const problem = body as { code?: unknown; detail?: unknown; title?: unknown } | undefined;
+      const code = typeof problem?.code === 'string' ? problem.code : `http_${res.status}`;
+      const detail = typeof problem?.detail === 'string' ? problem.detail : typeof problem?.title === 'string' ? problem.title : '';
+      throw new GatehouseError(
+        `Gatehouse answered ${res.status} ${code} (${method} ${path})${detail ? `: ${detail}` : ''}`,
+        res.status,
+        code,
+        body,
+        retryAfterMs(res.headers.get('retry-after')),
+      );
+    },
+  };
+}
+
+/** Retry-After as delay-seconds or an HTTP-date (RFC 9110 section 10.2.3). */
+function retryAfterMs(value: string | null): number | undefined {
+  if (value === null) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}

@@ -1,0 +1,77 @@
+// Where gate() remembers the approval it filed for a call, keyed by run and call, so a call asked about
+// twice (a framework that checks "needs approval?" and later executes, a retried hook, a restarted
+// process) waits on and redeems the one approval instead of filing another.
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ToolCall } from './types.js';
+
+/** Values are opaque strings written by gate(); keep them as given. */
+export interface ApprovalStore {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string): Promise<void>;
+  delete(key: string): Promise<void>;
+}
+
+/** In this process only: the default. */
+export function memoryStore(): ApprovalStore {
+  const values = new Map<string, string>();
+  return {
+    get: async (key) => values.get(key),
+    set: async (key, value) => void values.set(key, value),
+    delete: async (key) => void values.delete(key),
+  };
+}
+
+/**
+ * One small file per call under `directory` (created 0700 when missing), written whole and renamed
+ * into place, so several processes (one hook process per tool call) never lose each other's entries
+ * and a crash never leaves half an entry. An entry is removed once its approval is spent.
+ */
+export function fileStore(directory: string): ApprovalStore {
+  const fileOf = (key: string): string => join(directory, `${createHash('sha256').update(key).digest('hex').slice(0, 40)}.json`);
+  return {
+    async get(key) {
+      let text: string;
+      try {
+        text = await readFile(fileOf(key), 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw err;
+      }
+      const entry = JSON.parse(text) as { key?: unknown; value?: unknown };
+      // The name is a hash of the key: the key inside guards against the (theoretical) collision.
+      return entry.key === key && typeof entry.value === 'string' ? entry.value : undefined;
+    },
+    async set(key, value) {
+      await mkdir(directory, { recursive: true, mode: 0o700 });
+      const temp = `${fileOf(key)}.${randomUUID()}.tmp`;
+      await writeFile(temp, JSON.stringify({ key, value }), { mode: 0o600 });
+      await rename(temp, fileOf(key));
+    },
+    async delete(key) {
+      await unlink(fileOf(key)).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
+    },
+  };
+}
+
+/**
+ * The store key of a call: its run and a hash of what decides which approval it needs (tool, args,
+ * context; the run view changes from step to step and is not part of the approval's hash either).
+ */
+export function callKey(runId: string | undefined, call: ToolCall): string {
+  const what = stableJson({ tool: call.tool, args: call.args ?? {}, context: call.context ?? {} });
+  return `${runId ?? ''}\n${createHash('sha256').update(what).digest('hex')}`;
+}
+
+/** JSON with object keys sorted, so the same call gives the same key whatever order it was built in. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    return sorted;
+  });
+}

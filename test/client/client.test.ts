@@ -1,0 +1,317 @@
+// gatehouse/client against a real Gatehouse on a loopback port (real PostgreSQL): the answers a host
+// acts on, the approval loop (file, wait, grant over REST, redeem once), failing closed, 503 retried per
+// Retry-After, a lost redeem retried under its Idempotency-Key (in the process and after a restart),
+// a withdrawn wait, and the run view it keeps.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, fileStore, type GatehouseClient, type ToolCall } from '../../src/client/index.js';
+import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
+import { listenLoopback } from '../helpers/http.js';
+
+const SUPPORT = agentToken('agent-7', { team: 'support' });
+const OPERATOR = approverToken('operator-1');
+const BIG_REFUND: ToolCall = { tool: 'refund', args: { order: 'A1', amount: 120 } };
+
+let t: TestApp;
+let url: string;
+let dirs: string[] = [];
+
+beforeAll(async () => {
+  t = await createTestApp({ database: true, env: 'prod' });
+  url = `http://127.0.0.1:${await listenLoopback(t.app)}`;
+});
+afterAll(async () => {
+  await t.close();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+  dirs = [];
+});
+
+const client = (o: Partial<Parameters<typeof createClient>[0]> = {}): GatehouseClient => createClient({ url, token: SUPPORT, ...o });
+const operator = (): GatehouseClient => createClient({ url, token: OPERATOR });
+const tempDir = async (): Promise<string> => {
+  const d = await mkdtemp(join(tmpdir(), 'gatehouse-client-'));
+  dirs.push(d);
+  return d;
+};
+/** A distinct call each test, so no test meets another's approval. */
+let orders = 0;
+const refund = (amount = 120): ToolCall => ({ tool: 'refund', args: { order: `C-${++orders}`, amount } });
+
+/** Resolves with the approval's id when gate() reports it pending. */
+function pendingId(): { onPending: (p: { id: string }) => void; id: Promise<string> } {
+  let resolve!: (id: string) => void;
+  const id = new Promise<string>((r) => (resolve = r));
+  return { onPending: (p) => resolve(p.id), id };
+}
+
+describe('decide', () => {
+  it('answers the decision body for allow (200) and the refusals (403)', async () => {
+    const c = client();
+    expect((await c.decide({ tool: 'lookup_order', args: { order: 'A1' } })).decision).toBe('allow');
+    expect((await c.decide({ tool: 'wipe_orders' })).decision).toBe('abort');
+    const asks = await c.decide(BIG_REFUND);
+    expect(asks.decision).toBe('require_approval');
+    expect(asks.next).toEqual({ action: 'file', url: '/approvals' });
+  });
+
+  it('throws a GatehouseError with the problem code for what is not a decision', async () => {
+    await expect(client({ token: 'not-a-jwt' }).decide(BIG_REFUND)).rejects.toMatchObject({ name: 'GatehouseError', status: 401, code: 'unauthorized' });
+  });
+
+  it('refuses options it cannot work with', () => {
+    expect(() => createClient({ url: 'ftp://x', token: 'x' })).toThrow(/url/);
+    expect(() => createClient({ url })).toThrow(/token/);
+  });
+});
+
+describe('gate', () => {
+  it('allow, deny and abort come back as the server said them, with the model message', async () => {
+    const c = client();
+    const allowed = await c.gate({ tool: 'lookup_order', args: { order: 'A1' } });
+    expect(allowed).toMatchObject({ decision: 'allow', message: 'The "lookup_order" action is allowed by policy.' });
+    const denied = await createClient({ url, token: agentToken('agent-9', { team: 'sales' }) }).gate({ tool: 'refund', args: { order: 'A1', amount: 40 } });
+    expect(denied.decision).toBe('deny');
+    expect(denied.message).toMatch(/^The "refund" action was not approved by policy/);
+    const aborted = await c.gate({ tool: 'wipe_orders' });
+    expect(aborted.decision).toBe('abort');
+    expect(aborted.error).toBeUndefined();
+  });
+
+  it('files the approval, waits, and allows once an operator grants it over REST; the grant is consumed', async () => {
+    const call = refund();
+    const pending = pendingId();
+    const result = client().gate(call, { runId: 'run-grant', onPending: pending.onPending });
+    const id = await pending.id;
+    const granted = await operator().approvals.grant(id, 'looks fine');
+    expect(granted.status).toBe('granted');
+    const final = await result;
+    expect(final).toMatchObject({ decision: 'allow', approval: { id, status: 'consumed' } });
+    const stored = await operator().approvals.get(id);
+    expect(stored).toMatchObject({ status: 'consumed', run_id: 'run-grant', args: call.args });
+  });
+
+  it('an operator denial reaches the model with its reason', async () => {
+    const pending = pendingId();
+    const result = client().gate(refund(), { onPending: pending.onPending });
+    await operator().approvals.deny(await pending.id, 'the order was already refunded');
+    const final = await result;
+    expect(final.decision).toBe('deny');
+    expect(final.message).toContain('the order was already refunded');
+  });
+
+  it('a wait that ends unanswered resolves require_approval with the id and status; asking again reuses that approval', async () => {
+    const c = client();
+    const call = refund();
+    const first = await c.gate(call, { runId: 'run-twice', maxWaitMs: 0 });
+    expect(first.decision).toBe('require_approval');
+    expect(first.approval?.status).toBe('pending');
+    const second = await c.gate(call, { runId: 'run-twice', maxWaitMs: 0 });
+    expect(second.approval?.id).toBe(first.approval?.id);
+    const mine = await c.approvals.list({ tool: 'refund', status: 'pending' });
+    expect(mine.items.filter((a) => a.id === first.approval?.id)).toHaveLength(1);
+    expect(mine.items.filter((a) => a.run_id === 'run-twice')).toHaveLength(1);
+  });
+
+  it('aborting the wait withdraws the approval', async () => {
+    const abort = new AbortController();
+    const pending = pendingId();
+    const result = client().gate(refund(), { signal: abort.signal, onPending: pending.onPending });
+    const id = await pending.id;
+    abort.abort();
+    const final = await result;
+    expect(final).toMatchObject({ decision: 'require_approval', approval: { id, status: 'cancelled' } });
+    expect((await operator().approvals.get(id)).status).toBe('cancelled');
+  });
+
+  it('survives a restart: a new process with the same file store waits on and redeems the same approval', async () => {
+    const dir = await tempDir();
+    const call = refund();
+    const before = await client({ store: fileStore(dir) }).gate(call, { runId: 'run-restart', maxWaitMs: 0 });
+    const id = before.approval?.id;
+    expect(id).toBeTypeOf('string');
+    await operator().approvals.grant(id!);
+    const after = await client({ store: fileStore(dir) }).gate(call, { runId: 'run-restart' });
+    expect(after).toMatchObject({ decision: 'allow', approval: { id, status: 'consumed' } });
+  });
+
+  it('keeps the run view: the steps it allowed count against the policy limits of the run', async () => {
+    const limits = await createTestApp({ policyDir: 'test/cases/limits' });
+    try {
+      const c = createClient({ url: `http://127.0.0.1:${await listenLoopback(limits.app)}`, token: SUPPORT });
+      const decisions = [];
+      for (let i = 0; i < 3; i++) decisions.push((await c.gate({ tool: 'lookup' }, { runId: 'run-limits' })).decision);
+      expect(decisions).toEqual(['allow', 'allow', 'abort']);
+      expect((await c.gate({ tool: 'lookup' }, { runId: 'another-run' })).decision).toBe('allow');
+    } finally {
+      await limits.close();
+    }
+  });
+});
+
+describe('failing closed', () => {
+  it('an unreachable Gatehouse is a deny carrying the error, never allow', async () => {
+    const dead = createServer();
+    await new Promise<void>((r) => dead.listen(0, '127.0.0.1', r));
+    const port = (dead.address() as AddressInfo).port;
+    await new Promise<void>((r) => dead.close(() => r()));
+    const result = await createClient({ url: `http://127.0.0.1:${port}`, token: SUPPORT }).gate({ tool: 'lookup_order', args: { order: 'A1' } });
+    expect(result.decision).toBe('deny');
+    expect(result.error?.code).toBe('unreachable');
+    expect(result.message).toMatch(/was not run/);
+  });
+
+  it('an answer that is not a decision is a deny (a 200 that says deny, a 500)', async () => {
+    for (const [status, body] of [
+      [200, '{"decision":"deny","message":"m"}'],
+      [200, '{"decision":"allow"}'],
+      [500, '{"code":"internal"}'],
+      [200, 'not json'],
+    ] as const) {
+      const liar = await startServer((_req, res) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(body);
+      });
+      try {
+        const result = await createClient({ url: liar.url, token: SUPPORT }).gate({ tool: 'lookup_order' });
+        expect(result.decision, body).toBe('deny');
+        expect(result.error?.code).toMatch(/bad_answer|http_500|internal/);
+      } finally {
+        await liar.close();
+      }
+    }
+  });
+
+  it('without approvals configured (503), a call that needs one is refused once the wait is over', async () => {
+    const bare = await createTestApp();
+    try {
+      const c = createClient({ url: `http://127.0.0.1:${await listenLoopback(bare.app)}`, token: SUPPORT });
+      const result = await c.gate(refund(), { maxWaitMs: 100 });
+      expect(result.decision).toBe('deny');
+      expect(result.error?.code).toBe('unavailable');
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('a 503 is retried after its Retry-After while the wait allows', async () => {
+    let refused = 0;
+    const proxy = await startProxy((req) => (req.url === '/decide' && refused++ === 0 ? 'unavailable' : 'forward'));
+    try {
+      const result = await createClient({ url: proxy.url, token: SUPPORT }).gate({ tool: 'lookup_order', args: { order: 'A1' } }, { maxWaitMs: 5000 });
+      expect(result.decision).toBe('allow');
+      expect(refused).toBe(2);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+describe('a redeem whose answer is lost', () => {
+  it('is retried with the same Idempotency-Key and reads the kept allow: the grant is not burnt', async () => {
+    let cut = 0;
+    const proxy = await startProxy((_req, body) => (body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward'));
+    try {
+      const pending = pendingId();
+      const result = createClient({ url: proxy.url, token: SUPPORT }).gate(refund(), { onPending: pending.onPending });
+      const id = await pending.id;
+      await operator().approvals.grant(id);
+      expect(await result).toMatchObject({ decision: 'allow', approval: { id, status: 'consumed' } });
+      const redeems = proxy.seen.filter((s) => s.body.includes('"approval_id"'));
+      expect(redeems).toHaveLength(2);
+      expect(redeems[0]!.key).toMatch(/^gatehouse-client:/);
+      expect(redeems[1]!.key).toBe(redeems[0]!.key);
+      expect(redeems[1]!.body).toBe(redeems[0]!.body);
+      expect(proxy.replayed).toBe(1);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('after a restart too: the stored attempt is sent again as it was, and the call is allowed', async () => {
+    const dir = await tempDir();
+    let losing = true;
+    const proxy = await startProxy((_req, body) => (body.includes('"approval_id"') && losing ? 'lose-answer' : 'forward'));
+    try {
+      const call = refund();
+      const first = await createClient({ url: proxy.url, token: SUPPORT, store: fileStore(dir) }).gate(call, { runId: 'r', maxWaitMs: 0 });
+      await operator().approvals.grant(first.approval!.id);
+      // Every answer to the redeem is lost: the process gives up, failing closed.
+      const lost = await createClient({ url: proxy.url, token: SUPPORT, store: fileStore(dir) }).gate(call, { runId: 'r', maxWaitMs: 5000 });
+      expect(lost.decision).toBe('deny');
+      expect(lost.error?.code).toBe('unreachable');
+      expect((await operator().approvals.get(first.approval!.id)).status).toBe('consumed');
+      losing = false;
+      const resumed = await createClient({ url: proxy.url, token: SUPPORT, store: fileStore(dir) }).gate(call, { runId: 'r' });
+      expect(resumed).toMatchObject({ decision: 'allow', approval: { id: first.approval!.id, status: 'consumed' } });
+      // The store forgets a settled call: the same call again needs a new approval.
+      const again = await createClient({ url: proxy.url, token: SUPPORT, store: fileStore(dir) }).gate(call, { runId: 'r', maxWaitMs: 0 });
+      expect(again.decision).toBe('require_approval');
+      expect(again.approval?.id).not.toBe(first.approval!.id);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+// --- a loopback HTTP server and a fault-injecting proxy in front of the real app -----------------
+
+async function startServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; server: Server; close: () => Promise<void> }> {
+  const server = createServer(handler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    server,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+type Fault = 'forward' | 'unavailable' | 'lose-answer';
+
+/** Forwards to the app; `fault` picks, per request, a 503 instead, or the answer delivered to the app but lost on the way back. */
+async function startProxy(fault: (req: IncomingMessage, body: string) => Fault) {
+  const seen: { url: string; key: string | undefined; body: string }[] = [];
+  let replayed = 0;
+  const target = new URL(url);
+  const s = await startServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const key = req.headers['idempotency-key'] as string | undefined;
+      seen.push({ url: req.url ?? '', key, body });
+      const what = fault(req, body);
+      if (what === 'unavailable') {
+        res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' });
+        res.end('{"code":"unavailable","status":503}');
+        return;
+      }
+      const headers = { ...req.headers, host: target.host };
+      const upstream = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers }, (answer) => {
+        const parts: Buffer[] = [];
+        answer.on('data', (c: Buffer) => parts.push(c));
+        answer.on('end', () => {
+          if (what === 'lose-answer') return req.socket.destroy(); // the server acted; the client never hears
+          if (answer.headers['idempotent-replayed'] === 'true') replayed++;
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          res.end(Buffer.concat(parts));
+        });
+      });
+      upstream.end(body);
+    });
+  });
+  return {
+    url: s.url,
+    seen,
+    get replayed() {
+      return replayed;
+    },
+    close: () => {
+      s.server.closeAllConnections();
+      return s.close();
+    },
+  };
+}
