@@ -74,27 +74,25 @@ export class GatehouseRefusalError extends Error {
 
 /**
  * Before the tool runs: allow → run; deny → refuse with the model message; abort → abort;
- * require_approval → file the approval (gate() with maxWaitMs 0, so the one gate() of execute finds
- * it in the client's store) and stop for an operator. It decides with decide() first, which records
- * nothing in the client's run view: only execute's gate() counts as the run's step.
+ * require_approval → stop for an operator, on the approval already filed for the call (pending, or
+ * granted and not yet redeemed: a framework asking again before it executes), else on one filed now
+ * (gate() with maxWaitMs 0, so execute's gate() finds it in the client's store). It never redeems: a
+ * grant is the tool's gate() to consume. It decides with decide(), which records nothing in the
+ * client's run view: only execute's gate() counts as the run's step.
  */
 export async function askGatehouse(client: GatehouseClient, call: PausedCall): Promise<Ask> {
   let body: DecisionBody;
+  let existing: Approval | undefined;
   try {
     body = await client.decide(toolCall(call));
+    if (body.decision === 'allow') return { kind: 'run' };
+    if (body.decision === 'deny') return { kind: 'refuse', message: body.message };
+    if (body.decision === 'abort') return { kind: 'abort', message: body.message };
+    existing = body.approval?.hash === undefined ? undefined : await findApproval(client, call, body.approval.hash);
   } catch (err) {
     return failedClosed(call.tool, err);
   }
-  switch (body.decision) {
-    case 'allow':
-      return { kind: 'run' };
-    case 'deny':
-      return { kind: 'refuse', message: body.message };
-    case 'abort':
-      return { kind: 'abort', message: body.message };
-    case 'require_approval':
-      break;
-  }
+  if (existing?.status === 'pending' || existing?.status === 'granted') return { kind: 'operator', message: body.message, approval: ref(existing) };
   const filed = await client.gate(toolCall(call), { ...(call.runId !== undefined ? { runId: call.runId } : {}), maxWaitMs: 0 });
   switch (filed.decision) {
     case 'require_approval':
@@ -104,7 +102,7 @@ export async function askGatehouse(client: GatehouseClient, call: PausedCall): P
     case 'abort':
       return { kind: 'abort', message: filed.message };
     case 'allow':
-      // A grant of this very call was already in the store and gate() redeemed it now: the tool's
+      // Granted in the moment between the look and the filing, and redeemed by gate(): the tool's
       // gate() will not find it and files anew, so the worst case is an operator asked twice.
       return { kind: 'run' };
   }
