@@ -67,7 +67,7 @@ interface Entry {
 export async function gate(deps: GateDeps, input: ToolCall, options: GateOptions = {}): Promise<GateResult> {
   const runId = options.runId ?? input.run?.id;
   const { call, record } = deps.runs.view(input, runId);
-  const attempt = new Attempt(deps, call, callKey(runId, call), options);
+  const attempt = new Attempt(deps, call, runId, options);
   let result: GateResult;
   try {
     result = await attempt.run();
@@ -82,23 +82,30 @@ export async function gate(deps: GateDeps, input: ToolCall, options: GateOptions
 class Attempt {
   private readonly deadline: number;
   private pendingId: string | undefined;
+  private storeKey: string | undefined;
 
   constructor(
     private readonly deps: GateDeps,
     private readonly call: ToolCall,
-    private readonly key: string,
+    private readonly runId: string | undefined,
     private readonly options: GateOptions,
   ) {
     this.deadline = Date.now() + (options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
   }
 
+  /** Computed only once a call needs an approval: an allowed call never hashes. */
+  private get key(): string {
+    this.storeKey ??= callKey(this.runId, this.call);
+    return this.storeKey;
+  }
+
   async run(): Promise<GateResult> {
     const { routes } = this.deps;
+    const fresh = await this.retrying(() => routes.decide(this.call, this.signal()));
+    if (fresh.decision !== 'require_approval') return finalOf(fresh);
     let entry = await this.entry();
     // A redeem sent before and never answered: repeat it exactly before anything else.
     if (entry?.redeem) return this.redeem({ id: entry.id, redeem: entry.redeem });
-    const fresh = await this.retrying(() => routes.decide(this.call, this.signal()));
-    if (fresh.decision !== 'require_approval') return finalOf(fresh);
     for (let filings = 0; ; ) {
       if (entry === undefined) {
         if (filings++ === MAX_FILINGS) return finalOf(fresh);

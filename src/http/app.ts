@@ -14,6 +14,7 @@ import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
 import { opsRoutes } from './routes/ops.js';
 import { policiesRoute } from './routes/policies.js';
+import { toolsRoute } from './routes/tools.js';
 import { uiRoutes } from './routes/ui.js';
 
 export interface AppOptions {
@@ -90,6 +91,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     decideRoute(secured, ctx);
     explainRoute(secured, ctx);
     policiesRoute(secured, ctx);
+    toolsRoute(secured, ctx);
     approvalRoutes(secured, ctx);
   });
   return app;

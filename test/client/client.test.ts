@@ -3,13 +3,14 @@
 // Retry-After, a lost redeem retried under its Idempotency-Key (in the process and after a restart),
 // a withdrawn wait, and the run view it keeps.
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, fileStore, type GatehouseClient, type ToolCall } from '../../src/client/index.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
+import { startFaultProxy, startServer } from '../helpers/fault-proxy.js';
 import { listenLoopback } from '../helpers/http.js';
 
 const SUPPORT = agentToken('agent-7', { team: 'support' });
@@ -199,7 +200,7 @@ describe('failing closed', () => {
 
   it('a 503 is retried after its Retry-After while the wait allows', async () => {
     let refused = 0;
-    const proxy = await startProxy((req) => (req.url === '/decide' && refused++ === 0 ? 'unavailable' : 'forward'));
+    const proxy = await startFaultProxy(url, (req) => (req.url === '/decide' && refused++ === 0 ? 'unavailable' : 'forward'));
     try {
       const result = await createClient({ url: proxy.url, token: SUPPORT }).gate({ tool: 'lookup_order', args: { order: 'A1' } }, { maxWaitMs: 5000 });
       expect(result.decision).toBe('allow');
@@ -213,7 +214,7 @@ describe('failing closed', () => {
 describe('a redeem whose answer is lost', () => {
   it('is retried with the same Idempotency-Key and reads the kept allow: the grant is not burnt', async () => {
     let cut = 0;
-    const proxy = await startProxy((_req, body) => (body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward'));
+    const proxy = await startFaultProxy(url, (_req, body) => (body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward'));
     try {
       const pending = pendingId();
       const result = createClient({ url: proxy.url, token: SUPPORT }).gate(refund(), { onPending: pending.onPending });
@@ -234,7 +235,7 @@ describe('a redeem whose answer is lost', () => {
   it('after a restart too: the stored attempt is sent again as it was, and the call is allowed', async () => {
     const dir = await tempDir();
     let losing = true;
-    const proxy = await startProxy((_req, body) => (body.includes('"approval_id"') && losing ? 'lose-answer' : 'forward'));
+    const proxy = await startFaultProxy(url, (_req, body) => (body.includes('"approval_id"') && losing ? 'lose-answer' : 'forward'));
     try {
       const call = refund();
       const first = await createClient({ url: proxy.url, token: SUPPORT, store: fileStore(dir) }).gate(call, { runId: 'r', maxWaitMs: 0 });
@@ -256,62 +257,3 @@ describe('a redeem whose answer is lost', () => {
     }
   });
 });
-
-// --- a loopback HTTP server and a fault-injecting proxy in front of the real app -----------------
-
-async function startServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; server: Server; close: () => Promise<void> }> {
-  const server = createServer(handler);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    server,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
-
-type Fault = 'forward' | 'unavailable' | 'lose-answer';
-
-/** Forwards to the app; `fault` picks, per request, a 503 instead, or the answer delivered to the app but lost on the way back. */
-async function startProxy(fault: (req: IncomingMessage, body: string) => Fault) {
-  const seen: { url: string; key: string | undefined; body: string }[] = [];
-  let replayed = 0;
-  const target = new URL(url);
-  const s = await startServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      const key = req.headers['idempotency-key'] as string | undefined;
-      seen.push({ url: req.url ?? '', key, body });
-      const what = fault(req, body);
-      if (what === 'unavailable') {
-        res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' });
-        res.end('{"code":"unavailable","status":503}');
-        return;
-      }
-      const headers = { ...req.headers, host: target.host };
-      const upstream = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers }, (answer) => {
-        const parts: Buffer[] = [];
-        answer.on('data', (c: Buffer) => parts.push(c));
-        answer.on('end', () => {
-          if (what === 'lose-answer') return req.socket.destroy(); // the server acted; the client never hears
-          if (answer.headers['idempotent-replayed'] === 'true') replayed++;
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          res.end(Buffer.concat(parts));
-        });
-      });
-      upstream.end(body);
-    });
-  });
-  return {
-    url: s.url,
-    seen,
-    get replayed() {
-      return replayed;
-    },
-    close: () => {
-      s.server.closeAllConnections();
-      return s.close();
-    },
-  };
-}

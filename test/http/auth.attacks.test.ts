@@ -589,6 +589,7 @@ describe('never 500: a burst of hostile tokens on every authenticated route', ()
       ['POST', '/decide', LOOKUP],
       ['POST', '/explain', LOOKUP],
       ['GET', '/policies'],
+      ['GET', '/tools'],
       ['GET', '/approvals'],
       ['POST', '/approvals', LOOKUP],
       ['POST', '/admin/reload'],

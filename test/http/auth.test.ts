@@ -579,6 +579,7 @@ describe('every authenticated route refuses a request without a valid token', ()
     { method: 'POST', url: '/decide', body: LOOKUP },
     { method: 'POST', url: '/explain', body: LOOKUP },
     { method: 'GET', url: '/policies' },
+    { method: 'GET', url: '/tools' },
     { method: 'POST', url: '/admin/reload' },
     { method: 'POST', url: '/approvals', body: { tool: 'refund', args: { order: 'A1', amount: 120 } } },
     { method: 'GET', url: '/approvals' },

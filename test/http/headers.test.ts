@@ -71,6 +71,7 @@ describe('answers that carry arguments: Cache-Control: no-store, X-Content-Type-
       ['/decide allow', 200, await post(t.app, '/decide', { tool: 'lookup_order' })],
       ['/decide deny', 403, await post(t.app, '/decide', { tool: 'no_such_tool' })],
       ['/policies', 200, await t.app.inject({ method: 'GET', url: '/policies', headers: bearer(readerToken()) })],
+      ['/tools', 200, await t.app.inject({ method: 'GET', url: '/tools', headers: bearer(agentToken()) })],
       ['/explain 403 forbidden', 403, await post(t.app, '/explain', REFUND, agentToken())],
       ['/admin/reload 200', 200, await t.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(adminToken()) })],
       ['401', 401, await t.app.inject({ method: 'POST', url: '/decide' })],

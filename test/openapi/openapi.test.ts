@@ -155,6 +155,8 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
       'GuardTrace',
       'DecideRequest',
       'RunView',
+      'ToolsResponse',
+      'ToolStatus',
     ]) {
       expect(openApi.components['schemas'], name).toHaveProperty(name);
     }
@@ -277,6 +279,7 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
       ['get', '/approvals/x', '200'],
       ['post', '/approvals/x/grant', '200'],
       ['get', '/policies', '200'],
+      ['get', '/tools', '200'],
     ] as const) {
       expect(examplesOf(m, p, s), `${m} ${p} ${s}`).toBeGreaterThan(0);
     }
@@ -673,7 +676,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         n++;
       }
     }
-    expect(n).toBe(10 * bad.length);
+    expect(n).toBe(11 * bad.length);
   });
 
   it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
@@ -861,6 +864,30 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     } finally {
       await Promise.all([none.close(), dev.close()]);
       await rm(empty, { recursive: true, force: true });
+    }
+  });
+
+  it('GET /tools: any caller, its own statuses; the example is the payments policy for team support in prod', async () => {
+    const example = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['PaymentsTools']!).value;
+    expect(await call(db, { url: '/tools', token: supportToken() }, 200)).toEqual(example);
+    const sales = await call(db, { url: '/tools', token: token({ team: 'sales' }) }, 200);
+    expect(sales.tools.find((t: Body) => t.name === 'refund').rules).toEqual(['payments#default', 'payments#limits.max_calls']);
+    expect((await call(db, { url: '/tools', token: approverToken() }, 200)).env).toBe('prod');
+    const empty = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-tools-'));
+    const none = await createTestApp({ policyDir: empty, env: null });
+    try {
+      expect(await call(none, { url: '/tools', token: supportToken() }, 200)).toEqual({ env: null, tools: [] });
+    } finally {
+      await none.close();
+      await rm(empty, { recursive: true, force: true });
+    }
+    const current = vi.spyOn(db.ctx.policies, 'current').mockImplementationOnce(() => {
+      throw new Error('boom');
+    });
+    try {
+      expect((await call(db, { url: '/tools', token: supportToken() }, 500)).detail).not.toContain('boom');
+    } finally {
+      current.mockRestore();
     }
   });
 
