@@ -88,7 +88,7 @@ export async function askGatehouse(client: GatehouseClient, call: PausedCall): P
     if (body.decision === 'allow') return { kind: 'run' };
     if (body.decision === 'deny') return { kind: 'refuse', message: body.message };
     if (body.decision === 'abort') return { kind: 'abort', message: body.message };
-    existing = body.approval?.hash === undefined ? undefined : await findApproval(client, call, body.approval.hash);
+    existing = body.approval?.hash === undefined ? undefined : await findApproval(client, call, body.approval.hash, LIVE);
   } catch (err) {
     return failedClosed(call.tool, err);
   }
@@ -125,8 +125,9 @@ const MAX_PAGES = 5;
 /**
  * While the run is stopped: find the approval filed for the call (the caller's approval with the
  * call's hash: POST /approvals keeps one live approval per requester and hash, spec 5.4) and wait
- * until an operator answers. granted → run (execute's gate() redeems it); denied, expired, withdrawn → refuse with the
- * model message Gatehouse gives when the approval is cited; still pending → pending. When the policy
+ * until an operator answers. granted → run (execute's gate() redeems it); denied, expired, withdrawn
+ * → refuse with the model message Gatehouse gives when the approval is cited; still pending →
+ * pending. When the policy
  * meanwhile allows, denies or aborts the call, that answer stands. When no approval is found (it was
  * spent or expired, or never filed), the answer is run: the tool's gate() decides, and files if need be.
  */
@@ -140,7 +141,7 @@ export async function awaitOperator(client: GatehouseClient, call: PausedCall, o
     if (body.decision === 'deny') return { kind: 'refuse', message: body.message };
     if (body.decision === 'abort') return { kind: 'abort', message: body.message };
     message = body.message;
-    approval = body.approval?.hash === undefined ? undefined : await findApproval(client, call, body.approval.hash);
+    approval = body.approval?.hash === undefined ? undefined : await findApproval(client, call, body.approval.hash, [...LIVE, 'denied']);
     if (approval === undefined) return { kind: 'run' };
     while (approval.status === 'pending') {
       options.onPending?.({ ...ref(approval), message });
@@ -167,12 +168,20 @@ export async function awaitOperator(client: GatehouseClient, call: PausedCall, o
   }
 }
 
+/** The states of an approval that can still let its call run. */
+const LIVE = ['pending', 'granted'] as const;
+
 /**
- * The approval of this call: the caller's pending, else granted one with the call's hash (this run's
- * first), else one of this run an operator denied; newest first.
+ * The approval of this call, by the first of `statuses` that has one: the caller's approval with the
+ * call's hash (this run's first, else the newest); a denial counts only when it is of this run.
  */
-async function findApproval(client: GatehouseClient, call: PausedCall, hash: string): Promise<Approval | undefined> {
-  for (const status of ['pending', 'granted', 'denied'] as const) {
+async function findApproval(
+  client: GatehouseClient,
+  call: PausedCall,
+  hash: string,
+  statuses: readonly ('pending' | 'granted' | 'denied')[],
+): Promise<Approval | undefined> {
+  for (const status of statuses) {
     const found: Approval[] = [];
     for (let page = 0, cursor: string | undefined; page < MAX_PAGES; page++) {
       const res = await client.approvals.list({ status, tool: call.tool, limit: 200, ...(cursor !== undefined ? { cursor } : {}) });
@@ -181,7 +190,7 @@ async function findApproval(client: GatehouseClient, call: PausedCall, hash: str
       cursor = res.next_cursor;
     }
     const runs = found.find((a) => a.run_id === (call.runId ?? null));
-    // A denial counts only within its run: another run's old denial is not this call's answer.
+    // Another run's old denial is not this call's answer (a live approval is shared: spec 5.4).
     const ours = status === 'denied' ? runs : (runs ?? found[0]);
     if (ours) return ours;
   }
