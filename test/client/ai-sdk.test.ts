@@ -2,9 +2,10 @@
 // tool calls) against a real Gatehouse: nothing Gatehouse refused runs (each tool writes a ledger),
 // a denial's message is in the model's next prompt, an abort ends the run, an approval filed by
 // toolApproval is granted over REST and redeemed once by the tool's gate(), an operator's denial
-// reaches the model, and a restarted process resumes the same approval from a fileStore.
-import { generateText, type ModelMessage, tool } from 'ai';
-import { MockLanguageModelV4 } from 'ai/test';
+// reaches the model, a restarted process resumes the same approval from a fileStore, and streamText
+// and streaming (async generator) tools go the same way.
+import { generateText, type ModelMessage, streamText, tool } from 'ai';
+import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { GatehouseAbortError, gatehouseToolApproval, gateTools, type PendingRequest, settleApprovalRequests } from '../../src/client/ai-sdk.js';
@@ -13,6 +14,7 @@ import { firstPending, type Gatehouse, newRunId, startGatehouse } from './adapte
 
 type LanguageModelV4GenerateResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
 type Prompt = MockLanguageModelV4['doGenerateCalls'][number]['prompt'];
+type StreamPart = Awaited<ReturnType<MockLanguageModelV4['doStream']>>['stream'] extends ReadableStream<infer P> ? P : never;
 
 let gh: Gatehouse;
 beforeAll(async () => {
@@ -351,5 +353,73 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     expect(result.content.some((p) => p.type === 'tool-approval-request')).toBe(false);
     expect(ledger).toEqual(['refund S1 40']);
     expect(await gh.approvalsOf(runId)).toEqual([]);
+  });
+});
+
+describe('streaming', () => {
+  it('streamText: the same approval loop (settle reads `await result.content`), the tool runs once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const streams: StreamPart[][] = [
+      [
+        { type: 'stream-start', warnings: [] },
+        { type: 'tool-call', toolCallId: `call-${++calls}`, toolName: 'refund', input: JSON.stringify({ order: 'T1', amount: 150 }) },
+        { type: 'finish', usage, finishReason: { unified: 'tool-calls', raw: undefined } },
+      ],
+      [
+        { type: 'stream-start', warnings: [] },
+        { type: 'text-start', id: 't' },
+        { type: 'text-delta', id: 't', delta: 'Refunded.' },
+        { type: 'text-end', id: 't' },
+        { type: 'finish', usage, finishReason: { unified: 'stop', raw: undefined } },
+      ],
+    ];
+    const model = new MockLanguageModelV4({ doStream: async () => ({ stream: convertArrayToReadableStream(streams.shift() ?? []) }) });
+    const options = {
+      model,
+      tools: gateTools(fixtureTools(ledger), client, { runId }),
+      toolApproval: gatehouseToolApproval(client, { runId }),
+      stopWhen: () => false,
+    };
+    const messages: ModelMessage[] = [{ role: 'user', content: 'Refund T1.' }];
+    const first = streamText({ ...options, messages });
+    const content = await first.content;
+    expect(content.filter((p) => p.type === 'tool-approval-request')).toHaveLength(1);
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.operator.approvals.grant(filed!.id);
+    const { responses, pending } = await settleApprovalRequests({ content }, client, { runId, maxWaitMs: 0 });
+    expect(pending).toEqual([]);
+    const second = streamText({ ...options, messages: [...messages, ...(await first.response).messages, { role: 'tool', content: responses }] });
+    expect(await second.text).toBe('Refunded.');
+    expect(ledger).toEqual(['refund T1 150']);
+    expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['consumed']);
+  });
+
+  it('a streaming tool (an async generator execute) stays one: allowed, its results stream; refused, it never starts', async () => {
+    const ledger: string[] = [];
+    const streaming = {
+      lookup_order: tool({
+        inputSchema: z.object({ order: z.string() }),
+        async *execute({ order }) {
+          ledger.push(`lookup_order ${order} started`);
+          yield 'looking';
+          yield `order ${order}: shipped`;
+        },
+      }),
+      wipe_orders: tool({
+        inputSchema: z.object({}),
+        async *execute() {
+          ledger.push('wipe_orders started');
+          yield 'wiped';
+        },
+      }),
+    };
+    const model = scripted(callTools({ name: 'lookup_order', input: { order: 'A9' } }, { name: 'wipe_orders', input: {} }), say('Done.'));
+    const result = await generateText({ model, prompt: 'Look up A9, wipe.', tools: gateTools(streaming, gh.agent()), stopWhen: () => false });
+    expect(ledger).toEqual(['lookup_order A9 started']);
+    expect(result.steps[0]!.toolResults.map((r) => [r.toolName, r.output])).toEqual([['lookup_order', 'order A9: shipped']]);
+    const shown = toolOutputs(promptOf(model, 1));
+    expect(shown.find((s) => s.toolName === 'wipe_orders')?.output.type).toBe('error-text');
   });
 });
