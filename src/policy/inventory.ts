@@ -5,15 +5,16 @@
 // It is not a second evaluator: it asks decide() itself, twice per tool name, on two copies of the
 // compiled set in which every condition that reads the call (its arguments, `$context`, `$run`) is
 // pinned, once the lenient way and once the strict way (see `pin`), and the schemas are dropped (the
-// call is one whose arguments pass them). The lenient call has no arguments and no run; the strict
-// one carries text the pii guard finds and as many run steps as a request may hold. Conditions that
+// call is one whose arguments pass them). The lenient call has no arguments; the strict one carries
+// text the pii guard finds. Neither has a run: the status is for a run below its limits (a limit of
+// 0 still aborts both), and conditions on the run are pinned like the others. Conditions that
 // read only the caller and the environment stay as they are: they are fixed for this caller.
 //
 // Why two calls are enough: decide()'s answer is monotone in every fact about a call. Each abort,
-// deny or confirm-only rule that applies, each `confirm` that holds, a guard's finding and a longer
-// run can only make an answer more severe; an `allow: true` rule that applies can only make it less
+// deny or confirm-only rule that applies, each `confirm` that holds and a guard's finding can only
+// make an answer more severe; an `allow: true` rule that applies can only make it less
 // severe (docs/spec.md section 2.3: the most severe file wins, a confirmation never loosens). So every
-// real call is answered between the lenient and the strict answer (in severity order), and when the
+// real call in a run below its limits is answered between the lenient and the strict answer (in severity order), and when the
 // two are the same decision, every call gets it. When they differ the status is `depends`, even where
 // the policy's conditions happen to exclude each other: fail closed, never a status that a call can
 // contradict.
@@ -25,7 +26,7 @@ import { selectorsMatch, type SelectorName, type Subject } from './match.js';
 import type { CatalogueEntry, Decision, Identity, PolicyFile, PolicySet, Rule, ToolKind } from './model.js';
 import { nameClasses } from './name-classes.js';
 import { createPolicySet } from './plan.js';
-import { runViewSchema, TOOL_NAME_PATTERN } from './request.js';
+import { TOOL_NAME_PATTERN } from './request.js';
 
 /** What the caller can expect from /decide for a call of a tool whose arguments pass its schema. */
 export type ToolStatus = Decision | 'depends';
@@ -131,16 +132,14 @@ function namesFor(set: PolicySet, fileIndex: number, entry: CatalogueEntry): { n
 /** The selectors a name's catalogue description settles (its `tools` aside). */
 const DESCRIPTION_SELECTORS: readonly SelectorName[] = ['kinds', 'tags', 'envs'];
 
-// The strict call: text the pii guard finds, and the longest run view a request may carry
-// (request.ts), at or past every `limits.max_calls` a request can reach.
-const STRICT_ARGS: JsonObject = Object.freeze({ note: 'jane@example.com' });
-const MAX_STEPS = runViewSchema.properties.steps.maxItems;
-const STRICT_RUN = Object.freeze({ steps: Object.freeze(Array.from({ length: MAX_STEPS }, () => Object.freeze({ tool: 'inventory' }))) });
+// The strict call's arguments: text the pii guard finds (test/policy/inventory.test.ts checks every
+// guard there is finds it).
+export const STRICT_ARGS: JsonObject = Object.freeze({ note: 'jane@example.com' });
 
 function statusOf(prepared: Prepared, tool: string, identity: Identity): { status: ToolStatus; rules: string[] } {
   const low = decide(prepared.lenient, { tool, args: {} }, identity);
   // Frozen shared values: decide() only reads a request.
-  const high = decide(prepared.strict, { tool, args: STRICT_ARGS, run: STRICT_RUN as { steps: { tool: string }[] } }, identity);
+  const high = decide(prepared.strict, { tool, args: STRICT_ARGS }, identity);
   // A failed evaluation allows nothing: ask /decide, which fails closed too.
   if (low.internalError || high.internalError) return { status: 'depends', rules: [] };
   return { status: low.decision === high.decision ? low.decision : 'depends', rules: low.rule === high.rule ? [low.rule] : [low.rule, high.rule] };

@@ -21,8 +21,13 @@ import { toDecideRequest } from '../../src/policy/request.js';
 import { argsArb, identityArb, PII, REQUEST_TOOLS, runArb, setArb, toPolicySet } from '../helpers/policy-gen.js';
 
 const DECISIONS: readonly Decision[] = ['allow', 'require_approval', 'deny', 'abort'];
-/** The longest run view a request may carry (src/policy/request.ts). */
-const LONG_RUN: RunView = { id: 'run-long', steps: Array.from({ length: 10_000 }, () => ({ tool: 'other_tool', decision: 'allow' as const })) };
+/** A run of `length` steps of other tools. */
+const otherSteps = (length: number): RunView => ({
+  id: 'run-other',
+  steps: Array.from({ length }, () => ({ tool: 'other_tool', decision: 'allow' as const })),
+});
+/** The smallest `limits.max_calls` of the set: a status is for a run below it (docs/spec.md section 5.5). */
+const limitOf = (set: PolicySet): number => Math.min(10_000, ...set.files.map((f) => f.maxCalls ?? Number.POSITIVE_INFINITY));
 
 /** The catalogue entry an item stands for. */
 function entryOf(set: PolicySet, item: InventoryItem): CatalogueEntry {
@@ -140,11 +145,14 @@ describe('the inventory agrees with decide() on the case policies', () => {
               continue;
             }
             const target = { pattern: item.name, names };
-            // No run, the longest run, and a run of this tool's own allowed calls (what `count($run.steps, …)` counts).
-            const runs = [undefined, LONG_RUN, { id: 'run-own', steps: Array.from({ length: 5 }, () => ({ tool: names[0]!, decision: 'allow' as const })) }];
-            // Every written call of the tool, made by this caller in this environment (the arguments, run and context it writes).
+            // No run, the longest run below the limits, and a run of this tool's own allowed calls (what `count($run.steps, …)` counts).
+            const below = Math.max(0, limitOf(set) - 1);
+            const own = Array.from({ length: Math.min(5, below) }, () => ({ tool: names[0]!, decision: 'allow' as const }));
+            // (A property given no run generates some, at the limits too.)
+            const runs = [otherSteps(0), otherSteps(below), { id: 'run-own', steps: own }];
+            // Every written call of the tool in a run below the limits, made by this caller in this environment (the arguments, run and context it writes).
             const writtenDecisions = cases
-              .filter((k) => names.includes(k.tool))
+              .filter((k) => names.includes(k.tool) && (k.run?.steps?.length ?? 0) < Math.max(1, limitOf(set)))
               .map((k) => decide(set, toDecideRequest(k), identity))
               .filter((got) => !got.schemaRefused)
               .map((got) => got.decision);
@@ -182,7 +190,7 @@ describe('the inventory agrees with decide() on random policy sets', () => {
     const extra: { args: JsonObject; run?: RunView }[] = [
       { args: {} },
       { args: { b: PII, note: `mail ${PII}` }, run: { steps: Array.from({ length: 9 }, () => ({ tool: 't0' })) } },
-      { args: { a: 1, b: 'x', c: true }, run: LONG_RUN },
+      { args: { a: 1, b: 'x', c: true }, run: otherSteps(9_999) },
     ];
     let checked = 0;
     fc.assert(
@@ -195,6 +203,7 @@ describe('the inventory agrees with decide() on random policy sets', () => {
             const names = entry.glob.literal ? [entry.pattern] : REQUEST_TOOLS.filter((n) => entry.glob.test(n) && alone(set, entry, n));
             for (const tool of names) {
               for (const { args, run } of [...requests, ...extra]) {
+                if ((run?.steps?.length ?? 0) >= Math.max(1, limitOf(set))) continue; // a status is for a run below its limits
                 const got = decide(set, { tool, args, ...(run ? { run } : {}) }, identity);
                 if (got.schemaRefused) continue;
                 checked++;

@@ -3,7 +3,8 @@
 // agrees with decide() on generated calls is inventory.agreement.test.ts's job; here, what each
 // feature of a policy makes of a status.
 import { describe, expect, it } from 'vitest';
-import { inventory, type ToolStatus } from '../../src/policy/inventory.js';
+import { GUARD_NAMES, runGuard } from '../../src/policy/guards.js';
+import { inventory, STRICT_ARGS, type ToolStatus } from '../../src/policy/inventory.js';
 import { buildPolicySet } from '../../src/policy/load.js';
 import type { Identity, PolicySet } from '../../src/policy/model.js';
 
@@ -204,7 +205,7 @@ guards:
     ],
   },
   {
-    name: 'limits.max_calls: depends, unless the answer is abort already',
+    name: 'limits.max_calls: the status is for a run below its limits',
     files: {
       'p.yaml': `
 policy: p
@@ -214,10 +215,10 @@ rules: [{id: stop, tools: stop, abort: true}]
 limits: {max_calls: 3}
 `,
     },
-    callers: [{ who: caller(), want: { a: ['depends', ['p#default', 'p#limits.max_calls']], stop: ['abort', ['stop']] } }],
+    callers: [{ who: caller(), want: { a: ['allow', ['p#default']], stop: ['abort', ['stop']] } }],
   },
   {
-    name: 'limits.max_calls 0 ends every run; above the 10,000 steps a request can carry it is never reached',
+    name: 'limits.max_calls 0 ends every run',
     files: {
       'a.yaml': 'policy: a\ndefault: allow\ntools: {a: {kind: read_only}}\nlimits: {max_calls: 0}\n',
       'b.yaml': 'policy: b\nscope: {tools: [b, c]}\ndefault: allow\ntools: {b: {kind: read_only}}\nlimits: {max_calls: 10001}\n',
@@ -235,12 +236,12 @@ limits: {max_calls: 3}
     ],
   },
   {
-    name: 'limits past what a request can carry',
+    name: 'limits of any size leave the status alone',
     files: {
       'b.yaml': 'policy: b\ndefault: allow\ntools: {b: {kind: read_only}}\nlimits: {max_calls: 10001}\n',
       'c.yaml': 'policy: c\nscope: {tools: [c]}\ndefault: allow\ntools: {c: {kind: read_only}}\nlimits: {max_calls: 10000}\n',
     },
-    callers: [{ who: caller(), want: { b: ['allow', ['b#default']], c: ['depends', ['b#default', 'c#limits.max_calls']] } }],
+    callers: [{ who: caller(), want: { b: ['allow', ['b#default']], c: ['allow', ['b#default']] } }],
   },
   {
     name: 'scope: a file answers only for the callers and tools it selects; none answering, the built-in default',
@@ -375,6 +376,12 @@ describe('inventory(): the status of each catalogue entry for a caller', () => {
       }
     });
   }
+});
+
+describe('inventory(): the strict call', () => {
+  it('carries what every guard finds, so a guard that selects a tool makes it depend', () => {
+    for (const name of GUARD_NAMES) expect(runGuard(name, STRICT_ARGS), name).not.toBeNull();
+  });
 });
 
 describe('inventory(): the shape', () => {
