@@ -1,7 +1,7 @@
 // `gatehouse hook claude-code [--wait S] [--on-pending ask|deny]`: Claude Code's PreToolUse hook. One
 // process per tool call: it reads the hook input on stdin, asks Gatehouse (gate(): decide, file an
 // approval and wait up to --wait, redeem a grant), prints the hook output on stdout and exits 0
-// (./hook/claude-code.ts; docs/integrations.md).
+// (./hook/claude-code.ts; docs/claude-code.md).
 //
 // Claude Code lets a tool run when its hook fails (any exit but 0 and 2) or outlives the hook's
 // `timeout`, so this command never does either on purpose: input it cannot read exits 2 with the reason

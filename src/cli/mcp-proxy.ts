@@ -1,6 +1,6 @@
 // `gatehouse mcp-proxy [--prefix NAME] -- COMMAND ARGS…` or `… --upstream URL`: a stdio MCP server
 // that wraps an upstream MCP server (a command it starts, or a Streamable HTTP URL) and asks
-// Gatehouse before every tool call (./mcp/proxy.ts; docs/integrations.md). stdout is the MCP channel:
+// Gatehouse before every tool call (./mcp/proxy.ts; docs/mcp.md). stdout is the MCP channel:
 // everything this command says goes to stderr.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';

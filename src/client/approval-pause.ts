@@ -5,8 +5,8 @@
 // operator's answer, so the host can tell the framework yes or no. Neither redeems the grant: the tool's
 // wrapped execute does, with gate(), when the run resumes, so one approval is filed, granted and
 // consumed once, and nothing runs that Gatehouse did not allow at the moment it runs.
-import { GatehouseError, type GatehouseClient } from './index.js';
-import type { Approval, ApprovalStatus, DecisionBody, ToolCall } from './types.js';
+import type { GatehouseClient, PendingApproval } from './index.js';
+import type { ApprovalStatus, ToolCall } from './types.js';
 
 /** A call as the tool will execute it (parsed arguments), and the run it belongs to. */
 export interface PausedCall {
@@ -74,37 +74,22 @@ export class GatehouseRefusalError extends Error {
 
 /**
  * Before the tool runs: allow → run; deny → refuse with the model message; abort → abort;
- * require_approval → stop for an operator, on the approval already filed for the call (pending, or
- * granted and not yet redeemed: a framework asking again before it executes), else on one filed now
- * (gate() with maxWaitMs 0, so execute's gate() finds it in the client's store). It never redeems: a
- * grant is the tool's gate() to consume. It decides with decide(), which records nothing in the
- * client's run view: only execute's gate() counts as the run's step.
+ * require_approval → stop for an operator, on the approval the client already holds for the call
+ * (pending, or granted and not yet redeemed: a framework asking again before it executes), else on one
+ * filed now. A look (gate() with `redeem: false`): it never redeems, and records no step of the run;
+ * the tool's gate() does both.
  */
 export async function askGatehouse(client: GatehouseClient, call: PausedCall): Promise<Ask> {
-  let body: DecisionBody;
-  let existing: Approval | undefined;
-  try {
-    body = await client.decide(toolCall(call));
-    if (body.decision === 'allow') return { kind: 'run' };
-    if (body.decision === 'deny') return { kind: 'refuse', message: body.message };
-    if (body.decision === 'abort') return { kind: 'abort', message: body.message };
-    existing = body.approval?.hash === undefined ? undefined : await findApproval(client, call, body.approval.hash, LIVE);
-  } catch (err) {
-    return failedClosed(call.tool, err);
-  }
-  if (existing?.status === 'pending' || existing?.status === 'granted') return { kind: 'operator', message: body.message, approval: ref(existing) };
-  const filed = await client.gate(toolCall(call), { ...(call.runId !== undefined ? { runId: call.runId } : {}), maxWaitMs: 0 });
-  switch (filed.decision) {
-    case 'require_approval':
-      return { kind: 'operator', message: filed.message, ...(filed.approval ? { approval: filed.approval } : {}) };
-    case 'deny':
-      return { kind: 'refuse', message: filed.message, ...(filed.error ? { error: filed.error } : {}) };
-    case 'abort':
-      return { kind: 'abort', message: filed.message };
+  const r = await client.gate(toolCall(call), { ...runOf(call), maxWaitMs: 0, redeem: false });
+  switch (r.decision) {
     case 'allow':
-      // Granted in the moment between the look and the filing, and redeemed by gate(): the tool's
-      // gate() will not find it and files anew, so the worst case is an operator asked twice.
       return { kind: 'run' };
+    case 'deny':
+      return { kind: 'refuse', message: r.message, ...(r.error ? { error: r.error } : {}) };
+    case 'abort':
+      return { kind: 'abort', message: r.message };
+    case 'require_approval':
+      return { kind: 'operator', message: r.message, ...(r.approval ? { approval: r.approval } : {}) };
   }
 }
 
@@ -117,85 +102,39 @@ export interface AwaitOptions {
   onPending?: (approval: ApprovalRef & { message: string }) => void;
 }
 
-const DEFAULT_WAIT_MS = 600_000;
-const ROUND_SECONDS = 20;
-/** Pages of the caller's approvals read to find the one of a call (200 each). */
-const MAX_PAGES = 5;
-
 /**
- * While the run is stopped: find the approval filed for the call (the caller's approval with the
- * call's hash: POST /approvals keeps one live approval per requester and hash, spec 5.4) and wait
- * until an operator answers. granted → run (execute's gate() redeems it); denied, expired, withdrawn
- * → refuse with the model message Gatehouse gives when the approval is cited; still pending →
- * pending. When the policy
- * meanwhile allows, denies or aborts the call, that answer stands. When no approval is found (it was
- * spent or expired, or never filed), the answer is run: the tool's gate() decides, and files if need be.
+ * While the run is stopped: wait for the operator's answer on the call's approval (filing one if the
+ * client holds none). granted → run (execute's gate() redeems it); denied, expired, withdrawn →
+ * refuse with the model message Gatehouse gives when the approval is cited; still pending → pending.
+ * When the policy meanwhile allows, denies or aborts the call, that answer stands.
  */
 export async function awaitOperator(client: GatehouseClient, call: PausedCall, options: AwaitOptions = {}): Promise<Answer> {
-  const deadline = Date.now() + (options.maxWaitMs ?? DEFAULT_WAIT_MS);
-  let message = '';
-  let approval: Approval | undefined;
-  try {
-    const body = await client.decide(toolCall(call));
-    if (body.decision === 'allow') return { kind: 'run' };
-    if (body.decision === 'deny') return { kind: 'refuse', message: body.message };
-    if (body.decision === 'abort') return { kind: 'abort', message: body.message };
-    message = body.message;
-    approval = body.approval?.hash === undefined ? undefined : await findApproval(client, call, body.approval.hash, [...LIVE, 'denied']);
-    if (approval === undefined) return { kind: 'run' };
-    while (approval.status === 'pending') {
-      options.onPending?.({ ...ref(approval), message });
-      const left = deadline - Date.now();
-      if (left < 1000 || options.signal?.aborted) return { kind: 'pending', message, approval: ref(approval) };
-      approval = await client.approvals.get(approval.id, {
-        waitSeconds: Math.min(ROUND_SECONDS, Math.floor(left / 1000)),
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
-    }
-    // consumed meanwhile: by this call's own redeem whose answer was lost, which the tool's gate()
-    // repeats under its stored key, or by another; the tool's gate() tells which.
-    if (approval.status === 'granted' || approval.status === 'consumed') return { kind: 'run', approval: ref(approval) };
-    // denied, expired, cancelled: citing it gives the model the operator's reason or why a
-    // new approval is needed (spec 5.3, "With approval_id"); citing consumes nothing that is not granted.
-    const cited = await client.decide({ ...toolCall(call), approval_id: approval.id } as ToolCall);
-    if (cited.decision === 'abort') return { kind: 'abort', message: cited.message };
-    if (cited.decision === 'allow') return { kind: 'run', approval: ref(approval) }; // only a grant redeems: not reached
-    return { kind: 'refuse', message: cited.message, approval: ref(approval) };
-  } catch (err) {
-    // The wait was stopped by the caller: the approval stays as it is, for a later wait to resume.
-    if (options.signal?.aborted && approval?.status === 'pending') return { kind: 'pending', message, approval: ref(approval) };
-    return failedClosed(call.tool, err);
+  const r = await client.gate(toolCall(call), {
+    ...runOf(call),
+    redeem: false,
+    onAbort: 'keep',
+    ...(options.maxWaitMs !== undefined ? { maxWaitMs: options.maxWaitMs } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.onPending
+      ? { onPending: (p: PendingApproval) => options.onPending?.({ id: p.id, status: p.status, expiresAt: p.expiresAt, message: p.message }) }
+      : {}),
+  });
+  const approval = r.approval ? { approval: r.approval } : {};
+  switch (r.decision) {
+    case 'allow':
+      return { kind: 'run' };
+    case 'deny':
+      return { kind: 'refuse', message: r.message, ...approval, ...(r.error ? { error: r.error } : {}) };
+    case 'abort':
+      return { kind: 'abort', message: r.message };
+    case 'require_approval':
+      if (r.approval?.status === 'granted') return { kind: 'run', approval: r.approval };
+      if (r.approval?.status === 'pending') return { kind: 'pending', message: r.message, approval: r.approval };
+      return { kind: 'refuse', message: r.message, ...approval };
   }
 }
 
-/** The states of an approval that can still let its call run. */
-const LIVE = ['pending', 'granted'] as const;
-
-/**
- * The approval of this call, by the first of `statuses` that has one: the caller's approval with the
- * call's hash (this run's first, else the newest); a denial counts only when it is of this run.
- */
-async function findApproval(
-  client: GatehouseClient,
-  call: PausedCall,
-  hash: string,
-  statuses: readonly ('pending' | 'granted' | 'denied')[],
-): Promise<Approval | undefined> {
-  for (const status of statuses) {
-    const found: Approval[] = [];
-    for (let page = 0, cursor: string | undefined; page < MAX_PAGES; page++) {
-      const res = await client.approvals.list({ status, tool: call.tool, limit: 200, ...(cursor !== undefined ? { cursor } : {}) });
-      found.push(...res.items.filter((a) => a.hash === hash));
-      if (res.next_cursor === null) break;
-      cursor = res.next_cursor;
-    }
-    const runs = found.find((a) => a.run_id === (call.runId ?? null));
-    // Another run's old denial is not this call's answer (a live approval is shared: spec 5.4).
-    const ours = status === 'denied' ? runs : (runs ?? found[0]);
-    if (ours) return ours;
-  }
-  return undefined;
-}
+const runOf = (call: PausedCall): { runId?: string } => (call.runId !== undefined ? { runId: call.runId } : {});
 
 function toolCall(call: PausedCall): ToolCall {
   return {
@@ -203,20 +142,5 @@ function toolCall(call: PausedCall): ToolCall {
     args: call.args,
     ...(call.context !== undefined ? { context: call.context } : {}),
     ...(call.runId !== undefined ? { run: { id: call.runId } } : {}),
-  };
-}
-
-function ref(a: Approval): ApprovalRef {
-  return { id: a.id, status: a.status, expiresAt: a.expires_at };
-}
-
-/** The client's own wording when Gatehouse could not be asked: nothing runs. */
-function failedClosed(tool: string, err: unknown): { kind: 'refuse'; message: string; error: { code: string; detail: string } } {
-  const code = err instanceof GatehouseError ? err.code : 'client_error';
-  const detail = err instanceof Error ? err.message : String(err);
-  return {
-    kind: 'refuse',
-    message: `The "${tool}" action was not run: Gatehouse could not check it against policy (${code}). Tell the user; do not work around it.`,
-    error: { code, detail },
   };
 }

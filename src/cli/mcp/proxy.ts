@@ -1,6 +1,6 @@
 // The MCP server `gatehouse mcp-proxy` serves: the upstream server's tools, resources, prompts and
 // completions relayed as the upstream wrote them, with every tools/call decided by Gatehouse first
-// (docs/integrations.md says what the caller sees). Built on the SDK's low-level Server and Client so
+// (docs/mcp.md says what the caller sees). Built on the SDK's low-level Server and Client so
 // that schemas and results pass through untouched, not re-described.
 //
 // - tools/list: the upstream's page, minus the tools the inventory says never run (./visible.ts).
