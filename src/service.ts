@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { createApprovalWaiter } from './approvals/notify.js';
 import { createApprovalService } from './approvals/service.js';
 import { createApprovalStore } from './approvals/store.js';
+import { createLimitService } from './budgets/service.js';
 import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type Config } from './config.js';
 import { createSql } from './db/connect.js';
 import { unavailableFrom } from './db/errors.js';
@@ -205,6 +206,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     let approvalsClosing: Promise<void> | null = null;
     const closeApprovals = (): Promise<void> => (approvalsClosing ??= approvals.close());
     opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);
+    // Budgets and rate limits: their transactions under the same deadline, and the sweep of ended windows.
+    const limits = createLimitService(sql, { deadlineMs: config.dbDeadlineMs, schemaReady: () => migrated });
+    opened.push('the budget counters (sweeper)', () => limits.close());
     const outbox = createOutbox(sql, { deadlineMs: config.dbDeadlineMs });
     const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped, webhookCounts: () => outbox.counts() });
     let closeWebhooks = async (): Promise<void> => {};
@@ -230,6 +234,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       policies,
       metrics,
       approvals,
+      limits,
       log: logger,
       logArgs: config.logArgs,
       adminRole: config.adminRole,

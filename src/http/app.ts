@@ -10,12 +10,14 @@ import type { AppContext } from './context.js';
 import { answerClientError, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
 import { registerResponseHeaders } from './headers.js';
 import { approvalRoutes } from './routes/approvals.js';
+import { budgetsRoute } from './routes/budgets.js';
 import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
 import { opsRoutes } from './routes/ops.js';
 import { policiesRoute } from './routes/policies.js';
 import { toolsRoute } from './routes/tools.js';
 import { uiRoutes } from './routes/ui.js';
+import { usageRoute } from './routes/usage.js';
 import { webhooksRoute } from './routes/webhooks.js';
 
 export interface AppOptions {
@@ -94,6 +96,8 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     policiesRoute(secured, ctx);
     toolsRoute(secured, ctx);
     approvalRoutes(secured, ctx);
+    budgetsRoute(secured, ctx);
+    usageRoute(secured, ctx);
     webhooksRoute(secured, ctx);
   });
   return app;

@@ -20,6 +20,7 @@ import {
   type Limit,
   type LimitScope,
   type PlannedLimit,
+  type PolicySet,
 } from './model.js';
 import { readPath } from './path.js';
 
@@ -52,6 +53,36 @@ export function chargesFor(planned: readonly PlannedLimit[], request: DecideRequ
     out.push({ limit, key: counterKey(limit.scope, identity, request.run?.id), amount: amountOf(limit, request) });
   }
   return out;
+}
+
+/**
+ * The `max_usd` budgets that spend reported for this tool counts in (POST /usage): those whose
+ * selectors select the tool and the caller, as for a call of it, each with the caller's counter.
+ */
+export function usageCharges(set: PolicySet, tool: string, identity: Identity, runId: string | undefined): Charge[] {
+  const plan = set.plan(tool);
+  const usd = plan.limits.filter((p) => p.limit.type === 'budget' && 'usd' in p.limit.measure);
+  if (usd.length === 0) return [];
+  const view = plan.views[0]!; // a plan has at least one view
+  return chargesFor(usd, { tool, args: {}, ...(runId !== undefined ? { run: { id: runId } } : {}) }, identity, {
+    tool,
+    kind: view.kind,
+    tags: view.tags,
+    env: set.env,
+    identity,
+  });
+}
+
+/**
+ * The budgets and rate limits that can apply to this caller in the active environment (GET
+ * /budgets): their caller and environment selectors, and their file's, match; whatever tools they
+ * select.
+ */
+export function limitsForCaller(set: PolicySet, identity: Identity): Limit[] {
+  const subject: Subject = { tool: '', kind: 'unknown', tags: new Set(), env: set.env, identity };
+  const matches = (sel: Parameters<typeof selectorsMatch>[0] | undefined): boolean =>
+    sel === undefined || (selectorsMatch(sel, subject, CALLER_SELECTORS) && selectorsMatch(sel, subject, ['envs']));
+  return set.files.flatMap((f) => (matches(f.scope) ? [...f.budgets, ...f.rateLimits].filter((l) => matches(l.selectors)) : []));
 }
 
 /**

@@ -47,10 +47,12 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
       '0009_webhook_outbox.sql',
+      '0010_reserved.sql',
+      '0011_budgets.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -85,9 +87,11 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
       '0009_webhook_outbox.sql',
+      '0010_reserved.sql',
+      '0011_budgets.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -143,7 +147,7 @@ test('refuses an edited applied file and an applied file missing from disk', asy
   expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
 });
 
-test('0002 to 0009 on a database holding approvals: the rows stay as they were and keep moving', async () => {
+test('0002 to 0011 on a database holding approvals: the rows stay as they were and keep moving', async () => {
   const db = await emptyDatabase();
   const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
   await migrate(db.sql, first);
@@ -178,6 +182,8 @@ test('0002 to 0009 on a database holding approvals: the rows stay as they were a
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
       '0009_webhook_outbox.sql',
+      '0010_reserved.sql',
+      '0011_budgets.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;

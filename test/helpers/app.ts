@@ -6,6 +6,7 @@ import pino from 'pino';
 import { createApprovalWaiter } from '../../src/approvals/notify.js';
 import { createApprovalService } from '../../src/approvals/service.js';
 import { createApprovalStore } from '../../src/approvals/store.js';
+import { createLimitService } from '../../src/budgets/service.js';
 import { DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type ConnectionLimits, type JwtAlgorithm } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AppContext } from '../../src/http/context.js';
@@ -45,6 +46,8 @@ export interface TestAppOptions {
   deniedCooldownMs?: number;
   maxWaitsPerCaller?: number;
   maxWaits?: number;
+  /** How often the budget counters of ended windows are swept (default: the service's, 60 s). */
+  sweepMs?: number;
   /** POLICY_READER_ROLE as a list; default the admin and approver roles, as the service's. */
   policyReaderRoles?: readonly string[];
   /** Timeouts and the connection cap; default the service's defaults (loadConfig). */
@@ -75,6 +78,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const policies = await createLivePolicies(options.policyDir ?? EXAMPLE_POLICIES, options.env === undefined ? 'prod' : options.env);
   let db: TestDatabase | null = null;
   let approvals: AppContext['approvals'] = null;
+  let limits: AppContext['limits'] = null;
   let webhooks: AppContext['webhooks'] = null;
   let worker: WebhookWorker | null = null;
   const hooks = options.webhooks;
@@ -96,6 +100,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       ...(options.maxWaits !== undefined ? { maxTotal: options.maxWaits } : {}),
     });
     approvals = createApprovalService(db.sql, store, waiter);
+    limits = createLimitService(db.sql, { deadlineMs: options.deadlineMs ?? 5_000, ...(options.sweepMs !== undefined ? { sweepMs: options.sweepMs } : {}) });
     webhooks = { endpoints: hooks?.endpoints ?? [], outbox: createOutbox(db.sql, { deadlineMs: options.deadlineMs ?? 5_000 }) };
   }
   const outbox = webhooks?.outbox;
@@ -121,6 +126,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     policies,
     metrics,
     approvals,
+    limits,
     log,
     logArgs: options.logArgs ?? false,
     adminRole: 'admin',
@@ -151,6 +157,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       await app.close();
       await worker?.close();
       await approvals?.close();
+      await limits?.close();
       if (options.database === true) await db?.drop();
     },
   };

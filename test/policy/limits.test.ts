@@ -233,7 +233,7 @@ rate_limits:
   - {id: lookups, tools: "lookup_*", calls: 5, per: 60, scope: agent}
 `;
 
-describe("decide() reports the budgets and rate limits that select a call (its charges), and touches nothing", () => {
+describe('decide() reports the budgets and rate limits that select a call (its charges), and touches nothing', () => {
   const set = load({ 'refunds.yaml': REFUNDS.replace('  - {id: lookups, tools: "lookup_*", calls', '  - {id: lookup-rate, tools: "lookup_*", calls') });
 
   it('each selecting limit, in load order, with its counter key and the amount as written', () => {
@@ -291,7 +291,8 @@ describe("decide() reports the budgets and rate limits that select a call (its c
   it('under several descriptions of a tool, a limit that matches any of them applies', () => {
     const two = load({
       'a.yaml': 'policy: a\ndefault: allow\ntools: {"x_*": {kind: read_only}}\n',
-      'b.yaml': 'policy: b\ndefault: allow\ntools: {x_pay: {kind: remote_mutation, tags: [money]}}\nbudgets:\n  - {id: money, tags: money, max: 1, per: day, scope: user}\n',
+      'b.yaml':
+        'policy: b\ndefault: allow\ntools: {x_pay: {kind: remote_mutation, tags: [money]}}\nbudgets:\n  - {id: money, tags: money, max: 1, per: day, scope: user}\n',
     });
     expect(decide(two, { tool: 'x_pay', args: {} }, who()).charges?.map((c) => c.limit.id)).toEqual(['money']);
   });
