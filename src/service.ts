@@ -12,6 +12,7 @@ import { createApprovalStore } from './approvals/store.js';
 import { createLimitService } from './budgets/service.js';
 import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type Config } from './config.js';
 import { createSql } from './db/connect.js';
+import { createLanes } from './db/lanes.js';
 import { unavailableFrom } from './db/errors.js';
 import { migrate } from './db/migrate.js';
 import { developmentSecret, developmentSecretFile } from './dev-secret.js';
@@ -207,7 +208,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     const closeApprovals = (): Promise<void> => (approvalsClosing ??= approvals.close());
     opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);
     // Budgets and rate limits: their transactions under the same deadline, and the sweep of ended windows.
-    const limits = createLimitService(sql, { deadlineMs: config.dbDeadlineMs, schemaReady: () => migrated });
+    // One-counter calls go through lanes of their own (connections opened only when a call needs one).
+    const lanes = createLanes(url, config.budgetConnections);
+    const limits = createLimitService(sql, { deadlineMs: config.dbDeadlineMs, schemaReady: () => migrated, lanes });
     opened.push('the budget counters (sweeper)', () => limits.close());
     const outbox = createOutbox(sql, { deadlineMs: config.dbDeadlineMs });
     const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped, webhookCounts: () => outbox.counts() });

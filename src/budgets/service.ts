@@ -3,8 +3,11 @@
 // counted call answers (src/http/counted.ts).
 import type { Sql, TransactionSql } from 'postgres';
 import { withDeadline } from '../db/deadline.js';
+import type { Lanes } from '../db/lanes.js';
 import { StoreUnavailableError } from '../db/errors.js';
-import { createCounterStore, type CounterStore } from './store.js';
+import type { Standing } from '../policy/limits.js';
+import type { Charge } from '../policy/model.js';
+import { createCounterStore, standingOfCount, type CounterStore } from './store.js';
 
 export interface LimitService {
   readonly store: CounterStore;
@@ -16,6 +19,12 @@ export interface LimitService {
    * (src/db/deadline.ts).
    */
   transaction<T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T>;
+  /**
+   * Counts a call in its one counter, one round trip shorter (on a lane: src/db/lanes.ts): its
+   * counter after, or null when it would cross (nothing counted). Undefined without lanes, or when
+   * the charge is not counted by a statement: use transaction().
+   */
+  countOne(charge: Charge): Promise<Standing | null> | undefined;
   close(): Promise<void>;
 }
 
@@ -25,6 +34,8 @@ export interface LimitServiceOptions {
   sweepMs?: number;
   /** Whether the migrations have been applied (src/service.ts retries them while the database is down). */
   schemaReady?: () => boolean;
+  /** Connections of the counters' own for one-counter calls (closed with the service). */
+  lanes?: Lanes;
 }
 
 export function createLimitService(sql: Sql, options: LimitServiceOptions): LimitService {
@@ -43,8 +54,16 @@ export function createLimitService(sql: Sql, options: LimitServiceOptions): Limi
       if (!schemaReady()) throw new StoreUnavailableError('connection');
     },
     transaction,
+    countOne(charge) {
+      const { lanes } = options;
+      if (lanes === undefined || !store.countedByStatement(charge)) return undefined;
+      // The lock order of store.ts (lockOrder): budgets, then rate limits, by id, then by counter.
+      const order = `${charge.limit.type === 'budget' ? 0 : 1}\n${charge.limit.id}\n${charge.key}`;
+      return lanes.run(options.deadlineMs, order, (c) => store.countStatement(c, charge)!).then((rows) => standingOfCount(charge.limit, rows));
+    },
     async close() {
       clearInterval(sweeper);
+      await options.lanes?.end();
     },
   };
 }

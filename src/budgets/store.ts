@@ -12,7 +12,8 @@
 //   counters of one call, and the approval a grant redeems, commit together or not at all. Counters
 //   are changed in one fixed order (budgets, then rate limits, each by id), so two calls that share
 //   counters never wait for each other in a cycle.
-import type { PendingQuery, Row, TransactionSql } from 'postgres';
+import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
+import { IN_TRANSACTION } from '../db/lanes.js';
 import { amountOfText } from '../policy/amount.js';
 import { wouldCross, type Refusal, type Standing } from '../policy/limits.js';
 import type { Amount, Budget, BudgetWindow, Charge, Limit, RateLimit } from '../policy/model.js';
@@ -33,11 +34,13 @@ export interface CounterRow {
 /** The sweep's rows-per-statement: short statements, and a table that stays small. */
 const SWEEP_BATCH = 10_000;
 
-/** Budgets before rate limits, each by id: the one order every transaction locks counters in. */
+/**
+ * Budgets before rate limits, each by id, then by counter: the one order every transaction locks
+ * counters in (the lanes' transactions of several calls too: src/budgets/service.ts).
+ */
 export function lockOrder(charges: readonly Charge[]): Charge[] {
-  return [...charges].sort((a, b) =>
-    a.limit.type !== b.limit.type ? (a.limit.type === 'budget' ? -1 : 1) : a.limit.id < b.limit.id ? -1 : a.limit.id > b.limit.id ? 1 : 0,
-  );
+  const key = (c: Charge): string => `${c.limit.type === 'budget' ? 0 : 1}\n${c.limit.id}\n${c.key ?? ''}`;
+  return [...charges].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 }
 
 export function createCounterStore() {
@@ -175,7 +178,33 @@ export function createCounterStore() {
     return budgets.count + rates.count;
   }
 
-  return { check, charge, force, record, read, list, runKeys, sweep };
+  /**
+   * The one conditional statement that counts a call in one counter, for Lanes.transaction
+   * (src/db/lanes.ts): guarded, it changes nothing outside the transaction that opens. Null
+   * when the charge is not counted by a statement (undecidable, or a `max_usd` budget, which reads).
+   */
+  function countStatement(c: Sql, charge: Charge): PendingQuery<Row[]> | null {
+    if (!countedByStatement(charge) || charge.key === null || charge.amount === null) return null;
+    const { limit } = charge;
+    const guard = c.unsafe(IN_TRANSACTION) as unknown as PendingQuery<Row[]>; // a fragment of SQL text, ours
+    if (limit.type === 'rate_limit') return countCallStatement(c, limit, charge.key, false, guard);
+    if ('usd' in limit.measure) return null;
+    return addToBudgetStatement(c, limit, charge.key, charge.amount, false, guard);
+  }
+
+  return { check, charge, force, record, read, list, runKeys, sweep, countStatement, countedByStatement };
+}
+
+/** Whether counting the charge is one statement (countStatement): decidable, and not a `max_usd` budget, which is read. */
+export function countedByStatement(charge: Charge): boolean {
+  return charge.key !== null && charge.amount !== null && !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure);
+}
+
+/** A counted statement's one row as the counter it left (after countStatement ran): the standing, or null when refused. */
+export function standingOfCount(limit: Limit, rows: readonly Row[]): Standing | null {
+  const [row] = rows;
+  if (row === undefined) return null;
+  return limit.type === 'rate_limit' ? rateStanding(row as RateRow) : budgetStanding(row as BudgetRow);
 }
 
 export type CounterStore = ReturnType<typeof createCounterStore>;
@@ -200,7 +229,7 @@ interface RateRow {
  * time, so the session's TimeZone and its daylight saving change nothing), or a fixed length counted
  * from the Unix epoch. The time is read once, so s and e never straddle a boundary.
  */
-function windowOf(tx: TransactionSql, per: BudgetWindow): PendingQuery<Row[]> {
+function windowOf(tx: Sql | TransactionSql, per: BudgetWindow): PendingQuery<Row[]> {
   if ('calendar' in per) {
     // The unit is one of five names (compile.ts); as a parameter, never as SQL text.
     return tx`
@@ -217,9 +246,21 @@ function windowOf(tx: TransactionSql, per: BudgetWindow): PendingQuery<Row[]> {
  * `max` (unless `force`). Returns the counter after, or null when it was refused.
  */
 async function addToBudget(tx: TransactionSql, budget: Budget, key: string, amount: Amount, force = false): Promise<Standing | null> {
+  const [row] = await addToBudgetStatement(tx, budget, key, amount, force, tx`true`);
+  return row === undefined ? null : budgetStanding(row as BudgetRow);
+}
+
+function addToBudgetStatement(
+  tx: Sql | TransactionSql,
+  budget: Budget,
+  key: string,
+  amount: Amount,
+  force: boolean,
+  guard: PendingQuery<Row[]>,
+): PendingQuery<Row[]> {
   const max = budget.max.text;
-  const within = (counted: PendingQuery<Row[]>): PendingQuery<Row[]> => (force ? tx`true` : tx`${counted} <= ${max}::numeric`);
-  const [row] = await tx<BudgetRow[]>`
+  const within = (counted: PendingQuery<Row[]>): PendingQuery<Row[]> => (force ? tx`${guard}` : tx`${guard} and ${counted} <= ${max}::numeric`);
+  return tx`
     with w as (${windowOf(tx, budget.per)})
     insert into budget_counters as b (budget, scope_key, window_start, window_end, counted, calls)
     select ${budget.id}, ${key}, w.s, w.e, ${amount.text}::numeric, 1 from w
@@ -228,7 +269,6 @@ async function addToBudget(tx: TransactionSql, budget: Budget, key: string, amou
        set counted = b.counted + excluded.counted, calls = b.calls + 1
      where ${within(tx`b.counted + excluded.counted`)}
     returning b.counted::text as counted, b.window_start, b.window_end`;
-  return row === undefined ? null : budgetStanding(row);
 }
 
 /**
@@ -237,21 +277,25 @@ async function addToBudget(tx: TransactionSql, budget: Budget, key: string, amou
  * the row is locked, so they grow in commit order. Returns the counter after, or null when refused.
  */
 async function countCall(tx: TransactionSql, limit: RateLimit, key: string, force = false): Promise<Standing | null> {
+  const [row] = await countCallStatement(tx, limit, key, force, tx`true`);
+  return row === undefined ? null : rateStanding(row as RateRow);
+}
+
+function countCallStatement(tx: Sql | TransactionSql, limit: RateLimit, key: string, force: boolean, guard: PendingQuery<Row[]>): PendingQuery<Row[]> {
   const per = tx`${limit.perSeconds}::integer * interval '1 second'`;
   const calls = limit.calls;
   const fits = force
-    ? tx`true`
-    : tx`cardinality(r.times) < ${calls}::integer or r.times[cardinality(r.times) - ${calls}::integer + 1] <= clock_timestamp() - ${per}`;
-  const [row] = await tx<RateRow[]>`
+    ? guard
+    : tx`${guard} and (cardinality(r.times) < ${calls}::integer or r.times[cardinality(r.times) - ${calls}::integer + 1] <= clock_timestamp() - ${per})`;
+  return tx`
     insert into rate_limit_calls as r (rate_limit, scope_key, times, expires_at)
-    values (${limit.id}, ${key}, array[clock_timestamp()], clock_timestamp() + ${per})
+    select ${limit.id}, ${key}, array[clock_timestamp()], clock_timestamp() + ${per} where ${guard}
     on conflict (rate_limit, scope_key) do update
        set times = (r.times || clock_timestamp())[greatest(1, cardinality(r.times) + 2 - ${calls}::integer):],
            expires_at = clock_timestamp() + ${per}
      where ${fits}
     returning (select count(*)::int from unnest(r.times) t where t > clock_timestamp() - ${per}) as in_window,
               clock_timestamp() - ${per} as window_start, clock_timestamp() as window_end, null::timestamptz as frees_at`;
-  return row === undefined ? null : rateStanding(row);
 }
 
 /** A rate limit counter's columns as RateRow, with `c.t` the time now and `r` the row (or nulls). */

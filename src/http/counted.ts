@@ -77,6 +77,29 @@ export async function settleDecision(
 }
 
 /**
+ * The hot path of /decide: a call the policy allows, one counter, no grant cited, no Idempotency-Key:
+ * counted in one round trip (LimitService.countOne). Undefined when the call is not such a call.
+ * Refused, it counted nothing; its counter is read for the answer.
+ */
+export function settleOne(
+  limits: LimitService,
+  fresh: DecisionResult & { charges: NonNullable<DecisionResult['charges']> },
+  request: DecideRequest,
+): Promise<Settled> | undefined {
+  const [charge] = fresh.charges;
+  if (fresh.decision !== 'allow' || fresh.charges.length !== 1 || charge === undefined || charge.key === null) return undefined;
+  const key = charge.key;
+  const counting = limits.countOne(charge);
+  if (counting === undefined) return undefined;
+  return counting.then(async (after): Promise<Settled> => {
+    if (after !== null) return { result: fresh, cited: null, outcome: { refusals: [], standings: new Map([[charge, after]]) }, counted: true };
+    const standing = await limits.transaction((tx) => limits.store.read(tx, charge.limit, key));
+    const outcome = { refusals: [{ charge, standing }], standings: new Map([[charge, standing]]) };
+    return { result: settleCharges(fresh, request, outcome.refusals), cited: null, outcome, counted: false };
+  });
+}
+
+/**
  * POST /approvals: a call the policy allows is counted as /decide would (all or nothing, inside a
  * savepoint when several counters are involved, since the approval may still be filed after), so a
  * 409 allow is an allow that counted; a call that asks is only checked.

@@ -1,7 +1,9 @@
-// Exact across replicas (docs/spec.md section 2.9): two app instances, each with its own connection pool,
+// Exact across replicas (docs/spec.md section 2.9): two app instances, each with its own connections,
 // on one real PostgreSQL; 100 concurrent calls against a budget with room for 37 allow exactly 37,
 // every time; the same for a rate limit, for a budget of decimal amounts, and for a call two counters
-// select (all or nothing: a call refused by one counts in neither).
+// select (all or nothing: a call refused by one counts in neither). One-counter calls are counted on
+// the lanes (src/db/lanes.ts: several calls in one transaction), two-counter calls in transactions of
+// the pool; a last test counts one-counter calls in the pool's transactions too (without lanes).
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type { LightMyRequestResponse } from 'fastify';
@@ -28,6 +30,8 @@ const CALLS = 100;
 let db: TestDatabase;
 let dir: string;
 const replicas: TestApp[] = [];
+/** The same two replicas without lanes: every counted call in a transaction of the pool. */
+const poolReplicas: TestApp[] = [];
 
 beforeAll(async () => {
   [db, dir] = await Promise.all([createTestDatabase(), policyDir({ 'exact.yaml': POLICY })]);
@@ -35,11 +39,15 @@ beforeAll(async () => {
     // A pool of its own per replica, as two processes would have.
     const sql = createSql(db.url, { max: 10, applicationName: name });
     replicas.push(await createTestApp({ policyDir: dir, env: null, database: { url: db.url, sql, drop: () => sql.end({ timeout: 5 }) } }));
+    const poolSql = createSql(db.url, { max: 10, applicationName: `${name}-pool` });
+    poolReplicas.push(
+      await createTestApp({ policyDir: dir, env: null, lanes: false, database: { url: db.url, sql: poolSql, drop: () => poolSql.end({ timeout: 5 }) } }),
+    );
   }
 }, 60_000);
 
 afterAll(async () => {
-  for (const r of replicas) {
+  for (const r of [...replicas, ...poolReplicas]) {
     await r.close();
     await r.db?.drop();
   }
@@ -48,8 +56,8 @@ afterAll(async () => {
 });
 
 /** 100 calls at once, alternating between the two replicas. */
-async function storm(body: (i: number) => unknown, tok: string): Promise<LightMyRequestResponse[]> {
-  return Promise.all(Array.from({ length: CALLS }, (_, i) => post(replicas[i % 2]!.app, '/decide', body(i), tok)));
+async function storm(body: (i: number) => unknown, tok: string, apps = replicas): Promise<LightMyRequestResponse[]> {
+  return Promise.all(Array.from({ length: CALLS }, (_, i) => post(apps[i % 2]!.app, '/decide', body(i), tok)));
 }
 
 function tally(responses: LightMyRequestResponse[]): { allowed: number; refused: number; other: string[] } {
@@ -101,6 +109,23 @@ describe('two replicas, 100 concurrent calls', () => {
         { n: number }[]
       >`select cardinality(times) as n from rate_limit_calls where rate_limit = 'rate-37' and scope_key = ${`user:${sub}`}`;
       expect(row?.n).toBe(37);
+    }
+  });
+
+  it(`without lanes (each call a transaction of the pool): a budget and a rate limit with room for 37, exactly 37 allowed, ${ROUNDS} times over`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const sub = `pooled-${round}-${randomUUID().slice(0, 8)}`;
+      expect(tally(await storm(() => ({ tool: 'pay', args: { amount: 1 } }), token({ sub }), poolReplicas)), `budget, round ${round}`).toEqual({
+        allowed: 37,
+        refused: 63,
+        other: [],
+      });
+      expect(await counted('room-37', sub)).toBe('37');
+      expect(tally(await storm(() => ({ tool: 'ping' }), token({ sub }), poolReplicas)), `rate limit, round ${round}`).toEqual({
+        allowed: 37,
+        refused: 63,
+        other: [],
+      });
     }
   });
 

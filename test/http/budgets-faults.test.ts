@@ -49,9 +49,11 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function openApp(name: string, url: string, sqlOptions: SqlOptions, deadlineMs: number): Promise<TestApp> {
-  const sql = createSql(url, { applicationName: name, connectTimeoutMs: 1_000, reconnectBackoffMaxMs: 100, ...sqlOptions });
-  const app = await createTestApp({ policyDir: dir, env: null, deadlineMs, database: { url, sql, drop: async () => undefined } });
+/** An app with its own pool and lanes (the counters' connections), named so the test finds their backends. */
+async function openApp(name: string, url: string, sqlOptions: SqlOptions, deadlineMs: number, lanes: number | false = 4): Promise<TestApp> {
+  const options = { applicationName: name, connectTimeoutMs: 1_000, reconnectBackoffMaxMs: 100, ...sqlOptions };
+  const sql = createSql(url, options);
+  const app = await createTestApp({ policyDir: dir, env: null, deadlineMs, lanes, laneOptions: options, database: { url, sql, drop: async () => undefined } });
   opened.push({ app, sql });
   return app;
 }
@@ -162,10 +164,37 @@ describe('database faults on counted calls', () => {
     expect(await counted(sub)).toBe('30');
   });
 
-  it('a pool exhausted by pg_sleep holders: 50 counted calls each 503 within the deadline, none counted later', async () => {
+  it('every lane busy on a locked counter: the calls queued behind it 503 at the deadline, never sent; the one running rolls back', async () => {
+    const app = await openApp('budget-lanes', db.url, { lockTimeoutMs: 10_000, statementTimeoutMs: 10_000 }, 600, 1);
+    const blocked = `agent-${randomUUID().slice(0, 8)}`;
+    expect((await post(app.app, '/decide', { tool: 'pay', args: { amount: 10 } }, token({ sub: blocked }))).statusCode).toBe(200);
+    const lock = await lockCounters(blocked);
+    const others = Array.from({ length: 20 }, () => `agent-${randomUUID().slice(0, 8)}`);
+    try {
+      // The one lane's transaction waits on the lock; every other call waits for the lane.
+      const first = post(app.app, '/decide', { tool: 'pay', args: { amount: 20 } }, token({ sub: blocked }));
+      await eventually('the lane to wait on the lock', 5_000, async () => {
+        const [row] = await admin<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity where application_name = 'budget-lanes' and wait_event_type = 'Lock'`;
+        return row!.n > 0 ? true : undefined;
+      });
+      const queued = await Promise.all(others.map((sub) => post(app.app, '/decide', { tool: 'pay', args: { amount: 1 } }, token({ sub }))));
+      for (const res of [await first, ...queued]) expectUnavailable(res, 'a call behind a busy lane');
+    } finally {
+      await lock.release();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await counted(blocked)).toBe('10');
+    for (const sub of others) expect(await counted(sub)).toBeNull();
+    // The lane is free again.
+    expect((await post(app.app, '/decide', { tool: 'pay', args: { amount: 1 } }, token({ sub: others[0]! }))).statusCode).toBe(200);
+    expect(await counted(others[0]!)).toBe('1');
+  });
+
+  it('a pool exhausted by pg_sleep holders (counted calls in transactions of the pool): 50 calls each 503 within the deadline, none counted later', async () => {
     const name = 'budget-pool';
     const DEADLINE = 800;
-    const app = await openApp(name, db.url, { max: 3 }, DEADLINE);
+    const app = await openApp(name, db.url, { max: 3 }, DEADLINE, false);
     const { sql } = opened.at(-1)!;
     const sub = `agent-${randomUUID().slice(0, 8)}`;
     const tok = token({ sub });

@@ -8,7 +8,7 @@ import { decide } from '../../policy/decide.js';
 import type { DecideRequest, DecisionResult, Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import type { AppContext } from '../context.js';
-import { answerInTransaction, isCounted, limitsOf, RolledBack, settleDecision, type Settled } from '../counted.js';
+import { answerInTransaction, isCounted, limitsOf, RolledBack, settleDecision, settleOne, type Settled } from '../counted.js';
 import { decisionAnswer, sendDecision } from '../decisions.js';
 import { HttpError } from '../errors.js';
 import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
@@ -40,13 +40,19 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
       const limits = limitsOf(ctx);
       const claim = idempotencyClaim(request, 'decide', identity);
       let settled: Settled | undefined;
-      const answer = await answerInTransaction(ctx, limits, claim, async (tx) => {
-        const s = await settleDecision(tx, limits, ctx.approvals, fresh, req, identity, body.approval_id);
-        settled = s;
-        const given = decisionAnswer(s.result, decisionId, nextOf(s.result, s.cited));
-        if (s.rollback) throw new RolledBack(given);
-        return given;
-      });
+      // One counter and nothing else to do in the transaction: one round trip.
+      const one = claim === undefined && body.approval_id === undefined ? settleOne(limits, fresh, req) : undefined;
+      if (one !== undefined) settled = await one;
+      const answer =
+        settled !== undefined
+          ? { ...decisionAnswer(settled.result, decisionId, nextOf(settled.result, null)), replayed: false }
+          : await answerInTransaction(ctx, limits, claim, async (tx) => {
+              const s = await settleDecision(tx, limits, ctx.approvals, fresh, req, identity, body.approval_id);
+              settled = s;
+              const given = decisionAnswer(s.result, decisionId, nextOf(s.result, s.cited));
+              if (s.rollback) throw new RolledBack(given);
+              return given;
+            });
       const extra = settled === undefined ? undefined : { budgets: countedLog(settled) };
       if (answer.replayed) {
         const kept = JSON.parse(answer.body) as { decision: DecisionResult['decision']; rule: string; decision_id: string };
