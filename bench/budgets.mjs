@@ -3,12 +3,12 @@
 // the same example policies, and on the budgeted servers one more file that puts a budget on refunds,
 // so every allowed answer is one conditional upsert in one transaction (BEGIN, the upsert, COMMIT)
 // on a fresh cluster with the server's default settings (fsync and synchronous_commit on). Each of
-// the 50 connections is one agent (its own token, its own counters). Servers take turns (A B C D A B
-// C D) at a fixed offered rate, open loop (latency from the scheduled time), then at full speed
-// (closed loop):
+// the 50 connections is one agent (its own token, its own counters). After a warm-up each, servers
+// take turns (A B C D A B C D) at a fixed offered rate, open loop (latency from the scheduled time),
+// then at full speed (closed loop):
 //   unbudgeted   the example policies, no database
 //   budget       + a sum budget per user (one counter per call)
-//   budget+rate  + a rate limit per user (two counters per call, one transaction)
+//   budget+rate  + a rate limit per user (two counters per call, all or nothing, one transaction)
 //   hot          + a global budget (every call on one counter row: the single-row ceiling)
 //
 //   node bench/budgets.mjs [--quick] [--rate R] [--json out.json]
@@ -56,6 +56,7 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
   const rounds = quick ? 1 : 2;
   const duration = quick ? 3 : 10;
   const closedDuration = quick ? 2 : 10;
+  const warmup = quick ? 1 : 3;
   const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-budgets-'));
   const dataDir = join(root, 'pg');
   const pg = await startEmbeddedPostgres({ dataDir });
@@ -101,6 +102,15 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
         },
         { cpu: LOAD_CPU },
       );
+    // Warm-up, not measured: JIT, and every lane's connection opened and its statements prepared.
+    for (const [name, s] of Object.entries(servers)) {
+      await runLoad(
+        join(BENCH_DIR, 'lib/fixed-rate.mjs'),
+        { host: '127.0.0.1', port: s.port, path: '/decide', body: DECIDE_TEXT, headers, headersPerConnection: tokens, connections: CONNECTIONS, rate, duration: warmup, warmup: 0 },
+        { cpu: LOAD_CPU },
+      );
+      log(`warmed up ${name} (${warmup} s at ${rate}/s)`);
+    }
     for (let r = 1; r <= rounds; r++) {
       for (const [name, s] of Object.entries(servers)) {
         const cpu0 = cpuSnapshot(dataDir, [s.pid]);

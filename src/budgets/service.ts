@@ -7,7 +7,7 @@ import type { Lanes } from '../db/lanes.js';
 import { StoreUnavailableError } from '../db/errors.js';
 import type { Standing } from '../policy/limits.js';
 import type { Charge } from '../policy/model.js';
-import { createCounterStore, standingOfCount, type CounterStore } from './store.js';
+import { createCounterStore, lockOrder, standingOfCount, type CounterStore } from './store.js';
 
 export interface LimitService {
   readonly store: CounterStore;
@@ -25,6 +25,13 @@ export interface LimitService {
    * the charge is not counted by a statement: use transaction().
    */
   countOne(charge: Charge): Promise<Standing | null> | undefined;
+  /**
+   * Counts a call in all its counters or none, on a lane, in a transaction of its own (several
+   * counters: one round trip fewer than transaction()): each charge's counter after, or the charges
+   * it would cross (nothing counted). Undefined without lanes, or when a charge is not counted by a
+   * statement.
+   */
+  countAll(charges: readonly Charge[]): Promise<{ counted: Map<Charge, Standing> } | { refused: Charge[] }> | undefined;
   close(): Promise<void>;
 }
 
@@ -60,6 +67,21 @@ export function createLimitService(sql: Sql, options: LimitServiceOptions): Limi
       // The lock order of store.ts (lockOrder): budgets, then rate limits, by id, then by counter.
       const order = `${charge.limit.type === 'budget' ? 0 : 1}\n${charge.limit.id}\n${charge.key}`;
       return lanes.run(options.deadlineMs, order, (c) => store.countStatement(c, charge)!).then((rows) => standingOfCount(charge.limit, rows));
+    },
+    countAll(charges) {
+      const { lanes } = options;
+      if (lanes === undefined || !charges.every((c) => store.countedByStatement(c))) return undefined;
+      const ordered = lockOrder(charges);
+      return lanes
+        .runAlone(
+          options.deadlineMs,
+          (c) => ordered.map((charge) => store.countStatement(c, charge)!),
+          (rows) => rows.every((r) => r.length > 0),
+        )
+        .then(({ rows, committed }) => {
+          if (!committed) return { refused: ordered.filter((_, i) => rows[i]!.length === 0) };
+          return { counted: new Map(ordered.map((charge, i) => [charge, standingOfCount(charge.limit, rows[i]!)!])) };
+        });
     },
     async close() {
       clearInterval(sweeper);

@@ -13,8 +13,8 @@ import type { StoredAnswer } from '../approvals/idempotency.js';
 import type { IdempotencyClaim } from '../approvals/idempotency.js';
 import type { LimitService } from '../budgets/service.js';
 import type { ChargeOutcome } from '../budgets/store.js';
-import { settleCharges } from '../policy/limits.js';
-import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
+import { settleCharges, type Standing } from '../policy/limits.js';
+import type { Charge, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import type { AppContext } from './context.js';
 import { HttpError } from './errors.js';
 import { keptStatus } from './idempotency.js';
@@ -77,26 +77,40 @@ export async function settleDecision(
 }
 
 /**
- * The hot path of /decide: a call the policy allows, one counter, no grant cited, no Idempotency-Key:
- * counted in one round trip (LimitService.countOne). Undefined when the call is not such a call.
- * Refused, it counted nothing; its counter is read for the answer.
+ * The hot path of /decide: a call the policy allows, no grant cited, no Idempotency-Key, every
+ * counter changed by one statement: counted on the lanes (LimitService.countOne, countAll), one round
+ * trip or more fewer than a transaction of the pool. Undefined when the call is not such a call.
+ * Refused, it counted nothing; the counters it would cross are read for the answer.
  */
-export function settleOne(
+export function settleOnLanes(
   limits: LimitService,
   fresh: DecisionResult & { charges: NonNullable<DecisionResult['charges']> },
   request: DecideRequest,
 ): Promise<Settled> | undefined {
-  const [charge] = fresh.charges;
-  if (fresh.decision !== 'allow' || fresh.charges.length !== 1 || charge === undefined || charge.key === null) return undefined;
-  const key = charge.key;
-  const counting = limits.countOne(charge);
-  if (counting === undefined) return undefined;
-  return counting.then(async (after): Promise<Settled> => {
-    if (after !== null) return { result: fresh, cited: null, outcome: { refusals: [], standings: new Map([[charge, after]]) }, counted: true };
-    const standing = await limits.transaction((tx) => limits.store.read(tx, charge.limit, key));
-    const outcome = { refusals: [{ charge, standing }], standings: new Map([[charge, standing]]) };
+  if (fresh.decision !== 'allow') return undefined;
+  const refusedOnes = async (refused: readonly Charge[]): Promise<Settled> => {
+    // Counted in none of them; read where the crossed ones stand, for the answer.
+    const standings = new Map<Charge, Standing>();
+    await limits.transaction(async (tx) => {
+      for (const charge of refused) standings.set(charge, await limits.store.read(tx, charge.limit, charge.key!)); // counted by a statement: a key
+    });
+    const outcome = { refusals: refused.map((charge) => ({ charge, standing: standings.get(charge)! })), standings };
     return { result: settleCharges(fresh, request, outcome.refusals), cited: null, outcome, counted: false };
-  });
+  };
+  const [charge] = fresh.charges;
+  if (fresh.charges.length === 1 && charge !== undefined) {
+    const counting = limits.countOne(charge);
+    return counting?.then((after) =>
+      after !== null ? { result: fresh, cited: null, outcome: { refusals: [], standings: new Map([[charge, after]]) }, counted: true } : refusedOnes([charge]),
+    );
+  }
+  return limits
+    .countAll(fresh.charges)
+    ?.then((outcome) =>
+      'refused' in outcome
+        ? refusedOnes(outcome.refused)
+        : { result: fresh, cited: null, outcome: { refusals: [], standings: outcome.counted }, counted: true },
+    );
 }
 
 /**

@@ -107,6 +107,30 @@ describe('lanes', () => {
     await lanes.end();
   });
 
+  it('runAlone: several statements commit together when accepted, and none of them when not', async () => {
+    const lanes = createLanes(db.url, 2);
+    try {
+      const both = await lanes.runAlone(
+        5_000,
+        (c) => [bump('alone-a')(c), bump('alone-b')(c)],
+        (rows) => rows.every((r) => r.length === 1),
+      );
+      expect(both.committed).toBe(true);
+      expect(both.rows.map((r) => (r[0] as { n: number }).n)).toEqual([1, 1]);
+      const refused = await lanes.runAlone(
+        5_000,
+        (c) => [bump('alone-a')(c), bump('alone-c')(c)],
+        () => false,
+      );
+      expect(refused).toMatchObject({ committed: false });
+      expect(refused.rows.map((r) => (r[0] as { n: number }).n)).toEqual([2, 1]); // as the statements saw it, then rolled back
+      expect((await rowOf('alone-a'))?.n).toBe(1);
+      expect(await rowOf('alone-c')).toBeUndefined();
+    } finally {
+      await lanes.end();
+    }
+  });
+
   it('the guarded statement run on its own (outside the transaction BEGIN opens) changes nothing', async () => {
     const rows = await bump('outside')(admin);
     expect(rows).toHaveLength(0);

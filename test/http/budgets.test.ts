@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { adminToken, approverToken, bearer, createTestApp, post, readerToken, token, type TestApp } from '../helpers/app.js';
 import { expectProblemJson } from '../helpers/http.js';
 import { eventually, policyDir } from '../helpers/process.js';
@@ -439,6 +439,27 @@ describe('without a database', () => {
       expect(none.json()).toEqual({ env: 'prod', limits: [] });
     } finally {
       await plain.close();
+    }
+  });
+});
+
+describe('a policy set without budgets or rate limits', () => {
+  it('never reaches the counters or the database on /decide, with a database configured', async () => {
+    const app = await createTestApp({ env: 'prod', database: true });
+    try {
+      const limits = app.ctx.limits!;
+      const spies = [
+        vi.spyOn(limits, 'transaction'),
+        vi.spyOn(limits, 'countOne'),
+        vi.spyOn(app.db!.sql, 'begin'),
+        vi.spyOn(app.ctx.approvals!.store, 'idempotent'),
+      ];
+      await expectDecision(await decide({ tool: 'lookup_order', args: { order: 'A1' } }, token(), app), 'allow');
+      await expectDecision(await decide({ tool: 'refund', args: { order: 'A1', amount: 120 } }, token(), app), 'require_approval');
+      await expectDecision(await decide({ tool: 'wipe_orders' }, token(), app), 'abort');
+      for (const spy of spies) expect(spy).not.toHaveBeenCalled();
+    } finally {
+      await app.close();
     }
   });
 });

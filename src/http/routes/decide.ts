@@ -8,7 +8,7 @@ import { decide } from '../../policy/decide.js';
 import type { DecideRequest, DecisionResult, Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import type { AppContext } from '../context.js';
-import { answerInTransaction, isCounted, limitsOf, RolledBack, settleDecision, settleOne, type Settled } from '../counted.js';
+import { answerInTransaction, isCounted, limitsOf, RolledBack, settleDecision, settleOnLanes, type Settled } from '../counted.js';
 import { decisionAnswer, sendDecision } from '../decisions.js';
 import { HttpError } from '../errors.js';
 import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
@@ -40,8 +40,8 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
       const limits = limitsOf(ctx);
       const claim = idempotencyClaim(request, 'decide', identity);
       let settled: Settled | undefined;
-      // One counter and nothing else to do in the transaction: one round trip.
-      const one = claim === undefined && body.approval_id === undefined ? settleOne(limits, fresh, req) : undefined;
+      // Nothing but counting to do in the transaction: on the lanes.
+      const one = claim === undefined && body.approval_id === undefined ? settleOnLanes(limits, fresh, req) : undefined;
       if (one !== undefined) settled = await one;
       const answer =
         settled !== undefined
