@@ -4,12 +4,14 @@
 // so every allowed answer is one conditional upsert in one transaction (BEGIN, the upsert, COMMIT)
 // on a fresh cluster with the server's default settings (fsync and synchronous_commit on). Each of
 // the 50 connections is one agent (its own token, its own counters). After a warm-up each, servers
-// take turns (A B C D A B C D) at a fixed offered rate, open loop (latency from the scheduled time),
-// then at full speed (closed loop):
+// take turns (A B C D A B C D, each after the previous one has gone idle) at a fixed offered rate,
+// open loop (latency from the scheduled time), then at full speed (closed loop):
 //   unbudgeted   the example policies, no database
 //   budget       + a sum budget per user (one counter per call)
-//   budget+rate  + a rate limit per user (two counters per call, all or nothing, one transaction)
 //   hot          + a global budget (every call on one counter row: the single-row ceiling)
+//   budget+rate  + a rate limit per user (two counters per call, all or nothing, one transaction)
+// and, as the control, PostgreSQL alone at the same rate of one-row commits (with and without the
+// WAL flush at commit), since a counted call's latency is at least its commit's.
 //
 //   node bench/budgets.mjs [--quick] [--rate R] [--json out.json]
 import { mkdtempSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
@@ -20,7 +22,7 @@ import { createSql } from '../dist/db/connect.js';
 import { startEmbeddedPostgres } from '../dist/db/embedded.js';
 import { migrate } from '../dist/db/migrate.js';
 import { DECIDE_TEXT, signToken } from './lib/bodies.mjs';
-import { BENCH_DIR, ROOT_DIR, cpuDelta, cpuSnapshot, cpuTimeMs, runLoad, startServer, taskset } from './lib/procs.mjs';
+import { BENCH_DIR, ROOT_DIR, cpuDelta, cpuSnapshot, cpuTimeMs, runLoad, sleep, startServer, taskset } from './lib/procs.mjs';
 import { fmt, fmtInt, median, parseArgs, table, targetsTable } from './lib/stats.mjs';
 
 export const TARGETS = { rate: 2000, p99Ms: 20 };
@@ -32,13 +34,23 @@ const CONNECTIONS = 50;
 const SCENARIOS = {
   budget: `
   - {id: refunds-per-user, tools: refund, sum: amount, max: 1000000000000, per: day, scope: user, on_exceed: require_approval}`,
+  hot: `
+  - {id: refunds-everyone, tools: refund, sum: amount, max: 1000000000000, per: day, scope: global, on_exceed: require_approval}`,
+  // Last in each round: past its capacity at this rate, its backlog would otherwise run into the next turn.
   'budget+rate': `
   - {id: refunds-per-user, tools: refund, sum: amount, max: 1000000000000, per: day, scope: user, on_exceed: require_approval}
 rate_limits:
   - {id: refund-rate, tools: refund, calls: 1000, per: 1, scope: user}`,
-  hot: `
-  - {id: refunds-everyone, tools: refund, sum: amount, max: 1000000000000, per: day, scope: global, on_exceed: require_approval}`,
 };
+
+/** Waits (at most 15 s) until the server has finished what it was sent: under 5 % of a CPU for 300 ms. */
+async function coolDown(pid) {
+  for (let i = 0; i < 50; i++) {
+    const before = cpuTimeMs(pid);
+    await sleep(300);
+    if (cpuTimeMs(pid) - before < 15) return;
+  }
+}
 
 /** A policy directory: the example policies, plus (for a scenario) a file scoped to refunds holding its limits. */
 function policyDirFor(root, name) {
@@ -106,13 +118,26 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
     for (const [name, s] of Object.entries(servers)) {
       await runLoad(
         join(BENCH_DIR, 'lib/fixed-rate.mjs'),
-        { host: '127.0.0.1', port: s.port, path: '/decide', body: DECIDE_TEXT, headers, headersPerConnection: tokens, connections: CONNECTIONS, rate, duration: warmup, warmup: 0 },
+        {
+          host: '127.0.0.1',
+          port: s.port,
+          path: '/decide',
+          body: DECIDE_TEXT,
+          headers,
+          headersPerConnection: tokens,
+          connections: CONNECTIONS,
+          rate,
+          duration: warmup,
+          warmup: 0,
+        },
         { cpu: LOAD_CPU },
       );
+      await coolDown(s.pid);
       log(`warmed up ${name} (${warmup} s at ${rate}/s)`);
     }
     for (let r = 1; r <= rounds; r++) {
       for (const [name, s] of Object.entries(servers)) {
+        await coolDown(s.pid);
         const cpu0 = cpuSnapshot(dataDir, [s.pid]);
         const res = await open(s);
         const cpu = cpuDelta(cpu0, cpuSnapshot(dataDir, [s.pid]));
@@ -124,8 +149,20 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
         );
       }
     }
+    // The control: PostgreSQL alone (no Gatehouse), the same rate of single-row upsert commits from 4
+    // connections (BUDGET_CONNECTIONS' default), waiting for the WAL flush at each commit (the
+    // default) and not (synchronous_commit off, for comparison only).
+    result.control = [];
+    for (const synchronous of ['on', 'off']) {
+      const r = await commitsAlone(pg.url, rate, duration, synchronous);
+      result.control.push(r);
+      log(
+        `PostgreSQL alone, synchronous_commit ${synchronous}: ${fmtInt(r.achievedPerSec)} commits/s  p50 ${fmt(r.p50, 3)} ms  p99 ${fmt(r.p99, 3)} ms  max ${fmt(r.max, 1)} ms`,
+      );
+    }
     for (const name of ['unbudgeted', 'budget', 'hot']) {
       const s = servers[name];
+      await coolDown(s.pid);
       const cpu0 = cpuTimeMs(s.pid);
       const res = await runLoad(
         join(BENCH_DIR, 'lib/load.mjs'),
@@ -189,6 +226,42 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
   return result;
 }
 
+/** Single-row upsert commits at a fixed rate, open loop, latency from the scheduled time (ms). */
+async function commitsAlone(url, rate, seconds, synchronous) {
+  const sql = createSql(url, { max: 4 });
+  try {
+    await sql`create table if not exists bench_commits (k int primary key, n bigint not null)`;
+    await sql.unsafe(`alter role current_user set synchronous_commit = '${synchronous === 'off' ? 'off' : 'on'}'`);
+    await sql.end({ timeout: 5 });
+    const s2 = createSql(url, { max: 4 });
+    const latencies = [];
+    const pending = [];
+    const start = performance.now();
+    const end = start + seconds * 1000;
+    for (let k = 0; ; k++) {
+      const at = start + (k * 1000) / rate;
+      if (at >= end) break;
+      const wait = at - performance.now();
+      if (wait > 1) await sleep(wait);
+      pending.push(
+        s2`insert into bench_commits values (${k % CONNECTIONS}, 1) on conflict (k) do update set n = bench_commits.n + 1`.then(() =>
+          latencies.push(performance.now() - at),
+        ),
+      );
+    }
+    await Promise.all(pending);
+    const elapsed = (performance.now() - start) / 1000;
+    await s2.unsafe('alter role current_user reset synchronous_commit');
+    await s2.end({ timeout: 5 });
+    latencies.sort((a, b) => a - b);
+    const q = (p) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)];
+    return { synchronous_commit: synchronous, achievedPerSec: latencies.length / elapsed, p50: q(0.5), p99: q(0.99), max: q(1) };
+  } catch (err) {
+    await sql.end({ timeout: 1 }).catch(() => undefined);
+    throw err;
+  }
+}
+
 export function printBudgets(result, print = console.log) {
   const c = result.config;
   print(
@@ -206,6 +279,13 @@ export function printBudgets(result, print = console.log) {
         fmt(s.serverCpuUs, 0),
         fmt(s.pgCpuUs, 0),
       ]),
+    ),
+  );
+  print(`\nPostgreSQL alone: ${c.rate} single-row upsert commits/s from 4 connections, open loop`);
+  print(
+    table(
+      ['synchronous_commit', 'commits/s', 'p50 ms', 'p99 ms', 'max ms'],
+      (result.control ?? []).map((r) => [r.synchronous_commit, fmtInt(r.achievedPerSec), fmt(r.p50, 3), fmt(r.p99, 3), fmt(r.max, 1)]),
     ),
   );
   print(`\nClosed loop (${c.closedDuration} s each, autocannon)`);
