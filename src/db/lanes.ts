@@ -129,7 +129,9 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
     for (const call of batch) call.phase = 'committing'; // from here its timer no longer abandons it
     try {
       await lane`commit`;
-      batch.forEach((call, i) => finish(call, { rows: rowsOf[i]!, committed: true }));
+      batch.forEach((call, i) => {
+        finish(call, { rows: rowsOf[i]!, committed: true });
+      });
     } catch (error) {
       for (const call of batch) finish(call, { error: toStoreError(error) });
     } finally {
