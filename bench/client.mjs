@@ -22,7 +22,11 @@ export async function runClient({ quick = false, log = console.log } = {}) {
   const token = signToken();
   const client = createClient({ url, token });
   const bare = async () => {
-    const res = await fetch(`${url}/decide`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: DECIDE_TEXT });
+    const res = await fetch(`${url}/decide`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: DECIDE_TEXT,
+    });
     const body = await res.json();
     if (body.decision !== 'allow') throw new Error(`bare: ${body.decision}`);
   };

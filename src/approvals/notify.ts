@@ -25,13 +25,14 @@ export interface ApprovalWaiterOptions {
   maxTotal?: number;
 }
 
-/** A wait refused because the caller, or the replica, already holds as many as it may. */
+/** A wait (or a live stream, feed.ts) refused because the caller, or the replica, already holds as many as it may. */
 export class WaitLimitError extends Error {
   constructor(
     readonly scope: 'caller' | 'replica',
     readonly limit: number,
+    readonly what: 'waits' | 'streams' = 'waits',
   ) {
-    super(scope === 'caller' ? `this caller already holds ${limit} waits` : `this replica already holds ${limit} waits`);
+    super(scope === 'caller' ? `this caller already holds ${limit} ${what}` : `this replica already holds ${limit} ${what}`);
     this.name = 'WaitLimitError';
   }
 }
@@ -112,6 +113,7 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
   // Called exactly once: postgres.js re-registers this listener itself after a reconnect, and runs the
   // onlisten callback each time, when notifications may have been missed: re-check everything.
   const listening = sql
+    // A filing's notification (CREATED_PREFIX) names no id anyone waits on: settle() ignores it.
     .listen(APPROVALS_CHANNEL, (id) => settle(id.toLowerCase()), recheckAll)
     .then(
       (meta) => meta,

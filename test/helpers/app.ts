@@ -76,7 +76,12 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       ...(options.maxWaitsPerCaller !== undefined ? { maxPerCaller: options.maxWaitsPerCaller } : {}),
       ...(options.maxWaits !== undefined ? { maxTotal: options.maxWaits } : {}),
     });
-    approvals = createApprovalService(db.sql, store, waiter);
+    approvals = createApprovalService(db.sql, store, waiter, {
+      feed: {
+        ...(options.maxWaitsPerCaller !== undefined ? { maxPerCaller: options.maxWaitsPerCaller } : {}),
+        ...(options.maxWaits !== undefined ? { maxTotal: options.maxWaits } : {}),
+      },
+    });
   }
   const ctx: AppContext = {
     policies,
