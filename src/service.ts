@@ -193,10 +193,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     });
     const waiter = createApprovalWaiter(sql, store, { maxPerCaller: config.maxWaitsPerCaller, maxTotal: config.maxWaits });
     // Opens the LISTEN connection and starts the sweeper.
-    const approvals = createApprovalService(sql, store, waiter, {
-      schemaReady: () => migrated,
-      feed: { maxPerCaller: config.maxWaitsPerCaller, maxTotal: config.maxWaits },
-    });
+    const approvals = createApprovalService(sql, store, waiter, { schemaReady: () => migrated });
     let approvalsClosing: Promise<void> | null = null;
     const closeApprovals = (): Promise<void> => (approvalsClosing ??= approvals.close());
     opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);

@@ -10,11 +10,12 @@
 //   again, and when a read fails, every subscriber is told to `reset` (read its list again). An
 //   approval that lapses unswept sends nothing until the sweep writes it: a page keeps its own
 //   clock on expires_at.
-// - Subscriptions are capped per caller and per replica, like waits (notify.ts).
+// - A subscription takes a place among the replica's held requests, shared with the waits
+//   (notify.ts: MAX_WAITS_PER_CALLER per caller, MAX_WAITS in all).
 
 import type { Sql } from 'postgres';
 import type { ApprovalSummary } from './approval.js';
-import { WaitLimitError } from './notify.js';
+import type { Holds } from './notify.js';
 import type { ApprovalStore } from './store.js';
 import { APPROVALS_CHANNEL, CREATED_PREFIX } from './store.js';
 
@@ -28,18 +29,10 @@ export interface FeedSubscription {
   onEvent(event: FeedEvent): void;
 }
 
-export interface ApprovalFeedOptions {
-  /** Subscriptions one caller may hold at once. Default 20 (MAX_WAITS_PER_CALLER's default). */
-  maxPerCaller?: number;
-  /** Subscriptions this replica holds at once. Default 512. */
-  maxTotal?: number;
-}
-
 export interface ApprovalFeed {
   /**
-   * Resolves when the feed is listening (false when the database could not be reached: changes are
-   * then seen only after a reset). Throws WaitLimitError at once when the caller or the replica holds
-   * too many; returns the unsubscribe function.
+   * `listening` resolves when the feed is listening (false when the database could not be reached).
+   * Throws WaitLimitError at once when the caller or the replica holds too many requests.
    */
   subscribe(subscription: FeedSubscription): { listening: Promise<boolean>; unsubscribe(): void };
   /** Subscriptions held now. */
@@ -47,11 +40,8 @@ export interface ApprovalFeed {
   close(): Promise<void>;
 }
 
-export function createApprovalFeed(sql: Sql, store: Pick<ApprovalStore, 'summaries'>, options: ApprovalFeedOptions = {}): ApprovalFeed {
-  const maxPerCaller = options.maxPerCaller ?? 20;
-  const maxTotal = options.maxTotal ?? 512;
+export function createApprovalFeed(sql: Sql, store: Pick<ApprovalStore, 'summaries'>, holds: Holds): ApprovalFeed {
   const subscribers = new Set<FeedSubscription>();
-  const perCaller = new Map<string, number>();
   // Ids notified since the last read: read together, one statement per event-loop turn.
   const due = new Set<string>();
   let closed = false;
@@ -104,13 +94,10 @@ export function createApprovalFeed(sql: Sql, store: Pick<ApprovalStore, 'summari
 
   return {
     subscribe(subscription) {
-      const held = perCaller.get(subscription.caller) ?? 0;
-      if (held >= maxPerCaller) throw new WaitLimitError('caller', maxPerCaller, 'streams');
-      if (subscribers.size >= maxTotal) throw new WaitLimitError('replica', maxTotal, 'streams');
+      const release = holds.take(subscription.caller, 'streams');
       // A copy: the same object subscribed twice is two subscriptions.
       const entry: FeedSubscription = { ...subscription };
       subscribers.add(entry);
-      perCaller.set(subscription.caller, held + 1);
       let active = true;
       return {
         listening: closed ? Promise.resolve(false) : listen(),
@@ -118,9 +105,7 @@ export function createApprovalFeed(sql: Sql, store: Pick<ApprovalStore, 'summari
           if (!active) return;
           active = false;
           subscribers.delete(entry);
-          const left = (perCaller.get(subscription.caller) ?? 1) - 1;
-          if (left === 0) perCaller.delete(subscription.caller);
-          else perCaller.set(subscription.caller, left);
+          release();
         },
       };
     },
@@ -130,7 +115,6 @@ export function createApprovalFeed(sql: Sql, store: Pick<ApprovalStore, 'summari
     async close() {
       closed = true;
       subscribers.clear();
-      perCaller.clear();
       const meta = await listening;
       await meta?.unlisten().catch(() => {});
     },

@@ -37,6 +37,43 @@ export class WaitLimitError extends Error {
   }
 }
 
+/**
+ * The places a replica's held requests (long-polls and live streams, feed.ts) take: one count for
+ * both, per caller (`sub`) and in all, since each holds a connection.
+ */
+export interface Holds {
+  /** Takes a place for `caller`, or throws WaitLimitError at once; returns its release (a second call does nothing). */
+  take(caller: string, what: 'waits' | 'streams'): () => void;
+  /** Places taken now, in all. */
+  readonly size: number;
+}
+
+export function createHolds(maxPerCaller: number, maxTotal: number): Holds {
+  const perCaller = new Map<string, number>();
+  let total = 0;
+  return {
+    take(caller, what) {
+      const held = perCaller.get(caller) ?? 0;
+      if (held >= maxPerCaller) throw new WaitLimitError('caller', maxPerCaller, what);
+      if (total >= maxTotal) throw new WaitLimitError('replica', maxTotal, what);
+      perCaller.set(caller, held + 1);
+      total++;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        total--;
+        const left = (perCaller.get(caller) ?? 1) - 1;
+        if (left === 0) perCaller.delete(caller);
+        else perCaller.set(caller, left);
+      };
+    },
+    get size() {
+      return total;
+    },
+  };
+}
+
 export interface ApprovalWaiter {
   /**
    * `approval` (as just read, pending) once it has left `pending`, re-read; or as it was after timeoutMs
@@ -46,6 +83,8 @@ export interface ApprovalWaiter {
   waitForChange(approval: Approval, timeoutMs: number, options: { caller: string; signal?: AbortSignal }): Promise<Approval | null>;
   /** How many waits are held now, in all. */
   readonly size: number;
+  /** The places waits take, shared with the live streams of the same replica. */
+  readonly holds: Holds;
   /** Stops listening; waits in progress answer with what they hold. */
   close(): Promise<void>;
 }
@@ -59,11 +98,9 @@ interface Wait {
 
 export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' | 'settled'>, options: ApprovalWaiterOptions = {}): ApprovalWaiter {
   const recheckMs = options.recheckMs ?? 1000;
-  const maxPerCaller = options.maxPerCaller ?? 20;
-  const maxTotal = options.maxTotal ?? 512;
+  const holds = createHolds(options.maxPerCaller ?? 20, options.maxTotal ?? 512);
   // id (lower case) → the waits on it.
   const waiting = new Map<string, Set<Wait>>();
-  const perCaller = new Map<string, number>();
   // Ids being re-read now: one read per id, however many notifications and waits.
   const reading = new Set<string>();
   // Ids newly awaited since the last check: checked together, one statement per event-loop turn.
@@ -124,9 +161,7 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new RangeError('timeoutMs must be a finite number ≥ 0');
     signal?.throwIfAborted();
     if (closed || timeoutMs === 0 || approval.status !== 'pending') return Promise.resolve(approval);
-    const held = perCaller.get(caller) ?? 0;
-    if (held >= maxPerCaller) throw new WaitLimitError('caller', maxPerCaller);
-    if (total >= maxTotal) throw new WaitLimitError('replica', maxTotal);
+    const release = holds.take(caller, 'waits');
 
     const id = approval.id.toLowerCase();
     return new Promise<Approval | null>((resolve, reject) => {
@@ -136,9 +171,7 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
         const set = waiting.get(id);
         if (set?.delete(wait) && set.size === 0) waiting.delete(id);
         total--;
-        const left = (perCaller.get(caller) ?? 1) - 1;
-        if (left === 0) perCaller.delete(caller);
-        else perCaller.set(caller, left);
+        release();
         if (total === 0 && recheck !== null) {
           clearInterval(recheck);
           recheck = null;
@@ -161,7 +194,6 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
       const timer = setTimeout(() => wait.resolve(approval), timeoutMs);
       signal?.addEventListener('abort', onAbort, { once: true });
       total++;
-      perCaller.set(caller, held + 1);
       const set = waiting.get(id) ?? new Set<Wait>();
       waiting.set(id, set);
       set.add(wait);
@@ -194,6 +226,7 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
     get size() {
       return total;
     },
+    holds,
     close,
   };
 }

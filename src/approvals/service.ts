@@ -5,7 +5,7 @@ import { StoreUnavailableError } from '../db/errors.js';
 import { modelMessage, spentApprovalMessage } from '../policy/message.js';
 import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import type { Approval, ApprovalStatus } from './approval.js';
-import { createApprovalFeed, type ApprovalFeed, type ApprovalFeedOptions } from './feed.js';
+import { createApprovalFeed, type ApprovalFeed } from './feed.js';
 import type { ApprovalWaiter } from './notify.js';
 import type { ApprovalStore } from './store.js';
 
@@ -45,8 +45,6 @@ export interface ApprovalServiceOptions {
    * answers 503 until they are (src/service.ts keeps retrying them); tests start migrated.
    */
   schemaReady?: () => boolean;
-  /** The live feed's limits (MAX_WAITS_PER_CALLER and MAX_WAITS, as for waits). */
-  feed?: ApprovalFeedOptions;
 }
 
 export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: ApprovalWaiter, options: ApprovalServiceOptions = {}): ApprovalService {
@@ -59,7 +57,8 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
     if (schemaReady()) store.sweep().catch(() => undefined); // a down database is reported by /readyz, not here
   }, options.sweepMs ?? 60_000);
   sweeper.unref();
-  const feed = createApprovalFeed(sql, store, options.feed);
+  // Streams take their places among the waits' (MAX_WAITS_PER_CALLER, MAX_WAITS).
+  const feed = createApprovalFeed(sql, store, waiter.holds);
 
   return {
     store,

@@ -76,12 +76,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       ...(options.maxWaitsPerCaller !== undefined ? { maxPerCaller: options.maxWaitsPerCaller } : {}),
       ...(options.maxWaits !== undefined ? { maxTotal: options.maxWaits } : {}),
     });
-    approvals = createApprovalService(db.sql, store, waiter, {
-      feed: {
-        ...(options.maxWaitsPerCaller !== undefined ? { maxPerCaller: options.maxWaitsPerCaller } : {}),
-        ...(options.maxWaits !== undefined ? { maxTotal: options.maxWaits } : {}),
-      },
-    });
+    approvals = createApprovalService(db.sql, store, waiter);
   }
   const ctx: AppContext = {
     policies,

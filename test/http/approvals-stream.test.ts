@@ -100,7 +100,7 @@ describe('the stream', () => {
 });
 
 describe('limits and shutdown', () => {
-  it('a caller holds at most MAX_WAITS_PER_CALLER streams (429), a replica MAX_WAITS (503); a closed one frees its place', async () => {
+  it('streams take the places of waits: MAX_WAITS_PER_CALLER per caller (429), MAX_WAITS per replica (503); a closed one frees its place', async () => {
     const capped = await createTestApp({ database: a.db!, maxWaitsPerCaller: 1, maxWaits: 2 });
     try {
       const url = `http://127.0.0.1:${await listenLoopback(capped.app)}/approvals/stream`;
@@ -118,6 +118,11 @@ describe('limits and shutdown', () => {
       expect(capped.ctx.approvals!.feed.size).toBe(1);
       const again = await openStream(url, approverToken('op-a'));
       await ready(again);
+      // Streams and long-polls take the same places: op-a holds its one.
+      const { id } = (await post(capped.app, '/approvals', refund('W1'), agent('agent-w'))).json() as { id: string };
+      const wait = await capped.app.inject({ method: 'GET', url: `/approvals/${id}?wait=5`, headers: { authorization: `Bearer ${approverToken('op-a')}` } });
+      expect(wait.statusCode).toBe(429);
+      expect(wait.json()).toMatchObject({ code: 'too_many_waits' });
       again.close();
       second.close();
     } finally {

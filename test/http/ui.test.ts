@@ -61,7 +61,10 @@ function cardView(body: string): View & { argsText: string; contextText: string 
 function inspect(s: string, json = false): { parts: Part[]; findings: { kind: string; text: string }[] } {
   return JSON.parse(runInNewContext(`${CARD_JS}\nJSON.stringify(inspect(input, json))`, { input: s, json }) as string);
 }
-const shown = (s: string): string => inspect(s).parts.map((p) => p.text).join('');
+const shown = (s: string): string =>
+  inspect(s)
+    .parts.map((p) => p.text)
+    .join('');
 
 /** An approval as GET /approvals/{id} returns it (only the fields the card reads matter), as JSON text. */
 function approvalJson(parts: Record<string, unknown> & { argsText?: string }): string {
@@ -213,7 +216,10 @@ describe('the card: characters that hide or pose as others', () => {
   });
 
   it('a line break and a tab are escapes too, but nothing to report', () => {
-    expect(inspect('a\nb\tc')).toMatchObject({ parts: [{ text: 'a' }, { text: '\\n', esc: true }, { text: 'b' }, { text: '\\t', esc: true }, { text: 'c' }], findings: [] });
+    expect(inspect('a\nb\tc')).toMatchObject({
+      parts: [{ text: 'a' }, { text: '\\n', esc: true }, { text: 'b' }, { text: '\\t', esc: true }, { text: 'c' }],
+      findings: [],
+    });
   });
 
   it('findings name where they are: an argument, a key, the requester, the run, the context', () => {
@@ -225,7 +231,13 @@ describe('the card: characters that hide or pose as others', () => {
         run_id: 'run\u00A07',
       }),
     );
-    expect(v.findings.map((f) => f.where)).toEqual(['args.nested["fi\\u202Ele"] (a key)', 'args.nested["fi\\u202Ele"][0]', 'context.repo', 'the requester', 'the run id']);
+    expect(v.findings.map((f) => f.where)).toEqual([
+      'args.nested["fi\\u202Ele"] (a key)',
+      'args.nested["fi\\u202Ele"][0]',
+      'context.repo',
+      'the requester',
+      'the run id',
+    ]);
     expect(v.run.map((p) => p.text).join('')).toBe('run\\u00A07');
     expect(v.contextText).toBe('{\n  "repo": "acme\\u2066/api"\n}');
   });
@@ -239,7 +251,14 @@ describe('the card: every requirement, and the arguments no requirement picks', 
       approvalJson({
         args,
         requirements: [
-          { policy: 'payments', rule: 'pay', kind: 'payment', reason: 'payments need an operator', capability: { amount: 10 }, presentation: { memo: 'monthly rent' } },
+          {
+            policy: 'payments',
+            rule: 'pay',
+            kind: 'payment',
+            reason: 'payments need an operator',
+            capability: { amount: 10 },
+            presentation: { memo: 'monthly rent' },
+          },
           { policy: 'risk', rule: 'all', kind: 'confirm', reason: 'risk looks at everything', capability: { tool: 'send_payment', args }, presentation: {} },
         ],
       }),

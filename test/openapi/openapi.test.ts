@@ -669,9 +669,9 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     ping.mockRestore();
     expect(await call(db, { url: '/metrics' }, 200)).toContain('gatehouse_policy_files');
     expect(await call(plain, { url: '/ui' }, 200)).toContain('<title>Gatehouse approvals</title>');
-    expect(await call(plain, { url: '/ui/card.js' }, 200)).toContain('function cardText');
+    expect(await call(plain, { url: '/ui/card.js' }, 200)).toContain('function cardView');
     expect(await call(plain, { url: '/ui/page.js' }, 200)).toContain('textContent');
-    expect(await call(plain, { url: '/ui/page.css' }, 200)).toContain('.presentation');
+    expect(await call(plain, { url: '/ui/page.css' }, 200)).toContain('.approval');
     expect(await call(db, { url: '/openapi.yaml' }, 200)).toBe(openApiText);
   });
 

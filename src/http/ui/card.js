@@ -293,7 +293,8 @@ function inspect(s, json) {
     else plain += c;
   });
   flush();
-  if (chars.some((c, k) => escaped[k] === null && RTL.test(c))) findings.push({ kind: 'rtl', text: 'right-to-left letters: the order shown may differ from the order stored' });
+  if (chars.some((c, k) => escaped[k] === null && RTL.test(c)))
+    findings.push({ kind: 'rtl', text: 'right-to-left letters: the order shown may differ from the order stored' });
   return { parts, findings };
 }
 
