@@ -81,6 +81,6 @@ export interface ApprovalEvent {
   from_status: ApprovalStatus | null;
   to_status: ApprovalStatus;
   note: string | null;
-  /** A denial's message for the agent (null otherwise, and on events from before migrations/0009). */
+  /** A denial's message for the agent (null otherwise, and on events written before there was one). */
   message: string | null;
 }

@@ -316,7 +316,7 @@ describe.skipIf(!available)(`the operator page in Chromium${available ? '' : ` (
 
   // ---- 4. feedback on the card, 409 with who and when, expiry said ---------------------------------------------
 
-  it('an approval decided elsewhere while the stream is down: Grant answers on its card who decided it and when', async () => {
+  it('an approval decided elsewhere while the stream is down: Grant answers on its card who decided it and when; the stream comes back', async () => {
     const a = await file({ tool: 'transfer', args: { to: 'C1', amount: 90 } });
     await page.route('**/approvals/stream', (route) => route.abort());
     try {
@@ -332,6 +332,12 @@ describe.skipIf(!available)(`the operator page in Chromium${available ? '' : ` (
       );
       expect(await card(a.id).locator('button[data-f=grant]').isDisabled()).toBe(true);
       expect(await statusOf(a.id)).toBe('denied');
+      // Filed while the stream is down: it shows once the stream is back (the page reads its list again).
+      const later = await file({ tool: 'transfer', args: { to: 'C2', amount: 91 } });
+      await page.unroute('**/approvals/stream');
+      await page.waitForFunction(() => document.getElementById('live')?.textContent?.startsWith('Live'));
+      await card(later.id).waitFor();
+      expect(await page.locator('article.approval').evaluateAll((els) => els.map((e) => e.getAttribute('data-id')))).toEqual([a.id, later.id]);
     } finally {
       await page.unroute('**/approvals/stream');
     }
