@@ -125,6 +125,11 @@ describe('limits and shutdown', () => {
       expect(wait.json()).toMatchObject({ code: 'too_many_waits' });
       again.close();
       second.close();
+      // HEAD is no stream: it takes no place (it would outlive its answer).
+      for (let i = 0; i < 200 && capped.ctx.approvals!.feed.size > 0; i++) await new Promise((r) => setTimeout(r, 10));
+      const head = await fetch(url, { method: 'HEAD', headers: { authorization: `Bearer ${approverToken('op-a')}` } });
+      expect(head.status).toBe(404);
+      expect(capped.ctx.approvals!.waiter.holds.size).toBe(0);
     } finally {
       await capped.close();
     }

@@ -179,7 +179,8 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     for (const s of streams) s.end();
     done();
   });
-  app.get('/approvals/stream', { schema: { querystring: streamQuery } }, async (request, reply) => {
+  // No HEAD: a stream's headers alone say nothing, and its subscription would outlive them.
+  app.get('/approvals/stream', { schema: { querystring: streamQuery }, exposeHeadRoute: false }, async (request, reply) => {
     const { feed } = service();
     const identity = identityOf(request);
     const approver = isApprover(identity);
@@ -192,18 +193,24 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       seesAll: approver,
       onEvent: (e: FeedEvent) => (e.type === 'reset' ? write('reset', {}) : write('approval', summaryView(e.approval, approver))),
     });
-    if (!(await subscription.listening)) {
-      subscription.unsubscribe();
-      throw new HttpError('unavailable', 'the approval store is unavailable; retry later', { retryAfterSec: 2 });
-    }
-    const heartbeat = setInterval(() => body.write(': heartbeat\n\n'), HEARTBEAT_MS);
-    heartbeat.unref();
-    streams.add(body);
-    body.once('close', () => {
+    // Whichever ends first (the client going, even before the answer began; the stream ended), it all goes.
+    let heartbeat: NodeJS.Timeout | undefined;
+    const end = (): void => {
       clearInterval(heartbeat);
       subscription.unsubscribe();
       streams.delete(body);
-    });
+      body.destroy();
+    };
+    reply.raw.once('close', end);
+    body.once('close', end);
+    if (!(await subscription.listening)) {
+      end();
+      throw new HttpError('unavailable', 'the approval store is unavailable; retry later', { retryAfterSec: 2 });
+    }
+    if (body.destroyed) return reply.hijack(); // the client left while the feed started listening
+    heartbeat = setInterval(() => body.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    heartbeat.unref();
+    streams.add(body);
     // A reconnecting EventSource waits `retry` ms; `ready` says the feed was listening before any
     // list the client reads next.
     body.write('retry: 2000\n\n');
