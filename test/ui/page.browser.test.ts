@@ -465,7 +465,7 @@ describe.skipIf(!available)(`the operator page in Chromium${available ? '' : ` (
     expect(await card(bulk[1]!).locator('[data-f=decision_message]').textContent()).toBe('Declined.');
     expect(await card(bulk[1]!).locator('[data-f=decide]').isVisible()).toBe(false);
     await page.click('#filters button[type=reset]');
-  });
+  }, 90_000); // a bound on a hang: filing 1,200 approvals takes seconds on a busy machine
 
   // ---- 7. a note for the record, a message for the agent ------------------------------------------------------
 

@@ -34,6 +34,7 @@
   let loadedOnce = false;
   let stream = null; // the AbortController of the open stream
   let streamRetry = null;
+  let retryMs = 2000; // doubles while reconnecting fails, up to 30 s
   let clockSkewMs = 0; // the server's clock minus ours, from Date headers
   let arrived = 0; // approvals that match the list but wait behind "Show them"
   let countTimer = null;
@@ -157,6 +158,7 @@
     if (stream) stream.abort();
     stream = null;
     clearTimeout(streamRetry);
+    retryMs = 2000;
     loadedOnce = false;
     applied = null;
     me = null;
@@ -222,11 +224,13 @@
     liveLine.className = 'live off';
     if (!loadedOnce) load();
     clearTimeout(streamRetry);
-    streamRetry = setTimeout(openStream, 2000);
+    streamRetry = setTimeout(openStream, retryMs);
+    retryMs = Math.min(30_000, retryMs * 2);
   }
 
   function onStreamEvent(name, data) {
     if (name === 'ready') {
+      retryMs = 2000;
       liveLine.textContent = 'Live: changes appear as they happen.';
       liveLine.className = 'live on';
       if (loadedOnce) refresh();
@@ -400,6 +404,7 @@
     clearTimeout(countTimer);
     countTimer = setTimeout(async () => {
       const gen = generation;
+      if (applied === null) return;
       const [all, listed] = await Promise.all([
         api('GET', '/approvals?status=pending&limit=1&count=true').catch(() => null),
         api('GET', listPath(null).replace('limit=' + PAGE_SIZE, 'limit=1')).catch(() => null),
