@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `gatehouse` command: check | test | hash | token | serve | version | help. Each command is a
+// The `gatehouse` command: check | test | hash | token | serve | mcp-proxy | hook | version | help. Each command is a
 // function of (argv, io) returning an exit code, so tests run them in-process. Exit codes are the
 // same for all (io.ts EXIT): 0 ok, 1 a failing test or a refused decision, 2 a usage error or invalid
 // input, so that CI can tell a typo from a red test.
@@ -22,6 +22,9 @@ interface Command {
 
 // `token` loads the service's token checks (and their JWT libraries): only when it is asked for.
 const loadToken = () => import('./cli/token.js');
+// `mcp-proxy` loads the MCP SDK, and `hook` the client: each only when it runs (a hook runs per tool call).
+const loadMcpProxy = () => import('./cli/mcp-proxy.js');
+const loadHook = () => import('./cli/hook.js');
 
 const VERSION = defineCommand({
   name: 'version',
@@ -44,6 +47,16 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     run: async (argv, io) => (await loadToken()).runToken(argv, io),
   },
   serve: { summary: 'serve                              run the service (what npm start runs)', usage: async () => SERVE.usage, run: runServe },
+  'mcp-proxy': {
+    summary: 'mcp-proxy [--prefix P] -- CMD ...  an MCP server that asks Gatehouse before each upstream tool call',
+    usage: async () => (await loadMcpProxy()).MCP_PROXY.usage,
+    run: async (argv, io) => (await loadMcpProxy()).runMcpProxy(argv, io),
+  },
+  hook: {
+    summary: "hook claude-code [--wait S]        Claude Code's PreToolUse hook: Gatehouse decides each tool call",
+    usage: async () => (await loadHook()).HOOK.usage,
+    run: async (argv, io) => (await loadHook()).runHook(argv, io),
+  },
   version: { summary: 'version                            print the version (also --version, -v)', usage: async () => VERSION.usage, run: runVersion },
   help: { summary: "help [COMMAND]                     this help, or a command's (also COMMAND --help)", usage: async () => USAGE, run: runHelp },
 };

@@ -64,6 +64,14 @@ export function parseCommand<const O extends Options>(argv: string[], spec: Comm
   return parsed;
 }
 
+/** A whole number of seconds in [min, max], the default when not given; undefined when invalid. */
+export function seconds(text: string | undefined, fallback: number, min: number, max: number): number | undefined {
+  if (text === undefined) return fallback;
+  if (!/^\d{1,6}$/.test(text)) return undefined;
+  const n = Number(text);
+  return n >= min && n <= max ? n : undefined;
+}
+
 function isParseArgsError(err: unknown): err is Error {
   return (
     err instanceof TypeError && typeof (err as NodeJS.ErrnoException).code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('ERR_PARSE_ARGS_')

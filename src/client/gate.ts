@@ -16,8 +16,16 @@ import type { Approval, ApprovalStatus, DecisionBody, DecisionKind, ToolCall } f
 export interface GateOptions {
   /** The run this call belongs to: sent as `run.id`, and the scope of "one approval per call". */
   runId?: string;
-  /** Aborting it while an approval is pending withdraws the approval (status `cancelled`). */
+  /** Aborting it while an approval is pending withdraws the approval (status `cancelled`), unless `onAbort` is `keep`. */
   signal?: AbortSignal;
+  /** `keep`: an abort only stops the wait, and the approval stays pending for a later gate(). Default `withdraw`. */
+  onAbort?: 'withdraw' | 'keep';
+  /**
+   * `false`: a look that uses nothing, for a framework that asks "may it run?" before it executes. A
+   * granted approval then resolves `require_approval` with status `granted`, left for the gate() that
+   * executes the call (same run, same call) to redeem; the look records no step of the run.
+   */
+  redeem?: boolean;
   /** Called when an approval is filed or found, and after each round of waiting while it is pending. */
   onPending?: (approval: PendingApproval) => void;
   /** How long to wait for an operator, and for a 503 to pass. Default 10 minutes; 0 files and returns. */
@@ -74,7 +82,7 @@ export async function gate(deps: GateDeps, input: ToolCall, options: GateOptions
   } catch (err) {
     return attempt.failed(err);
   }
-  if (result.decision !== 'require_approval')
+  if (result.decision !== 'require_approval' && options.redeem !== false)
     record({ tool: call.tool, decision: result.decision, ...(result.approval ? { approval_id: result.approval.id } : {}) });
   return result;
 }
@@ -104,8 +112,8 @@ class Attempt {
     const fresh = await this.retrying(() => routes.decide(this.call, this.signal()));
     if (fresh.decision !== 'require_approval') return finalOf(fresh);
     let entry = await this.entry();
-    // A redeem sent before and never answered: repeat it exactly before anything else.
-    if (entry?.redeem) return this.redeem({ id: entry.id, redeem: entry.redeem });
+    // A redeem sent before and never answered: repeat it exactly before anything else (a look leaves it for the use).
+    if (entry?.redeem) return this.options.redeem === false ? this.granted(fresh, entry.id) : this.redeem({ id: entry.id, redeem: entry.redeem });
     for (let filings = 0; ; ) {
       if (entry === undefined) {
         if (filings++ === MAX_FILINGS) return finalOf(fresh);
@@ -125,6 +133,7 @@ class Attempt {
           return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: summary(approval), body: fresh };
         case 'granted':
         case 'consumed': // consumed by a redeem whose answer was lost, or by someone else: the server tells
+          if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expires_at);
           return this.redeem({
             id: approval.id,
             redeem: { key: `gatehouse-client:${randomUUID()}`, body: JSON.stringify({ ...this.call, approval_id: approval.id }) },
@@ -147,6 +156,11 @@ class Attempt {
     // The answer is read (allow, or the reason it cannot be): the grant is settled either way.
     await this.forget();
     return finalOf(answer);
+  }
+
+  /** What a look answers for a grant it leaves to the call's use. */
+  private granted(fresh: DecisionBody, id: string, expiresAt: string | null = null): GateResult {
+    return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: { id, status: 'granted', expiresAt }, body: fresh };
   }
 
   /** The approval's state once it leaves pending or the wait is over; undefined when not found. */
@@ -178,6 +192,14 @@ class Attempt {
    */
   async failed(err: unknown): Promise<GateResult> {
     const tool = this.call.tool;
+    if (this.options.signal?.aborted && this.pendingId !== undefined && this.options.onAbort === 'keep') {
+      return {
+        decision: 'require_approval',
+        message: `The "${tool}" action was not run: its approval is still pending.`,
+        reason: 'the wait was stopped',
+        approval: { id: this.pendingId, status: 'pending', expiresAt: null },
+      };
+    }
     if (this.options.signal?.aborted && this.pendingId !== undefined) {
       const id = this.pendingId;
       const withdrawn = await this.deps.routes.cancel(id).catch(() => undefined);

@@ -76,6 +76,7 @@ export type ToolStatus = 'allow' | 'require_approval' | 'deny' | 'abort' | 'depe
 
 /** GET /tools: every catalogued tool (exact names and globs) and what the caller would get. */
 export interface ToolsResponse {
-  env: string;
+  /** The active environment (POLICY_ENV), or null when none is set. */
+  env: string | null;
   tools: { name: string; policy: string; kind: string | null; tags: string[]; status: ToolStatus; rules: string[] }[];
 }

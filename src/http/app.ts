@@ -15,7 +15,9 @@ import { explainRoute } from './routes/explain.js';
 import { meRoute } from './routes/me.js';
 import { opsRoutes } from './routes/ops.js';
 import { policiesRoute } from './routes/policies.js';
+import { toolsRoute } from './routes/tools.js';
 import { uiRoutes } from './routes/ui.js';
+import { webhooksRoute } from './routes/webhooks.js';
 
 export interface AppOptions {
   readonly bodyLimit: number;
@@ -91,7 +93,9 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     decideRoute(secured, ctx);
     explainRoute(secured, ctx);
     policiesRoute(secured, ctx);
+    toolsRoute(secured, ctx);
     approvalRoutes(secured, ctx);
+    webhooksRoute(secured, ctx);
     meRoute(secured, ctx);
   });
   return app;

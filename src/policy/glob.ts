@@ -23,7 +23,8 @@ export interface Glob {
 
 export const MAX_GLOB_LENGTH = 256;
 
-type Atom =
+/** One step of a compiled glob: a character, `?`, `*` or a class. */
+export type GlobAtom =
   | { readonly type: 'char'; readonly code: number }
   | { readonly type: 'any' } // ?
   | { readonly type: 'star' } // *
@@ -54,8 +55,8 @@ export function compileGlob(pattern: string): Glob {
   });
 }
 
-function tokenize(pattern: string): Atom[] {
-  const atoms: Atom[] = [];
+function tokenize(pattern: string): GlobAtom[] {
+  const atoms: GlobAtom[] = [];
   let i = 0;
   while (i < pattern.length) {
     const ch = pattern[i] ?? '';
@@ -81,7 +82,7 @@ function tokenize(pattern: string): Atom[] {
 }
 
 /** Reads `[...]` starting at `open`; returns the index after its `]`. */
-function readClass(pattern: string, open: number, atoms: Atom[]): number {
+function readClass(pattern: string, open: number, atoms: GlobAtom[]): number {
   let i = open + 1;
   const negated = pattern[i] === '!' || pattern[i] === '^';
   if (negated) i++;
@@ -123,7 +124,20 @@ function checkClassChar(pattern: string, i: number): void {
   }
 }
 
-function matchesOne(atom: Atom, code: number): boolean {
+/**
+ * The atoms of a glob that compiled (compileGlob), for code that reasons about the names a glob
+ * matches rather than testing one (./name-classes.ts). Throws GlobError for a pattern that does not compile.
+ */
+export function globAtoms(pattern: string): readonly GlobAtom[] {
+  return tokenize(pattern);
+}
+
+/** Whether one atom other than `*` takes the character with this UTF-16 code. */
+export function atomTakes(atom: GlobAtom, code: number): boolean {
+  return matchesOne(atom, code);
+}
+
+function matchesOne(atom: GlobAtom, code: number): boolean {
   switch (atom.type) {
     case 'char':
       return atom.code === code;
@@ -149,7 +163,7 @@ function matchesOne(atom: Atom, code: number): boolean {
  * character. Only the last star needs remembering: whatever an earlier star could absorb, the later
  * one can too, so the walk never revisits a (star, position) pair and stays O(n × m).
  */
-function matches(atoms: readonly Atom[], name: string): boolean {
+function matches(atoms: readonly GlobAtom[], name: string): boolean {
   let p = 0;
   let n = 0;
   let starP = -1;

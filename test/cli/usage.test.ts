@@ -17,7 +17,7 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; err:
   return { code, out, err };
 }
 
-const COMMANDS = ['check', 'test', 'hash', 'token', 'serve', 'version', 'help'] as const;
+const COMMANDS = ['check', 'test', 'hash', 'token', 'serve', 'mcp-proxy', 'hook', 'version', 'help'] as const;
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 
 describe('help', () => {
@@ -48,7 +48,7 @@ describe('help', () => {
       }
       expect(outs.size, name).toBe(1);
     }
-    const each = await Promise.all(['check', 'test', 'hash', 'token', 'serve'].map(async (name) => (await run(name, '--help')).out));
+    const each = await Promise.all(['check', 'test', 'hash', 'token', 'serve', 'mcp-proxy', 'hook'].map(async (name) => (await run(name, '--help')).out));
     for (const out of each) {
       expect(out).toMatch(/\noptions:\n/);
       expect(out).toMatch(/\nexit status: 0 /);
@@ -86,6 +86,28 @@ describe('usage errors: the usage and the problem on stderr, exit 2', () => {
     [['token'], /^usage: gatehouse token /, /\ngatehouse token: --sub is required\n$/],
     [['serve', '--port', '1'], /^usage: gatehouse serve\n/, /\ngatehouse serve: unknown option '--port'\n$/],
     [['serve', 'now'], /^usage: gatehouse serve\n/, /\ngatehouse serve: unexpected argument 'now'\n$/],
+    [['mcp-proxy'], /^usage: gatehouse mcp-proxy /, /\ngatehouse mcp-proxy: missing the upstream server: -- COMMAND \[ARGS\.\.\.\] or --upstream URL\n$/],
+    [['mcp-proxy', '--'], /^usage: gatehouse mcp-proxy /, /\ngatehouse mcp-proxy: missing COMMAND after --\n$/],
+    [['mcp-proxy', 'npx', 'server'], /^usage: gatehouse mcp-proxy /, /\ngatehouse mcp-proxy: unexpected argument 'npx'\n$/],
+    [
+      ['mcp-proxy', '--upstream', 'http://127.0.0.1:1/mcp', '--', 'npx'],
+      /^usage: gatehouse mcp-proxy /,
+      /\ngatehouse mcp-proxy: give either -- COMMAND or --upstream URL, not both\n$/,
+    ],
+    [['mcp-proxy', '--upstream', 'file:///mcp'], /^usage: gatehouse mcp-proxy /, /\ngatehouse mcp-proxy: --upstream must be an http:\/\/ or https:\/\/ URL\n$/],
+    [
+      ['mcp-proxy', '--wait', '1m', '--', 'npx'],
+      /^usage: gatehouse mcp-proxy /,
+      /\ngatehouse mcp-proxy: --wait must be a whole number of seconds from 0 to 86400\n$/,
+    ],
+    [
+      ['mcp-proxy', '--progress-interval', '0', '--', 'npx'],
+      /^usage: gatehouse mcp-proxy /,
+      /\ngatehouse mcp-proxy: --progress-interval must be a whole number of seconds from 1 to 50\n$/,
+    ],
+    [['hook'], /^usage: gatehouse hook /, /\ngatehouse hook: missing the agent whose hook this is \(claude-code\)\n$/],
+    [['hook', 'cursor'], /^usage: gatehouse hook /, /\ngatehouse hook: unknown agent 'cursor': the one hook is claude-code\n$/],
+    [['hook', 'claude-code', '--wait', '3601'], /^usage: gatehouse hook /, /\ngatehouse hook: --wait must be a whole number of seconds from 0 to 3600\n$/],
   ];
   for (const [argv, usage, problem] of cases) {
     it(`gatehouse ${argv.join(' ')}`, async () => {

@@ -128,6 +128,29 @@ describe('gate', () => {
     expect((await operator().approvals.get(id)).status).toBe('cancelled');
   });
 
+  it('a look (redeem: false) reports a grant without using it and records no step; the use then redeems that approval', async () => {
+    const c = client();
+    const call = refund();
+    const look = await c.gate(call, { runId: 'run-look', maxWaitMs: 0, redeem: false });
+    expect(look.approval?.status).toBe('pending');
+    await operator().approvals.grant(look.approval!.id);
+    const again = await c.gate(call, { runId: 'run-look', maxWaitMs: 0, redeem: false });
+    expect(again).toMatchObject({ decision: 'require_approval', approval: { id: look.approval!.id, status: 'granted' } });
+    expect((await operator().approvals.get(look.approval!.id)).status).toBe('granted');
+    const use = await c.gate(call, { runId: 'run-look' });
+    expect(use).toMatchObject({ decision: 'allow', approval: { id: look.approval!.id, status: 'consumed' } });
+  });
+
+  it("onAbort 'keep': an abort stops the wait and leaves the approval pending", async () => {
+    const abort = new AbortController();
+    const pending = pendingId();
+    const result = client().gate(refund(), { signal: abort.signal, onAbort: 'keep', onPending: pending.onPending });
+    const id = await pending.id;
+    abort.abort();
+    expect(await result).toMatchObject({ decision: 'require_approval', approval: { id, status: 'pending' } });
+    expect((await operator().approvals.get(id)).status).toBe('pending');
+  });
+
   it('survives a restart: a new process with the same file store waits on and redeems the same approval', async () => {
     const dir = await tempDir();
     const call = refund();

@@ -46,11 +46,12 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0006_context.sql',
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
-      '0009_decision_message.sql',
+      '0009_webhook_outbox.sql',
+      '0010_decision_message.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -84,10 +85,11 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0006_context.sql',
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
-      '0009_decision_message.sql',
+      '0009_webhook_outbox.sql',
+      '0010_decision_message.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -143,7 +145,7 @@ test('refuses an edited applied file and an applied file missing from disk', asy
   expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
 });
 
-test('0002 to 0009 on a database holding approvals: the rows stay as they were and keep moving', async () => {
+test('0002 to 0010 on a database holding approvals: the rows stay as they were and keep moving', async () => {
   const db = await emptyDatabase();
   const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
   await migrate(db.sql, first);
@@ -177,7 +179,8 @@ test('0002 to 0009 on a database holding approvals: the rows stay as they were a
       '0006_context.sql',
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
-      '0009_decision_message.sql',
+      '0009_webhook_outbox.sql',
+      '0010_decision_message.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
@@ -203,7 +206,7 @@ test('0002 to 0009 on a database holding approvals: the rows stay as they were a
   expect(await store.create(request({ sub: 'agent-c' }))).toEqual({ approval: again.approval, created: false });
 });
 
-test('0009: a denial written before it keeps its reason as the message for the agent; its note stays for the record', async () => {
+test('0010: a denial written before it keeps its reason as the message for the agent; its note stays for the record', async () => {
   const db = await emptyDatabase();
   const files: Record<string, string> = {};
   for (const name of [
@@ -215,6 +218,7 @@ test('0009: a denial written before it keeps its reason as the message for the a
     '0006_context.sql',
     '0007_cancel_and_run.sql',
     '0008_idempotency_keys.sql',
+    '0009_webhook_outbox.sql',
   ]) {
     files[name] = await readFile(join(MIGRATIONS_DIR, name), 'utf8');
   }
@@ -236,7 +240,7 @@ test('0009: a denial written before it keeps its reason as the message for the a
   await db.sql`update approvals set status = 'denied', decided_by = 'operator-1', decided_at = now(), decision_note = 'not this order' where id = ${deniedId}`;
   await db.sql`update approvals set status = 'granted', decided_by = 'operator-1', decided_at = now(), decision_note = 'fine' where id = ${grantedId}`;
 
-  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0009_decision_message.sql']);
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0010_decision_message.sql']);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
   expect(rows).toEqual([

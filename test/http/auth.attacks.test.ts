@@ -589,9 +589,11 @@ describe('never 500: a burst of hostile tokens on every authenticated route', ()
       ['POST', '/decide', LOOKUP],
       ['POST', '/explain', LOOKUP],
       ['GET', '/policies'],
+      ['GET', '/tools'],
       ['GET', '/approvals'],
       ['POST', '/approvals', LOOKUP],
       ['POST', '/admin/reload'],
+      ['GET', '/admin/webhooks'],
       ['POST', '/approvals/x/grant', {}],
     ];
     for (const authorization of hostile) {

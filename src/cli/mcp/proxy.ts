@@ -1,0 +1,258 @@
+// The MCP server `gatehouse mcp-proxy` serves: the upstream server's tools, resources, prompts and
+// completions relayed as the upstream wrote them, with every tools/call decided by Gatehouse first
+// (docs/mcp.md says what the caller sees). Built on the SDK's low-level Server and Client so
+// that schemas and results pass through untouched, not re-described.
+//
+// - tools/list: the upstream's page, minus the tools the inventory says never run (./visible.ts).
+//   Gatehouse unreachable: an error, never the unfiltered list.
+// - tools/call: gate() with the run id, the request's AbortSignal (a notifications/cancelled withdraws
+//   the approval) and, while an approval is pending, notifications/progress every `progressEveryMs` to
+//   a caller that sent a progress token (an SDK client with resetTimeoutOnProgress keeps waiting past
+//   its 60 s request timeout). Allowed: forwarded, its result relayed. Anything else, Gatehouse
+//   unreachable included: an isError result carrying the decision's message; the upstream never sees it.
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  CallToolResultSchema,
+  type CallToolResult,
+  CompleteRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  LoggingMessageNotificationSchema,
+  McpError,
+  type Progress,
+  PromptListChangedNotificationSchema,
+  ReadResourceRequestSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ResultSchema,
+  type ServerCapabilities,
+  type ServerResult,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  ToolListChangedNotificationSchema,
+  UnsubscribeRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { TOOL_NAME_PATTERN } from '../../policy/request.js';
+import type { GatehouseClient, GateResult, PendingApproval } from '../../client/index.js';
+import { checkInventory, visibleTools } from './visible.js';
+
+export interface ProxyOptions {
+  /** Connected to the upstream server. */
+  upstream: Client;
+  gatehouse: Pick<GatehouseClient, 'gate' | 'tools'>;
+  /** Prepended to an upstream tool's name to name it to Gatehouse (`github.` → `github.create_issue`). */
+  prefix: string;
+  /** The run of every call (one per proxy process). */
+  runId: string;
+  /** How long a call may wait for an operator (gate()'s maxWaitMs). */
+  maxWaitMs: number;
+  /** Progress notifications while an approval is pending, this far apart. */
+  progressEveryMs: number;
+}
+
+const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN);
+
+// A forwarded tools/call may run as long as the tool takes: the caller, who set its own timeout, cancels
+// it (notifications/cancelled, relayed upstream by the SDK). The longest delay setTimeout takes.
+const FORWARD_TIMEOUT_MS = 2 ** 31 - 1;
+
+export function createProxyServer(options: ProxyOptions): Server {
+  const { upstream, gatehouse, prefix, runId } = options;
+  const up = upstream.getServerCapabilities() ?? {};
+  const capabilities: ServerCapabilities = { tools: up.tools?.listChanged ? { listChanged: true } : {} };
+  if (up.resources)
+    capabilities.resources = { ...(up.resources.subscribe ? { subscribe: true } : {}), ...(up.resources.listChanged ? { listChanged: true } : {}) };
+  if (up.prompts) capabilities.prompts = up.prompts.listChanged ? { listChanged: true } : {};
+  if (up.completions) capabilities.completions = {};
+  if (up.logging) capabilities.logging = {};
+
+  const info = upstream.getServerVersion() ?? { name: 'gatehouse-mcp-proxy', version: '0' };
+  const instructions = upstream.getInstructions();
+  const server = new McpServer(info, { capabilities, ...(instructions !== undefined ? { instructions } : {}) });
+
+  // A request relayed as it came, with the caller's progress token removed (the SDK gives the upstream
+  // request its own), and its result returned as the upstream wrote it (ResultSchema keeps every field).
+  const relay = async (method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<ServerResult> =>
+    // ResultSchema is the loose base of every result: what comes back is the upstream's own result for this method.
+    (await upstream.request({ method, params: withoutProgressToken(params) }, ResultSchema, { signal }).catch(relayed)) as ServerResult;
+
+  server.setRequestHandler(ListToolsRequestSchema, async (request, extra) => {
+    if (!up.tools) return { tools: [] };
+    const [page, inventory] = await Promise.all([
+      relay('tools/list', request.params, extra.signal),
+      gatehouse.tools().then(
+        (answer) => {
+          checkInventory(answer);
+          return answer;
+        },
+        (err: unknown) => {
+          throw new RpcError(ErrorCode.InternalError, `Gatehouse could not say which tools may run (${messageOf(err)}); the tool list is not shown unfiltered`);
+        },
+      ),
+    ]);
+    const tools = (page as { tools?: unknown }).tools;
+    if (!Array.isArray(tools) || !tools.every((t) => typeof (t as { name?: unknown } | null)?.name === 'string')) {
+      throw new RpcError(ErrorCode.InternalError, 'the upstream server answered tools/list without a list of named tools');
+    }
+    try {
+      return { ...page, tools: visibleTools(tools as { name: string }[], inventory, prefix) } as ServerResult;
+    } catch (err) {
+      throw new RpcError(ErrorCode.InternalError, `the tool inventory could not be read (${messageOf(err)}); the tool list is not shown unfiltered`);
+    }
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { name, arguments: args } = request.params;
+    const tool = `${prefix}${name}`;
+    if (!TOOL_NAME.test(tool)) return refusal(`"${tool}" is not a tool name Gatehouse accepts (docs/spec.md section 5.1): the call was not run.`);
+    const progress = progressChannel(request.params._meta?.progressToken, (n) => extra.sendNotification(n));
+
+    let pending: PendingApproval | undefined;
+    const ticker = setInterval(() => {
+      if (pending !== undefined) progress.send(`still waiting for an operator's approval (${pending.id})`);
+    }, options.progressEveryMs);
+    let result: GateResult;
+    try {
+      result = await gatehouse.gate(
+        { tool, args: args ?? {} },
+        {
+          runId,
+          signal: extra.signal,
+          maxWaitMs: options.maxWaitMs,
+          onPending: (p) => {
+            if (pending === undefined) progress.send(`waiting for an operator's approval (${p.id}): ${p.url}`);
+            pending = p;
+          },
+        },
+      );
+    } catch (err) {
+      // gate() answers every decision and failure itself; a throw is a bug, and a bug never runs the tool.
+      return refusal(`Gatehouse could not decide this call (${messageOf(err)}): it was not run.`);
+    } finally {
+      clearInterval(ticker);
+    }
+    if (result.decision !== 'allow') return refusal(refusalText(result), result);
+
+    return (await upstream
+      .request({ method: 'tools/call', params: withoutProgressToken(request.params) }, CallToolResultSchema, {
+        signal: extra.signal,
+        timeout: FORWARD_TIMEOUT_MS,
+        resetTimeoutOnProgress: true,
+        ...(progress.enabled ? { onprogress: (p: Progress) => progress.relay(p) } : {}),
+      })
+      .catch(relayed)) as CallToolResult;
+  });
+
+  if (up.resources) {
+    server.setRequestHandler(ListResourcesRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
+    server.setRequestHandler(ReadResourceRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
+    if (up.resources.subscribe) {
+      server.setRequestHandler(SubscribeRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
+      server.setRequestHandler(UnsubscribeRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
+    }
+    upstream.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => server.notification(n));
+    upstream.setNotificationHandler(ResourceListChangedNotificationSchema, (n) => server.notification(n));
+  }
+  if (up.prompts) {
+    server.setRequestHandler(ListPromptsRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
+    server.setRequestHandler(GetPromptRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
+    upstream.setNotificationHandler(PromptListChangedNotificationSchema, (n) => server.notification(n));
+  }
+  if (up.completions) server.setRequestHandler(CompleteRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
+  if (up.logging) {
+    server.setRequestHandler(SetLevelRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
+    upstream.setNotificationHandler(LoggingMessageNotificationSchema, (n) => server.notification(n));
+  }
+  if (up.tools?.listChanged) upstream.setNotificationHandler(ToolListChangedNotificationSchema, (n) => server.notification(n));
+  return server;
+}
+
+/** The text the model reads for a call that was not run. */
+export function refusalText(result: GateResult): string {
+  const approval = result.approval;
+  const parts = [result.message || `Gatehouse answered ${result.decision}: the call was not run.`];
+  if (result.decision === 'require_approval' && approval !== undefined && !parts[0]!.includes(approval.id)) {
+    parts.push(`(approval ${approval.id}: ${approval.status})`);
+  }
+  // MCP has no way for a server to end the client's run: the text says so to the model.
+  if (result.decision === 'abort') parts.push('Gatehouse answered abort: this run must end now; make no further tool calls in it.');
+  return parts.join(' ');
+}
+
+function refusal(text: string, result?: GateResult): CallToolResult {
+  const meta: Record<string, unknown> = { 'gatehouse/decision': result?.decision ?? 'deny' };
+  if (result?.approval !== undefined) meta['gatehouse/approval'] = { id: result.approval.id, status: result.approval.status };
+  return { content: [{ type: 'text', text }], isError: true, _meta: meta };
+}
+
+interface ProgressNotification {
+  method: 'notifications/progress';
+  params: { progressToken: string | number; progress: number; total?: number; message?: string };
+}
+
+/**
+ * Progress to the caller's token, when it gave one: the proxy's own notifications while an approval is
+ * pending (0, 1, 2 …), then the upstream tool's, shifted past them, so that `progress` only grows
+ * (MCP: it MUST increase with each notification).
+ */
+function progressChannel(token: string | number | undefined, send: (n: ProgressNotification) => Promise<void>) {
+  let sent = 0;
+  const emit = (progress: number, message: string | undefined, total?: number): void => {
+    if (token === undefined) return;
+    const params: ProgressNotification['params'] = { progressToken: token, progress };
+    if (total !== undefined) params.total = total;
+    if (message !== undefined) params.message = message;
+    // A notification the transport cannot send (the caller went away) changes nothing about the call.
+    send({ method: 'notifications/progress', params }).catch(() => undefined);
+  };
+  return {
+    enabled: token !== undefined,
+    send(message: string): void {
+      emit(sent++, message);
+    },
+    relay(p: Progress): void {
+      emit(sent + p.progress, p.message, p.total === undefined ? undefined : sent + p.total);
+    },
+  };
+}
+
+/** Request params without `_meta.progressToken` (the caller's token means nothing upstream). */
+function withoutProgressToken<P extends Record<string, unknown>>(params: P | undefined): P | undefined {
+  const meta = params?._meta as Record<string, unknown> | undefined;
+  if (params === undefined || meta === undefined || !Object.hasOwn(meta, 'progressToken')) return params;
+  const { progressToken: _dropped, ...rest } = meta;
+  const { _meta: _old, ...others } = params;
+  return (Object.keys(rest).length > 0 ? { ...others, _meta: rest } : others) as P;
+}
+
+/**
+ * An error answer as the SDK sends it: `code`, `message` and `data` as they are. (An McpError writes
+ * its code into its message, so relaying one as it is would repeat "MCP error -32603:" at every hop.)
+ */
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** The upstream's error answer, relayed with its own code, message and data. */
+function relayed(err: unknown): never {
+  if (err instanceof McpError) throw new RpcError(err.code, err.message.replace(/^MCP error -?\d+: /, ''), err.data);
+  throw err;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

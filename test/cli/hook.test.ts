@@ -1,0 +1,280 @@
+// `gatehouse hook claude-code`: the built CLI spawned as Claude Code spawns a hook (PreToolUse input on
+// stdin, the decision on stdout), against a real Gatehouse (real PostgreSQL) on a loopback port serving
+// the example policy's copy in test/cases/claude-code. Then the mapping itself, function by function.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { directory, hookOutputOf, parseHookInput, toolCallOf } from '../../src/cli/hook/claude-code.js';
+import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
+import { listenLoopback } from '../helpers/http.js';
+import { CLI, callJson, ensureBuilt, freeTcpPort, ROOT, serverEnv } from '../helpers/process.js';
+
+const AGENT = agentToken('claude-agent-1', { team: 'dev' });
+const OPERATOR = approverToken('claude-operator-1');
+const PROJECT = '/home/ann/shop';
+
+let t: TestApp;
+let base: string;
+const state = mkdtempSync(join(tmpdir(), 'gatehouse-hook-state-'));
+
+beforeAll(async () => {
+  await ensureBuilt();
+  t = await createTestApp({ policyDir: 'test/cases/claude-code', env: null, database: true });
+  base = `http://127.0.0.1:${await listenLoopback(t.app)}`;
+}, 180_000);
+afterAll(async () => {
+  await t?.close();
+  rmSync(state, { recursive: true, force: true });
+});
+
+let sessions = 0;
+/** A PreToolUse input as Claude Code writes it. */
+function preToolUse(tool_name: string, tool_input: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  return {
+    session_id: `session-${++sessions}`,
+    transcript_path: '/home/ann/.claude/projects/shop/transcript.jsonl',
+    cwd: PROJECT,
+    permission_mode: 'default',
+    hook_event_name: 'PreToolUse',
+    tool_name,
+    tool_input,
+    tool_use_id: `toolu_${sessions}`,
+    ...extra,
+  };
+}
+
+interface HookRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** The parsed stdout, when it is JSON. */
+  output?: { continue?: boolean; hookSpecificOutput: { hookEventName: string; permissionDecision: string; permissionDecisionReason: string } };
+}
+
+/** `node dist/main.js hook claude-code ARGS` with `stdin` written to it, in the given environment. */
+function hook(stdin: string | object, args: string[] = [], env: Record<string, string> = {}): Promise<HookRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, 'hook', 'claude-code', ...args], {
+      cwd: ROOT,
+      env: serverEnv({ GATEHOUSE_URL: base, GATEHOUSE_TOKEN: AGENT, GATEHOUSE_STATE_DIR: state, CLAUDE_PROJECT_DIR: PROJECT, ...env }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      let output: HookRun['output'];
+      try {
+        output = JSON.parse(stdout) as HookRun['output'];
+      } catch {
+        output = undefined;
+      }
+      resolve({ code, stdout, stderr, ...(output ? { output } : {}) });
+    });
+    child.stdin.end(typeof stdin === 'string' ? stdin : JSON.stringify(stdin));
+  });
+}
+
+const decisionOf = (r: HookRun) => r.output?.hookSpecificOutput.permissionDecision;
+const reasonOf = (r: HookRun) => r.output?.hookSpecificOutput.permissionDecisionReason ?? '';
+const approvalIdIn = (text: string): string => /approval ([0-9a-f-]{36})/.exec(text)?.[1] ?? '';
+const approval = async (id: string) => (await callJson(base, 'GET', `/approvals/${id}`, OPERATOR)).body;
+
+describe('gatehouse hook claude-code against Gatehouse', () => {
+  it('allows git status: exit 0 and the PreToolUse output', async () => {
+    const r = await hook(preToolUse('Bash', { command: 'git status', description: 'Show the working tree status' }));
+    expect(r.code).toBe(0);
+    expect(r.output).toEqual({
+      hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow', permissionDecisionReason: 'The "Bash" action is allowed by policy.' },
+    });
+  });
+
+  it('denies rm -rf / with the reason the model reads', async () => {
+    const r = await hook(preToolUse('Bash', { command: 'rm -rf /' }));
+    expect(r.code).toBe(0);
+    expect(decisionOf(r)).toBe('deny');
+    expect(reasonOf(r)).toBe(
+      'The "Bash" action was not approved by policy. Reason: the agent never deletes files and never runs sudo. Tell the user it was declined; do not retry it unchanged.',
+    );
+  });
+
+  it('writes under the project are allowed, outside it denied; without CLAUDE_PROJECT_DIR the project is the cwd', async () => {
+    expect(decisionOf(await hook(preToolUse('Write', { file_path: `${PROJECT}/src/cart.ts`, content: 'x' })))).toBe('allow');
+    expect(decisionOf(await hook(preToolUse('Write', { file_path: '/home/ann/.bashrc', content: 'x' })))).toBe('deny');
+    expect(decisionOf(await hook(preToolUse('Write', { file_path: `${PROJECT}/../shop-admin/x`, content: 'x' })))).toBe('deny');
+    const inTmp = preToolUse('Write', { file_path: '/tmp/work/x.ts', content: 'x' }, { cwd: '/tmp/work' });
+    expect(decisionOf(await hook(inTmp))).toBe('deny');
+    expect(decisionOf(await hook(inTmp, [], { CLAUDE_PROJECT_DIR: '' }))).toBe('allow');
+  });
+
+  it('an approval: deny naming it; granted over REST; the same call again is allowed once (file store), then needs a new one', async () => {
+    const input = preToolUse('mcp__github__create_issue', { repo: 'acme/shop', title: 'Checkout is broken' });
+    const first = await hook(input, ['--wait', '1']);
+    expect(first.code).toBe(0);
+    expect(decisionOf(first)).toBe('deny');
+    const id = approvalIdIn(reasonOf(first));
+    expect(reasonOf(first)).toContain(`(Gatehouse approval ${id}: pending.) Once an operator grants it, retry the same call unchanged`);
+    const filed = await approval(id);
+    expect(filed).toMatchObject({ status: 'pending', tool: 'mcp__github__create_issue', run_id: input.session_id });
+    expect(filed.context).toEqual({ cwd: `${PROJECT}/`, project_dir: `${PROJECT}/` });
+
+    // Asked again before anyone answered: the same approval, not a second one.
+    const again = await hook(input, ['--wait', '1']);
+    expect(approvalIdIn(reasonOf(again))).toBe(id);
+
+    expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, { note: 'go ahead' })).status).toBe(200);
+    const granted = await hook(input, ['--wait', '1']);
+    expect(decisionOf(granted)).toBe('allow');
+    expect((await approval(id)).status).toBe('consumed');
+
+    // Used once: the same call after that needs a new approval.
+    const after = await hook(input, ['--wait', '1']);
+    expect(decisionOf(after)).toBe('deny');
+    const next = approvalIdIn(reasonOf(after));
+    expect(next).not.toBe('');
+    expect(next).not.toBe(id);
+  });
+
+  it("an operator's denial is a deny with the operator's reason", async () => {
+    const input = preToolUse('mcp__github__delete_branch', { branch: 'main' });
+    const id = approvalIdIn(reasonOf(await hook(input, ['--wait', '1'])));
+    expect((await callJson(base, 'POST', `/approvals/${id}/deny`, OPERATOR, { reason: 'main is protected' })).status).toBe(200);
+    const r = await hook(input, ['--wait', '1']);
+    expect(decisionOf(r)).toBe('deny');
+    expect(reasonOf(r)).toContain('main is protected');
+  });
+
+  it('a redeem whose answer is lost is sent again under its Idempotency-Key: allowed once, the grant not burnt', async () => {
+    let cut = 0;
+    const proxy = await startFaultProxy(base, (_req, body) => (body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward'));
+    try {
+      const input = preToolUse('mcp__github__create_issue', { repo: 'acme/shop', title: 'Lost answers' });
+      const id = approvalIdIn(reasonOf(await hook(input, ['--wait', '0'], { GATEHOUSE_URL: proxy.url })));
+      expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(200);
+      const granted = await hook(input, ['--wait', '5'], { GATEHOUSE_URL: proxy.url });
+      expect(decisionOf(granted)).toBe('allow');
+      const redeems = proxy.seen.filter((r) => r.body.includes('"approval_id"'));
+      expect(redeems).toHaveLength(2);
+      expect(redeems[1]!.key).toBe(redeems[0]!.key);
+      expect(proxy.replayed).toBe(1);
+      expect((await approval(id)).status).toBe('consumed');
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('--on-pending ask hands a pending approval to the person at the keyboard', async () => {
+    const r = await hook(preToolUse('mcp__slack__post_message', { channel: '#ops', text: 'deploying' }), ['--wait', '0', '--on-pending', 'ask']);
+    expect(r.code).toBe(0);
+    expect(decisionOf(r)).toBe('ask');
+    expect(reasonOf(r)).toMatch(/^Gatehouse approval [0-9a-f-]{36} is still pending\. The "mcp__slack__post_message" action needs an operator's approval/);
+  });
+
+  it('Gatehouse unreachable: deny, never allow', async () => {
+    const r = await hook(preToolUse('Bash', { command: 'git status' }), [], { GATEHOUSE_URL: `http://127.0.0.1:${await freeTcpPort()}` });
+    expect(r.code).toBe(0);
+    expect(decisionOf(r)).toBe('deny');
+    expect(reasonOf(r)).toBe('The "Bash" action was not run: Gatehouse could not check it against policy (unreachable). Tell the user; do not work around it.');
+  });
+
+  it('a Gatehouse that never answers: deny once the deadline passes (a hook Claude Code times out would let the call run)', async () => {
+    const silent: Server = createServer(() => undefined); // accepts, never answers
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const port = (silent.address() as { port: number }).port;
+      const r = await hook(preToolUse('Bash', { command: 'git status' }), ['--wait', '0'], { GATEHOUSE_URL: `http://127.0.0.1:${port}` });
+      expect(r.code).toBe(0);
+      expect(decisionOf(r)).toBe('deny');
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('no GATEHOUSE_URL or GATEHOUSE_TOKEN: deny saying what is missing', async () => {
+    const noUrl = await hook(preToolUse('Bash', { command: 'git status' }), [], { GATEHOUSE_URL: '' });
+    expect(decisionOf(noUrl)).toBe('deny');
+    expect(reasonOf(noUrl)).toContain('GATEHOUSE_URL is not set');
+    const noToken = await hook(preToolUse('Bash', { command: 'git status' }), [], { GATEHOUSE_TOKEN: '' });
+    expect(reasonOf(noToken)).toContain('GATEHOUSE_TOKEN is not set');
+  });
+
+  it('malformed stdin, or another event: exit 2 with the reason on stderr (Claude Code blocks the call)', async () => {
+    for (const input of ['{"tool_name": "Bash",', '[]', '', JSON.stringify(preToolUse('Bash', { command: 'ls' }, { hook_event_name: 'PostToolUse' }))]) {
+      const r = await hook(input);
+      expect(r.code, input).toBe(2);
+      expect(r.stdout, input).toBe('');
+      expect(r.stderr, input).toMatch(/^gatehouse hook: .*; the tool call is blocked\n$/);
+    }
+  });
+
+  it('a usage error is exit 2 too (blocking), and --help prints the usage', async () => {
+    expect((await hook(preToolUse('Bash', { command: 'ls' }), ['--wait', 'soon'])).code).toBe(2);
+    expect((await hook(preToolUse('Bash', { command: 'ls' }), ['--on-pending', 'allow'])).code).toBe(2);
+    const help = await hook('', ['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^usage: gatehouse hook claude-code/);
+  });
+});
+
+describe('the Claude Code mapping', () => {
+  it('parses a PreToolUse input and refuses what is not one', () => {
+    expect(parseHookInput(JSON.stringify(preToolUse('Edit', { file_path: '/a' }, { session_id: 's1', cwd: '/w' })))).toEqual({
+      sessionId: 's1',
+      cwd: '/w',
+      toolName: 'Edit',
+      toolInput: { file_path: '/a' },
+    });
+    const problem = (o: object | string) => (parseHookInput(typeof o === 'string' ? o : JSON.stringify(o)) as { problem?: string }).problem;
+    expect(problem('nope')).toMatch(/not JSON/);
+    expect(problem({ ...preToolUse('Bash', {}), tool_input: 'ls' })).toMatch(/tool_input/);
+    expect(problem({ ...preToolUse('Bash', {}), tool_name: '' })).toMatch(/tool_name/);
+    expect(problem({ ...preToolUse('Bash', {}), session_id: 7 })).toMatch(/session_id/);
+    expect(problem({ ...preToolUse('Bash', {}), cwd: null })).toMatch(/cwd/);
+    expect(problem({ ...preToolUse('Bash', {}), hook_event_name: 'Stop' })).toMatch(/PreToolUse/);
+  });
+
+  it('directories are absolute, normalised and end in /; a relative one is left out of the context', () => {
+    expect(directory('/home/ann/shop')).toBe('/home/ann/shop/');
+    expect(directory('/home/ann/shop/')).toBe('/home/ann/shop/');
+    expect(directory('/home//ann/./x/../shop')).toBe('/home/ann/shop/');
+    expect(directory('/')).toBe('/');
+    expect(directory('shop')).toBeUndefined();
+    expect(directory('')).toBeUndefined();
+    expect(directory('/a\0b')).toBeUndefined();
+    const input = { sessionId: 's', cwd: '/w/sub', toolName: 'Bash', toolInput: { command: 'ls' } };
+    expect(toolCallOf(input, '/w')).toEqual({ tool: 'Bash', args: { command: 'ls' }, context: { cwd: '/w/sub/', project_dir: '/w/' } });
+    expect(toolCallOf(input, undefined).context).toEqual({ cwd: '/w/sub/', project_dir: '/w/sub/' });
+    expect(toolCallOf({ ...input, cwd: 'rel' }, 'also-rel').context).toEqual({});
+  });
+
+  it('maps each gate() result to a permission decision; abort also stops Claude Code', () => {
+    const base = { message: 'M.', reason: 'R' };
+    expect(hookOutputOf({ ...base, decision: 'allow' }, 'deny').hookSpecificOutput.permissionDecision).toBe('allow');
+    expect(hookOutputOf({ ...base, decision: 'deny' }, 'ask').hookSpecificOutput).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: 'M.' });
+    expect(hookOutputOf({ ...base, decision: 'abort' }, 'deny')).toEqual({
+      continue: false,
+      stopReason: "Gatehouse ended this session's run: R",
+      hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: 'M.' },
+    });
+    const pending = { ...base, decision: 'require_approval' as const, approval: { id: 'A1', status: 'pending' as const, expiresAt: null } };
+    expect(hookOutputOf(pending, 'ask').hookSpecificOutput.permissionDecision).toBe('ask');
+    expect(hookOutputOf(pending, 'deny').hookSpecificOutput.permissionDecisionReason).toBe(
+      'M. (Gatehouse approval A1: pending.) Once an operator grants it, retry the same call unchanged: the grant is used once.',
+    );
+    // Only a pending approval may be handed to the person: expired or withdrawn is a deny, even with ask.
+    const expired = { ...pending, approval: { ...pending.approval, status: 'expired' as const } };
+    expect(hookOutputOf(expired, 'ask').hookSpecificOutput).toMatchObject({
+      permissionDecision: 'deny',
+      permissionDecisionReason: 'M. (Gatehouse approval A1: expired.)',
+    });
+    expect(hookOutputOf({ ...base, decision: 'require_approval' }, 'ask').hookSpecificOutput.permissionDecision).toBe('deny');
+    // A decision this version does not know never allows.
+    expect(hookOutputOf({ ...base, decision: 'maybe' as 'allow' }, 'ask').hookSpecificOutput.permissionDecision).toBe('deny');
+  });
+});

@@ -1,0 +1,64 @@
+// What the adapters' tests share: a real Gatehouse (real PostgreSQL) on a loopback port serving the
+// adapters' fixture policy (an allowed, a denied, an aborting and an approval tool), clients for an
+// agent and an operator, and a look at the approvals a run filed.
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Approval, type ClientOptions, createClient, type GatehouseClient } from '../../src/client/index.js';
+import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
+import { listenLoopback } from '../helpers/http.js';
+
+export const POLICY_DIR = 'test/fixtures/policies/adapters';
+
+export interface Gatehouse {
+  url: string;
+  /** A client of the agent (its own sub per fixture, so no two test files meet each other's approvals). */
+  agent(options?: Partial<ClientOptions>): GatehouseClient;
+  /** A client of an operator (approver role): grants and denies over REST. */
+  operator: GatehouseClient;
+  /** Every approval filed with this run id, oldest first. */
+  approvalsOf(runId: string): Promise<Approval[]>;
+  tempDir(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startGatehouse(): Promise<Gatehouse> {
+  const t: TestApp = await createTestApp({ policyDir: POLICY_DIR, env: null, database: true });
+  const url = `http://127.0.0.1:${await listenLoopback(t.app)}`;
+  const token = agentToken(`agent-${randomUUID().slice(0, 8)}`);
+  const operator = createClient({ url, token: approverToken('operator-1') });
+  const dirs: string[] = [];
+  return {
+    url,
+    agent: (options = {}) => createClient({ url, token, ...options }),
+    operator,
+    async approvalsOf(runId) {
+      const all: Approval[] = [];
+      for (let cursor: string | undefined; ; ) {
+        const page = await operator.approvals.list({ limit: 200, ...(cursor !== undefined ? { cursor } : {}) });
+        all.push(...page.items.filter((a) => a.run_id === runId));
+        if (page.next_cursor === null) return all.reverse();
+        cursor = page.next_cursor;
+      }
+    },
+    async tempDir() {
+      const dir = await mkdtemp(join(tmpdir(), 'gatehouse-adapters-'));
+      dirs.push(dir);
+      return dir;
+    },
+    async close() {
+      await t.close();
+      await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+    },
+  };
+}
+
+/** Resolves when `onPending` is first called, with what it was called with. */
+export function firstPending<T>(): { onPending: (p: T) => void; seen: Promise<T> } {
+  let resolve!: (p: T) => void;
+  const seen = new Promise<T>((r) => (resolve = r));
+  return { onPending: (p) => resolve(p), seen };
+}
+
+export const newRunId = (): string => `run-${randomUUID()}`;

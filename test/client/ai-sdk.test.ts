@@ -1,0 +1,449 @@
+// gatehouse/ai-sdk with the real `ai` 7 (generateText, its MockLanguageModelV4 scripting the model's
+// tool calls) against a real Gatehouse: nothing Gatehouse refused runs (each tool writes a ledger),
+// a denial's message is in the model's next prompt, an abort ends the run, an approval filed by
+// toolApproval is granted over REST and redeemed once by the tool's gate(), an operator's denial
+// reaches the model, a restarted process resumes the same approval from a fileStore, and streamText
+// and streaming (async generator) tools go the same way.
+import { generateText, type ModelMessage, streamText, tool } from 'ai';
+import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { GatehouseAbortError, gatehouseToolApproval, gateTools, type PendingRequest, settleApprovalRequests } from '../../src/client/ai-sdk.js';
+import { fileStore, type GatehouseClient } from '../../src/client/index.js';
+import { firstPending, type Gatehouse, newRunId, startGatehouse } from './adapters-fixture.js';
+
+type LanguageModelV4GenerateResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
+type Prompt = MockLanguageModelV4['doGenerateCalls'][number]['prompt'];
+type StreamPart = Awaited<ReturnType<MockLanguageModelV4['doStream']>>['stream'] extends ReadableStream<infer P> ? P : never;
+
+let gh: Gatehouse;
+beforeAll(async () => {
+  gh = await startGatehouse();
+});
+afterAll(async () => gh.close());
+
+/** The tools of the fixture policy; each execute writes what it ran to `ledger`. */
+function fixtureTools(ledger: string[]) {
+  return {
+    lookup_order: tool({
+      description: 'Look an order up',
+      inputSchema: z.object({ order: z.string() }),
+      execute: async ({ order }) => {
+        ledger.push(`lookup_order ${order}`);
+        return { order, status: 'shipped' };
+      },
+    }),
+    wipe_orders: tool({
+      description: 'Delete every order',
+      inputSchema: z.object({}),
+      execute: async () => {
+        ledger.push('wipe_orders');
+        return 'wiped';
+      },
+    }),
+    drop_database: tool({
+      description: 'Drop the database',
+      inputSchema: z.object({}),
+      execute: async () => {
+        ledger.push('drop_database');
+        return 'dropped';
+      },
+    }),
+    refund: tool({
+      description: 'Refund an order',
+      inputSchema: z.object({ order: z.string(), amount: z.number() }),
+      execute: async ({ order, amount }) => {
+        ledger.push(`refund ${order} ${amount}`);
+        return { refunded: amount };
+      },
+    }),
+  };
+}
+
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 1, text: 1, reasoning: 0 },
+};
+let calls = 0;
+/** A model step that calls these tools. */
+const callTools = (...list: { name: string; input: Record<string, unknown> }[]): LanguageModelV4GenerateResult => ({
+  content: list.map((c) => ({ type: 'tool-call', toolCallId: `call-${++calls}`, toolName: c.name, input: JSON.stringify(c.input) })),
+  finishReason: { unified: 'tool-calls', raw: undefined },
+  usage,
+  warnings: [],
+});
+const say = (text: string): LanguageModelV4GenerateResult => ({
+  content: [{ type: 'text', text }],
+  finishReason: { unified: 'stop', raw: undefined },
+  usage,
+  warnings: [],
+});
+
+/** A model that answers each call with the next scripted step (and records every prompt it got). */
+function scripted(...steps: LanguageModelV4GenerateResult[]): MockLanguageModelV4 {
+  const queue = [...steps];
+  return new MockLanguageModelV4({
+    doGenerate: async () => {
+      const next = queue.shift();
+      if (next === undefined) throw new Error('the model was called more often than scripted');
+      return next;
+    },
+  });
+}
+
+/** The tool outputs the model was shown in a prompt, by tool name. */
+function toolOutputs(prompt: Prompt): { toolName: string; output: { type: string; value?: unknown; reason?: string } }[] {
+  return prompt.flatMap((m) =>
+    m.role === 'tool' ? m.content.flatMap((p) => (p.type === 'tool-result' ? [{ toolName: p.toolName, output: p.output }] : [])) : [],
+  );
+}
+
+const promptOf = (model: MockLanguageModelV4, i: number) => model.doGenerateCalls[i]!.prompt;
+
+describe('toolApproval + gateTools: the decisions without a human', () => {
+  it('runs the allowed tool, never the denied one, and the model reads the denial', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = scripted(
+      callTools({ name: 'lookup_order', input: { order: 'A1' } }, { name: 'wipe_orders', input: {} }),
+      say('The order shipped; I may not wipe orders.'),
+    );
+    const result = await generateText({
+      model,
+      prompt: 'Look up A1, then wipe all orders.',
+      tools: gateTools(fixtureTools(ledger), client, { runId }),
+      toolApproval: gatehouseToolApproval(client, { runId }),
+      stopWhen: () => false,
+    });
+    expect(ledger).toEqual(['lookup_order A1']);
+    expect(result.text).toBe('The order shipped; I may not wipe orders.');
+    const shown = toolOutputs(promptOf(model, 1));
+    expect(shown).toContainEqual({ toolName: 'lookup_order', output: { type: 'json', value: { order: 'A1', status: 'shipped' } } });
+    const denial = shown.find((s) => s.toolName === 'wipe_orders')!.output;
+    expect(denial.type).toBe('execution-denied');
+    expect(denial.reason).toMatch(/^The "wipe_orders" action was not approved by policy\. Reason: never from an agent\./);
+  });
+
+  it('an abort ends the run: generateText rejects with GatehouseAbortError, no tool ran, no further step', async () => {
+    const ledger: string[] = [];
+    const client = gh.agent();
+    const model = scripted(callTools({ name: 'lookup_order', input: { order: 'A2' } }, { name: 'drop_database', input: {} }), say('unreachable'));
+    const run = generateText({
+      model,
+      prompt: 'Drop the database.',
+      tools: gateTools(fixtureTools(ledger), client),
+      toolApproval: gatehouseToolApproval(client),
+      stopWhen: () => false,
+    });
+    await expect(run).rejects.toBeInstanceOf(GatehouseAbortError);
+    await expect(run).rejects.toThrow(/^The "drop_database" action crossed a hard limit of this run \(dropping the database ends the run\)/);
+    expect(ledger).toEqual([]); // not even the allowed call of the same step: the run ended before any ran
+    expect(model.doGenerateCalls).toHaveLength(1);
+  });
+
+  it('Gatehouse unreachable: toolApproval denies (fails closed), nothing runs', async () => {
+    const ledger: string[] = [];
+    const down = gh.agent({ url: 'http://127.0.0.1:1' });
+    const model = scripted(callTools({ name: 'lookup_order', input: { order: 'A3' } }), say('Gatehouse is down.'));
+    await generateText({
+      model,
+      prompt: 'Look up A3.',
+      tools: gateTools(fixtureTools(ledger), down),
+      toolApproval: gatehouseToolApproval(down),
+      stopWhen: () => false,
+    });
+    expect(ledger).toEqual([]);
+    const [shown] = toolOutputs(promptOf(model, 1));
+    expect(shown?.output).toMatchObject({
+      type: 'execution-denied',
+      reason: expect.stringMatching(/not run: Gatehouse could not check it against policy \(unreachable\)/),
+    });
+  });
+});
+
+describe('gateTools alone: execute is the enforcement point', () => {
+  it('a denied call throws GatehouseRefusalError, which the model reads as the tool error', async () => {
+    const ledger: string[] = [];
+    const model = scripted(callTools({ name: 'wipe_orders', input: {} }), say('I may not.'));
+    await generateText({ model, prompt: 'Wipe.', tools: gateTools(fixtureTools(ledger), gh.agent()), stopWhen: () => false });
+    expect(ledger).toEqual([]);
+    const [shown] = toolOutputs(promptOf(model, 1));
+    expect(shown?.output.type).toBe('error-text');
+    expect(shown?.output.value).toMatch(/^The "wipe_orders" action was not approved by policy/);
+  });
+
+  it('an abort aborts the run controller: the run rejects before another step, the tool never ran', async () => {
+    const ledger: string[] = [];
+    const controller = new AbortController();
+    const model = scripted(callTools({ name: 'drop_database', input: {} }), say('unreachable'));
+    const run = generateText({
+      model,
+      prompt: 'Drop it.',
+      abortSignal: controller.signal,
+      tools: gateTools(fixtureTools(ledger), gh.agent(), { abortController: controller }),
+      stopWhen: () => false,
+    });
+    await expect(run).rejects.toBeInstanceOf(GatehouseAbortError);
+    expect(controller.signal.reason).toBeInstanceOf(GatehouseAbortError);
+    expect(ledger).toEqual([]);
+    expect(model.doGenerateCalls).toHaveLength(1);
+  });
+
+  it('a call that needs an approval waits in execute; granted over REST meanwhile, it runs once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const waiting = firstPending<{ id: string }>();
+    const model = scripted(callTools({ name: 'refund', input: { order: 'G1', amount: 150 } }), say('Refunded.'));
+    const run = generateText({
+      model,
+      prompt: 'Refund G1.',
+      tools: gateTools(fixtureTools(ledger), gh.agent(), { runId, onPending: waiting.onPending }),
+      stopWhen: () => false,
+    });
+    const { id } = await waiting.seen;
+    expect(ledger).toEqual([]);
+    await gh.operator.approvals.grant(id, 'checked');
+    await run;
+    expect(ledger).toEqual(['refund G1 150']);
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[id, 'consumed']]);
+  });
+});
+
+/** Run step 1 of a refund that needs an operator: the run stops with one approval request. */
+async function stopForOperator(client: GatehouseClient, ledger: string[], runId: string, order: string) {
+  const messages: ModelMessage[] = [{ role: 'user', content: `Refund ${order}.` }];
+  const model = scripted(callTools({ name: 'refund', input: { order, amount: 150 } }), say('Done.'));
+  const first = await generateText({
+    model,
+    messages,
+    tools: gateTools(fixtureTools(ledger), client, { runId }),
+    toolApproval: gatehouseToolApproval(client, { runId }),
+    stopWhen: () => false,
+  });
+  return { model, first, messages: [...messages, ...first.response.messages] };
+}
+
+/** Resume the run with the approval responses. */
+function resume(model: MockLanguageModelV4, client: GatehouseClient, ledger: string[], runId: string, messages: ModelMessage[]) {
+  return generateText({
+    model,
+    messages,
+    tools: gateTools(fixtureTools(ledger), client, { runId }),
+    toolApproval: gatehouseToolApproval(client, { runId }),
+    stopWhen: () => false,
+  });
+}
+
+describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by execute', () => {
+  it('stops the run with a tool-approval-request; granted over REST, the run resumes and the tool runs exactly once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const { model, first, messages } = await stopForOperator(client, ledger, runId, 'R1');
+    const requests = first.content.filter((p) => p.type === 'tool-approval-request');
+    expect(requests).toHaveLength(1);
+    expect(requests[0]).toMatchObject({ toolCall: { toolName: 'refund' }, reason: expect.stringMatching(/^The "refund" action needs an operator's approval/) });
+    expect(ledger).toEqual([]);
+    const [filed] = await gh.approvalsOf(runId);
+    expect(filed?.status).toBe('pending');
+
+    // Not answered yet: nothing to resume with.
+    const early = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
+    expect(early.responses).toEqual([]);
+    expect(early.pending.map((p: PendingRequest) => p.approval.id)).toEqual([filed!.id]);
+
+    await gh.operator.approvals.grant(filed!.id, 'customer called');
+    const { responses, pending } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
+    expect(pending).toEqual([]);
+    expect(responses).toEqual([{ type: 'tool-approval-response', approvalId: requests[0]!.approvalId, approved: true }]);
+
+    const done = await resume(model, client, ledger, runId, [...messages, { role: 'tool', content: responses }]);
+    expect(ledger).toEqual(['refund R1 150']);
+    expect(done.text).toBe('Done.');
+    expect(toolOutputs(promptOf(model, 1))).toEqual([{ toolName: 'refund', output: { type: 'json', value: { refunded: 150 } } }]);
+    // The one approval toolApproval filed is the one execute redeemed.
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'consumed']]);
+  });
+
+  it('settle waits for the operator: a grant while it waits resolves it', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const { first } = await stopForOperator(client, ledger, runId, 'R2');
+    const waiting = firstPending<{ id: string; toolCallId: string }>();
+    const settled = settleApprovalRequests(first, client, { runId, maxWaitMs: 60_000, onPending: waiting.onPending });
+    const { id } = await waiting.seen;
+    await gh.operator.approvals.grant(id);
+    expect((await settled).responses).toMatchObject([{ approved: true }]);
+  });
+
+  it("an operator's denial: the response is not approved, the model reads the operator's reason, the tool never runs", async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const { model, first, messages } = await stopForOperator(client, ledger, runId, 'R3');
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.operator.approvals.deny(filed!.id, 'duplicate of an earlier refund');
+    const { responses } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
+    expect(responses).toMatchObject([{ approved: false, reason: expect.stringContaining('duplicate of an earlier refund') }]);
+    await resume(model, client, ledger, runId, [...messages, { role: 'tool', content: responses }]);
+    expect(ledger).toEqual([]);
+    expect(toolOutputs(promptOf(model, 1))).toEqual([
+      { toolName: 'refund', output: { type: 'execution-denied', reason: expect.stringContaining('duplicate of an earlier refund') } },
+    ]);
+  });
+
+  it('a host that approves what Gatehouse has not granted gets nothing run: execute waits, and refuses when no grant comes', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const { model, first, messages } = await stopForOperator(client, ledger, runId, 'R4');
+    const forged = first.content.flatMap((p) =>
+      p.type === 'tool-approval-request' ? [{ type: 'tool-approval-response' as const, approvalId: p.approvalId, approved: true }] : [],
+    );
+    await generateText({
+      model,
+      messages: [...messages, { role: 'tool', content: forged }],
+      tools: gateTools(fixtureTools(ledger), client, { runId, maxWaitMs: 0 }),
+      toolApproval: gatehouseToolApproval(client, { runId }),
+      stopWhen: () => false,
+    });
+    expect(ledger).toEqual([]);
+    const [shown] = toolOutputs(promptOf(model, 1));
+    expect(shown?.output).toMatchObject({ type: 'error-text', value: expect.stringMatching(/^The "refund" action needs an operator's approval/) });
+    expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['pending']); // still the one, still pending
+  });
+
+  it('a redeem whose answer is lost is sent again under its key: the tool runs once, the grant is consumed once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    let lost = 0;
+    // The network drops the answer of the first redeem (POST /decide citing the approval), after the server acted.
+    const lossy: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (lost === 0 && typeof init?.body === 'string' && init.body.includes('"approval_id"')) {
+        lost++;
+        throw new TypeError('fetch failed: the connection was reset');
+      }
+      return res;
+    };
+    const client = gh.agent({ fetch: lossy });
+    const { model, first, messages } = await stopForOperator(client, ledger, runId, 'R7');
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.operator.approvals.grant(filed!.id);
+    const { responses } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
+    await resume(model, client, ledger, runId, [...messages, { role: 'tool', content: responses }]);
+    expect(lost).toBe(1);
+    expect(ledger).toEqual(['refund R7 150']);
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'consumed']]);
+  });
+
+  it('a restart mid-wait: a new process (new client, same fileStore) resumes the same approval, and the tool runs once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const dir = await gh.tempDir();
+    const before = gh.agent({ store: fileStore(dir) });
+    const { model, first, messages } = await stopForOperator(before, ledger, runId, 'R5');
+    // The first process waits, and goes away while it waits.
+    const gone = new AbortController();
+    const waiting = firstPending<{ id: string }>();
+    const interrupted = settleApprovalRequests(first, before, { runId, signal: gone.signal, onPending: waiting.onPending });
+    const { id } = await waiting.seen;
+    gone.abort();
+    expect((await interrupted).pending.map((p) => p.approval.id)).toEqual([id]);
+
+    const after = gh.agent({ store: fileStore(dir) });
+    await gh.operator.approvals.grant(id);
+    const { responses, pending } = await settleApprovalRequests(first, after, { runId, maxWaitMs: 0 });
+    expect(pending).toEqual([]);
+    await resume(model, after, ledger, runId, [...messages, { role: 'tool', content: responses }]);
+    expect(ledger).toEqual(['refund R5 150']);
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[id, 'consumed']]);
+  });
+
+  it('an allowed call needs no approval and runs at once (toolApproval answers not-applicable)', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = scripted(callTools({ name: 'refund', input: { order: 'S1', amount: 40 } }), say('Refunded.'));
+    const result = await generateText({
+      model,
+      prompt: 'Refund S1.',
+      tools: gateTools(fixtureTools(ledger), client, { runId }),
+      toolApproval: gatehouseToolApproval(client, { runId }),
+      stopWhen: () => false,
+    });
+    expect(result.content.some((p) => p.type === 'tool-approval-request')).toBe(false);
+    expect(ledger).toEqual(['refund S1 40']);
+    expect(await gh.approvalsOf(runId)).toEqual([]);
+  });
+});
+
+describe('streaming', () => {
+  it('streamText: the same approval loop (settle reads `await result.content`), the tool runs once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const streams: StreamPart[][] = [
+      [
+        { type: 'stream-start', warnings: [] },
+        { type: 'tool-call', toolCallId: `call-${++calls}`, toolName: 'refund', input: JSON.stringify({ order: 'T1', amount: 150 }) },
+        { type: 'finish', usage, finishReason: { unified: 'tool-calls', raw: undefined } },
+      ],
+      [
+        { type: 'stream-start', warnings: [] },
+        { type: 'text-start', id: 't' },
+        { type: 'text-delta', id: 't', delta: 'Refunded.' },
+        { type: 'text-end', id: 't' },
+        { type: 'finish', usage, finishReason: { unified: 'stop', raw: undefined } },
+      ],
+    ];
+    const model = new MockLanguageModelV4({ doStream: async () => ({ stream: convertArrayToReadableStream(streams.shift() ?? []) }) });
+    const options = {
+      model,
+      tools: gateTools(fixtureTools(ledger), client, { runId }),
+      toolApproval: gatehouseToolApproval(client, { runId }),
+      stopWhen: () => false,
+    };
+    const messages: ModelMessage[] = [{ role: 'user', content: 'Refund T1.' }];
+    const first = streamText({ ...options, messages });
+    const content = await first.content;
+    expect(content.filter((p) => p.type === 'tool-approval-request')).toHaveLength(1);
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.operator.approvals.grant(filed!.id);
+    const { responses, pending } = await settleApprovalRequests({ content }, client, { runId, maxWaitMs: 0 });
+    expect(pending).toEqual([]);
+    const second = streamText({ ...options, messages: [...messages, ...(await first.response).messages, { role: 'tool', content: responses }] });
+    expect(await second.text).toBe('Refunded.');
+    expect(ledger).toEqual(['refund T1 150']);
+    expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['consumed']);
+  });
+
+  it('a streaming tool (an async generator execute) stays one: allowed, its results stream; refused, it never starts', async () => {
+    const ledger: string[] = [];
+    const streaming = {
+      lookup_order: tool({
+        inputSchema: z.object({ order: z.string() }),
+        async *execute({ order }) {
+          ledger.push(`lookup_order ${order} started`);
+          yield 'looking';
+          yield `order ${order}: shipped`;
+        },
+      }),
+      wipe_orders: tool({
+        inputSchema: z.object({}),
+        async *execute() {
+          ledger.push('wipe_orders started');
+          yield 'wiped';
+        },
+      }),
+    };
+    const model = scripted(callTools({ name: 'lookup_order', input: { order: 'A9' } }, { name: 'wipe_orders', input: {} }), say('Done.'));
+    const result = await generateText({ model, prompt: 'Look up A9, wipe.', tools: gateTools(streaming, gh.agent()), stopWhen: () => false });
+    expect(ledger).toEqual(['lookup_order A9 started']);
+    expect(result.steps[0]!.toolResults.map((r) => [r.toolName, r.output])).toEqual([['lookup_order', 'order A9: shipped']]);
+    const shown = toolOutputs(promptOf(model, 1));
+    expect(shown.find((s) => s.toolName === 'wipe_orders')?.output.type).toBe('error-text');
+  });
+});

@@ -1,0 +1,355 @@
+// gatehouse/openai-agents with the real `@openai/agents` (its Runner, and its own ScriptedModel from
+// `@openai/agents/testing` scripting the model's function calls) against a real Gatehouse: nothing
+// Gatehouse refused runs (each tool writes a ledger), a refusal's message is in the model's next
+// input, an abort ends the run, an approval is granted over REST and redeemed once by the tool's
+// gate(), a restarted process (new client, same fileStore, the run state from its string) resumes
+// the same approval, and a redeem whose answer is lost runs the tool once.
+import { Agent, RunState, Runner, ToolCallError, tool } from '@openai/agents';
+import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { fileStore, type GatehouseClient } from '../../src/client/index.js';
+import { GatehouseAbortError, gatedTool, settleInterruptions } from '../../src/client/openai-agents.js';
+import { firstPending, type Gatehouse, newRunId, startGatehouse } from './adapters-fixture.js';
+
+let gh: Gatehouse;
+beforeAll(async () => {
+  gh = await startGatehouse();
+});
+afterAll(async () => gh.close());
+
+const runner = new Runner({ tracingDisabled: true });
+
+/** The run's own context: where the tools read the run id from. */
+interface RunCtx {
+  runId: string;
+}
+
+/** The tools of the fixture policy, gated; each execute writes what it ran to `ledger`. */
+function fixtureTools(client: GatehouseClient, ledger: string[]) {
+  const o = { runId: (ctx: { context: RunCtx }) => ctx.context.runId };
+  return [
+    gatedTool(
+      {
+        name: 'lookup_order',
+        description: 'Look an order up',
+        parameters: z.object({ order: z.string() }),
+        execute: async ({ order }) => {
+          ledger.push(`lookup_order ${order}`);
+          return `order ${order}: shipped`;
+        },
+      },
+      client,
+      o,
+    ),
+    gatedTool(
+      {
+        name: 'wipe_orders',
+        description: 'Delete every order',
+        parameters: z.object({}),
+        execute: async () => {
+          ledger.push('wipe_orders');
+          return 'wiped';
+        },
+      },
+      client,
+      o,
+    ),
+    gatedTool(
+      {
+        name: 'drop_database',
+        description: 'Drop the database',
+        parameters: z.object({}),
+        execute: async () => {
+          ledger.push('drop_database');
+          return 'dropped';
+        },
+      },
+      client,
+      o,
+    ),
+    gatedTool(
+      {
+        name: 'refund',
+        description: 'Refund an order',
+        parameters: z.object({ order: z.string(), amount: z.number() }),
+        execute: async ({ order, amount }) => {
+          ledger.push(`refund ${order} ${amount}`);
+          return `refunded ${amount}`;
+        },
+      },
+      client,
+      o,
+    ),
+  ];
+}
+
+let calls = 0;
+const call = (name: string, args: Record<string, unknown>) => functionCall(name, args, { callId: `call-${++calls}` });
+
+function agentWith(client: GatehouseClient, ledger: string[], model: ScriptedModel) {
+  return new Agent<RunCtx>({ name: 'support', instructions: 'Help the customer.', model, tools: fixtureTools(client, ledger) });
+}
+
+/** The function call outputs the model was given in its call number `i`, by tool name. */
+function outputsIn(model: ScriptedModel, i: number): { name: string; output: unknown }[] {
+  const input = model.calls[i]!.request.input;
+  if (typeof input === 'string') return [];
+  return input.flatMap((item) => (item.type === 'function_call_result' ? [{ name: item.name, output: item.output }] : []));
+}
+
+/** An output's text (the SDK sends a string output as `{type: 'text', text}`). */
+const textOf = (output: unknown): string => (typeof output === 'string' ? output : ((output as { text?: string }).text ?? JSON.stringify(output)));
+
+describe('the decisions without a human', () => {
+  it('runs the allowed tool; a denied call interrupts, is rejected with the message, and the model reads it', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = new ScriptedModel([[call('lookup_order', { order: 'A1' }), call('wipe_orders', {})], [assistantMessage('A1 shipped; I may not wipe.')]]);
+    const agent = agentWith(client, ledger, model);
+    const first = await runner.run(agent, 'Look up A1 and wipe all orders.', { context: { runId } });
+    expect(first.interruptions.map((i) => i.name)).toEqual(['wipe_orders']);
+    const { settled, pending } = await settleInterruptions(first, client, { maxWaitMs: 0 });
+    expect(pending).toBe(false);
+    expect(settled).toMatchObject([
+      { tool: 'wipe_orders', outcome: 'rejected', message: expect.stringMatching(/^The "wipe_orders" action was not approved by policy/) },
+    ]);
+    const done = await runner.run(agent, first.state);
+    expect(done.finalOutput).toBe('A1 shipped; I may not wipe.');
+    expect(ledger).toEqual(['lookup_order A1']);
+    const shown = outputsIn(model, 1);
+    expect(textOf(shown.find((s) => s.name === 'lookup_order')?.output)).toBe('order A1: shipped');
+    expect(textOf(shown.find((s) => s.name === 'wipe_orders')?.output)).toMatch(
+      /^The "wipe_orders" action was not approved by policy\. Reason: never from an agent\./,
+    );
+    expect(await gh.approvalsOf(runId)).toEqual([]); // a refusal files nothing
+  });
+
+  it('an abort: the run stops at the interruption, settle throws GatehouseAbortError, nothing ran, no further model call', async () => {
+    const ledger: string[] = [];
+    const client = gh.agent();
+    const model = new ScriptedModel([[call('drop_database', {})], [assistantMessage('unreachable')]]);
+    const agent = agentWith(client, ledger, model);
+    const first = await runner.run(agent, 'Drop it.', { context: { runId: newRunId() } });
+    await expect(settleInterruptions(first, client)).rejects.toThrow(GatehouseAbortError);
+    await expect(settleInterruptions(first, client)).rejects.toThrow(/^The "drop_database" action crossed a hard limit of this run/);
+    expect(ledger).toEqual([]);
+    expect(model.calls).toHaveLength(1);
+  });
+
+  it('an abort at execute (a host that approved it anyway): the run fails with GatehouseAbortError, the tool never ran', async () => {
+    const ledger: string[] = [];
+    const client = gh.agent();
+    const model = new ScriptedModel([[call('drop_database', {})], [assistantMessage('unreachable')]]);
+    const agent = agentWith(client, ledger, model);
+    const first = await runner.run(agent, 'Drop it.', { context: { runId: newRunId() } });
+    first.state.approve(first.interruptions[0]!);
+    const error = await runner.run(agent, first.state).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // The SDK wraps what a tool throws past its errorFunction in a ToolCallError.
+    expect(error).toBeInstanceOf(ToolCallError);
+    expect((error as ToolCallError).error).toBeInstanceOf(GatehouseAbortError);
+    expect((error as ToolCallError).error.message).toMatch(/^The "drop_database" action crossed a hard limit of this run/);
+    expect(ledger).toEqual([]);
+    expect(model.calls).toHaveLength(1);
+  });
+
+  it('Gatehouse unreachable: the call interrupts and is rejected (fails closed), nothing runs', async () => {
+    const ledger: string[] = [];
+    const down = gh.agent({ url: 'http://127.0.0.1:1' });
+    const model = new ScriptedModel([[call('lookup_order', { order: 'A3' })], [assistantMessage('Gatehouse is down.')]]);
+    const agent = agentWith(down, ledger, model);
+    const first = await runner.run(agent, 'Look up A3.', { context: { runId: newRunId() } });
+    const { settled } = await settleInterruptions(first, down);
+    expect(settled).toMatchObject([
+      { outcome: 'rejected', message: expect.stringMatching(/not run: Gatehouse could not check it against policy \(unreachable\)/) },
+    ]);
+    await runner.run(agent, first.state);
+    expect(ledger).toEqual([]);
+  });
+});
+
+describe('an approval: filed by needsApproval, decided in Gatehouse, redeemed by execute', () => {
+  it('interrupts; granted over REST, settle approves, the resumed run runs the tool exactly once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = new ScriptedModel([[call('refund', { order: 'R1', amount: 150 })], [assistantMessage('Refunded.')]]);
+    const agent = agentWith(client, ledger, model);
+    const first = await runner.run(agent, 'Refund R1.', { context: { runId } });
+    expect(first.interruptions.map((i) => i.name)).toEqual(['refund']);
+    const [filed] = await gh.approvalsOf(runId);
+    expect(filed?.status).toBe('pending');
+
+    const early = await settleInterruptions(first, client, { maxWaitMs: 0 });
+    expect(early.pending).toBe(true);
+    expect(early.settled).toMatchObject([{ outcome: 'pending', approval: { id: filed!.id, status: 'pending' } }]);
+
+    await gh.operator.approvals.grant(filed!.id, 'customer called');
+    const { settled, pending } = await settleInterruptions(first, client, { maxWaitMs: 0 });
+    expect(pending).toBe(false);
+    expect(settled).toMatchObject([{ outcome: 'approved', approval: { id: filed!.id, status: 'granted' } }]);
+    const done = await runner.run(agent, first.state);
+    expect(done.finalOutput).toBe('Refunded.');
+    expect(ledger).toEqual(['refund R1 150']);
+    expect(outputsIn(model, 1).map((s) => [s.name, textOf(s.output)])).toEqual([['refund', 'refunded 150']]);
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'consumed']]);
+  });
+
+  it('settle waits for the operator: a grant while it waits resolves it', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = new ScriptedModel([[call('refund', { order: 'R2', amount: 150 })], [assistantMessage('Refunded.')]]);
+    const agent = agentWith(client, ledger, model);
+    const first = await runner.run(agent, 'Refund R2.', { context: { runId } });
+    const waiting = firstPending<{ id: string; callId: string }>();
+    const settling = settleInterruptions(first, client, { maxWaitMs: 60_000, onPending: waiting.onPending });
+    const { id } = await waiting.seen;
+    expect(ledger).toEqual([]);
+    await gh.operator.approvals.grant(id);
+    expect((await settling).settled).toMatchObject([{ outcome: 'approved' }]);
+    await runner.run(agent, first.state);
+    expect(ledger).toEqual(['refund R2 150']);
+  });
+
+  it("an operator's denial: rejected with the operator's reason, which the model reads; the tool never runs", async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = new ScriptedModel([[call('refund', { order: 'R3', amount: 150 })], [assistantMessage('Declined.')]]);
+    const agent = agentWith(client, ledger, model);
+    const first = await runner.run(agent, 'Refund R3.', { context: { runId } });
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.operator.approvals.deny(filed!.id, 'duplicate of an earlier refund');
+    const { settled } = await settleInterruptions(first, client, { maxWaitMs: 0 });
+    expect(settled).toMatchObject([{ outcome: 'rejected', message: expect.stringContaining('duplicate of an earlier refund') }]);
+    await runner.run(agent, first.state);
+    expect(ledger).toEqual([]);
+    expect(textOf(outputsIn(model, 1)[0]?.output)).toContain('duplicate of an earlier refund');
+  });
+
+  it('a host that approves what Gatehouse has not granted gets nothing run: execute refuses when no grant comes in time', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = new ScriptedModel([[call('refund', { order: 'R4', amount: 150 })], [assistantMessage('Waiting.')]]);
+    const agent = new Agent<RunCtx>({
+      name: 'support',
+      model,
+      tools: [
+        gatedTool(
+          {
+            name: 'refund',
+            description: 'Refund an order',
+            parameters: z.object({ order: z.string(), amount: z.number() }),
+            execute: async ({ order }) => {
+              ledger.push(`refund ${order}`);
+              return 'refunded';
+            },
+          },
+          client,
+          { runId: (ctx) => ctx.context.runId, maxWaitMs: 0 },
+        ),
+      ],
+    });
+    const first = await runner.run(agent, 'Refund R4.', { context: { runId } });
+    first.state.approve(first.interruptions[0]!);
+    await runner.run(agent, first.state);
+    expect(ledger).toEqual([]);
+    expect(textOf(outputsIn(model, 1)[0]?.output)).toMatch(/^The "refund" action needs an operator's approval/);
+    expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['pending']);
+  });
+
+  it('a restart mid-wait: a new process (new client, same fileStore, the state from its string) resumes the same approval; the tool runs once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const dir = await gh.tempDir();
+    const before = gh.agent({ store: fileStore(dir) });
+    const model = new ScriptedModel([[call('refund', { order: 'R5', amount: 150 })], [assistantMessage('Refunded.')]]);
+    const first = await runner.run(agentWith(before, ledger, model), 'Refund R5.', { context: { runId } });
+    const gone = new AbortController();
+    const waiting = firstPending<{ id: string }>();
+    const interrupted = settleInterruptions(first, before, { signal: gone.signal, onPending: waiting.onPending });
+    const { id } = await waiting.seen;
+    gone.abort();
+    expect((await interrupted).settled).toMatchObject([{ outcome: 'pending', approval: { id } }]);
+    const saved = first.state.toString();
+
+    // The new process: its own client on the same store, its own tools, the run state read back.
+    const after = gh.agent({ store: fileStore(dir) });
+    const agent = agentWith(after, ledger, model);
+    const state = await RunState.fromString<RunCtx, typeof agent>(agent, saved);
+    await gh.operator.approvals.grant(id);
+    const { settled } = await settleInterruptions(state, after, { maxWaitMs: 0 });
+    expect(settled).toMatchObject([{ outcome: 'approved', approval: { id } }]);
+    const done = await runner.run(agent, state);
+    expect(done.finalOutput).toBe('Refunded.');
+    expect(ledger).toEqual(['refund R5 150']);
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[id, 'consumed']]);
+  });
+
+  it('a redeem whose answer is lost is sent again under its key: the tool runs once, the grant is consumed once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    let lost = 0;
+    // The network drops the answer of the first redeem (POST /decide citing the approval), after the server acted.
+    const lossy: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (lost === 0 && typeof init?.body === 'string' && init.body.includes('"approval_id"')) {
+        lost++;
+        throw new TypeError('fetch failed: the connection was reset');
+      }
+      return res;
+    };
+    const client = gh.agent({ fetch: lossy });
+    const model = new ScriptedModel([[call('refund', { order: 'R6', amount: 150 })], [assistantMessage('Refunded.')]]);
+    const agent = agentWith(client, ledger, model);
+    const first = await runner.run(agent, 'Refund R6.', { context: { runId } });
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.operator.approvals.grant(filed!.id);
+    await settleInterruptions(first, client, { maxWaitMs: 0 });
+    await runner.run(agent, first.state);
+    expect(lost).toBe(1);
+    expect(ledger).toEqual(['refund R6 150']);
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'consumed']]);
+  });
+
+  it('an allowed call needs no approval and runs at once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = new ScriptedModel([[call('refund', { order: 'S1', amount: 40 })], [assistantMessage('Refunded.')]]);
+    const done = await runner.run(agentWith(client, ledger, model), 'Refund S1.', { context: { runId } });
+    expect(done.interruptions).toEqual([]);
+    expect(ledger).toEqual(['refund S1 40']);
+    expect(await gh.approvalsOf(runId)).toEqual([]);
+  });
+});
+
+describe('gatedTool', () => {
+  it('refuses a needsApproval of its own: Gatehouse decides when a human is needed', () => {
+    expect(() => gatedTool({ name: 'x', description: 'x', parameters: z.object({}), needsApproval: true, execute: async () => 'x' }, gh.agent())).toThrow(
+      /needsApproval is Gatehouse's/,
+    );
+  });
+
+  it('leaves the interruptions of tools it did not gate to the host', async () => {
+    const ledger: string[] = [];
+    const client = gh.agent();
+    const model = new ScriptedModel([[functionCall('own', {}, { callId: 'own-1' })]]);
+    const agent = new Agent({
+      name: 'x',
+      model,
+      tools: [tool({ name: 'own', description: 'own', parameters: z.object({}), needsApproval: true, execute: async () => ledger.push('own') })],
+    });
+    const first = await runner.run(agent, 'go');
+    const { settled, pending } = await settleInterruptions(first, client, { maxWaitMs: 0 });
+    expect(settled).toMatchObject([{ tool: 'own', outcome: 'skipped' }]);
+    expect(pending).toBe(false);
+    expect(first.state.getInterruptions()).toHaveLength(1); // neither approved nor rejected
+  });
+});
