@@ -566,7 +566,8 @@ async function expireLapsedRows(tx: TransactionSql, where: PendingQuery<Row[]>):
     ), moved as (
       update approvals set status = 'expired' where id = any(array(select id from due))
       returning id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, run_id,
-                created_at, expires_at, decided_by, decided_at, decision_note, consumed_at, octet_length(args) as args_bytes
+                created_at, expires_at, decided_by, decided_at, decision_note, decision_message, consumed_at,
+                octet_length(args) as args_bytes
     ), logged as (
       insert into approval_events (approval_id, actor, from_status, to_status)
       select id, 'system', due.status, 'expired' from moved join due using (id)

@@ -467,6 +467,24 @@ describe.skipIf(!available)(`the operator page in Chromium${available ? '' : ` (
     await page.click('#filters button[type=reset]');
   }, 90_000); // a bound on a hang: filing 1,200 approvals takes seconds on a busy machine
 
+  it("a webhook's link (/ui#approval=ID) shows that approval, whatever its status", async () => {
+    const a = await file({ tool: 'transfer', args: { to: 'W1', amount: 15 } });
+    const b = await file({ tool: 'transfer', args: { to: 'W2', amount: 16 } });
+    await rest('POST', `/approvals/${a.id}/deny`, { note: 'linked' }, other, replica);
+    await signIn();
+    await live();
+    expect(await page.locator('article.approval').count()).toBe(1); // the queue: b only
+    await page.goto(`${base}/ui#approval=${a.id}`); // the same page: the fragment changes
+    await page.waitForFunction((id) => document.querySelectorAll('article.approval').length === 1 && document.querySelector(`article[data-id="${id}"]`), a.id);
+    expect(await card(a.id).getAttribute('data-status')).toBe('denied');
+    // Opened afresh from the link (the token kept for the tab).
+    await page.goto('about:blank');
+    await page.goto(`${base}/ui#approval=${b.id}`);
+    await listed();
+    expect(await page.locator('article.approval').evaluateAll((els) => els.map((e) => e.getAttribute('data-id')))).toEqual([b.id]);
+    expect(await page.inputValue('#f-q')).toBe(b.id);
+  });
+
   // ---- 7. a note for the record, a message for the agent ------------------------------------------------------
 
   it('a denial with a note and a message: both labelled, the note kept from the model, the message given to it', async () => {

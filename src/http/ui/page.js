@@ -149,9 +149,24 @@
       return;
     }
     filters.hidden = false;
+    followLink();
     say('Loading…');
     openStream();
   }
+
+  // A link to one approval (a webhook's: /ui#approval=ID) shows that approval, whatever its status:
+  // the filters say so, and Clear goes back to the queue.
+  function followLink() {
+    const linked = /^#approval=([0-9a-fA-F-]{36})$/.exec(location.hash);
+    if (linked === null) return false;
+    for (const id of ['f-tool', 'f-kind', 'f-requester']) $(id).value = '';
+    $('f-status').value = '';
+    $('f-q').value = linked[1].toLowerCase();
+    return true;
+  }
+  window.addEventListener('hashchange', () => {
+    if (me?.can.decide && followLink()) load();
+  });
 
   function stop() {
     generation++;
