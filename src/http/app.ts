@@ -12,6 +12,7 @@ import { registerResponseHeaders } from './headers.js';
 import { approvalRoutes } from './routes/approvals.js';
 import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
+import { meRoute } from './routes/me.js';
 import { opsRoutes } from './routes/ops.js';
 import { policiesRoute } from './routes/policies.js';
 import { toolsRoute } from './routes/tools.js';
@@ -95,6 +96,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     toolsRoute(secured, ctx);
     approvalRoutes(secured, ctx);
     webhooksRoute(secured, ctx);
+    meRoute(secured, ctx);
   });
   return app;
 }

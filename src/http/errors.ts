@@ -79,7 +79,7 @@ export function sendProblem(reply: FastifyReply, err: HttpError): FastifyReply {
 }
 
 /** The body fields the approval store is handed as they are (its input errors point at them). */
-const BODY_FIELDS: ReadonlySet<string> = new Set(['args', 'note', 'reason']);
+const BODY_FIELDS: ReadonlySet<string> = new Set(['args', 'note', 'message', 'reason']);
 
 /** The names a body may never use: hosts set identity from the verified token (docs/spec.md section 5). */
 export const IDENTITY_FIELDS: ReadonlySet<string> = new Set(['user', 'sub', 'team', 'agent', 'roles', 'identity', 'claims']);
@@ -117,9 +117,15 @@ export function toHttpError(err: unknown): HttpError {
       'an operator denied this same request recently; it cannot be filed again until the cooldown ends (DENIED_COOLDOWN)',
       {
         retryAfterSec: err.retryAfterSec,
-        body: { approval: err.denial },
+        // The requester is told the denial and its message, never the operators' note.
+        body: { approval: { ...err.denial, decision_note: null } },
       },
     );
+  }
+  if (err instanceof WaitLimitError && err.what === 'streams') {
+    return err.scope === 'caller'
+      ? new HttpError('too_many_waits', `you already hold ${err.limit} streams (MAX_WAITS_PER_CALLER); close one first`, { retryAfterSec: 5 })
+      : new HttpError('unavailable', 'this replica holds as many streams as it may (MAX_WAITS); retry', { retryAfterSec: 5 });
   }
   if (err instanceof WaitLimitError) {
     return err.scope === 'caller'
