@@ -1,6 +1,6 @@
 // The application: a Fastify instance with strict bodies, JWT identity and the routes, built from
 // its dependencies so tests drive it with inject() and src/service.ts owns the process around it.
-import fastifyCookie from '@fastify/cookie';
+import { fastifyCookie } from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { ConnectionLimits } from '../config.js';
@@ -85,8 +85,6 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
   if (signin !== undefined) {
     const { settings, store } = signin;
     const cookies = sessionCookies(settings.publicUrl, settings.sessionTtlMs);
-    // Without its parsing hook: cookies are read only by the routes that use them, never on /decide.
-    await app.register(fastifyCookie, { hook: false });
     const relyingParty = createRelyingParty({
       oidc: settings.oidc,
       redirectUri: `${settings.publicUrl}/auth/callback`,
@@ -94,7 +92,9 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
       log: ctx.log,
     });
     await app.register(async (auth) => authRoutes(auth, ctx, { settings, cookies, store, relyingParty }));
-    sessions = createSessionAuthenticator(store, cookies, (header) => app.parseCookie(header));
+    // @fastify/cookie's parser (loaded when the /auth scope registered the plugin): the operator
+    // routes read one cookie, without the plugin's hooks on every route of the app.
+    sessions = createSessionAuthenticator(store, cookies, (header) => fastifyCookie.parse(header));
   }
   await app.register(async (secured) => {
     // Every route in here needs a verified bearer token (docs/spec.md section 5), or, for the routes

@@ -11,7 +11,9 @@ import { buildApp } from '../../src/http/app.js';
 import type { AppContext } from '../../src/http/context.js';
 import type { JwksKeys } from '../../src/http/jwks.js';
 import { createMetrics } from '../../src/http/metrics.js';
+import type { SignInSettings } from '../../src/http/session.js';
 import { createLivePolicies } from '../../src/policy/live.js';
+import { createSessionStore } from '../../src/sessions/store.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
 /** A copy of the example policies (policies/ belongs to users: tests never read it). */
@@ -46,6 +48,8 @@ export interface TestAppOptions {
   policyReaderRoles?: readonly string[];
   /** Timeouts and the connection cap; default the service's defaults (loadConfig). */
   connections?: Partial<ConnectionLimits>;
+  /** Sign-in for people (OIDC): its settings; the session store is made on the app's database. */
+  signin?: SignInSettings;
 }
 
 export interface TestApp {
@@ -88,7 +92,12 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     approverRole: 'approver',
     policyReaderRoles: options.policyReaderRoles ?? ['admin', 'approver'],
   };
+  const signin = options.signin;
+  if (signin !== undefined && db === null) throw new Error('signin needs a database (the session store)');
   const app = await buildApp(ctx, {
+    ...(signin !== undefined && db !== null
+      ? { signin: { settings: signin, store: createSessionStore(db.sql, { ttlMs: signin.sessionTtlMs, deadlineMs: options.deadlineMs ?? 5_000 }) } }
+      : {}),
     bodyLimit: options.bodyLimit ?? 1_048_576,
     connections: { ...loadConfig({}).connections, ...options.connections },
     logger: log,

@@ -3,6 +3,7 @@
 // page its CSRF token), /auth/logout signs out here and at the provider. Registered only when
 // OIDC_ISSUER is set; these routes read cookies, no other route of this scope takes a bearer token.
 import { hkdfSync } from 'node:crypto';
+import fastifyCookie from '@fastify/cookie';
 import fastifySecureSession, { type Session } from '@fastify/secure-session';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionStore } from '../../sessions/store.js';
@@ -50,13 +51,9 @@ export async function authRoutes(app: FastifyInstance, ctx: AppContext, options:
   const base = settings.publicUrl;
   const loginUrl = `${base}/auth/login`;
 
-  // @fastify/cookie is registered without its parsing hook (app.ts: no work on other routes); these
-  // routes read their cookies, and the sign-in session's hook below needs them parsed first.
-  app.addHook('onRequest', (request, _reply, done) => {
-    const header = request.headers.cookie;
-    request.cookies = header === undefined ? {} : app.parseCookie(header);
-    done();
-  });
+  // Cookies are parsed in this scope only: no other route pays for it (the operator routes read
+  // the session cookie alone, session.ts).
+  await app.register(fastifyCookie);
   await app.register(fastifySecureSession, {
     sessionName: 'signin',
     cookieName: cookies.login.name,
