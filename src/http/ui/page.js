@@ -26,9 +26,13 @@
   var ROUNDED_NOTE = ' This browser shows numbers of more than 15 significant digits rounded: check them through the API.';
 
   function api(method, path, body) {
-    var headers = { authorization: 'Bearer ' + tokenInput.value };
+    // Signed in with the identity provider (session.js): the CSRF token, and the session cookie that
+    // fetch sends to this origin by itself (credentials 'same-origin', its default); else the pasted token.
+    var session = gatehouseSession.current();
+    var headers = session ? gatehouseSession.headers() : { authorization: 'Bearer ' + tokenInput.value };
     if (body !== undefined) headers['content-type'] = 'application/json';
     return fetch(path, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body) }).then(function (res) {
+      if (res.status === 401 && session) gatehouseSession.lost();
       return res
         .text()
         .then(parseExact)
@@ -124,5 +128,7 @@
     sessionStorage.setItem('gatehouse-token', tokenInput.value);
     load();
   });
-  if (tokenInput.value) load();
+  gatehouseSession.ready.then(function (session) {
+    if (session || tokenInput.value) load();
+  });
 })();
