@@ -34,7 +34,8 @@
       out.textContent = 'Sign out';
       out.addEventListener('click', signOut);
       box.append(who, ' ', out);
-      if (tokenForm) tokenForm.hidden = true; // one way in at a time: the session's
+      // One way in at a time: the session's. (A style, not `hidden`: the page's CSS lays the form out.)
+      if (tokenForm) tokenForm.style.display = 'none';
     } else if (loginUrl !== null) {
       const signIn = document.createElement('button');
       signIn.type = 'button';
@@ -45,7 +46,7 @@
       const hint = document.createElement('span');
       hint.textContent = ' with the identity provider' + (tokenForm ? ', or paste a token below (development).' : '.');
       box.append(signIn, hint);
-      if (tokenForm) tokenForm.hidden = false;
+      if (tokenForm) tokenForm.style.display = '';
     }
     box.hidden = box.childNodes.length === 0;
   }
