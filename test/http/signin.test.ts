@@ -5,8 +5,10 @@
 // tampered and a replayed session, and every callback that must be refused.
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, token, approverToken, type TestApp } from '../helpers/app.js';
+import { createSql } from '../../src/db/connect.js';
+import { approverToken, createTestApp, token, type TestApp } from '../helpers/app.js';
 import { expectProblemJson, listenLoopback, type AnyResponse } from '../helpers/http.js';
+import { assertMatchesOpenApi, findOperation, openApiOperations } from '../helpers/openapi.js';
 import { authenticateAtProvider, browse, CLIENT_ID, CLIENT_SECRET, CookieJar, startProvider, type TestProvider } from '../helpers/oidc.js';
 
 const PUBLIC_URL = 'https://gatehouse.test';
@@ -48,8 +50,17 @@ afterAll(async () => {
 /** Gatehouse's public address, as this test reaches it (the provider only knows PUBLIC_URL). */
 const local = (url: string): string => url.replace(PUBLIC_URL, base);
 
-async function asAny(res: Response): Promise<AnyResponse> {
-  return { statusCode: res.status, headers: Object.fromEntries(res.headers), body: await res.text() };
+/** The sign-in operations' statuses seen, each response checked against openapi.yaml. */
+const covered = new Set<string>();
+
+/** The response as the problem helpers read it, after checking it against openapi.yaml. */
+async function asAny(res: Response, method = 'GET'): Promise<AnyResponse> {
+  const url = new URL(res.url);
+  const body = await res.text();
+  const headers = Object.fromEntries(res.headers);
+  assertMatchesOpenApi(method, `${url.pathname}${url.search}`, res.status, headers['content-type'], body, headers);
+  covered.add(`${method.toLowerCase()} ${findOperation(method, url.pathname).path} ${res.status}`);
+  return { statusCode: res.status, headers, body };
 }
 
 interface SessionBody {
@@ -75,7 +86,7 @@ interface SignedIn {
 /** /auth/login → the provider's login (and consent) → /auth/callback → GET /auth/session. */
 async function startLogin(jar: CookieJar): Promise<{ authorizationUrl: URL; setCookie: string }> {
   const login = await browse(jar, `${base}/auth/login`);
-  expect(login.status).toBe(303);
+  expect((await asAny(login.clone())).statusCode).toBe(303);
   const setCookie = login.headers.getSetCookie().find((c) => c.startsWith(`${LOGIN_COOKIE}=`));
   expect(setCookie).toBeDefined();
   return { authorizationUrl: new URL(login.headers.get('location')!), setCookie: setCookie! };
@@ -86,14 +97,14 @@ async function signIn(account: string, idp = new CookieJar()): Promise<SignedIn>
   const { authorizationUrl, setCookie: loginCookie } = await startLogin(jar);
   const callback = await authenticateAtProvider(idp, authorizationUrl.href, account, PUBLIC_URL);
   const done = await browse(jar, local(callback.href));
-  expect(done.status, await done.clone().text()).toBe(303);
+  expect((await asAny(done.clone())).statusCode).toBe(303);
   expect(done.headers.get('location')).toBe(`${PUBLIC_URL}/ui`);
   const sessionCookie = done.headers.getSetCookie().find((c) => c.startsWith(`${SESSION_COOKIE}=`));
   expect(sessionCookie).toBeDefined();
   // The sign-in cookie is used once: the callback clears it.
   expect(jar.get(LOGIN_COOKIE)).toBeUndefined();
   const res = await browse(jar, `${base}/auth/session`);
-  expect(res.status).toBe(200);
+  expect((await asAny(res.clone())).statusCode).toBe(200);
   return { jar, idp, session: (await res.json()) as SessionBody, loginCookie, sessionCookie: sessionCookie!, authorizationUrl, callback };
 }
 
@@ -167,13 +178,13 @@ describe('signing in (authorization code + PKCE, real provider)', () => {
     const one = await browse(s.jar, `${base}/approvals/${id}`);
     expect(one.status).toBe(200);
 
-    const missing = expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, { note: 'ok' })), 403, 'csrf_rejected');
+    const missing = expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, { note: 'ok' }), 'POST'), 403, 'csrf_rejected');
     expect(missing.detail).toMatch(/X-CSRF-Token/);
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, { note: 'ok' }, 'A'.repeat(43))), 403, 'csrf_rejected');
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/deny`, {}, s.session.csrf_token.slice(1))), 403, 'csrf_rejected');
+    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, { note: 'ok' }, 'A'.repeat(43)), 'POST'), 403, 'csrf_rejected');
+    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/deny`, {}, s.session.csrf_token.slice(1)), 'POST'), 403, 'csrf_rejected');
     // Another session's token is not this one's.
     const other = await signIn('alice');
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, other.session.csrf_token)), 403, 'csrf_rejected');
+    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, other.session.csrf_token), 'POST'), 403, 'csrf_rejected');
     // Twice is ambiguous, like two Authorization headers.
     const twice = await fetch(`${base}/approvals/${id}/grant`, {
       method: 'POST',
@@ -185,7 +196,7 @@ describe('signing in (authorization code + PKCE, real provider)', () => {
       ],
       body: '{}',
     });
-    expectProblemJson(await asAny(twice), 403, 'csrf_rejected');
+    expectProblemJson(await asAny(twice, 'POST'), 403, 'csrf_rejected');
     expect(((await (await browse(s.jar, `${base}/approvals/${id}`)).json()) as { status: string }).status).toBe('pending');
 
     const granted = await postWithSession(s.jar, `/approvals/${id}/grant`, { note: 'checked the order' }, s.session.csrf_token);
@@ -197,8 +208,8 @@ describe('signing in (authorization code + PKCE, real provider)', () => {
     const s = await signIn('bob');
     expect(s.session).toMatchObject({ sub: 'bob', team: 'support', roles: [], can: { decide: false } });
     const id = await pendingApproval();
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, s.session.csrf_token)), 403, 'forbidden');
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/deny`, {}, s.session.csrf_token)), 403, 'forbidden');
+    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, s.session.csrf_token), 'POST'), 403, 'forbidden');
+    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/deny`, {}, s.session.csrf_token), 'POST'), 403, 'forbidden');
     const list = await browse(s.jar, `${base}/approvals?status=pending`);
     expect(((await list.json()) as { items: unknown[] }).items).toEqual([]);
     expect((await browse(s.jar, `${base}/approvals/${id}`)).status).toBe(404);
@@ -226,14 +237,17 @@ describe('what the session cookie opens', () => {
     const s = await signIn('alice');
     const id = await pendingApproval();
     const csrf = { 'x-csrf-token': s.session.csrf_token, 'content-type': 'application/json' };
-    const refused = [
-      browse(s.jar, `${base}/decide`, { method: 'POST', headers: csrf, body: JSON.stringify({ tool: 'refund', args: { order: 'O-1', amount: 1 } }) }),
-      browse(s.jar, `${base}/approvals`, { method: 'POST', headers: csrf, body: JSON.stringify({ tool: 'refund', args: { order: 'O-1', amount: 120 } }) }),
-      browse(s.jar, `${base}/approvals/${id}/cancel`, { method: 'POST', headers: csrf, body: '{}' }),
-      browse(s.jar, `${base}/tools`),
-      browse(s.jar, `${base}/policies`),
+    const refused: [string, Promise<Response>][] = [
+      ['POST', browse(s.jar, `${base}/decide`, { method: 'POST', headers: csrf, body: JSON.stringify({ tool: 'refund', args: { order: 'O-1', amount: 1 } }) })],
+      [
+        'POST',
+        browse(s.jar, `${base}/approvals`, { method: 'POST', headers: csrf, body: JSON.stringify({ tool: 'refund', args: { order: 'O-1', amount: 120 } }) }),
+      ],
+      ['POST', browse(s.jar, `${base}/approvals/${id}/cancel`, { method: 'POST', headers: csrf, body: '{}' })],
+      ['GET', browse(s.jar, `${base}/tools`)],
+      ['GET', browse(s.jar, `${base}/policies`)],
     ];
-    for (const res of await Promise.all(refused)) expectProblemJson(await asAny(res), 401, 'unauthorized');
+    for (const [method, res] of refused) expectProblemJson(await asAny(await res, method), 401, 'unauthorized');
   });
 
   it('a bearer token is read as before, cookie or not: its own identity, and no CSRF token asked', async () => {
@@ -256,11 +270,11 @@ describe('the end of a session', () => {
   it("logout needs the CSRF token, ends the session everywhere (a copy of the cookie is refused) and sends the browser to the provider's end_session_endpoint", async () => {
     const s = await signIn('alice');
     const copy = s.jar.header(base)!;
-    expectProblemJson(await asAny(await browse(s.jar, `${base}/auth/logout`, { method: 'POST' })), 403, 'csrf_rejected');
+    expectProblemJson(await asAny(await browse(s.jar, `${base}/auth/logout`, { method: 'POST' }), 'POST'), 403, 'csrf_rejected');
     expect((await browse(s.jar, `${base}/auth/session`)).status).toBe(200); // still signed in
 
     const out = await browse(s.jar, `${base}/auth/logout`, { method: 'POST', headers: { 'x-csrf-token': s.session.csrf_token } });
-    expect(out.status).toBe(200);
+    expect((await asAny(out.clone(), 'POST')).statusCode).toBe(200);
     const cleared = out.headers.getSetCookie().find((c) => c.startsWith(`${SESSION_COOKIE}=;`));
     expect(cleared).toBeDefined();
     expect(attributesOf(cleared!)).toEqual(expect.arrayContaining(['max-age=0', 'path=/', 'secure']));
@@ -280,7 +294,7 @@ describe('the end of a session', () => {
       expect(problem.detail).toMatch(/sign in again/);
     }
     const replayedLogout = await fetch(`${base}/auth/logout`, { method: 'POST', headers: { cookie: copy, 'x-csrf-token': s.session.csrf_token } });
-    expectProblemJson(await asAny(replayedLogout), 401, 'unauthorized');
+    expectProblemJson(await asAny(replayedLogout, 'POST'), 401, 'unauthorized');
 
     // The provider accepts the logout request (its confirmation form, then back to the page).
     const confirm = await browse(s.idp, body.end_session_url);
@@ -307,7 +321,7 @@ describe('the end of a session', () => {
     const session = expectProblemJson(await asAny(await browse(s.jar, `${base}/auth/session`)), 401, 'unauthorized');
     expect(session.login_url).toBe(`${PUBLIC_URL}/auth/login`);
     expectProblemJson(await asAny(await browse(s.jar, `${base}/approvals`)), 401, 'unauthorized');
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, s.session.csrf_token)), 401, 'unauthorized');
+    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, s.session.csrf_token), 'POST'), 401, 'unauthorized');
   });
 
   it('a tampered, foreign or malformed session cookie is 401, never an error', async () => {
@@ -382,13 +396,57 @@ describe('without a reachable provider, and without OIDC', () => {
   it('/auth/login is 503 with Retry-After while the provider cannot be discovered', async () => {
     const down = await createTestApp({ env: 'prod', database: t.db!, signin: settings('http://127.0.0.1:9') });
     try {
-      const res = await down.app.inject({ method: 'GET', url: '/auth/login' });
-      const problem = expectProblemJson(res, 503, 'unavailable');
+      const downBase = `http://127.0.0.1:${await listenLoopback(down.app)}`;
+      const res = await fetch(`${downBase}/auth/login`, { redirect: 'manual' });
+      expect(res.headers.get('retry-after')).toBe('5');
+      const problem = expectProblemJson(await asAny(res), 503, 'unavailable');
       expect(problem.detail).toMatch(/OIDC_ISSUER/);
-      expect(res.headers['retry-after']).toBeDefined();
     } finally {
       await down.app.close();
     }
+  });
+
+  it('with the session table out of reach (locked past DB_DEADLINE_MS): 503 at the callback, on /auth/session and on logout, nothing half done', async () => {
+    const replica = await createTestApp({ env: 'prod', database: t.db!, deadlineMs: 300, signin: settings(provider.issuer) });
+    const blocker = createSql(t.db!.url, { max: 1 });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    try {
+      const replicaBase = `http://127.0.0.1:${await listenLoopback(replica.app)}`;
+      const jar = new CookieJar();
+      const login = await browse(jar, `${replicaBase}/auth/login`);
+      const callback = await authenticateAtProvider(new CookieJar(), login.headers.get('location')!, 'alice', PUBLIC_URL);
+      const alive = await signIn('alice');
+      await new Promise<void>((locked) => {
+        void blocker.begin(async (tx) => {
+          await tx`lock table operator_sessions in access exclusive mode`;
+          locked();
+          await held;
+        });
+      });
+      const refused = await browse(jar, callback.href.replace(PUBLIC_URL, replicaBase));
+      expectProblemJson(await asAny(refused), 503, 'unavailable');
+      expect(jar.get(SESSION_COOKIE)).toBeUndefined();
+      const cookie = { cookie: `${SESSION_COOKIE}=${alive.jar.get(SESSION_COOKIE)}` };
+      expectProblemJson(await asAny(await fetch(`${replicaBase}/auth/session`, { headers: cookie })), 503, 'unavailable');
+      const out = await fetch(`${replicaBase}/auth/logout`, { method: 'POST', headers: { ...cookie, 'x-csrf-token': alive.session.csrf_token } });
+      expectProblemJson(await asAny(out, 'POST'), 503, 'unavailable');
+      release();
+      // Once the database answers again, the session that could not be ended is still signed in.
+      expect((await browse(alive.jar, `${base}/auth/session`)).status).toBe(200);
+    } finally {
+      release();
+      await blocker.end();
+      await replica.app.close();
+    }
+  });
+
+  it('a query parameter these routes do not take is 400', async () => {
+    for (const path of ['/auth/login?next=https://evil.example', '/auth/session?x=1']) {
+      expectProblemJson(await asAny(await fetch(`${base}${path}`, { redirect: 'manual' })), 400, 'invalid_query');
+    }
+    const long = await fetch(`${base}/auth/callback?state=${'s'.repeat(600)}`, { redirect: 'manual' });
+    expectProblemJson(await asAny(long), 400, 'invalid_query');
   });
 
   it('with OIDC off the /auth routes do not exist (the page keeps to pasted tokens) and cookies open nothing', async () => {
@@ -400,5 +458,15 @@ describe('without a reachable provider, and without OIDC', () => {
     } finally {
       await plain.close();
     }
+  });
+});
+
+describe('openapi.yaml', () => {
+  it('documents every status of the sign-in routes, and each one was seen above as documented', () => {
+    const documented = openApiOperations()
+      .filter(({ path }) => path.startsWith('/auth/'))
+      .flatMap(({ path, method, operation }) => Object.keys(operation.responses ?? {}).map((status) => `${method} ${path} ${status}`));
+    expect(documented.length).toBeGreaterThanOrEqual(14);
+    expect(documented.filter((d) => !covered.has(d))).toEqual([]);
   });
 });
