@@ -76,7 +76,7 @@ export function serverEnv(env: Record<string, string>): Record<string, string> {
   for (const [k, v] of Object.entries(process.env)) {
     if (
       v !== undefined &&
-      !/^(JWT_|DATABASE_URL$|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|BODY_LIMIT$|DB_|SHUTDOWN_|APPROVAL_TTL$|GRANT_TTL$|HEADERS_TIMEOUT$|REQUEST_TIMEOUT$|KEEP_ALIVE_TIMEOUT$|MAX_CONNECTIONS$)/.test(
+      !/^(JWT_|DATABASE_URL$|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|BODY_LIMIT$|DB_|SHUTDOWN_|APPROVAL_TTL$|GRANT_TTL$|HEADERS_TIMEOUT$|REQUEST_TIMEOUT$|KEEP_ALIVE_TIMEOUT$|MAX_CONNECTIONS$|OIDC_|SESSION_|PUBLIC_URL$|ROLES_CLAIM$|TEAM_CLAIM$|AGENT_CLAIM$)/.test(
         k,
       )
     )
