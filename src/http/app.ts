@@ -12,7 +12,7 @@ import type { AppContext } from './context.js';
 import { answerClientError, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
 import { registerResponseHeaders } from './headers.js';
 import { createRelyingParty } from './oidc.js';
-import { authRoutes } from './routes/auth.js';
+import { authConfigRoute, authRoutes } from './routes/auth.js';
 import { approvalRoutes } from './routes/approvals.js';
 import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
@@ -82,6 +82,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
   const authenticate = createAuthenticator(app, options.auth);
   let sessions: SessionAuthenticator | null = null;
   const signin = options.signin;
+  authConfigRoute(app, signin?.settings.publicUrl ?? null);
   if (signin !== undefined) {
     const { settings, store } = signin;
     const cookies = sessionCookies(settings.publicUrl, settings.sessionTtlMs);

@@ -449,9 +449,19 @@ describe('without a reachable provider, and without OIDC', () => {
     expectProblemJson(await asAny(long), 400, 'invalid_query');
   });
 
-  it('with OIDC off the /auth routes do not exist (the page keeps to pasted tokens) and cookies open nothing', async () => {
+  it('/auth/config says whether sign-in is on, and where it starts', async () => {
+    const on = await asAny(await fetch(`${base}/auth/config`));
+    expect(on.statusCode).toBe(200);
+    expect(JSON.parse(on.body)).toEqual({
+      signin: { login_url: `${PUBLIC_URL}/auth/login`, session_url: '/auth/session' },
+    });
+    expectProblemJson(await asAny(await fetch(`${base}/auth/config?x=1`)), 400, 'invalid_query');
+  });
+
+  it('with OIDC off the /auth routes do not exist but /auth/config, which says so (the page keeps to pasted tokens); cookies open nothing', async () => {
     const plain = await createTestApp({ env: 'prod' });
     try {
+      expect((await plain.app.inject({ method: 'GET', url: '/auth/config' })).json()).toEqual({ signin: null });
       for (const url of ['/auth/session', '/auth/login', '/auth/callback']) expect((await plain.app.inject({ method: 'GET', url })).statusCode).toBe(404);
       const res = await plain.app.inject({ method: 'GET', url: '/approvals', headers: { cookie: `${SESSION_COOKIE}=${'A'.repeat(43)}` } });
       expectProblemJson(res, 401, 'unauthorized');

@@ -56,6 +56,7 @@ const OPEN_ROUTES = [
   '/ui/page.js',
   '/ui/page.css',
   '/ui/session.js',
+  '/auth/config',
   '/auth/login',
   '/auth/callback',
 ];
@@ -679,6 +680,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     expect(await call(plain, { url: '/ui/page.js' }, 200)).toContain('textContent');
     expect(await call(plain, { url: '/ui/page.css' }, 200)).toContain('.presentation');
     expect(await call(plain, { url: '/ui/session.js' }, 200)).toContain('gatehouseSession');
+    expect(await call(plain, { url: '/auth/config' }, 200)).toEqual({ signin: null });
     expect(await call(db, { url: '/openapi.yaml' }, 200)).toBe(openApiText);
   });
 

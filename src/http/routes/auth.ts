@@ -41,6 +41,15 @@ const callbackQuery = {
   },
 } as const;
 
+/**
+ * GET /auth/config, served whether sign-in is on or not: what the operator page offers (a Sign in
+ * button, or the pasted token alone), known without a failed request in the browser's console.
+ */
+export function authConfigRoute(app: FastifyInstance, publicUrl: string | null): void {
+  const body = { signin: publicUrl === null ? null : { login_url: `${publicUrl}/auth/login`, session_url: '/auth/session' } };
+  app.get('/auth/config', { schema: { querystring: emptyQuery } }, async () => body);
+}
+
 /** The sign-in cookie's key: 32 bytes derived from SESSION_SECRET (RFC 5869), bound to this use. */
 function loginCookieKey(secret: string): Buffer {
   return Buffer.from(hkdfSync('sha256', secret, 'gatehouse', 'gatehouse sign-in cookie v1', 32));

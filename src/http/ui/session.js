@@ -1,7 +1,7 @@
 // Sign-in with the company's identity provider, when the service offers it (docs/approvals.md,
-// "The operator page"). GET /auth/session answers 200 when a person is signed in, 401 with the
-// `login_url` when sign-in is on but nobody is, and 404 when it is off (then the page keeps to
-// pasted tokens). Loaded before page.js, which asks window.gatehouseSession how to authenticate
+// "The operator page"). GET /auth/config says whether it does; then GET /auth/session answers 200
+// when a person is signed in, 401 with the `login_url` when nobody is. Without it the page keeps
+// to pasted tokens. Loaded before page.js, which asks window.gatehouseSession how to authenticate
 // each request: with the session cookie (sent by the browser, HttpOnly: never readable here) and
 // the session's CSRF token in X-CSRF-Token, instead of a bearer token. Every value is put on the
 // page with textContent.
@@ -53,7 +53,15 @@
 
   async function read() {
     try {
-      const res = await fetch('/auth/session', { credentials: 'same-origin', cache: 'no-store' });
+      // Sign-in on or off: asked first, so that a page without it makes no failing request.
+      const config = await fetch('/auth/config', { cache: 'no-store' }).then((r) => (r.ok ? r.json() : null));
+      if (!config?.signin) {
+        session = null;
+        loginUrl = null;
+        render();
+        return null;
+      }
+      const res = await fetch(config.signin.session_url, { credentials: 'same-origin', cache: 'no-store' });
       const json = await res.json().catch(() => null);
       session = res.ok && json ? json : null;
       loginUrl = res.status === 401 && json && typeof json.login_url === 'string' ? json.login_url : null;
