@@ -1,4 +1,4 @@
-// The operator sessions (migrations/0009_operator_sessions.sql): a person signed in to the page
+// The operator sessions (migrations/0010_operator_sessions.sql): a person signed in to the page
 // through the identity provider. The cookie's secret is made here and handed out once; the row is
 // keyed by its SHA-256. Expiry is decided by the database clock, as for approvals; every call runs
 // under withDeadline (a busy pool or a dead server is StoreUnavailableError, 503).

@@ -46,7 +46,7 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0006_context.sql',
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
-      '0009_operator_sessions.sql',
+      '0010_operator_sessions.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
@@ -84,7 +84,7 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0006_context.sql',
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
-      '0009_operator_sessions.sql',
+      '0010_operator_sessions.sql',
     ],
   ]);
   expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -177,7 +177,7 @@ test('0002 to 0008 on a database holding approvals: the rows stay as they were a
       '0006_context.sql',
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
-      '0009_operator_sessions.sql',
+      '0010_operator_sessions.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
