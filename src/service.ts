@@ -23,6 +23,9 @@ import { createMetrics } from './http/metrics.js';
 import { createLogger, LogSink } from './log.js';
 import { formatProblem, PolicyLoadError } from './policy/errors.js';
 import { createLivePolicies, type LivePolicies } from './policy/live.js';
+import { approvalLink } from './webhooks/events.js';
+import { createOutbox } from './webhooks/outbox.js';
+import { createWebhookWorker } from './webhooks/worker.js';
 import { createSessionStore } from './sessions/store.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -72,6 +75,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     logger.warn(
       'JWT_ALLOW_UNBOUND=true: without JWT_AUDIENCE and JWT_ISSUER, a token the identity provider minted for another application is accepted here, roles included',
     );
+  }
+  if (config.webhooks.endpoints.length > 0 && config.publicUrl === null) {
+    logger.warn('WEBHOOKS without PUBLIC_URL: the links in webhook events are paths (/ui#approval=…), not addresses a receiver can open');
   }
   const generatedKey = config.jwt.secret === null && config.jwt.publicKey === null && config.jwt.jwksUrl === null;
   let key: string | null;
@@ -210,6 +216,8 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       maxPendingPerRequester: config.maxPendingApprovals,
       maxArgsBytes: config.approvalMaxBytes,
       deniedCooldownMs: config.deniedCooldownMs,
+      // Each transition queues its webhook events in its own transaction (src/webhooks/outbox.ts).
+      webhooks: { endpoints: config.webhooks.endpoints, link: (id) => approvalLink(config.publicUrl, id) },
     });
     const waiter = createApprovalWaiter(sql, store, { maxPerCaller: config.maxWaitsPerCaller, maxTotal: config.maxWaits });
     // Opens the LISTEN connection and starts the sweeper.
@@ -217,7 +225,27 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     let approvalsClosing: Promise<void> | null = null;
     const closeApprovals = (): Promise<void> => (approvalsClosing ??= approvals.close());
     opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);
-    const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped });
+    const outbox = createOutbox(sql, { deadlineMs: config.dbDeadlineMs });
+    const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped, webhookCounts: () => outbox.counts() });
+    let closeWebhooks = async (): Promise<void> => {};
+    if (config.webhooks.endpoints.length > 0) {
+      // A pool of its own: deliveries never wait for, or hold, a connection the requests need.
+      const deliverySql = createSql(url, { max: 2, applicationName: 'gatehouse-webhooks' });
+      opened.push('the webhook delivery pool', () => deliverySql.end({ timeout: 5 }));
+      const worker = createWebhookWorker(createOutbox(deliverySql, { deadlineMs: config.dbDeadlineMs }), sql, {
+        ...config.webhooks,
+        log: logger,
+        onOutcome: (endpoint, outcome) => metrics.webhookAttempts.inc({ endpoint, outcome }),
+        schemaReady: () => migrated,
+      });
+      let workerClosing: Promise<void> | null = null;
+      closeWebhooks = () => (workerClosing ??= worker.close());
+      opened.push('the webhook worker', closeWebhooks);
+      worker.start();
+      // Names and origins only: a secret, or a Slack URL's path, never reaches the log.
+      const endpoints = config.webhooks.endpoints.map((e) => ({ name: e.name, format: e.format, origin: new URL(e.url).origin }));
+      logger.info({ endpoints }, 'delivering webhooks');
+    }
     const appCtx: AppContext = {
       policies,
       metrics,
@@ -227,6 +255,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       adminRole: config.adminRole,
       approverRole: config.approverRole,
       policyReaderRoles: config.policyReaderRoles,
+      webhooks: { endpoints: config.webhooks.endpoints, outbox },
     };
     ctx = appCtx;
     const checks = {
@@ -252,8 +281,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     const app = await buildApp(appCtx, { bodyLimit: config.bodyLimit, connections: config.connections, logger, auth, ...signin });
     // app.close() stops accepting and waits for the requests in flight (app.ts: drain). Closing the
     // approvals meanwhile makes long-polls (GET /approvals/{id}?wait=N) answer now with the approval
-    // as it is, instead of holding the shutdown for up to 60 s.
-    opened.push('the HTTP server', () => Promise.all([app.close(), closeApprovals()]));
+    // as it is, instead of holding the shutdown for up to 60 s. The webhook worker stops claiming
+    // at the same time and records the attempts in flight; what it leaves pending stays queued.
+    opened.push('the HTTP server', () => Promise.all([app.close(), closeApprovals(), closeWebhooks()]));
     checkpoint();
     // Bounded by the fetch timeout; it was started before the database.
     if (!(await jwksFirstFetch))

@@ -414,3 +414,124 @@ describe('parseDuration', () => {
     expect(parseDuration(text)).toBeNull();
   });
 });
+
+describe('WEBHOOKS, PUBLIC_URL and the delivery settings', () => {
+  const secret = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+  const slackUrl = 'https://hooks.slack.com/services/T000/B000/very-secret-path';
+
+  it('default to none, 5 s per attempt, retries for 24 h pausing 5 s doubling to 1 h', () => {
+    const c = loadConfig({});
+    expect(c.publicUrl).toBeNull();
+    expect(c.webhooks).toEqual({ endpoints: [], timeoutMs: 5000, retryForMs: 86_400_000, retryMinMs: 5000, retryMaxMs: 3_600_000 });
+    expect(Object.isFrozen(c.webhooks.endpoints)).toBe(true);
+  });
+
+  it('reads a JSON array of endpoints: the format standard by default, the name from the host unless given, an event filter', () => {
+    const c = loadConfig({
+      PUBLIC_URL: 'https://gatehouse.example.com/approvals/',
+      WEBHOOKS: JSON.stringify([
+        { url: 'https://hooks.example.com/gatehouse', secret },
+        { url: slackUrl, format: 'slack', events: ['approval.created', 'approval.expired'] },
+        { url: 'https://hooks.example.com/other', secret: secret.slice('whsec_'.length), name: 'audit' },
+      ]),
+      WEBHOOK_TIMEOUT: '10s',
+      WEBHOOK_RETRY_FOR: '3d',
+      WEBHOOK_RETRY_MIN: '1s',
+      WEBHOOK_RETRY_MAX: '30m',
+    });
+    expect(c.publicUrl).toBe('https://gatehouse.example.com/approvals');
+    expect(c.webhooks).toEqual({
+      endpoints: [
+        { name: 'hooks.example.com', url: 'https://hooks.example.com/gatehouse', format: 'standard', secret, events: null },
+        { name: 'hooks.slack.com', url: slackUrl, format: 'slack', secret: null, events: ['approval.created', 'approval.expired'] },
+        { name: 'audit', url: 'https://hooks.example.com/other', format: 'standard', secret: secret.slice('whsec_'.length), events: null },
+      ],
+      timeoutMs: 10_000,
+      retryForMs: 3 * 86_400_000,
+      retryMinMs: 1000,
+      retryMaxMs: 1_800_000,
+    });
+    expect(loadConfig({ PUBLIC_URL: 'http://127.0.0.1:8080' }).publicUrl).toBe('http://127.0.0.1:8080');
+  });
+
+  it('reports every problem of every entry at once, naming the entry and the key, never a secret or a URL', () => {
+    const short = `whsec_${Buffer.alloc(16, 2).toString('base64')}`;
+    const problems = problemsOf({
+      NODE_ENV: 'production',
+      JWT_SECRET: SECRET,
+      DATABASE_URL: 'postgres://db/g',
+      WEBHOOKS: JSON.stringify([
+        { url: 'http://hooks.example.com/x', secret },
+        { url: 'ftp://hooks.example.com/x', secret },
+        { url: 'https://user:pw@hooks.example.com/x', secret },
+        { url: 'https://a.example.com/', secret: short },
+        { url: 'https://b.example.com/', secret: 'not base64!' },
+        { url: 'https://c.example.com/' },
+        { url: slackUrl, format: 'slack', secret },
+        { url: 'https://d.example.com/', secret, events: ['approval.granted', 'approval.granted'] },
+        { url: 'https://e.example.com/', secret, events: [] },
+        { url: 'https://f.example.com/', secret, format: 'teams' },
+        { url: 'https://g.example.com/', secret, name: 'two words' },
+        { url: 'https://h.example.com/', secret, name: 'dup' },
+        { url: 'https://i.example.com/', secret, name: 'dup' },
+        { secret },
+        { url: 'https://j.example.com/', secret, colour: 'red' },
+        'https://k.example.com/',
+      ]),
+      PUBLIC_URL: 'https://gatehouse.example.com/?x=1',
+      WEBHOOK_RETRY_MIN: '2h',
+      WEBHOOK_RETRY_MAX: '1h',
+      WEBHOOK_TIMEOUT: '2m',
+      WEBHOOK_RETRY_FOR: '0',
+    });
+    expect(problems).toEqual([
+      'PUBLIC_URL must not have a query or a fragment',
+      'NODE_ENV=production needs an https:// WEBHOOKS[0].url (plain http only to a loopback address)',
+      'WEBHOOKS[1].url must be an http:// or https:// URL',
+      'WEBHOOKS[2].url must not carry credentials (the signature authenticates Gatehouse)',
+      'WEBHOOKS[3].secret must be "whsec_" and the base64 of 24 to 64 random bytes (like whsec_ followed by the output of openssl rand -base64 32)',
+      'WEBHOOKS[4].secret must be "whsec_" and the base64 of 24 to 64 random bytes (like whsec_ followed by the output of openssl rand -base64 32)',
+      'WEBHOOKS[5].secret is required: a Standard Webhooks secret, "whsec_" and the base64 of 24 to 64 random bytes',
+      'WEBHOOKS[6].secret must not be set with format "slack": Slack incoming webhooks are not signed',
+      `WEBHOOKS[7].events must be a list, without repeats, of approval.created, approval.granted, approval.denied, approval.expired, approval.cancelled, approval.consumed`,
+      `WEBHOOKS[8].events must be a list, without repeats, of approval.created, approval.granted, approval.denied, approval.expired, approval.cancelled, approval.consumed`,
+      'WEBHOOKS[9].format must be "standard" or "slack"',
+      'WEBHOOKS[10].name must be 1 to 64 of A-Z a-z 0-9 _ . : - [ ]',
+      'WEBHOOKS[12] is named "dup" like an earlier entry: give each a distinct "name" (events are queued per name)',
+      "WEBHOOKS[13].url is required: the receiver's http:// or https:// URL",
+      'WEBHOOKS[14] has an unknown key "colour" (known: url, secret, format, events, name)',
+      'WEBHOOKS[15] must be an object like {"url": "https://…", "secret": "whsec_…"}',
+      'WEBHOOK_RETRY_MIN must be a duration from 1ms to 1h (like 10s, 2m, or a number of milliseconds)',
+      'WEBHOOK_TIMEOUT must be a duration from 1s to 60s (like 10s, 2m, or a number of milliseconds)',
+      'WEBHOOK_RETRY_FOR must be a duration from 1s to 30d (like 10s, 2m, or a number of milliseconds)',
+    ]);
+    const text = problems.join('\n');
+    for (const hidden of [secret.slice('whsec_'.length), short.slice('whsec_'.length), 'not base64', 'very-secret-path', 'pw@'])
+      expect(text).not.toContain(hidden);
+  });
+
+  it('refuses WEBHOOKS that are not a JSON array (the parser is strict: no repeated key), and an entry whose host makes no name', () => {
+    expect(problemsOf({ WEBHOOKS: '{"url": "https://x.example.com"}' })).toEqual([
+      'WEBHOOKS must be a JSON array of objects like {"url": "https://…", "secret": "whsec_…"}',
+    ]);
+    const repeated = problemsOf({ WEBHOOKS: `[{"url": "https://x.example.com", "secret": "${secret}", "secret": "${secret}"}]` });
+    expect(repeated).toEqual([expect.stringMatching(/^WEBHOOKS is not valid JSON: duplicate key at byte \d+ \(\/0\)$/)]);
+    expect(repeated.join()).not.toContain(secret.slice('whsec_'.length));
+    expect(problemsOf({ WEBHOOKS: `[{"url": "https://x.example.com", "secret": ${JSON.stringify(secret)}` })[0]).toMatch(/^WEBHOOKS is not valid JSON: /);
+    const host = `${'a'.repeat(60)}.example.com`;
+    expect(problemsOf({ WEBHOOKS: JSON.stringify([{ url: `https://${host}/`, secret }]) })).toEqual([
+      'WEBHOOKS[0] needs a "name" (1 to 64 of A-Z a-z 0-9 _ . : - [ ]): its host does not make one',
+    ]);
+    expect(problemsOf({ WEBHOOK_RETRY_MIN: '10m', WEBHOOK_RETRY_MAX: '5m' })).toEqual(['WEBHOOK_RETRY_MIN must not be longer than WEBHOOK_RETRY_MAX']);
+    for (const bad of ['gatehouse.example.com', 'ftp://gatehouse.example.com', 'https://u:p@gatehouse.example.com'])
+      expect(problemsOf({ PUBLIC_URL: bad })).toHaveLength(1);
+  });
+
+  it('production allows plain http only to a loopback address; outside production any http', () => {
+    const endpoints = (url: string) => JSON.stringify([{ url, secret }]);
+    const prod = { NODE_ENV: 'production', JWT_SECRET: SECRET, DATABASE_URL: 'postgres://db/g' };
+    expect(loadConfig({ ...prod, WEBHOOKS: endpoints('http://127.0.0.1:9000/hooks') }).webhooks.endpoints).toHaveLength(1);
+    expect(loadConfig({ ...prod, WEBHOOKS: endpoints('http://localhost:9000/hooks') }).webhooks.endpoints).toHaveLength(1);
+    expect(loadConfig({ WEBHOOKS: endpoints('http://hooks.internal/') }).webhooks.endpoints[0]?.name).toBe('hooks.internal');
+  });
+});

@@ -39,6 +39,16 @@ const RULES: { from: string; only?: string[]; never?: string[]; why: string }[] 
   { from: 'src/json/', only: ['src/json/'], why: 'strict JSON and the canonical form are the innermost core' },
   { from: 'src/policy/', only: ['src/policy/', 'src/json/'], why: 'the policy core is pure: no HTTP, database, logging or process' },
   { from: 'src/approvals/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts'], why: 'the store and waits know no HTTP' },
+  {
+    from: 'src/db/',
+    never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/', 'src/webhooks/'],
+    why: 'the database layer is below the store',
+  },
+  {
+    from: 'src/webhooks/',
+    never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/store.ts', 'src/approvals/service.ts'],
+    why: 'the outbox and its delivery know no HTTP server, and the store calls them, never the reverse',
+  },
   { from: 'src/sessions/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/'], why: 'the session store knows no HTTP' },
   { from: 'src/db/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/'], why: 'the database layer is below the store' },
   { from: 'src/client/', only: ['src/client/'], why: 'the client ships to hosts: it knows the service only by its HTTP API' },

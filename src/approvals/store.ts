@@ -8,6 +8,8 @@
 // - Expiry is decided by the DATABASE clock (now()), never the app's: a live row past expires_at reads
 //   as `expired` at once, and is written as expired (with a `system` event) whenever a transition or a
 //   create touches it, or the sweeper runs. The sweeper is housekeeping, never needed for safety.
+// - Each transition queues its webhook events (src/webhooks/outbox.ts) in the same transaction, when
+//   webhooks are configured: an event exists exactly when its transition committed.
 // - Every method runs under withDeadline: a busy pool or a dead server answers StoreUnavailableError
 //   within deadlineMs, and a call that failed that way never commits later.
 
@@ -24,6 +26,7 @@ import { onceForKey, sweepKeys, type IdempotencyClaim, type StoredAnswer } from 
 import { checkName, checkRequester, checkText, HASH, interval, positiveMs, storable } from './input.js';
 import { storedRequirement, toApproval, toSummary, type ApprovalRow, type EventRow, type ListedRow, type SummaryRow } from './rows.js';
 import { isUuid, uuidv7 } from './uuid.js';
+import { enqueue, type OutboxTargets } from '../webhooks/outbox.js';
 
 /** The NOTIFY channel; the payload is the approval id. Sent on every status change. */
 export const APPROVALS_CHANNEL = 'gatehouse_approvals';
@@ -79,6 +82,8 @@ export interface ApprovalStoreOptions {
    * in ms; 0 turns it off. Default 0.
    */
   deniedCooldownMs?: number;
+  /** Where each transition's webhook events are queued (WEBHOOKS); none when absent or without endpoints. */
+  webhooks?: OutboxTargets;
 }
 
 export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
@@ -95,6 +100,16 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
   const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, deadlineMs, fn);
   // In the caller's transaction when it has one (idempotent(): the key, the act and the answer commit together).
   const runIn = <T>(tx: TransactionSql | undefined, fn: (tx: TransactionSql) => Promise<T>): Promise<T> => (tx ? fn(tx) : run(fn));
+  // The webhook events of the rows a transition moved, in its transaction; nothing to do without endpoints.
+  const targets = options.webhooks !== undefined && options.webhooks.endpoints.length > 0 ? options.webhooks : null;
+  const emit = async (tx: TransactionSql, moved: readonly SummaryRow[]): Promise<void> => {
+    if (targets !== null && moved.length > 0) await enqueue(tx, targets, moved.map(toSummary));
+  };
+  const expireLapsed = async (tx: TransactionSql, where: PendingQuery<Row[]>): Promise<number> => {
+    const moved = await expireLapsedRows(tx, where);
+    await emit(tx, moved);
+    return moved.length;
+  };
 
   async function create(input: CreateApprovalInput, inTx?: TransactionSql): Promise<{ approval: Approval; created: boolean }> {
     const { descriptor, requester } = input;
@@ -150,7 +165,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
             select id, requester_sub, null, 'pending' from created
           )
           select *, octet_length(args) as args_bytes, false as lapsed from created`;
-        if (inserted !== undefined) return { approval: toApproval(inserted), created: true };
+        if (inserted !== undefined) {
+          await emit(tx, [inserted]);
+          return { approval: toApproval(inserted), created: true };
+        }
         if ((await expireLapsed(tx, tx`requester_sub = ${requester.sub} and hash = ${hash}`)) > 0) continue;
         const [live] = await tx<ApprovalRow[]>`
           select ${liveColumns(tx)} from approvals
@@ -252,7 +270,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
         )
         select *, octet_length(args) as args_bytes, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
       // The notification is delivered at COMMIT to every replica's LISTEN connection, never on rollback.
-      if (moved !== undefined) return { ok: true, approval: toApproval(moved) };
+      if (moved !== undefined) {
+        await emit(tx, [moved]);
+        return { ok: true, approval: toApproval(moved) };
+      }
 
       // Lost, or never eligible: one read says why.
       const row = await selectById(tx, id);
@@ -283,7 +304,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           select id, requester_sub, 'granted', 'consumed' from moved
         )
         select *, octet_length(args) as args_bytes, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
-      if (moved !== undefined) return { ok: true, approval: toApproval(moved) };
+      if (moved !== undefined) {
+        await emit(tx, [moved]);
+        return { ok: true, approval: toApproval(moved) };
+      }
 
       const row = await selectById(tx, id);
       // Someone else's approval does not exist for this caller (the API answers 404, not 403).
@@ -317,7 +341,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
         )
         select moved.*, octet_length(moved.args) as args_bytes, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, moved.id::text)::text as notified
           from moved`;
-      if (moved !== undefined) return { ok: true, approval: toApproval(moved) };
+      if (moved !== undefined) {
+        await emit(tx, [moved]);
+        return { ok: true, approval: toApproval(moved) };
+      }
       const row = await selectById(tx, id);
       if (row === undefined || row.requester_sub !== requester.sub) return { ok: false, error: 'not_found' };
       if (row.lapsed) await expireLapsed(tx, tx`id = ${id}`);
@@ -433,25 +460,26 @@ function statusFilter(tx: TransactionSql, status: ApprovalStatus): PendingQuery<
 
 /**
  * Writes `expired` (with a `system` event and a NOTIFY each) for the live rows past expiry that match
- * `where`; returns how many. FOR UPDATE re-checks each row after any concurrent change, so a row granted
- * or consumed meanwhile is skipped, and from_status is the state actually left. The update finds the
- * locked rows by primary key, one lookup each: written as a join (UPDATE … FROM due), the planner,
- * which believes most rows are past expires_at (the history's are), would hash-join a scan of the
- * whole table.
+ * `where`; returns their summaries (their webhook events are the caller's to queue). FOR UPDATE
+ * re-checks each row after any concurrent change, so a row granted or consumed meanwhile is skipped,
+ * and from_status is the state actually left. The update finds the locked rows by primary key, one
+ * lookup each: written as a join (UPDATE … FROM due), the planner, which believes most rows are past
+ * expires_at (the history's are), would hash-join a scan of the whole table. The arguments are read
+ * for their size only.
  */
-async function expireLapsed(tx: TransactionSql, where: PendingQuery<Row[]>): Promise<number> {
-  const rows = await tx`
+async function expireLapsedRows(tx: TransactionSql, where: PendingQuery<Row[]>): Promise<SummaryRow[]> {
+  return tx<SummaryRow[]>`
     with due as (
       select id, status from approvals
        where status in ('pending', 'granted') and expires_at <= now() and ${where}
        for update
     ), moved as (
       update approvals set status = 'expired' where id = any(array(select id from due))
-      returning id
+      returning id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, run_id,
+                created_at, expires_at, decided_by, decided_at, decision_note, consumed_at, octet_length(args) as args_bytes
     ), logged as (
       insert into approval_events (approval_id, actor, from_status, to_status)
       select id, 'system', due.status, 'expired' from moved join due using (id)
     )
-    select pg_notify(${APPROVALS_CHANNEL}, id::text) from moved`;
-  return rows.length;
+    select moved.*, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
 }

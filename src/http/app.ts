@@ -20,6 +20,7 @@ import { opsRoutes } from './routes/ops.js';
 import { policiesRoute } from './routes/policies.js';
 import { toolsRoute } from './routes/tools.js';
 import { uiRoutes } from './routes/ui.js';
+import { webhooksRoute } from './routes/webhooks.js';
 import { createSessionAuthenticator, sessionCookies, type SessionAuthenticator, type SignInSettings } from './session.js';
 
 export interface AppOptions {
@@ -118,6 +119,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     policiesRoute(secured, ctx);
     toolsRoute(secured, ctx);
     approvalRoutes(secured, ctx);
+    webhooksRoute(secured, ctx);
   });
   return app;
 }

@@ -3,6 +3,8 @@
 import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
 import type { LivePolicies } from '../policy/live.js';
+import type { WebhookEndpoint } from '../webhooks/events.js';
+import type { Outbox } from '../webhooks/outbox.js';
 import type { Metrics } from './metrics.js';
 
 /** What the routes need, shared by all of them. */
@@ -17,6 +19,14 @@ export interface AppContext {
   readonly approverRole: string;
   /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE): any one of them. */
   readonly policyReaderRoles: readonly string[];
+  /** The webhook endpoints and the outbox, for GET /admin/webhooks; absent or null without a database (503). */
+  readonly webhooks?: WebhookAdmin | null;
+}
+
+export interface WebhookAdmin {
+  /** WEBHOOKS as this replica has it (secrets are never shown). */
+  readonly endpoints: readonly WebhookEndpoint[];
+  readonly outbox: Pick<Outbox, 'list' | 'counts'>;
 }
 
 /** Reload, count it, and log a failure; shared by the route and SIGHUP. */

@@ -1,11 +1,14 @@
 // Prometheus metrics (prom-client), one registry per app so tests and replicas never share state.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { LivePolicies } from '../policy/live.js';
+import type { OutboxCount } from '../webhooks/outbox.js';
 
 export interface MetricsOptions {
   defaultMetrics?: boolean;
   /** Log lines dropped so far (src/log.ts LogSink.dropped). */
   logLinesDropped?: () => number;
+  /** The webhook outbox's pending and failed rows, read from the database at each scrape. */
+  webhookCounts?: () => Promise<OutboxCount[]>;
 }
 
 export function createMetrics(policies: LivePolicies, options: MetricsOptions = {}) {
@@ -59,7 +62,34 @@ export function createMetrics(policies: LivePolicies, options: MetricsOptions = 
       },
     });
   }
-  return { registry, decisions, decideSeconds, reloads };
+  // Per replica: what each of its delivery attempts came to (src/webhooks/worker.ts).
+  const webhookAttempts = new Counter({
+    name: 'gatehouse_webhook_attempts_total',
+    help: 'Webhook delivery attempts made by this replica, by endpoint and outcome: delivered, pending (another attempt will follow) or failed (the retry window is over).',
+    labelNames: ['endpoint', 'outcome'] as const,
+    registers: [registry],
+  });
+  const { webhookCounts } = options;
+  if (webhookCounts !== undefined) {
+    // Of the whole database, the same on every replica: alert on failed > 0.
+    new Gauge({
+      name: 'gatehouse_webhook_deliveries',
+      help: 'Webhook deliveries in the outbox that are pending (not yet delivered, being retried) or failed (given up), by endpoint.',
+      labelNames: ['endpoint', 'status'] as const,
+      registers: [registry],
+      async collect() {
+        let counts: OutboxCount[];
+        try {
+          counts = await webhookCounts();
+        } catch {
+          return; // the database did not answer: the last values stand
+        }
+        this.reset();
+        for (const c of counts) this.set({ endpoint: c.endpoint, status: c.status }, c.count);
+      },
+    });
+  }
+  return { registry, decisions, decideSeconds, reloads, webhookAttempts };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

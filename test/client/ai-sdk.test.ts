@@ -315,6 +315,30 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['pending']); // still the one, still pending
   });
 
+  it('a redeem whose answer is lost is sent again under its key: the tool runs once, the grant is consumed once', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    let lost = 0;
+    // The network drops the answer of the first redeem (POST /decide citing the approval), after the server acted.
+    const lossy: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (lost === 0 && typeof init?.body === 'string' && init.body.includes('"approval_id"')) {
+        lost++;
+        throw new TypeError('fetch failed: the connection was reset');
+      }
+      return res;
+    };
+    const client = gh.agent({ fetch: lossy });
+    const { model, first, messages } = await stopForOperator(client, ledger, runId, 'R7');
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.operator.approvals.grant(filed!.id);
+    const { responses } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
+    await resume(model, client, ledger, runId, [...messages, { role: 'tool', content: responses }]);
+    expect(lost).toBe(1);
+    expect(ledger).toEqual(['refund R7 150']);
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'consumed']]);
+  });
+
   it('a restart mid-wait: a new process (new client, same fileStore) resumes the same approval, and the tool runs once', async () => {
     const ledger: string[] = [];
     const runId = newRunId();

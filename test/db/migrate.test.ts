@@ -46,11 +46,12 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0006_context.sql',
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
+      '0009_webhook_outbox.sql',
       '0010_operator_sessions.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -84,10 +85,11 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0006_context.sql',
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
+      '0009_webhook_outbox.sql',
       '0010_operator_sessions.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -143,7 +145,7 @@ test('refuses an edited applied file and an applied file missing from disk', asy
   expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
 });
 
-test('0002 to 0008 on a database holding approvals: the rows stay as they were and keep moving', async () => {
+test('0002 to 0009 on a database holding approvals: the rows stay as they were and keep moving', async () => {
   const db = await emptyDatabase();
   const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
   await migrate(db.sql, first);
@@ -177,6 +179,7 @@ test('0002 to 0008 on a database holding approvals: the rows stay as they were a
       '0006_context.sql',
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
+      '0009_webhook_outbox.sql',
       '0010_operator_sessions.sql',
     ],
   });

@@ -13,6 +13,9 @@ import type { JwksKeys } from '../../src/http/jwks.js';
 import { createMetrics } from '../../src/http/metrics.js';
 import type { SignInSettings } from '../../src/http/session.js';
 import { createLivePolicies } from '../../src/policy/live.js';
+import { approvalLink, type WebhookEndpoint } from '../../src/webhooks/events.js';
+import { createOutbox } from '../../src/webhooks/outbox.js';
+import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
 import { createSessionStore } from '../../src/sessions/store.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
@@ -48,14 +51,25 @@ export interface TestAppOptions {
   policyReaderRoles?: readonly string[];
   /** Timeouts and the connection cap; default the service's defaults (loadConfig). */
   connections?: Partial<ConnectionLimits>;
+  /** WEBHOOKS: events are queued on transitions and, unless `worker: false`, delivered by a worker of this app. */
+  webhooks?: TestWebhooks;
   /** Sign-in for people (OIDC): its settings; the session store is made on the app's database. */
   signin?: SignInSettings;
+}
+
+export interface TestWebhooks extends Partial<Omit<WebhookWorkerOptions, 'endpoints'>> {
+  endpoints: readonly WebhookEndpoint[];
+  publicUrl?: string | null;
+  /** Start a delivery worker (default true); false: events are only queued. */
+  worker?: boolean;
 }
 
 export interface TestApp {
   app: FastifyInstance;
   ctx: AppContext;
   db: TestDatabase | null;
+  /** The delivery worker, when the app has webhooks and one was started. */
+  worker: WebhookWorker | null;
   close(): Promise<void>;
 }
 
@@ -65,9 +79,14 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const policies = await createLivePolicies(options.policyDir ?? EXAMPLE_POLICIES, options.env === undefined ? 'prod' : options.env);
   let db: TestDatabase | null = null;
   let approvals: AppContext['approvals'] = null;
+  let webhooks: AppContext['webhooks'] = null;
+  let worker: WebhookWorker | null = null;
+  const hooks = options.webhooks;
   if (options.database) {
     db = options.database === true ? await createTestDatabase() : options.database;
+    const publicUrl = hooks?.publicUrl ?? null;
     const store = createApprovalStore(db.sql, {
+      ...(hooks !== undefined ? { webhooks: { endpoints: hooks.endpoints, link: (id: string) => approvalLink(publicUrl, id) } } : {}),
       approvalTtlMs: options.approvalTtlMs ?? 86_400_000,
       grantTtlMs: options.grantTtlMs ?? 3_600_000,
       deadlineMs: options.deadlineMs ?? 5_000,
@@ -81,16 +100,37 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       ...(options.maxWaits !== undefined ? { maxTotal: options.maxWaits } : {}),
     });
     approvals = createApprovalService(db.sql, store, waiter);
+    webhooks = { endpoints: hooks?.endpoints ?? [], outbox: createOutbox(db.sql, { deadlineMs: options.deadlineMs ?? 5_000 }) };
+  }
+  const outbox = webhooks?.outbox;
+  const metrics = createMetrics(policies, { defaultMetrics: false, ...(outbox !== undefined ? { webhookCounts: () => outbox.counts() } : {}) });
+  if (db !== null && hooks !== undefined && hooks.worker !== false) {
+    const { endpoints, publicUrl: _, worker: __, ...rest } = hooks;
+    worker = createWebhookWorker(createOutbox(db.sql, { deadlineMs: options.deadlineMs ?? 5_000 }), db.sql, {
+      timeoutMs: 2_000,
+      retryForMs: 86_400_000,
+      retryMinMs: 50,
+      retryMaxMs: 200,
+      pollMs: 50,
+      ...rest,
+      endpoints,
+      onOutcome: (endpoint, outcome) => {
+        metrics.webhookAttempts.inc({ endpoint, outcome });
+        rest.onOutcome?.(endpoint, outcome);
+      },
+    });
+    worker.start();
   }
   const ctx: AppContext = {
     policies,
-    metrics: createMetrics(policies, { defaultMetrics: false }),
+    metrics,
     approvals,
     log,
     logArgs: options.logArgs ?? false,
     adminRole: 'admin',
     approverRole: 'approver',
     policyReaderRoles: options.policyReaderRoles ?? ['admin', 'approver'],
+    webhooks,
   };
   const signin = options.signin;
   if (signin !== undefined && db === null) throw new Error('signin needs a database (the session store)');
@@ -115,8 +155,10 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     app,
     ctx,
     db,
+    worker,
     async close() {
       await app.close();
+      await worker?.close();
       await approvals?.close();
       if (options.database === true) await db?.drop();
     },

@@ -593,6 +593,7 @@ describe('never 500: a burst of hostile tokens on every authenticated route', ()
       ['GET', '/approvals'],
       ['POST', '/approvals', LOOKUP],
       ['POST', '/admin/reload'],
+      ['GET', '/admin/webhooks'],
       ['POST', '/approvals/x/grant', {}],
     ];
     for (const authorization of hostile) {

@@ -581,6 +581,7 @@ describe('every authenticated route refuses a request without a valid token', ()
     { method: 'GET', url: '/policies' },
     { method: 'GET', url: '/tools' },
     { method: 'POST', url: '/admin/reload' },
+    { method: 'GET', url: '/admin/webhooks' },
     { method: 'POST', url: '/approvals', body: { tool: 'refund', args: { order: 'A1', amount: 120 } } },
     { method: 'GET', url: '/approvals' },
     { method: 'GET', url: `/approvals/${id}` },

@@ -711,7 +711,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         n++;
       }
     }
-    expect(n).toBe(13 * bad.length);
+    expect(n).toBe(14 * bad.length);
   });
 
   it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
@@ -906,7 +906,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const example = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['PaymentsTools']!).value;
     expect(await call(db, { url: '/tools', token: supportToken() }, 200)).toEqual(example);
     const sales = await call(db, { url: '/tools', token: token({ team: 'sales' }) }, 200);
-    expect(sales.tools.find((t: Body) => t.name === 'refund').rules).toEqual(['payments#default', 'payments#limits.max_calls']);
+    expect(sales.tools.find((t: Body) => t.name === 'refund')).toMatchObject({ status: 'deny', rules: ['payments#default'] });
     expect((await call(db, { url: '/tools', token: approverToken() }, 200)).env).toBe('prod');
     const empty = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-tools-'));
     const none = await createTestApp({ policyDir: empty, env: null });
@@ -1214,6 +1214,72 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     } finally {
       for (const s of spies) s.mockRestore();
     }
+  });
+
+  it('GET /admin/webhooks: the endpoints, the counts and a page of deliveries (role admin); 400, 403, 500, 503', async () => {
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const endpoints = [
+      { name: 'ops', url: 'http://127.0.0.1:9/hooks', format: 'standard' as const, secret, events: null },
+      {
+        name: 'slack',
+        url: 'https://hooks.slack.com/services/T0/B0/secret-path',
+        format: 'slack' as const,
+        secret: null,
+        events: ['approval.created' as const],
+      },
+    ];
+    const hooked = await createTestApp({ database: true, webhooks: { endpoints, worker: false } });
+    try {
+      const filed = (await call(hooked, { url: '/approvals', token: supportToken(), body: REFUND }, 201)) as { id: string };
+      const listed = await call(hooked, { url: '/admin/webhooks?status=pending', token: adminToken() }, 200);
+      expect(listed).toMatchObject({ pending: 2, failed: 0, next_cursor: null });
+      expect(listed.endpoints.map((e: Body) => [e.name, e.origin, e.pending])).toEqual([
+        ['ops', 'http://127.0.0.1:9', 1],
+        ['slack', 'https://hooks.slack.com', 1],
+      ]);
+      expect(JSON.stringify(listed)).not.toContain('secret');
+      expect(listed.items.map((i: Body) => [i.type, i.approval_id])).toEqual([
+        ['approval.created', filed.id],
+        ['approval.created', filed.id],
+      ]);
+      const page = await call(hooked, { url: '/admin/webhooks?status=pending&limit=1', token: adminToken() }, 200);
+      expect(page.items).toHaveLength(1);
+      const rest = await call(hooked, { url: `/admin/webhooks?status=pending&limit=1&cursor=${page.next_cursor}`, token: adminToken() }, 200);
+      expect(rest).toMatchObject({ items: [{ id: listed.items[1].id }], next_cursor: null });
+      expect((await call(hooked, { url: '/admin/webhooks', token: adminToken() }, 200)).items).toEqual([]); // failed, by default
+      await call(hooked, { url: '/admin/webhooks', token: approverToken() }, 403);
+      await call(hooked, { url: '/admin/webhooks', token: supportToken() }, 403);
+      for (const query of ['status=lost', 'limit=0', 'limit=201', 'cursor=x', 'other=1']) {
+        await call(hooked, { url: `/admin/webhooks?${query}`, token: adminToken() }, 400);
+      }
+      await call(plain, { url: '/admin/webhooks', token: adminToken() }, 503);
+      const outbox = hooked.ctx.webhooks!.outbox;
+      const spies = [vi.spyOn(outbox, 'counts').mockRejectedValueOnce(new StoreUnavailableError('deadline')).mockRejectedValueOnce(new Error('boom'))];
+      try {
+        await call(hooked, { url: '/admin/webhooks', token: adminToken() }, 503);
+        expect((await call(hooked, { url: '/admin/webhooks', token: adminToken() }, 500)).detail).not.toContain('boom');
+      } finally {
+        for (const s of spies) s.mockRestore();
+      }
+    } finally {
+      await hooked.close();
+    }
+  });
+
+  it('the webhooks of the document (the bodies receivers get) are sound: their examples validate', () => {
+    const webhooks = (openApi as unknown as { webhooks: Record<string, { post: { requestBody: { content: Record<string, MediaTypeObject> } } }> }).webhooks;
+    expect(Object.keys(webhooks).sort()).toEqual(['approvalEvent', 'slackMessage']);
+    let count = 0;
+    for (const [name, item] of Object.entries(webhooks)) {
+      for (const media of Object.values(item.post.requestBody.content)) {
+        const validate = compileDocumentSchema(media.schema!);
+        for (const [ex, value] of Object.entries(media.examples ?? {})) {
+          expect(validate(deref<{ value: unknown }>(value).value), `${name} ${ex}: ${JSON.stringify(validate.errors)}`).toBe(true);
+          count++;
+        }
+      }
+    }
+    expect(count).toBe(2);
   });
 
   it('every documented status of every operation was seen', () => {
