@@ -15,8 +15,10 @@ import { RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './headers.js';
 export const ERRORS = {
   bad_json: { status: 400, title: 'The body is not strict JSON' },
   bad_request: { status: 400, title: 'Bad request' },
+  signin_failed: { status: 400, title: 'Sign-in failed' },
   unauthorized: { status: 401, title: 'Missing or invalid bearer token' },
   forbidden: { status: 403, title: 'Forbidden' },
+  csrf_rejected: { status: 403, title: 'Missing or wrong CSRF token' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },

@@ -11,10 +11,12 @@ import { buildApp } from '../../src/http/app.js';
 import type { AppContext } from '../../src/http/context.js';
 import type { JwksKeys } from '../../src/http/jwks.js';
 import { createMetrics } from '../../src/http/metrics.js';
+import type { SignInSettings } from '../../src/http/session.js';
 import { createLivePolicies } from '../../src/policy/live.js';
 import { approvalLink, type WebhookEndpoint } from '../../src/webhooks/events.js';
 import { createOutbox } from '../../src/webhooks/outbox.js';
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
+import { createSessionStore } from '../../src/sessions/store.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
 /** A copy of the example policies (policies/ belongs to users: tests never read it). */
@@ -51,6 +53,8 @@ export interface TestAppOptions {
   connections?: Partial<ConnectionLimits>;
   /** WEBHOOKS: events are queued on transitions and, unless `worker: false`, delivered by a worker of this app. */
   webhooks?: TestWebhooks;
+  /** Sign-in for people (OIDC): its settings; the session store is made on the app's database. */
+  signin?: SignInSettings;
 }
 
 export interface TestWebhooks extends Partial<Omit<WebhookWorkerOptions, 'endpoints'>> {
@@ -128,7 +132,12 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     policyReaderRoles: options.policyReaderRoles ?? ['admin', 'approver'],
     webhooks,
   };
+  const signin = options.signin;
+  if (signin !== undefined && db === null) throw new Error('signin needs a database (the session store)');
   const app = await buildApp(ctx, {
+    ...(signin !== undefined && db !== null
+      ? { signin: { settings: signin, store: createSessionStore(db.sql, { ttlMs: signin.sessionTtlMs, deadlineMs: options.deadlineMs ?? 5_000 }) } }
+      : {}),
     bodyLimit: options.bodyLimit ?? 1_048_576,
     connections: { ...loadConfig({}).connections, ...options.connections },
     logger: log,

@@ -44,19 +44,23 @@
 
   // ---- the one way to the API ----------------------------------------------------------------------
 
-  // Every request goes through send(), which adds the caller's credentials: the pasted bearer token
-  // (a session sign-in would send its cookie and a CSRF header here instead).
-  function send(method, path, options) {
+  // Every request goes through send(), which adds the caller's credentials: signed in with the
+  // identity provider (session.js), the session's CSRF token, the browser adding the session cookie
+  // (fetch's default credentials, same-origin); else the pasted bearer token.
+  async function send(method, path, options) {
     const o = options || {};
-    const headers = { authorization: 'Bearer ' + token };
+    const session = gatehouseSession.current();
+    const headers = session ? gatehouseSession.headers() : { authorization: 'Bearer ' + token };
     if (o.body !== undefined) headers['content-type'] = 'application/json';
-    return fetch(path, {
+    const res = await fetch(path, {
       method,
       headers,
       body: o.body === undefined ? undefined : JSON.stringify(o.body),
       signal: o.signal,
       cache: 'no-store',
     });
+    if (res.status === 401 && session) gatehouseSession.lost(); // it ended: session.js offers Sign in again
+    return res;
   }
 
   /** A JSON call: {status, ok, json, text}; the text is kept for parseExact (numbers as written). */
@@ -138,13 +142,15 @@
     if (r.status === 401) return say('This token was refused: it has expired or is not valid. Paste a current one.');
     if (!r.ok) return say('Signing in failed: ' + problemText(r));
     me = r.json;
-    $('signout').hidden = false;
-    whoLine.textContent = 'Signed in as ' + plainOf(me.sub) + (me.team ? ' (team ' + plainOf(me.team) + ')' : '') + '.';
+    const signedIn = gatehouseSession.current() !== null; // session.js says who, and signs out
+    $('signout').hidden = signedIn;
+    if (!signedIn) whoLine.textContent = 'Signed in as ' + plainOf(me.sub) + (me.team ? ' (team ' + plainOf(me.team) + ')' : '') + '.';
     if (!me.can.decide) {
       say(
-        'This token (' +
+        (signedIn ? 'This account (' : 'This token (') +
           plainOf(me.sub) +
-          ') cannot grant or deny: it does not have the approver role, and would see only its own approvals. Sign in with an approver token.',
+          ') cannot grant or deny: it does not have the approver role, and would see only its own approvals.' +
+          (signedIn ? '' : ' Sign in with an approver token.'),
       );
       return;
     }
@@ -668,5 +674,7 @@
     for (const c of cards.values()) tickCard(c, now);
   }, 1000);
 
-  if (token) start();
+  gatehouseSession.ready.then((session) => {
+    if (session || token) start();
+  });
 })();
