@@ -8,10 +8,10 @@ import { decide } from '../../policy/decide.js';
 import type { DecideRequest, DecisionResult, Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import type { AppContext } from '../context.js';
+import { decisionFacts } from '../decision-facts.js';
 import { decisionAnswer, sendDecision } from '../decisions.js';
 import { HttpError } from '../errors.js';
 import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
-import { redactSecrets } from '../redact.js';
 
 export interface DecideBody extends ToolCall {
   approval_id?: string;
@@ -101,7 +101,7 @@ function logDecision(
       duration_us: Math.round(durationUs * 10) / 10,
       ...(approvalId !== undefined ? { approval_id: approvalId } : {}),
       ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
-      ...(ctx.logArgs ? { args: redactSecrets(req.args) } : {}),
+      ...decisionFacts(ctx.logArgs, ctx.policies.current().env, req, identity),
       ...extra,
     },
     'decision',
