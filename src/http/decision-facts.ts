@@ -3,7 +3,7 @@
 // and the caller's roles always; with LOG_ARGS the arguments, the token's claims, the context and the
 // run view, secret-named keys redacted in all of them (docs/operations.md "Logs").
 import type { JsonObject } from '../json/value.js';
-import type { DecideRequest, Identity } from '../policy/model.js';
+import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import { redactSecrets } from './redact.js';
 
 export function decisionFacts(logArgs: boolean, env: string | null, req: DecideRequest, identity: Identity): Record<string, unknown> {
@@ -16,4 +16,9 @@ export function decisionFacts(logArgs: boolean, env: string | null, req: DecideR
     ...(req.context !== undefined ? { context: redactSecrets(req.context) } : {}),
     ...(req.run !== undefined ? { run: redactSecrets(req.run as unknown as JsonObject) } : {}), // a run view is JSON data
   };
+}
+
+/** A require_approval's approval kind on its log line (a test case made from it checks the kind); nothing otherwise. */
+export function approvalKindField(result: DecisionResult): Record<string, unknown> | undefined {
+  return result.approval === undefined ? undefined : { kind: result.approval.kind };
 }

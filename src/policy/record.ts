@@ -21,6 +21,8 @@ export interface DecisionRecord {
   readonly run?: RunView;
   readonly decision: Decision;
   readonly rule: string;
+  /** A require_approval's approval kind, when recorded. */
+  readonly kind?: string;
   /** The digests of the files of the set that decided, in load order. */
   readonly digests: readonly string[];
   /** Set when the request redeemed (or tried to redeem) an approval: the answer was the redeem's, not decide()'s alone. */
@@ -41,6 +43,7 @@ const logLineSchema = {
     tool: toolNameSchema,
     decision: { enum: DECISIONS },
     rule: { type: 'string' },
+    kind: { type: 'string' },
     policies: { type: 'array', items: { type: 'string' } },
     user: { type: 'string' },
     team: nullableText,
@@ -63,6 +66,7 @@ interface LogLine {
   tool: string;
   decision: Decision;
   rule: string;
+  kind?: string;
   policies: string[];
   user: string;
   team?: string | null;
@@ -106,6 +110,7 @@ export function recordFromLogLine(line: unknown): DecisionRecord | string | null
     ...(l.run !== undefined ? { run: l.run } : {}),
     decision: l.decision,
     rule: l.rule,
+    ...(l.kind !== undefined ? { kind: l.kind } : {}),
     digests: l.policies,
     ...(l.approval_id !== undefined ? { approvalId: l.approval_id } : {}),
     ...(l.replayed === true ? { repeated: true } : {}),
@@ -119,5 +124,37 @@ export function recordRequest(record: DecisionRecord & { args: JsonObject }): De
     args: record.args,
     ...(record.run !== undefined ? { run: record.run } : {}),
     ...(record.context !== undefined ? { context: record.context } : {}),
+  };
+}
+
+/**
+ * A policy test case (`*.test.yaml`, docs/policies.md "Testing policies") of a record with its
+ * arguments: the request as it was decided, `want` the recorded decision (or `want`, for a
+ * regression being fixed: then without the recorded rule and kind, which were the old answer's).
+ * The caller's claims are the recorded ones with the identity the service read from them (sub,
+ * team, agent, roles) written under the names a test case reads.
+ */
+export function recordCase(record: DecisionRecord & { args: JsonObject }, want?: Decision): JsonObject {
+  const { identity } = record;
+  const { team: _team, agent: _agent, ...others } = identity.claims ?? {};
+  const claims: JsonObject = {
+    ...others,
+    sub: identity.user,
+    ...(identity.team !== null ? { team: identity.team } : {}),
+    ...(identity.agent !== null ? { agent: identity.agent } : {}),
+    roles: [...identity.roles],
+  };
+  const kept = want === undefined || want === record.decision;
+  return {
+    name: `decision ${record.id}: ${record.tool} by ${identity.user}${kept ? '' : ` (recorded ${record.decision})`}`,
+    tool: record.tool,
+    args: record.args,
+    claims,
+    ...(typeof record.env === 'string' ? { env: record.env } : {}),
+    ...(record.run !== undefined ? { run: record.run as unknown as JsonObject } : {}), // a run view is JSON data
+    ...(record.context !== undefined ? { context: record.context } : {}),
+    want: want ?? record.decision,
+    ...(kept ? { rule: record.rule } : {}),
+    ...(kept && record.kind !== undefined ? { kind: record.kind } : {}),
   };
 }

@@ -8,7 +8,7 @@ import { decide } from '../../policy/decide.js';
 import type { DecideRequest, DecisionResult, Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import type { AppContext } from '../context.js';
-import { decisionFacts } from '../decision-facts.js';
+import { approvalKindField, decisionFacts } from '../decision-facts.js';
 import { decisionAnswer, sendDecision } from '../decisions.js';
 import { HttpError } from '../errors.js';
 import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
@@ -35,7 +35,7 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     const durationUs = Number(process.hrtime.bigint() - started) / 1000;
     if (body.approval_id === undefined || result.internalError) {
       // The hot path: no database, no closure.
-      logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, result.decision, result.rule, undefined);
+      logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, result.decision, result.rule, approvalKindField(result));
       return sendDecision(reply, result, decisionId, nextOf(result, null));
     }
     const log = (decision: DecisionResult['decision'], rule: string, extra?: Record<string, unknown>): void =>
