@@ -12,6 +12,8 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly policyDir: string;
+  /** SHADOW_POLICY_DIR: a second set decided beside the serving one, never answering (null: off). */
+  readonly shadowPolicyDir: string | null;
   readonly policyEnv: string | null;
   /** At most one of secret / publicKey / jwksUrl is set; none in development: a secret is generated. */
   readonly jwt: {
@@ -251,6 +253,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     port: int('PORT', 8080, 0, 65535),
     host: str('HOST', '127.0.0.1')!,
     policyDir: str('POLICY_DIR', './policies')!,
+    shadowPolicyDir: str('SHADOW_POLICY_DIR'),
     policyEnv: str('POLICY_ENV'),
     jwt: {
       secret,

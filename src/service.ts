@@ -63,6 +63,18 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     if (err instanceof PolicyLoadError) return refuse(`policies in ${config.policyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
     throw err;
   }
+  let shadow: LivePolicies | null = null;
+  if (config.shadowPolicyDir !== null) {
+    try {
+      shadow = await createLivePolicies(config.shadowPolicyDir, policyEnv);
+    } catch (err) {
+      if (err instanceof PolicyLoadError) {
+        return refuse(`shadow policies in ${config.shadowPolicyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
+      }
+      throw err;
+    }
+    logger.info({ shadow_policies: shadow.current().identities }, 'shadow policies decide beside the serving set');
+  }
   if (config.policyEnv === null && policyEnv !== null && policies.current().files.some((f) => f.environments.length > 0)) {
     logger.warn(
       { env: policyEnv },
@@ -248,6 +260,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     }
     const appCtx: AppContext = {
       policies,
+      shadow,
       metrics,
       approvals,
       log: logger,

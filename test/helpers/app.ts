@@ -26,6 +26,8 @@ export const SECRET = 'gatehouse-test-secret-0123456789abcdef';
 
 export interface TestAppOptions {
   policyDir?: string;
+  /** SHADOW_POLICY_DIR: a set decided beside the serving one. */
+  shadowPolicyDir?: string;
   env?: string | null;
   /** Give the app a fresh migrated database (approvals). */
   database?: boolean | TestDatabase;
@@ -77,6 +79,8 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const logs = options.logs;
   const log = pino({ level: logs ? 'info' : 'silent' }, { write: (line: string) => logs?.push(JSON.parse(line) as Record<string, unknown>) });
   const policies = await createLivePolicies(options.policyDir ?? EXAMPLE_POLICIES, options.env === undefined ? 'prod' : options.env);
+  const shadow =
+    options.shadowPolicyDir === undefined ? null : await createLivePolicies(options.shadowPolicyDir, options.env === undefined ? 'prod' : options.env);
   let db: TestDatabase | null = null;
   let approvals: AppContext['approvals'] = null;
   let webhooks: AppContext['webhooks'] = null;
@@ -123,6 +127,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   }
   const ctx: AppContext = {
     policies,
+    shadow,
     metrics,
     approvals,
     log,

@@ -12,6 +12,7 @@ import { approvalKindField, decisionFacts } from '../decision-facts.js';
 import { decisionAnswer, sendDecision } from '../decisions.js';
 import { HttpError } from '../errors.js';
 import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
+import { decideInShadow } from '../shadow.js';
 
 export interface DecideBody extends ToolCall {
   approval_id?: string;
@@ -33,6 +34,7 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     const set = ctx.policies.current();
     let result = decide(set, req, identity);
     const durationUs = Number(process.hrtime.bigint() - started) / 1000;
+    if (ctx.shadow) decideInShadow(ctx, request, decisionId, req, identity, result);
     if (body.approval_id === undefined || result.internalError) {
       // The hot path: no database, no closure.
       logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, result.decision, result.rule, approvalKindField(result));
