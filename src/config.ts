@@ -43,6 +43,8 @@ export interface Config {
     readonly ttlMs: number;
   };
   readonly approverRole: string;
+  /** FAST_GRANT_SECONDS: a grant given sooner after filing was too fast to have been read (GET /approvals/stats). */
+  readonly fastGrantSeconds: number;
   readonly adminRole: string;
   /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE); any one of them suffices. */
   readonly policyReaderRoles: readonly string[];
@@ -272,6 +274,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     oidc,
     session: { secret: sessionSecret, ttlMs: duration('SESSION_TTL', '8h', { range: { min: '5m', max: '7d' } }) },
     approverRole,
+    fastGrantSeconds: int('FAST_GRANT_SECONDS', 5, 0, 3600),
     adminRole,
     policyReaderRoles,
     bodyLimit: int('BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),

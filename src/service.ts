@@ -267,6 +267,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       logArgs: config.logArgs,
       adminRole: config.adminRole,
       approverRole: config.approverRole,
+      fastGrantSeconds: config.fastGrantSeconds,
       policyReaderRoles: config.policyReaderRoles,
       webhooks: { endpoints: config.webhooks.endpoints, outbox },
     };

@@ -27,6 +27,7 @@ import { checkName, checkRequester, checkText, HASH, interval, positiveMs, stora
 import { storedRequirement, toApproval, toSummary, type ApprovalRow, type EventRow, type ListedRow, type SummaryRow } from './rows.js';
 import { isUuid, uuidv7 } from './uuid.js';
 import { enqueue, type OutboxTargets } from '../webhooks/outbox.js';
+import { type ApprovalStats, approvalStats } from './stats.js';
 
 /**
  * The NOTIFY channel; the payload is the approval id, sent on every status change, or CREATED_PREFIX
@@ -486,7 +487,12 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
-  return { create, get, list, summaries, settled, grant, deny, consume, cancel, sweep, idempotent, events };
+  /** Per rule and kind, the approvals filed since `since` (./stats.ts). */
+  function stats(since: Date, fastGrantSeconds: number): Promise<ApprovalStats[]> {
+    return run((tx) => approvalStats(tx, since, fastGrantSeconds));
+  }
+
+  return { create, get, list, summaries, settled, grant, deny, consume, cancel, sweep, idempotent, events, stats };
 }
 
 export type ApprovalStore = ReturnType<typeof createApprovalStore>;

@@ -13,6 +13,7 @@ import { answerClientError, registerErrorHandling, sendProblem, toHttpError } fr
 import { registerResponseHeaders } from './headers.js';
 import { createRelyingParty } from './oidc.js';
 import { authConfigRoute, authRoutes } from './routes/auth.js';
+import { approvalStatsRoute } from './routes/approval-stats.js';
 import { approvalRoutes } from './routes/approvals.js';
 import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
@@ -119,6 +120,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     explainRoute(secured, ctx);
     policiesRoute(secured, ctx);
     toolsRoute(secured, ctx);
+    approvalStatsRoute(secured, ctx);
     approvalRoutes(secured, ctx);
     webhooksRoute(secured, ctx);
     meRoute(secured, ctx);

@@ -19,6 +19,8 @@ export interface AppContext {
   readonly logArgs: boolean;
   readonly adminRole: string;
   readonly approverRole: string;
+  /** FAST_GRANT_SECONDS (GET /approvals/stats); default 5. */
+  readonly fastGrantSeconds?: number;
   /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE): any one of them. */
   readonly policyReaderRoles: readonly string[];
   /** The webhook endpoints and the outbox, for GET /admin/webhooks; absent or null without a database (503). */

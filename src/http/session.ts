@@ -21,6 +21,7 @@ export const SESSION_ROUTES: ReadonlySet<string> = new Set([
   'GET /me',
   'GET /approvals',
   'GET /approvals/stream',
+  'GET /approvals/stats',
   'GET /approvals/:id',
   'POST /approvals/:id/grant',
   'POST /approvals/:id/deny',

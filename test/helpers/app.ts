@@ -26,6 +26,8 @@ export const SECRET = 'gatehouse-test-secret-0123456789abcdef';
 
 export interface TestAppOptions {
   policyDir?: string;
+  /** FAST_GRANT_SECONDS (GET /approvals/stats). */
+  fastGrantSeconds?: number;
   /** SHADOW_POLICY_DIR: a set decided beside the serving one. */
   shadowPolicyDir?: string;
   env?: string | null;
@@ -134,6 +136,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     logArgs: options.logArgs ?? false,
     adminRole: 'admin',
     approverRole: 'approver',
+    ...(options.fastGrantSeconds !== undefined ? { fastGrantSeconds: options.fastGrantSeconds } : {}),
     policyReaderRoles: options.policyReaderRoles ?? ['admin', 'approver'],
     webhooks,
   };

@@ -740,7 +740,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         n++;
       }
     }
-    expect(n).toBe(16 * bad.length);
+    expect(n).toBe(17 * bad.length);
   });
 
   it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
@@ -1373,6 +1373,22 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       }
     } finally {
       await hooked.close();
+    }
+  });
+
+  it('GET /approvals/stats: per rule and kind (approvers and admins); 400, 403, 500, 503', async () => {
+    // Earlier cases filed approvals on this database.
+    const stats = await call(db, { url: '/approvals/stats', token: approverToken() }, 200);
+    expect(stats.rules.length).toBeGreaterThan(0);
+    await call(db, { url: `/approvals/stats?since=${encodeURIComponent(new Date(0).toISOString())}`, token: adminToken() }, 200);
+    await call(db, { url: '/approvals/stats', token: supportToken() }, 403);
+    for (const query of ['since=yesterday', 'other=1']) await call(db, { url: `/approvals/stats?${query}`, token: approverToken() }, 400);
+    await call(plain, { url: '/approvals/stats', token: approverToken() }, 503);
+    const spy = vi.spyOn(db.ctx.approvals!.store, 'stats').mockRejectedValueOnce(new Error('boom'));
+    try {
+      expect((await call(db, { url: '/approvals/stats', token: approverToken() }, 500)).detail).not.toContain('boom');
+    } finally {
+      spy.mockRestore();
     }
   });
 

@@ -45,6 +45,8 @@ rules:
   - {id: transfers, tools: [transfer], allow: true, confirm: true, reason: transfers need an operator}
   - {id: pay, tools: [send_payment], allow: true, confirm: true, reason: payments need an operator,
      approval: {kind: payment, capability: [amount], presentation: [amount, memo]}}
+  - {id: archives, tools: [archive], allow: true, confirm: true, reason: archives need an operator}
+  - {id: purges, tools: [purge], allow: true, confirm: true, reason: purges need an operator}
 `,
   'risk.yaml': `policy: risk
 version: "2"
@@ -569,6 +571,30 @@ describe.skipIf(!available)(`the operator page in Chromium${available ? '' : ` (
   });
 
   // ---- 9. static files, strict CSP ----------------------------------------------------------------------------
+
+  it('how approvals went: per rule and kind, the fast grants, and the rules always granted or always denied pointed out', async () => {
+    for (let i = 0; i < 5; i++) {
+      const a = await file({ tool: 'archive', args: { box: `B${i}` } });
+      expect((await rest('POST', `/approvals/${a.id}/grant`, {}, other)).status).toBe(200);
+      const p = await file({ tool: 'purge', args: { box: `B${i}` } });
+      expect((await rest('POST', `/approvals/${p.id}/deny`, { reason: 'no' }, other)).status).toBe(200);
+    }
+    await signIn();
+    await live();
+    await page.waitForSelector('#stats:not([hidden])');
+    await page.click('#stats summary');
+    const row = (rule: string) => page.locator('#stats-rows tr', { has: page.locator('td:first-child', { hasText: new RegExp(`^${rule}$`) }) });
+    await row('archives').waitFor();
+    const archives = await row('archives').locator('td').allTextContents();
+    expect(archives.slice(0, 7)).toEqual(['archives', 'confirm', '5', '5', '0', '0', '0']);
+    expect(archives[8]).toBe('5 under 5 s');
+    expect(archives[9]).toBe('always granted: a candidate for allow, with a cap');
+    const purges = await row('purges').locator('td').allTextContents();
+    expect(purges.slice(0, 5)).toEqual(['purges', 'confirm', '5', '0', '5']);
+    expect(purges[8]).toBe('0');
+    expect(purges[9]).toBe('always denied: a candidate for deny');
+    expect(await page.textContent('#stats-note')).toContain('too fast to have been read');
+  });
 
   it('ran under its strict Content-Security-Policy without an error', async () => {
     const res = await page.goto(`${base}/ui`);

@@ -158,6 +158,57 @@
     followLink();
     say('Loading…');
     openStream();
+    loadStats(me);
+  }
+
+  // ---- how approvals went (GET /approvals/stats) -----------------------------------------------------------
+
+  const WEEK_MS = 7 * 86_400_000;
+  const seconds = (s) => (s === null ? '–' : s < 60 ? s.toFixed(1) + ' s' : s < 3600 ? (s / 60).toFixed(1) + ' min' : (s / 3600).toFixed(1) + ' h');
+  const POINTS_TO = {
+    always_granted: 'always granted: a candidate for allow, with a cap',
+    always_denied: 'always denied: a candidate for deny',
+  };
+
+  // `who`: the sign-in it was asked for; a sign-out or another sign-in meanwhile makes the answer moot.
+  async function loadStats(who) {
+    const since = new Date(serverNow() - WEEK_MS).toISOString();
+    let r;
+    try {
+      r = await api('GET', '/approvals/stats?since=' + encodeURIComponent(since));
+    } catch {
+      return; // the queue says when Gatehouse cannot be reached
+    }
+    if (who !== me || !r.ok || r.json === null) return;
+    const rows = $('stats-rows');
+    rows.textContent = '';
+    for (const s of r.json.rules) {
+      const tr = document.createElement('tr');
+      const cells = [
+        plainOf(s.rule),
+        plainOf(s.kind),
+        String(s.filed),
+        String(s.granted),
+        String(s.denied),
+        String(s.expired),
+        String(s.cancelled),
+        seconds(s.decide_p50_seconds) + ' / ' + seconds(s.decide_p90_seconds),
+        s.fast_grants > 0 ? s.fast_grants + ' under ' + r.json.fast_grant_seconds + ' s' : '0',
+        POINTS_TO[s.suggestion] || '',
+      ];
+      for (const text of cells) {
+        const td = document.createElement('td');
+        td.textContent = text;
+        tr.append(td);
+      }
+      if (s.suggestion) tr.dataset.suggestion = s.suggestion;
+      rows.append(tr);
+    }
+    $('stats-note').textContent =
+      r.json.rules.length === 0
+        ? 'No approvals were filed in the last 7 days.'
+        : 'Fast grants were given within ' + r.json.fast_grant_seconds + ' s of the request: too fast to have been read.';
+    $('stats').hidden = false;
   }
 
   // A link to one approval (a webhook's: /ui#approval=ID) shows that approval, whatever its status:
@@ -186,6 +237,7 @@
     cards.clear();
     list.textContent = '';
     filters.hidden = true;
+    $('stats').hidden = true;
     $('signout').hidden = true;
     moreButton.hidden = true;
     moreNote.textContent = '';
