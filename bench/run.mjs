@@ -1,7 +1,7 @@
 // Runs every benchmark in sequence, each in a fresh process, and prints their tables and a summary
 // of the issue's targets. `npm run bench` builds first (the benchmarks run dist/).
 //
-//   node bench/run.mjs [--quick] [--only micro,http,approvals,attack,startup,client] [--wrk] [--json out.json] [--markdown out.md]
+//   node bench/run.mjs [--quick] [--only micro,http,approvals,budgets,attack,startup,client] [--wrk] [--json out.json] [--markdown out.md]
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -10,7 +10,7 @@ import { BENCH_DIR, ROOT_DIR } from './lib/procs.mjs';
 import { fmt, markdown, metText, parseArgs, table } from './lib/stats.mjs';
 
 const args = parseArgs();
-const only = typeof args.extra.only === 'string' ? args.extra.only.split(',') : ['micro', 'http', 'approvals', 'attack', 'startup', 'client'];
+const only = typeof args.extra.only === 'string' ? args.extra.only.split(',') : ['micro', 'http', 'approvals', 'budgets', 'attack', 'startup', 'client'];
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-run-'));
 
 function machine() {
@@ -40,7 +40,15 @@ console.log(
 );
 if (out.loadBefore[0] > 0.5) console.log('WARNING: the machine is busy (1-minute load average above 0.5): figures will be low and noisy.');
 
-const scripts = { micro: 'micro.mjs', http: 'http.mjs', approvals: 'approvals.mjs', attack: 'attack.mjs', startup: 'startup.mjs', client: 'client.mjs' };
+const scripts = {
+  micro: 'micro.mjs',
+  http: 'http.mjs',
+  approvals: 'approvals.mjs',
+  budgets: 'budgets.mjs',
+  attack: 'attack.mjs',
+  startup: 'startup.mjs',
+  client: 'client.mjs',
+};
 try {
   for (const name of only) {
     const script = scripts[name];

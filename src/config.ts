@@ -68,6 +68,8 @@ export interface Config {
   readonly maxWaits: number;
   readonly dbPoolMax: number;
   readonly dbDeadlineMs: number;
+  /** Connections of the budget and rate-limit counters (src/db/lanes.ts), opened when a call needs one. */
+  readonly budgetConnections: number;
   readonly shutdownGraceMs: number;
   /** PUBLIC_URL: where people reach Gatehouse (no trailing slash); webhook links and sign-in's redirect URIs are made from it. */
   readonly publicUrl: string | null;
@@ -294,6 +296,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     maxWaits: int('MAX_WAITS', Math.max(1, Math.floor(connections.maxConnections / 2)), 1, 1_000_000),
     dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),
     dbDeadlineMs: int('DB_DEADLINE_MS', 2000, 50, 60_000),
+    budgetConnections: int('BUDGET_CONNECTIONS', 4, 1, 1000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     webhooks,
   };

@@ -9,8 +9,10 @@ import type { Logger } from 'pino';
 import { createApprovalWaiter } from './approvals/notify.js';
 import { createApprovalService } from './approvals/service.js';
 import { createApprovalStore } from './approvals/store.js';
+import { createLimitService } from './budgets/service.js';
 import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type Config } from './config.js';
 import { createSql } from './db/connect.js';
+import { createLanes } from './db/lanes.js';
 import { unavailableFrom } from './db/errors.js';
 import { migrate } from './db/migrate.js';
 import { developmentSecret, developmentSecretFile } from './dev-secret.js';
@@ -237,6 +239,11 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     let approvalsClosing: Promise<void> | null = null;
     const closeApprovals = (): Promise<void> => (approvalsClosing ??= approvals.close());
     opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);
+    // Budgets and rate limits: their transactions under the same deadline, and the sweep of ended windows.
+    // One-counter calls go through lanes of their own (connections opened only when a call needs one).
+    const lanes = createLanes(url, config.budgetConnections);
+    const limits = createLimitService(sql, { deadlineMs: config.dbDeadlineMs, schemaReady: () => migrated, lanes });
+    opened.push('the budget counters (sweeper)', () => limits.close());
     const outbox = createOutbox(sql, { deadlineMs: config.dbDeadlineMs });
     const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped, webhookCounts: () => outbox.counts() });
     let closeWebhooks = async (): Promise<void> => {};
@@ -263,6 +270,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       shadow,
       metrics,
       approvals,
+      limits,
       log: logger,
       logArgs: config.logArgs,
       adminRole: config.adminRole,

@@ -84,6 +84,7 @@ describe('loadConfig', () => {
       GRANT_TTL: '90s',
       DB_POOL_MAX: '4',
       DB_DEADLINE_MS: '500',
+      BUDGET_CONNECTIONS: '2',
       SHUTDOWN_GRACE_MS: '1000',
       MAX_PENDING_APPROVALS: '7',
       JWT_MAX_LIFETIME: '3600',
@@ -114,6 +115,7 @@ describe('loadConfig', () => {
       maxPendingApprovals: 7,
       dbPoolMax: 4,
       dbDeadlineMs: 500,
+      budgetConnections: 2,
       shutdownGraceMs: 1000,
     });
     expect(c.jwt).toMatchObject({

@@ -41,8 +41,13 @@ const RULES: { from: string; only?: string[]; never?: string[]; why: string }[] 
   { from: 'src/approvals/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts'], why: 'the store and waits know no HTTP' },
   {
     from: 'src/db/',
-    never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/', 'src/webhooks/'],
+    never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/', 'src/webhooks/', 'src/budgets/'],
     why: 'the database layer is below the store',
+  },
+  {
+    from: 'src/budgets/',
+    never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/', 'src/webhooks/'],
+    why: 'the counters of budgets and rate limits know no HTTP, and nothing of approvals (the route joins them in one transaction)',
   },
   {
     from: 'src/webhooks/',

@@ -4,22 +4,29 @@
 // every millisecond) and spread over a pool of keep-alive connections; a request that finds every
 // connection busy waits, and its latency is counted from its SCHEDULED time (no coordinated omission).
 // Latency is measured in microseconds. Config: one JSON argument
-//   {host, port, path, body, headers, connections, rate, duration, warmup}
+//   {host, port, path, body, headers, connections, rate, duration, warmup, headersPerConnection?}
+// With `headersPerConnection` (a list), connection i sends headers + headersPerConnection[i % n]:
+// one caller per connection (the budgets benchmark gives each its own counters).
 // Result: one JSON line on stdout.
 import { connect } from 'node:net';
 
 const cfg = JSON.parse(process.argv[2]);
 const body = Buffer.from(cfg.body);
-const head = [
-  `POST ${cfg.path} HTTP/1.1`,
-  `host: ${cfg.host}:${cfg.port}`,
-  'connection: keep-alive',
-  `content-length: ${body.length}`,
-  ...Object.entries(cfg.headers).map(([k, v]) => `${k}: ${v}`),
-  '',
-  '',
-].join('\r\n');
-const request = Buffer.concat([Buffer.from(head), body]);
+const requestWith = (headers) => {
+  const head = [
+    `POST ${cfg.path} HTTP/1.1`,
+    `host: ${cfg.host}:${cfg.port}`,
+    'connection: keep-alive',
+    `content-length: ${body.length}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    '',
+    '',
+  ].join('\r\n');
+  return Buffer.concat([Buffer.from(head), body]);
+};
+const perConnection = cfg.headersPerConnection ?? [{}];
+const requests = perConnection.map((extra) => requestWith({ ...cfg.headers, ...extra }));
+let made = 0;
 
 const now = () => Number(process.hrtime.bigint()) / 1000; // µs
 const latencies = [];
@@ -34,7 +41,7 @@ const idle = [];
 
 function makeConnection() {
   const socket = connect({ host: cfg.host, port: cfg.port, noDelay: true });
-  const conn = { socket, scheduled: 0, buf: Buffer.alloc(0), expect: -1, status: 0 };
+  const conn = { socket, scheduled: 0, buf: Buffer.alloc(0), expect: -1, status: 0, request: requests[made++ % requests.length] };
   socket.on('connect', () => dispatch(conn));
   socket.on('data', (chunk) => {
     conn.buf = conn.buf.length === 0 ? chunk : Buffer.concat([conn.buf, chunk]);
@@ -72,7 +79,7 @@ function dispatch(conn) {
     return;
   }
   conn.scheduled = next;
-  conn.socket.write(request);
+  conn.socket.write(conn.request);
 }
 
 const conns = Array.from({ length: cfg.connections }, makeConnection);

@@ -1,11 +1,12 @@
 // Gatehouse as src/service.ts builds it, minus the parts /decide does not need: the decision log at info
 // level on stdout through src/log.ts (synchronous, as src/service.ts), prom-client default metrics on, the
-// example policies, HS256. With BENCH_DATABASE_URL the approval store is wired in too (approvals benchmark).
+// example policies, HS256. With BENCH_DATABASE_URL the approval store and the budget counters are
+// wired in too (the approvals and budgets benchmarks).
 // Run as a child process by the benchmarks: it reports {port, timings} over IPC when listening, and
 // closes on SIGTERM (flushing the log), like src/service.ts.
 //
 // Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
-//      BENCH_LOG_LEVEL (info), BENCH_SHADOW_POLICY_DIR (unset: off), BENCH_DATABASE_URL (unset: no database), BENCH_SECRET, BENCH_MAX_CONNECTIONS, BENCH_MAX_WAITS.
+//      BENCH_LOG_LEVEL (info), BENCH_SHADOW_POLICY_DIR (unset: off), BENCH_DATABASE_URL (unset: no database), BENCH_DB_POOL_MAX, BENCH_BUDGET_CONNECTIONS, BENCH_SECRET, BENCH_MAX_CONNECTIONS, BENCH_MAX_WAITS.
 import { performance } from 'node:perf_hooks';
 const tImported0 = performance.now();
 const { default: pino } = await import('pino');
@@ -31,6 +32,7 @@ const shadow = env.BENCH_SHADOW_POLICY_DIR ? await createLivePolicies(env.BENCH_
 const tPolicies = performance.now();
 
 let approvals = null;
+let limits = null;
 let sql = null;
 if (env.BENCH_DATABASE_URL) {
   const { createSql } = await import('../../dist/db/connect.js');
@@ -41,6 +43,10 @@ if (env.BENCH_DATABASE_URL) {
   const store = createApprovalStore(sql, { approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, deadlineMs: 2_000 });
   const waiter = createApprovalWaiter(sql, store, env.BENCH_MAX_WAITS ? { maxTotal: Number(env.BENCH_MAX_WAITS) } : {});
   approvals = createApprovalService(sql, store, waiter);
+  const { createLimitService } = await import('../../dist/budgets/service.js');
+  const { createLanes } = await import('../../dist/db/lanes.js');
+  // As src/service.ts: BUDGET_CONNECTIONS lanes (default 4).
+  limits = createLimitService(sql, { deadlineMs: 2_000, lanes: createLanes(env.BENCH_DATABASE_URL, Number(env.BENCH_BUDGET_CONNECTIONS ?? 4)) });
 }
 
 const metrics = createMetrics(policies);
@@ -49,6 +55,7 @@ const ctx = {
   shadow,
   metrics,
   approvals,
+  limits,
   log: logger,
   logArgs: false,
   adminRole: 'admin',
@@ -103,10 +110,13 @@ const shutdown = async () => {
   closing = true;
   await app.close();
   await approvals?.close();
+  await limits?.close();
   await sql?.end({ timeout: 5 });
   logger.flush();
   asyncDest?.flushSync();
   process.disconnect?.();
+  // A handle left open must not keep a finished server alive (a --cpu-prof profile is written at exit).
+  setTimeout(() => process.exit(0), 2000).unref();
 };
 process.once('SIGTERM', () => void shutdown());
 process.once('SIGINT', () => void shutdown());

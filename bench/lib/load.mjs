@@ -1,6 +1,8 @@
 // The closed-loop load generator, run as its own process: autocannon against one URL, the result
 // printed as one JSON line on stdout. Config: one JSON argument
-//   {url, body, headers, connections, duration, overallRate?, expectStatus?}
+//   {url, body, headers, connections, duration, overallRate?, expectStatus?, headersList?}
+// With `headersList`, each connection sends the requests headers + headersList[0], [1], … in turn
+// (autocannon's `requests`): the calls of several callers.
 import autocannon from 'autocannon';
 
 const cfg = JSON.parse(process.argv[2]);
@@ -9,6 +11,7 @@ const result = await autocannon({
   method: 'POST',
   body: cfg.body,
   headers: cfg.headers,
+  ...(cfg.headersList ? { requests: cfg.headersList.map((h) => ({ method: 'POST', body: cfg.body, headers: { ...cfg.headers, ...h } })) } : {}),
   connections: cfg.connections,
   duration: cfg.duration,
   ...(cfg.overallRate ? { overallRate: cfg.overallRate } : {}),

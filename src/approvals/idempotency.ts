@@ -3,7 +3,7 @@
 // answer are one transaction (migrations/0008): a kept answer is one that was given.
 import type { TransactionSql } from 'postgres';
 
-export type IdempotentRoute = 'decide' | 'approvals';
+export type IdempotentRoute = 'decide' | 'approvals' | 'usage';
 
 /** Who asks with which key, and the SHA-256 of the canonical body the key was first used with. */
 export interface IdempotencyClaim {

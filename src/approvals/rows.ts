@@ -104,6 +104,8 @@ export function storedRequirement(r: ApprovalRequirement, tool: string, args: Js
   const out: JsonObject = { kind: r.kind, policy: r.policy, reason: r.reason, rule: r.rule };
   if (!isDefaultShape(r.capability, tool, args)) out.capability = r.capability;
   if (!isDefaultShape(r.presentation, tool, args)) out.presentation = r.presentation;
+  // A budget's or rate limit's standing when it asked: shown to the operator, not hashed.
+  if (r.standing !== undefined) out.standing = r.standing;
   return out;
 }
 
@@ -112,7 +114,7 @@ function storedRequirements(text: string, tool: string, args: JsonObject): Appro
   if (!Array.isArray(list) || list.length === 0) throw new Error('stored approval requirements are not a non-empty array');
   return list.map((item: JsonValue): ApprovalRequirement => {
     if (!isJsonObject(item)) throw new Error('a stored approval requirement is not an object');
-    const { kind, policy, reason, rule, capability, presentation } = item;
+    const { kind, policy, reason, rule, capability, presentation, standing } = item;
     if (typeof kind !== 'string' || typeof policy !== 'string' || typeof reason !== 'string' || typeof rule !== 'string') {
       throw new Error('a stored approval requirement lacks its names');
     }
@@ -121,7 +123,8 @@ function storedRequirements(text: string, tool: string, args: JsonObject): Appro
       if (!isJsonObject(v)) throw new Error('a stored approval shape is not an object');
       return v;
     };
-    return { policy, rule, kind, reason, capability: shape(capability), presentation: shape(presentation) };
+    if (standing !== undefined && !isJsonObject(standing)) throw new Error('a stored standing is not an object');
+    return { policy, rule, kind, reason, capability: shape(capability), presentation: shape(presentation), ...(standing !== undefined ? { standing } : {}) };
   });
 }
 

@@ -38,7 +38,7 @@ const CONNECTION_GONE: ReadonlySet<string> = new Set([
   'ETIMEDOUT',
 ]);
 
-function connectionGone(error: unknown): boolean {
+export function connectionGone(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const { code, severity } = error as { code?: unknown; severity?: unknown };
   return severity === 'FATAL' || severity === 'PANIC' || (typeof code === 'string' && CONNECTION_GONE.has(code));

@@ -15,6 +15,7 @@ import { createRelyingParty } from './oidc.js';
 import { authConfigRoute, authRoutes } from './routes/auth.js';
 import { approvalStatsRoute } from './routes/approval-stats.js';
 import { approvalRoutes } from './routes/approvals.js';
+import { budgetsRoute } from './routes/budgets.js';
 import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
 import { meRoute } from './routes/me.js';
@@ -22,6 +23,7 @@ import { opsRoutes } from './routes/ops.js';
 import { policiesRoute } from './routes/policies.js';
 import { toolsRoute } from './routes/tools.js';
 import { uiRoutes } from './routes/ui.js';
+import { usageRoute } from './routes/usage.js';
 import { webhooksRoute } from './routes/webhooks.js';
 import { createSessionAuthenticator, sessionCookies, type SessionAuthenticator, type SignInSettings } from './session.js';
 
@@ -122,6 +124,8 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     toolsRoute(secured, ctx);
     approvalStatsRoute(secured, ctx);
     approvalRoutes(secured, ctx);
+    budgetsRoute(secured, ctx);
+    usageRoute(secured, ctx);
     webhooksRoute(secured, ctx);
     meRoute(secured, ctx);
   });

@@ -2,6 +2,7 @@
 // for by POST /admin/reload or by SIGHUP (src/service.ts).
 import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
+import type { LimitService } from '../budgets/service.js';
 import type { LivePolicies } from '../policy/live.js';
 import type { WebhookEndpoint } from '../webhooks/events.js';
 import type { Outbox } from '../webhooks/outbox.js';
@@ -15,6 +16,11 @@ export interface AppContext {
   readonly metrics: Metrics;
   /** null when no database is configured: approval routes then answer 503. */
   readonly approvals: ApprovalService | null;
+  /**
+   * The counters of budgets and rate limits; null (or absent) without a database: a call they
+   * select answers 503, and /decide of any other call is untouched (docs/spec.md section 2.9).
+   */
+  readonly limits?: LimitService | null;
   readonly log: Logger;
   readonly logArgs: boolean;
   readonly adminRole: string;

@@ -30,6 +30,7 @@ export const ERRORS = {
   invalid_body: { status: 422, title: 'The body does not match the schema' },
   identity_in_body: { status: 422, title: 'Identity comes from the token, not the body' },
   idempotency_key_reused: { status: 422, title: 'The Idempotency-Key was used with another body' },
+  usage_unattributable: { status: 422, title: 'The spend cannot be counted' },
   invalid_query: { status: 400, title: 'Invalid query parameters' },
   reload_failed: { status: 422, title: 'The policies did not load' },
   too_many_pending: { status: 429, title: 'Too many pending approvals' },

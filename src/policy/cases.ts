@@ -5,11 +5,13 @@ import { readdir, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { JsonObject, JsonValue } from '../json/value.js';
 import { createStrictAjv } from './ajv.js';
+import { amountAt, ZERO } from './amount.js';
 import { decide } from './decide.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
 import { compileGlob, GlobError, type Glob } from './glob.js';
 import { buildPolicySet, isPolicyTestFileName, readPolicyFiles, type FileBytes } from './load.js';
-import type { Decision, DecisionResult, Identity, PolicySet, RunView } from './model.js';
+import { settleCharges, wouldCross, type Refusal } from './limits.js';
+import type { Amount, Decision, DecisionResult, Identity, PolicySet, RunView } from './model.js';
 import { type CallerSpec, checkTarget, type NeverProperty, type PropertyTarget, selectTargets, type TargetCheck } from './never.js';
 import { argsSchema, hasDotSegment, runViewSchema, toDecideRequest, toolNameSchema } from './request.js';
 import type { KeyPath, Location } from './source/common.js';
@@ -79,6 +81,9 @@ const caseFileSchema = {
           env: { type: 'string', minLength: 1 },
           run: runViewSchema,
           context: { type: 'object' },
+          // Where the counters of the budgets and rate limits that select the call stand, by id: a
+          // budget's amount counted (or spend reported), a rate limit's calls in the window. Absent: 0.
+          counters: { type: 'object', additionalProperties: { type: 'number', minimum: 0 } },
           want: { enum: DECISIONS },
           rule: { type: 'string' },
           kind: { type: 'string' },
@@ -101,6 +106,8 @@ export interface PolicyCase {
   env: string | null;
   run?: RunView;
   context?: JsonObject;
+  /** The counters' standings by budget or rate limit id (exact). */
+  counters?: ReadonlyMap<string, Amount>;
   want: Decision;
   rule?: string;
   kind?: string;
@@ -166,6 +173,7 @@ interface CaseDoc {
     env?: string;
     run?: RunView;
     context?: JsonObject;
+    counters?: Record<string, number>;
     want: Decision;
     rule?: string;
     kind?: string;
@@ -207,6 +215,19 @@ export function readCaseFile(path: string, bytes: Uint8Array): CaseFile {
   if (file.cases === undefined && file.never === undefined) {
     return { cases: [], properties: [], problems: [problemAt([], 'a test file needs `cases`, `never` or both')] };
   }
+  const problems: LoadProblem[] = [];
+  const countersOf = (c: { counters?: Record<string, number> }, i: number): ReadonlyMap<string, Amount> | undefined => {
+    if (c.counters === undefined) return undefined;
+    // The document's own object: its number text is kept (the schema check read the same object).
+    const written = (value as { cases: { counters: Record<string, number> }[] }).cases[i]!.counters;
+    const out = new Map<string, Amount>();
+    for (const [id, n] of Object.entries(c.counters)) {
+      const amount = amountAt(written, id, n);
+      if (amount === null) problems.push(problemAt(['cases', i, 'counters', id], 'a number a double cannot hold exactly'));
+      else out.set(id, amount);
+    }
+    return out;
+  };
   const cases = (file.cases ?? []).map(
     (c, i): PolicyCase => ({
       file: path,
@@ -218,13 +239,13 @@ export function readCaseFile(path: string, bytes: Uint8Array): CaseFile {
       env: c.env ?? file.env ?? null,
       ...(c.run ? { run: c.run } : {}),
       ...(c.context ? { context: c.context } : {}),
+      ...(c.counters ? { counters: countersOf(c, i)! } : {}),
       want: c.want,
       ...(c.rule !== undefined ? { rule: c.rule } : {}),
       ...(c.kind !== undefined ? { kind: c.kind } : {}),
       ...(c.reason !== undefined ? { reason: c.reason } : {}),
     }),
   );
-  const problems: LoadProblem[] = [];
   const properties = (file.never ?? []).map((n, i): PropertyCase => {
     const at = (...rest: KeyPath): KeyPath => ['never', i, ...rest];
     // A list written as one value is located at that value; a list's items at each item.
@@ -320,7 +341,20 @@ export function propertySeed(path: string, name: string): number {
 }
 
 export function runCase(set: PolicySet, c: PolicyCase): CaseResult {
-  const got = decide(set, toDecideRequest(c), c.identity);
+  const request = toDecideRequest(c);
+  let got = decide(set, request, c.identity);
+  // Budgets and rate limits: the call against the counters the case gives (absent: empty), as the
+  // service settles it after counting (src/policy/limits.ts).
+  if (got.charges) {
+    const refusals: Refusal[] = [];
+    for (const charge of got.charges) {
+      const counted = c.counters?.get(charge.limit.id) ?? ZERO;
+      if (!wouldCross(charge, counted)) continue;
+      const standing = charge.key === null || charge.amount === null ? null : { counted, windowStart: '', windowEnd: '' };
+      refusals.push({ charge, standing });
+    }
+    got = settleCharges(got, request, refusals);
+  }
   const failures: string[] = [];
   if (got.decision !== c.want) failures.push(`decision: want ${c.want}, got ${got.decision}`);
   if (c.rule !== undefined && got.rule !== c.rule) failures.push(`rule: want ${c.rule}, got ${got.rule}`);

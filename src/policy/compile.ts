@@ -14,7 +14,24 @@ import { isStringListPath, SELECTOR_KEYS, withListsSpelledOut } from './file-lis
 import { policyFileSchema } from './file-schema.js';
 import { compileGlob, GlobError, type Glob } from './glob.js';
 import { GUARD_NAMES, type GuardName } from './guards.js';
-import type { ApprovalShape, ArgPath, CatalogueEntry, DefaultMode, Guard, PolicyFile, Rule, RuleEffect, Selectors, ToolKind } from './model.js';
+import { amountAt } from './amount.js';
+import type {
+  ApprovalShape,
+  ArgPath,
+  Budget,
+  BudgetWindow,
+  CatalogueEntry,
+  DefaultMode,
+  Guard,
+  LimitScope,
+  OnExceed,
+  PolicyFile,
+  RateLimit,
+  Rule,
+  RuleEffect,
+  Selectors,
+  ToolKind,
+} from './model.js';
 import { parseArgPath } from './path.js';
 import { hasDotSegment } from './request.js';
 import type { KeyPath, PolicySource } from './source/common.js';
@@ -65,6 +82,9 @@ export function compilePolicyFile(source: PolicySource, env: string | null, ajv:
   const ruleIds = new Set<string>();
   const rules = (d.rules ?? []).map((r, i) => compileRule(problems, policy, environments, r, i, ruleIds));
   const guards = (d.guards ?? []).map((g, i) => compileGuard(problems, policy, environments, g, i));
+  // Budgets and rate limits share the rules' ids: a decision's `rule` names one of them.
+  const budgets = (d.budgets ?? []).map((b, i) => compileBudget(problems, source, policy, environments, b, i, ruleIds));
+  const rateLimits = (d.rate_limits ?? []).map((r, i) => compileRateLimit(problems, policy, environments, r, i, ruleIds));
 
   let digest = '';
   try {
@@ -86,6 +106,8 @@ export function compilePolicyFile(source: PolicySource, env: string | null, ajv:
     rules: rules.filter((r): r is Rule => r !== null),
     guards: guards.filter((g): g is Guard => g !== null),
     tools: tools.filter((t): t is CatalogueEntry => t !== null),
+    budgets: budgets.filter((b): b is Budget => b !== null),
+    rateLimits: rateLimits.filter((r): r is RateLimit => r !== null),
     ...(d.limits?.max_calls !== undefined ? { maxCalls: d.limits.max_calls } : {}),
   };
   return { file, problems: [] };
@@ -116,6 +138,22 @@ interface GuardDoc extends SelectorDoc {
   on?: string[];
   action?: 'deny' | 'require_approval';
 }
+interface BudgetDoc extends SelectorDoc {
+  id?: string;
+  sum?: string;
+  max?: number;
+  max_usd?: number;
+  per: string | number;
+  scope: LimitScope;
+  on_exceed?: OnExceed;
+}
+interface RateLimitDoc extends SelectorDoc {
+  id?: string;
+  calls: number;
+  per: string | number;
+  scope: LimitScope;
+  on_exceed?: OnExceed;
+}
 interface ToolDoc {
   kind: ToolKind;
   tags?: string[];
@@ -132,6 +170,8 @@ interface PolicyDoc {
   tools?: Record<string, ToolDoc>;
   rules?: RuleDoc[];
   guards?: GuardDoc[];
+  budgets?: BudgetDoc[];
+  rate_limits?: RateLimitDoc[];
   limits?: { max_calls?: number };
 }
 
@@ -336,6 +376,118 @@ function compileGuard(problems: Problems, policy: string, environments: readonly
   return { id: doc.id ?? `${policy}#guards.${index}`, guard: doc.guard as GuardName, selectors, action: doc.action ?? 'deny' };
 }
 
+const CALENDAR_UNITS: ReadonlySet<string> = new Set(['minute', 'hour', 'day', 'week', 'month']);
+const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86_400 };
+// Windows longer than a year would keep counters for longer than anyone reads them.
+const MAX_WINDOW_SECONDS = 31_622_400;
+
+/** `per` as a number of seconds (`60`, `"90s"`, `"15m"`, `"2h"`, `"7d"`), null when it is not one (the schema's problem). */
+function durationSeconds(per: string | number): number | null {
+  if (typeof per === 'number') return per;
+  const m = /^([1-9][0-9]{0,7})([smhd])$/.exec(per);
+  return m === null ? null : Number(m[1]) * UNIT_SECONDS[m[2]!]!;
+}
+
+function checkLimitId(problems: Problems, path: KeyPath, id: string, ids: Set<string>): void {
+  if (ids.has(id)) problems.add(path, 'this id is used twice in this file (rules, budgets and rate limits share one set of ids)');
+  ids.add(id);
+}
+
+function compileBudget(
+  problems: Problems,
+  source: PolicySource,
+  policy: string,
+  environments: readonly string[],
+  doc: BudgetDoc,
+  index: number,
+  ids: Set<string>,
+): Budget | null {
+  const base: KeyPath = ['budgets', index];
+  if (doc.id !== undefined) checkOwnId(problems, [...base, 'id'], doc.id);
+  const id = doc.id ?? `${policy}#budgets.${index}`;
+  checkLimitId(problems, [...base, 'id'], id, ids);
+  const selectors = compileSelectors(problems, base, environments, doc);
+  let ok = true;
+  const refuse = (path: KeyPath, message: string): void => {
+    problems.add(path, message);
+    ok = false;
+  };
+  if (doc.max !== undefined && doc.max_usd !== undefined) refuse([...base, 'max_usd'], 'a budget has `max` or `max_usd`, not both');
+  if (doc.max === undefined && doc.max_usd === undefined)
+    refuse(base, 'a budget needs `max` (with `sum`, or counting calls) or `max_usd` (spend reported to POST /usage)');
+  if (doc.sum !== undefined && doc.max === undefined && doc.max_usd !== undefined) {
+    refuse([...base, 'sum'], '`sum` goes with `max`: a `max_usd` budget counts the spend reported to POST /usage');
+  }
+  let sum: ArgPath | undefined;
+  if (doc.sum !== undefined) {
+    const parsed = parseArgPath(doc.sum);
+    if ('error' in parsed) refuse([...base, 'sum'], parsed.error);
+    else sum = { text: doc.sum, segments: parsed.segments };
+  }
+  // The maximum as written (the file schema checked a copy, which keeps no number text).
+  const key = doc.max_usd !== undefined ? 'max_usd' : 'max';
+  const written = valueAt(source.value, base);
+  const maxValue = doc[key];
+  const max = maxValue === undefined || written === undefined || written === null || typeof written !== 'object' ? null : amountAt(written, key, maxValue);
+  if (maxValue !== undefined && max === null) {
+    refuse([...base, key], 'a number a double cannot hold exactly: counters compare exact decimals, so it would not mean what is written');
+  }
+  let per: BudgetWindow | null = null;
+  if (typeof doc.per === 'string' && CALENDAR_UNITS.has(doc.per)) {
+    per = { calendar: doc.per as Extract<BudgetWindow, { calendar: unknown }>['calendar'], text: doc.per };
+  } else {
+    const seconds = durationSeconds(doc.per);
+    if (seconds === null || seconds > MAX_WINDOW_SECONDS) refuse([...base, 'per'], 'a window is at most a year (366 days)');
+    else per = { seconds, text: String(doc.per) };
+  }
+  if (!ok || max === null || per === null) return null;
+  return {
+    type: 'budget',
+    id,
+    index,
+    policy,
+    selectors,
+    measure: doc.max_usd !== undefined ? { usd: true } : sum !== undefined ? { sum } : { calls: true },
+    max,
+    per,
+    scope: doc.scope,
+    // Fail closed: a budget without `on_exceed` refuses what would cross it.
+    onExceed: doc.on_exceed ?? 'deny',
+  };
+}
+
+function compileRateLimit(
+  problems: Problems,
+  policy: string,
+  environments: readonly string[],
+  doc: RateLimitDoc,
+  index: number,
+  ids: Set<string>,
+): RateLimit | null {
+  const base: KeyPath = ['rate_limits', index];
+  if (doc.id !== undefined) checkOwnId(problems, [...base, 'id'], doc.id);
+  const id = doc.id ?? `${policy}#rate_limits.${index}`;
+  checkLimitId(problems, [...base, 'id'], id, ids);
+  const selectors = compileSelectors(problems, base, environments, doc);
+  const seconds = durationSeconds(doc.per);
+  if (seconds === null || seconds > MAX_WINDOW_SECONDS) {
+    problems.add([...base, 'per'], 'a rate limit window is at most a year (366 days)');
+    return null;
+  }
+  return {
+    type: 'rate_limit',
+    id,
+    index,
+    policy,
+    selectors,
+    calls: doc.calls,
+    perSeconds: seconds,
+    perText: doc.per,
+    scope: doc.scope,
+    onExceed: doc.on_exceed ?? 'deny',
+  };
+}
+
 // Ids Gatehouse writes itself: `<policy>#<index>`, `<policy>#default`, `<policy>#tools.<name>`,
 // `builtin#default`, `internal` (an evaluation error). A rule or guard written with one would pass
 // its answers off as another file's default or as an internal error.
@@ -389,14 +541,23 @@ function reportSchemaErrors(problems: Problems, doc: unknown, errors: readonly E
     switch (e.keyword) {
       case 'additionalProperties': {
         const key = String((e.params as { additionalProperty: string }).additionalProperty);
-        problems.add([...path, key], 'unknown key', true);
+        // Another runtime's policy files name where their budgets are kept; Gatehouse's are in its database.
+        const why = key === 'store' && path.length === 2 && path[0] === 'budgets' ? ': Gatehouse keeps budget counters in its PostgreSQL; remove `store`' : '';
+        problems.add([...path, key], `unknown key${why}`, true);
         break;
       }
       case 'required':
         problems.add(path, `missing required key "${String((e.params as { missingProperty: string }).missingProperty)}"`);
         break;
       case 'anyOf':
-        problems.add(path, 'must be allow, deny, side_effects, or a map from environment to one of them');
+        problems.add(
+          path,
+          path.at(-1) === 'per'
+            ? path[0] === 'budgets'
+              ? 'must be minute, hour, day, week, month, or a duration: seconds (60) or a string such as "90s", "15m", "2h", "7d"'
+              : 'must be a duration: seconds (60) or a string such as "90s", "15m", "2h", "7d"'
+            : 'must be allow, deny, side_effects, or a map from environment to one of them',
+        );
         break;
       case 'enum':
         problems.add(path, `must be one of: ${((e.params as { allowedValues: unknown[] }).allowedValues).join(', ')}`);

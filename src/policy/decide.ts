@@ -3,6 +3,7 @@
 import { approvalHash } from '../json/canonical.js';
 import type { ConditionInput, ConditionResult } from './condition/compile.js';
 import { runGuard, type GuardFinding, type PiiKind } from './guards.js';
+import { chargesFor } from './limits.js';
 import { CALLER_SELECTORS, selectorsMatch, traceSelectors, type SelectorTrace, type Subject } from './match.js';
 import { modelMessage } from './message.js';
 import {
@@ -68,12 +69,26 @@ export interface CatalogueTrace {
   kind: EffectiveKind;
   tags: string[];
 }
+/** A budget or rate limit the tool's selectors reach (docs/spec.md section 2.9), and whether it selects this call. */
+export interface LimitTrace {
+  id: string;
+  type: 'budget' | 'rate_limit';
+  policy: string;
+  /** Its caller selectors (and its file's scope's), matched or not. */
+  selectors: SelectorTrace[];
+  selected: boolean;
+  scope: string;
+  /** Selected but not countable: what the call lacks (fail closed: treated as exceeding). */
+  undecidable?: 'amount' | 'scope';
+}
 export interface Trace {
   tool: string;
   /** The first description; with `views` when files' catalogues describe the tool differently. */
   catalogue: CatalogueTrace & { views?: CatalogueTrace[] };
   schema: 'none' | 'passed' | 'failed';
   files: FileTrace[];
+  /** Present when budgets or rate limits reach the tool; the route adds the counters it read. */
+  limits?: LimitTrace[];
 }
 export type ExplainResult = DecisionResult & { trace: Trace };
 
@@ -121,6 +136,8 @@ const BUILTIN: PolicyFile = {
   rules: [],
   guards: [],
   tools: [],
+  budgets: [],
+  rateLimits: [],
 };
 const NO_PLAN: FilePlan = { inScope: true, rules: [], guards: [] };
 
@@ -191,7 +208,32 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
     // The most severe wins; among equals the first file in load order gives reason and rule.
     if (best === null || SEVERITY[outcome.decision] > SEVERITY[best.decision]) best = outcome;
   }
-  return result(set, request, best!, false, asks);
+  const res = result(set, request, best!, false, asks);
+  // Budgets and rate limits: only a call that may be allowed is counted (docs/spec.md section 2.9). A
+  // set without any spends nothing here.
+  if (plan.limits.length > 0) {
+    if (trace) trace.limits = traceLimits(plan, subjects[0]!, request, identity);
+    if (res.decision === 'allow' || res.decision === 'require_approval') {
+      const charges = chargesFor(plan.limits, request, identity, subjects[0]!);
+      if (charges.length > 0) res.charges = charges;
+    }
+  }
+  return res;
+}
+
+function traceLimits(plan: ToolPlan, subject: Subject, request: DecideRequest, identity: Identity): LimitTrace[] {
+  return plan.limits.map(({ limit, fileScope }) => {
+    const selectors = [...(fileScope ? traceSelectors(fileScope, subject).filter((t) => CALLER_SELECTORS.includes(t.selector)) : [])];
+    selectors.push(...traceSelectors(limit.selectors, subject).filter((t) => CALLER_SELECTORS.includes(t.selector)));
+    const selected = selectors.every((t) => t.matched);
+    const out: LimitTrace = { id: limit.id, type: limit.type, policy: limit.policy, selectors, selected, scope: limit.scope };
+    if (selected) {
+      const [charge] = chargesFor([{ limit, fileScope: undefined }], request, identity, subject);
+      if (charge?.key === null) out.undecidable = 'scope';
+      else if (charge?.amount === null) out.undecidable = 'amount';
+    }
+    return out;
+  });
 }
 
 /** Whether the file's `scope` selects this call: its tool-dependent selectors were settled by the plan. */

@@ -4,7 +4,7 @@
 import type { JsonObject, JsonValue } from '../json/value.js';
 import type { KeyPath } from './source/common.js';
 
-/** The selector keys of a rule, a guard and a file's `scope`. */
+/** The selector keys of a rule, a guard, a budget, a rate limit and a file's `scope`. */
 export const SELECTOR_KEYS = ['tools', 'kinds', 'tags', 'envs', 'teams', 'users', 'agents'] as const;
 
 const RULE_LISTS: readonly string[] = SELECTOR_KEYS;
@@ -27,6 +27,7 @@ export function isStringListPath(path: KeyPath): boolean {
       if (typeof second !== 'number') return false;
       if (top === 'rules') return RULE_LISTS.includes(String(third));
       if (top === 'guards') return GUARD_LISTS.includes(String(third));
+      if (top === 'budgets' || top === 'rate_limits') return RULE_LISTS.includes(String(third));
       return false;
     case 4:
       return top === 'rules' && typeof second === 'number' && third === 'approval' && APPROVAL_LISTS.includes(String(fourth));
@@ -61,6 +62,10 @@ export function withListsSpelledOut(doc: JsonValue): JsonValue {
     });
   }
   if (Array.isArray(out['guards'])) out['guards'] = out['guards'].map((guard) => (isObject(guard) ? listify({ ...guard }, GUARD_LISTS) : guard));
+  for (const key of ['budgets', 'rate_limits']) {
+    const list = out[key];
+    if (Array.isArray(list)) out[key] = list.map((entry) => (isObject(entry) ? listify({ ...entry }, RULE_LISTS) : entry));
+  }
   return out;
 }
 

@@ -10,6 +10,17 @@ const decisionMode = { enum: ['allow', 'deny', 'side_effects'] } as const;
 const toolKind = { enum: ['read_only', 'local_mutation', 'remote_mutation', 'destructive'] } as const;
 const argPath = { type: 'string', minLength: 1, maxLength: 512 } as const;
 const argPathList = { type: 'array', maxItems: 256, items: argPath } as const;
+// A window length: whole seconds, or a count of seconds, minutes, hours or days (`90s`, `15m`, `2h`, `7d`).
+const duration = {
+  anyOf: [
+    { type: 'integer', minimum: 1, maximum: 31_622_400 },
+    { type: 'string', pattern: '^[1-9][0-9]{0,7}[smhd]$' },
+  ],
+} as const;
+const limitScope = { enum: ['user', 'team', 'agent', 'run', 'global'] } as const;
+const onExceed = { enum: ['deny', 'require_approval', 'abort'] } as const;
+// An amount a policy writes (a budget's maximum): a number ≥ 0 (exactness is checked in compile.ts).
+const amount = { type: 'number', minimum: 0 } as const;
 
 const selectors = {
   tools: nameList,
@@ -92,6 +103,44 @@ export const policyFileSchema = {
           // What the guard reads: Gatehouse sees only the arguments (checked in compile.ts).
           on: { type: 'array', minItems: 1, maxItems: 16, items: { type: 'string', maxLength: 64 } },
           action: { enum: ['deny', 'require_approval'] },
+        },
+      },
+    },
+    // Budgets and rate limits (docs/spec.md section 2.9): counted in the database, checked by the route.
+    budgets: {
+      type: 'array',
+      maxItems: 1000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['per', 'scope'],
+        properties: {
+          id: name,
+          ...selectors,
+          sum: argPath,
+          max: amount,
+          max_usd: amount,
+          per: { anyOf: [{ enum: ['minute', 'hour', 'day', 'week', 'month'] }, ...duration.anyOf] },
+          scope: limitScope,
+          on_exceed: onExceed,
+        },
+      },
+    },
+    rate_limits: {
+      type: 'array',
+      maxItems: 1000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['calls', 'per', 'scope'],
+        properties: {
+          id: name,
+          ...selectors,
+          // The times of the last `calls` allowed calls are kept per counter: bounded.
+          calls: { type: 'integer', minimum: 1, maximum: 1000 },
+          per: duration,
+          scope: limitScope,
+          on_exceed: onExceed,
         },
       },
     },

@@ -169,6 +169,14 @@ function crossFileProblems(files: readonly { file: PolicyFile; source: PolicySou
       if (other && other !== name) at(source, ['rules', rule.index, 'id'], `this rule id is also used in ${other}`);
       else ruleIds.set(rule.id, name);
     }
+    // A budget's or rate limit's id names its counters and the decisions it makes: one per set.
+    for (const limit of [...file.budgets, ...file.rateLimits]) {
+      const other = ruleIds.get(limit.id);
+      const key = limit.type === 'budget' ? 'budgets' : 'rate_limits';
+      if (other && other !== name)
+        at(source, [key, limit.index, 'id'], `this id is also used in ${other} (rules, budgets and rate limits share one set of ids)`);
+      else ruleIds.set(limit.id, name);
+    }
   }
   return problems;
 }

@@ -62,6 +62,11 @@ export interface ApprovalRequirement {
   reason: string;
   capability: JsonObject;
   presentation: JsonObject;
+  /**
+   * A budget's or rate limit's standing when it asked (docs/spec.md section 2.9): shown to the
+   * operator, stored with the approval, never part of its hash (it changes with every call).
+   */
+  standing?: JsonObject;
 }
 
 /**
@@ -111,6 +116,58 @@ export interface Guard {
   readonly action: 'deny' | 'require_approval';
 }
 
+/** Who shares one counter of a budget or rate limit (docs/spec.md section 2.9). */
+export type LimitScope = 'user' | 'team' | 'agent' | 'run' | 'global';
+/** What a call that would cross a budget or rate limit is answered instead. */
+export type OnExceed = 'deny' | 'require_approval' | 'abort';
+export type CalendarUnit = 'minute' | 'hour' | 'day' | 'week' | 'month';
+
+/** A budget's window: a UTC calendar unit, or a fixed length in seconds (windows aligned to the Unix epoch). */
+export type BudgetWindow = { readonly calendar: CalendarUnit; readonly text: string } | { readonly seconds: number; readonly text: string };
+
+/** An exact non-negative decimal: `text` for SQL (`numeric`), `value` the double, `written` its JSON text. */
+export interface Amount {
+  readonly text: string;
+  readonly value: number;
+  readonly written: string;
+}
+
+/** `sum`: the number at an argument path; `calls`: each call counts 1; `usd`: spend reported by POST /usage. */
+export type BudgetMeasure = { readonly sum: ArgPath } | { readonly calls: true } | { readonly usd: true };
+
+export interface Budget {
+  readonly type: 'budget';
+  readonly id: string;
+  readonly index: number;
+  /** The `policy` identity of the file. */
+  readonly policy: string;
+  readonly selectors: Selectors;
+  readonly measure: BudgetMeasure;
+  /** `max` (or `max_usd`): the most a window may count. */
+  readonly max: Amount;
+  readonly per: BudgetWindow;
+  readonly scope: LimitScope;
+  readonly onExceed: OnExceed;
+}
+
+export interface RateLimit {
+  readonly type: 'rate_limit';
+  readonly id: string;
+  readonly index: number;
+  readonly policy: string;
+  readonly selectors: Selectors;
+  /** At most this many calls allowed in any window of `perSeconds`. */
+  readonly calls: number;
+  readonly perSeconds: number;
+  /** `per` as written (60, "1m"). */
+  readonly perText: string | number;
+  readonly scope: LimitScope;
+  readonly onExceed: OnExceed;
+}
+
+/** A budget or a rate limit: what the route counts, statefully, for the calls it selects. */
+export type Limit = Budget | RateLimit;
+
 export interface CatalogueEntry {
   /** The name or glob as written in the file. */
   readonly pattern: string;
@@ -142,6 +199,8 @@ export interface PolicyFile {
   readonly guards: readonly Guard[];
   readonly maxCalls?: number;
   readonly tools: readonly CatalogueEntry[];
+  readonly budgets: readonly Budget[];
+  readonly rateLimits: readonly RateLimit[];
 }
 
 /** Rules and guards of one file whose tool-dependent selectors (tools, kinds, tags, envs) match a tool. */
@@ -165,6 +224,13 @@ export interface ToolView {
   readonly files: readonly FilePlan[];
 }
 
+/** A budget or rate limit whose tool-dependent selectors match a tool (under some description), with its file. */
+export interface PlannedLimit {
+  readonly limit: Limit;
+  /** The file's `scope`: its caller selectors are checked per request. */
+  readonly fileScope: Selectors | undefined;
+}
+
 /** Everything about one tool name that does not depend on the caller or the arguments. */
 export interface ToolPlan {
   readonly tool: string;
@@ -176,6 +242,11 @@ export interface ToolPlan {
    * take a rule of another file off the tool (a later file never loosens an earlier one).
    */
   readonly views: readonly ToolView[];
+  /**
+   * The budgets and rate limits that may select a call of this tool, in load order (budgets before
+   * rate limits within a file); empty for a policy set without any (the hot path allocates nothing).
+   */
+  readonly limits: readonly PlannedLimit[];
 }
 
 export interface PolicySet {
@@ -184,8 +255,22 @@ export interface PolicySet {
   readonly identities: readonly PolicyIdentity[];
   /** The files' digests, in load order (the decision log names them on every line). */
   readonly digests: readonly string[];
+  /** Every budget and rate limit of every file, in load order: none, and no decision touches a database. */
+  readonly limits: readonly Limit[];
   /** The plan for a tool name: memoised, bounded; pure function of the set and the name. */
   plan(tool: string): ToolPlan;
+}
+
+/**
+ * A budget or rate limit that selects a call (docs/spec.md section 2.9): the counter it is counted in
+ * and by how much. `key` is null when the call lacks what the scope needs (a team, an agent, a run
+ * id), `amount` null when a `sum` path holds no non-negative number: undecidable, so the call is
+ * treated as exceeding (fail closed). A `max_usd` budget's amount is 0: it reads its counter.
+ */
+export interface Charge {
+  readonly limit: Limit;
+  readonly key: string | null;
+  readonly amount: Amount | null;
 }
 
 /** Where an approval stands, added to a decision that involved one (`approval_id`, POST /approvals). */
@@ -208,4 +293,10 @@ export interface DecisionResult {
   schemaRefused?: boolean;
   /** Set when deciding failed internally: the decision is then `deny` and the host answers 500. */
   internalError?: true;
+  /**
+   * The budgets and rate limits that select the call, when it is allowed or asks for approval (a
+   * denied or aborted call counts in none). Absent when none does: the answer is final as it is. When
+   * present, the answer is not final until the route has counted the call (src/http/counted.ts).
+   */
+  charges?: readonly Charge[];
 }

@@ -2,11 +2,12 @@
 // the rules and guards each file could apply to it, computed once per name from indexes built at load.
 import type { Glob } from './glob.js';
 import { selectorsMatch, TOOL_SELECTORS, type Subject } from './match.js';
-import type { CatalogueEntry, FilePlan, PolicyFile, PolicySet, Rule, ToolPlan, ToolView } from './model.js';
+import type { CatalogueEntry, FilePlan, Limit, PlannedLimit, PolicyFile, PolicySet, Rule, ToolPlan, ToolView } from './model.js';
 
 const PLAN_CACHE_SIZE = 10_000;
 const NO_TAGS: ReadonlySet<string> = new Set();
 const OUT_OF_SCOPE: FilePlan = { inScope: false, rules: [], guards: [] };
+const NO_LIMITS: readonly PlannedLimit[] = Object.freeze([]);
 
 /**
  * Index the rules so that deciding never scans every rule: per tool name, the rules and guards
@@ -17,6 +18,7 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
   const catalogues = files.map(indexCatalogue);
   const indexes = files.map(indexRules);
   const cache = new Map<string, ToolPlan>();
+  const limits: readonly Limit[] = files.flatMap((f): Limit[] => [...f.budgets, ...f.rateLimits]);
 
   const computePlan = (tool: string): ToolPlan => {
     const entries = catalogues.map((c) => c.exact.get(tool) ?? firstMatch(c.globs.candidates(tool), tool)).filter((e) => e !== undefined);
@@ -48,7 +50,7 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
       });
       return { entry, kind: subject.kind, tags: subject.tags, files: filePlans };
     });
-    return { tool, entries, views };
+    return { tool, entries, views, limits: limits.length === 0 ? NO_LIMITS : planLimits(files, views, tool, env) };
   };
 
   return {
@@ -56,6 +58,7 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
     env,
     identities: files.map((f) => f.identity),
     digests: files.map((f) => f.identity.digest),
+    limits,
     plan(tool: string): ToolPlan {
       let plan = cache.get(tool);
       if (plan === undefined) {
@@ -66,6 +69,24 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
       return plan;
     },
   };
+}
+
+/**
+ * The budgets and rate limits whose tool-dependent selectors match the tool under some description
+ * that their file's scope selects, in load order. Limits only restrict: one that matches under any
+ * description applies (as a restricting rule counts under its most severe description).
+ */
+function planLimits(files: readonly PolicyFile[], views: readonly ToolView[], tool: string, env: string | null): readonly PlannedLimit[] {
+  const out: PlannedLimit[] = [];
+  files.forEach((file, i) => {
+    for (const limit of [...file.budgets, ...file.rateLimits]) {
+      const selected = views.some(
+        (view) => view.files[i]?.inScope === true && selectorsMatch(limit.selectors, { tool, kind: view.kind, tags: view.tags, env }, TOOL_SELECTORS),
+      );
+      if (selected) out.push({ limit, fileScope: file.scope });
+    }
+  });
+  return out.length === 0 ? NO_LIMITS : out;
 }
 
 /**

@@ -6,6 +6,9 @@ import pino from 'pino';
 import { createApprovalWaiter } from '../../src/approvals/notify.js';
 import { createApprovalService } from '../../src/approvals/service.js';
 import { createApprovalStore } from '../../src/approvals/store.js';
+import type { SqlOptions } from '../../src/db/connect.js';
+import { createLanes } from '../../src/db/lanes.js';
+import { createLimitService } from '../../src/budgets/service.js';
 import { DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type ConnectionLimits, type JwtAlgorithm } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AppContext } from '../../src/http/context.js';
@@ -51,6 +54,12 @@ export interface TestAppOptions {
   deniedCooldownMs?: number;
   maxWaitsPerCaller?: number;
   maxWaits?: number;
+  /** How often the budget counters of ended windows are swept (default: the service's, 60 s). */
+  sweepMs?: number;
+  /** The budget counters' lanes (src/db/lanes.ts): how many (default 4), or false for none (every counted call in a transaction of the pool). */
+  lanes?: number | false;
+  /** Options of the lanes' connections (the pool's are the database's). */
+  laneOptions?: SqlOptions;
   /** POLICY_READER_ROLE as a list; default the admin and approver roles, as the service's. */
   policyReaderRoles?: readonly string[];
   /** Timeouts and the connection cap; default the service's defaults (loadConfig). */
@@ -85,6 +94,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     options.shadowPolicyDir === undefined ? null : await createLivePolicies(options.shadowPolicyDir, options.env === undefined ? 'prod' : options.env);
   let db: TestDatabase | null = null;
   let approvals: AppContext['approvals'] = null;
+  let limits: AppContext['limits'] = null;
   let webhooks: AppContext['webhooks'] = null;
   let worker: WebhookWorker | null = null;
   const hooks = options.webhooks;
@@ -106,6 +116,12 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       ...(options.maxWaits !== undefined ? { maxTotal: options.maxWaits } : {}),
     });
     approvals = createApprovalService(db.sql, store, waiter);
+    const lanes = options.lanes === false ? undefined : createLanes(db.url, options.lanes ?? 4, options.laneOptions);
+    limits = createLimitService(db.sql, {
+      deadlineMs: options.deadlineMs ?? 5_000,
+      ...(options.sweepMs !== undefined ? { sweepMs: options.sweepMs } : {}),
+      ...(lanes !== undefined ? { lanes } : {}),
+    });
     webhooks = { endpoints: hooks?.endpoints ?? [], outbox: createOutbox(db.sql, { deadlineMs: options.deadlineMs ?? 5_000 }) };
   }
   const outbox = webhooks?.outbox;
@@ -132,6 +148,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     shadow,
     metrics,
     approvals,
+    limits,
     log,
     logArgs: options.logArgs ?? false,
     adminRole: 'admin',
@@ -168,6 +185,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       await app.close();
       await worker?.close();
       await approvals?.close();
+      await limits?.close();
       if (options.database === true) await db?.drop();
     },
   };

@@ -594,6 +594,8 @@ describe('never 500: a burst of hostile tokens on every authenticated route', ()
       ['POST', '/approvals', LOOKUP],
       ['POST', '/admin/reload'],
       ['GET', '/admin/webhooks'],
+      ['GET', '/budgets'],
+      ['POST', '/usage', { tool: 'llm', usd: 1 }],
       ['POST', '/approvals/x/grant', {}],
     ];
     for (const authorization of hostile) {

@@ -582,6 +582,8 @@ describe('every authenticated route refuses a request without a valid token', ()
     { method: 'GET', url: '/tools' },
     { method: 'POST', url: '/admin/reload' },
     { method: 'GET', url: '/admin/webhooks' },
+    { method: 'GET', url: '/budgets' },
+    { method: 'POST', url: '/usage', body: { tool: 'llm', usd: 1 } },
     { method: 'POST', url: '/approvals', body: { tool: 'refund', args: { order: 'A1', amount: 120 } } },
     { method: 'GET', url: '/approvals' },
     { method: 'GET', url: `/approvals/${id}` },

@@ -75,6 +75,7 @@ describe('answers that carry arguments: Cache-Control: no-store, X-Content-Type-
       ['/explain 403 forbidden', 403, await post(t.app, '/explain', REFUND, agentToken())],
       ['/admin/reload 200', 200, await t.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(adminToken()) })],
       ['/admin/webhooks 200', 200, await t.app.inject({ method: 'GET', url: '/admin/webhooks', headers: bearer(adminToken()) })],
+      ['/budgets 200', 200, await t.app.inject({ method: 'GET', url: '/budgets', headers: bearer(agentToken()) })],
       ['401', 401, await t.app.inject({ method: 'POST', url: '/decide' })],
       ['422', 422, await post(t.app, '/decide', { tool: 'lookup_/../wipe_orders' })],
       ['404 no route', 404, await t.app.inject({ method: 'GET', url: '/nowhere' })],

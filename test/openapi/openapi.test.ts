@@ -740,7 +740,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         n++;
       }
     }
-    expect(n).toBe(17 * bad.length);
+    expect(n).toBe(19 * bad.length);
   });
 
   it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
@@ -1389,6 +1389,69 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       expect((await call(db, { url: '/approvals/stats', token: approverToken() }, 500)).detail).not.toContain('boom');
     } finally {
       spy.mockRestore();
+    }
+  });
+
+  it('budgets and rate limits: GET /budgets, POST /usage, counted /decide, /explain and POST /approvals; 400, 413, 415, 422, 500, 503', async () => {
+    const counted = await createTestApp({ policyDir: 'test/cases/budgets', env: null, database: true });
+    const offline = await createTestApp({ policyDir: 'test/cases/budgets', env: null });
+    const key = (k = randomUUID()): Record<string, string> => ({ 'idempotency-key': k });
+    const agent = token({ sub: `budget-${randomUUID().slice(0, 8)}`, team: 'support', agent: 'bot' });
+    const reader = token({ sub: 'reader-b', team: 'support', agent: 'bot', roles: ['approver'] });
+    const refund = (amount: number) => ({ tool: 'refund', args: { order: 'A1', amount } });
+    try {
+      await call(counted, { url: '/decide', token: agent, body: refund(900) }, 200);
+      const asked = await call(counted, { url: '/decide', token: agent, body: refund(200) }, 403);
+      expect(asked.approval.requirements[0]).toMatchObject({ kind: 'budget', standing: { counted: 900 } });
+      const filed = await call(counted, { url: '/approvals', token: agent, body: refund(200) }, 201);
+      expect(filed.requirements[0].standing.counted).toBe(900);
+      const explained = await call(counted, { url: '/explain', token: reader, body: refund(1) }, 200);
+      expect(explained.trace.limits[0]).toMatchObject({ id: 'refunds-per-user', selected: true });
+      await call(counted, { url: '/explain', token: reader, body: { tool: 'payout', args: { amount: 'x' } } }, 403);
+
+      const mine = await call(counted, { url: '/budgets', token: agent }, 200);
+      expect(mine.limits.length).toBeGreaterThan(0);
+      await call(counted, { url: '/budgets?limit=5', token: adminToken() }, 200);
+      await call(counted, { url: '/budgets?limit=0', token: adminToken() }, 400);
+      await call(counted, { url: '/budgets?page=2', token: agent }, 400);
+
+      const recorded = await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1.5 }, headers: key() }, 200);
+      expect(recorded.recorded[0]).toMatchObject({ id: 'model-spend', counted: 1.5 });
+      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1.5, run: { id: 'r1' } }, headers: key() }, 200);
+      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 } }, 400);
+      await call(counted, { url: '/usage', token: agent, payload: '{"tool":', headers: { 'content-type': 'application/json', ...key() } }, 400);
+      await call(counted, { url: '/usage', token: agent, payload: 'x', headers: { 'content-type': 'text/plain', ...key() } }, 415);
+      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1, pad: 'x'.repeat(1_100_000) }, headers: key() }, 413);
+      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: '1' }, headers: key() }, 422);
+      const reused = randomUUID();
+      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key(reused) }, 200);
+      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 2 }, headers: key(reused) }, 422);
+      // A run-scoped max_usd budget needs the report's run id.
+      const dir = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-usage-'));
+      await writeFile(join(dir, 'u.yaml'), 'policy: u\ndefault: allow\nbudgets:\n  - {id: per-run-spend, tools: llm, max_usd: 5, per: day, scope: run}\n');
+      const runs = await createTestApp({ policyDir: dir, env: null, database: true });
+      try {
+        const lost = await call(runs, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 422);
+        expect(lost).toMatchObject({ code: 'usage_unattributable', errors: [{ pointer: '/run' }] });
+      } finally {
+        await runs.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+
+      // No database: a counted call, the counters and a report are 503; a store bug is 500.
+      await call(offline, { url: '/decide', token: agent, body: refund(1) }, 503);
+      await call(offline, { url: '/budgets', token: agent }, 503);
+      await call(offline, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 503);
+      const store = counted.ctx.limits!.store;
+      const spies = [vi.spyOn(store, 'read').mockRejectedValueOnce(new Error('boom')), vi.spyOn(store, 'record').mockRejectedValueOnce(new Error('boom'))];
+      try {
+        await call(counted, { url: '/budgets', token: agent }, 500);
+        await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 500);
+      } finally {
+        for (const spy of spies) spy.mockRestore();
+      }
+    } finally {
+      await Promise.all([counted.close(), offline.close()]);
     }
   });
 

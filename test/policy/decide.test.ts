@@ -403,6 +403,7 @@ describe('internal errors fail closed', () => {
     env: null,
     identities: refunds.identities,
     digests: refunds.digests,
+    limits: [],
     plan(): never {
       throw new Error('boom VALUE-secret');
     },

@@ -457,8 +457,8 @@ describe('loading refuses, naming file, line, column and key', () => {
   });
 
   it('locates an unknown TOML table of tables at its header, not at 1:1', () => {
-    const p = onlyProblem({ 'p.toml': 'policy = "p"\ndefault = "deny"\n\n[[budgets]]\nmax_usd = 20\nscope = "user"\n' });
-    expect(p).toMatchObject({ line: 4, column: 1, key: 'budgets', message: 'unknown key' });
+    const p = onlyProblem({ 'p.toml': 'policy = "p"\ndefault = "deny"\n\n[[budgetz]]\nmax_usd = 20\nscope = "user"\n' });
+    expect(p).toMatchObject({ line: 4, column: 1, key: 'budgetz', message: 'unknown key' });
     const table = onlyProblem({ 'p.toml': 'policy = "p"\n\n[limitz]\nmax_calls = 3\n' });
     expect(table).toMatchObject({ line: 3, column: 1, key: 'limitz' });
     const nested = onlyProblem({ 'p.toml': 'policy = "p"\n\n[toolz.refund]\nkind = "remote_mutation"\n' });
@@ -738,9 +738,19 @@ on = ["args"]
       }
     });
 
-    it('with its [[budgets]] table (not a Gatehouse key): refused at that line', () => {
-      const p = onlyProblem({ 'policy.toml': toml + budgets }, 'prod');
-      expect(p).toMatchObject({ file: 'policy.toml', line: 24, column: 1, key: 'budgets', message: 'unknown key' });
+    it('with its [[budgets]] table, as written: loads, one max_usd budget per user per day that refuses (test/cases/seed-python-toml)', () => {
+      const set = buildPolicySet([{ path: 'policy.toml', bytes: enc(toml + budgets) }], { env: 'prod' });
+      expect(set.files[0]!.budgets).toMatchObject([
+        { type: 'budget', id: 'policy#budgets.0', measure: { usd: true }, max: { text: '20' }, per: { calendar: 'day' }, scope: 'user', onExceed: 'deny' },
+      ]);
+      const d = decide(set, { tool: 'lookup_order', args: {} }, { user: 'u1', team: null, agent: null, roles: [] });
+      expect(d.charges?.map((c) => [c.limit.id, c.key, c.amount?.text])).toEqual([['policy#budgets.0', 'user:u1', '0']]);
+    });
+
+    it('with the `store` its document also allows: refused, saying where Gatehouse keeps counters', () => {
+      const p = onlyProblem({ 'policy.toml': `${toml + budgets}store = "memory"\n` }, 'prod');
+      expect(p).toMatchObject({ file: 'policy.toml', line: 28, key: 'budgets.0.store' });
+      expect(p.message).toMatch(/^unknown key: Gatehouse keeps budget counters in its PostgreSQL/);
     });
   });
 

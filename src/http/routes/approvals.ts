@@ -18,6 +18,7 @@ import type { Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import { requireRole } from '../auth.js';
 import type { AppContext } from '../context.js';
+import { answerInTransaction, isCounted, limitsOf, settleFiling } from '../counted.js';
 import { decisionBody, sendDecision } from '../decisions.js';
 import { HttpError, problemOf } from '../errors.js';
 import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
@@ -82,13 +83,13 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     const { store } = service();
     const identity = identityOf(request);
     const req = toDecideRequest(request.body as ToolCall);
-    const result = decide(ctx.policies.current(), req, identity);
+    const fresh = decide(ctx.policies.current(), req, identity);
     const decisionId = randomUUID();
-    if (result.internalError) return sendDecision(reply, result, decisionId);
+    if (fresh.internalError) return sendDecision(reply, fresh, decisionId);
     const claim = idempotencyClaim(request, 'approvals', identity);
-    const descriptor = result.decision === 'require_approval' ? result.approval : undefined;
     // Filing (or the 409 with the decision), as the text sent: with a key, kept in the key's transaction.
-    const file = async (tx?: TransactionSql): Promise<StoredAnswer> => {
+    const file = async (result: typeof fresh, tx?: TransactionSql): Promise<StoredAnswer> => {
+      const descriptor = result.decision === 'require_approval' ? result.approval : undefined;
       if (descriptor === undefined) return { status: 409, body: JSON.stringify(decisionBody(result, decisionId)) };
       const { approval, created } = await store.create(
         {
@@ -106,7 +107,14 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user, ...run }, 'approval requested');
       return { status: created ? 201 : 200, body: canonicalize(approvalView(approval, isApprover(identity))) };
     };
-    const answer = claim === undefined ? { ...(await file()), replayed: false } : await store.idempotent(claim, file, keptStatus);
+    // Budgets and rate limits select the call: their counters say whether it needs an approval (and a
+    // call found allowed is counted: its 409 says allow).
+    if (isCounted(fresh)) {
+      const limits = limitsOf(ctx);
+      const answer = await answerInTransaction(ctx, limits, claim, async (tx) => file((await settleFiling(tx, limits, fresh, req)).result, tx));
+      return sendAnswer(reply, answer);
+    }
+    const answer = claim === undefined ? { ...(await file(fresh)), replayed: false } : await store.idempotent(claim, (tx) => file(fresh, tx), keptStatus);
     return sendAnswer(reply, answer);
   });
 

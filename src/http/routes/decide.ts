@@ -9,6 +9,7 @@ import type { DecideRequest, DecisionResult, Identity } from '../../policy/model
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import type { AppContext } from '../context.js';
 import { approvalKindField, decisionFacts } from '../decision-facts.js';
+import { answerInTransaction, isCounted, limitsOf, RolledBack, settleDecision, settleOnLanes, type Settled } from '../counted.js';
 import { decisionAnswer, sendDecision } from '../decisions.js';
 import { HttpError } from '../errors.js';
 import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
@@ -35,6 +36,38 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     let result = decide(set, req, identity);
     const durationUs = Number(process.hrtime.bigint() - started) / 1000;
     if (ctx.shadow) decideInShadow(ctx, request, decisionId, req, identity, result);
+    // Budgets and rate limits select the call: it is counted in the database before it is answered.
+    if (isCounted(result)) {
+      const fresh = result;
+      const limits = limitsOf(ctx);
+      const claim = idempotencyClaim(request, 'decide', identity);
+      let settled: Settled | undefined;
+      // Nothing but counting to do in the transaction: on the lanes.
+      const one = claim === undefined && body.approval_id === undefined ? settleOnLanes(limits, fresh, req) : undefined;
+      if (one !== undefined) settled = await one;
+      const answer =
+        settled !== undefined
+          ? { ...decisionAnswer(settled.result, decisionId, nextOf(settled.result, null)), replayed: false }
+          : await answerInTransaction(ctx, limits, claim, async (tx) => {
+              const s = await settleDecision(tx, limits, ctx.approvals, fresh, req, identity, body.approval_id);
+              settled = s;
+              const given = decisionAnswer(s.result, decisionId, nextOf(s.result, s.cited));
+              if (s.rollback) throw new RolledBack(given);
+              return given;
+            });
+      const extra = settled === undefined ? undefined : { budgets: countedLog(settled) };
+      if (answer.replayed) {
+        const kept = JSON.parse(answer.body) as { decision: DecisionResult['decision']; rule: string; decision_id: string };
+        logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, kept.decision, kept.rule, {
+          replayed: true,
+          replayed_decision_id: kept.decision_id,
+        });
+      } else {
+        const final = settled?.result ?? fresh;
+        logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, final.decision, final.rule, extra);
+      }
+      return sendAnswer(reply, answer);
+    }
     if (body.approval_id === undefined || result.internalError) {
       // The hot path: no database, no closure.
       logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, result.decision, result.rule, approvalKindField(result));
@@ -72,6 +105,20 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     log(result.decision, result.rule);
     return sendDecision(reply, result, decisionId, nextOf(result, redeemed.cited));
   });
+}
+
+/**
+ * What the decision log says of a counted call: each limit, whether the call counted in it (an
+ * allowed call counts in all of them but `max_usd` budgets, which count reported spend, and those it
+ * cannot be counted in), and its counter as read or left (null: undecidable).
+ */
+function countedLog(settled: Settled): { id: string; counted: boolean; standing: string | null }[] {
+  const charges = [...settled.outcome.standings.keys(), ...settled.outcome.refusals.filter((r) => r.standing === null).map((r) => r.charge)];
+  return charges.map((charge) => ({
+    id: charge.limit.id,
+    counted: settled.counted && charge.key !== null && charge.amount !== null && !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure),
+    standing: settled.outcome.standings.get(charge)?.counted.text ?? null,
+  }));
 }
 
 /** The decision's log line (written before the answer is sent) and its metrics. */

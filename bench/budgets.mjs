@@ -1,0 +1,238 @@
+// Budgeted /decide on the embedded PostgreSQL (docs/spec.md section 2.9), side by side with the
+// unbudgeted /decide: the same 298-byte body (a refund under the confirm cap, bench/lib/bodies.mjs),
+// the same example policies, and on the budgeted servers one more file that puts a budget on refunds,
+// so every allowed answer is one conditional upsert in one transaction (BEGIN, the upsert, COMMIT)
+// on a fresh cluster with the server's default settings (fsync and synchronous_commit on). Each of
+// the 50 connections is one agent (its own token, its own counters). After a warm-up each, servers
+// take turns (A B C D A B C D) at a fixed offered rate, open loop (latency from the scheduled time),
+// then at full speed (closed loop):
+//   unbudgeted   the example policies, no database
+//   budget       + a sum budget per user (one counter per call)
+//   budget+rate  + a rate limit per user (two counters per call, all or nothing, one transaction)
+//   hot          + a global budget (every call on one counter row: the single-row ceiling)
+//
+//   node bench/budgets.mjs [--quick] [--rate R] [--json out.json]
+import { mkdtempSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createSql } from '../dist/db/connect.js';
+import { startEmbeddedPostgres } from '../dist/db/embedded.js';
+import { migrate } from '../dist/db/migrate.js';
+import { DECIDE_TEXT, signToken } from './lib/bodies.mjs';
+import { BENCH_DIR, ROOT_DIR, cpuDelta, cpuSnapshot, cpuTimeMs, runLoad, startServer, taskset } from './lib/procs.mjs';
+import { fmt, fmtInt, median, parseArgs, table, targetsTable } from './lib/stats.mjs';
+
+export const TARGETS = { rate: 2000, p99Ms: 20 };
+
+const SERVER_CPU = cpus().length >= 2 && taskset() ? 0 : undefined;
+const LOAD_CPU = cpus().length >= 2 && taskset() ? 1 : undefined;
+const CONNECTIONS = 50;
+
+const SCENARIOS = {
+  budget: `
+  - {id: refunds-per-user, tools: refund, sum: amount, max: 1000000000000, per: day, scope: user, on_exceed: require_approval}`,
+  'budget+rate': `
+  - {id: refunds-per-user, tools: refund, sum: amount, max: 1000000000000, per: day, scope: user, on_exceed: require_approval}
+rate_limits:
+  - {id: refund-rate, tools: refund, calls: 1000, per: 1, scope: user}`,
+  hot: `
+  - {id: refunds-everyone, tools: refund, sum: amount, max: 1000000000000, per: day, scope: global, on_exceed: require_approval}`,
+};
+
+/** A policy directory: the example policies, plus (for a scenario) a file scoped to refunds holding its limits. */
+function policyDirFor(root, name) {
+  const dir = join(root, name);
+  mkdirSync(dir);
+  copyFileSync(join(ROOT_DIR, 'policies', 'payments.yaml'), join(dir, 'payments.yaml'));
+  if (SCENARIOS[name] !== undefined) {
+    // Scoped to refunds, with `default: allow`: it adds the budget and changes no answer.
+    writeFileSync(join(dir, 'refund-budgets.yaml'), `policy: refund-budgets\nscope: {tools: refund}\ndefault: allow\nbudgets:${SCENARIOS[name]}\n`);
+  }
+  return dir;
+}
+
+export async function runBudgets({ quick = false, rate = TARGETS.rate, log = console.log } = {}) {
+  const rounds = quick ? 1 : 2;
+  const duration = quick ? 3 : 10;
+  const closedDuration = quick ? 2 : 10;
+  const warmup = quick ? 1 : 3;
+  const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-budgets-'));
+  const dataDir = join(root, 'pg');
+  const pg = await startEmbeddedPostgres({ dataDir });
+  const sql = createSql(pg.url, { max: 4 });
+  const servers = {};
+  const result = { config: { rounds, duration, closedDuration, rate, connections: CONNECTIONS, pinned: SERVER_CPU !== undefined }, open: [], closed: [] };
+  try {
+    await migrate(sql, join(ROOT_DIR, 'migrations'));
+    const [settings] = await sql`
+      select current_setting('server_version') as version, current_setting('fsync') as fsync, current_setting('synchronous_commit') as synchronous_commit`;
+    result.server = settings;
+    for (const name of ['unbudgeted', ...Object.keys(SCENARIOS)]) {
+      const env = { BENCH_POLICY_DIR: policyDirFor(root, name), BENCH_POLICY_ENV: 'prod', BENCH_LOG_LEVEL: 'info' };
+      if (name !== 'unbudgeted') env.BENCH_DATABASE_URL = pg.url;
+      servers[name] = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { cpu: SERVER_CPU, env });
+    }
+    const tokens = Array.from({ length: CONNECTIONS }, (_, i) => ({ authorization: `Bearer ${signToken({ sub: `agent-${i}` })}` }));
+    const headers = { 'content-type': 'application/json' };
+    // Every server allows the call, and the budgeted ones count it.
+    for (const [name, s] of Object.entries(servers)) {
+      const res = await fetch(`http://127.0.0.1:${s.port}/decide`, { method: 'POST', headers: { ...headers, ...tokens[0] }, body: DECIDE_TEXT });
+      const body = await res.json();
+      if (res.status !== 200 || body.decision !== 'allow') throw new Error(`${name} answered ${res.status} ${JSON.stringify(body)}`);
+    }
+    const [{ n }] = await sql`select count(*)::int as n from budget_counters`;
+    if (n !== 2) throw new Error(`expected 2 counters after the first calls (one per user, one global), found ${n}`);
+    log(`every server answers 200 allow; embedded PostgreSQL ${settings.version} (fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit})`);
+
+    const open = (s) =>
+      runLoad(
+        join(BENCH_DIR, 'lib/fixed-rate.mjs'),
+        {
+          host: '127.0.0.1',
+          port: s.port,
+          path: '/decide',
+          body: DECIDE_TEXT,
+          headers,
+          headersPerConnection: tokens,
+          connections: CONNECTIONS,
+          rate,
+          duration,
+          warmup: 1,
+        },
+        { cpu: LOAD_CPU },
+      );
+    // Warm-up, not measured: JIT, and every lane's connection opened and its statements prepared.
+    for (const [name, s] of Object.entries(servers)) {
+      await runLoad(
+        join(BENCH_DIR, 'lib/fixed-rate.mjs'),
+        {
+          host: '127.0.0.1',
+          port: s.port,
+          path: '/decide',
+          body: DECIDE_TEXT,
+          headers,
+          headersPerConnection: tokens,
+          connections: CONNECTIONS,
+          rate,
+          duration: warmup,
+          warmup: 0,
+        },
+        { cpu: LOAD_CPU },
+      );
+      log(`warmed up ${name} (${warmup} s at ${rate}/s)`);
+    }
+    for (let r = 1; r <= rounds; r++) {
+      for (const [name, s] of Object.entries(servers)) {
+        const cpu0 = cpuSnapshot(dataDir, [s.pid]);
+        const res = await open(s);
+        const cpu = cpuDelta(cpu0, cpuSnapshot(dataDir, [s.pid]));
+        const answered = res.completed + rate; // the warm-up second included
+        const row = { round: r, server: name, ...res, serverCpuUs: (cpu.othersMs * 1000) / answered, pgCpuUs: (cpu.pgMs * 1000) / answered };
+        result.open.push(row);
+        log(
+          `round ${r} ${name.padEnd(11)} open loop ${rate}/s: achieved ${fmtInt(res.achievedPerSec)}/s  p50 ${fmt(res.latencyMs.p50, 3)} ms  p99 ${fmt(res.latencyMs.p99, 3)} ms  max ${fmt(res.latencyMs.max, 1)} ms  CPU per call: Gatehouse ${fmt(row.serverCpuUs, 0)} µs, PostgreSQL ${fmt(row.pgCpuUs, 0)} µs  statuses ${JSON.stringify(res.statuses)}`,
+        );
+      }
+    }
+    for (const name of ['unbudgeted', 'budget', 'hot']) {
+      const s = servers[name];
+      const cpu0 = cpuTimeMs(s.pid);
+      const res = await runLoad(
+        join(BENCH_DIR, 'lib/load.mjs'),
+        { url: `http://127.0.0.1:${s.port}/decide`, body: DECIDE_TEXT, headers, headersList: tokens, connections: CONNECTIONS, duration: closedDuration },
+        { cpu: LOAD_CPU },
+      );
+      const row = { server: name, ...res, serverCpuUs: ((cpuTimeMs(s.pid) - cpu0) * 1000) / res.total };
+      result.closed.push(row);
+      log(
+        `closed loop ${name.padEnd(11)} ${fmtInt(res.reqPerSec)} req/s  p50 ${res.latencyMs.p50} ms  p99 ${res.latencyMs.p99} ms  non-2xx ${res.non2xx}  errors ${res.errors}`,
+      );
+    }
+  } finally {
+    for (const s of Object.values(servers)) await s.stop();
+    await sql.end({ timeout: 5 });
+    await pg.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+  const of = (name, f) => median(result.open.filter((x) => x.server === name).map(f));
+  result.summary = Object.fromEntries(
+    [...new Set(result.open.map((x) => x.server))].map((name) => [
+      name,
+      {
+        achievedPerSec: of(name, (x) => x.achievedPerSec),
+        p50: of(name, (x) => x.latencyMs.p50),
+        p99: of(name, (x) => x.latencyMs.p99),
+        // Sent and not answered 200 allow (lost in the drain, or any other status).
+        lost: result.open.filter((x) => x.server === name).reduce((a, x) => a + x.sent - (x.statuses['200'] ?? 0), 0),
+        serverCpuUs: of(name, (x) => x.serverCpuUs),
+        pgCpuUs: of(name, (x) => x.pgCpuUs),
+      },
+    ]),
+  );
+  const b = result.summary.budget;
+  const u = result.summary.unbudgeted;
+  const worstBudgetP99 = Math.max(...result.open.filter((x) => x.server === 'budget').map((x) => x.latencyMs.p99));
+  const worstAchieved = Math.min(...result.open.filter((x) => x.server === 'budget').map((x) => x.achievedPerSec));
+  result.checks = [
+    {
+      target: `budgeted /decide ≥ ${rate} decisions/s with p99 < ${TARGETS.p99Ms} ms (open loop, one counter per call, embedded PostgreSQL, default settings)`,
+      value: `${fmtInt(worstAchieved)}/s, p99 ${fmt(worstBudgetP99, 2)} ms (worst round; ${b.lost} not 200 allow)`,
+      met: worstAchieved >= rate * 0.99 && worstBudgetP99 < TARGETS.p99Ms && b.lost === 0,
+    },
+    { target: `unbudgeted /decide at the same rate (side by side)`, value: `${fmtInt(u.achievedPerSec)}/s, p99 ${fmt(u.p99, 2)} ms`, met: null },
+    {
+      target: 'a budget and a rate limit on each call (informational)',
+      value: `${fmtInt(result.summary['budget+rate'].achievedPerSec)}/s, p99 ${fmt(result.summary['budget+rate'].p99, 2)} ms`,
+      met: null,
+    },
+    {
+      target: 'every call on one global counter (informational)',
+      value: `${fmtInt(result.summary.hot.achievedPerSec)}/s, p99 ${fmt(result.summary.hot.p99, 2)} ms`,
+      met: null,
+    },
+    ...result.closed.map((c) => ({
+      target: `closed loop, ${c.server} (informational)`,
+      value: `${fmtInt(c.reqPerSec)} req/s, p99 ${c.latencyMs.p99} ms`,
+      met: null,
+    })),
+  ];
+  return result;
+}
+
+export function printBudgets(result, print = console.log) {
+  const c = result.config;
+  print(
+    `\nBudgets: POST /decide, ${c.connections} connections (one agent each), open loop at ${c.rate}/s, ${c.rounds} round(s) × ${c.duration} s per server, alternating${c.pinned ? '; servers on CPU 0, load on CPU 1, PostgreSQL unpinned' : ''}; embedded PostgreSQL ${result.server?.version} (fsync ${result.server?.fsync}, synchronous_commit ${result.server?.synchronous_commit})`,
+  );
+  print(
+    table(
+      ['server', 'achieved/s', 'p50 ms', 'p99 ms', 'not 200', 'Gatehouse CPU µs/call', 'PostgreSQL CPU µs/call'],
+      Object.entries(result.summary).map(([name, s]) => [
+        name,
+        fmtInt(s.achievedPerSec),
+        fmt(s.p50, 3),
+        fmt(s.p99, 3),
+        s.lost,
+        fmt(s.serverCpuUs, 0),
+        fmt(s.pgCpuUs, 0),
+      ]),
+    ),
+  );
+  print(`\nClosed loop (${c.closedDuration} s each, autocannon)`);
+  print(
+    table(
+      ['server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'Gatehouse CPU µs/call'],
+      result.closed.map((r) => [r.server, fmtInt(r.reqPerSec), r.latencyMs.p50, r.latencyMs.p99, r.non2xx, fmt(r.serverCpuUs, 0)]),
+    ),
+  );
+  print('\nTargets');
+  print(targetsTable(result.checks));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const args = parseArgs();
+  const result = await runBudgets({ quick: args.quick, rate: args.extra.rate ? Number(args.extra.rate) : TARGETS.rate });
+  printBudgets(result);
+  if (args.json) writeFileSync(args.json, JSON.stringify(result, null, 2));
+}
