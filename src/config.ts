@@ -12,6 +12,8 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly policyDir: string;
+  /** SHADOW_POLICY_DIR: a second set decided beside the serving one, never answering (null: off). */
+  readonly shadowPolicyDir: string | null;
   readonly policyEnv: string | null;
   /** At most one of secret / publicKey / jwksUrl is set; none in development: a secret is generated. */
   readonly jwt: {
@@ -32,7 +34,17 @@ export interface Config {
     readonly maxLifetimeSec: number;
   };
   readonly claims: { readonly team: string; readonly agent: string; readonly roles: string };
+  /** Sign-in for people with the company's OpenID provider (docs/security.md "Sign-in"); null without OIDC_ISSUER. */
+  readonly oidc: OidcConfig | null;
+  readonly session: {
+    /** SESSION_SECRET: the key of the sign-in cookie; null: generated under DATA_DIR (development only). */
+    readonly secret: string | null;
+    /** SESSION_TTL: how long a signed-in session lasts, from sign-in (not extended by use). */
+    readonly ttlMs: number;
+  };
   readonly approverRole: string;
+  /** FAST_GRANT_SECONDS: a grant given sooner after filing was too fast to have been read (GET /approvals/stats). */
+  readonly fastGrantSeconds: number;
   readonly adminRole: string;
   /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE); any one of them suffices. */
   readonly policyReaderRoles: readonly string[];
@@ -59,7 +71,7 @@ export interface Config {
   /** Connections of the budget and rate-limit counters (src/db/lanes.ts), opened when a call needs one. */
   readonly budgetConnections: number;
   readonly shutdownGraceMs: number;
-  /** PUBLIC_URL: where people reach Gatehouse (no trailing slash); links in webhooks are made from it. */
+  /** PUBLIC_URL: where people reach Gatehouse (no trailing slash); webhook links and sign-in's redirect URIs are made from it. */
   readonly publicUrl: string | null;
   readonly webhooks: WebhookSettings;
 }
@@ -75,6 +87,17 @@ export interface WebhookSettings {
   /** WEBHOOK_RETRY_MIN / WEBHOOK_RETRY_MAX: the first pause between attempts, and the longest. */
   readonly retryMinMs: number;
   readonly retryMaxMs: number;
+}
+
+export interface OidcConfig {
+  /** OIDC_ISSUER: the provider's issuer identifier; its metadata is discovered from it. */
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** OIDC_SCOPES: the scopes asked for, space-separated, `openid` among them. */
+  readonly scopes: string;
+  /** OIDC_ROLES_CLAIM: the ID token claim that holds the roles (default ROLES_CLAIM). */
+  readonly rolesClaim: string;
 }
 
 /** How long a client may take to send a request, and how many connections are open at once. */
@@ -187,6 +210,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       );
     }
   }
+  const rolesClaim = str('ROLES_CLAIM', 'roles')!;
+  const publicUrl = publicUrlOf(str('PUBLIC_URL'), problems);
+  const oidc = oidcConfig(env, str, { production, publicUrl, rolesClaim }, problems);
+  const sessionSecret = str('SESSION_SECRET');
+  // The same bound as JWT_SECRET's: the sign-in cookie's key is derived from it (RFC 8725 section 3.5's reasoning).
+  if (sessionSecret !== null && Buffer.byteLength(sessionSecret) < 32) problems.push('SESSION_SECRET must be at least 32 bytes');
+  // Replicas must share the key, and a generated one would change with every new DATA_DIR.
+  if (production && oidc !== null && sessionSecret === null)
+    problems.push('NODE_ENV=production with OIDC_ISSUER needs SESSION_SECRET (at least 32 bytes, the same on every replica)');
+
   const databaseUrl = str('DATABASE_URL');
   if (production && databaseUrl === null) problems.push('NODE_ENV=production needs DATABASE_URL');
 
@@ -224,6 +257,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     port: int('PORT', 8080, 0, 65535),
     host: str('HOST', '127.0.0.1')!,
     policyDir: str('POLICY_DIR', './policies')!,
+    shadowPolicyDir: str('SHADOW_POLICY_DIR'),
     policyEnv: str('POLICY_ENV'),
     jwt: {
       secret,
@@ -237,8 +271,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       clockToleranceSec: int('JWT_CLOCK_TOLERANCE', 30, 0, 300),
       maxLifetimeSec: int('JWT_MAX_LIFETIME', DEFAULT_JWT_MAX_LIFETIME_SEC, 60, 31_536_000),
     },
-    claims: { team: str('TEAM_CLAIM', 'team')!, agent: str('AGENT_CLAIM', 'agent')!, roles: str('ROLES_CLAIM', 'roles')! },
+    claims: { team: str('TEAM_CLAIM', 'team')!, agent: str('AGENT_CLAIM', 'agent')!, roles: rolesClaim },
+    publicUrl,
+    oidc,
+    session: { secret: sessionSecret, ttlMs: duration('SESSION_TTL', '8h', { range: { min: '5m', max: '7d' } }) },
     approverRole,
+    fastGrantSeconds: int('FAST_GRANT_SECONDS', 5, 0, 3600),
     adminRole,
     policyReaderRoles,
     bodyLimit: int('BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
@@ -260,7 +298,6 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     dbDeadlineMs: int('DB_DEADLINE_MS', 2000, 50, 60_000),
     budgetConnections: int('BUDGET_CONNECTIONS', 4, 1, 1000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    publicUrl: publicUrlOf(str('PUBLIC_URL'), problems),
     webhooks,
   };
   // Waits up to the connection cap would leave no connection for anything else.
@@ -414,6 +451,55 @@ function isWebhookSecret(secret: string): boolean {
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) return false;
   const bytes = Buffer.from(b64, 'base64');
   return bytes.toString('base64') === b64 && bytes.length >= 24 && bytes.length <= 64;
+}
+
+const OIDC_NAMES = ['OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'OIDC_SCOPES', 'OIDC_ROLES_CLAIM'] as const;
+
+/**
+ * OIDC_ISSUER and its companions, or null when sign-in is off. The provider is reached over https
+ * (plain http only outside production or to a loopback address, as JWT_JWKS_URL); in production the
+ * page itself must be https too, or the session cookie could not be Secure.
+ */
+function oidcConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  str: (name: string) => string | null,
+  context: { production: boolean; publicUrl: string | null; rolesClaim: string },
+  problems: string[],
+): OidcConfig | null {
+  const issuer = str('OIDC_ISSUER')?.trim() ?? null;
+  if (issuer === null) {
+    for (const name of OIDC_NAMES) if (str(name) !== null) problems.push(`${name} is set but OIDC_ISSUER is not: set OIDC_ISSUER to turn sign-in on`);
+    return null;
+  }
+  const { production, publicUrl } = context;
+  const before = problems.length;
+  let url: URL | null = null;
+  try {
+    url = new URL(issuer);
+  } catch {
+    problems.push("OIDC_ISSUER must be an absolute https:// URL (the identity provider's issuer identifier)");
+  }
+  if (url !== null) {
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') problems.push('OIDC_ISSUER must be an https:// URL');
+    else if (url.username !== '' || url.password !== '') problems.push('OIDC_ISSUER must not carry credentials');
+    else if (url.search !== '' || url.hash !== '') problems.push('OIDC_ISSUER must not have a query or a fragment');
+    else if (url.protocol === 'http:' && production && !isLoopbackHost(url.hostname)) {
+      problems.push('NODE_ENV=production needs an https:// OIDC_ISSUER (plain http only to a loopback address)');
+    }
+  }
+  const clientId = str('OIDC_CLIENT_ID');
+  const clientSecret = str('OIDC_CLIENT_SECRET');
+  if (clientId === null) problems.push('OIDC_ISSUER needs OIDC_CLIENT_ID');
+  if (clientSecret === null) problems.push('OIDC_ISSUER needs OIDC_CLIENT_SECRET');
+  if (env.PUBLIC_URL === undefined || env.PUBLIC_URL === '') problems.push('OIDC_ISSUER needs PUBLIC_URL (the redirect URI is PUBLIC_URL/auth/callback)');
+  else if (publicUrl !== null && production && !publicUrl.startsWith('https://') && !isLoopbackHost(new URL(publicUrl).hostname)) {
+    problems.push('NODE_ENV=production with OIDC_ISSUER needs an https:// PUBLIC_URL: the session cookie is Secure');
+  }
+  const scopes = (str('OIDC_SCOPES') ?? 'openid').trim().split(/\s+/);
+  if (!scopes.includes('openid')) problems.push('OIDC_SCOPES must include openid');
+  if (scopes.some((s) => !/^[\x21\x23-\x5B\x5D-\x7E]+$/.test(s))) problems.push('OIDC_SCOPES must be scope names separated by spaces (RFC 6749 section 3.3)');
+  if (problems.length > before || clientId === null || clientSecret === null) return null;
+  return { issuer, clientId, clientSecret, scopes: scopes.join(' '), rolesClaim: str('OIDC_ROLES_CLAIM') ?? context.rolesClaim };
 }
 
 /**

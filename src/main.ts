@@ -1,14 +1,16 @@
 #!/usr/bin/env node
-// The `gatehouse` command: check | test | hash | token | serve | mcp-proxy | hook | version | help. Each command is a
+// The `gatehouse` command: check | test | hash | token | replay | cases | serve | mcp-proxy | hook | version | help. Each command is a
 // function of (argv, io) returning an exit code, so tests run them in-process. Exit codes are the
 // same for all (io.ts EXIT): 0 ok, 1 a failing test or a refused decision, 2 a usage error or invalid
 // input, so that CI can tell a typo from a red test.
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineCommand, parseCommand, usageError } from './cli/args.js';
+import { CASES, runCases } from './cli/cases.js';
 import { CHECK, runCheck } from './cli/check.js';
 import { HASH, runHash } from './cli/hash.js';
 import { EXIT, processIo, processOutputFailed, type Io } from './cli/io.js';
+import { REPLAY, runReplay } from './cli/replay.js';
 import { SERVE, runServe } from './cli/serve.js';
 import { TEST, runTest } from './cli/test.js';
 
@@ -45,6 +47,16 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     summary: 'token --sub U [--team T ...]       mint a development token',
     usage: async () => (await loadToken()).TOKEN.usage,
     run: async (argv, io) => (await loadToken()).runToken(argv, io),
+  },
+  replay: {
+    summary: 'replay --policies DIR --from LOG   what a policy change flips, on recorded decisions',
+    usage: async () => REPLAY.usage,
+    run: runReplay,
+  },
+  cases: {
+    summary: 'cases --from LOG --id ID           a logged decision as a policy test case (*.test.yaml)',
+    usage: async () => CASES.usage,
+    run: runCases,
   },
   serve: { summary: 'serve                              run the service (what npm start runs)', usage: async () => SERVE.usage, run: runServe },
   'mcp-proxy': {

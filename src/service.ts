@@ -19,6 +19,7 @@ import { developmentSecret, developmentSecretFile } from './dev-secret.js';
 import { buildApp } from './http/app.js';
 import { reloadAndReport, type AppContext } from './http/context.js';
 import type { AuthOptions } from './http/auth.js';
+import type { SignInSettings } from './http/session.js';
 import { createJwksKeys, type JwksKeys } from './http/jwks.js';
 import { createMetrics } from './http/metrics.js';
 import { createLogger, LogSink } from './log.js';
@@ -27,6 +28,7 @@ import { createLivePolicies, type LivePolicies } from './policy/live.js';
 import { approvalLink } from './webhooks/events.js';
 import { createOutbox } from './webhooks/outbox.js';
 import { createWebhookWorker } from './webhooks/worker.js';
+import { createSessionStore } from './sessions/store.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
@@ -63,6 +65,18 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     if (err instanceof PolicyLoadError) return refuse(`policies in ${config.policyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
     throw err;
   }
+  let shadow: LivePolicies | null = null;
+  if (config.shadowPolicyDir !== null) {
+    try {
+      shadow = await createLivePolicies(config.shadowPolicyDir, policyEnv);
+    } catch (err) {
+      if (err instanceof PolicyLoadError) {
+        return refuse(`shadow policies in ${config.shadowPolicyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
+      }
+      throw err;
+    }
+    logger.info({ shadow_policies: shadow.current().identities }, 'shadow policies decide beside the serving set');
+  }
   if (config.policyEnv === null && policyEnv !== null && policies.current().files.some((f) => f.environments.length > 0)) {
     logger.warn(
       { env: policyEnv },
@@ -86,6 +100,24 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
   } catch (err) {
     // An unwritable DATA_DIR: a start that cannot serve, like any other (exit 2).
     return refuse(`cannot serve: the development JWT secret cannot be kept under ${config.dataDir}: ${(err as Error).message}`);
+  }
+
+  // Sign-in (OIDC_ISSUER): loadConfig has checked PUBLIC_URL, and SESSION_SECRET in production.
+  let signinSettings: SignInSettings | null = null;
+  if (config.oidc !== null && config.publicUrl !== null) {
+    let sessionSecret: string;
+    try {
+      sessionSecret = config.session.secret ?? (await developmentSecret(config.dataDir, 'dev-session-secret'));
+    } catch (err) {
+      return refuse(`cannot serve: the development session secret cannot be kept under ${config.dataDir}: ${(err as Error).message}`);
+    }
+    signinSettings = {
+      oidc: config.oidc,
+      publicUrl: config.publicUrl,
+      sessionSecret,
+      sessionTtlMs: config.session.ttlMs,
+      claims: { ...config.claims, roles: config.oidc.rolesClaim },
+    };
   }
 
   // From here on the process holds things that outlive a failed start if nobody closes them (the
@@ -235,6 +267,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     }
     const appCtx: AppContext = {
       policies,
+      shadow,
       metrics,
       approvals,
       limits,
@@ -242,6 +275,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       logArgs: config.logArgs,
       adminRole: config.adminRole,
       approverRole: config.approverRole,
+      fastGrantSeconds: config.fastGrantSeconds,
       policyReaderRoles: config.policyReaderRoles,
       webhooks: { endpoints: config.webhooks.endpoints, outbox },
     };
@@ -257,7 +291,16 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     if (jwks !== null) auth = { ...checks, jwks };
     else if (key !== null) auth = { ...checks, key, algorithm: config.jwt.algorithm ?? 'HS256' };
     else throw new Error('no JWT key is configured'); // loadConfig rules this out: a key, a JWKS URL or a generated secret
-    const app = await buildApp(appCtx, { bodyLimit: config.bodyLimit, connections: config.connections, logger, auth });
+    const signin =
+      signinSettings === null
+        ? {}
+        : {
+            signin: {
+              settings: signinSettings,
+              store: createSessionStore(sql, { ttlMs: signinSettings.sessionTtlMs, deadlineMs: config.dbDeadlineMs, schemaReady: () => migrated }),
+            },
+          };
+    const app = await buildApp(appCtx, { bodyLimit: config.bodyLimit, connections: config.connections, logger, auth, ...signin });
     // app.close() stops accepting and waits for the requests in flight (app.ts: drain). Closing the
     // approvals meanwhile makes long-polls (GET /approvals/{id}?wait=N) answer now with the approval
     // as it is, instead of holding the shutdown for up to 60 s. The webhook worker stops claiming
@@ -367,7 +410,7 @@ function printBanner(base: string, tokens: DevelopmentTokens | null, config: Con
   const pid = process.pid;
   let text = `
 Gatehouse is serving at ${base}
-  approval page    ${base}/ui
+  approval page    ${base}/ui${config.oidc !== null ? ` (sign-in: ${config.publicUrl}/auth/login)` : ''}
   API (OpenAPI)    ${base}/openapi.yaml
   health           ${base}/healthz, ${base}/readyz
   process          PID ${pid}: kill -HUP ${pid} reloads the policies, kill ${pid} stops the service

@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       port: 8080,
       host: '127.0.0.1',
       policyDir: './policies',
+      shadowPolicyDir: null,
       policyEnv: null,
       claims: { team: 'team', agent: 'agent', roles: 'roles' },
       approverRole: 'approver',
@@ -63,6 +64,7 @@ describe('loadConfig', () => {
       PORT: '9000',
       HOST: '0.0.0.0',
       POLICY_DIR: '/p',
+      SHADOW_POLICY_DIR: '/shadow',
       POLICY_ENV: 'prod',
       JWT_SECRET: SECRET,
       JWT_ISSUER: 'https://idp',
@@ -98,6 +100,7 @@ describe('loadConfig', () => {
       port: 9000,
       host: '0.0.0.0',
       policyDir: '/p',
+      shadowPolicyDir: '/shadow',
       policyEnv: 'prod',
       claims: { team: 'grp', agent: 'azp', roles: 'scope' },
       approverRole: 'ops',
@@ -319,6 +322,88 @@ describe('JWT_JWKS_URL', () => {
   });
 });
 
+describe('sign-in (OIDC_ISSUER)', () => {
+  const oidc = {
+    OIDC_ISSUER: 'https://login.example.com',
+    OIDC_CLIENT_ID: 'gatehouse',
+    OIDC_CLIENT_SECRET: 'client-secret',
+    PUBLIC_URL: 'https://gatehouse.example.com/',
+  };
+  const prod = { NODE_ENV: 'production', JWT_SECRET: SECRET, DATABASE_URL: 'postgres://db/gatehouse', ...oidc };
+
+  it('is off by default; on, it reads the client, the scopes, the roles claim (default ROLES_CLAIM) and the session settings', () => {
+    const off = loadConfig({});
+    expect(off.oidc).toBeNull();
+    expect(off.publicUrl).toBeNull();
+    expect(off.session).toEqual({ secret: null, ttlMs: 8 * 3_600_000 });
+    const on = loadConfig({ ...oidc, ROLES_CLAIM: 'groups' });
+    expect(on.oidc).toEqual({
+      issuer: 'https://login.example.com',
+      clientId: 'gatehouse',
+      clientSecret: 'client-secret',
+      scopes: 'openid',
+      rolesClaim: 'groups',
+    });
+    expect(on.publicUrl).toBe('https://gatehouse.example.com');
+    expect(Object.isFrozen(on.oidc)).toBe(true);
+    const full = loadConfig({
+      ...oidc,
+      OIDC_SCOPES: ' openid  profile groups ',
+      OIDC_ROLES_CLAIM: 'gatehouse_roles',
+      SESSION_SECRET: 's'.repeat(32),
+      SESSION_TTL: '30m',
+    });
+    expect(full.oidc).toMatchObject({ scopes: 'openid profile groups', rolesClaim: 'gatehouse_roles' });
+    expect(full.claims.roles).toBe('roles'); // bearer tokens keep ROLES_CLAIM
+    expect(full.session).toEqual({ secret: 's'.repeat(32), ttlMs: 1_800_000 });
+  });
+
+  it('needs the client id and secret and PUBLIC_URL; its companions need OIDC_ISSUER', () => {
+    expect(problemsOf({ OIDC_ISSUER: 'https://login.example.com' })).toEqual([
+      'OIDC_ISSUER needs OIDC_CLIENT_ID',
+      'OIDC_ISSUER needs OIDC_CLIENT_SECRET',
+      'OIDC_ISSUER needs PUBLIC_URL (the redirect URI is PUBLIC_URL/auth/callback)',
+    ]);
+    expect(problemsOf({ OIDC_CLIENT_ID: 'x', OIDC_ROLES_CLAIM: 'groups' })).toEqual([
+      'OIDC_CLIENT_ID is set but OIDC_ISSUER is not: set OIDC_ISSUER to turn sign-in on',
+      'OIDC_ROLES_CLAIM is set but OIDC_ISSUER is not: set OIDC_ISSUER to turn sign-in on',
+    ]);
+  });
+
+  it('checks the issuer, the scopes, PUBLIC_URL, SESSION_SECRET and SESSION_TTL, never echoing a secret', () => {
+    expect(problemsOf({ ...oidc, OIDC_ISSUER: 'login.example.com' })).toEqual([
+      "OIDC_ISSUER must be an absolute https:// URL (the identity provider's issuer identifier)",
+    ]);
+    expect(problemsOf({ ...oidc, OIDC_ISSUER: 'https://u:p@login.example.com' })).toEqual(['OIDC_ISSUER must not carry credentials']);
+    expect(problemsOf({ ...oidc, OIDC_ISSUER: 'https://login.example.com/?tenant=1' })).toEqual(['OIDC_ISSUER must not have a query or a fragment']);
+    expect(problemsOf({ ...oidc, OIDC_SCOPES: 'profile email' })).toEqual(['OIDC_SCOPES must include openid']);
+    expect(problemsOf({ ...oidc, OIDC_SCOPES: 'openid "x"' })).toEqual(['OIDC_SCOPES must be scope names separated by spaces (RFC 6749 section 3.3)']);
+    expect(problemsOf({ ...oidc, PUBLIC_URL: 'https://gatehouse.example.com/?a=1' })).toEqual(['PUBLIC_URL must not have a query or a fragment']);
+    expect(problemsOf({ ...oidc, PUBLIC_URL: 'ftp://gatehouse.example.com' })).toEqual(['PUBLIC_URL must be an http:// or https:// URL']);
+    const short = problemsOf({ ...oidc, SESSION_SECRET: 'too-short-secret' });
+    expect(short).toEqual(['SESSION_SECRET must be at least 32 bytes']);
+    expect(short.join()).not.toContain('too-short-secret');
+    expect(problemsOf({ ...oidc, SESSION_TTL: '1m' })).toEqual(['SESSION_TTL must be a duration from 5m to 7d (like 10s, 2m, or a number of milliseconds)']);
+    // Outside production a plain-http provider and page are allowed (a provider on this machine).
+    expect(loadConfig({ ...oidc, OIDC_ISSUER: 'http://idp.internal:8080', PUBLIC_URL: 'http://gatehouse.internal' }).oidc?.issuer).toBe(
+      'http://idp.internal:8080',
+    );
+  });
+
+  it('in production: an https issuer and page (plain http to loopback only), and SESSION_SECRET', () => {
+    expect(problemsOf(prod)).toEqual(['NODE_ENV=production with OIDC_ISSUER needs SESSION_SECRET (at least 32 bytes, the same on every replica)']);
+    const withSecret = { ...prod, SESSION_SECRET: 's'.repeat(32) };
+    expect(loadConfig(withSecret).oidc).not.toBeNull();
+    expect(problemsOf({ ...withSecret, OIDC_ISSUER: 'http://login.example.com' })).toEqual([
+      'NODE_ENV=production needs an https:// OIDC_ISSUER (plain http only to a loopback address)',
+    ]);
+    expect(problemsOf({ ...withSecret, PUBLIC_URL: 'http://gatehouse.example.com' })).toEqual([
+      'NODE_ENV=production with OIDC_ISSUER needs an https:// PUBLIC_URL: the session cookie is Secure',
+    ]);
+    expect(loadConfig({ ...withSecret, OIDC_ISSUER: 'http://127.0.0.1:9000', PUBLIC_URL: 'http://localhost:8080' }).oidc).not.toBeNull();
+  });
+});
+
 describe('parseDuration', () => {
   it.each([
     ['90s', 90_000],
@@ -405,6 +490,7 @@ describe('WEBHOOKS, PUBLIC_URL and the delivery settings', () => {
       WEBHOOK_RETRY_FOR: '0',
     });
     expect(problems).toEqual([
+      'PUBLIC_URL must not have a query or a fragment',
       'NODE_ENV=production needs an https:// WEBHOOKS[0].url (plain http only to a loopback address)',
       'WEBHOOKS[1].url must be an http:// or https:// URL',
       'WEBHOOKS[2].url must not carry credentials (the signature authenticates Gatehouse)',
@@ -423,7 +509,6 @@ describe('WEBHOOKS, PUBLIC_URL and the delivery settings', () => {
       'WEBHOOK_RETRY_MIN must be a duration from 1ms to 1h (like 10s, 2m, or a number of milliseconds)',
       'WEBHOOK_TIMEOUT must be a duration from 1s to 60s (like 10s, 2m, or a number of milliseconds)',
       'WEBHOOK_RETRY_FOR must be a duration from 1s to 30d (like 10s, 2m, or a number of milliseconds)',
-      'PUBLIC_URL must not have a query or a fragment',
     ]);
     const text = problems.join('\n');
     for (const hidden of [secret.slice('whsec_'.length), short.slice('whsec_'.length), 'not base64', 'very-secret-path', 'pw@'])

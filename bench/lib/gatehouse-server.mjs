@@ -6,7 +6,7 @@
 // closes on SIGTERM (flushing the log), like src/service.ts.
 //
 // Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
-//      BENCH_LOG_LEVEL (info), BENCH_DATABASE_URL (unset: no database), BENCH_DB_POOL_MAX, BENCH_BUDGET_CONNECTIONS, BENCH_SECRET, BENCH_MAX_CONNECTIONS, BENCH_MAX_WAITS.
+//      BENCH_LOG_LEVEL (info), BENCH_SHADOW_POLICY_DIR (unset: off), BENCH_DATABASE_URL (unset: no database), BENCH_DB_POOL_MAX, BENCH_BUDGET_CONNECTIONS, BENCH_SECRET, BENCH_MAX_CONNECTIONS, BENCH_MAX_WAITS.
 import { performance } from 'node:perf_hooks';
 const tImported0 = performance.now();
 const { default: pino } = await import('pino');
@@ -27,6 +27,8 @@ const logger = asyncDest ? pino({ level: logLevel, base: { service: 'gatehouse' 
 // BENCH_POLICY_ENV='' means no environment (policy files that declare none).
 const policyEnv = env.BENCH_POLICY_ENV === undefined ? 'prod' : env.BENCH_POLICY_ENV || null;
 const policies = await createLivePolicies(env.BENCH_POLICY_DIR ?? './policies', policyEnv);
+// BENCH_SHADOW_POLICY_DIR: SHADOW_POLICY_DIR (bench/shadow.mjs).
+const shadow = env.BENCH_SHADOW_POLICY_DIR ? await createLivePolicies(env.BENCH_SHADOW_POLICY_DIR, policyEnv) : null;
 const tPolicies = performance.now();
 
 let approvals = null;
@@ -50,6 +52,7 @@ if (env.BENCH_DATABASE_URL) {
 const metrics = createMetrics(policies);
 const ctx = {
   policies,
+  shadow,
   metrics,
   approvals,
   limits,

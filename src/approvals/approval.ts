@@ -8,8 +8,10 @@ export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted
 
 /** Limits the migration's CHECKs enforce; exported so the HTTP schemas can say the same. */
 export const LIMITS = {
-  /** Grant note, deny reason, the policy's reason (characters). */
+  /** A decision's note and message, the policy's reason (characters). */
   note: 2000,
+  /** The search text of list() (characters). */
+  search: 200,
   /** sub, team, agent, tool, kind, rule (characters). */
   name: 512,
   /** Page size of list(). */
@@ -45,7 +47,10 @@ export interface ApprovalSummary {
   expires_at: string;
   decided_by: string | null;
   decided_at: string | null;
+  /** The decision's note for the record: operators only (the API shows it to approvers). */
   decision_note: string | null;
+  /** A denial's message for the agent: what the model is told when the requester cites it. */
+  decision_message: string | null;
   consumed_at: string | null;
   /** Bytes of the canonical arguments. */
   args_bytes: number;
@@ -76,4 +81,6 @@ export interface ApprovalEvent {
   from_status: ApprovalStatus | null;
   to_status: ApprovalStatus;
   note: string | null;
+  /** A denial's message for the agent (null otherwise, and on events written before there was one). */
+  message: string | null;
 }

@@ -38,8 +38,8 @@ export class RecentlyDeniedError extends Error {
 /** A list() query the caller got wrong: the route answers 400, pointing at `field`. */
 export class ListQueryError extends Error {
   readonly code: 'invalid_cursor' | 'invalid_limit' | 'invalid_status' | 'invalid_filter';
-  /** The ListQuery member at fault. */
-  readonly field: 'cursor' | 'limit' | 'status' | 'tool' | 'requesterSub';
+  /** The ListQuery member at fault (named as its query parameter, but for requesterSub). */
+  readonly field: 'cursor' | 'limit' | 'status' | 'tool' | 'kind' | 'requester' | 'q' | 'requesterSub';
   constructor(code: ListQueryError['code'], field: ListQueryError['field'], message: string) {
     super(message);
     this.name = 'ListQueryError';

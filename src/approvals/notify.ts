@@ -25,15 +25,53 @@ export interface ApprovalWaiterOptions {
   maxTotal?: number;
 }
 
-/** A wait refused because the caller, or the replica, already holds as many as it may. */
+/** A wait (or a live stream, feed.ts) refused because the caller, or the replica, already holds as many as it may. */
 export class WaitLimitError extends Error {
   constructor(
     readonly scope: 'caller' | 'replica',
     readonly limit: number,
+    readonly what: 'waits' | 'streams' = 'waits',
   ) {
-    super(scope === 'caller' ? `this caller already holds ${limit} waits` : `this replica already holds ${limit} waits`);
+    super(scope === 'caller' ? `this caller already holds ${limit} ${what}` : `this replica already holds ${limit} ${what}`);
     this.name = 'WaitLimitError';
   }
+}
+
+/**
+ * The places a replica's held requests (long-polls and live streams, feed.ts) take: one count for
+ * both, per caller (`sub`) and in all, since each holds a connection.
+ */
+export interface Holds {
+  /** Takes a place for `caller`, or throws WaitLimitError at once; returns its release (a second call does nothing). */
+  take(caller: string, what: 'waits' | 'streams'): () => void;
+  /** Places taken now, in all. */
+  readonly size: number;
+}
+
+export function createHolds(maxPerCaller: number, maxTotal: number): Holds {
+  const perCaller = new Map<string, number>();
+  let total = 0;
+  return {
+    take(caller, what) {
+      const held = perCaller.get(caller) ?? 0;
+      if (held >= maxPerCaller) throw new WaitLimitError('caller', maxPerCaller, what);
+      if (total >= maxTotal) throw new WaitLimitError('replica', maxTotal, what);
+      perCaller.set(caller, held + 1);
+      total++;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        total--;
+        const left = (perCaller.get(caller) ?? 1) - 1;
+        if (left === 0) perCaller.delete(caller);
+        else perCaller.set(caller, left);
+      };
+    },
+    get size() {
+      return total;
+    },
+  };
 }
 
 export interface ApprovalWaiter {
@@ -45,6 +83,8 @@ export interface ApprovalWaiter {
   waitForChange(approval: Approval, timeoutMs: number, options: { caller: string; signal?: AbortSignal }): Promise<Approval | null>;
   /** How many waits are held now, in all. */
   readonly size: number;
+  /** The places waits take, shared with the live streams of the same replica. */
+  readonly holds: Holds;
   /** Stops listening; waits in progress answer with what they hold. */
   close(): Promise<void>;
 }
@@ -58,11 +98,9 @@ interface Wait {
 
 export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' | 'settled'>, options: ApprovalWaiterOptions = {}): ApprovalWaiter {
   const recheckMs = options.recheckMs ?? 1000;
-  const maxPerCaller = options.maxPerCaller ?? 20;
-  const maxTotal = options.maxTotal ?? 512;
+  const holds = createHolds(options.maxPerCaller ?? 20, options.maxTotal ?? 512);
   // id (lower case) → the waits on it.
   const waiting = new Map<string, Set<Wait>>();
-  const perCaller = new Map<string, number>();
   // Ids being re-read now: one read per id, however many notifications and waits.
   const reading = new Set<string>();
   // Ids newly awaited since the last check: checked together, one statement per event-loop turn.
@@ -112,6 +150,7 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
   // Called exactly once: postgres.js re-registers this listener itself after a reconnect, and runs the
   // onlisten callback each time, when notifications may have been missed: re-check everything.
   const listening = sql
+    // A filing's notification (CREATED_PREFIX) names no id anyone waits on: settle() ignores it.
     .listen(APPROVALS_CHANNEL, (id) => settle(id.toLowerCase()), recheckAll)
     .then(
       (meta) => meta,
@@ -122,9 +161,7 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new RangeError('timeoutMs must be a finite number ≥ 0');
     signal?.throwIfAborted();
     if (closed || timeoutMs === 0 || approval.status !== 'pending') return Promise.resolve(approval);
-    const held = perCaller.get(caller) ?? 0;
-    if (held >= maxPerCaller) throw new WaitLimitError('caller', maxPerCaller);
-    if (total >= maxTotal) throw new WaitLimitError('replica', maxTotal);
+    const release = holds.take(caller, 'waits');
 
     const id = approval.id.toLowerCase();
     return new Promise<Approval | null>((resolve, reject) => {
@@ -134,9 +171,7 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
         const set = waiting.get(id);
         if (set?.delete(wait) && set.size === 0) waiting.delete(id);
         total--;
-        const left = (perCaller.get(caller) ?? 1) - 1;
-        if (left === 0) perCaller.delete(caller);
-        else perCaller.set(caller, left);
+        release();
         if (total === 0 && recheck !== null) {
           clearInterval(recheck);
           recheck = null;
@@ -159,7 +194,6 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
       const timer = setTimeout(() => wait.resolve(approval), timeoutMs);
       signal?.addEventListener('abort', onAbort, { once: true });
       total++;
-      perCaller.set(caller, held + 1);
       const set = waiting.get(id) ?? new Set<Wait>();
       waiting.set(id, set);
       set.add(wait);
@@ -192,6 +226,7 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
     get size() {
       return total;
     },
+    holds,
     close,
   };
 }

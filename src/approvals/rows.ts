@@ -25,6 +25,7 @@ export interface SummaryRow {
   decided_by: string | null;
   decided_at: Date | null;
   decision_note: string | null;
+  decision_message: string | null;
   consumed_at: Date | null;
   args_bytes: number;
   lapsed: boolean;
@@ -55,6 +56,7 @@ export interface EventRow {
   from_status: ApprovalStatus | null;
   to_status: ApprovalStatus;
   note: string | null;
+  message: string | null;
 }
 
 export function toSummary(row: SummaryRow): ApprovalSummary {
@@ -73,6 +75,7 @@ export function toSummary(row: SummaryRow): ApprovalSummary {
     decided_by: row.decided_by,
     decided_at: row.decided_at?.toISOString() ?? null,
     decision_note: row.decision_note,
+    decision_message: row.decision_message,
     consumed_at: row.consumed_at?.toISOString() ?? null,
     args_bytes: row.args_bytes,
   };

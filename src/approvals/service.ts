@@ -5,12 +5,15 @@ import { StoreUnavailableError } from '../db/errors.js';
 import { modelMessage, spentApprovalMessage } from '../policy/message.js';
 import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import type { Approval, ApprovalStatus } from './approval.js';
+import { createApprovalFeed, type ApprovalFeed } from './feed.js';
 import type { ApprovalWaiter } from './notify.js';
 import type { ApprovalStore } from './store.js';
 
 export interface ApprovalService {
   readonly store: ApprovalStore;
   readonly waiter: ApprovalWaiter;
+  /** Every change of an approval, live (GET /approvals/stream). */
+  readonly feed: ApprovalFeed;
   /** Throws StoreUnavailableError (503) while the database schema is not in place yet. */
   ensureReady(): void;
   /** docs/spec.md section 5.3, `/decide` with `approval_id`: consume a granted approval of this exact request. */
@@ -54,10 +57,13 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
     if (schemaReady()) store.sweep().catch(() => undefined); // a down database is reported by /readyz, not here
   }, options.sweepMs ?? 60_000);
   sweeper.unref();
+  // Streams take their places among the waits' (MAX_WAITS_PER_CALLER, MAX_WAITS).
+  const feed = createApprovalFeed(sql, store, waiter.holds);
 
   return {
     store,
     waiter,
+    feed,
     ensureReady,
     async redeem(fresh, request, approvalId, identity, tx) {
       // The request was decided again from scratch; only a require_approval can be redeemed.
@@ -84,7 +90,8 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
       const cited = citedOf(approval, sameRequest);
       const ref = { id: approval.id, status: approval.status };
       if (approval.status === 'denied') {
-        const reason = `an operator denied approval ${approval.id}${approval.decision_note ? `: ${approval.decision_note}` : ''}`;
+        // Only the operator's message for the agent reaches the model; the note is for the record.
+        const reason = `an operator denied approval ${approval.id}${approval.decision_message ? `: ${approval.decision_message}` : ''}`;
         const denied: DecisionResult = {
           ...fresh,
           decision: 'deny',
@@ -115,7 +122,7 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
     },
     async close() {
       clearInterval(sweeper);
-      await waiter.close();
+      await Promise.all([waiter.close(), feed.close()]);
     },
   };
 }

@@ -20,16 +20,21 @@ import type { ApprovalDescriptor, PolicyIdentity } from '../policy/model.js';
 import { withDeadline } from '../db/deadline.js';
 import { StoreUnavailableError } from '../db/errors.js';
 import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalEvent, type ApprovalStatus, type ApprovalSummary, type Requester } from './approval.js';
-import { decodeCursor, encodeCursor } from './cursor.js';
+import { decodeCursor, encodeCursor, type ListOrder } from './cursor.js';
 import { ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from './errors.js';
 import { onceForKey, sweepKeys, type IdempotencyClaim, type StoredAnswer } from './idempotency.js';
 import { checkName, checkRequester, checkText, HASH, interval, positiveMs, storable } from './input.js';
 import { storedRequirement, toApproval, toSummary, type ApprovalRow, type EventRow, type ListedRow, type SummaryRow } from './rows.js';
 import { isUuid, uuidv7 } from './uuid.js';
 import { enqueue, type OutboxTargets } from '../webhooks/outbox.js';
+import { type ApprovalStats, approvalStats } from './stats.js';
 
-/** The NOTIFY channel; the payload is the approval id. Sent on every status change. */
+/**
+ * The NOTIFY channel; the payload is the approval id, sent on every status change, or CREATED_PREFIX
+ * and the id, sent when an approval is filed.
+ */
 export const APPROVALS_CHANNEL = 'gatehouse_approvals';
+export const CREATED_PREFIX = 'new:';
 
 export interface CreateApprovalInput {
   /** From decide(): its requirements give the kind, reason, rule and shapes stored. */
@@ -53,18 +58,40 @@ export type ConsumeResult = { ok: true; approval: Approval } | { ok: false; appr
 export interface ListQuery {
   status?: ApprovalStatus;
   tool?: string;
+  /** The first requirement's kind, exactly. */
+  kind?: string;
+  /** The requester's `sub`, exactly (a filter the caller chose). */
+  requester?: string;
   /** Restricts the list to this requester's approvals (callers without the approver role). */
   requesterSub?: string;
+  /**
+   * Text to find, case-insensitively, in the id, tool, kind, rule, reason, requester, run id, the
+   * approver, the message and the canonical arguments; in the note too when `searchNotes`.
+   */
+  q?: string;
+  /** Whether `q` also reads decision notes (approvers only: the note is for the record). */
+  searchNotes?: boolean;
+  /** Only approvals an operator decided (decided_by set): the history. */
+  decided?: boolean;
+  /** Newest first (the default) or oldest first, by creation. */
+  order?: ListOrder;
+  /** Also count every approval the filters match, on all pages. */
+  count?: boolean;
   /** 1..200. */
   limit: number;
-  /** nextCursor of the previous page. */
+  /** nextCursor of the previous page (of the same order). */
   cursor?: string;
 }
 
 export interface ApprovalPage {
   items: ApprovalSummary[];
   nextCursor: string | null;
+  /** With `count`: how many approvals the filters match, on all pages. */
+  count?: number;
 }
+
+/** A denial's two texts (docs/spec.md section 5.4); a string is the older `reason`, which is both. */
+export type DenialText = string | { note?: string | null; message?: string | null } | null;
 
 export interface ApprovalStoreOptions {
   /** How long a pending approval waits for a decision (APPROVAL_TTL). */
@@ -164,7 +191,11 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
             insert into approval_events (approval_id, actor, from_status, to_status)
             select id, requester_sub, null, 'pending' from created
           )
-          select *, octet_length(args) as args_bytes, false as lapsed from created`;
+          select *, octet_length(args) as args_bytes, false as lapsed,
+                 pg_notify(${APPROVALS_CHANNEL}, ${CREATED_PREFIX} || id::text)::text as notified
+            from created`;
+        // A new approval is notified too, under its own prefix: the operators' live lists (feed.ts)
+        // show it at once, and waits (notify.ts), which wait for a change of status, ignore it.
         if (inserted !== undefined) {
           await emit(tx, [inserted]);
           return { approval: toApproval(inserted), created: true };
@@ -201,22 +232,40 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     if (query.status !== undefined && !APPROVAL_STATUSES.includes(query.status)) {
       throw new ListQueryError('invalid_status', 'status', `status must be one of ${APPROVAL_STATUSES.join(', ')}`);
     }
-    for (const [name, value] of [
-      ['tool', query.tool],
-      ['requesterSub', query.requesterSub],
+    for (const [name, value, max] of [
+      ['tool', query.tool, LIMITS.name],
+      ['kind', query.kind, LIMITS.name],
+      ['requester', query.requester, LIMITS.name],
+      ['requesterSub', query.requesterSub, LIMITS.name],
+      ['q', query.q, LIMITS.search],
     ] as const) {
-      if (value !== undefined && !storable(value, LIMITS.name)) {
+      if (value !== undefined && !storable(value, max)) {
         throw new ListQueryError('invalid_filter', name, `${name} is not a possible value`);
       }
     }
+    const order = query.order ?? 'newest';
     const after = query.cursor === undefined ? null : decodeCursor(query.cursor);
+    if (after !== null && after.order !== order) {
+      throw new ListQueryError('invalid_cursor', 'cursor', `this cursor continues a list ${after.order} first, not ${order} first`);
+    }
 
     return run(async (tx) => {
-      const filters = tx`
+      // A fresh fragment for each statement that reads it.
+      const filters = (): PendingQuery<Row[]> => tx`
            ${query.status === undefined ? tx`` : statusFilter(tx, query.status)}
            ${query.tool === undefined ? tx`` : tx`and tool = ${query.tool}`}
-           ${query.requesterSub === undefined ? tx`` : tx`and requester_sub = ${query.requesterSub}`}`;
-      const before = after === null ? tx`` : tx`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)`;
+           ${query.kind === undefined ? tx`` : tx`and kind = ${query.kind}`}
+           ${query.requester === undefined ? tx`` : tx`and requester_sub = ${query.requester}`}
+           ${query.requesterSub === undefined ? tx`` : tx`and requester_sub = ${query.requesterSub}`}
+           ${query.decided === true ? tx`and decided_by is not null` : tx``}
+           ${query.q === undefined || query.q === '' ? tx`` : searchFilter(tx, query.q, query.searchNotes === true)}`;
+      const oldest = order === 'oldest';
+      const before =
+        after === null
+          ? tx``
+          : oldest
+            ? tx`and (created_at, id) > (${after.at}::text::timestamptz, ${after.id}::uuid)`
+            : tx`and (created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)`;
       // Pending and granted rows are read whole through the live index, then the page is cut: the
       // MATERIALIZED fence keeps the planner from walking approvals_listing newest first instead (or
       // from the cursor down), which reads the whole history when the live rows are older than it, as
@@ -224,34 +273,61 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       // live, never by the history. Otherwise the CTE is inlined, the cursor condition included.
       const live = query.status === 'pending' || query.status === 'granted';
       const rows = await tx<ListedRow[]>`
-        with matching as ${live ? tx`materialized` : tx`not materialized`} (select * from approvals where true ${filters})
+        with matching as ${live ? tx`materialized` : tx`not materialized`} (select * from approvals where true ${filters()})
         select ${summaryColumns(tx)},
                to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
           from matching
          where true ${before}
-         order by created_at desc, id desc
+         order by ${oldest ? tx`created_at, id` : tx`created_at desc, id desc`}
          limit ${limit + 1}`;
       const page = rows.slice(0, limit);
       const last = page.at(-1);
+      const counted = query.count === true ? await tx<{ n: number }[]>`select count(*)::int as n from approvals where true ${filters()}` : null;
       return {
         items: page.map(toSummary),
-        nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.cursor_at, last.id) : null,
+        nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.cursor_at, last.id, order) : null,
+        ...(counted === null ? {} : { count: counted[0]?.n ?? 0 }),
       };
     });
   }
 
-  function grant(id: string, approver: { sub: string }, note: string | null): Promise<TransitionResult> {
-    return decide(id, approver, note, 'granted');
+  /** The summaries of these approvals (those that exist), for the live feed: never the arguments. */
+  async function summaries(ids: readonly string[]): Promise<ApprovalSummary[]> {
+    const valid = ids.filter(isUuid);
+    if (valid.length === 0) return [];
+    // One text parameter, as in settled().
+    return run(async (tx) => {
+      const rows = await tx<SummaryRow[]>`
+        select ${summaryColumns(tx)} from approvals where id = any(string_to_array(${valid.join(',')}, ',')::uuid[])`;
+      return rows.map(toSummary);
+    });
   }
 
-  function deny(id: string, approver: { sub: string }, reason: string | null): Promise<TransitionResult> {
-    return decide(id, approver, reason, 'denied');
+  /** A grant carries a note for the record, never a message: the model is told only that it may run. */
+  async function grant(id: string, approver: { sub: string }, note: string | null): Promise<TransitionResult> {
+    if (note !== null) checkText('note', note, LIMITS.note);
+    return decide(id, approver, note, null, 'granted');
   }
 
-  async function decide(id: string, approver: { sub: string }, note: string | null, to: 'granted' | 'denied'): Promise<TransitionResult> {
+  /** A denial: a note for the record (operators only) and a message for the agent, each optional. */
+  async function deny(id: string, approver: { sub: string }, text: DenialText): Promise<TransitionResult> {
+    // Named as the body field that carried each (an older `reason` is both).
+    const field = typeof text === 'string' ? 'reason' : null;
+    const note = typeof text === 'string' ? text : (text?.note ?? null);
+    const message = typeof text === 'string' ? text : (text?.message ?? null);
+    if (note !== null) checkText(field ?? 'note', note, LIMITS.note);
+    if (message !== null) checkText(field ?? 'message', message, LIMITS.note);
+    return decide(id, approver, note, message, 'denied');
+  }
+
+  async function decide(
+    id: string,
+    approver: { sub: string },
+    note: string | null,
+    message: string | null,
+    to: 'granted' | 'denied',
+  ): Promise<TransitionResult> {
     checkName('approver.sub', approver.sub);
-    // Named as the body field that carried it: a grant's `note`, a denial's `reason`.
-    if (note !== null) checkText(to === 'granted' ? 'note' : 'reason', note, LIMITS.note);
     if (!isUuid(id)) return { ok: false, error: 'not_found' };
 
     return run(async (tx): Promise<TransitionResult> => {
@@ -260,13 +336,13 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       const [moved] = await tx<ApprovalRow[]>`
         with moved as (
           update approvals
-             set status = ${to}, decided_by = ${approver.sub}, decided_at = now(), decision_note = ${note}
-                 ${newExpiry}
+             set status = ${to}, decided_by = ${approver.sub}, decided_at = now(), decision_note = ${note},
+                 decision_message = ${message} ${newExpiry}
            where id = ${id} and status = 'pending' and expires_at > now() and requester_sub <> ${approver.sub}
           returning *
         ), logged as (
-          insert into approval_events (approval_id, actor, from_status, to_status, note)
-          select id, decided_by, 'pending', status, decision_note from moved
+          insert into approval_events (approval_id, actor, from_status, to_status, note, message)
+          select id, decided_by, 'pending', status, decision_note, decision_message from moved
         )
         select *, octet_length(args) as args_bytes, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
       // The notification is delivered at COMMIT to every replica's LISTEN connection, never on rollback.
@@ -396,7 +472,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     if (!isUuid(id)) return [];
     return run(async (tx) => {
       const rows = await tx<EventRow[]>`
-        select id, approval_id, at, actor, from_status, to_status, note
+        select id, approval_id, at, actor, from_status, to_status, note, message
           from approval_events where approval_id = ${id} order by id`;
       return rows.map((r) => ({
         id: Number(r.id),
@@ -406,11 +482,17 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
         from_status: r.from_status,
         to_status: r.to_status,
         note: r.note,
+        message: r.message,
       }));
     });
   }
 
-  return { create, get, list, settled, grant, deny, consume, cancel, sweep, idempotent, events };
+  /** Per rule and kind, the approvals filed since `since` (./stats.ts). */
+  function stats(since: Date, fastGrantSeconds: number): Promise<ApprovalStats[]> {
+    return run((tx) => approvalStats(tx, since, fastGrantSeconds));
+  }
+
+  return { create, get, list, summaries, settled, grant, deny, consume, cancel, sweep, idempotent, events, stats };
 }
 
 export type ApprovalStore = ReturnType<typeof createApprovalStore>;
@@ -426,7 +508,7 @@ function pendingCount(tx: TransactionSql, sub: string): PendingQuery<Row[]> {
 function summaryColumns(tx: TransactionSql): PendingQuery<Row[]> {
   // octet_length of a TOASTed value reads its header, not the value.
   return tx`id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, run_id,
-            created_at, expires_at, decided_by, decided_at, decision_note, consumed_at,
+            created_at, expires_at, decided_by, decided_at, decision_note, decision_message, consumed_at,
             octet_length(args) as args_bytes, (status in ('pending', 'granted') and expires_at <= now()) as lapsed`;
 }
 
@@ -436,6 +518,20 @@ function liveColumns(tx: TransactionSql): PendingQuery<Row[]> {
 
 function selectById(tx: TransactionSql, id: string): Promise<ApprovalRow | undefined> {
   return tx<ApprovalRow[]>`select ${liveColumns(tx)} from approvals where id = ${id}`.then((rows) => rows[0]);
+}
+
+/**
+ * `q` anywhere in what a list shows of an approval, and in its canonical arguments, case-insensitively
+ * (LIKE's own characters in it are literal). It reads each candidate row's arguments: on the live
+ * rows that is bounded by what is live; over the history it is bounded by DB_DEADLINE_MS.
+ */
+function searchFilter(tx: TransactionSql, q: string, notes: boolean): PendingQuery<Row[]> {
+  const pattern = `%${q.replace(/[\\%_]/g, '\\$&')}%`;
+  return tx`and (id::text ilike ${pattern} or tool ilike ${pattern} or kind ilike ${pattern} or rule ilike ${pattern}
+                 or reason ilike ${pattern} or requester_sub ilike ${pattern} or requester_team ilike ${pattern}
+                 or requester_agent ilike ${pattern} or run_id ilike ${pattern} or decided_by ilike ${pattern}
+                 or decision_message ilike ${pattern} or args ilike ${pattern}
+                 ${notes ? tx`or decision_note ilike ${pattern}` : tx``})`;
 }
 
 // The status filter agrees with the status list() shows: a live row past expiry is `expired`. Statuses
@@ -476,7 +572,8 @@ async function expireLapsedRows(tx: TransactionSql, where: PendingQuery<Row[]>):
     ), moved as (
       update approvals set status = 'expired' where id = any(array(select id from due))
       returning id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, run_id,
-                created_at, expires_at, decided_by, decided_at, decision_note, consumed_at, octet_length(args) as args_bytes
+                created_at, expires_at, decided_by, decided_at, decision_note, decision_message, consumed_at,
+                octet_length(args) as args_bytes
     ), logged as (
       insert into approval_events (approval_id, actor, from_status, to_status)
       select id, 'system', due.status, 'expired' from moved join due using (id)

@@ -1,4 +1,4 @@
-// The counters of budgets and rate limits (migrations/0011_budgets.sql, docs/spec.md section 2.9): every
+// The counters of budgets and rate limits (migrations/0012_budgets.sql, docs/spec.md section 2.9): every
 // read and change of them. What holds throughout:
 // - Counting a call is ONE conditional statement per counter: an upsert that adds the call only while
 //   the result stays within the limit (`… on conflict do update … where counted + amount <= max`).

@@ -10,6 +10,7 @@ import type { Counterexample } from '../policy/never.js';
 import { defineCommand, parseCommand, usageError } from './args.js';
 import { envOf } from './caller.js';
 import { EXIT, type Io } from './io.js';
+import { table } from './table.js';
 
 export const TEST = defineCommand({
   name: 'test',
@@ -127,14 +128,4 @@ function json(value: JsonValue): string {
   } catch {
     return JSON.stringify(value); // not I-JSON (never generated): shown anyway
   }
-}
-
-function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string =>
-    `${cells
-      .map((c, i) => c.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd()}\n`;
-  return line(head) + line(widths.map((w) => '-'.repeat(w))) + rows.map(line).join('');
 }

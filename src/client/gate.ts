@@ -214,8 +214,9 @@ class Attempt {
     const code = err instanceof GatehouseError ? err.code : this.options.signal?.aborted ? 'aborted' : 'client_error';
     const detail = err instanceof Error ? err.message : String(err);
     if (code === 'recently_denied') {
-      const note = (err as GatehouseError & { problem?: { approval?: { decision_note?: unknown } } }).problem?.approval?.decision_note;
-      const why = typeof note === 'string' && note !== '' ? ` Reason: ${note}.` : '';
+      // The operator's message for the agent (the note is for the record: the server never sends it here).
+      const said = (err as GatehouseError & { problem?: { approval?: { decision_message?: unknown } } }).problem?.approval?.decision_message;
+      const why = typeof said === 'string' && said !== '' ? ` Reason: ${said}.` : '';
       return {
         decision: 'deny',
         reason: 'an operator recently denied this exact call',

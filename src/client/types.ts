@@ -57,7 +57,10 @@ export interface Approval {
   expires_at: string;
   decided_by: string | null;
   decided_at: string | null;
+  /** For the record: shown to approvers only (null for anyone else). */
   decision_note: string | null;
+  /** A denial's message for the agent. */
+  decision_message: string | null;
   consumed_at: string | null;
   /** On GET /approvals/{id} and the transitions, not on list summaries. */
   args?: Record<string, unknown>;

@@ -1,24 +1,31 @@
 // The application: a Fastify instance with strict bodies, JWT identity and the routes, built from
 // its dependencies so tests drive it with inject() and src/service.ts owns the process around it.
+import { fastifyCookie } from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { ConnectionLimits } from '../config.js';
+import type { SessionStore } from '../sessions/store.js';
 import { createAuthenticator, registerAuth, type AuthOptions } from './auth.js';
 import { registerStrictBodies } from './body.js';
 import { registerDrain, registerExpectRefusal, registerFirstHeadersDeadline } from './connections.js';
 import type { AppContext } from './context.js';
 import { answerClientError, registerErrorHandling, sendProblem, toHttpError } from './errors.js';
 import { registerResponseHeaders } from './headers.js';
+import { createRelyingParty } from './oidc.js';
+import { authConfigRoute, authRoutes } from './routes/auth.js';
+import { approvalStatsRoute } from './routes/approval-stats.js';
 import { approvalRoutes } from './routes/approvals.js';
 import { budgetsRoute } from './routes/budgets.js';
 import { decideRoute } from './routes/decide.js';
 import { explainRoute } from './routes/explain.js';
+import { meRoute } from './routes/me.js';
 import { opsRoutes } from './routes/ops.js';
 import { policiesRoute } from './routes/policies.js';
 import { toolsRoute } from './routes/tools.js';
 import { uiRoutes } from './routes/ui.js';
 import { usageRoute } from './routes/usage.js';
 import { webhooksRoute } from './routes/webhooks.js';
+import { createSessionAuthenticator, sessionCookies, type SessionAuthenticator, type SignInSettings } from './session.js';
 
 export interface AppOptions {
   readonly bodyLimit: number;
@@ -27,6 +34,8 @@ export interface AppOptions {
   readonly connections: ConnectionLimits;
   /** The process logger; omitted in tests that do not look at logs. */
   readonly logger?: Logger;
+  /** Sign-in for people with the identity provider (OIDC_ISSUER); omitted: bearer tokens only. */
+  readonly signin?: { readonly settings: SignInSettings; readonly store: SessionStore };
 }
 
 /** How often Node looks for connections past their headers or request timeout. */
@@ -76,14 +85,32 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
   opsRoutes(app, ctx);
   uiRoutes(app);
   const authenticate = createAuthenticator(app, options.auth);
+  let sessions: SessionAuthenticator | null = null;
+  const signin = options.signin;
+  authConfigRoute(app, signin?.settings.publicUrl ?? null);
+  if (signin !== undefined) {
+    const { settings, store } = signin;
+    const cookies = sessionCookies(settings.publicUrl, settings.sessionTtlMs);
+    const relyingParty = createRelyingParty({
+      oidc: settings.oidc,
+      redirectUri: `${settings.publicUrl}/auth/callback`,
+      postLogoutRedirectUri: `${settings.publicUrl}/ui`,
+      log: ctx.log,
+    });
+    await app.register(async (auth) => authRoutes(auth, ctx, { settings, cookies, store, relyingParty }));
+    // @fastify/cookie's parser (loaded when the /auth scope registered the plugin): the operator
+    // routes read one cookie, without the plugin's hooks on every route of the app.
+    sessions = createSessionAuthenticator(store, cookies, (header) => fastifyCookie.parse(header));
+  }
   await app.register(async (secured) => {
-    // Every route in here needs a verified bearer token (docs/spec.md section 5).
+    // Every route in here needs a verified bearer token (docs/spec.md section 5), or, for the routes
+    // of the operator page (session.ts SESSION_ROUTES), a signed-in session instead.
     // Callback style: no promise and no microtask turn per request. Only a token checked against a
-    // JWKS for the first time is a promise (auth.ts).
+    // JWKS for the first time is a promise (auth.ts), and a session (a database read).
     secured.addHook('onRequest', (request, _reply, done) => {
       let identity: ReturnType<typeof authenticate>;
       try {
-        identity = authenticate(request);
+        identity = sessions?.applies(request) ? sessions.authenticate(request) : authenticate(request);
       } catch (err) {
         done(err as Error);
         return;
@@ -95,10 +122,12 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     explainRoute(secured, ctx);
     policiesRoute(secured, ctx);
     toolsRoute(secured, ctx);
+    approvalStatsRoute(secured, ctx);
     approvalRoutes(secured, ctx);
     budgetsRoute(secured, ctx);
     usageRoute(secured, ctx);
     webhooksRoute(secured, ctx);
+    meRoute(secured, ctx);
   });
   return app;
 }

@@ -11,6 +11,8 @@ import type { Metrics } from './metrics.js';
 /** What the routes need, shared by all of them. */
 export interface AppContext {
   readonly policies: LivePolicies;
+  /** SHADOW_POLICY_DIR's set, decided beside the serving one on every /decide (src/http/shadow.ts); null when off. */
+  readonly shadow?: LivePolicies | null;
   readonly metrics: Metrics;
   /** null when no database is configured: approval routes then answer 503. */
   readonly approvals: ApprovalService | null;
@@ -23,6 +25,8 @@ export interface AppContext {
   readonly logArgs: boolean;
   readonly adminRole: string;
   readonly approverRole: string;
+  /** FAST_GRANT_SECONDS (GET /approvals/stats); default 5. */
+  readonly fastGrantSeconds?: number;
   /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE): any one of them. */
   readonly policyReaderRoles: readonly string[];
   /** The webhook endpoints and the outbox, for GET /admin/webhooks; absent or null without a database (503). */
@@ -37,9 +41,18 @@ export interface WebhookAdmin {
 
 /** Reload, count it, and log a failure; shared by the route and SIGHUP. */
 export async function reloadAndReport(ctx: AppContext): Promise<{ ok: true } | { ok: false; problems: string[] }> {
-  const outcome = await ctx.policies.reload();
+  const [outcome] = await Promise.all([ctx.policies.reload(), reloadShadow(ctx)]);
   ctx.metrics.reloads.inc({ result: outcome.ok ? 'success' : 'failure' });
   if (outcome.ok) ctx.log.info({ policies: ctx.policies.current().identities }, 'policies reloaded');
   else ctx.log.error({ problems: outcome.problems }, 'policy reload failed; the previous set keeps serving');
   return outcome;
+}
+
+/** The shadow set is reloaded with the serving one; its failure keeps the previous shadow set and changes no answer. */
+async function reloadShadow(ctx: AppContext): Promise<void> {
+  if (!ctx.shadow) return;
+  const outcome = await ctx.shadow.reload();
+  ctx.metrics.shadowReloads.inc({ result: outcome.ok ? 'success' : 'failure' });
+  if (outcome.ok) ctx.log.info({ shadow_policies: ctx.shadow.current().identities }, 'shadow policies reloaded');
+  else ctx.log.error({ problems: outcome.problems }, 'shadow policy reload failed; the previous shadow set keeps deciding beside');
 }

@@ -15,8 +15,10 @@ import { RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './headers.js';
 export const ERRORS = {
   bad_json: { status: 400, title: 'The body is not strict JSON' },
   bad_request: { status: 400, title: 'Bad request' },
+  signin_failed: { status: 400, title: 'Sign-in failed' },
   unauthorized: { status: 401, title: 'Missing or invalid bearer token' },
   forbidden: { status: 403, title: 'Forbidden' },
+  csrf_rejected: { status: 403, title: 'Missing or wrong CSRF token' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
@@ -80,7 +82,7 @@ export function sendProblem(reply: FastifyReply, err: HttpError): FastifyReply {
 }
 
 /** The body fields the approval store is handed as they are (its input errors point at them). */
-const BODY_FIELDS: ReadonlySet<string> = new Set(['args', 'note', 'reason']);
+const BODY_FIELDS: ReadonlySet<string> = new Set(['args', 'note', 'message', 'reason']);
 
 /** The names a body may never use: hosts set identity from the verified token (docs/spec.md section 5). */
 export const IDENTITY_FIELDS: ReadonlySet<string> = new Set(['user', 'sub', 'team', 'agent', 'roles', 'identity', 'claims']);
@@ -118,9 +120,15 @@ export function toHttpError(err: unknown): HttpError {
       'an operator denied this same request recently; it cannot be filed again until the cooldown ends (DENIED_COOLDOWN)',
       {
         retryAfterSec: err.retryAfterSec,
-        body: { approval: err.denial },
+        // The requester is told the denial and its message, never the operators' note.
+        body: { approval: { ...err.denial, decision_note: null } },
       },
     );
+  }
+  if (err instanceof WaitLimitError && err.what === 'streams') {
+    return err.scope === 'caller'
+      ? new HttpError('too_many_waits', `you already hold ${err.limit} streams (MAX_WAITS_PER_CALLER); close one first`, { retryAfterSec: 5 })
+      : new HttpError('unavailable', 'this replica holds as many streams as it may (MAX_WAITS); retry', { retryAfterSec: 5 });
   }
   if (err instanceof WaitLimitError) {
     return err.scope === 'caller'

@@ -89,7 +89,25 @@ export function createMetrics(policies: LivePolicies, options: MetricsOptions = 
       },
     });
   }
-  return { registry, decisions, decideSeconds, reloads, webhookAttempts };
+  // SHADOW_POLICY_DIR (src/http/shadow.ts): present, and zero, when shadow mode is off.
+  const shadowDecisions = new Counter({
+    name: 'gatehouse_shadow_decisions_total',
+    help: 'Requests the shadow policy set (SHADOW_POLICY_DIR) decided beside the serving set.',
+    registers: [registry],
+  });
+  const shadowDisagreements = new Counter({
+    name: 'gatehouse_shadow_disagreements_total',
+    help: 'Requests the shadow policy set decided otherwise than the serving set, by serving decision, shadow decision and the shadow rule that decided.',
+    labelNames: ['serving', 'shadow', 'rule'] as const,
+    registers: [registry],
+  });
+  const shadowReloads = new Counter({
+    name: 'gatehouse_shadow_policy_reloads_total',
+    help: 'Reloads of the shadow policy set, by result.',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  return { registry, decisions, decideSeconds, reloads, webhookAttempts, shadowDecisions, shadowDisagreements, shadowReloads };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

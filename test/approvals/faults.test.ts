@@ -96,7 +96,9 @@ test('a wait spanning a restart is woken by the decision: LISTEN comes back by i
   const listening = createApprovalWaiter(sql, observed, { recheckMs: 600_000 });
   try {
     const { approval } = await store.create(request({ sub: 'waiting-through' }));
-    const waiting = listening.waitForChange(approval, 20_000, { caller: 'waiting-through' });
+    // A long wait: a restart of the server on a busy machine can take many seconds, and LISTEN
+    // reconnects after it (the test is that it does, not how fast).
+    const waiting = listening.waitForChange(approval, 50_000, { caller: 'waiting-through' });
     await checked;
     await restart();
     await decideElsewhere((decider) => decider.deny(approval.id, { sub: 'operator' }, 'no'));
@@ -104,7 +106,7 @@ test('a wait spanning a restart is woken by the decision: LISTEN comes back by i
   } finally {
     await listening.close();
   }
-});
+}, 60_000);
 
 test('a waiter created while the server is down works once the server is back', async () => {
   await server.stop();

@@ -561,6 +561,7 @@ describe('the schema is the backstop', () => {
     expect(rows.map((r) => r.conname)).toEqual([
       'approvals_consumed_at',
       'approvals_decided_fields',
+      'approvals_message_on_denial',
       'approvals_not_self_decided',
       'approvals_pending_undecided',
     ]);
@@ -576,6 +577,7 @@ describe('the schema is the backstop', () => {
       'approval_events.at': 'timestamp with time zone',
       'approval_events.from_status': 'approval_status',
       'approval_events.id': 'bigint',
+      'approval_events.message': 'note_text',
       'approval_events.note': 'note_text',
       'approval_events.to_status': 'approval_status',
       'approvals.args': 'json_object_text',
@@ -585,6 +587,7 @@ describe('the schema is the backstop', () => {
       'approvals.created_at': 'timestamp with time zone',
       'approvals.decided_at': 'timestamp with time zone',
       'approvals.decided_by': 'name_text',
+      'approvals.decision_message': 'note_text',
       'approvals.decision_note': 'note_text',
       'approvals.expires_at': 'timestamp with time zone',
       'approvals.hash': 'sha256_text',

@@ -17,7 +17,7 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; err:
   return { code, out, err };
 }
 
-const COMMANDS = ['check', 'test', 'hash', 'token', 'serve', 'mcp-proxy', 'hook', 'version', 'help'] as const;
+const COMMANDS = ['check', 'test', 'hash', 'token', 'replay', 'cases', 'serve', 'mcp-proxy', 'hook', 'version', 'help'] as const;
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 
 describe('help', () => {

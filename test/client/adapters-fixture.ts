@@ -62,3 +62,19 @@ export function firstPending<T>(): { onPending: (p: T) => void; seen: Promise<T>
 }
 
 export const newRunId = (): string => `run-${randomUUID()}`;
+
+/** A fetch that loses the answer of the first redeem (POST /decide citing an approval) after the server acted. */
+export function loseFirstRedeemAnswer(): { fetch: typeof fetch; lost: () => number } {
+  let lost = 0;
+  return {
+    fetch: async (input, init) => {
+      const res = await fetch(input, init);
+      if (lost === 0 && typeof init?.body === 'string' && init.body.includes('"approval_id"')) {
+        lost++;
+        throw new TypeError('fetch failed: the connection was reset');
+      }
+      return res;
+    },
+    lost: () => lost,
+  };
+}

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { GatehouseAbortError, gatehouseToolApproval, gateTools, type PendingRequest, settleApprovalRequests } from '../../src/client/ai-sdk.js';
 import { fileStore, type GatehouseClient } from '../../src/client/index.js';
-import { firstPending, type Gatehouse, newRunId, startGatehouse } from './adapters-fixture.js';
+import { firstPending, type Gatehouse, loseFirstRedeemAnswer, newRunId, startGatehouse } from './adapters-fixture.js';
 
 type LanguageModelV4GenerateResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
 type Prompt = MockLanguageModelV4['doGenerateCalls'][number]['prompt'];
@@ -318,23 +318,14 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
   it('a redeem whose answer is lost is sent again under its key: the tool runs once, the grant is consumed once', async () => {
     const ledger: string[] = [];
     const runId = newRunId();
-    let lost = 0;
-    // The network drops the answer of the first redeem (POST /decide citing the approval), after the server acted.
-    const lossy: typeof fetch = async (input, init) => {
-      const res = await fetch(input, init);
-      if (lost === 0 && typeof init?.body === 'string' && init.body.includes('"approval_id"')) {
-        lost++;
-        throw new TypeError('fetch failed: the connection was reset');
-      }
-      return res;
-    };
-    const client = gh.agent({ fetch: lossy });
+    const lossy = loseFirstRedeemAnswer();
+    const client = gh.agent({ fetch: lossy.fetch });
     const { model, first, messages } = await stopForOperator(client, ledger, runId, 'R7');
     const [filed] = await gh.approvalsOf(runId);
     await gh.operator.approvals.grant(filed!.id);
     const { responses } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
     await resume(model, client, ledger, runId, [...messages, { role: 'tool', content: responses }]);
-    expect(lost).toBe(1);
+    expect(lossy.lost()).toBe(1);
     expect(ledger).toEqual(['refund R7 150']);
     expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'consumed']]);
   });

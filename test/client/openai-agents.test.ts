@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { fileStore, type GatehouseClient } from '../../src/client/index.js';
 import { GatehouseAbortError, gatedTool, settleInterruptions } from '../../src/client/openai-agents.js';
-import { firstPending, type Gatehouse, newRunId, startGatehouse } from './adapters-fixture.js';
+import { firstPending, type Gatehouse, loseFirstRedeemAnswer, newRunId, startGatehouse } from './adapters-fixture.js';
 
 let gh: Gatehouse;
 beforeAll(async () => {
@@ -295,17 +295,8 @@ describe('an approval: filed by needsApproval, decided in Gatehouse, redeemed by
   it('a redeem whose answer is lost is sent again under its key: the tool runs once, the grant is consumed once', async () => {
     const ledger: string[] = [];
     const runId = newRunId();
-    let lost = 0;
-    // The network drops the answer of the first redeem (POST /decide citing the approval), after the server acted.
-    const lossy: typeof fetch = async (input, init) => {
-      const res = await fetch(input, init);
-      if (lost === 0 && typeof init?.body === 'string' && init.body.includes('"approval_id"')) {
-        lost++;
-        throw new TypeError('fetch failed: the connection was reset');
-      }
-      return res;
-    };
-    const client = gh.agent({ fetch: lossy });
+    const lossy = loseFirstRedeemAnswer();
+    const client = gh.agent({ fetch: lossy.fetch });
     const model = new ScriptedModel([[call('refund', { order: 'R6', amount: 150 })], [assistantMessage('Refunded.')]]);
     const agent = agentWith(client, ledger, model);
     const first = await runner.run(agent, 'Refund R6.', { context: { runId } });
@@ -313,7 +304,7 @@ describe('an approval: filed by needsApproval, decided in Gatehouse, redeemed by
     await gh.operator.approvals.grant(filed!.id);
     await settleInterruptions(first, client, { maxWaitMs: 0 });
     await runner.run(agent, first.state);
-    expect(lost).toBe(1);
+    expect(lossy.lost()).toBe(1);
     expect(ledger).toEqual(['refund R6 150']);
     expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'consumed']]);
   });

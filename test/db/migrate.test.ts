@@ -47,12 +47,13 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
       '0009_webhook_outbox.sql',
-      '0010_reserved.sql',
-      '0011_budgets.sql',
+      '0010_decision_message.sql',
+      '0011_operator_sessions.sql',
+      '0012_budgets.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -87,11 +88,12 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
       '0009_webhook_outbox.sql',
-      '0010_reserved.sql',
-      '0011_budgets.sql',
+      '0010_decision_message.sql',
+      '0011_operator_sessions.sql',
+      '0012_budgets.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -147,7 +149,7 @@ test('refuses an edited applied file and an applied file missing from disk', asy
   expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
 });
 
-test('0002 to 0011 on a database holding approvals: the rows stay as they were and keep moving', async () => {
+test('0002 to 0012 on a database holding approvals: the rows stay as they were and keep moving', async () => {
   const db = await emptyDatabase();
   const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
   await migrate(db.sql, first);
@@ -182,13 +184,14 @@ test('0002 to 0011 on a database holding approvals: the rows stay as they were a
       '0007_cancel_and_run.sql',
       '0008_idempotency_keys.sql',
       '0009_webhook_outbox.sql',
-      '0010_reserved.sql',
-      '0011_budgets.sql',
+      '0010_decision_message.sql',
+      '0011_operator_sessions.sql',
+      '0012_budgets.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
-  expect(after.map(({ requirements, context, run_id, ...rest }) => ({ requirements, context, run_id, rest }))).toEqual(
-    before.map((rest) => ({ requirements: null, context: null, run_id: null, rest })),
+  expect(after.map(({ requirements, context, run_id, decision_message, ...rest }) => ({ requirements, context, run_id, decision_message, rest }))).toEqual(
+    before.map((rest) => ({ requirements: null, context: null, run_id: null, decision_message: null, rest })),
   );
   // The change of types discarded the columns' statistics; the migration gathered them again.
   const stats = await db.sql<{ attname: string }[]>`select attname from pg_stats where tablename = 'approvals' order by attname`;
@@ -207,4 +210,56 @@ test('0002 to 0011 on a database holding approvals: the rows stay as they were a
   // New rows go in beside them, and the idempotent create still finds the live row.
   const again = await store.create(request({ sub: 'agent-c' }));
   expect(await store.create(request({ sub: 'agent-c' }))).toEqual({ approval: again.approval, created: false });
+});
+
+test('0010: a denial written before it keeps its reason as the message for the agent; its note stays for the record', async () => {
+  const db = await emptyDatabase();
+  const files: Record<string, string> = {};
+  for (const name of [
+    '0001_approvals.sql',
+    '0002_column_domains.sql',
+    '0003_fewer_indexes.sql',
+    '0004_guard_by_column.sql',
+    '0005_requirements.sql',
+    '0006_context.sql',
+    '0007_cancel_and_run.sql',
+    '0008_idempotency_keys.sql',
+    '0009_webhook_outbox.sql',
+  ]) {
+    files[name] = await readFile(join(MIGRATIONS_DIR, name), 'utf8');
+  }
+  await migrate(db.sql, await migrationsDir(files));
+  const old = request({ sub: 'agent-a' });
+  const deniedId = '0190a0c0-0000-7000-8000-00000000000c';
+  const grantedId = '0190a0c0-0000-7000-8000-00000000000d';
+  for (const [id, sub] of [
+    [deniedId, 'agent-a'],
+    [grantedId, 'agent-b'],
+  ] as const) {
+    await db.sql`
+      insert into approvals (id, status, hash, kind, tool, args, capability, presentation, reason, rule, requester_sub, policies, expires_at)
+      values (${id}, 'pending', ${old.descriptor.hash}, ${old.descriptor.kind}, ${old.tool}, ${canonicalize(old.args)},
+              ${canonicalize(old.descriptor.capability)}, ${canonicalize(old.descriptor.presentation)},
+              ${old.descriptor.requirements[0]!.reason}, ${old.descriptor.requirements[0]!.rule}, ${sub},
+              ${db.sql.json(old.policies.map((p) => ({ ...p })))}, now() + interval '1 hour')`;
+  }
+  await db.sql`update approvals set status = 'denied', decided_by = 'operator-1', decided_at = now(), decision_note = 'not this order' where id = ${deniedId}`;
+  await db.sql`update approvals set status = 'granted', decided_by = 'operator-1', decided_at = now(), decision_note = 'fine' where id = ${grantedId}`;
+
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0010_decision_message.sql', '0011_operator_sessions.sql', '0012_budgets.sql']);
+  const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
+    select id, decision_note, decision_message from approvals order by id`;
+  expect(rows).toEqual([
+    { id: deniedId, decision_note: 'not this order', decision_message: 'not this order' },
+    { id: grantedId, decision_note: 'fine', decision_message: null },
+  ]);
+  // Final, like the other decision fields; and only a denial carries a message.
+  await expect(db.sql`update approvals set decision_message = 'rewritten' where id = ${deniedId}`).rejects.toThrow(/a decision is final/);
+  await expect(db.sql`update approvals set decision_message = 'added' where id = ${grantedId}`).rejects.toThrow(/a decision is final/);
+  const store = createApprovalStore(db.sql, { approvalTtlMs: 3_600_000, grantTtlMs: 600_000, deadlineMs: 10_000 });
+  expect(await store.get(deniedId)).toMatchObject({ status: 'denied', decision_note: 'not this order', decision_message: 'not this order' });
+  const { approval } = await store.create(request({ sub: 'agent-c' }));
+  await expect(db.sql`update approvals set decision_message = 'sneaked in' where id = ${approval.id}`).rejects.toThrow(
+    /approvals_(pending_undecided|message_on_denial)/,
+  );
 });

@@ -14,10 +14,12 @@ import { buildApp } from '../../src/http/app.js';
 import type { AppContext } from '../../src/http/context.js';
 import type { JwksKeys } from '../../src/http/jwks.js';
 import { createMetrics } from '../../src/http/metrics.js';
+import type { SignInSettings } from '../../src/http/session.js';
 import { createLivePolicies } from '../../src/policy/live.js';
 import { approvalLink, type WebhookEndpoint } from '../../src/webhooks/events.js';
 import { createOutbox } from '../../src/webhooks/outbox.js';
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
+import { createSessionStore } from '../../src/sessions/store.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
 /** A copy of the example policies (policies/ belongs to users: tests never read it). */
@@ -27,6 +29,10 @@ export const SECRET = 'gatehouse-test-secret-0123456789abcdef';
 
 export interface TestAppOptions {
   policyDir?: string;
+  /** FAST_GRANT_SECONDS (GET /approvals/stats). */
+  fastGrantSeconds?: number;
+  /** SHADOW_POLICY_DIR: a set decided beside the serving one. */
+  shadowPolicyDir?: string;
   env?: string | null;
   /** Give the app a fresh migrated database (approvals). */
   database?: boolean | TestDatabase;
@@ -60,6 +66,8 @@ export interface TestAppOptions {
   connections?: Partial<ConnectionLimits>;
   /** WEBHOOKS: events are queued on transitions and, unless `worker: false`, delivered by a worker of this app. */
   webhooks?: TestWebhooks;
+  /** Sign-in for people (OIDC): its settings; the session store is made on the app's database. */
+  signin?: SignInSettings;
 }
 
 export interface TestWebhooks extends Partial<Omit<WebhookWorkerOptions, 'endpoints'>> {
@@ -82,6 +90,8 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const logs = options.logs;
   const log = pino({ level: logs ? 'info' : 'silent' }, { write: (line: string) => logs?.push(JSON.parse(line) as Record<string, unknown>) });
   const policies = await createLivePolicies(options.policyDir ?? EXAMPLE_POLICIES, options.env === undefined ? 'prod' : options.env);
+  const shadow =
+    options.shadowPolicyDir === undefined ? null : await createLivePolicies(options.shadowPolicyDir, options.env === undefined ? 'prod' : options.env);
   let db: TestDatabase | null = null;
   let approvals: AppContext['approvals'] = null;
   let limits: AppContext['limits'] = null;
@@ -135,6 +145,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   }
   const ctx: AppContext = {
     policies,
+    shadow,
     metrics,
     approvals,
     limits,
@@ -142,10 +153,16 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     logArgs: options.logArgs ?? false,
     adminRole: 'admin',
     approverRole: 'approver',
+    ...(options.fastGrantSeconds !== undefined ? { fastGrantSeconds: options.fastGrantSeconds } : {}),
     policyReaderRoles: options.policyReaderRoles ?? ['admin', 'approver'],
     webhooks,
   };
+  const signin = options.signin;
+  if (signin !== undefined && db === null) throw new Error('signin needs a database (the session store)');
   const app = await buildApp(ctx, {
+    ...(signin !== undefined && db !== null
+      ? { signin: { settings: signin, store: createSessionStore(db.sql, { ttlMs: signin.sessionTtlMs, deadlineMs: options.deadlineMs ?? 5_000 }) } }
+      : {}),
     bodyLimit: options.bodyLimit ?? 1_048_576,
     connections: { ...loadConfig({}).connections, ...options.connections },
     logger: log,

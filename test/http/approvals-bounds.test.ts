@@ -120,6 +120,7 @@ describe('lists carry summaries', () => {
         'created_at',
         'decided_at',
         'decided_by',
+        'decision_message',
         'decision_note',
         'expires_at',
         'hash',
@@ -145,10 +146,12 @@ describe('DENIED_COOLDOWN: a denied request cannot be filed again at once', () =
     const sub = newSub();
     const body = refund();
     const { id } = await file(sub, body);
-    expect((await post(t.app, `/approvals/${id}/deny`, { reason: 'looks like fraud' }, approverToken())).statusCode).toBe(200);
+    const denial = { note: 'looks like fraud', message: 'This refund was declined.' };
+    expect((await post(t.app, `/approvals/${id}/deny`, denial, approverToken())).statusCode).toBe(200);
     const again = await post(t.app, '/approvals', body, agent(sub));
     const problem = expectProblem(again, 409, 'recently_denied');
-    expect(problem.approval).toMatchObject({ id, status: 'denied', decided_by: 'operator-1', decision_note: 'looks like fraud' });
+    // The requester is told the message for the agent, never the operators' note.
+    expect(problem.approval).toMatchObject({ id, status: 'denied', decided_by: 'operator-1', decision_note: null, decision_message: denial.message });
     expect(problem.approval).not.toHaveProperty('args');
     const retryAfter = Number(again.headers['retry-after']);
     expect(retryAfter).toBeGreaterThan(590);

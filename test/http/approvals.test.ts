@@ -767,6 +767,141 @@ describe('GET /approvals: filters and keyset pagination', () => {
   });
 });
 
+describe('GET /approvals: kind, requester, search, history, order and count', () => {
+  const alice = newSub('alice');
+  const bob = newSub('bob');
+  const made: ApprovalBody[] = [];
+  beforeAll(async () => {
+    // alice: two refunds and a vendor dispatch (another kind); bob: one refund, run "run-x7".
+    made.push((await requestApproval(alice, { tool: 'refund', args: { order: 'Q-100%_', amount: 120, note: 'first' } })).approval);
+    made.push((await requestApproval(alice, { tool: 'refund', args: { order: 'Q-2', amount: 130, note: 'second' } })).approval);
+    const v = await post(t.app, '/approvals', { tool: 'dispatch_vendor', args: { unitId: 'U9', estimateUsd: 320 } }, agent(alice));
+    made.push(v.json() as ApprovalBody);
+    made.push((await requestApproval(bob, { ...bigRefund(), run: { id: 'run-x7' } } as ReturnType<typeof bigRefund>)).approval);
+    expect((await deny(made[1]!.id, approverToken('op-history'), { note: 'Duplicate of Q-1, internal', message: 'Declined.' })).statusCode).toBe(200);
+    expect((await grant(made[0]!.id, approverToken('op-history'), { note: 'Verified by phone' })).statusCode).toBe(200);
+  });
+  const ids = async (query: string, tok = approverToken()): Promise<string[]> => {
+    const res = await get(t, `/approvals${query}`, tok);
+    expect(res.statusCode, res.body).toBe(200);
+    return (res.json() as { items: ApprovalBody[] }).items.map((a) => a.id);
+  };
+  const at = (...i: number[]): string[] => i.map((n) => made[n]!.id);
+
+  it('kind and requester filter exactly', async () => {
+    expect(await ids(`?requester=${alice}`)).toEqual(at(2, 1, 0));
+    expect(await ids(`?requester=${alice}&kind=${made[2]!.kind}`)).toEqual(at(2));
+    expect(await ids(`?requester=${alice}&kind=refund_over`)).toEqual([]);
+    // A requester filter never widens what a non-approver sees.
+    expect(await ids(`?requester=${alice}`, agent(bob))).toEqual([]);
+  });
+
+  it('q finds text in the arguments, the run id, the requester and the approver, case-insensitively; LIKE characters are literal', async () => {
+    expect(await ids(`?requester=${alice}&q=q-100`)).toEqual(at(0));
+    expect(await ids(`?q=${encodeURIComponent('100%_')}`)).toEqual(at(0));
+    expect(await ids(`?requester=${alice}&q=${encodeURIComponent('%')}`)).toEqual(at(0));
+    expect(await ids('?q=RUN-X7')).toEqual(at(3));
+    expect(await ids(`?q=${bob}`)).toEqual(at(3));
+    expect(await ids(`?requester=${alice}&q=op-history`)).toEqual(at(1, 0));
+    expect(await ids(`?q=${made[2]!.id.slice(-12)}`)).toEqual(at(2));
+  });
+
+  it('q reads decision notes for approvers only; the message for anyone who may see it', async () => {
+    expect(await ids(`?requester=${alice}&q=internal`)).toEqual(at(1));
+    expect(await ids('?q=internal', agent(alice))).toEqual([]);
+    expect(await ids('?q=declined', agent(alice))).toEqual(at(1));
+  });
+
+  it('decided=true is the history: what an operator decided, with who, when and the note', async () => {
+    const res = await get(t, `/approvals?requester=${alice}&decided=true`, approverToken());
+    const items = (res.json() as { items: (ApprovalBody & { decided_at: string; decision_message: string | null })[] }).items;
+    expect(items.map((a) => [a.id, a.status, a.decided_by, a.decision_note, a.decision_message])).toEqual([
+      [made[1]!.id, 'denied', 'op-history', 'Duplicate of Q-1, internal', 'Declined.'],
+      [made[0]!.id, 'granted', 'op-history', 'Verified by phone', null],
+    ]);
+    expect(items.every((a) => typeof a.decided_at === 'string')).toBe(true);
+  });
+
+  it('order=oldest walks the same approvals the other way, page by page; count counts all pages', async () => {
+    const query = `?requester=${alice}&order=oldest&limit=2&count=true`;
+    const first = (await get(t, `/approvals${query}`, approverToken())).json() as { items: ApprovalBody[]; next_cursor: string; count: number };
+    expect(first.items.map((a) => a.id)).toEqual(at(0, 1));
+    expect(first.count).toBe(3);
+    const rest = (await get(t, `/approvals${query}&cursor=${first.next_cursor}`, approverToken())).json() as { items: ApprovalBody[]; next_cursor: null };
+    expect(rest.items.map((a) => a.id)).toEqual(at(2));
+    expect(rest.next_cursor).toBeNull();
+    // Without count=true, no count.
+    expect((await get(t, `/approvals?requester=${alice}`, approverToken())).json()).not.toHaveProperty('count');
+    expect(((await get(t, `/approvals?requester=${alice}&status=pending&count=true&limit=1`, approverToken())).json() as { count: number }).count).toBe(1);
+    // A cursor of one order is refused by the other.
+    const wrong = expectProblem(await get(t, `/approvals?requester=${alice}&cursor=${first.next_cursor}`, approverToken()), 400);
+    expect(wrong).toMatchObject({ errors: [{ pointer: '/cursor', message: 'invalid_cursor' }] });
+  });
+
+  it('a filter value the store cannot hold points at its parameter', async () => {
+    for (const name of ['kind', 'requester', 'q']) {
+      const body = expectProblem(await get(t, `/approvals?${name}=%00`, approverToken()), 400);
+      expect(body).toMatchObject({ code: 'invalid_query', errors: [{ pointer: `/${name}`, message: 'invalid_filter' }] });
+    }
+  });
+});
+
+describe("a decision's two texts: the note for the record, the message for the agent", () => {
+  it('the model is told the message, never the note; the requester reads the message, approvers both', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    const note = 'Looks like fraud, do not tell them';
+    const message = 'An operator declined this refund.';
+    const denied = await deny(approval.id, approverToken(), { note, message });
+    expect(denied.json()).toMatchObject({ status: 'denied', decision_note: note, decision_message: message });
+    const d = (await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub))).json() as DecisionBody;
+    expect(d.decision).toBe('deny');
+    expect(d.message).toContain(message);
+    expect(`${d.message} ${d.reason}`).not.toContain('fraud');
+    expect((await get(t, `/approvals/${approval.id}`, agent(sub))).json()).toMatchObject({ decision_note: null, decision_message: message });
+    expect((await get(t, `/approvals/${approval.id}`, approverToken('operator-2'))).json()).toMatchObject({ decision_note: note, decision_message: message });
+    const listed = (await get(t, '/approvals?status=denied', agent(sub))).json() as { items: ApprovalBody[] };
+    expect(listed.items.find((a) => a.id === approval.id)).toMatchObject({ decision_note: null, decision_message: message });
+    const events = await t.db!.sql<{ note: string | null; message: string | null }[]>`
+      select note, message from approval_events where approval_id = ${approval.id} and to_status = 'denied'`;
+    expect(events).toEqual([{ note, message }]);
+  });
+
+  it('a note alone tells the model nothing of it', async () => {
+    const sub = newSub();
+    const { approval, body } = await requestApproval(sub);
+    await deny(approval.id, approverToken(), { note: 'internal reasons' });
+    const d = (await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub))).json() as DecisionBody;
+    expect(d.reason).toBe(`an operator denied approval ${approval.id}`);
+    expect(d.message).not.toContain('internal');
+  });
+
+  it("an older client's `reason` is both, as it always was; with a note or a message it stands for the other", async () => {
+    const sub = newSub();
+    const first = await requestApproval(sub);
+    expect((await deny(first.approval.id, approverToken(), { reason: 'frozen this week' })).json()).toMatchObject({
+      decision_note: 'frozen this week',
+      decision_message: 'frozen this week',
+    });
+    const second = await requestApproval(sub);
+    expect((await deny(second.approval.id, approverToken(), { note: 'n', reason: 'r' })).json()).toMatchObject({ decision_note: 'n', decision_message: 'r' });
+  });
+
+  it("a grant's note is for the record: the requester does not see it", async () => {
+    const sub = newSub();
+    const { approval } = await requestApproval(sub);
+    await grant(approval.id, approverToken(), { note: 'called the customer' });
+    expect((await get(t, `/approvals/${approval.id}`, agent(sub))).json()).toMatchObject({ status: 'granted', decision_note: null, decision_message: null });
+  });
+
+  it('a message the store cannot hold is 422 naming it', async () => {
+    const sub = newSub();
+    const { approval } = await requestApproval(sub);
+    const res = await deny(approval.id, approverToken(), { message: 'a\u0000b' });
+    expect(expectProblem(res, 422)).toMatchObject({ errors: [{ pointer: '/message' }] });
+  });
+});
+
 describe('the database goes away and comes back', () => {
   let pg: PrivatePostgres;
   let db: TestDatabase;

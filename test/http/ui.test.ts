@@ -1,13 +1,14 @@
 // GET /ui: the operator page is static, locked down by its headers, and puts values on the page as
-// text only (the presentation is model-chosen content: docs/spec.md section 5). Each card shows the exact
-// call a grant lets run (tool and full args: the approval hash binds them, docs/spec.md section 4) and names
-// the arguments neither the capability nor the presentation shows.
+// text only. The card's logic (src/http/ui/card.js) runs here in a fresh context on the JSON the
+// browser would receive: numbers and strings as written, every character that hides or poses as
+// another shown as an escape and reported, and the arguments no requirement picks named. The page
+// itself is driven in Chromium by test/ui/page.browser.test.ts.
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
 import { approverToken, createTestApp, post, token, type TestApp } from '../helpers/app.js';
 
 const ui = (name: string): string => readFileSync(new URL(`../../src/http/ui/${name}`, import.meta.url), 'utf8');
@@ -21,22 +22,54 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-/** The page's own card logic, run in a fresh context on the JSON the browser would receive. */
-function cardText(approval: unknown): Record<string, string> {
-  const out = runInNewContext(`${CARD_JS}\nJSON.stringify(cardText(JSON.parse(input)))`, { input: JSON.stringify(approval) }) as string;
-  return JSON.parse(out) as Record<string, string>;
+interface Part {
+  text: string;
+  esc?: boolean;
+  title?: string;
+}
+interface Token {
+  k: string;
+  text?: string;
+  parts?: Part[];
+}
+interface Finding {
+  where: string;
+  kind: string;
+  text: string;
+}
+interface View {
+  tool: string;
+  args: Token[];
+  context: Token[] | null;
+  requirements: { reason: Part[]; source: string }[];
+  unshown: string[];
+  requester: Part[];
+  run: Part[];
+  policies: string;
+  findings: Finding[];
 }
 
-/** An approval as GET /approvals returns it (only the fields the card reads matter). */
-function approvalOf(parts: {
-  tool?: string;
-  args: object;
-  capability: object;
-  presentation: object;
-  requirements?: object[];
-  context?: object;
-}): Record<string, unknown> {
-  return {
+/** card.js's cardView of an approval given as JSON text (the body GET /approvals/{id} answers). */
+function cardView(body: string): View & { argsText: string; contextText: string | null } {
+  const out = runInNewContext(
+    `${CARD_JS}\nconst v = cardView(parseExact(input)); JSON.stringify({ ...v, argsText: tokensText(v.args), contextText: v.context && tokensText(v.context) })`,
+    { input: body },
+  ) as string;
+  return JSON.parse(out) as View & { argsText: string; contextText: string | null };
+}
+/** card.js's inspect() of one string. */
+function inspect(s: string, json = false): { parts: Part[]; findings: { kind: string; text: string }[] } {
+  return JSON.parse(runInNewContext(`${CARD_JS}\nJSON.stringify(inspect(input, json))`, { input: s, json }) as string);
+}
+const shown = (s: string): string =>
+  inspect(s)
+    .parts.map((p) => p.text)
+    .join('');
+
+/** An approval as GET /approvals/{id} returns it (only the fields the card reads matter), as JSON text. */
+function approvalJson(parts: Record<string, unknown> & { argsText?: string }): string {
+  const { argsText, ...rest } = parts;
+  const body = JSON.stringify({
     id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab',
     status: 'pending',
     kind: 'payment',
@@ -44,10 +77,16 @@ function approvalOf(parts: {
     reason: 'payments need an operator',
     rule: 'pay',
     requester: { sub: 'agent-1', team: 'support', agent: 'bot' },
+    run_id: null,
+    created_at: '2029-12-31T00:00:00.000Z',
     expires_at: '2030-01-01T00:00:00.000Z',
-    presentation_label: 'Model-chosen content: shown for review, not instructions to follow.',
-    ...parts,
-  };
+    policies: [{ policy: 'pay', version: '3', digest: `sha256:${'a'.repeat(64)}` }],
+    capability: {},
+    presentation: {},
+    args: '@ARGS@',
+    ...rest,
+  });
+  return body.replace('"@ARGS@"', argsText ?? JSON.stringify(parts['args'] ?? {}));
 }
 
 describe('the approval page', () => {
@@ -55,6 +94,7 @@ describe('the approval page', () => {
     ['/ui', 'text/html'],
     ['/ui/card.js', 'text/javascript'],
     ['/ui/page.js', 'text/javascript'],
+    ['/ui/session.js', 'text/javascript'],
     ['/ui/page.css', 'text/css'],
   ] as const) {
     it(`${url} is served without a token, with a strict CSP`, async () => {
@@ -64,21 +104,25 @@ describe('the approval page', () => {
       const csp = String(res.headers['content-security-policy']);
       expect(csp).toContain("default-src 'none'");
       expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("connect-src 'self'");
       expect(csp).not.toContain('unsafe-inline');
       expect(csp).not.toContain('unsafe-eval');
       expect(res.headers['x-content-type-options']).toBe('nosniff');
     });
   }
 
-  it('has no inline script (the CSP would block it) and loads card.js, then page.js', async () => {
+  it('has no inline script or handler (the CSP would block them) and loads card.js, session.js, then page.js', async () => {
     const html = (await t.app.inject({ method: 'GET', url: '/ui' })).body;
-    expect(html).toMatch(/<script src="\/ui\/card\.js" defer><\/script>\n<script src="\/ui\/page\.js" defer><\/script>/);
-    expect(html.match(/<script/g)).toHaveLength(2);
+    expect(html).toMatch(
+      /<script src="\/ui\/card\.js" defer><\/script>\n<script src="\/ui\/session\.js" defer><\/script>\n<script src="\/ui\/page\.js" defer><\/script>/,
+    );
+    expect(html.match(/<script/g)).toHaveLength(3);
     expect(html).not.toMatch(/\son[a-z]+=/i);
+    expect(html).not.toMatch(/\sstyle=/i);
   });
 
   it('serves the files of src/http/ui as they are', async () => {
-    for (const name of ['card.js', 'page.js', 'page.css']) {
+    for (const name of ['card.js', 'session.js', 'page.js', 'page.css']) {
       expect((await t.app.inject({ method: 'GET', url: `/ui/${name}` })).body).toBe(ui(name));
     }
     expect((await t.app.inject({ method: 'GET', url: '/ui' })).body).toBe(PAGE_HTML);
@@ -92,125 +136,164 @@ describe('the approval page', () => {
     expect(PAGE_JS).toContain('textContent');
   });
 
-  it('labels the presentation as model-chosen content', async () => {
-    const html = (await t.app.inject({ method: 'GET', url: '/ui' })).body;
-    expect(html).toContain('Presentation: model-chosen content, not instructions');
-    expect(html).toContain('data-field="presentation_label"');
+  it('calls the API through one function, which adds the credentials', () => {
+    expect(PAGE_JS.match(/\bfetch\(/g)).toHaveLength(1);
+    expect(PAGE_JS.match(/authorization/g)).toHaveLength(1);
   });
 
-  it('shows the exact call (tool and full args) as what a grant lets run, labelled model-chosen', async () => {
-    const html = (await t.app.inject({ method: 'GET', url: '/ui' })).body;
-    expect(html).toContain('The exact call a grant lets run, once');
-    expect(html).toContain('model-chosen content, shown as text');
-    expect(html).toMatch(/<section class="call">[\s\S]*data-field="tool"[\s\S]*<pre data-field="args"><\/pre>[\s\S]*data-field="unshown"[\s\S]*<\/section>/);
-    // The capability is still shown, but it is not what a grant authorizes: the args are.
-    expect(html).toContain('data-field="capability"');
-    expect(html).not.toMatch(/what a grant authorizes/i);
-  });
-
-  it('fills every field of the card template', () => {
-    const fields = [...PAGE_HTML.matchAll(/data-field="([a-z_]+)"/g)].map((m) => m[1]);
-    const texts = cardText(approvalOf({ args: { amount: 10 }, capability: { amount: 10 }, presentation: { amount: 10 } }));
-    for (const field of fields) expect(Object.keys(texts), field).toContain(field);
-  });
-
-  it("shows the request's context, the host's facts the grant is bound to", () => {
-    const context = { sandbox: { network: false }, repo: 'acme/api' };
-    expect(JSON.parse(cardText(approvalOf({ args: {}, capability: {}, presentation: {}, context })).context!)).toEqual(context);
-    expect(cardText(approvalOf({ args: {}, capability: {}, presentation: {} })).context).toBe('(none)');
-  });
-
-  it('names the run the request came from', () => {
-    expect(cardText({ ...approvalOf({ args: {}, capability: {}, presentation: {} }), run_id: 'run-7' }).run_id).toBe('run-7');
-    expect(cardText(approvalOf({ args: {}, capability: {}, presentation: {} })).run_id).toBe('(none)');
+  it('holds no form around a decision: Enter in a text field submits nothing', () => {
+    const card = PAGE_HTML.slice(PAGE_HTML.indexOf('<template id="card">'), PAGE_HTML.indexOf('</template>'));
+    expect(card).not.toContain('<form');
+    expect(card).not.toContain('type="submit"');
+    expect(card).toMatch(/<textarea data-f="note"/);
+    expect(card).toMatch(/<textarea data-f="message"/);
   });
 });
 
-describe('the card: numbers exactly as written', () => {
-  it('writes a number the page kept as its source text back as that bare number (12345678901234567890, 120.50)', () => {
-    // What parseExact gives in a browser with the reviver's source text (npm run check:ui drives it in Chromium).
-    const exact = (source: string): string => `\u0000exact:${source}`;
-    const texts = cardText(
-      approvalOf({ args: { id: exact('12345678901234567890'), amount: exact('120.50'), n: 5 }, capability: { amount: exact('120.50') }, presentation: {} }),
+describe('the card: numbers and strings exactly as written', () => {
+  it('keeps every number as its text, and every string a quoted string: no marker can make one the other', () => {
+    const argsText = '{"id":12345678901234567890,"amount":120.50,"tiny":1e-400,"memo":"\\u0000exact:12345","digits":"12345","n":5}';
+    const v = cardView(approvalJson({ argsText }));
+    expect(v.argsText).toBe(
+      '{\n  "id": 12345678901234567890,\n  "amount": 120.50,\n  "tiny": 1e-400,\n  "memo": "\\u0000exact:12345",\n  "digits": "12345",\n  "n": 5\n}',
     );
-    expect(texts.args).toBe('{\n  "id": 12345678901234567890,\n  "amount": 120.50,\n  "n": 5\n}');
-    expect(texts.capability).toBe('{\n  "amount": 120.50\n}');
-    expect(texts.unshown).toContain('"id"');
+    expect(v.args.filter((x) => x.k === 'num').map((x) => x.text)).toEqual(['12345678901234567890', '120.50', '1e-400', '5']);
+    expect(v.args.filter((x) => x.k === 'str').map((x) => x.parts!.map((p) => p.text).join(''))).toEqual(['"\\u0000exact:12345"', '"12345"']);
+    expect(v.findings).toEqual([{ where: 'args.memo', kind: 'control', text: 'U+0000 NULL (a control character)' }]);
   });
 
-  it('parses plainly where the browser gives no source text (numbers as doubles, as before)', () => {
-    const parsed = runInNewContext(`${CARD_JS}\nJSON.stringify(parseExact(input))`, { input: '{"a":120.50,"b":[1,2.0]}' }) as string;
-    expect(JSON.parse(parsed)).toEqual({ a: 120.5, b: [1, 2] });
+  it('writes quotes and backslashes in strings as JSON does; empty containers, literals and nesting as JSON.stringify(v, null, 2)', () => {
+    const args = { q: 'say "hi" \\ bye', list: [1, [], {}, true, null], nested: { a: { b: 'c' } } };
+    expect(cardView(approvalJson({ args })).argsText).toBe(JSON.stringify(args, null, 2));
+  });
+
+  it('parses strictly: trailing text or a bad escape is refused', () => {
+    for (const bad of ['{"a":1} x', '{"a":"\\x"}', '{"a":01}', '[1,]', '{"a" 1}']) {
+      expect(() => runInNewContext(`${CARD_JS}\nparseExact(input)`, { input: bad }), bad).toThrow(/JSON/);
+    }
   });
 });
 
-describe('the card: the exact call, and arguments the shape leaves out', () => {
-  const args = { amount: 10, memo: 'monthly rent', recipient_iban: 'XX00ATTACKER', currency: 'BTC' };
-
-  it('shows the full args and flags the keys in neither the capability nor the presentation', () => {
-    const texts = cardText(approvalOf({ args, capability: { amount: 10 }, presentation: { amount: 10, memo: 'monthly rent' } }));
-    expect(texts.tool).toBe('send_payment');
-    expect(JSON.parse(texts.args!)).toEqual(args);
-    expect(texts.args).toContain('XX00ATTACKER');
-    expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "recipient_iban", "currency"');
-    expect(JSON.parse(texts.capability!)).toEqual({ amount: 10 });
-    expect(JSON.parse(texts.presentation!)).toEqual({ amount: 10, memo: 'monthly rent' });
+describe('the card: characters that hide or pose as others', () => {
+  it('a right-to-left override, a zero-width space and a look-alike letter are escapes, each reported', () => {
+    expect(shown('invoice\u202Efdp.sh')).toBe('invoice\\u202Efdp.sh');
+    expect(shown('C-9\u202E0001')).toBe('C-9\\u202E0001');
+    expect(shown('A\u200B1')).toBe('A\\u200B1');
+    expect(shown('p\u0430ypal')).toBe('p\\u0430ypal');
+    expect(inspect('p\u0430ypal').findings).toEqual([{ kind: 'confusable', text: 'U+0430 (looks like "a", Cyrillic)' }]);
+    expect(inspect('A\u200B1').parts).toEqual([
+      { text: 'A' },
+      { text: '\\u200B', esc: true, title: 'U+200B ZERO WIDTH SPACE (invisible, or drawn as a blank)' },
+      { text: '1' },
+    ]);
   });
 
-  it('flags nothing when the shape shows every argument, or for the default shape {tool, args}', () => {
-    expect(cardText(approvalOf({ args, capability: { amount: 10 }, presentation: args })).unshown).toBe('');
-    const whole = { tool: 'send_payment', args };
-    expect(cardText(approvalOf({ args, capability: whole, presentation: whole })).unshown).toBe('');
-    // A shape that happens to pick paths named "tool" and "args" is not the default shape.
-    const picked = { tool: 'x', args: 'y' };
-    expect(cardText(approvalOf({ args: { ...picked, extra: 1 }, capability: picked, presentation: {} })).unshown).toContain('"extra"');
+  it.each([
+    ['\u202A\u202B\u202C\u202D\u2066\u2067\u2068\u2069\u200E\u200F\u061C', 'bidi'],
+    ['\u200C\u200D\u2060\uFEFF\u00AD\u180E\u034F\u2061\u{E0041}\uFE0F\u3164\u115F\u2800', 'invisible'],
+    ['\u00A0\u2002\u2009\u202F\u205F\u3000\u2028\u2029', 'invisible'],
+    ['\u0001\u001B\u007F\u0085\u009B\r\b\f', 'control'],
+    ['\uD800', 'control'],
+    ['\uFF21\u{1D400}\uFB01\u00B9\u2160', 'confusable'],
+    ['\u0661\u06F3\u0967', 'confusable'],
+  ])('%j: every one is an escape, reported as %s', (s, kind) => {
+    const seen = inspect(s);
+    expect(seen.parts.every((p) => p.esc)).toBe(true);
+    expect(seen.findings.map((f) => f.kind)).toEqual([...s].map(() => kind));
   });
 
-  it('flags every argument when the shape shows none ({} capability and presentation)', () => {
-    expect(cardText(approvalOf({ args, capability: {}, presentation: {} })).unshown).toContain('"amount", "memo", "recipient_iban", "currency"');
+  it('a word made only of look-alikes is escaped whole; a real word in another script is left as it is', () => {
+    expect(shown('\u0440\u0430\u0443')).toBe('\\u0440\\u0430\\u0443'); // "рау", drawn as "pay"
+    expect(inspect('привет мир').findings).toEqual([]);
+    expect(shown('Müller Straße ĳ')).toBe('Müller Straße \\u0133');
+    expect(inspect('日本語のテキスト').findings).toEqual([]);
+    // A combining mark on an ASCII letter is an escape; on a letter of its own script it is text.
+    expect(shown('e\u0301')).toBe('e\\u0301');
+    expect(inspect('हिन्दी').findings).toEqual([]);
   });
 
-  it('looks inside a value only part of which is shown (dotted paths, array indexes)', () => {
-    const nested = { customer: { email: 'a@example.com', iban: 'XX00' }, items: [{ sku: 'A', qty: 1 }, { sku: 'B' }], empty: {} };
-    const texts = cardText(
-      approvalOf({
-        args: nested,
-        capability: { 'customer.email': 'a@example.com' },
-        presentation: { 'items.0.sku': 'A', items: nested.items },
+  it('right-to-left letters are shown as they are, and reported', () => {
+    const seen = inspect('שלום 123');
+    expect(seen.parts).toEqual([{ text: 'שלום 123' }]);
+    expect(seen.findings).toEqual([{ kind: 'rtl', text: 'right-to-left letters: the order shown may differ from the order stored' }]);
+  });
+
+  it('a line break and a tab are escapes too, but nothing to report', () => {
+    expect(inspect('a\nb\tc')).toMatchObject({
+      parts: [{ text: 'a' }, { text: '\\n', esc: true }, { text: 'b' }, { text: '\\t', esc: true }, { text: 'c' }],
+      findings: [],
+    });
+  });
+
+  it('findings name where they are: an argument, a key, the requester, the run, the context', () => {
+    const v = cardView(
+      approvalJson({
+        args: { nested: { 'fi\u202Ele': ['x\u200By'] } },
+        context: { repo: 'acme\u2066/api' },
+        requester: { sub: 'agent\u0430', team: null, agent: null },
+        run_id: 'run\u00A07',
       }),
     );
-    expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "customer.iban", "empty"');
-    // A key that contains a dot is not the path through two keys.
-    const dotted = cardText(approvalOf({ args: { 'a.b': 1, a: { b: 2 } }, capability: { 'a.b': 2 }, presentation: {} }));
-    expect(dotted.unshown).toContain('"a.b"');
-  });
-
-  it('keeps hostile values as text in the args and the flagged keys', () => {
-    const hostile = '<img src=x onerror="window.__pwned=1">';
-    const texts = cardText(approvalOf({ args: { amount: 1, [hostile]: hostile }, capability: { amount: 1 }, presentation: {} }));
-    expect(texts.args).toContain('<img src=x');
-    expect(texts.unshown).toContain('<img src=x');
+    expect(v.findings.map((f) => f.where)).toEqual([
+      'args.nested["fi\\u202Ele"] (a key)',
+      'args.nested["fi\\u202Ele"][0]',
+      'context.repo',
+      'the requester',
+      'the run id',
+    ]);
+    expect(v.run.map((p) => p.text).join('')).toBe('run\\u00A07');
+    expect(v.contextText).toBe('{\n  "repo": "acme\\u2066/api"\n}');
   });
 });
 
-describe('the card: every requirement', () => {
-  it('lists each policy file that asked, with its own reason, and flags what none of their shapes shows', () => {
-    const args = { amount: 10, memo: 'monthly rent', iban: 'XX00' };
-    const texts = cardText(
-      approvalOf({
+describe('the card: every requirement, and the arguments no requirement picks', () => {
+  const args = { amount: 10, memo: 'monthly rent', recipient_iban: 'XX00ATTACKER', currency: 'BTC' };
+
+  it('lists each requirement with its policy, rule, kind and what it reviews; names the arguments none picks', () => {
+    const v = cardView(
+      approvalJson({
         args,
-        capability: { amount: 10 },
-        presentation: {},
         requirements: [
-          { policy: 'payments', rule: 'pay', kind: 'payment', reason: 'payments need an operator', capability: { amount: 10 }, presentation: {} },
-          { policy: 'risk', rule: 'memo-review', kind: 'confirm', reason: 'risk reviews memos', capability: {}, presentation: { memo: 'monthly rent' } },
+          {
+            policy: 'payments',
+            rule: 'pay',
+            kind: 'payment',
+            reason: 'payments need an operator',
+            capability: { amount: 10 },
+            presentation: { memo: 'monthly rent' },
+          },
+          { policy: 'risk', rule: 'all', kind: 'confirm', reason: 'risk looks at everything', capability: { tool: 'send_payment', args }, presentation: {} },
         ],
       }),
     );
-    expect(texts.requirements).toBe(
-      '1. payments need an operator\n   (policy payments, rule pay, kind payment)\n2. risk reviews memos\n   (policy risk, rule memo-review, kind confirm)',
-    );
-    expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "iban"');
+    expect(v.requirements.map((r) => [r.reason.map((p) => p.text).join(''), r.source])).toEqual([
+      ['payments need an operator', 'policy payments, rule pay, kind payment; it reviews amount, memo'],
+      ['risk looks at everything', 'policy risk, rule all, kind confirm; it reviews the whole call'],
+    ]);
+    // The second requirement shows the whole call: nothing is left out.
+    expect(v.unshown).toEqual([]);
+  });
+
+  it('flags the keys no shape shows, looking inside values shown only in part (dotted paths, array indexes)', () => {
+    const one = (capability: object, presentation: object, a: object = args) => cardView(approvalJson({ args: a, capability, presentation })).unshown;
+    expect(one({ amount: 10 }, { amount: 10, memo: 'monthly rent' })).toEqual(['recipient_iban', 'currency']);
+    expect(one({}, {})).toEqual(['amount', 'memo', 'recipient_iban', 'currency']);
+    expect(one({ tool: 'send_payment', args }, {})).toEqual([]);
+    const nested = { customer: { email: 'a@example.com', iban: 'XX00' }, items: [{ sku: 'A', qty: 1 }, { sku: 'B' }], empty: {} };
+    expect(one({ 'customer.email': 'a@example.com' }, { 'items.0.sku': 'A', items: nested.items }, nested)).toEqual(['customer.iban', 'empty']);
+  });
+});
+
+describe('the card: times', () => {
+  const rel = (ms: number): string => runInNewContext(`${CARD_JS}\nrelativeTime(ms)`, { ms }) as string;
+  it('says a span as a person would', () => {
+    expect(rel(0)).toBe('just now');
+    expect(rel(3_000)).toBe('in a few seconds');
+    expect(rel(-45_000)).toBe('45 s ago');
+    expect(rel(4 * 60_000)).toBe('in 4 min');
+    expect(rel(86_340_000)).toBe('in 23 h 59 min');
+    expect(rel(-2 * 86_400_000 - 3 * 3_600_000)).toBe('2 d 3 h ago');
+    expect(runInNewContext(`${CARD_JS}\nabsoluteTime('2026-11-29T23:28:55.008Z')`)).toBe('2026-11-29 23:28:55 UTC');
   });
 });
 
@@ -238,15 +321,22 @@ describe('the card for a real approval whose rule shape shows a subset of the ar
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('the operator sees recipient_iban and currency, flagged, before granting', async () => {
-    const args = { amount: 10, memo: 'monthly rent', recipient_iban: 'XX00ATTACKER', currency: 'BTC' };
-    const created = await post(a.app, '/approvals', { tool: 'send_payment', args }, token({ sub: 'ui-agent' }));
+  it('the operator sees recipient_iban and currency, named, and the amount exactly as sent', async () => {
+    const created = await a.app.inject({
+      method: 'POST',
+      url: '/approvals',
+      headers: { authorization: `Bearer ${token({ sub: 'ui-agent' })}`, 'content-type': 'application/json' },
+      payload: '{"tool":"send_payment","args":{"amount":10.50,"memo":"monthly rent","recipient_iban":"XX00ATTACKER","currency":"BTC"}}',
+    });
     expect(created.statusCode, created.body).toBe(201);
     const { id } = created.json() as { id: string };
     const whole = await a.app.inject({ method: 'GET', url: `/approvals/${id}`, headers: { authorization: `Bearer ${approverToken()}` } });
-    const texts = cardText(whole.json());
-    expect(JSON.parse(texts.args!)).toEqual(args);
-    // The API returns args in canonical key order.
-    expect(texts.unshown).toBe('Not in the capability or the presentation, but part of the call: "currency", "recipient_iban"');
+    const v = cardView(whole.body);
+    // The API returns args in canonical key order, numbers as written.
+    expect(v.argsText).toBe('{\n  "amount": 10.50,\n  "currency": "BTC",\n  "memo": "monthly rent",\n  "recipient_iban": "XX00ATTACKER"\n}');
+    expect(v.unshown).toEqual(['currency', 'recipient_iban']);
+    expect(v.policies).toMatch(/^pay \(sha256:[0-9a-f]{12}…\)$/);
+    expect(v.findings).toEqual([]);
+    expect((await post(a.app, `/approvals/${id}/deny`, { note: 'x' }, approverToken())).statusCode).toBe(200);
   });
 });

@@ -9,8 +9,10 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LIMITS } from '../../src/approvals/approval.js';
+import { WaitLimitError } from '../../src/approvals/notify.js';
 import { StoreUnavailableError } from '../../src/db/errors.js';
 import { ERRORS } from '../../src/http/errors.js';
+import { SESSION_ROUTES } from '../../src/http/session.js';
 import { createJwksKeys } from '../../src/http/jwks.js';
 import { decideBodySchema } from '../../src/http/routes/decide.js';
 import { createStrictAjv } from '../../src/policy/ajv.js';
@@ -19,6 +21,7 @@ import { buildPolicySet } from '../../src/policy/load.js';
 import type { PolicySet } from '../../src/policy/model.js';
 import { TOOL_NAME_PATTERN } from '../../src/policy/request.js';
 import { adminToken, agentToken, approverToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
+import { listenLoopback } from '../helpers/http.js';
 import { startJwksServer } from '../helpers/jwks.js';
 import {
   assertMatchesOpenApi,
@@ -44,7 +47,25 @@ import {
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked against openapi.yaml at run time, then read freely
 type Body = any;
 
-const OPEN_ROUTES = ['/', '/healthz', '/readyz', '/metrics', '/openapi.yaml', '/ui', '/ui/card.js', '/ui/page.js', '/ui/page.css'];
+const OPEN_ROUTES = [
+  '/',
+  '/healthz',
+  '/readyz',
+  '/metrics',
+  '/openapi.yaml',
+  '/ui',
+  '/ui/card.js',
+  '/ui/page.js',
+  '/ui/page.css',
+  '/ui/session.js',
+  '/auth/config',
+  '/auth/login',
+  '/auth/callback',
+];
+/** Sign-in's routes: their responses are checked against this document by test/http/signin.test.ts, with a real provider. */
+const isSigninRoute = (path: string): boolean => path.startsWith('/auth/');
+/** The routes the session cookie authenticates instead of a bearer token (src/http/session.ts), as openapi paths. */
+const SESSION_OPERATIONS = new Set([...SESSION_ROUTES].map((r) => r.toLowerCase().replace(/:([a-z_]+)/g, '{$1}')));
 /** The only error statuses whose body is not problem+json. */
 const NON_PROBLEM_ERRORS = [
   'post /decide 403 application/json', // deny, abort, require_approval
@@ -128,7 +149,15 @@ const documentedRoutes = (): string[] =>
 let db: TestApp;
 let plain: TestApp;
 beforeAll(async () => {
-  [db, plain] = await Promise.all([createTestApp({ database: true }), createTestApp()]);
+  // With sign-in on, so that its routes are served (nothing here reaches the provider: signin.test.ts does).
+  const signin = {
+    oidc: { issuer: 'http://127.0.0.1:9', clientId: 'gatehouse', clientSecret: 'secret', scopes: 'openid', rolesClaim: 'roles' },
+    publicUrl: 'https://gatehouse.example.com',
+    sessionSecret: 'session-secret-for-tests-0123456789abcdef',
+    sessionTtlMs: 3_600_000,
+    claims: { team: 'team', agent: 'agent', roles: 'roles' },
+  };
+  [db, plain] = await Promise.all([createTestApp({ database: true, signin }), createTestApp()]);
 });
 afterAll(async () => {
   await Promise.all([db?.close(), plain?.close()]);
@@ -140,7 +169,10 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
   it('parses as OpenAPI 3.1.0 with info, paths, components and the bearer JWT scheme', () => {
     expect(openApi.openapi).toBe('3.1.0');
     expect(Object.keys(openApi.paths).length).toBeGreaterThanOrEqual(11);
-    expect(openApi.components['securitySchemes']).toEqual({ bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }) });
+    expect(openApi.components['securitySchemes']).toEqual({
+      bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }),
+      sessionCookie: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: '__Host-gatehouse-session' }),
+    });
     expect(openApi.security).toEqual([{ bearerAuth: [] }]);
     for (const name of [
       'Decision',
@@ -211,7 +243,10 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
   it('every operation needs the bearer token except the open routes', () => {
     for (const { path, method, operation } of openApiOperations()) {
       if (OPEN_ROUTES.includes(path)) expect(operation.security, `${method} ${path}`).toEqual([]);
-      else {
+      else if (isSigninRoute(path)) expect(operation.security, `${method} ${path}`).toEqual([{ sessionCookie: [] }]);
+      else if (SESSION_OPERATIONS.has(`${method} ${path}`)) {
+        expect(operation.security, `${method} ${path} takes the bearer token or the session`).toEqual([{ bearerAuth: [] }, { sessionCookie: [] }]);
+      } else {
         expect(operation.security, `${method} ${path} inherits the global bearer requirement`).toBeUndefined();
         expect(operation.responses?.['401'], `${method} ${path} documents 401`).toBeDefined();
       }
@@ -474,7 +509,7 @@ describe('request schemas: openapi.yaml and the code agree', () => {
     expect(checked).toBe(DECIDE_SAMPLES.filter((x) => !x.schemaOnly).length * 3);
   });
 
-  const NOTE_SAMPLES = (field: 'note' | 'reason'): Sample[] => [
+  const NOTE_SAMPLES = (field: 'note' | 'message' | 'reason'): Sample[] => [
     { name: 'no body', body: undefined, valid: true },
     { name: 'a null body', body: null, valid: true },
     { name: 'empty object', body: {}, valid: true },
@@ -485,19 +520,29 @@ describe('request schemas: openapi.yaml and the code agree', () => {
     { name: `${field} with U+0000`, body: { [field]: 'a\u0000b' }, valid: false },
     { name: `${field} a number`, body: { [field]: 1 }, valid: false },
     { name: `${field} null`, body: { [field]: null }, valid: false },
-    { name: "the other route's field", body: { [field === 'note' ? 'reason' : 'note']: 'x' }, valid: false },
     { name: 'an unknown field', body: { [field]: 'x', extra: 1 }, valid: false },
     { name: 'an array', body: [], valid: false },
     { name: 'a string', body: 'ok', valid: false },
   ];
+  // A grant has a note only; a denial a note, a message, and the older reason, in any combination.
+  const EXTRA_SAMPLES: Record<'grant' | 'deny', Sample[]> = {
+    grant: [
+      { name: 'a message (denials only)', body: { note: 'x', message: 'y' }, valid: false },
+      { name: 'a reason (denials only)', body: { reason: 'x' }, valid: false },
+    ],
+    deny: [
+      { name: 'note and message', body: { note: 'for the record', message: 'for the agent' }, valid: true },
+      { name: 'all three', body: { note: 'n', message: 'm', reason: 'r' }, valid: true },
+    ],
+  };
 
-  for (const [verb, field] of [
-    ['grant', 'note'],
-    ['deny', 'reason'],
+  for (const [verb, fields] of [
+    ['grant', ['note']],
+    ['deny', ['note', 'message', 'reason']],
   ] as const) {
     it(`POST /approvals/{id}/${verb} refuses (422) exactly the bodies the document refuses`, async () => {
       const validate = requestValidatorFor('post', `/approvals/x/${verb}`);
-      for (const s of NOTE_SAMPLES(field)) {
+      for (const s of [...fields.flatMap((f) => NOTE_SAMPLES(f)), ...EXTRA_SAMPLES[verb]]) {
         const url = `/approvals/${randomUUID()}/${verb}`;
         const res =
           s.body === undefined
@@ -543,6 +588,23 @@ describe('request schemas: openapi.yaml and the code agree', () => {
       [`cursor=${'c'.repeat(513)}`, false],
       ['unknown=1', false],
       ['wait=5', false],
+      ['kind=refund_over_cap', true],
+      [`kind=${'k'.repeat(513)}`, false],
+      ['requester=agent-7', true],
+      [`requester=${'r'.repeat(513)}`, false],
+      ['q=A1', true],
+      ['q=', true],
+      [`q=${'q'.repeat(200)}`, true],
+      [`q=${'q'.repeat(201)}`, false],
+      ['decided=true', true],
+      ['decided=false', true],
+      ['decided=yes', false],
+      ['order=oldest', true],
+      ['order=newest', true],
+      ['order=random', false],
+      ['count=true', true],
+      ['count=1', false],
+      ['status=denied&decided=true&order=oldest&count=true&q=x&kind=k&requester=r&tool=t', true],
     ];
     for (const [qs, valid] of samples) {
       const res = await db.app.inject({ method: 'GET', url: `/approvals?${qs}`, headers: bearer(agentToken()) });
@@ -643,9 +705,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     ping.mockRestore();
     expect(await call(db, { url: '/metrics' }, 200)).toContain('gatehouse_policy_files');
     expect(await call(plain, { url: '/ui' }, 200)).toContain('<title>Gatehouse approvals</title>');
-    expect(await call(plain, { url: '/ui/card.js' }, 200)).toContain('function cardText');
+    expect(await call(plain, { url: '/ui/card.js' }, 200)).toContain('function cardView');
     expect(await call(plain, { url: '/ui/page.js' }, 200)).toContain('textContent');
-    expect(await call(plain, { url: '/ui/page.css' }, 200)).toContain('.presentation');
+    expect(await call(plain, { url: '/ui/page.css' }, 200)).toContain('.approval');
+    expect(await call(plain, { url: '/ui/session.js' }, 200)).toContain('gatehouseSession');
+    expect(await call(plain, { url: '/auth/config' }, 200)).toEqual({ signin: null });
     expect(await call(db, { url: '/openapi.yaml' }, 200)).toBe(openApiText);
   });
 
@@ -676,7 +740,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         n++;
       }
     }
-    expect(n).toBe(14 * bad.length);
+    expect(n).toBe(19 * bad.length);
   });
 
   it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
@@ -688,7 +752,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     try {
       expect(await keys.start()).toBe(false);
       expect(await call(pending, { url: '/readyz' }, 503)).toMatchObject({ jwt_keys: 'not_loaded', database: 'not_configured' });
-      for (const { path, method } of openApiOperations().filter((o) => !OPEN_ROUTES.includes(o.path))) {
+      for (const { path, method } of openApiOperations().filter((o) => !OPEN_ROUTES.includes(o.path) && !isSigninRoute(o.path))) {
         const target = path.replace('{id}', randomUUID());
         const res = await pending.app.inject({ method: method.toUpperCase() as 'GET', url: target, headers: bearer(supportToken()) });
         expect(res.statusCode, `${method} ${target}`).toBe(503);
@@ -1181,6 +1245,87 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     }
   });
 
+  it('GET /approvals/stream: the stream opens with `ready`; refusals are problems', async () => {
+    const port = await listenLoopback(db.app);
+    const abort = new AbortController();
+    const res = await fetch(`http://127.0.0.1:${port}/approvals/stream`, { headers: bearer(approverToken()), signal: abort.signal });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('event: ready\n')) text += new TextDecoder().decode((await reader.read()).value);
+    abort.abort();
+    expect(text).toBe('retry: 2000\n\nevent: ready\ndata: {}\n\n');
+    assertResponseMatchesOpenApi('GET', '/approvals/stream', { statusCode: res.status, headers: Object.fromEntries(res.headers), body: text });
+    expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    covered.add('get /approvals/stream 200');
+
+    await call(db, { url: '/approvals/stream?since=1', token: approverToken() }, 400);
+    await call(plain, { url: '/approvals/stream', token: approverToken() }, 503);
+    const subscribe = vi
+      .spyOn(db.ctx.approvals!.feed, 'subscribe')
+      .mockImplementationOnce(() => {
+        throw new WaitLimitError('caller', 20, 'streams');
+      })
+      .mockImplementationOnce(() => {
+        throw new WaitLimitError('replica', 512, 'streams');
+      })
+      .mockImplementationOnce(() => {
+        throw new Error('boom');
+      });
+    try {
+      expect((await call(db, { url: '/approvals/stream', token: approverToken() }, 429)).detail).toMatch(/20 streams/);
+      expect((await call(db, { url: '/approvals/stream', token: approverToken() }, 503)).detail).toMatch(/streams/);
+      await call(db, { url: '/approvals/stream', token: approverToken() }, 500);
+    } finally {
+      subscribe.mockRestore();
+    }
+  });
+
+  it('GET /me: the caller and what it may do', async () => {
+    expect(await call(plain, { url: '/me', token: approverToken('operator-9') }, 200)).toEqual({
+      sub: 'operator-9',
+      team: 'ops',
+      agent: 'bot',
+      roles: ['approver'],
+      can: { decide: true, read_policies: true, reload: false },
+    });
+    expect(await call(plain, { url: '/me', token: supportToken() }, 200)).toEqual({
+      ...SUPPORT,
+      roles: [],
+      can: { decide: false, read_policies: false, reload: false },
+    });
+    expect((await call(plain, { url: '/me', token: adminToken() }, 200)).can).toEqual({ decide: false, read_policies: true, reload: true });
+    await call(plain, { url: '/me?x=1', token: supportToken() }, 400);
+  });
+
+  it('GET /approvals with every filter, oldest first, counted; a denial with a note and a message', async () => {
+    const requester = supportToken('agent-filters');
+    const made = [];
+    for (const order of ['F1', 'F2', 'F3']) {
+      made.push(await call(db, { url: '/approvals', token: requester, body: { tool: 'refund', args: { order, amount: 300 } } }, 201));
+    }
+    const denied = await call(
+      db,
+      { url: `/approvals/${made[1].id}/deny`, token: approverToken(), body: { note: 'for the record', message: 'not this one' } },
+      200,
+    );
+    expect(denied).toMatchObject({ status: 'denied', decision_note: 'for the record', decision_message: 'not this one' });
+    const q = 'requester=agent-filters&kind=refund_over_cap&tool=refund&order=oldest&count=true&limit=2';
+    const first = await call(db, { url: `/approvals?${q}`, token: approverToken() }, 200);
+    expect(first.items.map((a: Body) => a.id)).toEqual([made[0].id, made[1].id]);
+    expect(first.count).toBe(3);
+    const second = await call(db, { url: `/approvals?${q}&cursor=${first.next_cursor}`, token: approverToken() }, 200);
+    expect(second.items.map((a: Body) => a.id)).toEqual([made[2].id]);
+    // The history, and a search: the requester sees its own, without the note.
+    const history = await call(db, { url: '/approvals?decided=true&q=F2', token: requester }, 200);
+    expect(history.items).toEqual([expect.objectContaining({ id: made[1].id, decision_note: null, decision_message: 'not this one' })]);
+    expect((await call(db, { url: '/approvals?q=for the record', token: requester }, 200)).items).toEqual([]);
+    expect((await call(db, { url: '/approvals?q=for the record', token: approverToken() }, 200)).items.map((a: Body) => a.id)).toEqual([made[1].id]);
+    // A cursor continues the order it was issued for.
+    expect((await call(db, { url: `/approvals?cursor=${first.next_cursor}`, token: approverToken() }, 400)).errors).toEqual([
+      { pointer: '/cursor', message: 'invalid_cursor' },
+    ]);
+  });
+
   it('GET /admin/webhooks: the endpoints, the counts and a page of deliveries (role admin); 400, 403, 500, 503', async () => {
     const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
     const endpoints = [
@@ -1228,6 +1373,22 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       }
     } finally {
       await hooked.close();
+    }
+  });
+
+  it('GET /approvals/stats: per rule and kind (approvers and admins); 400, 403, 500, 503', async () => {
+    // Earlier cases filed approvals on this database.
+    const stats = await call(db, { url: '/approvals/stats', token: approverToken() }, 200);
+    expect(stats.rules.length).toBeGreaterThan(0);
+    await call(db, { url: `/approvals/stats?since=${encodeURIComponent(new Date(0).toISOString())}`, token: adminToken() }, 200);
+    await call(db, { url: '/approvals/stats', token: supportToken() }, 403);
+    for (const query of ['since=yesterday', 'other=1']) await call(db, { url: `/approvals/stats?${query}`, token: approverToken() }, 400);
+    await call(plain, { url: '/approvals/stats', token: approverToken() }, 503);
+    const spy = vi.spyOn(db.ctx.approvals!.store, 'stats').mockRejectedValueOnce(new Error('boom'));
+    try {
+      expect((await call(db, { url: '/approvals/stats', token: approverToken() }, 500)).detail).not.toContain('boom');
+    } finally {
+      spy.mockRestore();
     }
   });
 
@@ -1311,11 +1472,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
   });
 
   it('every documented status of every operation was seen', () => {
-    const documented = openApiOperations().flatMap(({ path, method, operation }) =>
-      Object.keys(operation.responses ?? {}).map((s) => `${method} ${path} ${s}`),
-    );
+    const documented = openApiOperations()
+      .filter(({ path }) => !isSigninRoute(path))
+      .flatMap(({ path, method, operation }) => Object.keys(operation.responses ?? {}).map((s) => `${method} ${path} ${s}`));
     expect(documented.filter((d) => !covered.has(d))).toEqual([]);
-    expect([...covered].filter((c) => !documented.includes(c))).toEqual([]);
+    expect([...covered].filter((c) => !documented.includes(c) && !isSigninRoute(c.split(' ')[1]!))).toEqual([]);
   });
 });
 

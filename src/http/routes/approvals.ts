@@ -2,10 +2,13 @@
 // policy's decision, never from the caller; visibility is "your own, or everything for approvers",
 // and anything you may not see is 404, not 403.
 import { randomUUID } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TransactionSql } from 'postgres';
 import type { ApprovalService } from '../../approvals/service.js';
-import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalStatus } from '../../approvals/approval.js';
+import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalStatus, type ApprovalSummary } from '../../approvals/approval.js';
+import type { ListOrder } from '../../approvals/cursor.js';
+import type { FeedEvent } from '../../approvals/feed.js';
 import type { StoredAnswer } from '../../approvals/idempotency.js';
 import type { TransitionResult } from '../../approvals/store.js';
 import { canonicalize } from '../../json/canonical.js';
@@ -22,6 +25,8 @@ import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
 import { sendCanonical } from '../reply.js';
 
 const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instructions to follow.';
+/** How often an idle stream sends a comment (proxies close connections idle for a minute or so). */
+const HEARTBEAT_MS = 15_000;
 
 const idParams = { type: 'object', required: ['id'], additionalProperties: false, properties: { id: { type: 'string', maxLength: 64 } } } as const;
 const getQuery = { type: 'object', additionalProperties: false, properties: { wait: { type: 'integer', minimum: 0, maximum: 60 } } } as const;
@@ -31,17 +36,34 @@ const listQuery = {
   properties: {
     status: { enum: APPROVAL_STATUSES },
     tool: { type: 'string', maxLength: 256 },
+    kind: { type: 'string', maxLength: 512 },
+    requester: { type: 'string', maxLength: 512 },
+    q: { type: 'string', maxLength: LIMITS.search },
+    decided: { type: 'boolean' },
+    order: { enum: ['newest', 'oldest'] },
+    count: { type: 'boolean' },
     limit: { type: 'integer', minimum: 1, maximum: LIMITS.pageSize },
     cursor: { type: 'string', maxLength: 512 },
   },
 } as const;
-const grantBody = { type: 'object', additionalProperties: false, properties: { note: { type: 'string', maxLength: LIMITS.note } } } as const;
-const denyBody = { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: LIMITS.note } } } as const;
+const streamQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
+const decisionText = { type: 'string', maxLength: LIMITS.note } as const;
+const grantBody = { type: 'object', additionalProperties: false, properties: { note: decisionText } } as const;
+// `reason`, the one text of a denial before `note` and `message`, is both unless they are given.
+const denyBody = { type: 'object', additionalProperties: false, properties: { note: decisionText, message: decisionText, reason: decisionText } } as const;
 const cancelBody = { type: 'object', additionalProperties: false, properties: {} } as const;
 
-/** The API view of an approval: the presentation is labelled as model-chosen content. */
-export function approvalView(a: Approval): JsonObject {
-  return { ...a, presentation_label: PRESENTATION_LABEL } as unknown as JsonObject; // every field is JSON data
+/**
+ * The API view of an approval: the presentation is labelled as model-chosen content, and the
+ * decision's note, which is for the record, is shown to approvers only.
+ */
+export function approvalView(a: Approval, seesNotes: boolean): JsonObject {
+  return { ...a, ...(seesNotes ? {} : { decision_note: null }), presentation_label: PRESENTATION_LABEL } as unknown as JsonObject; // every field is JSON data
+}
+
+/** A summary as lists and the stream show it: the note for approvers only. */
+export function summaryView(a: ApprovalSummary, seesNotes: boolean): ApprovalSummary {
+  return seesNotes ? a : { ...a, decision_note: null };
 }
 
 export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
@@ -83,7 +105,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       );
       const run = req.run?.id !== undefined ? { run_id: req.run.id } : {};
       request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user, ...run }, 'approval requested');
-      return { status: created ? 201 : 200, body: canonicalize(approvalView(approval)) };
+      return { status: created ? 201 : 200, body: canonicalize(approvalView(approval, isApprover(identity))) };
     };
     // Budgets and rate limits select the call: their counters say whether it needs an approval (and a
     // call found allowed is counted: its 409 says allow).
@@ -115,42 +137,117 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
           throw err;
         })) ?? held;
     }
-    return sendCanonical(reply, approvalView(approval));
+    return sendCanonical(reply, approvalView(approval, isApprover(identity)));
   });
 
   app.get('/approvals', { schema: { querystring: listQuery } }, async (request, reply) => {
     const { store } = service();
     const identity = identityOf(request);
-    const q = request.query as { status?: ApprovalStatus; tool?: string; limit?: number; cursor?: string };
+    const approver = isApprover(identity);
+    const q = request.query as {
+      status?: ApprovalStatus;
+      tool?: string;
+      kind?: string;
+      requester?: string;
+      q?: string;
+      decided?: boolean;
+      order?: ListOrder;
+      count?: boolean;
+      limit?: number;
+      cursor?: string;
+    };
     const page = await store.list({
       limit: q.limit ?? 50,
       ...(q.status ? { status: q.status } : {}),
       ...(q.tool ? { tool: q.tool } : {}),
+      ...(q.kind ? { kind: q.kind } : {}),
+      ...(q.requester ? { requester: q.requester } : {}),
+      ...(q.q ? { q: q.q, searchNotes: approver } : {}),
+      ...(q.decided ? { decided: true } : {}),
+      ...(q.order ? { order: q.order } : {}),
+      ...(q.count ? { count: true } : {}),
       ...(q.cursor ? { cursor: q.cursor } : {}),
-      ...(isApprover(identity) ? {} : { requesterSub: identity.user }),
+      ...(approver ? {} : { requesterSub: identity.user }),
     });
     // Summaries: a page never carries arguments (GET /approvals/{id} does, one approval at a time).
-    return reply.send({ items: page.items, next_cursor: page.nextCursor });
+    return reply.send({
+      items: page.items.map((a) => summaryView(a, approver)),
+      next_cursor: page.nextCursor,
+      ...(page.count === undefined ? {} : { count: page.count }),
+    });
+  });
+
+  // The live stream of changes (server-sent events: https://html.spec.whatwg.org/multipage/server-sent-events.html).
+  // `ready` once this replica listens (a client reads its list after it, so nothing falls in between),
+  // then an `approval` event with the summary of each approval the caller may see as it changes, and
+  // `reset` when changes may have been missed (read the list again). Closed by the client, or with
+  // the server's shutdown; a comment every HEARTBEAT_MS keeps proxies from closing it as idle.
+  const streams = new Set<PassThrough>();
+  app.addHook('preClose', (done) => {
+    for (const s of streams) s.end();
+    done();
+  });
+  // No HEAD: a stream's headers alone say nothing, and its subscription would outlive them.
+  app.get('/approvals/stream', { schema: { querystring: streamQuery }, exposeHeadRoute: false }, async (request, reply) => {
+    const { feed } = service();
+    const identity = identityOf(request);
+    const approver = isApprover(identity);
+    const body = new PassThrough();
+    const write = (event: string, data: unknown): void => {
+      body.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    const subscription = feed.subscribe({
+      caller: identity.user,
+      seesAll: approver,
+      onEvent: (e: FeedEvent) => (e.type === 'reset' ? write('reset', {}) : write('approval', summaryView(e.approval, approver))),
+    });
+    // Whichever ends first (the client going, even before the answer began; the stream ended), it all goes.
+    let heartbeat: NodeJS.Timeout | undefined;
+    const end = (): void => {
+      clearInterval(heartbeat);
+      subscription.unsubscribe();
+      streams.delete(body);
+      body.destroy();
+    };
+    reply.raw.once('close', end);
+    body.once('close', end);
+    if (!(await subscription.listening)) {
+      end();
+      throw new HttpError('unavailable', 'the approval store is unavailable; retry later', { retryAfterSec: 2 });
+    }
+    if (body.destroyed) return reply.hijack(); // the client left while the feed started listening
+    heartbeat = setInterval(() => body.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    heartbeat.unref();
+    streams.add(body);
+    // A reconnecting EventSource waits `retry` ms; `ready` says the feed was listening before any
+    // list the client reads next.
+    body.write('retry: 2000\n\n');
+    write('ready', {});
+    return reply
+      .type('text/event-stream; charset=utf-8')
+      .header('x-accel-buffering', 'no') // nginx: pass each event on at once
+      .send(body);
   });
 
   // Grant and deny: the approver role, then one conditional transition in the store.
-  const transitions = [
-    { action: 'grant', verb: 'granted', field: 'note', body: grantBody },
-    { action: 'deny', verb: 'denied', field: 'reason', body: denyBody },
-  ] as const;
-  for (const t of transitions) {
-    app.post(
-      `/approvals/:id/${t.action}`,
-      { schema: { params: idParams, body: t.body }, onRequest: requireRole(ctx.approverRole), preValidation: emptyBodyIsObject },
-      async (request, reply) => {
-        const identity = identityOf(request);
-        const { id } = request.params as { id: string };
-        const text = (request.body as Record<string, string | undefined>)[t.field] ?? null;
-        const result = await service().store[t.action](id, { sub: identity.user }, text);
-        return sendTransition(reply, result, identity, t.verb);
-      },
-    );
-  }
+  const decision = { onRequest: requireRole(ctx.approverRole), preValidation: emptyBodyIsObject };
+  app.post('/approvals/:id/grant', { schema: { params: idParams, body: grantBody }, ...decision }, async (request, reply) => {
+    const identity = identityOf(request);
+    const { id } = request.params as { id: string };
+    const { note } = request.body as { note?: string };
+    const result = await service().store.grant(id, { sub: identity.user }, note ?? null);
+    return sendTransition(reply, result, identity, 'granted');
+  });
+  app.post('/approvals/:id/deny', { schema: { params: idParams, body: denyBody }, ...decision }, async (request, reply) => {
+    const identity = identityOf(request);
+    const { id } = request.params as { id: string };
+    const { note, message, reason } = request.body as { note?: string; message?: string; reason?: string };
+    // An older client's `reason` is the note and the message, unless the body names them.
+    const text =
+      reason !== undefined && note === undefined && message === undefined ? reason : { note: note ?? reason ?? null, message: message ?? reason ?? null };
+    const result = await service().store.deny(id, { sub: identity.user }, text);
+    return sendTransition(reply, result, identity, 'denied');
+  });
 
   // Cancel: the requester withdraws its own approval; anyone else is told it does not exist.
   app.post('/approvals/:id/cancel', { schema: { params: idParams, body: cancelBody }, preValidation: emptyBodyIsObject }, async (request, reply) => {
@@ -163,7 +260,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   function sendTransition(reply: FastifyReply, result: TransitionResult, identity: Identity, verb: string): FastifyReply {
     if (result.ok) {
       ctx.log.info({ approval_id: result.approval.id, status: result.approval.status, by: identity.user }, `approval ${verb}`);
-      return sendCanonical(reply, approvalView(result.approval));
+      return sendCanonical(reply, approvalView(result.approval, isApprover(identity)));
     }
     switch (result.error) {
       case 'not_found':
@@ -174,7 +271,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         // The approval as it stands, numbers as written (reply.ts), in the problem body.
         const which = verb === 'cancelled' ? 'a pending or granted approval' : 'a pending approval';
         const problem = problemOf('conflict', `only ${which} can be ${verb}`);
-        const body = result.approval ? { ...problem, approval: approvalView(result.approval) } : problem;
+        const body = result.approval ? { ...problem, approval: approvalView(result.approval, isApprover(identity)) } : problem;
         return sendCanonical(reply.code(problem.status), body as unknown as JsonObject, 'application/problem+json'); // all JSON data
       }
     }

@@ -8,11 +8,12 @@ import { decide } from '../../policy/decide.js';
 import type { DecideRequest, DecisionResult, Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import type { AppContext } from '../context.js';
+import { approvalKindField, decisionFacts } from '../decision-facts.js';
 import { answerInTransaction, isCounted, limitsOf, RolledBack, settleDecision, settleOnLanes, type Settled } from '../counted.js';
 import { decisionAnswer, sendDecision } from '../decisions.js';
 import { HttpError } from '../errors.js';
 import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
-import { redactSecrets } from '../redact.js';
+import { decideInShadow } from '../shadow.js';
 
 export interface DecideBody extends ToolCall {
   approval_id?: string;
@@ -34,6 +35,7 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     const set = ctx.policies.current();
     let result = decide(set, req, identity);
     const durationUs = Number(process.hrtime.bigint() - started) / 1000;
+    if (ctx.shadow) decideInShadow(ctx, request, decisionId, req, identity, result);
     // Budgets and rate limits select the call: it is counted in the database before it is answered.
     if (isCounted(result)) {
       const fresh = result;
@@ -68,7 +70,7 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     }
     if (body.approval_id === undefined || result.internalError) {
       // The hot path: no database, no closure.
-      logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, result.decision, result.rule, undefined);
+      logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, result.decision, result.rule, approvalKindField(result));
       return sendDecision(reply, result, decisionId, nextOf(result, null));
     }
     const log = (decision: DecisionResult['decision'], rule: string, extra?: Record<string, unknown>): void =>
@@ -148,7 +150,7 @@ function logDecision(
       duration_us: Math.round(durationUs * 10) / 10,
       ...(approvalId !== undefined ? { approval_id: approvalId } : {}),
       ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
-      ...(ctx.logArgs ? { args: redactSecrets(req.args) } : {}),
+      ...decisionFacts(ctx.logArgs, ctx.policies.current().env, req, identity),
       ...extra,
     },
     'decision',

@@ -1,127 +1,537 @@
-// The pure part of the operator page: what each card says, as text, from one approval of the API.
-// No DOM, so test/http/ui.test.ts runs this very file in Node; page.js calls cardText and parseExact.
+// The pure part of the operator page: what a card shows, from one approval of the API, as text runs
+// (never HTML). No DOM, so test/http/ui.test.ts runs this very file in Node; page.js builds elements
+// from the runs with textContent.
 //
-// A grant lets exactly one call run: the tool with these exact `args` (the approval hash binds them,
-// docs/spec.md section 4). The capability and presentation are what the policies picked from the
-// arguments for review, and a rule's shape may pick only some of them: so each card shows the full
-// call first, and names the arguments that no requirement's capability or presentation shows.
+// What is shown must be what runs (docs/approvals.md, "The operator page"):
+// - The API's JSON is read by parseExact into a tree that keeps each number's text as written and
+//   each string as a string: a grant lets exactly these arguments run (the approval hash binds
+//   them), and no in-band marker can make a string look like a number or the other way round.
+// - Every character that can make a string look like another (controls, bidi controls, invisible
+//   and format characters, spaces other than U+0020, look-alikes of ASCII letters and digits) is
+//   shown as a visible \u escape and reported as a finding, which the card lists.
 'use strict';
 
-// data-field name -> the text shown there.
-function cardText(approval) {
-  var requester = approval.requester || {};
-  var unshown = unshownPaths(approval);
+// ---- JSON, exactly as written ----------------------------------------------------------------------
+
+/**
+ * Parse JSON text into a tree: {t:'obj', entries:[[key, node]…]}, {t:'arr', items}, {t:'str', v},
+ * {t:'num', v: the number's text}, {t:'lit', v:'true'|'false'|'null'}. Throws on anything else.
+ */
+const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+
+function parseExact(text) {
+  let i = 0;
+  const fail = (what) => {
+    throw new SyntaxError('JSON: ' + what + ' at ' + i);
+  };
+  const ws = () => {
+    while (i < text.length && ' \t\n\r'.includes(text[i])) i++;
+  };
+  const value = () => {
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      const entries = [];
+      ws();
+      if (text[i] === '}') {
+        i++;
+        return { t: 'obj', entries };
+      }
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail('a key expected');
+        const key = string();
+        ws();
+        if (text[i++] !== ':') fail('":" expected');
+        entries.push([key, value()]);
+        ws();
+        const next = text[i++];
+        if (next === '}') return { t: 'obj', entries };
+        if (next !== ',') fail('"," or "}" expected');
+      }
+    }
+    if (c === '[') {
+      i++;
+      const items = [];
+      ws();
+      if (text[i] === ']') {
+        i++;
+        return { t: 'arr', items };
+      }
+      for (;;) {
+        items.push(value());
+        ws();
+        const next = text[i++];
+        if (next === ']') return { t: 'arr', items };
+        if (next !== ',') fail('"," or "]" expected');
+      }
+    }
+    if (c === '"') return { t: 'str', v: string() };
+    NUMBER.lastIndex = i;
+    const number = NUMBER.exec(text);
+    if (number !== null) {
+      i += number[0].length;
+      return { t: 'num', v: number[0] };
+    }
+    for (const lit of ['true', 'false', 'null']) {
+      if (text.startsWith(lit, i)) {
+        i += lit.length;
+        return { t: 'lit', v: lit };
+      }
+    }
+    return fail('a value expected');
+  };
+  const ESCAPES = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+  const string = () => {
+    i++; // the opening quote
+    let out = '';
+    for (;;) {
+      const c = text[i++];
+      if (c === undefined) fail('unterminated string');
+      if (c === '"') return out;
+      if (c !== '\\') {
+        out += c;
+        continue;
+      }
+      const e = text[i++];
+      if (e === 'u') {
+        const hex = text.slice(i, i + 4);
+        if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail('bad \\u escape');
+        out += String.fromCharCode(Number.parseInt(hex, 16)); // lone surrogates kept as they are
+        i += 4;
+      } else if (Object.hasOwn(ESCAPES, e)) out += ESCAPES[e];
+      else fail('bad escape');
+    }
+  };
+  const tree = value();
+  ws();
+  if (i !== text.length) fail('trailing text');
+  return tree;
+}
+
+/** The member `key` of an object node, or undefined. */
+function member(node, key) {
+  if (node?.t !== 'obj') return undefined;
+  for (const [k, v] of node.entries) if (k === key) return v;
+  return undefined;
+}
+
+/** A string member as a JS string ('' when absent or not a string). */
+function memberText(node, key) {
+  const v = member(node, key);
+  return v && v.t === 'str' ? v.v : '';
+}
+
+/** Compact JSON text of a node, numbers as written: equal texts are equal values. */
+function nodeText(node) {
+  switch (node.t) {
+    case 'obj':
+      return '{' + node.entries.map(([k, v]) => JSON.stringify(k) + ':' + nodeText(v)).join(',') + '}';
+    case 'arr':
+      return '[' + node.items.map(nodeText).join(',') + ']';
+    case 'str':
+      return JSON.stringify(node.v);
+    default:
+      return node.v;
+  }
+}
+
+// ---- characters that hide or pose as others -----------------------------------------------------------
+
+const CHARACTER_NAMES = {
+  0: 'NULL',
+  160: 'NO-BREAK SPACE',
+  173: 'SOFT HYPHEN',
+  847: 'COMBINING GRAPHEME JOINER',
+  1564: 'ARABIC LETTER MARK',
+  4447: 'HANGUL CHOSEONG FILLER',
+  4448: 'HANGUL JUNGSEONG FILLER',
+  6158: 'MONGOLIAN VOWEL SEPARATOR',
+  8203: 'ZERO WIDTH SPACE',
+  8204: 'ZERO WIDTH NON-JOINER',
+  8205: 'ZERO WIDTH JOINER',
+  8206: 'LEFT-TO-RIGHT MARK',
+  8207: 'RIGHT-TO-LEFT MARK',
+  8232: 'LINE SEPARATOR',
+  8233: 'PARAGRAPH SEPARATOR',
+  8234: 'LEFT-TO-RIGHT EMBEDDING',
+  8235: 'RIGHT-TO-LEFT EMBEDDING',
+  8236: 'POP DIRECTIONAL FORMATTING',
+  8237: 'LEFT-TO-RIGHT OVERRIDE',
+  8238: 'RIGHT-TO-LEFT OVERRIDE',
+  8239: 'NARROW NO-BREAK SPACE',
+  8287: 'MEDIUM MATHEMATICAL SPACE',
+  8288: 'WORD JOINER',
+  8294: 'LEFT-TO-RIGHT ISOLATE',
+  8295: 'RIGHT-TO-LEFT ISOLATE',
+  8296: 'FIRST STRONG ISOLATE',
+  8297: 'POP DIRECTIONAL ISOLATE',
+  10240: 'BRAILLE PATTERN BLANK',
+  12288: 'IDEOGRAPHIC SPACE',
+  12644: 'HANGUL FILLER',
+  65279: 'ZERO WIDTH NO-BREAK SPACE (BOM)',
+  65440: 'HALFWIDTH HANGUL FILLER',
+  65532: 'OBJECT REPLACEMENT CHARACTER',
+  65533: 'REPLACEMENT CHARACTER',
+};
+
+// Letters of other scripts (and a few Latin ones) drawn like an ASCII letter: a subset of Unicode's
+// confusables (UTS #39, https://www.unicode.org/reports/tr39/), the letters that pass for ASCII in
+// common fonts. Each maps to the ASCII letter it looks like.
+const LOOKALIKES = (() => {
+  const table = {};
+  const add = (chars, latin) => {
+    for (let k = 0; k < chars.length; k++) table[chars[k]] = latin[k];
+  };
+  add('аеорсухѕіјһԁԛԝӏүвкмнт', 'aeopcyxsijhdqwlybkmht'); // Cyrillic small
+  add('АВЕКМНОРСТХУЅІЈԚԜҮӀ', 'ABEKMHOPCTXYSIJQWYI'); // Cyrillic capital
+  add('ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ', 'ABEZHIKMNOPTYX'); // Greek capital
+  add('οαικνρυϲϳ', 'oaikvpucj'); // Greek small
+  add('օսհոզ', 'ouhnq'); // Armenian
+  add('ᎪᏴᏟᎬᎻᎫᏦᎷᏢᏚᎢᏔᏃ', 'ABCEHJKMPSTWZ'); // Cherokee
+  add('ıɩɑɡǀ', 'iiagl'); // Latin letters that pass for others
+  return table;
+})();
+
+const SCRIPTS = ['Latin', 'Cyrillic', 'Greek', 'Armenian', 'Cherokee'];
+const scriptOf = (ch) => SCRIPTS.find((s) => new RegExp('\\p{Script=' + s + '}', 'u').test(ch)) || 'another script';
+
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+// Invisible or blank: format characters, default-ignorable code points, separators, spaces other than
+// U+0020, private use, unassigned, noncharacters, and characters drawn as nothing.
+const INVISIBLE =
+  /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Noncharacter_Code_Point}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u2800\u115f\u1160\u3164\uffa0\ufffc]/u;
+const CONTROL = /\p{Cc}/u;
+const SURROGATE = /\p{Cs}/u;
+const MARK = /\p{M}/u;
+const WORD_CHAR = /[\p{L}\p{M}\p{N}]/u;
+const LETTER = /\p{L}/u;
+const ASCII_ALNUM = /[A-Za-z0-9]/;
+const RTL = /[\p{Script=Hebrew}\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Nko}\p{Script=Samaritan}\p{Script=Mandaic}\p{Script=Adlam}]/u;
+const SHORT_ESCAPES = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\b': '\\b', '\f': '\\f' };
+
+function hex(cp) {
+  return cp.toString(16).toUpperCase().padStart(4, '0');
+}
+
+/** How a character is written as an escape: \uXXXX, or \u{XXXXX} beyond the BMP. */
+function escapeOf(ch) {
+  if (Object.hasOwn(SHORT_ESCAPES, ch)) return SHORT_ESCAPES[ch];
+  const cp = ch.codePointAt(0);
+  return cp > 0xffff ? '\\u{' + hex(cp) + '}' : '\\u' + hex(cp);
+}
+
+/** "U+202E RIGHT-TO-LEFT OVERRIDE", or the code point and what it is. */
+function describe(ch, what) {
+  const cp = ch.codePointAt(0);
+  const name = CHARACTER_NAMES[cp];
+  return 'U+' + hex(cp) + (name ? ' ' + name : '') + ' (' + what + ')';
+}
+
+/**
+ * A string as runs of text to show: `{text}` as it is, or `{text: '\\u202E', esc: true, title}`
+ * for a character that must be seen; and the findings, each `{kind, text}` (kind: bidi, invisible,
+ * control, confusable, rtl). With `json`, quotes and backslashes are escaped as JSON writes them.
+ */
+function inspect(s, json) {
+  const chars = Array.from(s); // code points; a lone surrogate stays one unit
+  const escaped = new Array(chars.length).fill(null); // index → the finding's description
+  const findings = [];
+  // Look-alike letters: in a word that also holds ASCII letters or digits, or a word made only of
+  // look-alikes (an all-Cyrillic "раура" reads as "paypa").
+  for (let start = 0; start < chars.length; ) {
+    if (!WORD_CHAR.test(chars[start])) {
+      start++;
+      continue;
+    }
+    let end = start;
+    while (end < chars.length && WORD_CHAR.test(chars[end])) end++;
+    const word = chars.slice(start, end);
+    const ascii = word.some((c) => ASCII_ALNUM.test(c));
+    const letters = word.filter((c) => LETTER.test(c));
+    const allAlike = letters.length > 0 && letters.every((c) => Object.hasOwn(LOOKALIKES, c));
+    if (ascii || allAlike) {
+      for (let k = start; k < end; k++) {
+        const c = chars[k];
+        if (Object.hasOwn(LOOKALIKES, c)) escaped[k] = { kind: 'confusable', text: describe(c, 'looks like "' + LOOKALIKES[c] + '", ' + scriptOf(c)) };
+      }
+    }
+    start = end;
+  }
+  chars.forEach((c, k) => {
+    if (escaped[k] !== null) return;
+    const cp = c.codePointAt(0);
+    if (c === '\n' || c === '\t') escaped[k] = { kind: null, text: describe(c, c === '\n' ? 'a line break' : 'a tab') };
+    else if (SURROGATE.test(c)) escaped[k] = { kind: 'control', text: describe(c, 'half of a character') };
+    else if (CONTROL.test(c)) escaped[k] = { kind: 'control', text: describe(c, 'a control character') };
+    else if (BIDI_CONTROLS.test(c)) escaped[k] = { kind: 'bidi', text: describe(c, 'a bidi control: it reorders what is shown') };
+    else if (INVISIBLE.test(c)) escaped[k] = { kind: 'invisible', text: describe(c, 'invisible, or drawn as a blank') };
+    else if (MARK.test(c) && (k === 0 || chars[k - 1].codePointAt(0) < 0x80 || escaped[k - 1] !== null)) {
+      escaped[k] = { kind: 'confusable', text: describe(c, 'a combining mark on the character before it') };
+    } else if (cp >= 0x80 && /\p{Nd}/u.test(c)) {
+      escaped[k] = { kind: 'confusable', text: describe(c, 'a digit other than 0-9') };
+    } else if (cp >= 0x80) {
+      // Compatibility forms drawn like ASCII: fullwidth letters, mathematical letters, ligatures, superscripts.
+      const folded = c.normalize('NFKC');
+      if (folded !== c && /[!-~]/.test(folded)) escaped[k] = { kind: 'confusable', text: describe(c, 'looks like "' + folded + '"') };
+    }
+  });
+  const parts = [];
+  let plain = '';
+  const flush = () => {
+    if (plain !== '') parts.push({ text: plain });
+    plain = '';
+  };
+  chars.forEach((c, k) => {
+    const e = escaped[k];
+    if (e !== null) {
+      flush();
+      parts.push({ text: escapeOf(c), esc: true, title: e.text });
+      if (e.kind !== null) findings.push(e);
+    } else if (json && (c === '"' || c === '\\')) plain += '\\' + c;
+    else plain += c;
+  });
+  flush();
+  if (chars.some((c, k) => escaped[k] === null && RTL.test(c)))
+    findings.push({ kind: 'rtl', text: 'right-to-left letters: the order shown may differ from the order stored' });
+  return { parts, findings };
+}
+
+/** The text a person reads from runs (the textContent of what page.js builds). */
+function partsText(parts) {
+  return parts.map((p) => p.text).join('');
+}
+
+// ---- the arguments, as JSON with every string inspected -------------------------------------------
+
+/** Where a value is, as a person reads it: args.order, args.items[0], args["a b"]. */
+function pathText(path) {
+  let out = '';
+  for (const step of path) {
+    if (typeof step === 'number') out += '[' + step + ']';
+    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(step)) out += (out === '' ? '' : '.') + step;
+    else out += '["' + partsText(inspect(step, true).parts) + '"]';
+  }
+  return out;
+}
+
+/**
+ * A JSON node pretty-printed (two spaces, as JSON.stringify(v, null, 2)) as tokens: `{k:'punct',
+ * text}`, `{k:'num'|'lit', text}`, `{k:'str'|'key', parts}` (the parts include the quotes). Every
+ * string's findings go to `findings` with where they were.
+ */
+function jsonTokens(node, path, findings, indent, out) {
+  const tokens = out || [];
+  const pad = (n) => '  '.repeat(n);
+  const str = (s, k, where) => {
+    const seen = inspect(s, true);
+    for (const f of seen.findings) findings.push({ where: pathText(where) + (k === 'key' ? ' (a key)' : ''), kind: f.kind, text: f.text });
+    tokens.push({ k, parts: [{ text: '"' }, ...seen.parts, { text: '"' }] });
+  };
+  switch (node.t) {
+    case 'obj':
+      if (node.entries.length === 0) tokens.push({ k: 'punct', text: '{}' });
+      else {
+        tokens.push({ k: 'punct', text: '{\n' });
+        node.entries.forEach(([key, v], n) => {
+          tokens.push({ k: 'punct', text: pad(indent + 1) });
+          str(key, 'key', path.concat(key));
+          tokens.push({ k: 'punct', text: ': ' });
+          jsonTokens(v, path.concat(key), findings, indent + 1, tokens);
+          tokens.push({ k: 'punct', text: n < node.entries.length - 1 ? ',\n' : '\n' });
+        });
+        tokens.push({ k: 'punct', text: pad(indent) + '}' });
+      }
+      break;
+    case 'arr':
+      if (node.items.length === 0) tokens.push({ k: 'punct', text: '[]' });
+      else {
+        tokens.push({ k: 'punct', text: '[\n' });
+        node.items.forEach((v, n) => {
+          tokens.push({ k: 'punct', text: pad(indent + 1) });
+          jsonTokens(v, path.concat(n), findings, indent + 1, tokens);
+          tokens.push({ k: 'punct', text: n < node.items.length - 1 ? ',\n' : '\n' });
+        });
+        tokens.push({ k: 'punct', text: pad(indent) + ']' });
+      }
+      break;
+    case 'str':
+      str(node.v, 'str', path);
+      break;
+    case 'num':
+      tokens.push({ k: 'num', text: node.v });
+      break;
+    default:
+      tokens.push({ k: 'lit', text: node.v });
+  }
+  return tokens;
+}
+
+/** The text of tokens, as shown. */
+function tokensText(tokens) {
+  return tokens.map((t) => (t.parts ? partsText(t.parts) : t.text)).join('');
+}
+
+// ---- one card ----------------------------------------------------------------------------------------
+
+/**
+ * Everything a card shows of one approval (its exact tree, from GET /approvals/{id}): the call once,
+ * every requirement, who asked, when, the expiry, the id, the policy versions, and every finding.
+ */
+function cardView(tree) {
+  const findings = [];
+  const text = (s, where) => {
+    const seen = inspect(s, false);
+    for (const f of seen.findings) findings.push({ where, kind: f.kind, text: f.text });
+    return seen.parts;
+  };
+  const tool = memberText(tree, 'tool');
+  const args = member(tree, 'args') || { t: 'obj', entries: [] };
+  const context = member(tree, 'context');
+  const argsTokens = jsonTokens(args, ['args'], findings, 0);
+  const contextTokens = context ? jsonTokens(context, ['context'], findings, 0) : null;
+  const requester = member(tree, 'requester');
+  const sub = memberText(requester, 'sub');
+  const team = memberText(requester, 'team');
+  const agent = memberText(requester, 'agent');
+  const requesterParts = [
+    ...text(sub, 'the requester'),
+    ...(team ? [{ text: ' · team ' }, ...text(team, 'the team')] : []),
+    ...(agent ? [{ text: ' · agent ' }, ...text(agent, 'the agent')] : []),
+  ];
+  const run = memberText(tree, 'run_id');
+  const runParts = run ? text(run, 'the run id') : [{ text: '(none)' }];
+  const requirements = requirementsOf(tree).map((r, n) => ({
+    reason: text(memberText(r, 'reason'), 'requirement ' + (n + 1)),
+    source: 'policy ' + memberText(r, 'policy') + ', rule ' + memberText(r, 'rule') + ', kind ' + memberText(r, 'kind') + reviewText(reviewed(r, tree)),
+  }));
+  const policies = member(tree, 'policies');
+  const policyText =
+    policies && policies.t === 'arr'
+      ? policies.items
+          .map(
+            (p) =>
+              memberText(p, 'policy') + (memberText(p, 'version') ? ' v' + memberText(p, 'version') : '') + ' (' + memberText(p, 'digest').slice(0, 19) + '…)',
+          )
+          .join(', ')
+      : '';
+  // One finding per place and character: the list stays readable.
+  const seen = new Set();
+  const unique = findings.filter((f) => {
+    const key = f.where + '|' + f.text;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
   return {
-    tool: text(approval.tool),
-    kind: text(approval.kind),
-    requirements: requirementsOf(approval)
-      .map(function (r, i) {
-        return i + 1 + '. ' + text(r.reason) + '\n   (policy ' + text(r.policy) + ', rule ' + text(r.rule) + ', kind ' + text(r.kind) + ')';
-      })
-      .join('\n'),
-    requester: text(requester.sub) + (requester.team ? ' (team ' + requester.team + ')' : ''),
-    run_id: approval.run_id ? text(approval.run_id) : '(none)',
-    expires_at: text(approval.expires_at),
-    args: json(approval.args),
-    context: approval.context ? json(approval.context) : '(none)',
-    capability: json(approval.capability),
-    presentation: json(approval.presentation),
-    presentation_label: text(approval.presentation_label),
-    unshown:
-      unshown.length === 0
-        ? ''
-        : 'Not in the capability or the presentation, but part of the call: ' +
-          unshown
-            .map(function (p) {
-              return JSON.stringify(p);
-            })
-            .join(', '),
+    id: memberText(tree, 'id'),
+    status: memberText(tree, 'status'),
+    tool,
+    args: argsTokens,
+    context: contextTokens,
+    requirements,
+    unshown: unshownPaths(tree),
+    requester: requesterParts,
+    requesterSub: sub,
+    run: runParts,
+    createdAt: memberText(tree, 'created_at'),
+    expiresAt: memberText(tree, 'expires_at'),
+    policies: policyText,
+    findings: unique,
   };
 }
 
-function text(value) {
-  return value == null ? '' : String(value);
+/** Every policy file that asked for this approval; an approval without the list has one. */
+function requirementsOf(tree) {
+  const list = member(tree, 'requirements');
+  if (list && list.t === 'arr' && list.items.length > 0) return list.items;
+  return [tree];
 }
 
-// Every policy file that asked for this approval; an approval without the list has one.
-function requirementsOf(approval) {
-  if (Array.isArray(approval.requirements) && approval.requirements.length > 0) return approval.requirements;
-  return [
-    { policy: '', rule: approval.rule, kind: approval.kind, reason: approval.reason, capability: approval.capability, presentation: approval.presentation },
-  ];
-}
-function json(value) {
-  return JSON.stringify(value === undefined ? {} : value, null, 2).replace(EXACT_IN_JSON, '$1');
+function reviewText(paths) {
+  if (paths === null) return '; it reviews the whole call';
+  return paths.length === 0 ? '; it picks no argument for review' : '; it reviews ' + paths.join(', ');
 }
 
-// Numbers exactly as the API writes them (the grant lets that text run, and JSON.parse would show
-// 12345678901234567890 as 12345678901234567000). Where the browser gives the reviver a number's
-// source text (Chromium 114+, Firefox 135+), a number whose text is not its double's is kept as
-// that text behind a marker no API string can hold (U+0000), and json() writes it back bare.
-var EXACT = '\u0000exact:';
-var EXACT_IN_JSON = /"\\u0000exact:([-+.0-9eE]+)"/g;
-function parseExact(body) {
-  return JSON.parse(body, function (_key, value, context) {
-    if (typeof value === 'number' && context && typeof context.source === 'string' && context.source !== String(value)) {
-      return EXACT + context.source;
-    }
-    return value;
-  });
+/** The argument paths a requirement's shape picks for review; null when it shows the whole call. */
+function reviewed(requirement, tree) {
+  const paths = new Set();
+  let whole = false;
+  for (const name of ['capability', 'presentation']) {
+    const view = member(requirement, name);
+    if (view?.t !== 'obj') continue;
+    if (isWholeCall(view, tree)) whole = true;
+    else for (const [k] of view.entries) paths.add(k);
+  }
+  return whole ? null : [...paths].sort();
+}
+
+function isWholeCall(view, tree) {
+  if (view.entries.length !== 2) return false;
+  const tool = member(view, 'tool');
+  const args = member(view, 'args');
+  return (
+    !!tool &&
+    tool.t === 'str' &&
+    tool.v === memberText(tree, 'tool') &&
+    !!args &&
+    nodeText(args) === nodeText(member(tree, 'args') || { t: 'obj', entries: [] })
+  );
 }
 
 // The argument paths (dotted, as a rule's approval shape names them) that no requirement's
 // capability or presentation shows. A view that is the default shape {tool, args} shows every argument.
-function unshownPaths(approval) {
-  var args = approval.args || {};
-  var shown = [];
-  var views = [];
-  requirementsOf(approval).forEach(function (r) {
-    views.push(r.capability, r.presentation);
-  });
-  views.forEach(function (view) {
-    if (!view || typeof view !== 'object') return;
-    if (isWholeCall(view, approval)) shown.push([]);
-    else
-      Object.keys(view).forEach(function (path) {
-        shown.push(path.split('.'));
-      });
-  });
-  var out = [];
-  function visit(value, path) {
-    if (
-      shown.some(function (s) {
-        return isPrefix(s, path);
-      })
-    )
-      return; // shown, or inside a shown value
-    var inner = value !== null && typeof value === 'object' ? Object.keys(value) : [];
-    // Only part of this value is shown: look inside it. Otherwise none of it is.
-    if (
-      inner.length > 0 &&
-      shown.some(function (s) {
-        return isPrefix(path, s);
-      })
-    ) {
-      inner.forEach(function (key) {
-        visit(value[key], path.concat(key));
-      });
-    } else {
-      out.push(path.join('.'));
+function unshownPaths(tree) {
+  const args = member(tree, 'args') || { t: 'obj', entries: [] };
+  const shown = [];
+  for (const r of requirementsOf(tree)) {
+    for (const name of ['capability', 'presentation']) {
+      const view = member(r, name);
+      if (view?.t !== 'obj') continue;
+      if (isWholeCall(view, tree)) shown.push([]);
+      else for (const [path] of view.entries) shown.push(path.split('.'));
     }
   }
-  Object.keys(args).forEach(function (key) {
-    visit(args[key], [key]);
-  });
+  const out = [];
+  const inner = (node) => (node.t === 'obj' ? node.entries : node.t === 'arr' ? node.items.map((v, n) => [String(n), v]) : []);
+  const visit = (node, path) => {
+    if (shown.some((s) => isPrefix(s, path))) return; // shown, or inside a shown value
+    const children = inner(node);
+    // Only part of this value is shown: look inside it. Otherwise none of it is.
+    if (children.length > 0 && shown.some((s) => isPrefix(path, s))) for (const [k, v] of children) visit(v, path.concat(k));
+    else out.push(path.join('.'));
+  };
+  for (const [k, v] of args.entries) visit(v, [k]);
   return out;
 }
 
 function isPrefix(prefix, path) {
   if (prefix.length > path.length) return false;
-  for (var i = 0; i < prefix.length; i++) if (prefix[i] !== path[i]) return false;
+  for (let k = 0; k < prefix.length; k++) if (prefix[k] !== path[k]) return false;
   return true;
 }
 
-function isWholeCall(view, approval) {
-  var keys = Object.keys(view);
-  return keys.length === 2 && view.tool === approval.tool && Object.hasOwn(view, 'args') && JSON.stringify(view.args) === JSON.stringify(approval.args);
+// ---- times ---------------------------------------------------------------------------------------------
+
+/** A span of time as a person says it: "in 23 h 59 min", "4 min ago", "just now". */
+function relativeTime(deltaMs) {
+  const s = Math.round(Math.abs(deltaMs) / 1000);
+  if (s < 5) return deltaMs > 0 ? 'in a few seconds' : 'just now';
+  let span;
+  if (s < 60) span = s + ' s';
+  else if (s < 3600) span = Math.floor(s / 60) + ' min';
+  else if (s < 86400) {
+    const m = Math.floor((s % 3600) / 60);
+    span = Math.floor(s / 3600) + ' h' + (m > 0 ? ' ' + m + ' min' : '');
+  } else {
+    const h = Math.floor((s % 86400) / 3600);
+    span = Math.floor(s / 86400) + ' d' + (h > 0 ? ' ' + h + ' h' : '');
+  }
+  return deltaMs >= 0 ? 'in ' + span : span + ' ago';
+}
+
+/** An instant of the API as "2026-11-29 23:28:55 UTC": one reading wherever the operator is. */
+function absoluteTime(iso) {
+  return iso ? iso.replace('T', ' ').slice(0, 19) + ' UTC' : '';
 }

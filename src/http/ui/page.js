@@ -1,128 +1,732 @@
-// The operator's web page: pending approvals, grant or deny, through the REST API with the bearer
-// token the operator pastes. Every value, the model-chosen arguments and presentation above all, is
-// put on the page with textContent: never parsed as HTML. card.js (loaded first) says what a card shows.
+// The operator's web page: the approvals queue and its history, live, through the REST API
+// (docs/approvals.md, "The operator page"). card.js (loaded first) says what a card shows; this file
+// puts it on the page with textContent only (never parsed as HTML), and decides nothing by itself:
+// - a grant is two deliberate acts on the card it belongs to: Grant, then the confirmation that
+//   repeats the exact call; Enter in a text field never decides (no form holds them);
+// - a card stays where it is once decided, with its outcome written on it, so nothing moves under
+//   the pointer; new approvals join the end of the queue (oldest first);
+// - while a decision is in flight its buttons are disabled.
 'use strict';
-(function () {
-  var tokenInput = document.getElementById('token');
-  var statusLine = document.getElementById('status');
-  var list = document.getElementById('approvals');
-  var template = document.getElementById('approval');
-  tokenInput.value = sessionStorage.getItem('gatehouse-token') || '';
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const tokenInput = $('token');
+  const statusLine = $('status');
+  const whoLine = $('who');
+  const filters = $('filters');
+  const liveLine = $('live');
+  const noticeText = $('notice-text');
+  const noticeShow = $('notice-show');
+  const list = $('approvals');
+  const moreButton = $('more');
+  const moreNote = $('more-note');
+  const template = $('card');
+  const dialog = $('confirm');
+  const TOKEN_KEY = 'gatehouse-token';
+  const PAGE_SIZE = 25;
+  const READERS = 6;
+  const TITLE = 'Gatehouse approvals';
 
-  function say(text) {
+  let token = sessionStorage.getItem(TOKEN_KEY) || '';
+  tokenInput.value = token;
+  let me = null;
+  let generation = 0; // a new load makes the answers of older ones moot
+  let cursor = null; // the next page of the current list, or null when it is all shown
+  let loadedOnce = false;
+  let stream = null; // the AbortController of the open stream
+  let streamRetry = null;
+  let retryMs = 2000; // doubles while reconnecting fails, up to 30 s
+  let clockSkewMs = 0; // the server's clock minus ours, from Date headers
+  let arrived = 0; // approvals that match the list but wait behind "Show them"
+  let countTimer = null;
+  let confirming = null; // the card the confirmation is open for
+  let applied = null; // the filters of the list shown (the form may hold edits not applied yet)
+  const cards = new Map(); // approval id → card state
+
+  // ---- the one way to the API ----------------------------------------------------------------------
+
+  // Every request goes through send(), which adds the caller's credentials: signed in with the
+  // identity provider (session.js), the session's CSRF token, the browser adding the session cookie
+  // (fetch's default credentials, same-origin); else the pasted bearer token.
+  async function send(method, path, options) {
+    const o = options || {};
+    const session = gatehouseSession.current();
+    const headers = session ? gatehouseSession.headers() : { authorization: 'Bearer ' + token };
+    if (o.body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(path, {
+      method,
+      headers,
+      body: o.body === undefined ? undefined : JSON.stringify(o.body),
+      signal: o.signal,
+      cache: 'no-store',
+    });
+    if (res.status === 401 && session) gatehouseSession.lost(); // it ended: session.js offers Sign in again
+    return res;
+  }
+
+  /** A JSON call: {status, ok, json, text}; the text is kept for parseExact (numbers as written). */
+  async function api(method, path, body) {
+    const res = await send(method, path, { body });
+    const text = await res.text();
+    const date = Date.parse(res.headers.get('date') || '');
+    if (!Number.isNaN(date)) clockSkewMs = date + 500 - Date.now(); // Date has whole seconds: the middle of one
+    let json = null;
+    try {
+      json = text === '' ? null : JSON.parse(text);
+    } catch {
+      json = null;
+    }
+    return { status: res.status, ok: res.ok, json, text };
+  }
+  const serverNow = () => Date.now() + clockSkewMs;
+  const problemText = (r) => (r.json && (r.json.detail || r.json.title)) || 'HTTP ' + r.status;
+  const say = (text) => {
     statusLine.textContent = text;
-  }
+  };
 
-  // Does this browser give JSON.parse's reviver a number's source text (see parseExact)? If not,
-  // the page says that numbers beyond a double's precision show rounded.
-  var EXACT_NUMBERS = (function () {
-    var seen = false;
-    JSON.parse('1', function (_key, value, context) {
-      seen = !!context && typeof context.source === 'string';
-      return value;
-    });
-    return seen;
-  })();
-  var ROUNDED_NOTE = ' This browser shows numbers of more than 15 significant digits rounded: check them through the API.';
+  // ---- building elements from card.js's runs ---------------------------------------------------------
 
-  function api(method, path, body) {
-    var headers = { authorization: 'Bearer ' + tokenInput.value };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    return fetch(path, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body) }).then(function (res) {
-      return res
-        .text()
-        .then(parseExact)
-        .then(function (json) {
-          if (!res.ok) throw new Error((json && (json.detail || json.title)) || 'HTTP ' + res.status);
-          return json;
-        });
-    });
-  }
-
-  function fill(node, approval) {
-    // textContent only: the arguments and the presentation are model-chosen content and are never
-    // rendered as HTML. A field with nothing to say (no unshown arguments) is hidden.
-    var texts = cardText(approval);
-    node.querySelectorAll('[data-field]').forEach(function (el) {
-      var name = el.getAttribute('data-field');
-      el.textContent = Object.hasOwn(texts, name) ? texts[name] : '';
-      if (name === 'unshown') el.hidden = el.textContent === '';
-    });
-  }
-
-  function render(items) {
-    list.textContent = '';
-    items.forEach(function (approval) {
-      var node = template.content.cloneNode(true);
-      fill(node, approval);
-      var form = node.querySelector('form');
-      form.addEventListener('submit', function (event) {
-        event.preventDefault();
-        var action = event.submitter ? event.submitter.value : 'grant';
-        var text = form.elements.text.value;
-        var body = text ? (action === 'grant' ? { note: text } : { reason: text }) : {};
-        api('POST', '/approvals/' + encodeURIComponent(approval.id) + '/' + action, body)
-          .then(function () {
-            say(action === 'grant' ? 'Granted.' : 'Denied.');
-            load();
-          })
-          .catch(function (err) {
-            say(err.message);
-          });
-      });
-      list.appendChild(node);
-    });
-    say(items.length === 0 ? 'No pending approvals.' : items.length + ' pending approval(s).' + (EXACT_NUMBERS ? '' : ROUNDED_NOTE));
-  }
-
-  // A list carries summaries; each card needs its whole approval (the exact arguments), read a few
-  // at a time. One decided meanwhile is left out.
-  var READERS = 6;
-  function whole(items) {
-    var out = [];
-    var next = 0;
-    function reader() {
-      if (next >= items.length) return Promise.resolve();
-      var n = next++;
-      return api('GET', '/approvals/' + encodeURIComponent(items[n].id)).then(function (approval) {
-        out[n] = approval;
-        return reader();
-      });
+  function fillParts(el, parts) {
+    el.textContent = '';
+    for (const p of parts) {
+      if (p.esc) {
+        const span = document.createElement('span');
+        span.className = 'esc';
+        span.title = p.title;
+        span.textContent = p.text;
+        el.append(span);
+      } else el.append(document.createTextNode(p.text));
     }
-    var readers = [];
-    for (var k = 0; k < READERS; k++) readers.push(reader());
-    return Promise.all(readers).then(function () {
-      return out.filter(function (approval) {
-        return approval && approval.status === 'pending';
-      });
-    });
   }
-
-  // Every pending approval, page after page (newest first): with more than one page, the oldest,
-  // the closest to expiry, must not be the ones left out. Bounded, and said so if the bound is hit.
-  var MAX_PAGES = 25;
-  function load() {
-    var items = [];
-    function next(cursor, pages) {
-      var query = '/approvals?status=pending&limit=200' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
-      return api('GET', query).then(function (page) {
-        items = items.concat(page.items);
-        if (page.next_cursor && pages + 1 < MAX_PAGES) return next(page.next_cursor, pages + 1);
-        return whole(items).then(function (approvals) {
-          render(approvals);
-          if (page.next_cursor) say('The ' + approvals.length + ' newest pending approvals; more are waiting: decide some, then reload.');
-        });
-      });
+  function fillTokens(el, tokens) {
+    el.textContent = '';
+    for (const t of tokens) {
+      if (t.k === 'punct') el.append(document.createTextNode(t.text));
+      else {
+        const span = document.createElement('span');
+        span.className = t.k;
+        if (t.parts) fillParts(span, t.parts);
+        else span.textContent = t.text;
+        el.append(span);
+      }
     }
-    next(null, 0).catch(function (err) {
-      say(err.message);
-    });
   }
+  const plainOf = (s) => partsText(inspect(s || '', false).parts);
 
-  document.getElementById('login').addEventListener('submit', function (event) {
+  // ---- signing in -------------------------------------------------------------------------------------
+
+  $('signin').addEventListener('submit', (event) => {
     event.preventDefault();
-    sessionStorage.setItem('gatehouse-token', tokenInput.value);
+    token = tokenInput.value.trim();
+    sessionStorage.setItem(TOKEN_KEY, token);
+    start();
+  });
+  $('signout').addEventListener('click', () => {
+    token = '';
+    tokenInput.value = '';
+    sessionStorage.removeItem(TOKEN_KEY);
+    stop();
+    whoLine.textContent = '';
+    say('Signed out.');
+  });
+
+  async function start() {
+    stop();
+    say('Checking the token…');
+    let r;
+    try {
+      r = await api('GET', '/me');
+    } catch {
+      say('Gatehouse cannot be reached: nothing is listed.');
+      return;
+    }
+    if (r.status === 401) return say('This token was refused: it has expired or is not valid. Paste a current one.');
+    if (!r.ok) return say('Signing in failed: ' + problemText(r));
+    me = r.json;
+    const signedIn = gatehouseSession.current() !== null; // session.js says who, and signs out
+    $('signout').hidden = signedIn;
+    if (!signedIn) whoLine.textContent = 'Signed in as ' + plainOf(me.sub) + (me.team ? ' (team ' + plainOf(me.team) + ')' : '') + '.';
+    if (!me.can.decide) {
+      say(
+        (signedIn ? 'This account (' : 'This token (') +
+          plainOf(me.sub) +
+          ') cannot grant or deny: it does not have the approver role, and would see only its own approvals.' +
+          (signedIn ? '' : ' Sign in with an approver token.'),
+      );
+      return;
+    }
+    filters.hidden = false;
+    followLink();
+    say('Loading…');
+    openStream();
+    loadStats(me);
+  }
+
+  // ---- how approvals went (GET /approvals/stats) -----------------------------------------------------------
+
+  const WEEK_MS = 7 * 86_400_000;
+  const seconds = (s) => (s === null ? '–' : s < 60 ? s.toFixed(1) + ' s' : s < 3600 ? (s / 60).toFixed(1) + ' min' : (s / 3600).toFixed(1) + ' h');
+  const POINTS_TO = {
+    always_granted: 'always granted: a candidate for allow, with a cap',
+    always_denied: 'always denied: a candidate for deny',
+  };
+
+  // `who`: the sign-in it was asked for; a sign-out or another sign-in meanwhile makes the answer moot.
+  async function loadStats(who) {
+    const since = new Date(serverNow() - WEEK_MS).toISOString();
+    let r;
+    try {
+      r = await api('GET', '/approvals/stats?since=' + encodeURIComponent(since));
+    } catch {
+      return; // the queue says when Gatehouse cannot be reached
+    }
+    if (who !== me || !r.ok || r.json === null) return;
+    const rows = $('stats-rows');
+    rows.textContent = '';
+    for (const s of r.json.rules) {
+      const tr = document.createElement('tr');
+      const cells = [
+        plainOf(s.rule),
+        plainOf(s.kind),
+        String(s.filed),
+        String(s.granted),
+        String(s.denied),
+        String(s.expired),
+        String(s.cancelled),
+        seconds(s.decide_p50_seconds) + ' / ' + seconds(s.decide_p90_seconds),
+        s.fast_grants > 0 ? s.fast_grants + ' under ' + r.json.fast_grant_seconds + ' s' : '0',
+        POINTS_TO[s.suggestion] || '',
+      ];
+      for (const text of cells) {
+        const td = document.createElement('td');
+        td.textContent = text;
+        tr.append(td);
+      }
+      if (s.suggestion) tr.dataset.suggestion = s.suggestion;
+      rows.append(tr);
+    }
+    $('stats-note').textContent =
+      r.json.rules.length === 0
+        ? 'No approvals were filed in the last 7 days.'
+        : 'Fast grants were given within ' + r.json.fast_grant_seconds + ' s of the request: too fast to have been read.';
+    $('stats').hidden = false;
+  }
+
+  // A link to one approval (a webhook's: /ui#approval=ID) shows that approval, whatever its status:
+  // the filters say so, and Clear goes back to the queue.
+  function followLink() {
+    const linked = /^#approval=([0-9a-fA-F-]{36})$/.exec(location.hash);
+    if (linked === null) return false;
+    for (const id of ['f-tool', 'f-kind', 'f-requester']) $(id).value = '';
+    $('f-status').value = '';
+    $('f-q').value = linked[1].toLowerCase();
+    return true;
+  }
+  window.addEventListener('hashchange', () => {
+    if (me?.can.decide && followLink()) load();
+  });
+
+  function stop() {
+    generation++;
+    if (stream) stream.abort();
+    stream = null;
+    clearTimeout(streamRetry);
+    retryMs = 2000;
+    loadedOnce = false;
+    applied = null;
+    me = null;
+    cards.clear();
+    list.textContent = '';
+    filters.hidden = true;
+    $('stats').hidden = true;
+    $('signout').hidden = true;
+    moreButton.hidden = true;
+    moreNote.textContent = '';
+    liveLine.textContent = '';
+    setNotice(0);
+    document.title = TITLE;
+    if (dialog.open) dialog.close();
+  }
+
+  // ---- live: the stream of changes -----------------------------------------------------------------
+
+  async function openStream() {
+    const abort = new AbortController();
+    stream = abort;
+    let res;
+    try {
+      res = await send('GET', '/approvals/stream', { signal: abort.signal });
+    } catch {
+      if (!abort.signal.aborted) streamLost();
+      return;
+    }
+    if (!res.ok) {
+      if (res.status === 401) {
+        stop();
+        return say('The token has expired: paste a current one to go on.');
+      }
+      return streamLost();
+    }
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          let name = 'message';
+          let data = '';
+          for (const line of block.split('\n')) {
+            if (line.startsWith('event: ')) name = line.slice(7);
+            else if (line.startsWith('data: ')) data += line.slice(6);
+          }
+          if (data !== '') onStreamEvent(name, data);
+        }
+      }
+    } catch {
+      // the connection broke, or stop() aborted it
+    }
+    if (!abort.signal.aborted) streamLost();
+  }
+
+  function streamLost() {
+    liveLine.textContent = 'Live updates interrupted: reconnecting…';
+    liveLine.className = 'live off';
+    if (!loadedOnce) load();
+    clearTimeout(streamRetry);
+    streamRetry = setTimeout(openStream, retryMs);
+    retryMs = Math.min(30_000, retryMs * 2);
+  }
+
+  function onStreamEvent(name, data) {
+    if (name === 'ready') {
+      retryMs = 2000;
+      liveLine.textContent = 'Live: changes appear as they happen.';
+      liveLine.className = 'live on';
+      if (loadedOnce) refresh();
+      else load();
+    } else if (name === 'reset') refresh();
+    else if (name === 'approval') {
+      let summary;
+      try {
+        summary = JSON.parse(data);
+      } catch {
+        return;
+      }
+      onChange(summary);
+    }
+  }
+
+  // ---- the list ----------------------------------------------------------------------------------------
+
+  function filterValues() {
+    return {
+      status: $('f-status').value,
+      tool: $('f-tool').value.trim(),
+      kind: $('f-kind').value.trim(),
+      requester: $('f-requester').value.trim(),
+      q: $('f-q').value.trim(),
+    };
+  }
+  const oldestFirst = () => applied !== null && applied.status === 'pending';
+
+  function listPath(after) {
+    const f = applied;
+    const q = new URLSearchParams({ limit: String(PAGE_SIZE), count: 'true' });
+    if (f.status === 'history') q.set('decided', 'true');
+    else if (f.status !== '') q.set('status', f.status);
+    if (f.status === 'pending') q.set('order', 'oldest');
+    for (const name of ['tool', 'kind', 'requester', 'q']) if (f[name] !== '') q.set(name, f[name]);
+    if (after) q.set('cursor', after);
+    return '/approvals?' + q.toString();
+  }
+
+  /** Whether an approval (a summary) belongs in the list the filters ask for, as far as a summary tells. */
+  function matches(s) {
+    const f = applied;
+    if (f === null) return false;
+    if (f.status === 'history' ? s.decided_by === null : f.status !== '' && s.status !== f.status) return false;
+    if ((f.tool && s.tool !== f.tool) || (f.kind && s.kind !== f.kind) || (f.requester && s.requester.sub !== f.requester)) return false;
+    return true;
+  }
+
+  filters.addEventListener('submit', (event) => {
+    event.preventDefault();
     load();
   });
-  if (tokenInput.value) load();
+  filters.addEventListener('reset', () => setTimeout(load, 0));
+  moreButton.addEventListener('click', () => nextPage(generation));
+  noticeShow.addEventListener('click', () => load());
+
+  async function load() {
+    const gen = ++generation;
+    loadedOnce = true;
+    applied = filterValues();
+    cards.clear();
+    list.textContent = '';
+    cursor = null;
+    setNotice(0);
+    if (dialog.open) dialog.close();
+    await nextPage(gen);
+    scheduleCount();
+  }
+
+  async function nextPage(gen) {
+    moreButton.disabled = true;
+    list.setAttribute('aria-busy', 'true');
+    let r;
+    try {
+      r = await api('GET', listPath(cursor));
+    } catch {
+      r = null;
+    }
+    if (gen !== generation) return;
+    moreButton.disabled = false;
+    if (r === null || !r.ok) {
+      list.setAttribute('aria-busy', 'false');
+      return say('Listing failed: ' + (r ? problemText(r) : 'Gatehouse cannot be reached') + '.');
+    }
+    cursor = r.json.next_cursor;
+    const wholes = await readWhole(r.json.items.map((s) => s.id));
+    if (gen !== generation) return;
+    for (const w of wholes) if (w !== null && !cards.has(w.json.id)) addCard(w);
+    showTotals(r.json.count);
+    list.setAttribute('aria-busy', 'false');
+  }
+
+  function showTotals(count) {
+    const f = applied;
+    const what = f.status === 'pending' ? 'pending ' : f.status === 'history' ? 'decided ' : f.status === '' ? '' : f.status + ' ';
+    if (count === 0) say(f.status === 'pending' ? 'No pending approvals.' : 'No approvals match.');
+    else say(count + ' ' + what + (count === 1 ? 'approval' : 'approvals') + (f.status === 'pending' ? ', oldest first.' : ', newest first.'));
+    moreButton.hidden = cursor === null;
+    moreNote.textContent = cursor === null ? '' : cards.size + ' shown of ' + count + '.';
+  }
+
+  /** The whole approvals (arguments included), a few reads at a time; null for one not visible. */
+  async function readWhole(ids) {
+    const out = new Array(ids.length).fill(null);
+    let next = 0;
+    const reader = async () => {
+      while (next < ids.length) {
+        const n = next++;
+        try {
+          const r = await api('GET', '/approvals/' + encodeURIComponent(ids[n]));
+          if (r.ok) out[n] = { json: r.json, tree: parseExact(r.text) };
+        } catch {
+          // left out: the list says what it could show
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: READERS }, reader));
+    return out;
+  }
+
+  /** Back after the stream was interrupted: every live card read again, and what joined the queue. */
+  async function refresh() {
+    const gen = generation;
+    const live = [...cards.values()].filter((c) => c.summary.status === 'pending' || c.summary.status === 'granted');
+    const wholes = await readWhole(live.map((c) => c.id));
+    if (gen !== generation) return;
+    wholes.forEach((w, n) => {
+      if (w !== null) setState(live[n], w.json);
+    });
+    if (cursor === null && oldestFirst()) {
+      // The whole queue is shown: anything new belongs at its end.
+      let after = null;
+      do {
+        const r = await api('GET', listPath(after)).catch(() => null);
+        if (gen !== generation || r === null || !r.ok) return;
+        for (const s of r.json.items) if (!cards.has(s.id)) await arrive(s, gen);
+        after = r.json.next_cursor;
+      } while (after !== null);
+    }
+    scheduleCount();
+  }
+
+  function onChange(summary) {
+    const c = cards.get(summary.id);
+    if (c) setState(c, summary);
+    else if (matches(summary)) {
+      // Oldest first with the whole queue shown: the new one joins the end, below the pointer's
+      // work. Otherwise it would go above or between what is shown: it waits behind "Show them".
+      if (oldestFirst() && cursor === null) arrive(summary, generation);
+      else setNotice(arrived + 1);
+    }
+    scheduleCount();
+  }
+
+  async function arrive(summary, gen) {
+    const [w] = await readWhole([summary.id]);
+    if (gen !== generation || w === null || cards.has(w.json.id) || !matches(w.json)) return;
+    addCard(w);
+  }
+
+  function setNotice(n) {
+    arrived = n;
+    noticeText.textContent = n === 0 ? '' : n + (n === 1 ? ' approval has' : ' approvals have') + ' arrived that this list does not show yet.';
+    noticeShow.hidden = n === 0;
+  }
+
+  // The title carries the number of pending approvals (all of them, whatever the filters); the
+  // status line, how many the list's filters match.
+  function scheduleCount() {
+    clearTimeout(countTimer);
+    countTimer = setTimeout(async () => {
+      const gen = generation;
+      if (applied === null) return;
+      const [all, listed] = await Promise.all([
+        api('GET', '/approvals?status=pending&limit=1&count=true').catch(() => null),
+        api('GET', listPath(null).replace('limit=' + PAGE_SIZE, 'limit=1')).catch(() => null),
+      ]);
+      if (gen !== generation) return;
+      if (all?.ok) document.title = '(' + all.json.count + ') ' + TITLE;
+      // Not while a page is being read: the count would be said before its cards are shown.
+      if (listed?.ok && list.getAttribute('aria-busy') !== 'true') showTotals(listed.json.count);
+    }, 250);
+  }
+
+  // ---- one card --------------------------------------------------------------------------------------
+
+  const RANK = { pending: 0, granted: 1 }; // every other status is final
+  const rank = (status) => (Object.hasOwn(RANK, status) ? RANK[status] : 2);
+
+  function addCard(whole) {
+    const view = cardView(whole.tree);
+    const node = template.content.firstElementChild.cloneNode(true);
+    const f = (name) => node.querySelector('[data-f="' + name + '"]');
+    const id = whole.json.id;
+    const c = { id, el: node, view, summary: whole.json, busy: false, outcome: '', checkedAt: 0, f };
+    const headingId = 'card-' + id;
+    f('heading').id = headingId;
+    node.setAttribute('aria-labelledby', headingId);
+    node.dataset.id = id;
+    f('tool').textContent = view.tool;
+    f('toolname').textContent = view.tool;
+    fillTokens(f('args'), view.args);
+    if (view.context) {
+      fillTokens(f('context'), view.context);
+      f('context-part').hidden = false;
+    }
+    if (view.unshown.length > 0) {
+      f('unshown').hidden = false;
+      f('unshown').textContent = 'No requirement picks these arguments for review, but the grant covers them too: ' + view.unshown.join(', ') + '.';
+    }
+    for (const r of view.requirements) {
+      const li = document.createElement('li');
+      const reason = document.createElement('span');
+      reason.className = 'reason';
+      fillParts(reason, r.reason);
+      const source = document.createElement('span');
+      source.className = 'source';
+      source.textContent = ' (' + r.source + ')';
+      li.append(reason, source);
+      f('requirements').append(li);
+    }
+    fillParts(f('requester'), view.requester);
+    fillParts(f('run'), view.run);
+    f('created').textContent = absoluteTime(view.createdAt);
+    f('id').textContent = id;
+    f('policies').textContent = view.policies;
+    if (view.findings.length > 0) {
+      f('flags').hidden = false;
+      f('warn').hidden = false;
+      f('warn').textContent = view.findings.length + (view.findings.length === 1 ? ' character to check' : ' characters to check');
+      for (const finding of view.findings) {
+        const li = document.createElement('li');
+        li.textContent = finding.where + ': ' + finding.text;
+        f('findings').append(li);
+      }
+    }
+    // Labels and names that say which approval each control decides.
+    const who = partsText(view.requester);
+    for (const [name, label] of [
+      ['note', 'note-label'],
+      ['message', 'message-label'],
+    ]) {
+      f(name).id = name + '-' + id;
+      f(label).htmlFor = name + '-' + id;
+    }
+    f('grant').setAttribute('aria-label', 'Grant approval ' + id + ' (' + view.tool + ', asked by ' + who + '): opens a confirmation');
+    f('deny').setAttribute('aria-label', 'Deny approval ' + id + ' (' + view.tool + ', asked by ' + who + ')');
+    f('grant').addEventListener('click', () => openConfirm(c));
+    f('deny').addEventListener('click', () => decide(c, 'deny'));
+    cards.set(id, c);
+    list.append(node);
+    renderState(c);
+    tickCard(c, serverNow());
+  }
+
+  /** A newer state of the approval (from the stream, an answer, a read): never back to an older one. */
+  function setState(c, s) {
+    if (rank(s.status) < rank(c.summary.status)) return;
+    c.summary = { ...c.summary, ...s };
+    renderState(c);
+    if (confirming === c) renderConfirmState();
+  }
+
+  const STATUS_LABELS = {
+    pending: 'Pending',
+    granted: 'Granted',
+    denied: 'Denied',
+    expired: 'Expired',
+    consumed: 'Granted and used',
+    cancelled: 'Withdrawn',
+  };
+
+  function renderState(c) {
+    const s = c.summary;
+    const f = c.f;
+    c.el.dataset.status = s.status;
+    f('status').textContent = STATUS_LABELS[s.status] || s.status;
+    f('status').className = 'badge ' + s.status;
+    const open = s.status === 'pending' && !c.busy;
+    f('grant').disabled = !open;
+    f('deny').disabled = !open;
+    f('note').disabled = !open;
+    f('message').disabled = !open;
+    c.el.setAttribute('aria-busy', c.busy ? 'true' : 'false');
+    if (c.busy) f('result').textContent = c.outcome;
+    else f('result').textContent = (c.outcome ? c.outcome + ' ' : '') + stateText(s);
+    f('result').className = 'result ' + (s.status === 'pending' ? '' : 'done');
+    // The history shows the decision's fields; a card of the queue keeps its layout instead.
+    if (!oldestFirst() && s.decided_by !== null) {
+      f('decision').hidden = false;
+      f('decide').hidden = true;
+      fillParts(f('decided_by'), inspect(s.decided_by, false).parts);
+      f('decided_at').textContent = absoluteTime(s.decided_at);
+      fillParts(f('decision_note'), inspect(s.decision_note || '(none)', false).parts);
+      fillParts(f('decision_message'), inspect(s.decision_message || '(none)', false).parts);
+    }
+    f('expires_at').textContent = absoluteTime(s.expires_at);
+  }
+
+  function stateText(s) {
+    const by = s.decided_by === null ? '' : s.decided_by === me?.sub ? 'you' : plainOf(s.decided_by);
+    // A past instant: a clock a second off must not make it read "in a few seconds".
+    const at = (iso) => absoluteTime(iso) + ' (' + relativeTime(Math.min(0, Date.parse(iso) - serverNow())) + ')';
+    switch (s.status) {
+      case 'pending':
+        return '';
+      case 'granted':
+        return 'Granted by ' + by + ' at ' + at(s.decided_at) + '; the agent may run it once.';
+      case 'denied':
+        return 'Denied by ' + by + ' at ' + at(s.decided_at) + '.';
+      case 'consumed':
+        return 'Granted by ' + by + ' at ' + at(s.decided_at) + '; the agent ran it at ' + absoluteTime(s.consumed_at) + '.';
+      case 'expired':
+        return (s.decided_by ? 'Granted by ' + by + ', but not used in time: ' : 'Nobody decided in time: ') + 'it expired at ' + at(s.expires_at) + '.';
+      case 'cancelled':
+        return 'Withdrawn by the requester: there is nothing to decide.';
+      default:
+        return s.status;
+    }
+  }
+
+  async function decide(c, action) {
+    if (c.busy || c.summary.status !== 'pending') return;
+    const note = c.f('note').value.trim();
+    const message = c.f('message').value.trim();
+    const body = action === 'grant' ? (note ? { note } : {}) : { ...(note ? { note } : {}), ...(message ? { message } : {}) };
+    c.busy = true;
+    c.outcome = action === 'grant' ? 'Granting…' : 'Denying…';
+    renderState(c);
+    let r;
+    try {
+      r = await api('POST', '/approvals/' + encodeURIComponent(c.id) + '/' + action, body);
+    } catch {
+      r = null;
+    }
+    c.busy = false;
+    const verb = action === 'grant' ? 'granted' : 'denied';
+    if (r?.ok) {
+      c.outcome = '';
+      setState(c, r.json);
+    } else if (r?.status === 409 && r.json?.approval) {
+      c.outcome = 'Not ' + verb + ': it was no longer pending.';
+      setState(c, r.json.approval);
+    } else if (r !== null && r.status === 401) {
+      c.outcome = 'Not ' + verb + ': the token has expired. Sign in again.';
+    } else if (r !== null && r.status === 403) {
+      c.outcome = 'Not ' + verb + ': ' + problemText(r) + '.';
+    } else {
+      c.outcome = 'Not ' + verb + ': ' + (r ? problemText(r) : 'Gatehouse cannot be reached') + '. Nothing changed; try again.';
+    }
+    renderState(c);
+    scheduleCount();
+  }
+
+  // ---- the grant's confirmation ------------------------------------------------------------------------
+
+  function openConfirm(c) {
+    if (c.busy || c.summary.status !== 'pending') return;
+    confirming = c;
+    $('confirm-tool').textContent = c.view.tool;
+    $('confirm-who').textContent = partsText(c.view.requester);
+    fillTokens($('confirm-args'), c.view.args);
+    const flagged = $('confirm-flags');
+    flagged.hidden = c.view.findings.length === 0;
+    flagged.textContent =
+      c.view.findings.length === 0 ? '' : 'Check the ' + c.view.findings.length + ' flagged characters on the card: they are shown as \\u escapes above.';
+    const note = c.f('note').value.trim();
+    $('confirm-note').textContent = note ? 'Your note for the record: ' + note : 'No note for the record.';
+    $('confirm-grant').setAttribute('aria-label', 'Grant approval ' + c.id + ' (' + c.view.tool + ') once');
+    renderConfirmState();
+    dialog.showModal();
+    $('confirm-cancel').focus();
+  }
+
+  function renderConfirmState() {
+    const c = confirming;
+    const open = c !== null && c.summary.status === 'pending' && !c.busy;
+    $('confirm-grant').disabled = !open;
+    $('confirm-state').textContent = c === null || open ? '' : 'This approval is no longer pending: ' + stateText(c.summary);
+  }
+
+  $('confirm-cancel').addEventListener('click', () => dialog.close());
+  $('confirm-grant').addEventListener('click', (event) => {
+    // The second click of a double click (detail 2) is never a confirmation.
+    if (event.detail > 1 || confirming === null) return;
+    const c = confirming;
+    $('confirm-grant').disabled = true;
+    dialog.close();
+    decide(c, 'grant');
+  });
+  dialog.addEventListener('close', () => {
+    const c = confirming;
+    confirming = null;
+    if (c) c.f('grant').focus();
+  });
+
+  // ---- the clock: relative times, and expiry seen as it happens ----------------------------------------
+
+  function tickCard(c, now) {
+    const s = c.summary;
+    const f = c.f;
+    const asked = 'asked ' + relativeTime(Math.min(0, Date.parse(c.view.createdAt) - now)) + ' by ' + partsText(c.view.requester);
+    if (f('asked').textContent !== asked) f('asked').textContent = asked;
+    const left = Date.parse(s.expires_at) - now;
+    const live = s.status === 'pending' || s.status === 'granted';
+    const expires = !live ? STATUS_LABELS[s.status] || s.status : left > 0 ? 'expires ' + relativeTime(left) : 'expiring now';
+    if (f('expires').textContent !== expires) f('expires').textContent = expires;
+    // Past its expiry by the server's clock: read it (the database's clock decides), every 2 s.
+    if (live && left <= 0 && !c.busy && Date.now() - c.checkedAt > 2000) {
+      c.checkedAt = Date.now();
+      const gen = generation;
+      readWhole([c.id]).then(([w]) => {
+        if (gen === generation && w !== null) setState(c, w.json);
+      });
+    }
+  }
+  setInterval(() => {
+    const now = serverNow();
+    for (const c of cards.values()) tickCard(c, now);
+  }, 1000);
+
+  gatehouseSession.ready.then((session) => {
+    if (session || token) start();
+  });
 })();

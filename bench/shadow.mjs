@@ -1,0 +1,57 @@
+// Shadow mode's cost on POST /decide: the same server with SHADOW_POLICY_DIR off and on (the shadow
+// set is the serving set again, so every request is decided twice in full and nothing disagrees:
+// the most a shadow costs per request), loaded alternately (A B A B) from a separate process.
+//
+//   npm run build && node bench/shadow.mjs [--quick] [--rounds N] [--duration S] [--connections C]
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DECIDE_TEXT, signToken } from './lib/bodies.mjs';
+import { BENCH_DIR, runLoad, startServer, taskset } from './lib/procs.mjs';
+import { fmt, fmtInt, median, parseArgs } from './lib/stats.mjs';
+
+const SERVER_CPU = cpus().length >= 2 && taskset() ? 0 : undefined;
+const LOAD_CPU = cpus().length >= 2 && taskset() ? 1 : undefined;
+
+export async function runShadow({ quick = false, rounds, duration, connections = 50, log = console.log } = {}) {
+  rounds ??= quick ? 2 : 4;
+  duration ??= quick ? 3 : 10;
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-shadow-'));
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${signToken()}` };
+  const start = (name, env) => {
+    const fd = openSync(join(dir, `${name}.log`), 'w');
+    const server = startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { cpu: SERVER_CPU, stdoutFd: fd, env });
+    return server.finally(() => closeSync(fd));
+  };
+  const servers = { off: await start('off', {}), on: await start('on', { BENCH_SHADOW_POLICY_DIR: './policies' }) };
+  const load = (s, d) =>
+    runLoad(
+      join(BENCH_DIR, 'lib/load.mjs'),
+      { url: `http://127.0.0.1:${s.port}/decide`, body: DECIDE_TEXT, headers, connections, duration: d },
+      { cpu: LOAD_CPU },
+    );
+  const rps = { off: [], on: [] };
+  try {
+    for (const s of Object.values(servers)) await load(s, 1);
+    for (let r = 1; r <= rounds; r++) {
+      for (const name of ['off', 'on']) {
+        const res = await load(servers[name], duration);
+        if (res.non2xx > 0 || res.errors > 0) throw new Error(`${name}: ${res.non2xx} non-2xx, ${res.errors} errors`);
+        rps[name].push(res.reqPerSec);
+        log(`round ${r} shadow ${name.padEnd(3)} ${fmtInt(res.reqPerSec).padStart(7)} req/s  p50 ${res.latencyMs.p50} ms  p99 ${res.latencyMs.p99} ms`);
+      }
+    }
+    const summary = { off: median(rps.off), on: median(rps.on), ratio: median(rps.on) / median(rps.off) };
+    log(`shadow on / off: ${fmtInt(summary.on)} / ${fmtInt(summary.off)} req/s = ${fmt(summary.ratio * 100, 1)} %`);
+    return summary;
+  } finally {
+    for (const s of Object.values(servers)) await s.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { quick, extra } = parseArgs();
+  const num = (v) => (v === undefined ? undefined : Number(v));
+  await runShadow({ quick, rounds: num(extra.rounds), duration: num(extra.duration), connections: num(extra.connections) ?? 50 });
+}

@@ -1,0 +1,140 @@
+// `gatehouse replay --policies DIR [--baseline DIR] --from FILE.jsonl [--env E] [--json] [--accept]`:
+// the recorded decisions of a captured decision log decided again under a candidate policy set and
+// a baseline (another directory, or by default the recorded answers), and one table of what flips.
+// Exit 0 nothing flips (or --accept), 1 something flips, 2 bad options, files or policies.
+import { PolicyLoadError, formatProblem } from '../policy/errors.js';
+import { buildPolicySet, type FileBytes, readPolicyFiles } from '../policy/load.js';
+import type { PolicySet } from '../policy/model.js';
+import type { DecisionRecord } from '../policy/record.js';
+import { type Examples, flipCount, type ReplayReport, replay } from '../policy/replay.js';
+import { defineCommand, parseCommand, usageError } from './args.js';
+import { envOf } from './caller.js';
+import { readDecisionLog } from './decision-log.js';
+import { EXIT, type Io } from './io.js';
+import { table } from './table.js';
+
+export const REPLAY = defineCommand({
+  name: 'replay',
+  usage: `usage: gatehouse replay --policies DIR [--baseline DIR] --from FILE.jsonl [--env E] [--json] [--accept]
+
+Decides every recorded decision of a captured decision log (JSON lines as the service writes them,
+with LOG_ARGS=true) under the candidate policies of DIR and under the baseline, and prints one
+table of the decisions that flip (allow → deny, deny → allow, allow → require_approval, ...) by
+rule, with counts and example decision ids. Decisions recorded without arguments are counted as
+not replayable, never guessed.
+
+options:
+  --policies DIR   the candidate policy set (a directory or one file)
+  --baseline DIR   the set to compare with (default: the recorded answers, which are what the set
+                   that decided answered); a decision recorded by other digests than the
+                   baseline's is reported
+  --from FILE      the decision log, JSON lines (- for stdin)
+  --env E          the environment of a line that names none (default: POLICY_ENV)
+  --json           the report as one JSON document, for CI
+  --accept         exit 0 even when decisions flip
+  -h, --help       show this help
+
+exit status: 0 nothing flips (or --accept); 1 a decision flips; 2 a problem in the arguments, the
+policies or the log file
+`,
+  options: {
+    policies: { type: 'string' },
+    baseline: { type: 'string' },
+    from: { type: 'string' },
+    env: { type: 'string' },
+    json: { type: 'boolean' },
+    accept: { type: 'boolean' },
+  },
+  positionals: { min: 0, max: 0 },
+});
+
+export async function runReplay(argv: string[], io: Io): Promise<number> {
+  const parsed = parseCommand(argv, REPLAY, io);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
+  if (values.policies === undefined) return usageError(io, 'replay', '--policies DIR is required', REPLAY.usage);
+  if (values.from === undefined) return usageError(io, 'replay', '--from FILE is required', REPLAY.usage);
+  const candidate = await policySource(values.policies, io);
+  if (candidate === null) return EXIT.invalid;
+  let baseline: ((env: string | null) => PolicySet) | null = null;
+  if (values.baseline !== undefined) {
+    baseline = await policySource(values.baseline, io);
+    if (baseline === null) return EXIT.invalid;
+  }
+  let records: DecisionRecord[];
+  let unreadable: { count: number; first: { line: number; problem: string } | null };
+  try {
+    ({ records, unreadable } = await readDecisionLog(values.from));
+  } catch (err) {
+    io.err(`gatehouse replay: cannot read ${values.from}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`);
+    return EXIT.invalid;
+  }
+  let report: ReplayReport;
+  try {
+    report = replay(records, { candidate, baseline, defaultEnv: envOf(values) });
+  } catch (err) {
+    if (!(err instanceof PolicyLoadError)) throw err;
+    for (const p of err.problems) io.err(`${formatProblem(p)}\n`);
+    return EXIT.invalid;
+  }
+  const flipped = flipCount(report);
+  if (values.json) {
+    io.out(
+      `${JSON.stringify({ from: values.from, candidate: values.policies, baseline: values.baseline ?? null, unreadable, ...report, flipped }, null, 2)}\n`,
+    );
+  } else {
+    io.out(textReport(report, { candidate: values.policies, baseline: values.baseline ?? null, unreadable }));
+  }
+  return flipped > 0 && !values.accept ? EXIT.failed : EXIT.ok;
+}
+
+/** A directory's policy set per environment, read once and built on first use; null after reporting why not. */
+async function policySource(target: string, io: Io): Promise<((env: string | null) => PolicySet) | null> {
+  let files: FileBytes[];
+  try {
+    files = await readPolicyFiles(target);
+  } catch (err) {
+    if (!(err instanceof PolicyLoadError)) throw err;
+    for (const p of err.problems) io.err(`${formatProblem(p)}\n`);
+    return null;
+  }
+  const sets = new Map<string | null, PolicySet>();
+  return (env) => {
+    let set = sets.get(env);
+    if (set === undefined) sets.set(env, (set = buildPolicySet(files, { env })));
+    return set;
+  };
+}
+
+interface Sources {
+  candidate: string;
+  baseline: string | null;
+  unreadable: { count: number; first: { line: number; problem: string } | null };
+}
+
+function textReport(r: ReplayReport, s: Sources): string {
+  const against = s.baseline === null ? 'the recorded answers' : s.baseline;
+  let out = `${r.compared} of ${plural(r.records, 'recorded decision')} decided again under ${s.candidate}, compared with ${against}\n`;
+  const line = (label: string, e: Examples): void => {
+    if (e.count > 0) out += `${label}: ${e.count} (e.g. ${e.examples.join(', ')})\n`;
+  };
+  line('not replayable, recorded without arguments (LOG_ARGS)', r.notReplayable);
+  line(s.baseline === null ? 'redeems of an approval, not compared without --baseline' : 'redeems of an approval (compared under the baseline)', r.redeems);
+  if (r.repeats > 0) out += `Idempotency-Key retries, skipped: ${r.repeats}\n`;
+  if (r.otherSet.count > 0) {
+    line('decided by another policy set than the baseline (their flips are against the baseline, not what was answered)', r.otherSet);
+    for (const d of r.otherSet.digests) out += `  recorded digests: ${d.join(', ')}\n`;
+  }
+  line('answered otherwise by the baseline than recorded, though its digests decided them (redacted arguments?)', r.notReproduced);
+  if (s.unreadable.count > 0 && s.unreadable.first !== null) {
+    out += `unreadable lines: ${s.unreadable.count} (the first, line ${s.unreadable.first.line}: ${s.unreadable.first.problem})\n`;
+  }
+  const flipped = flipCount(r);
+  if (flipped === 0) return `${out}no decision flips\n`;
+  const rows = r.flips.map((f) => [`${f.from} → ${f.to}`, f.baselineRule, f.candidateRule, String(f.count), f.examples.join(', ')]);
+  return `${out}\n${table(['flip', 'rule before', 'rule after', 'count', 'examples'], rows)}\n${plural(flipped, 'decision')} flip\n`;
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
