@@ -49,10 +49,11 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0009_webhook_outbox.sql',
       '0010_decision_message.sql',
       '0011_operator_sessions.sql',
+      '0012_decision_records.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -89,9 +90,10 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0009_webhook_outbox.sql',
       '0010_decision_message.sql',
       '0011_operator_sessions.sql',
+      '0012_decision_records.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -184,6 +186,7 @@ test('0002 to 0010 on a database holding approvals: the rows stay as they were a
       '0009_webhook_outbox.sql',
       '0010_decision_message.sql',
       '0011_operator_sessions.sql',
+      '0012_decision_records.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
@@ -243,7 +246,7 @@ test('0010: a denial written before it keeps its reason as the message for the a
   await db.sql`update approvals set status = 'denied', decided_by = 'operator-1', decided_at = now(), decision_note = 'not this order' where id = ${deniedId}`;
   await db.sql`update approvals set status = 'granted', decided_by = 'operator-1', decided_at = now(), decision_note = 'fine' where id = ${grantedId}`;
 
-  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0010_decision_message.sql', '0011_operator_sessions.sql']);
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0010_decision_message.sql', '0011_operator_sessions.sql', '0012_decision_records.sql']);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
   expect(rows).toEqual([
