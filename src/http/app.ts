@@ -16,6 +16,7 @@ import { authConfigRoute, authRoutes } from './routes/auth.js';
 import { approvalStatsRoute } from './routes/approval-stats.js';
 import { approvalRoutes } from './routes/approvals.js';
 import { decideRoute } from './routes/decide.js';
+import { decisionsRoute } from './routes/decisions.js';
 import { explainRoute } from './routes/explain.js';
 import { meRoute } from './routes/me.js';
 import { opsRoutes } from './routes/ops.js';
@@ -121,6 +122,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     policiesRoute(secured, ctx);
     toolsRoute(secured, ctx);
     approvalStatsRoute(secured, ctx);
+    decisionsRoute(secured, ctx);
     approvalRoutes(secured, ctx);
     webhooksRoute(secured, ctx);
     meRoute(secured, ctx);
