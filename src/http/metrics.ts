@@ -119,7 +119,18 @@ export function createMetrics(policies: LivePolicies, options: MetricsOptions = 
     help: 'Decision records written to the decision store (DECISION_STORE).',
     registers: [registry],
   });
-  return { registry, decisionRecordsDropped, decisionRecordsWritten, decisions, decideSeconds, reloads, webhookAttempts, shadowDecisions, shadowDisagreements, shadowReloads };
+  return {
+    registry,
+    decisionRecordsDropped,
+    decisionRecordsWritten,
+    decisions,
+    decideSeconds,
+    reloads,
+    webhookAttempts,
+    shadowDecisions,
+    shadowDisagreements,
+    shadowReloads,
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
