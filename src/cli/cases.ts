@@ -20,8 +20,8 @@ export const CASES = defineCommand({
 
 Prints a policy test file (*.test.yaml) with one case made from the decision ID of a captured
 decision log, or of the decision store (DECISION_STORE=postgres, read from DATABASE_URL), recorded
-with LOG_ARGS=true: its tool, arguments, caller's claims, environment, run
-view and context, and as wanted the recorded decision, rule and approval kind. Save it beside the
+with LOG_ARGS=true: its tool, arguments, caller's claims, environment, run view and context, and as
+wanted the recorded decision, rule and approval kind. Save it beside the
 policies and \`gatehouse test\` checks that decision from then on.
 
 options:
@@ -33,8 +33,8 @@ options:
                      then left out
   -h, --help         show this help
 
-exit status: 0 printed; 2 a problem in the arguments, the log or the store, an id it does not hold, or a
-decision recorded without arguments (or a redeem of an approval, without --want)
+exit status: 0 printed; 2 a problem in the arguments, the log or the store, an id it does not hold,
+or a decision recorded without arguments (or a redeem of an approval, without --want)
 `,
   options: { from: { type: 'string' }, id: { type: 'string' }, 'from-decision': { type: 'string' }, want: { type: 'string' } },
   positionals: { min: 0, max: 0 },

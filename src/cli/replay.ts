@@ -21,9 +21,10 @@ export const REPLAY = defineCommand({
                        [--env E] [--json] [--accept]
 
 Decides every recorded decision of a captured decision log (JSON lines as the service writes them,
-with LOG_ARGS=true), or of the decision store (DECISION_STORE=postgres, read from DATABASE_URL), under the candidate policies of DIR and under the baseline, and prints one
-table of the decisions that flip (allow → deny, deny → allow, allow → require_approval, ...) by
-rule, with counts and example decision ids. Decisions recorded without arguments are counted as
+with LOG_ARGS=true), or of the decision store (DECISION_STORE=postgres, read from DATABASE_URL),
+under the candidate policies of DIR and under the baseline, and prints one table of the decisions
+that flip (allow → deny, deny → allow, allow → require_approval, ...) by rule, with counts and
+example decision ids. Decisions recorded without arguments are counted as
 not replayable, never guessed.
 
 options:

@@ -1,5 +1,5 @@
 // GET /decisions: the decision store (DECISION_STORE=postgres), keyset pages newest first, for
-// auditors (AUDITOR_ROLE) and admins (docs/spec.md section 5.10). A record holds the arguments,
+// auditors (AUDITOR_ROLE) and admins (docs/spec.md section 5.9). A record holds the arguments,
 // claims and context only when LOG_ARGS was on, redacted as the decision log line is.
 import type { FastifyInstance } from 'fastify';
 import { toStoreError } from '../../db/errors.js';
