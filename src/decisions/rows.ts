@@ -7,6 +7,7 @@ import { recordFromLogLine } from '../policy/record.js';
 
 /** One record as queued: the log line's fields and when it was decided. */
 export interface QueuedDecision {
+  /** Milliseconds since the epoch, with a fraction (to the microsecond): records of one millisecond keep their order. */
   readonly at: number;
   readonly fields: Readonly<Record<string, unknown>>;
 }
@@ -17,7 +18,7 @@ export function rowOf(q: QueuedDecision): Record<string, unknown> {
   const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
   return {
     id: f.decision_id,
-    decided_at: new Date(q.at).toISOString(),
+    decided_at: isoMicros(q.at),
     tool: f.tool,
     user_sub: f.user,
     team: text(f.team),
@@ -36,6 +37,13 @@ export function rowOf(q: QueuedDecision): Record<string, unknown> {
     context: f.context ?? null,
     run: f.run ?? null,
   };
+}
+
+/** An instant in ms (with a fraction) as RFC 3339 to the microsecond. */
+export function isoMicros(ms: number): string {
+  const whole = Math.floor(ms);
+  const micros = Math.min(999, Math.floor((ms - whole) * 1000));
+  return `${new Date(whole).toISOString().slice(0, -1)}${String(micros).padStart(3, '0')}Z`;
 }
 
 /** The columns a read selects; the JSON ones as text, parsed by the strict parser (numbers keep their text). */

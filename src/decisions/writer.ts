@@ -4,6 +4,7 @@
 // waits for or holds a connection the approvals need. A full queue drops the record and counts it:
 // a stalled database slows no decision, and what it cost is in /metrics. Partitions are kept by
 // the same loop (partitions.ts). close() writes what is queued, bounded by the caller's grace.
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import { unavailableFrom } from '../db/errors.js';
@@ -28,7 +29,7 @@ export interface DecisionWriterOptions {
   onDrop?: (reason: DropReason, count: number) => void;
   /** Called for records written. */
   onWritten?: (count: number) => void;
-  /** The clock (tests). */
+  /** The clock, ms since the epoch with a fraction (tests). */
   now?: () => number;
 }
 
@@ -48,7 +49,8 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
   const batchMax = options.batchMax ?? 500;
   const lingerMs = options.lingerMs ?? 50;
   const retryMs = options.retryMs ?? 1000;
-  const now = options.now ?? Date.now;
+  // performance.now() carries microseconds: records of the same millisecond keep the order they were decided in.
+  const now = options.now ?? (() => performance.timeOrigin + performance.now());
   const onDrop = options.onDrop ?? (() => {});
   const onWritten = options.onWritten ?? (() => {});
   let queue: QueuedDecision[] = [];
