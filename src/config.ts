@@ -74,6 +74,17 @@ export interface Config {
   /** PUBLIC_URL: where people reach Gatehouse (no trailing slash); webhook links and sign-in's redirect URIs are made from it. */
   readonly publicUrl: string | null;
   readonly webhooks: WebhookSettings;
+  /** DECISION_STORE=postgres: every decision recorded in the database (docs/operations.md "Decision records"); null: off. */
+  readonly decisionStore: DecisionStoreSettings | null;
+  /** AUDITOR_ROLE: may read GET /decisions (admins may too). */
+  readonly auditorRole: string;
+}
+
+export interface DecisionStoreSettings {
+  /** DECISION_QUEUE_MAX: records waiting to be written; more are dropped and counted. */
+  readonly queueMax: number;
+  /** DECISION_RETENTION: partitions (days) older than this are dropped. */
+  readonly retentionMs: number;
 }
 
 /** WEBHOOKS and how they are delivered (docs/spec.md section 5.8). */
@@ -222,6 +233,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
 
   const databaseUrl = str('DATABASE_URL');
   if (production && databaseUrl === null) problems.push('NODE_ENV=production needs DATABASE_URL');
+  const decisionStoreKind = str('DECISION_STORE', 'off')!;
+  if (decisionStoreKind !== 'off' && decisionStoreKind !== 'postgres') problems.push('DECISION_STORE must be off or postgres');
+  // The records outlive the process: not kept in the embedded development database under DATA_DIR.
+  if (decisionStoreKind === 'postgres' && databaseUrl === null) problems.push('DECISION_STORE=postgres needs DATABASE_URL');
+  const decisionQueueMax = int('DECISION_QUEUE_MAX', 10_000, 1, 1_000_000);
+  const decisionRetentionMs = duration('DECISION_RETENTION', '30d', { range: { min: '1d', max: '3650d' } });
 
   const logLevel = str('LOG_LEVEL', 'info')!;
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
@@ -299,6 +316,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     budgetConnections: int('BUDGET_CONNECTIONS', 4, 1, 1000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     webhooks,
+    decisionStore: decisionStoreKind === 'postgres' ? { queueMax: decisionQueueMax, retentionMs: decisionRetentionMs } : null,
+    auditorRole: str('AUDITOR_ROLE', 'auditor')!,
   };
   // Waits up to the connection cap would leave no connection for anything else.
   if (config.maxWaits >= connections.maxConnections) problems.push('MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)');

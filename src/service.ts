@@ -15,6 +15,7 @@ import { createSql } from './db/connect.js';
 import { createLanes } from './db/lanes.js';
 import { unavailableFrom } from './db/errors.js';
 import { migrate } from './db/migrate.js';
+import { createDecisionWriter } from './decisions/writer.js';
 import { developmentSecret, developmentSecretFile } from './dev-secret.js';
 import { buildApp } from './http/app.js';
 import { reloadAndReport, type AppContext } from './http/context.js';
@@ -265,7 +266,27 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       const endpoints = config.webhooks.endpoints.map((e) => ({ name: e.name, format: e.format, origin: new URL(e.url).origin }));
       logger.info({ endpoints }, 'delivering webhooks');
     }
+    let decisionStore: AppContext['decisionStore'] = null;
+    if (config.decisionStore !== null) {
+      // A pool of its own, like the webhooks': the batches never wait for, or hold, a connection the
+      // requests need. Closed after the HTTP server (the stack closes last opened first), so the
+      // records of the requests that finish during the drain are queued before the last flush.
+      const recordSql = createSql(url, { max: 2, applicationName: 'gatehouse-decisions' });
+      opened.push('the decision store pool', () => recordSql.end({ timeout: 5 }));
+      const writer = createDecisionWriter(recordSql, {
+        queueMax: config.decisionStore.queueMax,
+        retentionMs: config.decisionStore.retentionMs,
+        log: logger,
+        onDrop: (reason, count) => metrics.decisionRecordsDropped.inc({ reason }, count),
+        onWritten: (count) => metrics.decisionRecordsWritten.inc(count),
+      });
+      opened.push('the decision store writer (writing what is queued)', () => writer.close());
+      decisionStore = { writer, sql: recordSql };
+      logger.info({ queue_max: config.decisionStore.queueMax, retention_ms: config.decisionStore.retentionMs }, 'recording decisions in the database');
+    }
     const appCtx: AppContext = {
+      decisionStore,
+      auditorRole: config.auditorRole,
       policies,
       shadow,
       metrics,

@@ -145,6 +145,19 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).not.toContain('short-secret-value');
   });
 
+  it('DECISION_STORE: off by default; postgres needs DATABASE_URL; the queue bound and the retention', () => {
+    expect(loadConfig({}).decisionStore).toBeNull();
+    expect(loadConfig({}).auditorRole).toBe('auditor');
+    expect(problemsOf({ DECISION_STORE: 'postgres' })).toEqual(['DECISION_STORE=postgres needs DATABASE_URL']);
+    expect(problemsOf({ DECISION_STORE: 'file' })).toEqual(['DECISION_STORE must be off or postgres']);
+    const url = 'postgres://gatehouse@db/gatehouse';
+    expect(loadConfig({ DECISION_STORE: 'postgres', DATABASE_URL: url }).decisionStore).toEqual({ queueMax: 10_000, retentionMs: 30 * 86_400_000 });
+    const set = loadConfig({ DECISION_STORE: 'postgres', DATABASE_URL: url, DECISION_QUEUE_MAX: '50', DECISION_RETENTION: '7d', AUDITOR_ROLE: 'audit' });
+    expect([set.decisionStore, set.auditorRole]).toEqual([{ queueMax: 50, retentionMs: 7 * 86_400_000 }, 'audit']);
+    expect(problemsOf({ DECISION_QUEUE_MAX: '0' })).toEqual(['DECISION_QUEUE_MAX must be an integer from 1 to 1000000']);
+    expect(problemsOf({ DECISION_RETENTION: '2h' })[0]).toMatch(/^DECISION_RETENTION must be a duration from 1d to 3650d/);
+  });
+
   it('refuses both JWT_SECRET and JWT_PUBLIC_KEY', () => {
     const { publicKey } = generateKeyPairSync('ed25519');
     expect(problemsOf({ JWT_SECRET: SECRET, JWT_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'pem' }).toString() })).toEqual([

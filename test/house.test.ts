@@ -56,6 +56,11 @@ const RULES: { from: string; only?: string[]; never?: string[]; why: string }[] 
   },
   { from: 'src/sessions/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/'], why: 'the session store knows no HTTP' },
   { from: 'src/db/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/'], why: 'the database layer is below the store' },
+  {
+    from: 'src/decisions/',
+    never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/store.ts', 'src/approvals/service.ts'],
+    why: 'the decision store knows no HTTP: /decide queues on it, the CLI reads it',
+  },
   { from: 'src/client/', only: ['src/client/'], why: 'the client ships to hosts: it knows the service only by its HTTP API' },
   { from: 'src/http/routes/', never: ['src/http/routes/', 'src/http/app.ts'], why: 'routes share code through modules, never each other or the app' },
 ];

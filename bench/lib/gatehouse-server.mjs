@@ -6,7 +6,8 @@
 // closes on SIGTERM (flushing the log), like src/service.ts.
 //
 // Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
-//      BENCH_LOG_LEVEL (info), BENCH_SHADOW_POLICY_DIR (unset: off), BENCH_DATABASE_URL (unset: no database), BENCH_DB_POOL_MAX, BENCH_BUDGET_CONNECTIONS, BENCH_SECRET, BENCH_MAX_CONNECTIONS, BENCH_MAX_WAITS.
+//      BENCH_LOG_LEVEL (info), BENCH_SHADOW_POLICY_DIR (unset: off), BENCH_DATABASE_URL (unset: no database), BENCH_DB_POOL_MAX, BENCH_BUDGET_CONNECTIONS,
+//      BENCH_DECISION_STORE_URL (unset: off; DECISION_STORE=postgres on that database), BENCH_LOG_ARGS (true: LOG_ARGS), BENCH_SECRET, BENCH_MAX_CONNECTIONS, BENCH_MAX_WAITS.
 import { performance } from 'node:perf_hooks';
 const tImported0 = performance.now();
 const { default: pino } = await import('pino');
@@ -50,14 +51,30 @@ if (env.BENCH_DATABASE_URL) {
 }
 
 const metrics = createMetrics(policies);
+// BENCH_DECISION_STORE_URL: DECISION_STORE=postgres, as src/service.ts wires it (bench/decisions.mjs).
+let decisionStore = null;
+if (env.BENCH_DECISION_STORE_URL) {
+  const { createSql } = await import('../../dist/db/connect.js');
+  const { createDecisionWriter } = await import('../../dist/decisions/writer.js');
+  const recordSql = createSql(env.BENCH_DECISION_STORE_URL, { max: 2, applicationName: 'gatehouse-decisions' });
+  const writer = createDecisionWriter(recordSql, {
+    queueMax: Number(env.BENCH_DECISION_QUEUE_MAX ?? 10_000),
+    retentionMs: 30 * 86_400_000,
+    log: logger,
+    onDrop: (reason, count) => metrics.decisionRecordsDropped.inc({ reason }, count),
+    onWritten: (count) => metrics.decisionRecordsWritten.inc(count),
+  });
+  decisionStore = { writer, sql: recordSql };
+}
 const ctx = {
+  decisionStore,
   policies,
   shadow,
   metrics,
   approvals,
   limits,
   log: logger,
-  logArgs: false,
+  logArgs: env.BENCH_LOG_ARGS === 'true',
   adminRole: 'admin',
   approverRole: 'approver',
   policyReaderRoles: ['admin', 'approver'],
@@ -109,6 +126,8 @@ const shutdown = async () => {
   if (closing) return;
   closing = true;
   await app.close();
+  await decisionStore?.writer.close();
+  await decisionStore?.sql.end({ timeout: 5 });
   await approvals?.close();
   await limits?.close();
   await sql?.end({ timeout: 5 });

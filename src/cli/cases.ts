@@ -6,7 +6,9 @@ import { stringify } from 'yaml';
 import type { Decision } from '../policy/model.js';
 import { type DecisionRecord, recordCase } from '../policy/record.js';
 import { defineCommand, parseCommand, usageError } from './args.js';
+import { decisionById } from '../decisions/query.js';
 import { readDecisionLog } from './decision-log.js';
+import { withDecisionStore } from './decision-store.js';
 import { EXIT, type Io } from './io.js';
 
 const DECISIONS: readonly Decision[] = ['allow', 'deny', 'abort', 'require_approval'];
@@ -14,24 +16,27 @@ const DECISIONS: readonly Decision[] = ['allow', 'deny', 'abort', 'require_appro
 export const CASES = defineCommand({
   name: 'cases',
   usage: `usage: gatehouse cases --from FILE.jsonl --id ID [--want DECISION]
+       gatehouse cases --from-decision ID [--want DECISION]
 
 Prints a policy test file (*.test.yaml) with one case made from the decision ID of a captured
-decision log (recorded with LOG_ARGS=true): its tool, arguments, caller's claims, environment, run
-view and context, and as wanted the recorded decision, rule and approval kind. Save it beside the
+decision log, or of the decision store (DECISION_STORE=postgres, read from DATABASE_URL), recorded
+with LOG_ARGS=true: its tool, arguments, caller's claims, environment, run view and context, and as
+wanted the recorded decision, rule and approval kind. Save it beside the
 policies and \`gatehouse test\` checks that decision from then on.
 
 options:
   --from FILE        the decision log, JSON lines (- for stdin)
   --id ID            the decision_id of the decision
+  --from-decision ID the decision ID of the decision store of DATABASE_URL, instead of --from and --id
   --want DECISION    the decision the case wants instead of the recorded one (allow, deny, abort,
                      require_approval): for a regression being fixed; the recorded rule and kind are
                      then left out
   -h, --help         show this help
 
-exit status: 0 printed; 2 a problem in the arguments or the log, an id the log does not hold, or a
-decision recorded without arguments (or a redeem of an approval, without --want)
+exit status: 0 printed; 2 a problem in the arguments, the log or the store, an id it does not hold,
+or a decision recorded without arguments (or a redeem of an approval, without --want)
 `,
-  options: { from: { type: 'string' }, id: { type: 'string' }, want: { type: 'string' } },
+  options: { from: { type: 'string' }, id: { type: 'string' }, 'from-decision': { type: 'string' }, want: { type: 'string' } },
   positionals: { min: 0, max: 0 },
 });
 
@@ -39,12 +44,24 @@ export async function runCases(argv: string[], io: Io): Promise<number> {
   const parsed = parseCommand(argv, CASES, io);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  if (values.from === undefined) return usageError(io, 'cases', '--from FILE is required', CASES.usage);
-  if (values.id === undefined) return usageError(io, 'cases', '--id ID is required', CASES.usage);
   const want = values.want;
   if (want !== undefined && !DECISIONS.includes(want as Decision)) {
     return usageError(io, 'cases', `--want must be one of ${DECISIONS.join(', ')}`, CASES.usage);
   }
+  const stored = values['from-decision'];
+  if (stored !== undefined) {
+    if (values.from !== undefined || values.id !== undefined) return usageError(io, 'cases', '--from-decision goes without --from and --id', CASES.usage);
+    return withDecisionStore('cases', io, async (sql) => {
+      const record = await decisionById(sql, stored);
+      if (record === null) {
+        io.err(`gatehouse cases: no decision ${stored} in the decision store\n`);
+        return EXIT.invalid;
+      }
+      return printCase(record, want as Decision | undefined, io);
+    });
+  }
+  if (values.from === undefined) return usageError(io, 'cases', '--from FILE (or --from-decision ID) is required', CASES.usage);
+  if (values.id === undefined) return usageError(io, 'cases', '--id ID is required', CASES.usage);
   let records: DecisionRecord[];
   try {
     ({ records } = await readDecisionLog(values.from));

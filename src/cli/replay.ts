@@ -9,18 +9,22 @@ import type { DecisionRecord } from '../policy/record.js';
 import { type Examples, flipCount, type ReplayReport, replay } from '../policy/replay.js';
 import { defineCommand, parseCommand, usageError } from './args.js';
 import { envOf } from './caller.js';
+import { allDecisions } from '../decisions/query.js';
 import { readDecisionLog } from './decision-log.js';
+import { dateOption, withDecisionStore } from './decision-store.js';
 import { EXIT, type Io } from './io.js';
 import { table } from './table.js';
 
 export const REPLAY = defineCommand({
   name: 'replay',
-  usage: `usage: gatehouse replay --policies DIR [--baseline DIR] --from FILE.jsonl [--env E] [--json] [--accept]
+  usage: `usage: gatehouse replay --policies DIR [--baseline DIR] --from FILE.jsonl|--from-db [--since T] [--until T]
+                       [--env E] [--json] [--accept]
 
 Decides every recorded decision of a captured decision log (JSON lines as the service writes them,
-with LOG_ARGS=true) under the candidate policies of DIR and under the baseline, and prints one
-table of the decisions that flip (allow → deny, deny → allow, allow → require_approval, ...) by
-rule, with counts and example decision ids. Decisions recorded without arguments are counted as
+with LOG_ARGS=true), or of the decision store (DECISION_STORE=postgres, read from DATABASE_URL),
+under the candidate policies of DIR and under the baseline, and prints one table of the decisions
+that flip (allow → deny, deny → allow, allow → require_approval, ...) by rule, with counts and
+example decision ids. Decisions recorded without arguments are counted as
 not replayable, never guessed.
 
 options:
@@ -29,18 +33,24 @@ options:
                    that decided answered); a decision recorded by other digests than the
                    baseline's is reported
   --from FILE      the decision log, JSON lines (- for stdin)
+  --from-db        the decision store of DATABASE_URL instead of a log file
+  --since T        with --from-db: decisions at or after T (RFC 3339, or a date: 2026-12-01)
+  --until T        with --from-db: decisions before T
   --env E          the environment of a line that names none (default: POLICY_ENV)
   --json           the report as one JSON document, for CI
   --accept         exit 0 even when decisions flip
   -h, --help       show this help
 
 exit status: 0 nothing flips (or --accept); 1 a decision flips; 2 a problem in the arguments, the
-policies or the log file
+policies, the log file or the decision store
 `,
   options: {
     policies: { type: 'string' },
     baseline: { type: 'string' },
     from: { type: 'string' },
+    'from-db': { type: 'boolean' },
+    since: { type: 'string' },
+    until: { type: 'string' },
     env: { type: 'string' },
     json: { type: 'boolean' },
     accept: { type: 'boolean' },
@@ -53,7 +63,16 @@ export async function runReplay(argv: string[], io: Io): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
   if (values.policies === undefined) return usageError(io, 'replay', '--policies DIR is required', REPLAY.usage);
-  if (values.from === undefined) return usageError(io, 'replay', '--from FILE is required', REPLAY.usage);
+  const fromDb = values['from-db'] === true;
+  if (values.from === undefined && !fromDb) return usageError(io, 'replay', '--from FILE or --from-db is required', REPLAY.usage);
+  if (values.from !== undefined && fromDb) return usageError(io, 'replay', '--from and --from-db: give one', REPLAY.usage);
+  if (!fromDb && (values.since !== undefined || values.until !== undefined)) {
+    return usageError(io, 'replay', '--since and --until go with --from-db', REPLAY.usage);
+  }
+  const since = dateOption('since', values.since);
+  const until = dateOption('until', values.until);
+  if (typeof since === 'string') return usageError(io, 'replay', since, REPLAY.usage);
+  if (typeof until === 'string') return usageError(io, 'replay', until, REPLAY.usage);
   const candidate = await policySource(values.policies, io);
   if (candidate === null) return EXIT.invalid;
   let baseline: ((env: string | null) => PolicySet) | null = null;
@@ -63,11 +82,22 @@ export async function runReplay(argv: string[], io: Io): Promise<number> {
   }
   let records: DecisionRecord[];
   let unreadable: { count: number; first: { line: number; problem: string } | null };
-  try {
-    ({ records, unreadable } = await readDecisionLog(values.from));
-  } catch (err) {
-    io.err(`gatehouse replay: cannot read ${values.from}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`);
-    return EXIT.invalid;
+  if (values.from !== undefined) {
+    try {
+      ({ records, unreadable } = await readDecisionLog(values.from));
+    } catch (err) {
+      io.err(`gatehouse replay: cannot read ${values.from}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`);
+      return EXIT.invalid;
+    }
+  } else {
+    let read: DecisionRecord[] | null = null;
+    const code = await withDecisionStore('replay', io, async (sql) => {
+      read = await allDecisions(sql, since, until);
+      return EXIT.ok;
+    });
+    if (read === null) return code;
+    records = read;
+    unreadable = { count: 0, first: null };
   }
   let report: ReplayReport;
   try {
@@ -80,7 +110,7 @@ export async function runReplay(argv: string[], io: Io): Promise<number> {
   const flipped = flipCount(report);
   if (values.json) {
     io.out(
-      `${JSON.stringify({ from: values.from, candidate: values.policies, baseline: values.baseline ?? null, unreadable, ...report, flipped }, null, 2)}\n`,
+      `${JSON.stringify({ from: values.from ?? 'db', candidate: values.policies, baseline: values.baseline ?? null, unreadable, ...report, flipped }, null, 2)}\n`,
     );
   } else {
     io.out(textReport(report, { candidate: values.policies, baseline: values.baseline ?? null, unreadable }));

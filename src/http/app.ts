@@ -17,6 +17,7 @@ import { approvalStatsRoute } from './routes/approval-stats.js';
 import { approvalRoutes } from './routes/approvals.js';
 import { budgetsRoute } from './routes/budgets.js';
 import { decideRoute } from './routes/decide.js';
+import { decisionsRoute } from './routes/decisions.js';
 import { explainRoute } from './routes/explain.js';
 import { meRoute } from './routes/me.js';
 import { opsRoutes } from './routes/ops.js';
@@ -123,6 +124,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
     policiesRoute(secured, ctx);
     toolsRoute(secured, ctx);
     approvalStatsRoute(secured, ctx);
+    decisionsRoute(secured, ctx);
     approvalRoutes(secured, ctx);
     budgetsRoute(secured, ctx);
     usageRoute(secured, ctx);

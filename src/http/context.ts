@@ -2,6 +2,8 @@
 // for by POST /admin/reload or by SIGHUP (src/service.ts).
 import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
+import type { Sql } from 'postgres';
+import type { DecisionWriter } from '../decisions/writer.js';
 import type { LimitService } from '../budgets/service.js';
 import type { LivePolicies } from '../policy/live.js';
 import type { WebhookEndpoint } from '../webhooks/events.js';
@@ -29,8 +31,17 @@ export interface AppContext {
   readonly fastGrantSeconds?: number;
   /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE): any one of them. */
   readonly policyReaderRoles: readonly string[];
+  /** DECISION_STORE=postgres (src/decisions): the writer /decide queues on, and the pool GET /decisions reads; absent or null: off. */
+  readonly decisionStore?: DecisionStoreAccess | null;
+  /** AUDITOR_ROLE: may read GET /decisions, beside admins; default 'auditor'. */
+  readonly auditorRole?: string;
   /** The webhook endpoints and the outbox, for GET /admin/webhooks; absent or null without a database (503). */
   readonly webhooks?: WebhookAdmin | null;
+}
+
+export interface DecisionStoreAccess {
+  readonly writer: Pick<DecisionWriter, 'push'>;
+  readonly sql: Sql;
 }
 
 export interface WebhookAdmin {

@@ -107,7 +107,30 @@ export function createMetrics(policies: LivePolicies, options: MetricsOptions = 
     labelNames: ['result'] as const,
     registers: [registry],
   });
-  return { registry, decisions, decideSeconds, reloads, webhookAttempts, shadowDecisions, shadowDisagreements, shadowReloads };
+  // DECISION_STORE=postgres (src/decisions/writer.ts): present, and zero, when the store is off.
+  const decisionRecordsDropped = new Counter({
+    name: 'gatehouse_decision_records_dropped_total',
+    help: 'Decision records not written to the decision store (DECISION_STORE), by reason: queue_full (DECISION_QUEUE_MAX records were waiting), rejected (the database refused their batch), shutdown (still queued when the shutdown ended).',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const decisionRecordsWritten = new Counter({
+    name: 'gatehouse_decision_records_written_total',
+    help: 'Decision records written to the decision store (DECISION_STORE).',
+    registers: [registry],
+  });
+  return {
+    registry,
+    decisionRecordsDropped,
+    decisionRecordsWritten,
+    decisions,
+    decideSeconds,
+    reloads,
+    webhookAttempts,
+    shadowDecisions,
+    shadowDisagreements,
+    shadowReloads,
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

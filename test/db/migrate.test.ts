@@ -50,10 +50,11 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0010_decision_message.sql',
       '0011_operator_sessions.sql',
       '0012_budgets.sql',
+      '0013_decision_records.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -91,9 +92,10 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0010_decision_message.sql',
       '0011_operator_sessions.sql',
       '0012_budgets.sql',
+      '0013_decision_records.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -149,7 +151,7 @@ test('refuses an edited applied file and an applied file missing from disk', asy
   expect(await migrate(db.sql, dir)).toEqual({ applied: [] });
 });
 
-test('0002 to 0012 on a database holding approvals: the rows stay as they were and keep moving', async () => {
+test('0002 to 0013 on a database holding approvals: the rows stay as they were and keep moving', async () => {
   const db = await emptyDatabase();
   const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
   await migrate(db.sql, first);
@@ -187,6 +189,7 @@ test('0002 to 0012 on a database holding approvals: the rows stay as they were a
       '0010_decision_message.sql',
       '0011_operator_sessions.sql',
       '0012_budgets.sql',
+      '0013_decision_records.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
@@ -246,7 +249,12 @@ test('0010: a denial written before it keeps its reason as the message for the a
   await db.sql`update approvals set status = 'denied', decided_by = 'operator-1', decided_at = now(), decision_note = 'not this order' where id = ${deniedId}`;
   await db.sql`update approvals set status = 'granted', decided_by = 'operator-1', decided_at = now(), decision_note = 'fine' where id = ${grantedId}`;
 
-  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0010_decision_message.sql', '0011_operator_sessions.sql', '0012_budgets.sql']);
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual([
+    '0010_decision_message.sql',
+    '0011_operator_sessions.sql',
+    '0012_budgets.sql',
+    '0013_decision_records.sql',
+  ]);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
   expect(rows).toEqual([

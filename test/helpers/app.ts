@@ -20,6 +20,8 @@ import { approvalLink, type WebhookEndpoint } from '../../src/webhooks/events.js
 import { createOutbox } from '../../src/webhooks/outbox.js';
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
 import { createSessionStore } from '../../src/sessions/store.js';
+import type { Sql } from 'postgres';
+import { createDecisionWriter, type DecisionWriter } from '../../src/decisions/writer.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
 /** A copy of the example policies (policies/ belongs to users: tests never read it). */
@@ -68,6 +70,8 @@ export interface TestAppOptions {
   webhooks?: TestWebhooks;
   /** Sign-in for people (OIDC): its settings; the session store is made on the app's database. */
   signin?: SignInSettings;
+  /** DECISION_STORE=postgres on this pool (the caller's: a private server to stall, or the app database's). */
+  decisionStore?: { sql: Sql; queueMax?: number; retentionMs?: number; retryMs?: number; lingerMs?: number };
 }
 
 export interface TestWebhooks extends Partial<Omit<WebhookWorkerOptions, 'endpoints'>> {
@@ -79,6 +83,8 @@ export interface TestWebhooks extends Partial<Omit<WebhookWorkerOptions, 'endpoi
 
 export interface TestApp {
   app: FastifyInstance;
+  /** The decision store's writer, with `decisionStore`. */
+  writer: DecisionWriter | null;
   ctx: AppContext;
   db: TestDatabase | null;
   /** The delivery worker, when the app has webhooks and one was started. */
@@ -143,7 +149,24 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     });
     worker.start();
   }
+  let decisionStore: AppContext['decisionStore'] = null;
+  let writer: DecisionWriter | null = null;
+  if (options.decisionStore !== undefined) {
+    const o = options.decisionStore;
+    writer = createDecisionWriter(o.sql, {
+      queueMax: o.queueMax ?? 10_000,
+      retentionMs: o.retentionMs ?? 30 * 86_400_000,
+      ...(o.retryMs !== undefined ? { retryMs: o.retryMs } : {}),
+      ...(o.lingerMs !== undefined ? { lingerMs: o.lingerMs } : {}),
+      log,
+      onDrop: (reason, count) => metrics.decisionRecordsDropped.inc({ reason }, count),
+      onWritten: (count) => metrics.decisionRecordsWritten.inc(count),
+    });
+    decisionStore = { writer, sql: o.sql };
+  }
   const ctx: AppContext = {
+    decisionStore,
+    auditorRole: 'auditor',
     policies,
     shadow,
     metrics,
@@ -178,11 +201,13 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   await app.ready();
   return {
     app,
+    writer,
     ctx,
     db,
     worker,
     async close() {
       await app.close();
+      await writer?.close();
       await worker?.close();
       await approvals?.close();
       await limits?.close();

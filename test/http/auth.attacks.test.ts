@@ -590,6 +590,7 @@ describe('never 500: a burst of hostile tokens on every authenticated route', ()
       ['POST', '/explain', LOOKUP],
       ['GET', '/policies'],
       ['GET', '/tools'],
+      ['GET', '/decisions'],
       ['GET', '/approvals'],
       ['POST', '/approvals', LOOKUP],
       ['POST', '/admin/reload'],

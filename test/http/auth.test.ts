@@ -580,6 +580,7 @@ describe('every authenticated route refuses a request without a valid token', ()
     { method: 'POST', url: '/explain', body: LOOKUP },
     { method: 'GET', url: '/policies' },
     { method: 'GET', url: '/tools' },
+    { method: 'GET', url: '/decisions' },
     { method: 'POST', url: '/admin/reload' },
     { method: 'GET', url: '/admin/webhooks' },
     { method: 'GET', url: '/budgets' },

@@ -21,6 +21,7 @@ import { buildPolicySet } from '../../src/policy/load.js';
 import type { PolicySet } from '../../src/policy/model.js';
 import { TOOL_NAME_PATTERN } from '../../src/policy/request.js';
 import { adminToken, agentToken, approverToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
+import { createTestDatabase } from '../helpers/db.js';
 import { listenLoopback } from '../helpers/http.js';
 import { startJwksServer } from '../helpers/jwks.js';
 import {
@@ -740,7 +741,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         n++;
       }
     }
-    expect(n).toBe(19 * bad.length);
+    expect(n).toBe(20 * bad.length);
   });
 
   it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
@@ -1373,6 +1374,28 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       }
     } finally {
       await hooked.close();
+    }
+  });
+
+  it('GET /decisions: the records of the store (auditors and admins); 400, 403, 404 with the store off, 500', async () => {
+    const store = await createTestDatabase();
+    const stored = await createTestApp({ database: store, logArgs: true, decisionStore: { sql: store.sql } });
+    try {
+      await call(stored, { method: 'POST', url: '/decide', token: supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 120 } } }, 403);
+      await stored.writer!.flush();
+      const auditor = token({ sub: 'auditor-1', roles: ['auditor'] });
+      const page = await call(stored, { url: '/decisions', token: auditor }, 200);
+      expect(page.items).toHaveLength(1);
+      await call(stored, { url: '/decisions?decision=allow&limit=1', token: adminToken() }, 200);
+      for (const query of ['since=yesterday', 'other=1', 'limit=0', 'cursor=x']) await call(stored, { url: `/decisions?${query}`, token: auditor }, 400);
+      await call(stored, { url: '/decisions', token: approverToken() }, 403);
+      await call(db, { url: '/decisions', token: adminToken() }, 404);
+      // A table that is gone is a fault, not a dependency down: 500, the database's words kept out.
+      await store.sql`drop table decisions`;
+      expect((await call(stored, { url: '/decisions', token: auditor }, 500)).detail).not.toContain('decisions');
+    } finally {
+      await stored.close();
+      await store.drop();
     }
   });
 

@@ -72,6 +72,8 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
   }
   // JWT_MAX_LIFETIME below the development tokens' usual 24 h: the banner's tokens follow it.
   Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'info', JWT_MAX_LIFETIME: '3600' });
+  // Every decision also recorded in the database (docs/operations.md "Decision records").
+  env.DECISION_STORE = 'postgres';
   const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   child = proc;
   proc.stdout.setEncoding('utf8');
@@ -138,11 +140,21 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
 
   const redeemed = await call('POST', '/decide', agentToken, { ...request, approval_id: id });
   expect(redeemed).toMatchObject({ status: 200, body: { decision: 'allow', approval: { id, status: 'consumed' } } });
-  expect((await call('POST', '/decide', agentToken, { ...request, approval_id: id })).status).toBe(403);
+  const spent = await call('POST', '/decide', agentToken, { ...request, approval_id: id });
+  expect(spent.status).toBe(403);
 
   proc.kill('SIGTERM');
   const code = await waitForExit(proc, 20_000);
   expect(code, stderr).toBe(0);
+  // The decision store holds every answered decision, the redeems too, written by the shutdown at the latest.
+  const recorded = await db.sql<{ id: string; decision: string; approval_id: string | null; args: unknown }[]>`
+    select id::text, decision, approval_id, args from decisions order by decided_at`;
+  expect(recorded.map((r) => r.id)).toEqual([first, redeemed, spent].map((r) => r.body.decision_id));
+  expect(recorded.map((r) => [r.decision, r.approval_id, r.args])).toEqual([
+    ['require_approval', null, null],
+    ['allow', id, null],
+    ['require_approval', id, null], // a spent approval: file a new one
+  ]);
   const lines = stdout
     .split('\n')
     .filter((l) => l.startsWith('{'))

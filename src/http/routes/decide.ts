@@ -137,24 +137,23 @@ function logDecision(
 ): void {
   ctx.metrics.decisions.inc({ decision, rule });
   ctx.metrics.decideSeconds.observe(durationUs / 1e6);
-  request.log.info(
-    {
-      decision_id: decisionId,
-      tool: req.tool,
-      decision,
-      rule,
-      policies: digests,
-      user: identity.user,
-      team: identity.team,
-      agent: identity.agent,
-      duration_us: Math.round(durationUs * 10) / 10,
-      ...(approvalId !== undefined ? { approval_id: approvalId } : {}),
-      ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
-      ...decisionFacts(ctx.logArgs, ctx.policies.current().env, req, identity),
-      ...extra,
-    },
-    'decision',
-  );
+  const line = {
+    decision_id: decisionId,
+    tool: req.tool,
+    decision,
+    rule,
+    policies: digests,
+    user: identity.user,
+    team: identity.team,
+    agent: identity.agent,
+    duration_us: Math.round(durationUs * 10) / 10,
+    ...(approvalId !== undefined ? { approval_id: approvalId } : {}),
+    ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
+    ...decisionFacts(ctx.logArgs, ctx.policies.current().env, req, identity),
+    ...extra,
+  };
+  request.log.info(line, 'decision');
+  ctx.decisionStore?.writer.push(line); // DECISION_STORE: queued, written off the hot path (src/decisions/writer.ts)
 }
 
 /** `next` for a require_approval answer, nothing for the others. */

@@ -1,0 +1,77 @@
+// The decision store's cost on POST /decide: the same server with DECISION_STORE off and on (on: the
+// records queued and written in batches to an embedded PostgreSQL on this machine, LOG_ARGS on in
+// both, so every record carries its arguments and claims: the most a record costs), loaded
+// alternately (A B A B) from a separate process. Target: on ≥ 90 % of off. At the end, the records
+// written and dropped (queue full) are counted against the requests answered with the store on.
+//
+//   npm run build && node bench/decisions.mjs [--quick] [--rounds N] [--duration S] [--connections C]
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSql } from '../dist/db/connect.js';
+import { startEmbeddedPostgres } from '../dist/db/embedded.js';
+import { migrate } from '../dist/db/migrate.js';
+import { DECIDE_TEXT, signToken } from './lib/bodies.mjs';
+import { BENCH_DIR, ROOT_DIR, runLoad, sleep, startServer, taskset } from './lib/procs.mjs';
+import { fmt, fmtInt, median, parseArgs } from './lib/stats.mjs';
+
+const SERVER_CPU = cpus().length >= 2 && taskset() ? 0 : undefined;
+const LOAD_CPU = cpus().length >= 2 && taskset() ? 1 : undefined;
+
+export async function runDecisions({ quick = false, rounds, duration, connections = 50, log = console.log } = {}) {
+  rounds ??= quick ? 2 : 4;
+  duration ??= quick ? 3 : 10;
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-decisions-'));
+  const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg') });
+  const sql = createSql(pg.url, { max: 1 });
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${signToken()}` };
+  const servers = {};
+  try {
+    await migrate(sql, join(ROOT_DIR, 'migrations'));
+    const start = (name, env) => {
+      const fd = openSync(join(dir, `${name}.log`), 'w');
+      const server = startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { cpu: SERVER_CPU, stdoutFd: fd, env: { BENCH_LOG_ARGS: 'true', ...env } });
+      return server.finally(() => closeSync(fd));
+    };
+    servers.off = await start('off', {});
+    servers.on = await start('on', { BENCH_DECISION_STORE_URL: pg.url });
+    const load = (s, d) =>
+      runLoad(
+        join(BENCH_DIR, 'lib/load.mjs'),
+        { url: `http://127.0.0.1:${s.port}/decide`, body: DECIDE_TEXT, headers, connections, duration: d },
+        { cpu: LOAD_CPU },
+      );
+    const rps = { off: [], on: [] };
+    for (const s of Object.values(servers)) await load(s, 1);
+    for (let r = 1; r <= rounds; r++) {
+      for (const name of ['off', 'on']) {
+        const res = await load(servers[name], duration);
+        if (res.non2xx > 0 || res.errors > 0) throw new Error(`${name}: ${res.non2xx} non-2xx, ${res.errors} errors`);
+        rps[name].push(res.reqPerSec);
+        log(`round ${r} store ${name.padEnd(3)} ${fmtInt(res.reqPerSec).padStart(7)} req/s  p50 ${res.latencyMs.p50} ms  p99 ${res.latencyMs.p99} ms`);
+      }
+    }
+    const metricsText = await (await fetch(`http://127.0.0.1:${servers.on.port}/metrics`)).text();
+    const dropped = [...metricsText.matchAll(/^gatehouse_decision_records_dropped_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
+    // The server's shutdown writes what is still queued.
+    await servers.on.stop();
+    delete servers.on;
+    await sleep(100);
+    const [{ n }] = await sql`select count(*)::int as n from decisions`;
+    const summary = { off: median(rps.off), on: median(rps.on), ratio: median(rps.on) / median(rps.off), recorded: n, dropped };
+    log(`store on / off: ${fmtInt(summary.on)} / ${fmtInt(summary.off)} req/s = ${fmt(summary.ratio * 100, 1)} %`);
+    log(`records: ${fmtInt(n)} written, ${fmtInt(dropped)} dropped (gatehouse_decision_records_dropped_total) with the store on`);
+    return summary;
+  } finally {
+    for (const s of Object.values(servers)) await s.stop();
+    await sql.end({ timeout: 5 });
+    await pg.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { quick, extra } = parseArgs();
+  const num = (v) => (v === undefined ? undefined : Number(v));
+  await runDecisions({ quick, rounds: num(extra.rounds), duration: num(extra.duration), connections: num(extra.connections) ?? 50 });
+}

@@ -1,0 +1,208 @@
+// The decision store (DECISION_STORE=postgres) against a real PostgreSQL: /decide's records written
+// in batches with their fields, the arguments only with LOG_ARGS and redacted as the log line;
+// partitions made ahead and dropped whole past the retention; the bounded queue under a stalled
+// database (/decide keeps answering, the drops are counted); GET /decisions paging, filters, roles.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSql } from '../../src/db/connect.js';
+import { dropExpiredPartitions, ensurePartitions, partitionName } from '../../src/decisions/partitions.js';
+import { adminToken, agentToken, approverToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+
+const DAY = 86_400_000;
+const LOGS: Record<string, unknown>[] = [];
+const auditorToken = (): string => token({ sub: 'auditor-1', team: 'audit', roles: ['auditor'] });
+
+async function partitions(db: TestDatabase): Promise<string[]> {
+  const rows = await db.sql<{ name: string }[]>`
+    select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
+     where p.relname = 'decisions' order by 1`;
+  return rows.map((r) => r.name);
+}
+
+async function dropped(t: TestApp, reason: string): Promise<number> {
+  const metric = await t.ctx.metrics.decisionRecordsDropped.get();
+  return metric.values.find((v) => v.labels.reason === reason)?.value ?? 0;
+}
+
+describe('decision records', () => {
+  let db: TestDatabase;
+  let t: TestApp;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    t = await createTestApp({ env: 'prod', database: db, logs: LOGS, logArgs: true, decisionStore: { sql: createSql(db.url, { max: 2 }) } });
+  });
+  afterAll(async () => {
+    await t.close();
+    await t.ctx.decisionStore?.sql.end();
+    await db.drop();
+  });
+
+  it('writes each decision with its fields, the arguments, claims and context redacted as the log line', async () => {
+    const tok = token({ sub: 'agent-7', team: 'support', agent: 'bot', roles: ['r1'], api_token: 'claim-secret' });
+    const a = await post(t.app, '/decide', { tool: 'refund', args: { order: 'A1', amount: 40 }, run: { id: 'run-1' } }, tok);
+    const b = await post(t.app, '/decide', { tool: 'refund', args: { order: 'A2', amount: 120 }, context: { session_secret: 's' } }, tok);
+    // A secret-named argument is recorded redacted.
+    const c = await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A3', password: 'hunter2' } }, agentToken('agent-9'));
+    await t.writer!.flush();
+    const rows = await db.sql`select * from decisions order by decided_at, id`;
+    expect(rows.map((r) => r.id)).toEqual([a, b, c].map((r) => (r.json() as { decision_id: string }).decision_id));
+    expect(rows[0]).toMatchObject({
+      tool: 'refund',
+      user_sub: 'agent-7',
+      team: 'support',
+      agent: 'bot',
+      roles: ['r1'],
+      env: 'prod',
+      run_id: 'run-1',
+      decision: 'allow',
+      rule: 'refund-support',
+      kind: null,
+      replayed: false,
+      args: { order: 'A1', amount: 40 },
+      run: { id: 'run-1' },
+    });
+    expect(rows[0]!.policies).toEqual((a.json() as { policies: { digest: string }[] }).policies.map((p) => p.digest));
+    expect(rows[0]!.claims).toMatchObject({ sub: 'agent-7', api_token: '[redacted]' });
+    expect(rows[1]).toMatchObject({ decision: 'require_approval', kind: 'refund_over_cap', context: { session_secret: '[redacted]' } });
+    expect(rows[2]).toMatchObject({
+      user_sub: 'agent-9',
+      decision: 'allow',
+      rule: 'lookups',
+      args: { order: 'A3', password: '[redacted]' },
+      context: null,
+      run_id: null,
+    });
+    // Written in one batch, counted.
+    expect((await t.ctx.metrics.decisionRecordsWritten.get()).values[0]?.value).toBe(3);
+  });
+
+  it('creates the partitions of today and the next two days, and drops whole partitions past the retention', async () => {
+    const now = Date.now();
+    const today = Math.floor(now / DAY) * DAY;
+    const names = await partitions(db);
+    for (let d = 0; d <= 2; d++) expect(names).toContain(partitionName(today + d * DAY));
+    // Old days, as a service that ran then would have left them, with a row each.
+    for (const daysAgo of [40, 31, 29]) {
+      await ensurePartitions(db.sql, now - daysAgo * DAY);
+      await db.sql`insert into decisions (id, decided_at, tool, user_sub, roles, decision, rule, policies)
+                   values (gen_random_uuid(), ${new Date(now - daysAgo * DAY).toISOString()}::timestamptz, 't', 'u', '[]', 'deny', 'r', '[]')`;
+    }
+    const before = await partitions(db);
+    const gone = await dropExpiredPartitions(db.sql, now, 30 * DAY);
+    // Every partition whose day ended 30 days ago or more: the days of 40 and 31 days ago and those made ahead of them.
+    expect(gone.length).toBeGreaterThan(0);
+    for (const name of gone)
+      expect(Date.parse(`${name.slice(10, 14)}-${name.slice(14, 16)}-${name.slice(16, 18)}T00:00:00Z`) + DAY).toBeLessThanOrEqual(now - 30 * DAY);
+    expect(gone).toContain(partitionName(Math.floor((now - 40 * DAY) / DAY) * DAY));
+    expect(gone).toContain(partitionName(Math.floor((now - 31 * DAY) / DAY) * DAY));
+    const after = await partitions(db);
+    expect(after).toEqual(before.filter((n) => !gone.includes(n)));
+    expect(after).toContain(partitionName(Math.floor((now - 29 * DAY) / DAY) * DAY));
+    const [old] = await db.sql<{ n: number }[]>`select count(*)::int as n from decisions where decided_at < now() - interval '30 days'`;
+    expect(old?.n).toBe(0);
+    const [kept] = await db.sql<{ n: number }[]>`select count(*)::int as n from decisions where decided_at < now() - interval '28 days'`;
+    expect(kept?.n).toBe(1);
+    await db.sql`delete from decisions where tool = 't'`;
+  });
+
+  it('GET /decisions: newest first in keyset pages, filtered, for auditors and admins only', async () => {
+    const since = new Date().toISOString();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await post(t.app, '/decide', { tool: 'lookup_order', args: { order: `P${i}` } }, agentToken(i % 2 === 0 ? 'pager-even' : 'pager-odd'));
+      ids.push((res.json() as { decision_id: string }).decision_id);
+    }
+    await post(t.app, '/decide', { tool: 'wipe_orders', args: {} }, agentToken('pager-even'));
+    await t.writer!.flush();
+    const get = (q: string, tok = auditorToken()) => t.app.inject({ method: 'GET', url: `/decisions${q}`, headers: bearer(tok) });
+    const seen: { decision_id: string; time: string }[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await get(`?tool=lookup_order&since=${encodeURIComponent(since)}&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.statusCode, res.body).toBe(200);
+      const page = res.json() as { items: { decision_id: string; time: string }[]; next_cursor: string | null };
+      expect(page.items.length).toBeLessThanOrEqual(2);
+      seen.push(...page.items);
+      cursor = page.next_cursor;
+    } while (cursor !== null);
+    // Every one once, newest first: decided one after another, so in the reverse order (ties of one
+    // microsecond, which a fast machine could make, are ordered by id).
+    expect(seen.map((i) => i.decision_id).sort()).toEqual([...ids].sort());
+    const newestFirst = [...seen].sort((a, b) => (a.time === b.time ? b.decision_id.localeCompare(a.decision_id) : b.time.localeCompare(a.time)));
+    expect(seen).toEqual(newestFirst);
+    if (new Set(seen.map((i) => i.time)).size === seen.length) expect(seen.map((i) => i.decision_id)).toEqual([...ids].reverse());
+    const byUser = (await get(`?user=pager-even&decision=allow&since=${encodeURIComponent(since)}`, adminToken())).json() as {
+      items: { user: string; decision: string; args: unknown }[];
+    };
+    expect(byUser.items.map((i) => [i.user, i.decision])).toEqual([
+      ['pager-even', 'allow'],
+      ['pager-even', 'allow'],
+      ['pager-even', 'allow'],
+    ]);
+    expect(byUser.items[0]!.args).toEqual({ order: 'P4' });
+    const aborted = (await get(`?decision=abort&since=${encodeURIComponent(since)}`)).json() as { items: { tool: string }[] };
+    expect(aborted.items.map((i) => i.tool)).toEqual(['wipe_orders']);
+    const until = (await get(`?until=${encodeURIComponent(since)}&tool=lookup_order`)).json() as { items: { decision_id: string }[] };
+    expect(until.items.length).toBeGreaterThan(0); // the first test's
+    expect(until.items.filter((i) => ids.includes(i.decision_id))).toEqual([]);
+    // Closed query, a cursor only this service issues, roles.
+    expect((await get('?bogus=1')).statusCode).toBe(400);
+    expect((await get('?decision=maybe')).statusCode).toBe(400);
+    expect((await get('?cursor=AAAA')).statusCode).toBe(400);
+    expect((await get('', approverToken())).statusCode).toBe(403);
+    expect((await get('', agentToken())).statusCode).toBe(403);
+    expect((await t.app.inject({ method: 'GET', url: '/decisions' })).statusCode).toBe(401);
+  });
+});
+
+describe('decision records under a stalled database', () => {
+  let db: TestDatabase;
+  let t: TestApp;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    t = await createTestApp({
+      env: 'prod',
+      database: db,
+      decisionStore: { sql: createSql(db.url, { max: 2, lockTimeoutMs: 200 }), queueMax: 5, retryMs: 50 },
+    });
+    await t.writer!.flush(); // the partitions exist
+  });
+  afterAll(async () => {
+    await t.close();
+    await t.ctx.decisionStore?.sql.end();
+    await db.drop();
+  });
+
+  it('keeps answering /decide while the table is locked, drops what the bounded queue cannot hold and counts it, then writes the rest', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = db.sql.begin(async (tx) => {
+      await tx`lock table decisions in access exclusive mode`;
+      locked();
+      await released;
+    });
+    await isLocked;
+    for (let i = 0; i < 20; i++) {
+      const res = await post(t.app, '/decide', { tool: 'lookup_order', args: { order: `S${i}` } }, agentToken('stalled'));
+      expect(res.statusCode).toBe(200);
+      expect((res.json() as { decision: string }).decision).toBe('allow');
+    }
+    expect(t.writer!.queued).toBe(5);
+    expect(await dropped(t, 'queue_full')).toBe(15);
+    // The write waits on the lock, times out (lock_timeout) and keeps the batch for the retry.
+    await t.writer!.flush();
+    expect(t.writer!.queued).toBe(5);
+    release();
+    await holder;
+    await t.writer!.flush();
+    expect(t.writer!.queued).toBe(0);
+    const [n] = await db.sql<{ n: number }[]>`select count(*)::int as n from decisions where user_sub = 'stalled'`;
+    expect(n?.n).toBe(5);
+    // Recorded without arguments: LOG_ARGS is off in this app.
+    const [row] = await db.sql`select args, claims, context, run from decisions where user_sub = 'stalled' limit 1`;
+    expect(row).toEqual({ args: null, claims: null, context: null, run: null });
+    expect(await dropped(t, 'queue_full')).toBe(15);
+  });
+});
