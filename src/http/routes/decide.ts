@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { CitedApproval } from '../../approvals/service.js';
 import { decide } from '../../policy/decide.js';
-import type { DecideRequest, DecisionResult, Identity } from '../../policy/model.js';
+import type { DecideRequest, DecisionResult, Identity, PolicySet } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import type { AppContext } from '../context.js';
 import { approvalKindField, decisionFacts } from '../decision-facts.js';
@@ -58,23 +58,23 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
       const extra = settled === undefined ? undefined : { budgets: countedLog(settled) };
       if (answer.replayed) {
         const kept = JSON.parse(answer.body) as { decision: DecisionResult['decision']; rule: string; decision_id: string };
-        logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, kept.decision, kept.rule, {
+        logDecision(ctx, request, decisionId, req, set, identity, durationUs, body.approval_id, kept.decision, kept.rule, {
           replayed: true,
           replayed_decision_id: kept.decision_id,
         });
       } else {
         const final = settled?.result ?? fresh;
-        logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, final.decision, final.rule, extra);
+        logDecision(ctx, request, decisionId, req, set, identity, durationUs, body.approval_id, final.decision, final.rule, extra);
       }
       return sendAnswer(reply, answer);
     }
     if (body.approval_id === undefined || result.internalError) {
       // The hot path: no database, no closure.
-      logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, result.decision, result.rule, approvalKindField(result));
+      logDecision(ctx, request, decisionId, req, set, identity, durationUs, body.approval_id, result.decision, result.rule, approvalKindField(result));
       return sendDecision(reply, result, decisionId, nextOf(result, null));
     }
     const log = (decision: DecisionResult['decision'], rule: string, extra?: Record<string, unknown>): void =>
-      logDecision(ctx, request, decisionId, req, set.digests, identity, durationUs, body.approval_id, decision, rule, extra);
+      logDecision(ctx, request, decisionId, req, set, identity, durationUs, body.approval_id, decision, rule, extra);
     const claim = idempotencyClaim(request, 'decide', identity);
     if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
     const { approvals } = ctx;
@@ -127,7 +127,7 @@ function logDecision(
   request: FastifyRequest,
   decisionId: string,
   req: DecideRequest,
-  digests: readonly string[],
+  set: PolicySet,
   identity: Identity,
   durationUs: number,
   approvalId: string | undefined,
@@ -142,14 +142,14 @@ function logDecision(
     tool: req.tool,
     decision,
     rule,
-    policies: digests,
+    policies: set.digests,
     user: identity.user,
     team: identity.team,
     agent: identity.agent,
     duration_us: Math.round(durationUs * 10) / 10,
     ...(approvalId !== undefined ? { approval_id: approvalId } : {}),
     ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
-    ...decisionFacts(ctx.logArgs, ctx.policies.current().env, req, identity),
+    ...decisionFacts(ctx.logArgs, set.env, req, identity), // the set that decided, not one reloaded since
     ...extra,
   };
   request.log.info(line, 'decision');
