@@ -16,7 +16,7 @@ import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
 import { IN_TRANSACTION } from '../db/lanes.js';
 import { amountOfText } from '../policy/amount.js';
 import { wouldCross, type Refusal, type Standing } from '../policy/limits.js';
-import type { Amount, Budget, BudgetWindow, Charge, Limit, RateLimit } from '../policy/model.js';
+import { CALENDAR_UNITS, type Amount, type Budget, type BudgetWindow, type Charge, type Limit, type RateLimit } from '../policy/model.js';
 
 /** Where each charge's counter stands after checking or counting, and the charges the call would cross. */
 export interface ChargeOutcome {
@@ -186,10 +186,9 @@ export function createCounterStore() {
   function countStatement(c: Sql, charge: Charge): PendingQuery<Row[]> | null {
     if (!countedByStatement(charge) || charge.key === null || charge.amount === null) return null;
     const { limit } = charge;
-    const guard = c.unsafe(IN_TRANSACTION) as unknown as PendingQuery<Row[]>; // a fragment of SQL text, ours
-    if (limit.type === 'rate_limit') return countCallStatement(c, limit, charge.key, false, guard);
+    if (limit.type === 'rate_limit') return countCallStatement(c, limit, charge.key, false, true);
     if ('usd' in limit.measure) return null;
-    return addToBudgetStatement(c, limit, charge.key, charge.amount, false, guard);
+    return addToBudgetStatement(c, limit, charge.key, charge.amount, false, true);
   }
 
   return { check, charge, force, record, read, list, runKeys, sweep, countStatement, countedByStatement };
@@ -225,20 +224,27 @@ interface RateRow {
 }
 
 /**
- * One window row `(s, e)` holding the database's time now: a UTC calendar unit (computed on UTC wall
- * time, so the session's TimeZone and its daylight saving change nothing), or a fixed length counted
- * from the Unix epoch. The time is read once, so s and e never straddle a boundary.
+ * One window row `(s, e)` holding the database's time now, as SQL text: a UTC calendar unit
+ * (computed on UTC wall time, so the session's TimeZone and its daylight saving change nothing), or
+ * a fixed length counted from the Unix epoch. The time is read once, so s and e never straddle a
+ * boundary. The unit (one of five names) and the length (a whole number of seconds) are written
+ * into the text, checked here: a statement built on it is one postgres.js query with plain
+ * parameters, not a tree of fragments, which on a counted /decide cost more CPU and garbage than
+ * the statement's round trip (docs/performance.md).
  */
-function windowOf(tx: Sql | TransactionSql, per: BudgetWindow): PendingQuery<Row[]> {
+function windowText(per: BudgetWindow): string {
   if ('calendar' in per) {
-    // The unit is one of five names (compile.ts); as a parameter, never as SQL text.
-    return tx`
-      select u.start at time zone 'UTC' as s, (u.start + ${`1 ${per.calendar}`}::interval) at time zone 'UTC' as e
-        from (select date_trunc(${per.calendar}, clock_timestamp() at time zone 'UTC') as start) u`;
+    if (!CALENDAR_UNITS.has(per.calendar)) throw new Error('a budget window is not a calendar unit');
+    return `select u.start at time zone 'UTC' as s, (u.start + interval '1 ${per.calendar}') at time zone 'UTC' as e
+      from (select date_trunc('${per.calendar}', clock_timestamp() at time zone 'UTC') as start) u`;
   }
-  return tx`
-    select u.start as s, u.start + ${per.seconds}::integer * interval '1 second' as e
-      from (select to_timestamp(floor(extract(epoch from clock_timestamp()) / ${per.seconds}::integer) * ${per.seconds}::integer) as start) u`;
+  if (!Number.isSafeInteger(per.seconds) || per.seconds <= 0) throw new Error('a budget window is not a whole number of seconds');
+  return `select u.start as s, u.start + ${per.seconds} * interval '1 second' as e
+      from (select to_timestamp(floor(extract(epoch from clock_timestamp()) / ${per.seconds}) * ${per.seconds}) as start) u`;
+}
+
+function windowOf(tx: Sql | TransactionSql, per: BudgetWindow): PendingQuery<Row[]> {
+  return tx.unsafe(windowText(per)) as unknown as PendingQuery<Row[]>; // SQL text of ours, without parameters
 }
 
 /**
@@ -246,28 +252,44 @@ function windowOf(tx: Sql | TransactionSql, per: BudgetWindow): PendingQuery<Row
  * `max` (unless `force`). Returns the counter after, or null when it was refused.
  */
 async function addToBudget(tx: TransactionSql, budget: Budget, key: string, amount: Amount, force = false): Promise<Standing | null> {
-  const [row] = await addToBudgetStatement(tx, budget, key, amount, force, tx`true`);
+  const [row] = await addToBudgetStatement(tx, budget, key, amount, force, false);
   return row === undefined ? null : budgetStanding(row as BudgetRow);
 }
 
-function addToBudgetStatement(
-  tx: Sql | TransactionSql,
-  budget: Budget,
-  key: string,
-  amount: Amount,
-  force: boolean,
-  guard: PendingQuery<Row[]>,
-): PendingQuery<Row[]> {
-  const max = budget.max.text;
-  const within = (counted: PendingQuery<Row[]>): PendingQuery<Row[]> => (force ? tx`${guard}` : tx`${guard} and ${counted} <= ${max}::numeric`);
-  return tx`
-    with w as (${windowOf(tx, budget.per)})
+/** `guarded`: it changes nothing outside a transaction Lanes opened (IN_TRANSACTION). */
+function addToBudgetStatement(tx: Sql | TransactionSql, budget: Budget, key: string, amount: Amount, force: boolean, guarded: boolean): PendingQuery<Row[]> {
+  const parameters = [budget.id, key, amount.text, ...(force ? [] : [budget.max.text])];
+  return tx.unsafe(statementText(budget, force, guarded), parameters, { prepare: true }) as unknown as PendingQuery<Row[]>;
+}
+
+/**
+ * The SQL texts of a budget's statement (by force and guard) and of a rate limit's (any rate limit:
+ * its window and calls are parameters), made once each: a text made for every call would be garbage
+ * that every call leaves behind.
+ */
+const texts = new WeakMap<Limit | typeof RATE_LIMITS, string[]>();
+const RATE_LIMITS = {};
+
+function statementText(limit: Budget | null, force: boolean, guarded: boolean): string {
+  const key = limit ?? RATE_LIMITS;
+  let made = texts.get(key);
+  if (made === undefined) texts.set(key, (made = []));
+  const i = (force ? 2 : 0) + (guarded ? 1 : 0);
+  made[i] ??= limit === null ? rateLimitText(force, guarded) : budgetText(limit, force, guarded);
+  return made[i];
+}
+
+function budgetText(budget: Budget, force: boolean, guarded: boolean): string {
+  const guard = guarded ? IN_TRANSACTION : 'true';
+  const within = (counted: string): string => (force ? guard : `${guard} and ${counted} <= $4::numeric`);
+  return `
+    with w as (${windowText(budget.per)})
     insert into budget_counters as b (budget, scope_key, window_start, window_end, counted, calls)
-    select ${budget.id}, ${key}, w.s, w.e, ${amount.text}::numeric, 1 from w
-     where ${within(tx`${amount.text}::numeric`)}
+    select $1, $2, w.s, w.e, $3::numeric, 1 from w
+     where ${within('$3::numeric')}
     on conflict (budget, scope_key, window_start, window_end) do update
        set counted = b.counted + excluded.counted, calls = b.calls + 1
-     where ${within(tx`b.counted + excluded.counted`)}
+     where ${within('b.counted + excluded.counted')}
     returning b.counted::text as counted, b.window_start, b.window_end`;
 }
 
@@ -277,21 +299,28 @@ function addToBudgetStatement(
  * the row is locked, so they grow in commit order. Returns the counter after, or null when refused.
  */
 async function countCall(tx: TransactionSql, limit: RateLimit, key: string, force = false): Promise<Standing | null> {
-  const [row] = await countCallStatement(tx, limit, key, force, tx`true`);
+  const [row] = await countCallStatement(tx, limit, key, force, false);
   return row === undefined ? null : rateStanding(row as RateRow);
 }
 
-function countCallStatement(tx: Sql | TransactionSql, limit: RateLimit, key: string, force: boolean, guard: PendingQuery<Row[]>): PendingQuery<Row[]> {
-  const per = tx`${limit.perSeconds}::integer * interval '1 second'`;
-  const calls = limit.calls;
+/** `guarded`: as addToBudgetStatement. */
+function countCallStatement(tx: Sql | TransactionSql, limit: RateLimit, key: string, force: boolean, guarded: boolean): PendingQuery<Row[]> {
+  const parameters = [limit.id, key, limit.perSeconds, limit.calls];
+  return tx.unsafe(statementText(null, force, guarded), parameters, { prepare: true }) as unknown as PendingQuery<Row[]>;
+}
+
+/** $1 the rate limit, $2 the counter, $3 the window in seconds, $4 the calls it allows. */
+function rateLimitText(force: boolean, guarded: boolean): string {
+  const guard = guarded ? IN_TRANSACTION : 'true';
+  const per = `$3::integer * interval '1 second'`;
   const fits = force
     ? guard
-    : tx`${guard} and (cardinality(r.times) < ${calls}::integer or r.times[cardinality(r.times) - ${calls}::integer + 1] <= clock_timestamp() - ${per})`;
-  return tx`
+    : `${guard} and (cardinality(r.times) < $4::integer or r.times[cardinality(r.times) - $4::integer + 1] <= clock_timestamp() - ${per})`;
+  return `
     insert into rate_limit_calls as r (rate_limit, scope_key, times, expires_at)
-    select ${limit.id}, ${key}, array[clock_timestamp()], clock_timestamp() + ${per} where ${guard}
+    select $1, $2, array[clock_timestamp()], clock_timestamp() + ${per} where ${guard}
     on conflict (rate_limit, scope_key) do update
-       set times = (r.times || clock_timestamp())[greatest(1, cardinality(r.times) + 2 - ${calls}::integer):],
+       set times = (r.times || clock_timestamp())[greatest(1, cardinality(r.times) + 2 - $4::integer):],
            expires_at = clock_timestamp() + ${per}
      where ${fits}
     returning (select count(*)::int from unnest(r.times) t where t > clock_timestamp() - ${per}) as in_window,

@@ -34,7 +34,7 @@ import { StoreUnavailableError, toStoreError } from './errors.js';
 
 /** The guard a statement run by Lanes.run must hold in each of its WHERE clauses. */
 export const IN_TRANSACTION = "current_setting('gatehouse.in_transaction', true) = 'on'";
-const BEGIN = "begin; select set_config('gatehouse.in_transaction', 'on', true)";
+const BEGIN = "begin; set local gatehouse.in_transaction = 'on'";
 /** The most calls one transaction holds. */
 const MAX_BATCH = 32;
 

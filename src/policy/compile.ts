@@ -32,6 +32,7 @@ import type {
   Selectors,
   ToolKind,
 } from './model.js';
+import { CALENDAR_UNITS } from './model.js';
 import { parseArgPath } from './path.js';
 import { hasDotSegment } from './request.js';
 import type { KeyPath, PolicySource } from './source/common.js';
@@ -376,7 +377,6 @@ function compileGuard(problems: Problems, policy: string, environments: readonly
   return { id: doc.id ?? `${policy}#guards.${index}`, guard: doc.guard as GuardName, selectors, action: doc.action ?? 'deny' };
 }
 
-const CALENDAR_UNITS: ReadonlySet<string> = new Set(['minute', 'hour', 'day', 'week', 'month']);
 const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86_400 };
 // Windows longer than a year would keep counters for longer than anyone reads them.
 const MAX_WINDOW_SECONDS = 31_622_400;

@@ -121,6 +121,7 @@ export type LimitScope = 'user' | 'team' | 'agent' | 'run' | 'global';
 /** What a call that would cross a budget or rate limit is answered instead. */
 export type OnExceed = 'deny' | 'require_approval' | 'abort';
 export type CalendarUnit = 'minute' | 'hour' | 'day' | 'week' | 'month';
+export const CALENDAR_UNITS: ReadonlySet<string> = new Set<CalendarUnit>(['minute', 'hour', 'day', 'week', 'month']);
 
 /** A budget's window: a UTC calendar unit, or a fixed length in seconds (windows aligned to the Unix epoch). */
 export type BudgetWindow = { readonly calendar: CalendarUnit; readonly text: string } | { readonly seconds: number; readonly text: string };
