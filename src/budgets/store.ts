@@ -267,8 +267,8 @@ function addToBudgetStatement(tx: Sql | TransactionSql, budget: Budget, key: str
  * its window and calls are parameters), made once each: a text made for every call would be garbage
  * that every call leaves behind.
  */
-const texts = new WeakMap<Limit | typeof RATE_LIMITS, string[]>();
 const RATE_LIMITS = {};
+const texts = new WeakMap<Limit | typeof RATE_LIMITS, string[]>();
 
 function statementText(limit: Budget | null, force: boolean, guarded: boolean): string {
   const key = limit ?? RATE_LIMITS;
