@@ -258,26 +258,20 @@ async function addToBudget(tx: TransactionSql, budget: Budget, key: string, amou
 
 /** `guarded`: it changes nothing outside a transaction Lanes opened (IN_TRANSACTION). */
 function addToBudgetStatement(tx: Sql | TransactionSql, budget: Budget, key: string, amount: Amount, force: boolean, guarded: boolean): PendingQuery<Row[]> {
+  let texts = budgetTexts.get(budget);
+  if (texts === undefined) budgetTexts.set(budget, (texts = []));
+  const text = (texts[textIndex(force, guarded)] ??= budgetText(budget, force, guarded));
   const parameters = [budget.id, key, amount.text, ...(force ? [] : [budget.max.text])];
-  return tx.unsafe(statementText(budget, force, guarded), parameters, { prepare: true }) as unknown as PendingQuery<Row[]>;
+  return tx.unsafe(text, parameters, { prepare: true }) as unknown as PendingQuery<Row[]>;
 }
 
 /**
- * The SQL texts of a budget's statement (by force and guard) and of a rate limit's (any rate limit:
- * its window and calls are parameters), made once each: a text made for every call would be garbage
- * that every call leaves behind.
+ * The statements' SQL texts, by force and guard, made once each: a budget's (its window is in the
+ * text) on first use, a rate limit's (the same for all: window and calls are parameters) at load.
+ * A text made for every call would be garbage that every call leaves behind.
  */
-const RATE_LIMITS = {};
-const texts = new WeakMap<Limit | typeof RATE_LIMITS, string[]>();
-
-function statementText(limit: Budget | null, force: boolean, guarded: boolean): string {
-  const key = limit ?? RATE_LIMITS;
-  let made = texts.get(key);
-  if (made === undefined) texts.set(key, (made = []));
-  const i = (force ? 2 : 0) + (guarded ? 1 : 0);
-  made[i] ??= limit === null ? rateLimitText(force, guarded) : budgetText(limit, force, guarded);
-  return made[i];
-}
+const textIndex = (force: boolean, guarded: boolean): number => (force ? 2 : 0) + (guarded ? 1 : 0);
+const budgetTexts = new WeakMap<Budget, string[]>();
 
 function budgetText(budget: Budget, force: boolean, guarded: boolean): string {
   const guard = guarded ? IN_TRANSACTION : 'true';
@@ -306,7 +300,7 @@ async function countCall(tx: TransactionSql, limit: RateLimit, key: string, forc
 /** `guarded`: as addToBudgetStatement. */
 function countCallStatement(tx: Sql | TransactionSql, limit: RateLimit, key: string, force: boolean, guarded: boolean): PendingQuery<Row[]> {
   const parameters = [limit.id, key, limit.perSeconds, limit.calls];
-  return tx.unsafe(statementText(null, force, guarded), parameters, { prepare: true }) as unknown as PendingQuery<Row[]>;
+  return tx.unsafe(RATE_LIMIT_TEXTS[textIndex(force, guarded)]!, parameters, { prepare: true }) as unknown as PendingQuery<Row[]>; // one of four
 }
 
 /** $1 the rate limit, $2 the counter, $3 the window in seconds, $4 the calls it allows. */
@@ -326,6 +320,8 @@ function rateLimitText(force: boolean, guarded: boolean): string {
     returning (select count(*)::int from unnest(r.times) t where t > clock_timestamp() - ${per}) as in_window,
               clock_timestamp() - ${per} as window_start, clock_timestamp() as window_end, null::timestamptz as frees_at`;
 }
+
+const RATE_LIMIT_TEXTS = [false, true].flatMap((force) => [false, true].map((guarded) => rateLimitText(force, guarded))); // in textIndex's order
 
 /** A rate limit counter's columns as RateRow, with `c.t` the time now and `r` the row (or nulls). */
 function rateColumns(tx: TransactionSql, limit: RateLimit): PendingQuery<Row[]> {

@@ -15,24 +15,24 @@ import { policyFileSchema } from './file-schema.js';
 import { compileGlob, GlobError, type Glob } from './glob.js';
 import { GUARD_NAMES, type GuardName } from './guards.js';
 import { amountAt } from './amount.js';
-import type {
-  ApprovalShape,
-  ArgPath,
-  Budget,
-  BudgetWindow,
-  CatalogueEntry,
-  DefaultMode,
-  Guard,
-  LimitScope,
-  OnExceed,
-  PolicyFile,
-  RateLimit,
-  Rule,
-  RuleEffect,
-  Selectors,
-  ToolKind,
+import {
+  CALENDAR_UNITS,
+  type ApprovalShape,
+  type ArgPath,
+  type Budget,
+  type BudgetWindow,
+  type CatalogueEntry,
+  type DefaultMode,
+  type Guard,
+  type LimitScope,
+  type OnExceed,
+  type PolicyFile,
+  type RateLimit,
+  type Rule,
+  type RuleEffect,
+  type Selectors,
+  type ToolKind,
 } from './model.js';
-import { CALENDAR_UNITS } from './model.js';
 import { parseArgPath } from './path.js';
 import { hasDotSegment } from './request.js';
 import type { KeyPath, PolicySource } from './source/common.js';
