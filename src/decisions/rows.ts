@@ -12,7 +12,7 @@ export interface QueuedDecision {
   readonly fields: Readonly<Record<string, unknown>>;
 }
 
-/** The row as the batch insert's JSON (jsonb_to_recordset) takes it. */
+/** The row as the batch insert's JSON (json_to_recordset) takes it. */
 export function rowOf(q: QueuedDecision): Record<string, unknown> {
   const f = q.fields;
   const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);

@@ -85,9 +85,9 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
                                  policies, approval_id, replayed, args, claims, context, run)
           select id, decided_at, tool, user_sub, team, agent, roles, env, run_id, decision, rule, kind,
                  policies, approval_id, replayed, args, claims, context, run
-            from jsonb_to_recordset(${rows}::text::jsonb) as r(id uuid, decided_at timestamptz, tool text, user_sub text,
-                 team text, agent text, roles jsonb, env text, run_id text, decision text, rule text, kind text,
-                 policies jsonb, approval_id text, replayed boolean, args jsonb, claims jsonb, context jsonb, run jsonb)
+            from json_to_recordset(${rows}::text::json) as r(id uuid, decided_at timestamptz, tool text, user_sub text,
+                 team text, agent text, roles json, env text, run_id text, decision text, rule text, kind text,
+                 policies json, approval_id text, replayed boolean, args json, claims json, context json, run json)
           on conflict do nothing`;
         queue.splice(0, batch.length);
         onWritten(batch.length);

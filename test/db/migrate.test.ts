@@ -1,5 +1,5 @@
 // migrate(): applied once, safe when replicas race, and refusing every kind of drift.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
@@ -7,6 +7,8 @@ import { createApprovalStore } from '../../src/approvals/store.js';
 import { approvalHash, canonicalize } from '../../src/json/canonical.js';
 import { createSql } from '../../src/db/connect.js';
 import { MigrationError, migrate } from '../../src/db/migrate.js';
+import { ensurePartitions } from '../../src/decisions/partitions.js';
+import { decisionById } from '../../src/decisions/query.js';
 import { MIGRATIONS_DIR, createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { request } from '../approvals/fixtures.js';
@@ -51,10 +53,11 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0011_operator_sessions.sql',
       '0012_budgets.sql',
       '0013_decision_records.sql',
+      '0014_decision_records_json.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -93,9 +96,10 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0011_operator_sessions.sql',
       '0012_budgets.sql',
       '0013_decision_records.sql',
+      '0014_decision_records_json.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -190,6 +194,7 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       '0011_operator_sessions.sql',
       '0012_budgets.sql',
       '0013_decision_records.sql',
+      '0014_decision_records_json.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
@@ -254,6 +259,7 @@ test('0010: a denial written before it keeps its reason as the message for the a
     '0011_operator_sessions.sql',
     '0012_budgets.sql',
     '0013_decision_records.sql',
+    '0014_decision_records_json.sql',
   ]);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
@@ -270,4 +276,45 @@ test('0010: a denial written before it keeps its reason as the message for the a
   await expect(db.sql`update approvals set decision_message = 'sneaked in' where id = ${approval.id}`).rejects.toThrow(
     /approvals_(pending_undecided|message_on_denial)/,
   );
+});
+
+test('0014: decision records written as jsonb read back the same as json, and the array checks still hold', async () => {
+  const db = await emptyDatabase();
+  const files: Record<string, string> = {};
+  for (let v = 1; v <= 13; v++) {
+    const name = (await readdir(MIGRATIONS_DIR)).find((f) => f.startsWith(`${String(v).padStart(4, '0')}_`));
+    if (name === undefined) throw new Error(`no migration ${v}`);
+    files[name] = await readFile(join(MIGRATIONS_DIR, name), 'utf8');
+  }
+  await migrate(db.sql, await migrationsDir(files));
+  const at = Date.parse('2026-03-04T05:06:07.123Z');
+  await ensurePartitions(db.sql, at);
+  const id = '0190a0c0-0000-7000-8000-0000000000e1';
+  await db.sql`
+    insert into decisions (id, decided_at, tool, user_sub, roles, decision, rule, policies, args, claims, context, run)
+    values (${id}, '2026-03-04T05:06:07.123456Z', 'refund', 'alice', '["agent"]', 'allow', 'small',
+            '["sha256:${db.sql.unsafe('a'.repeat(64))}"]', '{"amount": 12.50, "order": "A-1"}', '{"sub": "alice"}', null, null)`;
+
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0014_decision_records_json.sql']);
+  const types = await db.sql<{ column_name: string; data_type: string }[]>`
+    select column_name, data_type from information_schema.columns
+     where table_name = 'decisions' and column_name in ('roles', 'policies', 'args', 'claims', 'context', 'run') order by column_name`;
+  expect(types.map((t) => t.data_type)).toEqual(['json', 'json', 'json', 'json', 'json', 'json']);
+  const record = await decisionById(db.sql, id);
+  expect(record).toMatchObject({
+    id,
+    tool: 'refund',
+    decision: 'allow',
+    rule: 'small',
+    identity: { user: 'alice', roles: ['agent'], claims: { sub: 'alice' } },
+    digests: [`sha256:${'a'.repeat(64)}`],
+  });
+  expect(Object.keys(record?.args ?? {}).sort()).toEqual(['amount', 'order']);
+  // The conversion keeps the text jsonb had made of it (its key order, 12.50 as written).
+  const [raw] = await db.sql<{ args: string }[]>`select args::text as args from decisions where id = ${id}`;
+  expect(raw?.args).toBe('{"order": "A-1", "amount": 12.50}');
+  await expect(
+    db.sql`insert into decisions (id, decided_at, tool, user_sub, roles, decision, rule, policies)
+           values (gen_random_uuid(), '2026-03-04T06:00:00Z', 'refund', 'alice', '{"not": "an array"}', 'allow', 'small', '[]')`,
+  ).rejects.toThrow(/decisions_roles/);
 });
