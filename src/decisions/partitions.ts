@@ -23,9 +23,16 @@ export async function ensurePartitions(sql: Sql, nowMs: number): Promise<void> {
   for (let d = 0; d <= DAYS_AHEAD; d++) {
     const from = today + d * DAY_MS;
     // Identifiers and bounds are made here from a number, never from input.
-    await sql.unsafe(
-      `create table if not exists ${partitionName(from)} partition of decisions for values from ('${new Date(from).toISOString()}') to ('${new Date(from + DAY_MS).toISOString()}')`,
-    );
+    try {
+      await sql.unsafe(
+        `create table if not exists ${partitionName(from)} partition of decisions for values from ('${new Date(from).toISOString()}') to ('${new Date(from + DAY_MS).toISOString()}')`,
+      );
+    } catch (err) {
+      // IF NOT EXISTS is not race-safe: a replica creating the same day at once makes this one fail
+      // on the name (42P07) or on the catalog's unique index (23505). Either way the partition exists.
+      const code = (err as { code?: unknown }).code;
+      if (code !== '42P07' && code !== '23505') throw err;
+    }
   }
 }
 

@@ -206,3 +206,27 @@ describe('decision records under a stalled database', () => {
     expect(await dropped(t, 'queue_full')).toBe(15);
   });
 });
+
+describe('decision partitions made by two replicas at once', () => {
+  it('both succeed, and each day has one partition', async () => {
+    const db = await createTestDatabase();
+    const a = createSql(db.url, { max: 1 });
+    const b = createSql(db.url, { max: 1 });
+    try {
+      const DAY = 86_400_000;
+      const start = Date.parse('2031-01-01T00:00:00Z');
+      for (let k = 0; k < 10; k++) {
+        const at = start + k * 10 * DAY;
+        await Promise.all([ensurePartitions(a, at), ensurePartitions(b, at)]);
+      }
+      const [n] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_inherits i join pg_class p on p.oid = i.inhparent
+         where p.relname = 'decisions' and i.inhrelid::regclass::text like 'decisions_2031%'`;
+      expect(n?.n).toBe(30);
+    } finally {
+      await a.end();
+      await b.end();
+      await db.drop();
+    }
+  });
+});
