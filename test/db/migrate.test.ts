@@ -281,9 +281,7 @@ test('0010: a denial written before it keeps its reason as the message for the a
 test('0014: decision records written as jsonb read back the same as json, and the array checks still hold', async () => {
   const db = await emptyDatabase();
   const files: Record<string, string> = {};
-  for (let v = 1; v <= 13; v++) {
-    const name = (await readdir(MIGRATIONS_DIR)).find((f) => f.startsWith(`${String(v).padStart(4, '0')}_`));
-    if (name === undefined) throw new Error(`no migration ${v}`);
+  for (const name of (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_/.test(f) && f < '0014')) {
     files[name] = await readFile(join(MIGRATIONS_DIR, name), 'utf8');
   }
   await migrate(db.sql, await migrationsDir(files));
