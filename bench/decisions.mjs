@@ -3,8 +3,15 @@
 // both, so every record carries its arguments and claims: the most a record costs), loaded
 // alternately (A B A B) from a separate process. Target: on ≥ 90 % of off. At the end, the records
 // written and dropped (queue full) are counted against the requests answered with the store on.
+// Each round also reports the CPU each request cost the server and PostgreSQL (from /proc).
 //
-//   npm run build && node bench/decisions.mjs [--quick] [--rounds N] [--duration S] [--connections C]
+// Where PostgreSQL runs: a deployment's database has a host of its own, so its CPU is not the
+// service's. On two cores the nearest to that is the load generator's core (server on CPU 0, load
+// and PostgreSQL on CPU 1; the load generator uses about half of its core at these rates).
+// --pg-anywhere leaves PostgreSQL unpinned: it then takes its ~20 µs per record from the
+// server's core too, and the ratio measures the two programs sharing one machine.
+//
+//   npm run build && node bench/decisions.mjs [--quick] [--rounds N] [--duration S] [--connections C] [--pg-anywhere]
 import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,17 +19,18 @@ import { createSql } from '../dist/db/connect.js';
 import { startEmbeddedPostgres } from '../dist/db/embedded.js';
 import { migrate } from '../dist/db/migrate.js';
 import { DECIDE_TEXT, signToken } from './lib/bodies.mjs';
-import { BENCH_DIR, ROOT_DIR, runLoad, sleep, startServer, taskset } from './lib/procs.mjs';
+import { BENCH_DIR, ROOT_DIR, cpuDelta, cpuSnapshot, pinPostgres, runLoad, sleep, startServer, taskset } from './lib/procs.mjs';
 import { fmt, fmtInt, median, parseArgs } from './lib/stats.mjs';
 
 const SERVER_CPU = cpus().length >= 2 && taskset() ? 0 : undefined;
 const LOAD_CPU = cpus().length >= 2 && taskset() ? 1 : undefined;
 
-export async function runDecisions({ quick = false, rounds, duration, connections = 50, log = console.log } = {}) {
-  rounds ??= quick ? 2 : 4;
-  duration ??= quick ? 3 : 10;
+export async function runDecisions({ quick = false, rounds, duration, connections = 50, pgAnywhere = false, log = console.log } = {}) {
+  rounds ??= quick ? 2 : 8;
+  duration ??= quick ? 3 : 5;
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-decisions-'));
   const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg') });
+  const pgPinned = !pgAnywhere && LOAD_CPU !== undefined && pinPostgres(pg.dataDir, LOAD_CPU);
   const sql = createSql(pg.url, { max: 1 });
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${signToken()}` };
   const servers = {};
@@ -45,10 +53,15 @@ export async function runDecisions({ quick = false, rounds, duration, connection
     for (const s of Object.values(servers)) await load(s, 1);
     for (let r = 1; r <= rounds; r++) {
       for (const name of ['off', 'on']) {
+        const cpu0 = cpuSnapshot(pg.dataDir, [servers[name].pid]);
         const res = await load(servers[name], duration);
+        const cpu = cpuDelta(cpu0, cpuSnapshot(pg.dataDir, [servers[name].pid]));
         if (res.non2xx > 0 || res.errors > 0) throw new Error(`${name}: ${res.non2xx} non-2xx, ${res.errors} errors`);
         rps[name].push(res.reqPerSec);
-        log(`round ${r} store ${name.padEnd(3)} ${fmtInt(res.reqPerSec).padStart(7)} req/s  p50 ${res.latencyMs.p50} ms  p99 ${res.latencyMs.p99} ms`);
+        const perRequestUs = (ms) => fmt((ms * 1000) / (res.reqPerSec * duration), 1);
+        log(
+          `round ${r} store ${name.padEnd(3)} ${fmtInt(res.reqPerSec).padStart(7)} req/s  p50 ${res.latencyMs.p50} ms  p99 ${res.latencyMs.p99} ms  CPU per request: server ${perRequestUs(cpu.othersMs)} µs, PostgreSQL ${perRequestUs(cpu.pgMs)} µs`,
+        );
       }
     }
     const metricsText = await (await fetch(`http://127.0.0.1:${servers.on.port}/metrics`)).text();
@@ -59,7 +72,7 @@ export async function runDecisions({ quick = false, rounds, duration, connection
     await sleep(100);
     const [{ n }] = await sql`select count(*)::int as n from decisions`;
     const summary = { off: median(rps.off), on: median(rps.on), ratio: median(rps.on) / median(rps.off), recorded: n, dropped };
-    log(`store on / off: ${fmtInt(summary.on)} / ${fmtInt(summary.off)} req/s = ${fmt(summary.ratio * 100, 1)} %`);
+    log(`store on / off: ${fmtInt(summary.on)} / ${fmtInt(summary.off)} req/s = ${fmt(summary.ratio * 100, 1)} % (medians of ${rounds} rounds × ${duration} s; PostgreSQL ${pgPinned ? `on CPU ${LOAD_CPU}, with the load` : 'unpinned'})`);
     log(`records: ${fmtInt(n)} written, ${fmtInt(dropped)} dropped (gatehouse_decision_records_dropped_total) with the store on`);
     return summary;
   } finally {
@@ -73,5 +86,5 @@ export async function runDecisions({ quick = false, rounds, duration, connection
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { quick, extra } = parseArgs();
   const num = (v) => (v === undefined ? undefined : Number(v));
-  await runDecisions({ quick, rounds: num(extra.rounds), duration: num(extra.duration), connections: num(extra.connections) ?? 50 });
+  await runDecisions({ quick, rounds: num(extra.rounds), duration: num(extra.duration), connections: num(extra.connections) ?? 50, pgAnywhere: extra['pg-anywhere'] !== undefined });
 }

@@ -165,6 +165,16 @@ export function postgresPids(dataDir) {
   }
 }
 
+/**
+ * Pins the cluster in dataDir to `cpu`: the postmaster and its children now; the backends it forks
+ * later inherit it. False when taskset is missing.
+ */
+export function pinPostgres(dataDir, cpu) {
+  if (!taskset()) return false;
+  for (const pid of postgresPids(dataDir)) execFileSync(taskset(), ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+  return true;
+}
+
 /** CPU ms so far of: this process, the cluster's processes (backends come and go: summed per pid), others. */
 export function cpuSnapshot(dataDir, otherPids = []) {
   const self = process.cpuUsage();

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import { unavailableFrom } from '../db/errors.js';
 import { dayOf, dropExpiredPartitions, ensurePartitions } from './partitions.js';
-import { type QueuedDecision, rowOf } from './rows.js';
+import { rowJsonOf } from './rows.js';
 
 export type DropReason = 'queue_full' | 'rejected' | 'shutdown';
 
@@ -53,7 +53,7 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
   const now = options.now ?? (() => performance.timeOrigin + performance.now());
   const onDrop = options.onDrop ?? (() => {});
   const onWritten = options.onWritten ?? (() => {});
-  let queue: QueuedDecision[] = [];
+  let queue: string[] = []; // each record's row as JSON (rows.ts)
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> | null = null;
   let closed = false;
@@ -68,6 +68,17 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
     maintainedDay = dayOf(at);
   };
 
+  /** One multi-row INSERT; a record written twice (a retry after a lost answer) is written once. */
+  const insert = (rows: string[]) => sql`
+    insert into decisions (id, decided_at, tool, user_sub, team, agent, roles, env, run_id, decision, rule, kind,
+                           policies, approval_id, replayed, args, claims, context, run)
+    select id, 'epoch'::timestamptz + decided_us * interval '1 microsecond', tool, user_sub, team, agent, roles, env, run_id,
+           decision, rule, kind, policies, approval_id, replayed, args, claims, context, run
+      from json_to_recordset(${`[${rows.join(',')}]`}::text::json) as r(id uuid, decided_us bigint, tool text, user_sub text,
+           team text, agent text, roles json, env text, run_id text, decision text, rule text, kind text,
+           policies json, approval_id text, replayed boolean, args json, claims json, context json, run json)
+    on conflict do nothing`;
+
   /** Writes batches until the queue is empty; false when a write failed (the rest waits for the retry). */
   const drain = async (): Promise<boolean> => {
     try {
@@ -76,19 +87,11 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
       log.error({ err }, 'decision records: the partitions could not be kept; retrying');
       return false;
     }
+    let alone = 0; // rows of a refused batch still to write one by one
     while (queue.length > 0) {
-      const batch = queue.slice(0, batchMax);
+      const batch = queue.slice(0, alone > 0 ? 1 : batchMax);
       try {
-        const rows = JSON.stringify(batch.map(rowOf));
-        await sql`
-          insert into decisions (id, decided_at, tool, user_sub, team, agent, roles, env, run_id, decision, rule, kind,
-                                 policies, approval_id, replayed, args, claims, context, run)
-          select id, decided_at, tool, user_sub, team, agent, roles, env, run_id, decision, rule, kind,
-                 policies, approval_id, replayed, args, claims, context, run
-            from json_to_recordset(${rows}::text::json) as r(id uuid, decided_at timestamptz, tool text, user_sub text,
-                 team text, agent text, roles json, env text, run_id text, decision text, rule text, kind text,
-                 policies json, approval_id text, replayed boolean, args json, claims json, context json, run json)
-          on conflict do nothing`;
+        await insert(batch);
         queue.splice(0, batch.length);
         onWritten(batch.length);
       } catch (err) {
@@ -98,11 +101,19 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
           log.warn({ err }, 'decision records: the database did not take a batch; retrying');
           return false;
         }
-        // Refused (a row outside every partition, a check): writing it again would refuse it again.
-        queue.splice(0, batch.length);
-        onDrop('rejected', batch.length);
-        log.error({ err, count: batch.length }, 'decision records: the database refused a batch; dropped');
+        if (batch.length > 1) {
+          // Refused for one of its rows (a check, a day outside every partition): each row alone,
+          // so only the refused ones are lost.
+          alone = batch.length;
+          log.warn({ err, count: batch.length }, 'decision records: the database refused a batch; writing its rows one by one');
+          continue;
+        }
+        // Writing it again would refuse it again.
+        queue.splice(0, 1);
+        onDrop('rejected', 1);
+        log.error({ err }, 'decision records: the database refused a record; dropped');
       }
+      if (alone > 0) alone--;
     }
     return true;
   };
@@ -139,7 +150,16 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
         onDrop('queue_full', 1);
         return;
       }
-      queue.push({ at: now(), fields });
+      let row: string;
+      try {
+        row = rowJsonOf(now(), fields);
+      } catch (err) {
+        // Fields JSON cannot carry (a bug upstream): the decision stands, its record is dropped.
+        onDrop('rejected', 1);
+        log.error({ err }, 'decision records: a record could not be serialized; dropped');
+        return;
+      }
+      queue.push(row);
       if (writing === null) schedule(lingerMs);
     },
     get queued() {

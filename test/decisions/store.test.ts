@@ -4,7 +4,9 @@
 // database (/decide keeps answering, the drops are counted); GET /decisions paging, filters, roles.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSql } from '../../src/db/connect.js';
+import pino from 'pino';
 import { dropExpiredPartitions, ensurePartitions, partitionName } from '../../src/decisions/partitions.js';
+import { createDecisionWriter, type DropReason } from '../../src/decisions/writer.js';
 import { adminToken, agentToken, approverToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
@@ -227,6 +229,91 @@ describe('decision partitions made by two replicas at once', () => {
       await a.end();
       await b.end();
       await db.drop();
+    }
+  });
+});
+
+describe('the decision writer', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  /** A log line's fields as src/http/routes/decide.ts makes them. */
+  const fields = (id: string, over: Record<string, unknown> = {}): Record<string, unknown> => ({
+    decision_id: id,
+    tool: 'lookup_order',
+    decision: 'allow',
+    rule: 'lookup',
+    policies: ['sha256:00'],
+    user: 'writer-test',
+    team: null,
+    agent: null,
+    env: 'prod',
+    roles: [],
+    ...over,
+  });
+
+  it('stores the instant decided to the microsecond', async () => {
+    const sql = createSql(db.url, { max: 1 });
+    const at = Date.parse('2026-12-02T10:00:00.123Z') + 0.456;
+    const writer = createDecisionWriter(sql, { queueMax: 10, retentionMs: 30 * DAY, log: pino({ level: 'silent' }), now: () => at });
+    try {
+      writer.push(fields('00000000-0000-4000-8000-000000000001'));
+      await writer.flush();
+      const [row] = await db.sql<{ at: string }[]>`
+        select to_char(decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at from decisions where id = '00000000-0000-4000-8000-000000000001'`;
+      expect(row?.at).toBe('2026-12-02T10:00:00.123456Z');
+    } finally {
+      await writer.close();
+      await sql.end();
+    }
+  });
+
+  it('drops a record the database refuses and one it cannot serialize as rejected, counts them, and writes the others', async () => {
+    const sql = createSql(db.url, { max: 1 });
+    const drops: [DropReason, number][] = [];
+    let written = 0;
+    const writer = createDecisionWriter(sql, {
+      queueMax: 10,
+      retentionMs: 30 * DAY,
+      log: pino({ level: 'silent' }),
+      onDrop: (reason, count) => drops.push([reason, count]),
+      onWritten: (count) => (written += count),
+    });
+    try {
+      await writer.flush(); // the partitions made, so the next write is the batch alone
+      // A decision the table's check refuses (decisions_decision) between two it takes: the batch
+      // is refused whole, then written row by row.
+      writer.push(fields('00000000-0000-4000-8000-000000000011', { user: 'before-the-refused' }));
+      writer.push(fields('00000000-0000-4000-8000-000000000012', { decision: 'maybe' }));
+      writer.push(fields('00000000-0000-4000-8000-000000000013', { user: 'after-the-refused' }));
+      await writer.flush();
+      expect(drops).toEqual([['rejected', 1]]);
+      expect(written).toBe(2);
+      expect(writer.queued).toBe(0);
+      // Fields JSON cannot carry (a BigInt) are dropped when queued, alone.
+      writer.push(fields('00000000-0000-4000-8000-000000000014', { args: { n: 1n } }));
+      expect(drops).toEqual([
+        ['rejected', 1],
+        ['rejected', 1],
+      ]);
+      expect(writer.queued).toBe(0);
+      writer.push(fields('00000000-0000-4000-8000-000000000015', { user: 'after-the-refusals' }));
+      await writer.flush();
+      expect(written).toBe(3);
+      const rows = await db.sql<{ id: string }[]>`select id from decisions where user_sub <> 'writer-test' order by id`;
+      expect(rows.map((r) => r.id)).toEqual([
+        '00000000-0000-4000-8000-000000000011',
+        '00000000-0000-4000-8000-000000000013',
+        '00000000-0000-4000-8000-000000000015',
+      ]);
+    } finally {
+      await writer.close();
+      await sql.end();
     }
   });
 });
