@@ -8,8 +8,8 @@
 // Where PostgreSQL runs: a deployment's database has a host of its own, so its CPU is not the
 // service's. On two cores the nearest to that is the load generator's core (server on CPU 0, load
 // and PostgreSQL on CPU 1; the load generator uses about half of its core at these rates).
-// --pg-anywhere leaves PostgreSQL unpinned: it then takes its ~20 µs per record from the
-// server's core too, and the ratio measures the two programs sharing one machine.
+// --pg-anywhere leaves PostgreSQL unpinned: it then takes its CPU per record from the server's
+// core too, and the ratio measures the two programs sharing one machine.
 //
 //   npm run build && node bench/decisions.mjs [--quick] [--rounds N] [--duration S] [--connections C] [--pg-anywhere]
 import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';

@@ -1,5 +1,5 @@
 // The decision store's writer (DECISION_STORE=postgres, docs/operations.md "Decision records"): off
-// the hot path. /decide only pushes the log line's fields onto a bounded in-memory queue; a loop
+// the hot path. /decide only serializes the log line's fields onto a bounded in-memory queue; a loop
 // writes them in batches, one multi-row INSERT each, on a small pool of its own, so the store never
 // waits for or holds a connection the approvals need. A full queue drops the record and counts it:
 // a stalled database slows no decision, and what it cost is in /metrics. Partitions are kept by
@@ -34,7 +34,7 @@ export interface DecisionWriterOptions {
 }
 
 export interface DecisionWriter {
-  /** Queues one decision's log line fields (the hot path: O(1), never waits). */
+  /** Queues one decision's log line fields, serialized (the hot path: never waits). */
   push(fields: Readonly<Record<string, unknown>>): void;
   /** Records waiting to be written. */
   readonly queued: number;
