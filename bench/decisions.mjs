@@ -72,7 +72,9 @@ export async function runDecisions({ quick = false, rounds, duration, connection
     await sleep(100);
     const [{ n }] = await sql`select count(*)::int as n from decisions`;
     const summary = { off: median(rps.off), on: median(rps.on), ratio: median(rps.on) / median(rps.off), recorded: n, dropped };
-    log(`store on / off: ${fmtInt(summary.on)} / ${fmtInt(summary.off)} req/s = ${fmt(summary.ratio * 100, 1)} % (medians of ${rounds} rounds × ${duration} s; PostgreSQL ${pgPinned ? `on CPU ${LOAD_CPU}, with the load` : 'unpinned'})`);
+    log(
+      `store on / off: ${fmtInt(summary.on)} / ${fmtInt(summary.off)} req/s = ${fmt(summary.ratio * 100, 1)} % (medians of ${rounds} rounds × ${duration} s; PostgreSQL ${pgPinned ? `on CPU ${LOAD_CPU}, with the load` : 'unpinned'})`,
+    );
     log(`records: ${fmtInt(n)} written, ${fmtInt(dropped)} dropped (gatehouse_decision_records_dropped_total) with the store on`);
     return summary;
   } finally {
@@ -86,5 +88,11 @@ export async function runDecisions({ quick = false, rounds, duration, connection
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { quick, extra } = parseArgs();
   const num = (v) => (v === undefined ? undefined : Number(v));
-  await runDecisions({ quick, rounds: num(extra.rounds), duration: num(extra.duration), connections: num(extra.connections) ?? 50, pgAnywhere: extra['pg-anywhere'] !== undefined });
+  await runDecisions({
+    quick,
+    rounds: num(extra.rounds),
+    duration: num(extra.duration),
+    connections: num(extra.connections) ?? 50,
+    pgAnywhere: extra['pg-anywhere'] !== undefined,
+  });
 }
