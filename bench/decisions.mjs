@@ -12,7 +12,7 @@
 // core too, and the ratio measures the two programs sharing one machine.
 //
 //   npm run build && node bench/decisions.mjs [--quick] [--rounds N] [--duration S] [--connections C] [--pg-anywhere]
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSql } from '../dist/db/connect.js';
@@ -20,7 +20,9 @@ import { startEmbeddedPostgres } from '../dist/db/embedded.js';
 import { migrate } from '../dist/db/migrate.js';
 import { DECIDE_TEXT, signToken } from './lib/bodies.mjs';
 import { BENCH_DIR, ROOT_DIR, cpuDelta, cpuSnapshot, pinPostgres, runLoad, sleep, startServer, taskset } from './lib/procs.mjs';
-import { fmt, fmtInt, median, parseArgs } from './lib/stats.mjs';
+import { fmt, fmtInt, median, parseArgs, targetsTable } from './lib/stats.mjs';
+
+export const TARGETS = { ratioPct: 90 };
 
 const SERVER_CPU = cpus().length >= 2 && taskset() ? 0 : undefined;
 const LOAD_CPU = cpus().length >= 2 && taskset() ? 1 : undefined;
@@ -76,6 +78,15 @@ export async function runDecisions({ quick = false, rounds, duration, connection
       `store on / off: ${fmtInt(summary.on)} / ${fmtInt(summary.off)} req/s = ${fmt(summary.ratio * 100, 1)} % (medians of ${rounds} rounds × ${duration} s; PostgreSQL ${pgPinned ? `on CPU ${LOAD_CPU}, with the load` : 'unpinned'})`,
     );
     log(`records: ${fmtInt(n)} written, ${fmtInt(dropped)} dropped (gatehouse_decision_records_dropped_total) with the store on`);
+    summary.checks = [
+      {
+        target: `POST /decide with DECISION_STORE=postgres ≥ ${TARGETS.ratioPct} % of it off`,
+        value: `${fmt(summary.ratio * 100, 1)} % (${fmtInt(summary.on)} against ${fmtInt(summary.off)} req/s; PostgreSQL ${pgPinned ? 'with the load' : 'unpinned'})`,
+        met: summary.ratio * 100 >= TARGETS.ratioPct,
+      },
+      { target: 'decision records dropped with the store on', value: `${fmtInt(dropped)} of ${fmtInt(n + dropped)}`, met: null },
+    ];
+    log(`\nTargets\n${targetsTable(summary.checks)}`);
     return summary;
   } finally {
     for (const s of Object.values(servers)) await s.stop();
@@ -86,13 +97,14 @@ export async function runDecisions({ quick = false, rounds, duration, connection
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { quick, extra } = parseArgs();
+  const { quick, json, extra } = parseArgs();
   const num = (v) => (v === undefined ? undefined : Number(v));
-  await runDecisions({
+  const result = await runDecisions({
     quick,
     rounds: num(extra.rounds),
     duration: num(extra.duration),
     connections: num(extra.connections) ?? 50,
     pgAnywhere: extra['pg-anywhere'] !== undefined,
   });
+  if (json) writeFileSync(json, JSON.stringify(result, null, 2));
 }

@@ -1,7 +1,7 @@
 // Runs every benchmark in sequence, each in a fresh process, and prints their tables and a summary
 // of the issue's targets. `npm run bench` builds first (the benchmarks run dist/).
 //
-//   node bench/run.mjs [--quick] [--only micro,http,approvals,budgets,attack,startup,client] [--wrk] [--json out.json] [--markdown out.md]
+//   node bench/run.mjs [--quick] [--only micro,http,approvals,budgets,attack,startup,client,decisions,shadow] [--wrk] [--json out.json] [--markdown out.md]
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -10,7 +10,10 @@ import { BENCH_DIR, ROOT_DIR } from './lib/procs.mjs';
 import { fmt, markdown, metText, parseArgs, table } from './lib/stats.mjs';
 
 const args = parseArgs();
-const only = typeof args.extra.only === 'string' ? args.extra.only.split(',') : ['micro', 'http', 'approvals', 'budgets', 'attack', 'startup', 'client'];
+const only =
+  typeof args.extra.only === 'string'
+    ? args.extra.only.split(',')
+    : ['micro', 'http', 'approvals', 'budgets', 'attack', 'startup', 'client', 'decisions', 'shadow'];
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-run-'));
 
 function machine() {
@@ -48,6 +51,8 @@ const scripts = {
   attack: 'attack.mjs',
   startup: 'startup.mjs',
   client: 'client.mjs',
+  decisions: 'decisions.mjs',
+  shadow: 'shadow.mjs',
 };
 try {
   for (const name of only) {
