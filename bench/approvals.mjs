@@ -105,7 +105,7 @@ export async function runApprovals({ quick = false, http = true, log = console.l
     // then its next round), which these phases are too short to wait for. Without them the cached
     // plans are an empty table's: the pending count in the create read every earlier approval of the
     // requester through approvals_listing_by_requester, ~4× the PostgreSQL CPU per cycle at 16 in
-    // flight (docs/performance.md, "Approvals").
+    // flight (docs/performance.md, "Found by running the benchmarks").
     await sql`analyze approvals`;
     const series = quick ? [16] : [1, 8, 16];
     for (const concurrency of series) {

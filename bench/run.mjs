@@ -10,10 +10,18 @@ import { BENCH_DIR, ROOT_DIR } from './lib/procs.mjs';
 import { fmt, markdown, metText, parseArgs, table } from './lib/stats.mjs';
 
 const args = parseArgs();
-const only =
-  typeof args.extra.only === 'string'
-    ? args.extra.only.split(',')
-    : ['micro', 'http', 'approvals', 'budgets', 'attack', 'startup', 'client', 'decisions', 'shadow'];
+const scripts = {
+  micro: 'micro.mjs',
+  http: 'http.mjs',
+  approvals: 'approvals.mjs',
+  budgets: 'budgets.mjs',
+  attack: 'attack.mjs',
+  startup: 'startup.mjs',
+  client: 'client.mjs',
+  decisions: 'decisions.mjs',
+  shadow: 'shadow.mjs',
+};
+const only = typeof args.extra.only === 'string' ? args.extra.only.split(',') : Object.keys(scripts);
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-run-'));
 
 function machine() {
@@ -43,17 +51,6 @@ console.log(
 );
 if (out.loadBefore[0] > 0.5) console.log('WARNING: the machine is busy (1-minute load average above 0.5): figures will be low and noisy.');
 
-const scripts = {
-  micro: 'micro.mjs',
-  http: 'http.mjs',
-  approvals: 'approvals.mjs',
-  budgets: 'budgets.mjs',
-  attack: 'attack.mjs',
-  startup: 'startup.mjs',
-  client: 'client.mjs',
-  decisions: 'decisions.mjs',
-  shadow: 'shadow.mjs',
-};
 try {
   for (const name of only) {
     const script = scripts[name];
