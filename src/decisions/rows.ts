@@ -5,6 +5,8 @@ import { parseJson } from '../json/parse.js';
 import type { DecisionRecord } from '../policy/record.js';
 import { recordFromLogLine } from '../policy/record.js';
 
+const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
 /**
  * A decision log line's fields, decided at `at` (ms since the epoch, with a fraction: to the
  * microsecond, so records of one millisecond keep their order), as one row of the batch insert's
@@ -34,8 +36,6 @@ export function rowJsonOf(at: number, f: Readonly<Record<string, unknown>>): str
     run: f.run ?? null,
   });
 }
-
-const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 /** The columns a read selects; the JSON ones as text, parsed by the strict parser (numbers keep their text). */
 export interface DecisionRow {

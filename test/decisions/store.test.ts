@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSql } from '../../src/db/connect.js';
 import pino from 'pino';
 import { dropExpiredPartitions, ensurePartitions, partitionName } from '../../src/decisions/partitions.js';
-import { createDecisionWriter, type DropReason } from '../../src/decisions/writer.js';
+import { createDecisionWriter, type DecisionWriter, type DecisionWriterOptions, type DropReason } from '../../src/decisions/writer.js';
 import { adminToken, agentToken, approverToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
@@ -215,7 +215,6 @@ describe('decision partitions made by two replicas at once', () => {
     const a = createSql(db.url, { max: 1 });
     const b = createSql(db.url, { max: 1 });
     try {
-      const DAY = 86_400_000;
       const start = Date.parse('2031-01-01T00:00:00Z');
       for (let k = 0; k < 10; k++) {
         const at = start + k * 10 * DAY;
@@ -257,34 +256,34 @@ describe('the decision writer', () => {
     ...over,
   });
 
-  it('stores the instant decided to the microsecond', async () => {
+  /** A writer on a pool of its own, as src/service.ts makes it; `use` runs with it, then both are closed. */
+  async function withWriter(options: Partial<DecisionWriterOptions>, use: (writer: DecisionWriter) => Promise<void>): Promise<void> {
     const sql = createSql(db.url, { max: 1 });
-    const at = Date.parse('2026-12-02T10:00:00.123Z') + 0.456;
-    const writer = createDecisionWriter(sql, { queueMax: 10, retentionMs: 30 * DAY, log: pino({ level: 'silent' }), now: () => at });
+    const writer = createDecisionWriter(sql, { queueMax: 10, retentionMs: 30 * DAY, log: pino({ level: 'silent' }), ...options });
     try {
+      await use(writer);
+    } finally {
+      await writer.close();
+      await sql.end();
+    }
+  }
+
+  it('stores the instant decided to the microsecond', async () => {
+    const at = Date.parse('2026-12-02T10:00:00.123Z') + 0.456;
+    await withWriter({ now: () => at }, async (writer) => {
       writer.push(fields('00000000-0000-4000-8000-000000000001'));
       await writer.flush();
       const [row] = await db.sql<{ at: string }[]>`
         select to_char(decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at from decisions where id = '00000000-0000-4000-8000-000000000001'`;
       expect(row?.at).toBe('2026-12-02T10:00:00.123456Z');
-    } finally {
-      await writer.close();
-      await sql.end();
-    }
+    });
   });
 
   it('drops a record the database refuses and one it cannot serialize as rejected, counts them, and writes the others', async () => {
-    const sql = createSql(db.url, { max: 1 });
     const drops: [DropReason, number][] = [];
     let written = 0;
-    const writer = createDecisionWriter(sql, {
-      queueMax: 10,
-      retentionMs: 30 * DAY,
-      log: pino({ level: 'silent' }),
-      onDrop: (reason, count) => drops.push([reason, count]),
-      onWritten: (count) => (written += count),
-    });
-    try {
+    const options = { onDrop: (reason: DropReason, count: number) => drops.push([reason, count]), onWritten: (count: number) => (written += count) };
+    await withWriter(options, async (writer) => {
       await writer.flush(); // the partitions made, so the next write is the batch alone
       // A decision the table's check refuses (decisions_decision) between two it takes: the batch
       // is refused whole, then written row by row.
@@ -311,9 +310,6 @@ describe('the decision writer', () => {
         '00000000-0000-4000-8000-000000000013',
         '00000000-0000-4000-8000-000000000015',
       ]);
-    } finally {
-      await writer.close();
-      await sql.end();
-    }
+    });
   });
 });
