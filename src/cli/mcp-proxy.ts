@@ -23,8 +23,10 @@ export const MCP_PROXY = defineCommand({
 A stdio MCP server wrapping an upstream MCP server (COMMAND, started with this environment minus
 GATEHOUSE_TOKEN; or a Streamable HTTP URL). Every tools/call is decided by Gatehouse first: allowed
 calls are forwarded, anything else is answered with an isError result carrying the decision's message
-and never reaches the upstream. tools/list leaves out the tools GET /tools says never run (and the
-tools no catalogue names). Resources, prompts, completions and logging are relayed as they are.
+and never reaches the upstream. An abort ends the session: every later tools/call of this process is
+refused with the abort's message until the MCP client restarts the proxy. tools/list leaves out the
+tools GET /tools says never run (and the tools no catalogue names). Resources, prompts, completions
+and logging are relayed as they are.
 
 The Gatehouse tool name is NAME followed by the upstream tool's name (--prefix github. makes
 create_issue github.create_issue). The run id (run.id) is a UUID per proxy process, printed on stderr.
@@ -94,6 +96,8 @@ export async function runMcpProxy(argv: string[], io: Io): Promise<number> {
     runId,
     maxWaitMs: waitS * 1000,
     progressEveryMs: everyS * 1000,
+    onSessionEnd: ({ tool }) =>
+      io.err(`gatehouse mcp-proxy: Gatehouse aborted ${tool}: the session has ended, and every later tool call is refused until the client restarts the proxy\n`),
   });
   const upstreamName = upstream.getServerVersion()?.name ?? 'the upstream server';
   io.err(`gatehouse mcp-proxy: run ${runId}, relaying ${upstreamName} with Gatehouse at ${connection.url}\n`);

@@ -11,12 +11,26 @@
 //     not one: a host can answer approval requests itself, and only execute's gate() consumes a grant.
 // Only types are imported from `ai`: at run time this module needs nothing but the client.
 import type { ModelMessage, ToolApprovalResponse, ToolApprovalStatus, ToolExecutionOptions, ToolSet } from 'ai';
-import { type ApprovalRef, awaitOperator, askGatehouse, GatehouseAbortError, GatehouseRefusalError, type PausedCall } from './approval-pause.js';
+import {
+  type ApprovalRef,
+  awaitOperator,
+  askGatehouse,
+  GatehouseAbortError,
+  GatehouseRefusalError,
+  type PausedCall,
+  type StepOptions,
+  stepOptions,
+} from './approval-pause.js';
 import type { GatehouseClient, PendingApproval } from './index.js';
 
 export { GatehouseAbortError, GatehouseRefusalError } from './approval-pause.js';
 
-export interface AiSdkGateOptions {
+/**
+ * `maxRetryMs`: how long each part retries a 503 per its Retry-After (default 30 s, so the approval
+ * step survives a brief outage; beyond it the call is denied). `onExpired`: an approval that expired is
+ * reported to the model (default `report`) or replaced by a new one (`refile`).
+ */
+export interface AiSdkGateOptions extends StepOptions {
   /** The run the calls belong to: sent as `run.id`, and the scope of "one approval per call". Use the same for all three parts. */
   runId?: string;
   /** Facts the host sets about where the calls run (spec 5.3 `context`), the same for all three parts. */
@@ -47,11 +61,11 @@ export function gatehouseToolApproval(
     // grant. What Gatehouse says now still stands when it refuses (an operator's denial, a policy that
     // changed); a host that approved what Gatehouse has not leaves the tool's gate() to wait.
     if (answeredApproval(messages, toolCall.toolCallId)) {
-      const now = await awaitOperator(client, call, { maxWaitMs: 0 });
+      const now = await awaitOperator(client, call, { ...stepOptions(options), maxWaitMs: 0 });
       if (now.kind === 'abort') throw new GatehouseAbortError(now.message, toolCall.toolName);
       return now.kind === 'refuse' ? { type: 'denied', reason: now.message } : undefined;
     }
-    const ask = await askGatehouse(client, call);
+    const ask = await askGatehouse(client, call, stepOptions(options));
     switch (ask.kind) {
       case 'run':
         return undefined;
@@ -114,6 +128,7 @@ export async function settleApprovalRequests(
       continue;
     }
     const answer = await awaitOperator(client, pausedCall(toolName, args, options), {
+      ...stepOptions(options),
       maxWaitMs: Math.max(0, deadline - Date.now()),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onPending ? { onPending: (a) => options.onPending?.({ ...a, toolCallId }) } : {}),
@@ -173,6 +188,7 @@ function gatedExecute(name: string, execute: Execute, client: GatehouseClient, o
       { tool: name, args, ...(options.context !== undefined ? { context: options.context } : {}) },
       {
         ...(options.runId !== undefined ? { runId: options.runId } : {}),
+        ...stepOptions(options),
         ...(o.abortSignal ? { signal: o.abortSignal } : {}),
         ...(options.maxWaitMs !== undefined ? { maxWaitMs: options.maxWaitMs } : {}),
         ...(options.onPending ? { onPending: options.onPending } : {}),

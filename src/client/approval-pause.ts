@@ -22,10 +22,18 @@ export interface ApprovalRef {
   expiresAt: string | null;
 }
 
+/** What an adapter passes on to every gate() it makes (see GateOptions). */
+export interface StepOptions {
+  /** How long a 503 is retried per Retry-After, at least; default 30,000 (gate()'s `maxRetryMs`). */
+  maxRetryMs?: number;
+  /** An approval that expired: `report` it to the model (default), or `refile` a new one (gate()'s `onExpired`). */
+  onExpired?: 'report' | 'refile';
+}
+
 /** Gatehouse's answer to "does this call need a human?", before the tool runs. */
 export type Ask =
   | { kind: 'run' }
-  | { kind: 'refuse'; message: string; error?: { code: string; detail: string } }
+  | { kind: 'refuse'; message: string; approval?: ApprovalRef; error?: { code: string; detail: string } }
   | { kind: 'abort'; message: string }
   | { kind: 'operator'; message: string; approval?: ApprovalRef };
 
@@ -76,11 +84,11 @@ export class GatehouseRefusalError extends Error {
  * Before the tool runs: allow → run; deny → refuse with the model message; abort → abort;
  * require_approval → stop for an operator, on the approval the client already holds for the call
  * (pending, or granted and not yet redeemed: a framework asking again before it executes), else on one
- * filed now. A look (gate() with `redeem: false`): it never redeems, and records no step of the run;
- * the tool's gate() does both.
+ * filed now; expired (the held approval lapsed) → refuse, saying so. A look (gate() with `redeem:
+ * false`): it never redeems, and records no step of the run; the tool's gate() does both.
  */
-export async function askGatehouse(client: GatehouseClient, call: PausedCall): Promise<Ask> {
-  const r = await client.gate(toolCall(call), { ...runOf(call), maxWaitMs: 0, redeem: false });
+export async function askGatehouse(client: GatehouseClient, call: PausedCall, options: StepOptions = {}): Promise<Ask> {
+  const r = await client.gate(toolCall(call), { ...runOf(call), ...stepOptions(options), maxWaitMs: 0, redeem: false });
   switch (r.decision) {
     case 'allow':
       return { kind: 'run' };
@@ -89,11 +97,13 @@ export async function askGatehouse(client: GatehouseClient, call: PausedCall): P
     case 'abort':
       return { kind: 'abort', message: r.message };
     case 'require_approval':
+      // The approval held for this call expired: the model hears so (the same call made again files a new one).
+      if (r.approval?.status === 'expired') return { kind: 'refuse', message: r.message, approval: r.approval };
       return { kind: 'operator', message: r.message, ...(r.approval ? { approval: r.approval } : {}) };
   }
 }
 
-export interface AwaitOptions {
+export interface AwaitOptions extends StepOptions {
   /** How long to wait for the operator; default 600,000 (10 minutes); 0 looks once. */
   maxWaitMs?: number;
   /** Stops the wait (the approval stays pending: a later call, or another process, resumes it). */
@@ -104,8 +114,9 @@ export interface AwaitOptions {
 
 /**
  * While the run is stopped: wait for the operator's answer on the call's approval (filing one if the
- * client holds none). granted → run (execute's gate() redeems it); denied, expired, withdrawn →
- * refuse with the model message Gatehouse gives when the approval is cited; still pending → pending.
+ * client holds none). granted → run (execute's gate() redeems it); denied, withdrawn → refuse with
+ * the model message Gatehouse gives when the approval is cited; expired → refuse, saying so (gate()'s
+ * message), or with `onExpired: 'refile'` a new approval and its wait; still pending → pending.
  * When the policy meanwhile allows, denies or aborts the call, that answer stands.
  */
 export async function awaitOperator(client: GatehouseClient, call: PausedCall, options: AwaitOptions = {}): Promise<Answer> {
@@ -113,6 +124,7 @@ export async function awaitOperator(client: GatehouseClient, call: PausedCall, o
     ...runOf(call),
     redeem: false,
     onAbort: 'keep',
+    ...stepOptions(options),
     ...(options.maxWaitMs !== undefined ? { maxWaitMs: options.maxWaitMs } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.onPending
@@ -132,6 +144,11 @@ export async function awaitOperator(client: GatehouseClient, call: PausedCall, o
       if (r.approval?.status === 'pending') return { kind: 'pending', message: r.message, approval: r.approval };
       return { kind: 'refuse', message: r.message, ...approval };
   }
+}
+
+/** Only the step options given (gate() takes no `undefined` for an option left out). */
+export function stepOptions(o: StepOptions): StepOptions {
+  return { ...(o.maxRetryMs !== undefined ? { maxRetryMs: o.maxRetryMs } : {}), ...(o.onExpired !== undefined ? { onExpired: o.onExpired } : {}) };
 }
 
 const runOf = (call: PausedCall): { runId?: string } => (call.runId !== undefined ? { runId: call.runId } : {});

@@ -1,7 +1,9 @@
 // gate(): from a tool call to the final word on it, so the host runs the tool exactly when the answer
 // is `allow`. It decides; on require_approval it files the approval (or finds the one this run already
 // filed for the same call), waits for an operator, redeems a grant and answers with what the server
-// said. It fails closed: an error on the way is a `deny` carrying `error`, never `allow`.
+// said. An approval that expired is reported (status `expired`), never silently replaced by a new one,
+// unless the caller asks for that (`onExpired: 'refile'`). It fails closed: an error on the way is a
+// `deny` carrying `error`, never `allow`.
 //
 // A redeem consumes the grant, so its answer must never be lost: the exact body and its
 // Idempotency-Key are stored before it is sent, and a retry (in this process or after a restart)
@@ -28,8 +30,21 @@ export interface GateOptions {
   redeem?: boolean;
   /** Called when an approval is filed or found, and after each round of waiting while it is pending. */
   onPending?: (approval: PendingApproval) => void;
-  /** How long to wait for an operator, and for a 503 to pass. Default 10 minutes; 0 files and returns. */
+  /** How long to wait for an operator. Default 10 minutes; 0 files and returns. */
   maxWaitMs?: number;
+  /**
+   * How long, from the start of the call, a 503 or a 429 `too_many_waits` is retried as its Retry-After
+   * asks, when that is longer than `maxWaitMs` (so a look with `maxWaitMs: 0` still outlasts a brief
+   * outage). Default 30,000; 0 retries only within `maxWaitMs`.
+   */
+  maxRetryMs?: number;
+  /**
+   * An approval of the call that expired (unanswered, or granted and not used in time). `report` (the
+   * default): resolve `require_approval` with the approval's status `expired` and a message saying so,
+   * and forget it, so that the same call made again files a new one. `refile`: file a new approval and
+   * wait on it while `maxWaitMs` allows (at most 3 approvals in one gate()).
+   */
+  onExpired?: 'report' | 'refile';
 }
 
 export interface PendingApproval {
@@ -61,9 +76,10 @@ export interface GateDeps {
 }
 
 export const DEFAULT_MAX_WAIT_MS = 600_000;
+export const DEFAULT_MAX_RETRY_MS = 30_000;
 /** Seconds per long-poll round: onPending hears from the wait at least this often. */
 const POLL_SECONDS = 20;
-/** Filings per gate(): a policy that keeps asking for a new approval cannot loop forever. */
+/** Filings per gate(): a policy that keeps asking for a new approval, or approvals that keep expiring, cannot loop forever. */
 const MAX_FILINGS = 3;
 
 /** What the store holds for a call (as JSON): the approval, and a redeem that was sent. */
@@ -88,7 +104,10 @@ export async function gate(deps: GateDeps, input: ToolCall, options: GateOptions
 }
 
 class Attempt {
+  /** The end of the wait for an operator. */
   private readonly deadline: number;
+  /** The end of retrying what the server asked to be retried: never before the wait's. */
+  private readonly retryDeadline: number;
   private pendingId: string | undefined;
   private storeKey: string | undefined;
 
@@ -98,7 +117,9 @@ class Attempt {
     private readonly runId: string | undefined,
     private readonly options: GateOptions,
   ) {
-    this.deadline = Date.now() + (options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
+    const start = Date.now();
+    this.deadline = start + (options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
+    this.retryDeadline = Math.max(this.deadline, start + (options.maxRetryMs ?? DEFAULT_MAX_RETRY_MS));
   }
 
   /** Computed only once a call needs an approval: an allowed call never hashes. */
@@ -112,39 +133,56 @@ class Attempt {
     const fresh = await this.retrying(() => routes.decide(this.call, this.signal()));
     if (fresh.decision !== 'require_approval') return finalOf(fresh);
     let entry = await this.entry();
-    // A redeem sent before and never answered: repeat it exactly before anything else (a look leaves it for the use).
-    if (entry?.redeem) return this.options.redeem === false ? this.granted(fresh, entry.id) : this.redeem({ id: entry.id, redeem: entry.redeem });
+    let expired: GateResult | undefined;
     for (let filings = 0; ; ) {
-      if (entry === undefined) {
-        if (filings++ === MAX_FILINGS) return finalOf(fresh);
-        const idempotencyKey = `gatehouse-client:${randomUUID()}`;
-        const filed = await this.retrying(() => routes.file(this.call, { idempotencyKey, ...this.signal() }));
-        if (filed.decision) return finalOf(filed.decision); // the policy changed in between: its answer
-        entry = { id: filed.approval.id };
-        await this.save(entry);
-      }
-      const approval = await this.waitFor(entry.id, fresh.message);
-      if (approval === undefined) {
-        entry = undefined; // not ours to see (another database, another caller): file anew
-        continue;
-      }
-      switch (approval.status) {
-        case 'pending':
-          return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: summary(approval), body: fresh };
-        case 'granted':
-        case 'consumed': // consumed by a redeem whose answer was lost, or by someone else: the server tells
-          if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expires_at);
-          return this.redeem({
-            id: approval.id,
-            redeem: { key: `gatehouse-client:${randomUUID()}`, body: JSON.stringify({ ...this.call, approval_id: approval.id }) },
-          });
-        default: {
-          // denied, expired, cancelled: deciding again citing it gives the model the reason.
-          const cited = await this.retrying(() => routes.decide({ ...this.call, approval_id: approval.id }, this.signal()));
-          await this.forget();
-          if (cited.decision !== 'require_approval' || approval.status === 'cancelled') return finalOf(cited);
-          entry = undefined; // expired: a new approval is needed, and there may be time to get it
+      let outcome: GateResult;
+      if (entry?.redeem) {
+        // A redeem sent before and never answered: repeat it exactly before anything else (a look leaves it for the use).
+        if (this.options.redeem === false) return this.granted(fresh, entry.id);
+        outcome = await this.redeem({ id: entry.id, redeem: entry.redeem });
+      } else {
+        if (entry === undefined) {
+          if (filings++ === MAX_FILINGS) return expired ?? finalOf(fresh);
+          const idempotencyKey = `gatehouse-client:${randomUUID()}`;
+          const filed = await this.retrying(() => routes.file(this.call, { idempotencyKey, ...this.signal() }));
+          if (filed.decision) return finalOf(filed.decision); // the policy changed in between: its answer
+          entry = { id: filed.approval.id };
+          await this.save(entry);
         }
+        const approval = await this.waitFor(entry.id, fresh.message);
+        if (approval === undefined) {
+          entry = undefined; // not ours to see (another database, another caller): file anew
+          continue;
+        }
+        outcome = await this.settle(approval, fresh);
+      }
+      // Expired: the caller hears it (the same call made again files a new approval), unless it asked for a new one now.
+      if (outcome.decision !== 'require_approval' || outcome.approval?.status !== 'expired' || this.options.onExpired !== 'refile') return outcome;
+      expired = outcome;
+      entry = undefined;
+    }
+  }
+
+  /** What an approval that left pending (or whose wait ended) comes to: redeemed, reported, or cited for the reason. */
+  private async settle(approval: Approval, fresh: DecisionBody): Promise<GateResult> {
+    switch (approval.status) {
+      case 'pending':
+        return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: summary(approval), body: fresh };
+      case 'granted':
+      case 'consumed': // consumed by a redeem whose answer was lost, or by someone else: the server tells
+        if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expires_at);
+        return this.redeem({
+          id: approval.id,
+          redeem: { key: `gatehouse-client:${randomUUID()}`, body: JSON.stringify({ ...this.call, approval_id: approval.id }) },
+        });
+      default: {
+        // denied, expired, cancelled: deciding again citing it gives the model the reason (or the policy's new answer).
+        const cited = await this.retrying(() => this.deps.routes.decide({ ...this.call, approval_id: approval.id }, this.signal()));
+        await this.forget();
+        if (cited.decision === 'require_approval' && approval.status === 'expired') {
+          return expiredResult(this.call.tool, cited, { id: approval.id, expiresAt: approval.expires_at }, approval.decided_at !== null);
+        }
+        return finalOf(cited);
       }
     }
   }
@@ -155,6 +193,10 @@ class Attempt {
     const answer = await this.retrying(() => this.deps.routes.decide({ raw: entry.redeem.body }, { idempotencyKey: entry.redeem.key, ...this.signal() }), true);
     // The answer is read (allow, or the reason it cannot be): the grant is settled either way.
     await this.forget();
+    // The grant lapsed before this redeem reached the server.
+    if (answer.decision === 'require_approval' && answer.approval?.status === 'expired') {
+      return expiredResult(this.call.tool, answer, { id: entry.id, expiresAt: answer.next?.expires_at ?? null }, true);
+    }
     return finalOf(answer);
   }
 
@@ -236,7 +278,7 @@ class Attempt {
     };
   }
 
-  /** Retry what the server asked to be retried (503, too many waits) while the deadline allows; a keyed request also after a lost answer. */
+  /** Retry what the server asked to be retried (503, too many waits) while the retry deadline allows; a keyed request also after a lost answer. */
   private async retrying<T>(send: () => Promise<T>, keyed = false): Promise<T> {
     for (let lost = 0; ; ) {
       try {
@@ -245,7 +287,7 @@ class Attempt {
         if (!(err instanceof GatehouseError)) throw err;
         const retryable = err.status === 503 || err.code === 'too_many_waits' || (keyed && err.status === 0 && lost++ < 3);
         const delay = err.retryAfterMs ?? 250 * 2 ** lost;
-        if (!retryable || Date.now() + delay > this.deadline) throw err;
+        if (!retryable || Date.now() + delay > this.retryDeadline) throw err;
         await sleep(delay, this.options.signal);
       }
     }
@@ -275,6 +317,23 @@ function finalOf(body: DecisionBody): GateResult {
   const approval =
     body.approval?.id === undefined ? undefined : { id: body.approval.id, status: body.approval.status ?? 'pending', expiresAt: body.next?.expires_at ?? null };
   return { decision: body.decision, message: body.message, reason: body.reason, ...(approval ? { approval } : {}), body };
+}
+
+/**
+ * An approval that expired before it was used, as the model reads it: not run, why, and what to do (the
+ * same call made again files a new approval: gate() forgot this one).
+ */
+function expiredResult(tool: string, body: DecisionBody, approval: { id: string; expiresAt: string | null }, granted: boolean): GateResult {
+  const why = granted
+    ? 'an operator granted its approval, but the grant expired before the call could use it'
+    : 'the approval requested for it expired before an operator answered';
+  return {
+    decision: 'require_approval',
+    reason: granted ? 'the granted approval expired unused' : 'the approval expired unanswered',
+    message: `The "${tool}" action was not run: it needs an operator's approval (${body.reason}), and ${why}. Tell the user; if the action is still wanted, make the same call again to request a new approval.`,
+    approval: { id: approval.id, status: 'expired', expiresAt: approval.expiresAt },
+    body,
+  };
 }
 
 function summary(a: Approval): { id: string; status: ApprovalStatus; expiresAt: string | null } {

@@ -23,12 +23,26 @@ import {
   type ToolOutputSchema,
   tool,
 } from '@openai/agents';
-import { type ApprovalRef, awaitOperator, askGatehouse, GatehouseAbortError, GatehouseRefusalError, type PausedCall } from './approval-pause.js';
+import {
+  type ApprovalRef,
+  awaitOperator,
+  askGatehouse,
+  GatehouseAbortError,
+  GatehouseRefusalError,
+  type PausedCall,
+  type StepOptions,
+  stepOptions,
+} from './approval-pause.js';
 import type { GatehouseClient, PendingApproval } from './index.js';
 
 export { GatehouseAbortError, GatehouseRefusalError } from './approval-pause.js';
 
-export interface AgentsGateOptions<Context = unknown> {
+/**
+ * `maxRetryMs`: how long needsApproval, execute and settleInterruptions retry a 503 per its Retry-After
+ * (default 30 s; beyond it the call is refused). `onExpired`: an approval that expired is reported to
+ * the model (default `report`) or replaced by a new one (`refile`).
+ */
+export interface AgentsGateOptions<Context = unknown> extends StepOptions {
   /**
    * The run the calls belong to: sent as `run.id`, and the scope of "one approval per call". A
    * function reads it from the run's context (the object given to run() as `context`).
@@ -55,10 +69,23 @@ interface Marking {
   tool: string;
   /** The call as this tool asks Gatehouse about it: its run id (from the run context) and context. */
   callOf(args: Record<string, unknown>, runContext: RunContext<unknown>): PausedCall;
+  /** The tool's retry bound and expiry handling, for settleInterruptions' wait too. */
+  step: StepOptions;
 }
 
-/** The parsed arguments each gated call was asked about, per run context, for settleInterruptions. */
-const askedArgs = new WeakMap<object, Map<string, Record<string, unknown>>>();
+/** What needsApproval saw of a call, for settleInterruptions. */
+interface Asked {
+  /** The parsed arguments it was asked about. */
+  args: Record<string, unknown>;
+  /**
+   * The approval held for the call had expired (and is forgotten): settleInterruptions rejects with
+   * this, rather than wait on a new approval the model never asked for.
+   */
+  expired?: { message: string; approval: ApprovalRef };
+}
+
+/** Each gated call needsApproval was asked about, per run context and call id. */
+const askedCalls = new WeakMap<object, Map<string, Asked>>();
 
 /**
  * A `needsApproval` for the tool named `tool`: true unless Gatehouse allows the call (so a refusal
@@ -70,17 +97,20 @@ export function gatehouseNeedsApproval<Context = unknown>(
   options: AgentsGateOptions<Context> & { tool: string },
 ): (runContext: RunContext<Context>, input: unknown, callId?: string) => Promise<boolean> {
   const { tool: name, ...gateOptions } = options;
+  const step = stepOptions(gateOptions);
   const needsApproval = async (runContext: RunContext<Context>, input: unknown, callId?: string): Promise<boolean> => {
     const args = argsOf(input);
     if (args === undefined) return true;
+    const asked: Asked = { args };
     if (callId !== undefined) {
-      const calls = askedArgs.get(runContext) ?? new Map<string, Record<string, unknown>>();
-      askedArgs.set(runContext, calls.set(callId, args));
+      const calls = askedCalls.get(runContext) ?? new Map<string, Asked>();
+      askedCalls.set(runContext, calls.set(callId, asked));
     }
-    const ask = await askGatehouse(client, pausedCall(name, args, gateOptions, runContext));
+    const ask = await askGatehouse(client, pausedCall(name, args, gateOptions, runContext), step);
+    if (ask.kind === 'refuse' && ask.approval?.status === 'expired') asked.expired = { message: ask.message, approval: ask.approval };
     return ask.kind !== 'run';
   };
-  const marking: Marking = { tool: name, callOf: (args, runContext) => pausedCall(name, args, gateOptions, runContext as RunContext<Context>) };
+  const marking: Marking = { tool: name, step, callOf: (args, runContext) => pausedCall(name, args, gateOptions, runContext as RunContext<Context>) };
   Object.defineProperty(needsApproval, GATEHOUSE, { value: marking });
   return needsApproval;
 }
@@ -117,6 +147,7 @@ export function gatedTool<
       { tool: name, args, ...(call.context !== undefined ? { context: call.context } : {}) },
       {
         ...(call.runId !== undefined ? { runId: call.runId } : {}),
+        ...stepOptions(gateOptions),
         ...(details?.signal ? { signal: details.signal } : {}),
         ...(gateOptions.maxWaitMs !== undefined ? { maxWaitMs: gateOptions.maxWaitMs } : {}),
         ...(gateOptions.onPending ? { onPending: gateOptions.onPending } : {}),
@@ -194,13 +225,20 @@ export async function settleInterruptions(
       settled.push({ item, tool: name, outcome: 'skipped' });
       continue;
     }
-    const args = askedArgs.get(result.runContext)?.get(callId) ?? parsedArguments(item.arguments);
+    const asked = askedCalls.get(result.runContext)?.get(callId);
+    if (asked?.expired !== undefined) {
+      result.state.reject(item, { message: asked.expired.message });
+      settled.push({ item, tool: name, outcome: 'rejected', message: asked.expired.message, approval: asked.expired.approval });
+      continue;
+    }
+    const args = asked?.args ?? parsedArguments(item.arguments);
     if (args === undefined) {
       result.state.reject(item, { message: notAnObject(name) });
       settled.push({ item, tool: name, outcome: 'rejected', message: notAnObject(name) });
       continue;
     }
     const answer = await awaitOperator(client, marked.callOf(args, result.runContext), {
+      ...marked.step,
       maxWaitMs: Math.max(0, deadline - Date.now()),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onPending ? { onPending: (a) => options.onPending?.({ ...a, callId }) } : {}),

@@ -10,6 +10,10 @@
 //   a caller that sent a progress token (an SDK client with resetTimeoutOnProgress keeps waiting past
 //   its 60 s request timeout). Allowed: forwarded, its result relayed. Anything else, Gatehouse
 //   unreachable included: an isError result carrying the decision's message; the upstream never sees it.
+// - An abort ends the session (this server is one MCP session): every later tools/call in it is refused
+//   with the abort's message, without asking Gatehouse or reaching the upstream, and the calls waiting
+//   for an operator then are withdrawn. MCP gives a server no way to end the client's run; a session
+//   that refuses every tool is the nearest it comes. A new session (the client reconnects) starts fresh.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
@@ -55,6 +59,8 @@ export interface ProxyOptions {
   maxWaitMs: number;
   /** Progress notifications while an approval is pending, this far apart. */
   progressEveryMs: number;
+  /** Told once, when an abort ends the session. */
+  onSessionEnd?: (abort: { tool: string; message: string }) => void;
 }
 
 const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN);
@@ -108,9 +114,19 @@ export function createProxyServer(options: ProxyOptions): Server {
     }
   });
 
+  // The abort that ended this session, once there is one, and the gate()s in flight, for it to stop.
+  // (One controller per call rather than a session-long signal in AbortSignal.any: each call's is let go.)
+  let ended: { tool: string; text: string } | undefined;
+  const inFlight = new Set<AbortController>();
+  const endedRefusal = (tool: string): CallToolResult =>
+    refusal(`The "${tool}" action was not run: this session ended when Gatehouse aborted an earlier call, and every later call in it is refused. ${ended!.text}`, {
+      decision: 'abort',
+    });
+
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args } = request.params;
     const tool = `${prefix}${name}`;
+    if (ended !== undefined) return endedRefusal(tool);
     if (!TOOL_NAME.test(tool)) return refusal(`"${tool}" is not a tool name Gatehouse accepts (docs/spec.md section 5.1): the call was not run.`);
     const progress = progressChannel(request.params._meta?.progressToken, (n) => extra.sendNotification(n));
 
@@ -118,13 +134,16 @@ export function createProxyServer(options: ProxyOptions): Server {
     const ticker = setInterval(() => {
       if (pending !== undefined) progress.send(`still waiting for an operator's approval (${pending.id})`);
     }, options.progressEveryMs);
+    const stop = new AbortController();
+    inFlight.add(stop);
     let result: GateResult;
     try {
       result = await gatehouse.gate(
         { tool, args: args ?? {} },
         {
           runId,
-          signal: extra.signal,
+          // The caller's cancel, or the session's end: either withdraws the approval this call waits on.
+          signal: AbortSignal.any([extra.signal, stop.signal]),
           maxWaitMs: options.maxWaitMs,
           onPending: (p) => {
             if (pending === undefined) progress.send(`waiting for an operator's approval (${p.id}): ${p.url}`);
@@ -136,7 +155,17 @@ export function createProxyServer(options: ProxyOptions): Server {
       // gate() answers every decision and failure itself; a throw is a bug, and a bug never runs the tool.
       return refusal(`Gatehouse could not decide this call (${messageOf(err)}): it was not run.`);
     } finally {
+      inFlight.delete(stop);
       clearInterval(ticker);
+    }
+    // Another call's abort ended the session while this one was being decided: whatever came of it, it does not run.
+    if (ended !== undefined) return endedRefusal(tool);
+    if (result.decision === 'abort') {
+      const text = refusalText(result);
+      ended = { tool, text };
+      for (const other of inFlight) other.abort();
+      options.onSessionEnd?.({ tool, message: result.message });
+      return refusal(text, result);
     }
     if (result.decision !== 'allow') return refusal(refusalText(result), result);
 
@@ -187,7 +216,7 @@ export function refusalText(result: GateResult): string {
   return parts.join(' ');
 }
 
-function refusal(text: string, result?: GateResult): CallToolResult {
+function refusal(text: string, result?: Pick<GateResult, 'decision' | 'approval'>): CallToolResult {
   const meta: Record<string, unknown> = { 'gatehouse/decision': result?.decision ?? 'deny' };
   if (result?.approval !== undefined) meta['gatehouse/approval'] = { id: result.approval.id, status: result.approval.status };
   return { content: [{ type: 'text', text }], isError: true, _meta: meta };
