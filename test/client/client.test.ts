@@ -1,7 +1,7 @@
 // gatehouse/client against a real Gatehouse on a loopback port (real PostgreSQL): the answers a host
 // acts on, the approval loop (file, wait, grant over REST, redeem once), failing closed, 503 retried per
 // Retry-After, a lost redeem retried under its Idempotency-Key (in the process and after a restart),
-// a withdrawn wait, and the run view it keeps.
+// a withdrawn wait, an approval that expires (reported, or filed again when asked), and the run view it keeps.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -41,6 +41,20 @@ const tempDir = async (): Promise<string> => {
 /** A distinct call each test, so no test meets another's approval. */
 let orders = 0;
 const refund = (amount = 120): ToolCall => ({ tool: 'refund', args: { order: `C-${++orders}`, amount } });
+
+/** Makes an approval lapse now, by the database clock (as APPROVAL_TTL or GRANT_TTL running out would). */
+async function expire(id: string): Promise<void> {
+  await t.db!.sql`update approvals set expires_at = now() - interval '1 second' where id = ${id}`;
+}
+
+/** Every approval filed in this run, oldest first: [id, status]. */
+async function approvalsOf(runId: string): Promise<[string, string][]> {
+  const page = await operator().approvals.list({ tool: 'refund', limit: 200 });
+  return page.items
+    .filter((a) => a.run_id === runId)
+    .reverse()
+    .map((a) => [a.id, a.status]);
+}
 
 /** Resolves with the approval's id when gate() reports it pending. */
 function pendingId(): { onPending: (p: { id: string }) => void; id: Promise<string> } {
@@ -176,6 +190,97 @@ describe('gate', () => {
   });
 });
 
+describe('an approval that expires', () => {
+  const UNANSWERED =
+    'The "refund" action was not run: it needs an operator\'s approval (refund over 100 needs an operator), and the approval requested for it expired before an operator answered. Tell the user; if the action is still wanted, make the same call again to request a new approval.';
+  const UNUSED =
+    'The "refund" action was not run: it needs an operator\'s approval (refund over 100 needs an operator), and an operator granted its approval, but the grant expired before the call could use it. Tell the user; if the action is still wanted, make the same call again to request a new approval.';
+
+  it('while gate() waits: reported as expired with a message saying so; no second approval is filed', async () => {
+    const c = client();
+    const call = refund();
+    const pending = pendingId();
+    const result = c.gate(call, { runId: 'run-expiry', onPending: pending.onPending });
+    const id = await pending.id;
+    await expire(id);
+    const final = await result;
+    expect(final).toMatchObject({ decision: 'require_approval', message: UNANSWERED, approval: { id, status: 'expired' } });
+    expect(final.error).toBeUndefined();
+    expect(await approvalsOf('run-expiry')).toEqual([[id, 'expired']]);
+    // Forgotten: the same call made again is a new request, with a new approval.
+    const again = await c.gate(call, { runId: 'run-expiry', maxWaitMs: 0 });
+    expect(again.approval?.status).toBe('pending');
+    expect(again.approval?.id).not.toBe(id);
+    expect(await approvalsOf('run-expiry')).toEqual([
+      [id, 'expired'],
+      [again.approval!.id, 'pending'],
+    ]);
+  });
+
+  it('found expired by a later gate() (the wait had ended pending): reported, not filed again', async () => {
+    const c = client();
+    const call = refund();
+    const first = await c.gate(call, { runId: 'run-expiry-later', maxWaitMs: 0 });
+    await expire(first.approval!.id);
+    const later = await c.gate(call, { runId: 'run-expiry-later', maxWaitMs: 0 });
+    expect(later).toMatchObject({ decision: 'require_approval', message: UNANSWERED, approval: { id: first.approval!.id, status: 'expired' } });
+    expect(await approvalsOf('run-expiry-later')).toEqual([[first.approval!.id, 'expired']]);
+  });
+
+  it('a grant that lapses before the call uses it: reported as such', async () => {
+    const c = client();
+    const call = refund();
+    const look = await c.gate(call, { runId: 'run-grant-lapsed', maxWaitMs: 0, redeem: false });
+    await operator().approvals.grant(look.approval!.id);
+    await expire(look.approval!.id);
+    const use = await c.gate(call, { runId: 'run-grant-lapsed' });
+    expect(use).toMatchObject({ decision: 'require_approval', message: UNUSED, approval: { id: look.approval!.id, status: 'expired' } });
+    expect(await approvalsOf('run-grant-lapsed')).toEqual([[look.approval!.id, 'expired']]);
+  });
+
+  it('a grant that lapses between the read and the redeem: the redeem is answered expired, and that is reported', async () => {
+    let lapsed = 0;
+    const c = client({
+      fetch: async (input, init) => {
+        const body = typeof init?.body === 'string' ? init.body : '';
+        const cited = /"approval_id":"([0-9a-f-]{36})"/.exec(body)?.[1];
+        if (cited !== undefined && lapsed++ === 0) await expire(cited);
+        return fetch(input, init);
+      },
+    });
+    const call = refund();
+    const look = await c.gate(call, { runId: 'run-redeem-lapsed', maxWaitMs: 0, redeem: false });
+    await operator().approvals.grant(look.approval!.id);
+    const use = await c.gate(call, { runId: 'run-redeem-lapsed' });
+    expect(lapsed).toBe(1);
+    expect(use).toMatchObject({ decision: 'require_approval', message: UNUSED, approval: { id: look.approval!.id, status: 'expired' } });
+    expect(await approvalsOf('run-redeem-lapsed')).toEqual([[look.approval!.id, 'expired']]);
+  });
+
+  it("onExpired 'refile': a new approval is filed and waited on; granted, the call is allowed", async () => {
+    const c = client();
+    const ids: string[] = [];
+    const filed = [pendingId(), pendingId()];
+    const result = c.gate(refund(), {
+      runId: 'run-refile',
+      onExpired: 'refile',
+      onPending: (p) => {
+        if (!ids.includes(p.id)) filed[ids.push(p.id) - 1]?.onPending(p);
+      },
+    });
+    const first = await filed[0]!.id;
+    await expire(first);
+    const second = await filed[1]!.id;
+    expect(second).not.toBe(first);
+    await operator().approvals.grant(second);
+    expect(await result).toMatchObject({ decision: 'allow', approval: { id: second, status: 'consumed' } });
+    expect(await approvalsOf('run-refile')).toEqual([
+      [first, 'expired'],
+      [second, 'consumed'],
+    ]);
+  });
+});
+
 describe('failing closed', () => {
   it('an unreachable Gatehouse is a deny carrying the error, never allow', async () => {
     const dead = createServer();
@@ -209,11 +314,11 @@ describe('failing closed', () => {
     }
   });
 
-  it('without approvals configured (503), a call that needs one is refused once the wait is over', async () => {
+  it('without approvals configured (503), a call that needs one is refused once the retries are over', async () => {
     const bare = await createTestApp();
     try {
       const c = createClient({ url: `http://127.0.0.1:${await listenLoopback(bare.app)}`, token: SUPPORT });
-      const result = await c.gate(refund(), { maxWaitMs: 100 });
+      const result = await c.gate(refund(), { maxWaitMs: 100, maxRetryMs: 0 });
       expect(result.decision).toBe('deny');
       expect(result.error?.code).toBe('unavailable');
     } finally {
@@ -228,6 +333,31 @@ describe('failing closed', () => {
       const result = await createClient({ url: proxy.url, token: SUPPORT }).gate({ tool: 'lookup_order', args: { order: 'A1' } }, { maxWaitMs: 5000 });
       expect(result.decision).toBe('allow');
       expect(refused).toBe(2);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a look that files and returns (maxWaitMs 0) retries a 503 too, within maxRetryMs', async () => {
+    let refused = 0;
+    const proxy = await startFaultProxy(url, (req) => (req.url === '/approvals' && refused++ === 0 ? 'unavailable' : 'forward'));
+    try {
+      const result = await createClient({ url: proxy.url, token: SUPPORT }).gate(refund(), { maxWaitMs: 0, redeem: false });
+      expect(result).toMatchObject({ decision: 'require_approval', approval: { status: 'pending' } });
+      expect(proxy.seen.filter((s) => s.url === '/approvals')).toHaveLength(2);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a 503 that outlasts maxRetryMs is a deny carrying `unavailable`, after the retries it allowed', async () => {
+    const proxy = await startFaultProxy(url, () => 'unavailable');
+    try {
+      const result = await createClient({ url: proxy.url, token: SUPPORT }).gate({ tool: 'lookup_order', args: { order: 'A1' } }, { maxWaitMs: 0, maxRetryMs: 2500 });
+      expect(result).toMatchObject({ decision: 'deny', error: { code: 'unavailable' } });
+      // Retry-After: 1 within 2.5 s: retried, and never more than twice (a third would start past the bound).
+      expect(proxy.seen.length).toBeGreaterThanOrEqual(2);
+      expect(proxy.seen.length).toBeLessThanOrEqual(3);
     } finally {
       await proxy.close();
     }
