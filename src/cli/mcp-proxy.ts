@@ -97,7 +97,9 @@ export async function runMcpProxy(argv: string[], io: Io): Promise<number> {
     maxWaitMs: waitS * 1000,
     progressEveryMs: everyS * 1000,
     onSessionEnd: ({ tool }) =>
-      io.err(`gatehouse mcp-proxy: Gatehouse aborted ${tool}: the session has ended, and every later tool call is refused until the client restarts the proxy\n`),
+      io.err(
+        `gatehouse mcp-proxy: Gatehouse aborted ${tool}: the session has ended, and every later tool call is refused until the client restarts the proxy\n`,
+      ),
   });
   const upstreamName = upstream.getServerVersion()?.name ?? 'the upstream server';
   io.err(`gatehouse mcp-proxy: run ${runId}, relaying ${upstreamName} with Gatehouse at ${connection.url}\n`);

@@ -19,6 +19,8 @@ export interface Gatehouse {
   operator: GatehouseClient;
   /** Every approval filed with this run id, oldest first. */
   approvalsOf(runId: string): Promise<Approval[]>;
+  /** Makes an approval lapse now, by the database clock (as APPROVAL_TTL or GRANT_TTL running out would). */
+  expire(id: string): Promise<void>;
   tempDir(): Promise<string>;
   close(): Promise<void>;
 }
@@ -42,6 +44,9 @@ export async function startGatehouse(): Promise<Gatehouse> {
         cursor = page.next_cursor;
       }
     },
+    async expire(id) {
+      await t.db!.sql`update approvals set expires_at = now() - interval '1 second' where id = ${id}`;
+    },
     async tempDir() {
       const dir = await mkdtemp(join(tmpdir(), 'gatehouse-adapters-'));
       dirs.push(dir);
@@ -62,6 +67,10 @@ export function firstPending<T>(): { onPending: (p: T) => void; seen: Promise<T>
 }
 
 export const newRunId = (): string => `run-${randomUUID()}`;
+
+/** What gate() tells the model when the approval of `tool` (the fixture's refund rule) expired unanswered. */
+export const expiredMessage = (tool: string): string =>
+  `The "${tool}" action was not run: it needs an operator's approval (refund over 100 needs an operator), and the approval requested for it expired before an operator answered. Tell the user; if the action is still wanted, make the same call again to request a new approval.`;
 
 /** A fetch that loses the answer of the first redeem (POST /decide citing an approval) after the server acted. */
 export function loseFirstRedeemAnswer(): { fetch: typeof fetch; lost: () => number } {

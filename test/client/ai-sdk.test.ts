@@ -2,15 +2,17 @@
 // tool calls) against a real Gatehouse: nothing Gatehouse refused runs (each tool writes a ledger),
 // a denial's message is in the model's next prompt, an abort ends the run, an approval filed by
 // toolApproval is granted over REST and redeemed once by the tool's gate(), an operator's denial
-// reaches the model, a restarted process resumes the same approval from a fileStore, and streamText
-// and streaming (async generator) tools go the same way.
+// reaches the model, an approval that expires is reported to the model (never silently filed again),
+// a 503 in the approval step is retried per Retry-After within its bound, a restarted process resumes
+// the same approval from a fileStore, and streamText and streaming (async generator) tools go the same way.
 import { generateText, type ModelMessage, streamText, tool } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { GatehouseAbortError, gatehouseToolApproval, gateTools, type PendingRequest, settleApprovalRequests } from '../../src/client/ai-sdk.js';
 import { fileStore, type GatehouseClient } from '../../src/client/index.js';
-import { firstPending, type Gatehouse, loseFirstRedeemAnswer, newRunId, startGatehouse } from './adapters-fixture.js';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
+import { expiredMessage, firstPending, type Gatehouse, loseFirstRedeemAnswer, newRunId, startGatehouse } from './adapters-fixture.js';
 
 type LanguageModelV4GenerateResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
 type Prompt = MockLanguageModelV4['doGenerateCalls'][number]['prompt'];
@@ -368,6 +370,127 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     expect(result.content.some((p) => p.type === 'tool-approval-request')).toBe(false);
     expect(ledger).toEqual(['refund S1 40']);
     expect(await gh.approvalsOf(runId)).toEqual([]);
+  });
+});
+
+describe('an approval that expires', () => {
+  it('while the run is stopped: settle answers not approved with the expiry, the model reads it, nothing runs, nothing is filed again', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const { model, first, messages } = await stopForOperator(client, ledger, runId, 'E1');
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.expire(filed!.id);
+    const { responses, pending } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
+    expect(pending).toEqual([]);
+    expect(responses).toMatchObject([{ approved: false, reason: expiredMessage('refund') }]);
+    await resume(model, client, ledger, runId, [...messages, { role: 'tool', content: responses }]);
+    expect(ledger).toEqual([]);
+    expect(toolOutputs(promptOf(model, 1))).toEqual([{ toolName: 'refund', output: { type: 'execution-denied', reason: expiredMessage('refund') } }]);
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'expired']]);
+  });
+
+  it('while execute waits: the model reads the expiry as the tool error', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const waiting = firstPending<{ id: string }>();
+    const model = scripted(callTools({ name: 'refund', input: { order: 'E2', amount: 150 } }), say('It expired.'));
+    const run = generateText({
+      model,
+      prompt: 'Refund E2.',
+      tools: gateTools(fixtureTools(ledger), gh.agent(), { runId, onPending: waiting.onPending }),
+      stopWhen: () => false,
+    });
+    const { id } = await waiting.seen;
+    await gh.expire(id);
+    await run;
+    expect(ledger).toEqual([]);
+    expect(toolOutputs(promptOf(model, 1))).toEqual([{ toolName: 'refund', output: { type: 'error-text', value: expiredMessage('refund') } }]);
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[id, 'expired']]);
+  });
+
+  it('the same call made again after its approval expired: toolApproval denies with the expiry; the call after that files anew', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    await stopForOperator(client, ledger, runId, 'E3');
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.expire(filed!.id);
+    const again = await stopForOperator(client, ledger, runId, 'E3');
+    // Denied by the approval step itself (the SDK records that as an automatic request): nothing for a person.
+    expect(again.first.content.filter((p) => p.type === 'tool-approval-request' && !p.isAutomatic)).toEqual([]);
+    expect(toolOutputs(promptOf(again.model, 1))).toEqual([{ toolName: 'refund', output: { type: 'execution-denied', reason: expiredMessage('refund') } }]);
+    expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['expired']);
+    const third = await stopForOperator(client, ledger, runId, 'E3');
+    expect(third.first.content.filter((p) => p.type === 'tool-approval-request' && !p.isAutomatic)).toHaveLength(1);
+    expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['expired', 'pending']);
+    expect(ledger).toEqual([]);
+  });
+
+  it("onExpired 'refile': settle files a new approval for the expired one and waits on it", async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const { first } = await stopForOperator(client, ledger, runId, 'E4');
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.expire(filed!.id);
+    const { responses, pending } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0, onExpired: 'refile' });
+    expect(responses).toEqual([]);
+    expect(pending).toHaveLength(1);
+    const statuses = (await gh.approvalsOf(runId)).map((a) => [a.id, a.status]);
+    expect(statuses).toEqual([
+      [filed!.id, 'expired'],
+      [pending[0]!.approval.id, 'pending'],
+    ]);
+  });
+});
+
+describe('a 503 in the approval step', () => {
+  it('is retried per its Retry-After: the call is decided, not denied', async () => {
+    let decides = 0;
+    const proxy = await startFaultProxy(gh.url, (req) => (req.url === '/decide' && decides++ === 0 ? 'unavailable' : 'forward'));
+    try {
+      const ledger: string[] = [];
+      const client = gh.agent({ url: proxy.url });
+      const model = scripted(callTools({ name: 'lookup_order', input: { order: 'U1' } }), say('Shipped.'));
+      await generateText({
+        model,
+        prompt: 'Look up U1.',
+        tools: gateTools(fixtureTools(ledger), client),
+        toolApproval: gatehouseToolApproval(client),
+        stopWhen: () => false,
+      });
+      expect(ledger).toEqual(['lookup_order U1']);
+      // The approval step's /decide answered 503 once and was sent again; then execute's.
+      expect(proxy.seen.filter((r) => r.url === '/decide')).toHaveLength(3);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('one that outlasts maxRetryMs: denied, saying Gatehouse could not check it (unavailable); nothing runs', async () => {
+    const proxy = await startFaultProxy(gh.url, () => 'unavailable');
+    try {
+      const ledger: string[] = [];
+      const client = gh.agent({ url: proxy.url });
+      const model = scripted(callTools({ name: 'lookup_order', input: { order: 'U2' } }), say('Gatehouse is unavailable.'));
+      await generateText({
+        model,
+        prompt: 'Look up U2.',
+        tools: gateTools(fixtureTools(ledger), client),
+        toolApproval: gatehouseToolApproval(client, { maxRetryMs: 1800 }),
+        stopWhen: () => false,
+      });
+      expect(ledger).toEqual([]);
+      expect(toolOutputs(promptOf(model, 1))[0]?.output).toMatchObject({
+        type: 'execution-denied',
+        reason: expect.stringMatching(/not run: Gatehouse could not check it against policy \(unavailable\)/),
+      });
+      // Retried once within 1.8 s (Retry-After: 1): a second retry would start past the bound.
+      expect(proxy.seen).toHaveLength(2);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 

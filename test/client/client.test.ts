@@ -353,7 +353,10 @@ describe('failing closed', () => {
   it('a 503 that outlasts maxRetryMs is a deny carrying `unavailable`, after the retries it allowed', async () => {
     const proxy = await startFaultProxy(url, () => 'unavailable');
     try {
-      const result = await createClient({ url: proxy.url, token: SUPPORT }).gate({ tool: 'lookup_order', args: { order: 'A1' } }, { maxWaitMs: 0, maxRetryMs: 2500 });
+      const result = await createClient({ url: proxy.url, token: SUPPORT }).gate(
+        { tool: 'lookup_order', args: { order: 'A1' } },
+        { maxWaitMs: 0, maxRetryMs: 2500 },
+      );
       expect(result).toMatchObject({ decision: 'deny', error: { code: 'unavailable' } });
       // Retry-After: 1 within 2.5 s: retried, and never more than twice (a third would start past the bound).
       expect(proxy.seen.length).toBeGreaterThanOrEqual(2);

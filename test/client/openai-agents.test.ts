@@ -2,15 +2,17 @@
 // `@openai/agents/testing` scripting the model's function calls) against a real Gatehouse: nothing
 // Gatehouse refused runs (each tool writes a ledger), a refusal's message is in the model's next
 // input, an abort ends the run, an approval is granted over REST and redeemed once by the tool's
-// gate(), a restarted process (new client, same fileStore, the run state from its string) resumes
-// the same approval, and a redeem whose answer is lost runs the tool once.
+// gate(), an approval that expires is reported to the model (never silently filed again), a 503 in
+// needsApproval is retried per Retry-After, a restarted process (new client, same fileStore, the run
+// state from its string) resumes the same approval, and a redeem whose answer is lost runs the tool once.
 import { Agent, RunState, Runner, ToolCallError, tool } from '@openai/agents';
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { fileStore, type GatehouseClient } from '../../src/client/index.js';
 import { GatehouseAbortError, gatedTool, settleInterruptions } from '../../src/client/openai-agents.js';
-import { firstPending, type Gatehouse, loseFirstRedeemAnswer, newRunId, startGatehouse } from './adapters-fixture.js';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
+import { expiredMessage, firstPending, type Gatehouse, loseFirstRedeemAnswer, newRunId, startGatehouse } from './adapters-fixture.js';
 
 let gh: Gatehouse;
 beforeAll(async () => {
@@ -318,6 +320,68 @@ describe('an approval: filed by needsApproval, decided in Gatehouse, redeemed by
     expect(done.interruptions).toEqual([]);
     expect(ledger).toEqual(['refund S1 40']);
     expect(await gh.approvalsOf(runId)).toEqual([]);
+  });
+});
+
+describe('an approval that expires', () => {
+  it('while the run is interrupted: settle rejects with the expiry, the model reads it, nothing runs, nothing is filed again', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = new ScriptedModel([[call('refund', { order: 'E1', amount: 150 })], [assistantMessage('It expired.')]]);
+    const agent = agentWith(client, ledger, model);
+    const first = await runner.run(agent, 'Refund E1.', { context: { runId } });
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.expire(filed!.id);
+    const { settled, pending } = await settleInterruptions(first, client, { maxWaitMs: 0 });
+    expect(pending).toBe(false);
+    expect(settled).toMatchObject([{ outcome: 'rejected', message: expiredMessage('refund'), approval: { id: filed!.id, status: 'expired' } }]);
+    await runner.run(agent, first.state);
+    expect(ledger).toEqual([]);
+    expect(textOf(outputsIn(model, 1)[0]?.output)).toBe(expiredMessage('refund'));
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'expired']]);
+  });
+
+  it('found expired by needsApproval (the same call made again): settle rejects with the expiry instead of filing anew', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = new ScriptedModel([
+      [call('refund', { order: 'E2', amount: 150 })],
+      [call('refund', { order: 'E2', amount: 150 })],
+      [assistantMessage('It expired.')],
+    ]);
+    const agent = agentWith(client, ledger, model);
+    await runner.run(agent, 'Refund E2.', { context: { runId } });
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.expire(filed!.id);
+    // The host drops that run; a new one makes the same call.
+    const again = await runner.run(agent, 'Refund E2.', { context: { runId } });
+    expect(again.interruptions.map((i) => i.name)).toEqual(['refund']);
+    const { settled } = await settleInterruptions(again, client, { maxWaitMs: 0 });
+    expect(settled).toMatchObject([{ outcome: 'rejected', message: expiredMessage('refund'), approval: { id: filed!.id, status: 'expired' } }]);
+    await runner.run(agent, again.state);
+    expect(ledger).toEqual([]);
+    expect(textOf(outputsIn(model, 2)[0]?.output)).toBe(expiredMessage('refund'));
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'expired']]);
+  });
+});
+
+describe('a 503 in needsApproval', () => {
+  it('is retried per its Retry-After: the allowed call runs without an interruption', async () => {
+    let decides = 0;
+    const proxy = await startFaultProxy(gh.url, (req) => (req.url === '/decide' && decides++ === 0 ? 'unavailable' : 'forward'));
+    try {
+      const ledger: string[] = [];
+      const client = gh.agent({ url: proxy.url });
+      const model = new ScriptedModel([[call('lookup_order', { order: 'U1' })], [assistantMessage('Shipped.')]]);
+      const done = await runner.run(agentWith(client, ledger, model), 'Look up U1.', { context: { runId: newRunId() } });
+      expect(done.interruptions).toEqual([]);
+      expect(ledger).toEqual(['lookup_order U1']);
+      expect(decides).toBe(3); // needsApproval's /decide twice (a 503, then its answer), then execute's
+    } finally {
+      await proxy.close();
+    }
   });
 });
 

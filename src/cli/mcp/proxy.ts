@@ -119,9 +119,12 @@ export function createProxyServer(options: ProxyOptions): Server {
   let ended: { tool: string; text: string } | undefined;
   const inFlight = new Set<AbortController>();
   const endedRefusal = (tool: string): CallToolResult =>
-    refusal(`The "${tool}" action was not run: this session ended when Gatehouse aborted an earlier call, and every later call in it is refused. ${ended!.text}`, {
-      decision: 'abort',
-    });
+    refusal(
+      `The "${tool}" action was not run: this session ended when Gatehouse aborted an earlier call, and every later call in it is refused. ${ended!.text}`,
+      {
+        decision: 'abort',
+      },
+    );
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args } = request.params;
