@@ -147,17 +147,6 @@ describe('mcp-proxy over stdio', () => {
     expect(ran(p.ledger)).toHaveLength(before);
   });
 
-  it('an abort never reaches the upstream, and the text says the run must end', async () => {
-    const before = ran(p.ledger).length;
-    const r = (await p.client.callTool({ name: 'launch', arguments: { target: 'moon' } })) as CallToolResult;
-    expect(r.isError).toBe(true);
-    expect(textOf(r)).toBe(
-      'The "demo.launch" action crossed a hard limit of this run (a rocket launch is beyond this run\'s limits). Stop the run now and tell the user why; do not try to work around it. Gatehouse answered abort: this run must end now; make no further tool calls in it.',
-    );
-    expect(r._meta).toMatchObject({ 'gatehouse/decision': 'abort' });
-    expect(ran(p.ledger)).toHaveLength(before);
-  });
-
   it('an approval: progress while it is pending, an operator grants it over REST, the call runs exactly once', async () => {
     const watch = progressWatch();
     const call = p.client.callTool({ name: 'refund', arguments: { order: 'R1', amount: 120 } }, undefined, {
@@ -211,6 +200,60 @@ describe('mcp-proxy over stdio', () => {
     // Granting it now changes nothing: it can never be granted, and nothing ran.
     expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(409);
     expect(ran(p.ledger).filter((c) => c.args.order === 'R3')).toEqual([]);
+  });
+});
+
+describe('mcp-proxy: an abort ends the session', () => {
+  const ABORT =
+    'The "demo.launch" action crossed a hard limit of this run (a rocket launch is beyond this run\'s limits). Stop the run now and tell the user why; do not try to work around it. Gatehouse answered abort: this run must end now; make no further tool calls in it.';
+  const ended = (tool: string): string =>
+    `The "${tool}" action was not run: this session ended when Gatehouse aborted an earlier call, and every later call in it is refused. ${ABORT}`;
+
+  it('the abort never reaches the upstream; a call waiting for an operator is withdrawn; every later call is refused unasked; a new session starts fresh', async () => {
+    const fault = await startFaultProxy(base, () => 'forward');
+    try {
+      const p = await startProxy({ url: fault.url });
+      expect(((await p.client.callTool({ name: 'lookup', arguments: { order: 'B1' } })) as CallToolResult).isError).toBeFalsy();
+      const watch = progressWatch();
+      const waiting = p.client.callTool({ name: 'refund', arguments: { order: 'B2', amount: 700 } }, undefined, { onprogress: watch.onprogress });
+      const id = await watch.approvalId;
+
+      const aborted = (await p.client.callTool({ name: 'launch', arguments: { target: 'moon' } })) as CallToolResult;
+      expect(aborted.isError).toBe(true);
+      expect(textOf(aborted)).toBe(ABORT);
+      expect(aborted._meta).toMatchObject({ 'gatehouse/decision': 'abort' });
+      // The call that was waiting for an operator ends with the session: its approval withdrawn.
+      const withdrawn = (await waiting) as CallToolResult;
+      expect(withdrawn.isError).toBe(true);
+      expect(textOf(withdrawn)).toBe(ended('demo.refund'));
+      expect((await approval(id)).status).toBe('cancelled');
+      expect(p.stderr()).toContain('gatehouse mcp-proxy: Gatehouse aborted demo.launch: the session has ended');
+
+      // Later calls: refused with the abort's message, without asking Gatehouse or reaching the upstream.
+      const asked = fault.seen.length;
+      for (const [name, args] of [
+        ['lookup', { order: 'B3' }],
+        ['refund', { order: 'B4', amount: 10 }],
+      ] as const) {
+        const r = (await p.client.callTool({ name, arguments: args })) as CallToolResult;
+        expect(r.isError).toBe(true);
+        expect(textOf(r)).toBe(ended(`demo.${name}`));
+        expect(r._meta).toMatchObject({ 'gatehouse/decision': 'abort' });
+      }
+      expect(fault.seen.length).toBe(asked);
+      expect(ran(p.ledger)).toEqual([{ tool: 'lookup', args: { order: 'B1' } }]);
+
+      // The client reconnects (over stdio: a new proxy process): a new session, decided afresh.
+      const next = await startProxy({ url: fault.url, ledger: p.ledger });
+      const r = (await next.client.callTool({ name: 'lookup', arguments: { order: 'B3' } })) as CallToolResult;
+      expect(r.isError).toBeFalsy();
+      expect(ran(p.ledger)).toEqual([
+        { tool: 'lookup', args: { order: 'B1' } },
+        { tool: 'lookup', args: { order: 'B3' } },
+      ]);
+    } finally {
+      await fault.close();
+    }
   });
 });
 
