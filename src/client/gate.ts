@@ -180,7 +180,9 @@ class Attempt {
         const cited = await this.retrying(() => this.deps.routes.decide({ ...this.call, approval_id: approval.id }, this.signal()));
         await this.forget();
         if (cited.decision === 'require_approval' && approval.status === 'expired') {
-          return expiredResult(this.call.tool, cited, { id: approval.id, expiresAt: approval.expires_at }, approval.decided_at !== null);
+          // Granted, then not used in time: an expired approval with a decision (a pending one expires undecided).
+          const granted = typeof approval.decided_at === 'string';
+          return expiredResult(this.call.tool, cited, { id: approval.id, expiresAt: approval.expires_at }, granted);
         }
         return finalOf(cited);
       }
