@@ -13,6 +13,7 @@
 // deadline for its COMMIT (IDLE_LIMIT): a COMMIT held up longer than that is refused by the server,
 // so an unknown outcome is settled, one way or the other, soon after it was answered.
 import type { Sql } from 'postgres';
+import { unavailableFrom } from './errors.js';
 
 export type CommitOutcome = 'committed' | 'aborted' | 'unknown';
 
@@ -39,19 +40,18 @@ export function readMark(rows: readonly unknown[] | undefined): TransactionMark 
  */
 export async function commitOutcome(sql: Sql, marked: Promise<TransactionMark | null>, ms: number): Promise<CommitOutcome> {
   let timer: NodeJS.Timeout | undefined;
+  let over = false;
   const late = new Promise<'unknown'>((resolve) => {
-    timer = setTimeout(() => resolve('unknown'), ms);
+    timer = setTimeout(() => {
+      over = true;
+      resolve('unknown');
+    }, ms);
   });
-  const ask = async (): Promise<CommitOutcome> => {
-    // The mark's answer came before COMMIT's, or not at all (then nothing can be known).
-    const mark = await marked;
-    if (mark === null) return 'unknown';
-    if (mark.xid === null) return 'committed';
-    const xid = mark.xid;
+  const once = async (mark: TransactionMark & { xid: string }): Promise<CommitOutcome> => {
     // backend_xid is the 32-bit form of the transaction id: it names the backend still inside it.
-    const xid32 = String(BigInt(xid) & 0xffff_ffffn);
+    const xid32 = String(BigInt(mark.xid) & 0xffff_ffffn);
     for (let attempt = 0; attempt < 3; attempt++) {
-      const [row] = await sql<{ status: string | null }[]>`select pg_xact_status(${xid}::xid8) as status`;
+      const [row] = await sql<{ status: string | null }[]>`select pg_xact_status(${mark.xid}::xid8) as status`;
       if (row?.status === 'committed') return 'committed';
       if (row?.status === 'aborted') return 'aborted';
       if (row?.status !== 'in progress') return 'unknown'; // too old to know, or never seen: cannot happen here
@@ -60,6 +60,22 @@ export async function commitOutcome(sql: Sql, marked: Promise<TransactionMark | 
         from pg_stat_activity where pid = ${mark.pid} and backend_xid = ${xid32}::xid`;
     }
     return 'unknown';
+  };
+  const ask = async (): Promise<CommitOutcome> => {
+    // The mark's answer came before COMMIT's, or not at all (then nothing can be known).
+    const mark = await marked;
+    if (mark === null) return 'unknown';
+    if (mark.xid === null) return 'committed';
+    const { xid } = mark;
+    // A server restarting, or a connection cut too, is asked again until the time is up.
+    for (;;) {
+      try {
+        return await once({ ...mark, xid });
+      } catch (error) {
+        if (over || unavailableFrom(error) === null) return 'unknown';
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
   };
   try {
     return await Promise.race([ask().catch((): CommitOutcome => 'unknown'), late]);
