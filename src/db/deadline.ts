@@ -14,11 +14,14 @@
 // The transaction reads the flag when postgres.js hands it its connection and again right before it
 // returns (returning is what makes postgres.js send COMMIT). Both checks and the timer run on the
 // one JS thread, so there is no interleaving between "check" and "enter committing". Once committing,
-// the timer no longer abandons the call: the caller waits for COMMIT's own outcome, which the
-// server-side statement_timeout and the socket keepalive bound.
+// the timer no longer abandons the call: when COMMIT's answer is late at the deadline, or lost with
+// its connection, the outcome is looked up (outcome.ts) and answered as it is: the value if it
+// committed, 503 if it did not, OutcomeUnknownError (504) if nothing can be learned within another
+// `ms`. Nothing waits for a link that went dark.
 
 import type { Sql, TransactionSql } from 'postgres';
-import { StoreUnavailableError, toStoreError } from './errors.js';
+import { OutcomeUnknownError, StoreUnavailableError, toStoreError } from './errors.js';
+import { commitOutcome, idleLimit, MARK, readMark, type TransactionMark } from './outcome.js';
 
 type Phase = 'waiting' | 'running' | 'committing' | 'abandoned';
 
@@ -59,17 +62,42 @@ export function withDeadline<T>(sql: Sql, ms: number, fn: (tx: TransactionSql) =
   // could not change it meanwhile.
   const abandoned = (): boolean => phase === 'abandoned';
   return new Promise<T>((resolve, reject) => {
+    let answered = false;
+    const answer = (act: () => void): void => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      act();
+    };
+    // Set once COMMIT is on its way: the transaction's value, and what it says of itself (outcome.ts).
+    let value: T;
+    let mark: Promise<TransactionMark | null> = Promise.resolve(null);
+    let lookingUp = false;
+    // COMMIT's answer was lost, or is late: answer what PostgreSQL says happened, never a guess.
+    const lookUp = (cause: unknown): void => {
+      if (lookingUp) return;
+      lookingUp = true;
+      void commitOutcome(sql, mark, ms).then((outcome) =>
+        answer(() => {
+          if (outcome === 'committed') resolve(value);
+          else if (outcome === 'aborted') reject(toStoreError(cause) ?? new StoreUnavailableError('connection'));
+          else reject(new OutcomeUnknownError({ cause }));
+        }),
+      );
+    };
     const timer = setTimeout(() => {
-      if (phase === 'committing') return;
+      if (phase === 'committing') return lookUp(new StoreUnavailableError('deadline'));
       phase = 'abandoned';
-      reject(new StoreUnavailableError('deadline'));
+      answer(() => reject(new StoreUnavailableError('deadline')));
     }, ms);
 
     sql
       .begin(async (tx) => {
         if (abandoned()) throw new Abandoned();
         phase = 'running';
-        let value: T;
+        // Sent with the first statement, not awaited: a COMMIT that reaches the server later than
+        // this finds the transaction ended (outcome.ts).
+        void tx.unsafe(idleLimit(ms)).execute();
         try {
           value = await fn(tx);
         } catch (error) {
@@ -77,19 +105,22 @@ export function withDeadline<T>(sql: Sql, ms: number, fn: (tx: TransactionSql) =
           throw error;
         }
         if (abandoned()) throw new Abandoned();
+        // Right before COMMIT, in the same round trip.
+        mark = tx
+          .unsafe(MARK)
+          .execute()
+          .then(readMark, () => null);
         phase = 'committing';
-        // Boxed: sql.begin would await the elements of an array result as queries.
-        return { value };
+        return null;
       })
       .then(
-        ({ value }) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
+        () => answer(() => resolve(value)),
         (error: unknown) => {
-          clearTimeout(timer);
           // An abandoned call was already rejected; its rollback (or failure) is nobody's business.
-          if (!abandoned()) reject(toStoreError(error));
+          if (abandoned()) return;
+          // The connection went with COMMIT in flight: it may have committed.
+          if (phase === 'committing' && connectionGone(error)) return lookUp(error);
+          answer(() => reject(toStoreError(error)));
         },
       );
   });

@@ -18,6 +18,17 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * A COMMIT was sent and whether it took effect could not be learned in time (src/db/outcome.ts): the
+ * effect may exist. Never answered as 503, which promises that nothing committed.
+ */
+export class OutcomeUnknownError extends Error {
+  constructor(options?: { cause?: unknown }) {
+    super('the outcome of a commit could not be learned in time', options);
+    this.name = 'OutcomeUnknownError';
+  }
+}
+
 // postgres.js's own transport errors and Node socket/DNS errors: the server could not be reached or
 // the connection broke.
 const CONNECTION_CODES: ReadonlySet<string> = new Set([

@@ -30,11 +30,15 @@
 import type { PendingQuery, Row, Sql } from 'postgres';
 import { createSql, type SqlOptions } from './connect.js';
 import { connectionGone } from './deadline.js';
-import { StoreUnavailableError, toStoreError } from './errors.js';
+import { OutcomeUnknownError, StoreUnavailableError, toStoreError } from './errors.js';
+import { commitOutcome, idleLimit, readMark, type CommitOutcome } from './outcome.js';
 
 /** The guard a statement run by Lanes.run must hold in each of its WHERE clauses. */
 export const IN_TRANSACTION = "current_setting('gatehouse.in_transaction', true) = 'on'";
-const BEGIN = "begin; set local gatehouse.in_transaction = 'on'";
+// Also the transaction's mark and the server's deadline for its COMMIT (outcome.ts): every transaction
+// here writes, so taking its id at BEGIN costs nothing, and it rides in BEGIN's packet.
+const begin = (ms: number): string =>
+  `begin; set local gatehouse.in_transaction = 'on'; ${idleLimit(ms)}; select pg_current_xact_id()::text as xid, pg_backend_pid() as pid`;
 /** The most calls one transaction holds. */
 const MAX_BATCH = 32;
 
@@ -55,6 +59,7 @@ export interface Lanes {
 }
 
 interface Call {
+  readonly ms: number;
   readonly order: string;
   readonly statements: (c: Sql) => PendingQuery<Row[]>[];
   /** Set for a call that runs alone: whether its statements' rows may commit. */
@@ -63,10 +68,14 @@ interface Call {
   resolve(rows: Row[][], committed: boolean): void;
   reject(error: unknown): void;
   timer: NodeJS.Timeout;
+  /** Set while committing: its deadline passed with COMMIT's answer not in. */
+  late?: () => void;
 }
 
 export function createLanes(url: string, count: number, options: SqlOptions = {}): Lanes {
   const lanes = Array.from({ length: count }, () => createSql(url, { ...options, max: 1 }));
+  // Where a commit's outcome is looked up: never the lane whose answer was lost (connects on first use).
+  const lookups = createSql(url, { ...options, max: 1, applicationName: 'gatehouse-outcome' });
   const idle = [...lanes];
   const queue: Call[] = [];
 
@@ -90,7 +99,7 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
   async function runBatch(lane: Sql, batch: Call[]): Promise<void> {
     for (const call of batch) call.phase = 'running';
     batch.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
-    const begun = lane.unsafe(BEGIN);
+    const begun = lane.unsafe(begin(Math.max(...batch.map((call) => call.ms))));
     const perCall = batch.map((call) => call.statements(lane));
     const [b, ...q] = await Promise.allSettled([begun, ...perCall.flat()]);
     const failed = [b, ...q].find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -127,13 +136,31 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
       return;
     }
     for (const call of batch) call.phase = 'committing'; // from here its timer no longer abandons it
+    // COMMIT's answer lost with its connection, or late at a deadline: every call of the transaction
+    // is answered what PostgreSQL says happened (outcome.ts), never a guess.
+    // BEGIN's packet answers one result per statement that returns rows: the mark's is the last.
+    const mark = Promise.resolve(b?.status === 'fulfilled' ? readMark((b.value as unknown as Row[][]).at(-1)) : null);
+    let outcome: Promise<CommitOutcome> | null = null;
+    const lookUp = (cause: unknown): void => {
+      if (outcome !== null) return;
+      outcome = commitOutcome(lookups, mark, Math.max(...batch.map((call) => call.ms)));
+      void outcome.then((found) => {
+        batch.forEach((call, i) => {
+          if (found === 'committed') finish(call, { rows: rowsOf[i]!, committed: true });
+          else if (found === 'aborted') finish(call, { error: toStoreError(cause) });
+          else finish(call, { error: new OutcomeUnknownError({ cause }) });
+        });
+      });
+    };
+    for (const call of batch) call.late = () => lookUp(new StoreUnavailableError('deadline'));
     try {
       await lane`commit`;
       batch.forEach((call, i) => {
         finish(call, { rows: rowsOf[i]!, committed: true });
       });
     } catch (error) {
-      for (const call of batch) finish(call, { error: toStoreError(error) });
+      if (connectionGone(error)) lookUp(error);
+      else for (const call of batch) finish(call, { error: toStoreError(error) });
     } finally {
       idle.push(lane);
       pump();
@@ -148,6 +175,7 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
   ): Promise<{ rows: Row[][]; committed: boolean }> =>
     new Promise((resolve, reject) => {
       const call: Call = {
+        ms,
         order,
         statements,
         ...(accept !== undefined ? { accept } : {}),
@@ -155,7 +183,8 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
         resolve: (rows, committed) => resolve({ rows, committed }),
         reject,
         timer: setTimeout(() => {
-          if (call.phase === 'committing' || call.phase === 'done') return;
+          if (call.phase === 'committing') return call.late?.();
+          if (call.phase === 'done') return;
           if (call.phase === 'waiting') queue.splice(queue.indexOf(call), 1);
           call.phase = 'abandoned';
           reject(new StoreUnavailableError('deadline'));
@@ -176,7 +205,7 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
     },
     async end() {
       for (const call of queue.splice(0)) finish(call, { error: new StoreUnavailableError('connection') });
-      await Promise.all(lanes.map((l) => l.end({ timeout: 5 })));
+      await Promise.all([...lanes, lookups].map((l) => l.end({ timeout: 5 })));
     },
   };
 }

@@ -7,7 +7,7 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { IdempotencyKeyReusedError } from '../approvals/idempotency.js';
 import { WaitLimitError } from '../approvals/notify.js';
 import { ApprovalInputError, ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from '../approvals/errors.js';
-import { StoreUnavailableError } from '../db/errors.js';
+import { OutcomeUnknownError, StoreUnavailableError } from '../db/errors.js';
 import { JsonParseError } from '../json/parse.js';
 import { escapePointerSegment } from '../json/pointer.js';
 import { RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './headers.js';
@@ -37,6 +37,7 @@ export const ERRORS = {
   too_many_waits: { status: 429, title: 'Too many waits' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'A dependency is unavailable' },
+  outcome_unknown: { status: 504, title: 'Whether the request took effect is unknown' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -95,6 +96,17 @@ export function toHttpError(err: unknown): HttpError {
   }
   if (err instanceof StoreUnavailableError) {
     return new HttpError('unavailable', 'the approval store is unavailable; retry later', { retryAfterSec: 2 });
+  }
+  if (err instanceof OutcomeUnknownError) {
+    // RFC 9110 section 15.6.5: the upstream (PostgreSQL) did not answer in time. Unlike a 503, the
+    // request may have taken effect: a retry with the same Idempotency-Key answers what it did.
+    return new HttpError(
+      'outcome_unknown',
+      'the database did not confirm in time whether this request took effect; it may have: retry with the same Idempotency-Key to learn the outcome',
+      {
+        retryAfterSec: 2,
+      },
+    );
   }
   if (err instanceof ApprovalTooLargeError) {
     return new HttpError('approval_too_large', `an approval holds at most ${err.limit} bytes of canonical arguments (APPROVAL_MAX_BYTES); nothing was stored`, {

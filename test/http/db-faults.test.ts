@@ -78,6 +78,16 @@ function expectUnavailable(res: Res, what: string, maxMs?: number, ms?: number):
   if (maxMs !== undefined && ms !== undefined) expect(ms, `${what} took ${Math.round(ms)} ms`).toBeLessThan(maxMs);
 }
 
+/**
+ * A COMMIT in flight when the connection was cut, whose outcome could not be learned in time (the
+ * look-up's connection was cut too): 504, never allow (docs/spec.md section 5.1.1).
+ */
+function expectOutcomeUnknown(res: Res, what: string): void {
+  const problem = expectProblemJson(res, 504, 'outcome_unknown');
+  expect(Number(res.headers['retry-after']), `${what}: Retry-After`).toBeGreaterThan(0);
+  expect(JSON.stringify(problem)).not.toMatch(/select|update|insert|postgres|ECONN|57P01/i);
+}
+
 /** Never `allow` unless `allowed` says this request may be allowed (a lookup, or redeeming a real grant). */
 function expectNotAllowedByFault(res: Res, what: string, allowed = false): void {
   const body = res.body.length > 0 && res.headers['content-type']?.toString().includes('json') ? (res.json() as Record<string, unknown>) : {};
@@ -392,7 +402,7 @@ describe('database faults', () => {
     expect(await decider.stop()).toBeGreaterThan(3);
   });
 
-  it('connection resets: every backend terminated repeatedly under traffic → only valid answers or 503, then recovery without restart', async () => {
+  it('connection resets: every backend terminated repeatedly under traffic → only valid answers, 503 or 504, then recovery without restart', async () => {
     const name = 'gh-reset';
     const app = await openApp(name, { max: 4, lockTimeoutMs: 5_000 }, 3_000);
     const decider = decideContinuously(app);
@@ -432,6 +442,8 @@ describe('database faults', () => {
       if (res.statusCode === 503) {
         unavailable++;
         expectUnavailable(res, what);
+      } else if (res.statusCode === 504) {
+        expectOutcomeUnknown(res, what);
       } else if (what.startsWith('grant')) {
         expect([200, 409], res.body).toContain(res.statusCode);
         if (res.statusCode === 200) grantedOk.add(id!);
@@ -489,6 +501,8 @@ describe('database faults', () => {
       if (res.statusCode === 503) {
         unavailable++;
         expectUnavailable(res, 'during the restart');
+      } else if (res.statusCode === 504) {
+        expectOutcomeUnknown(res, 'during the restart');
       } else {
         expect([200, 201, 403], res.body).toContain(res.statusCode);
       }
