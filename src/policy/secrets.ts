@@ -1,13 +1,12 @@
 // Credentials inside text, found by what they look like rather than by the name of the key that
-// holds them (docs/spec.md section 5.10, docs/operations.md "Logs"): a bearer token, a JWT, a PEM
+// holds them (docs/operations.md "Logs"): a bearer token, a JWT, a PEM
 // private key, `NAME=value` or `NAME: value` with a secret-like NAME, a URL's password, and keys
 // of a few providers by their documented prefixes. Pure: the decision log's redaction uses it, and
 // a policy guard can.
 //
 // Every pattern runs in time linear in the text, on V8's backtracking engine too: each starts only
 // at the start of a run of its characters (a lookbehind), each quantified class is followed by a
-// character outside it or by nothing, and where a class must be followed by something its length is
-// bounded; no quantifier is nested. PEM blocks are paired in one pass over their markers rather
+// character outside it, by nothing, or is bounded in length; no quantifier is nested. PEM blocks are paired in one pass over their markers rather
 // than by a lazy `.*?` from every BEGIN, which an unterminated key repeated would make quadratic.
 import { looksSecret } from './path.js';
 

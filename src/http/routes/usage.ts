@@ -5,7 +5,7 @@
 // which it must carry: a retry after a lost answer reads the kept answer and adds nothing again.
 //
 // Reported spend is the caller's word, counted whatever the standing, so who may report where is
-// bounded (docs/design.md "Reported spend"): USAGE_ROLE counts only into the counters the caller's
+// bounded (docs/design.md "Budgets and rate limits"): USAGE_ROLE counts only into the counters the caller's
 // own calls of the tool count, and never into a `global` one, which one report could fill for every
 // caller; USAGE_ANY_ROLE (a billing pipeline) may also count into `global` counters and report for
 // another identity (`for`). One report carries at most USAGE_MAX_USD.
