@@ -44,20 +44,26 @@ interface Detector {
   readonly kind: CredentialKind;
   /** Flags `gd`: the secret is the last group that matched, else the whole match (secretSpan). */
   readonly pattern: RegExp;
+  /** Text every match holds (one of them, or a match of it): most strings hold none, and a search for it costs less than the pattern. */
+  readonly hints: readonly string[] | RegExp;
 }
 
 const DETECTORS: readonly Detector[] = [
   // A JWS or JWT: a base64url JSON header (`{"` is `eyJ`), a payload and a signature (empty for alg none).
-  { kind: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/dg },
+  { kind: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/dg, hints: ['eyJ'] },
   // RFC 6750 section 2.1: `Bearer` and a b64token; the scheme is case-insensitive (RFC 9110 section 11.1).
-  { kind: 'bearer', pattern: /(?<![A-Za-z0-9_-])bearer[ \t]+([A-Za-z0-9._~+/-]{8,}=*)/dgi },
-  { kind: 'aws_access_key', pattern: /(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])/dg },
-  { kind: 'github_token', pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})/dg },
-  { kind: 'slack_token', pattern: /(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}/dg },
-  { kind: 'stripe_key', pattern: /(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{10,}/dg },
-  { kind: 'google_api_key', pattern: /(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35,}/dg },
+  { kind: 'bearer', pattern: /(?<![A-Za-z0-9_-])bearer[ \t]+([A-Za-z0-9._~+/-]{8,}=*)/dgi, hints: /bearer/i },
+  { kind: 'aws_access_key', pattern: /(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])/dg, hints: ['AKIA', 'ASIA', 'ABIA', 'ACCA'] },
+  { kind: 'github_token', pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})/dg, hints: ['gh', 'github_pat_'] },
+  { kind: 'slack_token', pattern: /(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}/dg, hints: ['xox'] },
+  { kind: 'stripe_key', pattern: /(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{10,}/dg, hints: ['k_live_', 'k_test_'] },
+  { kind: 'google_api_key', pattern: /(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35,}/dg, hints: ['AIza'] },
   // scheme://user:password@host: the password.
-  { kind: 'url_password', pattern: /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}:\/\/[^\s/?#@:]{0,256}:([^\s/?#@]{1,256})@/dg },
+  {
+    kind: 'url_password',
+    pattern: /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}:\/\/[^\s/?#@:]{0,256}:([^\s/?#@]{1,256})@/dg,
+    hints: ['://'],
+  },
 ];
 
 // `NAME=value`, `NAME: value`, `"NAME": "value"`, `--NAME=value`: the NAME and the separator. The
@@ -86,10 +92,16 @@ const RANK: readonly CredentialKind[] = [
   'named_secret',
 ];
 
+// Something every credential's text holds (a hint of each detector, a separator of NAME=value, a PEM
+// marker): a string without any, most of them, is passed over after one search.
+const ANY_HINT = /[:=]|eyJ|[Bb][Ee][Aa][Rr][Ee][Rr]|A[BKS]IA|ACCA|gh|github_pat_|xox|k_(?:live|test)_|AIza|-----BEGIN /;
+
 /** The credentials in `text`, in order, not overlapping (overlapping finds are one, named by RANK). */
 export function findCredentials(text: string): Credential[] {
+  if (!ANY_HINT.test(text)) return [];
   const found: Credential[] = [...privateKeys(text), ...namedSecrets(text)];
   for (const d of DETECTORS) {
+    if (Array.isArray(d.hints) ? !d.hints.some((h) => text.includes(h)) : !(d.hints as RegExp).test(text)) continue;
     d.pattern.lastIndex = 0;
     for (let m = d.pattern.exec(text); m !== null; m = d.pattern.exec(text)) {
       const [start, end] = secretSpan(m);
@@ -153,6 +165,7 @@ function privateKeys(text: string): Credential[] {
  */
 function namedSecrets(text: string): Credential[] {
   const out: Credential[] = [];
+  if (!text.includes('=') && !text.includes(':')) return out;
   NAME_AND_SEPARATOR.lastIndex = 0;
   for (let m = NAME_AND_SEPARATOR.exec(text); m !== null; m = NAME_AND_SEPARATOR.exec(text)) {
     if (!isSecretName(m[1]!)) continue; // its value is scanned for NAMEs in turn
