@@ -360,6 +360,7 @@ async function requestParts(opts, add, payments) {
       adminRole: 'admin',
       approverRole: 'approver',
       policyReaderRoles: ['admin', 'approver'],
+      usage: loadConfig({}).usage,
     },
     { bodyLimit: 1_048_576, connections: loadConfig({}).connections, auth: authOptions },
   );

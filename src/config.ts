@@ -3,6 +3,8 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { parseJson } from './json/parse.js';
 import { isJsonObject, type JsonValue } from './json/value.js';
+import { amountOfText, REPORT_DECIMALS } from './policy/amount.js';
+import type { Amount } from './policy/model.js';
 import { WEBHOOK_EVENT_TYPES, type WebhookEndpoint, type WebhookEventType, type WebhookFormat } from './webhooks/events.js';
 
 export type JwtAlgorithm = 'HS256' | 'RS256' | 'ES256' | 'EdDSA';
@@ -78,6 +80,17 @@ export interface Config {
   readonly decisionStore: DecisionStoreSettings | null;
   /** AUDITOR_ROLE: may read GET /decisions (admins may too). */
   readonly auditorRole: string;
+  readonly usage: UsageSettings;
+}
+
+/** Who may report spend to POST /usage, and how much at once (docs/spec.md section 5.9). */
+export interface UsageSettings {
+  /** USAGE_ROLE: may report spend into the counters its own calls count (not `global` ones). */
+  readonly role: string;
+  /** USAGE_ANY_ROLE: may report spend for another identity (`for`) and into `global` counters. */
+  readonly anyRole: string;
+  /** USAGE_MAX_USD: the most one report may carry. */
+  readonly maxUsd: Amount;
 }
 
 export interface DecisionStoreSettings {
@@ -318,6 +331,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     webhooks,
     decisionStore: decisionStoreKind === 'postgres' ? { queueMax: decisionQueueMax, retentionMs: decisionRetentionMs } : null,
     auditorRole: str('AUDITOR_ROLE', 'auditor')!,
+    usage: {
+      role: str('USAGE_ROLE', 'usage_reporter')!,
+      anyRole: str('USAGE_ANY_ROLE', 'usage_billing')!,
+      maxUsd: reportCap(str('USAGE_MAX_USD', '100')!, problems),
+    },
   };
   // Waits up to the connection cap would leave no connection for anything else.
   if (config.maxWaits >= connections.maxConnections) problems.push('MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)');
@@ -533,6 +551,21 @@ function roleList(name: string, raw: string | null, fallback: readonly string[],
     return [...new Set(fallback)];
   }
   return [...new Set(roles)];
+}
+
+/**
+ * USAGE_MAX_USD: plain decimal digits (no sign, no exponent), above 0 and below a billion, with at
+ * most REPORT_DECIMALS digits after the point, as a report's `usd` must be written.
+ */
+function reportCap(text: string, problems: string[]): Amount {
+  const fallback = amountOfText('100')!;
+  const plain = new RegExp(`^(?:0|[1-9][0-9]{0,8})(?:\\.[0-9]{1,${REPORT_DECIMALS}})?$`);
+  const amount = plain.test(text.trim()) ? amountOfText(text.trim()) : null;
+  if (amount === null || amount.text === '0') {
+    problems.push(`USAGE_MAX_USD must be a decimal number above 0 and below 1000000000, with at most ${REPORT_DECIMALS} digits after the point`);
+    return fallback;
+  }
+  return amount;
 }
 
 export function parseDuration(text: string): number | null {

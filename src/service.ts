@@ -298,6 +298,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       approverRole: config.approverRole,
       fastGrantSeconds: config.fastGrantSeconds,
       policyReaderRoles: config.policyReaderRoles,
+      usage: config.usage,
       webhooks: { endpoints: config.webhooks.endpoints, outbox },
     };
     ctx = appCtx;
@@ -406,12 +407,13 @@ interface DevelopmentTokens {
   readonly lifetime: string;
 }
 
-/** The two tokens of the development banner: an agent of team support, and an operator who may approve. */
+/** The two tokens of the development banner: an agent of team support that may report its spend, and an operator who may approve. */
 function developmentTokens(sign: Sign, config: Config): DevelopmentTokens {
   // JWT_MAX_LIFETIME's default (24 hours), or less when JWT_MAX_LIFETIME says so (a longer token would be refused).
   const lifetimeSec = Math.min(DEFAULT_JWT_MAX_LIFETIME_SEC, config.jwt.maxLifetimeSec);
   const agent = sign(
-    { sub: 'dev-agent', [config.claims.team]: 'support', [config.claims.agent]: 'support-bot', [config.claims.roles]: [] },
+    // The agent reports its own spend (POST /usage), as a runtime does.
+    { sub: 'dev-agent', [config.claims.team]: 'support', [config.claims.agent]: 'support-bot', [config.claims.roles]: [config.usage.role] },
     { expiresIn: lifetimeSec },
   );
   const approver = sign(

@@ -145,6 +145,17 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).not.toContain('short-secret-value');
   });
 
+  it('USAGE_ROLE, USAGE_ANY_ROLE, USAGE_MAX_USD: the defaults, and a cap that is a plain decimal above 0', () => {
+    expect(loadConfig({}).usage).toEqual({ role: 'usage_reporter', anyRole: 'usage_billing', maxUsd: { text: '100', value: 100, written: '100' } });
+    const set = loadConfig({ USAGE_ROLE: 'runtime', USAGE_ANY_ROLE: 'ledger', USAGE_MAX_USD: '2.50' });
+    expect(set.usage).toEqual({ role: 'runtime', anyRole: 'ledger', maxUsd: { text: '2.5', value: 2.5, written: '2.5' } });
+    expect(loadConfig({ USAGE_MAX_USD: '999999999.000000000001' }).usage.maxUsd.text).toBe('999999999.000000000001');
+    const rule = 'USAGE_MAX_USD must be a decimal number above 0 and below 1000000000, with at most 12 digits after the point';
+    for (const bad of ['0', '0.0', '-1', '1e3', '1e308', 'Infinity', 'NaN', '1000000000', '0.0000000000001', '01', '1.', '.5', 'ten']) {
+      expect(problemsOf({ USAGE_MAX_USD: bad }), bad).toEqual([rule]);
+    }
+  });
+
   it('DECISION_STORE: off by default; postgres needs DATABASE_URL; the queue bound and the retention', () => {
     expect(loadConfig({}).decisionStore).toBeNull();
     expect(loadConfig({}).auditorRole).toBe('auditor');

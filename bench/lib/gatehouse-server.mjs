@@ -78,6 +78,7 @@ const ctx = {
   adminRole: 'admin',
   approverRole: 'approver',
   policyReaderRoles: ['admin', 'approver'],
+  usage: loadConfig({}).usage,
 };
 const app = await buildApp(ctx, {
   bodyLimit: 1_048_576,

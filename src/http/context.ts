@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
 import type { Sql } from 'postgres';
+import type { UsageSettings } from '../config.js';
 import type { DecisionWriter } from '../decisions/writer.js';
 import type { LimitService } from '../budgets/service.js';
 import type { LivePolicies } from '../policy/live.js';
@@ -35,6 +36,8 @@ export interface AppContext {
   readonly decisionStore?: DecisionStoreAccess | null;
   /** AUDITOR_ROLE: may read GET /decisions, beside admins; default 'auditor'. */
   readonly auditorRole?: string;
+  /** USAGE_ROLE, USAGE_ANY_ROLE and USAGE_MAX_USD: who may report spend to POST /usage, and how much at once. */
+  readonly usage: UsageSettings;
   /** The webhook endpoints and the outbox, for GET /admin/webhooks; absent or null without a database (503). */
   readonly webhooks?: WebhookAdmin | null;
 }

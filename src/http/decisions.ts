@@ -21,8 +21,11 @@ export function decisionBody(result: DecisionResult, decisionId: string): Record
   };
 }
 
-/** Send a decision: 200 only for allow; an internal failure is a 500 problem that allows nothing. */
-export function sendDecision(reply: FastifyReply, result: DecisionResult, decisionId: string, extra?: Record<string, unknown>): FastifyReply {
+/**
+ * Send a decision: 200 only for allow; an internal failure is a 500 problem that allows nothing.
+ * `exact`: `extra` holds numbers as counted (a counter's standing), written as canonical JSON too.
+ */
+export function sendDecision(reply: FastifyReply, result: DecisionResult, decisionId: string, extra?: Record<string, unknown>, exact = false): FastifyReply {
   if (result.internalError) {
     return sendProblem(
       reply,
@@ -35,7 +38,7 @@ export function sendDecision(reply: FastifyReply, result: DecisionResult, decisi
   reply.code(decisionStatus(result));
   // An approval's capability and presentation carry the request's numbers (reply.ts). Every other
   // answer has no argument data, and keeps Fastify's faster default.
-  if (result.approval === undefined) return reply.send(payload);
+  if (result.approval === undefined && !exact) return reply.send(payload);
   return sendCanonical(reply, payload as unknown as JsonObject); // all JSON data
 }
 

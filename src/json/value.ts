@@ -71,3 +71,13 @@ export function copyMember(from: JsonObject | JsonValue[], fromKey: string | num
   const lexeme = numberLexeme(from, fromKey);
   if (lexeme !== undefined) setNumberLexeme(to, toKey, lexeme);
 }
+
+/**
+ * Copies every own member of `from` into `to`, with their number lexemes: a spread or
+ * Object.assign copies the values but not the lexemes, so a number such as 1000000000000000000000
+ * would then be written as the double's 1e+21.
+ */
+export function assignMembers(to: JsonObject, from: JsonObject): JsonObject {
+  for (const key of Object.keys(from)) copyMember(from, key, to, key);
+  return to;
+}

@@ -19,6 +19,27 @@ export function amountAt(container: object, key: string | number, value: number)
   return { text: plainText(written), value, written: numberLexeme(container, key) ?? String(value) };
 }
 
+/** The most digits after the decimal point a spend report (POST /usage) and USAGE_MAX_USD may have: a picodollar. */
+export const REPORT_DECIMALS = 12;
+
+/**
+ * The spend a report carries (POST /usage `usd`), from the number as written: a finite decimal above
+ * 0, at most `cap`, with at most REPORT_DECIMALS digits after the point, and written as the double a
+ * reader of the body holds (as amountAt). Otherwise the rule it breaks, worded as a problem's
+ * message (never the value). The cap is checked before the rest, so `1e308` is "above the cap".
+ */
+export function reportedSpend(container: object, key: string | number, value: number, cap: Amount): { amount: Amount } | { rule: string } {
+  const written = Number.isFinite(value) ? decimalAt(container, key, value) : null;
+  if (written === null) return { rule: 'must be a finite decimal number' };
+  if (written.negative || written.digits === '') return { rule: 'must be greater than 0' };
+  const max = decimalOf(cap.text);
+  if (max === null || compareDecimals(written, max) > 0) return { rule: `must be at most ${cap.text} (USAGE_MAX_USD)` };
+  if (written.digits.length - written.exponent > REPORT_DECIMALS) return { rule: `must have at most ${REPORT_DECIMALS} digits after the decimal point` };
+  const amount = amountAt(container, key, value);
+  if (amount === null) return { rule: 'must be written as a double holds it (not exact)' };
+  return { amount };
+}
+
 /** An amount from decimal text (a counter as the database returns it); null when it is not one, or negative. */
 export function amountOfText(text: string): Amount | null {
   const d = decimalOf(text);

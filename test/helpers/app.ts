@@ -9,7 +9,7 @@ import { createApprovalStore } from '../../src/approvals/store.js';
 import type { SqlOptions } from '../../src/db/connect.js';
 import { createLanes } from '../../src/db/lanes.js';
 import { createLimitService } from '../../src/budgets/service.js';
-import { DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type ConnectionLimits, type JwtAlgorithm } from '../../src/config.js';
+import { DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type ConnectionLimits, type JwtAlgorithm, type UsageSettings } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AppContext } from '../../src/http/context.js';
 import type { JwksKeys } from '../../src/http/jwks.js';
@@ -64,6 +64,8 @@ export interface TestAppOptions {
   laneOptions?: SqlOptions;
   /** POLICY_READER_ROLE as a list; default the admin and approver roles, as the service's. */
   policyReaderRoles?: readonly string[];
+  /** USAGE_ROLE, USAGE_ANY_ROLE, USAGE_MAX_USD; default the service's defaults (loadConfig). */
+  usage?: Partial<UsageSettings>;
   /** Timeouts and the connection cap; default the service's defaults (loadConfig). */
   connections?: Partial<ConnectionLimits>;
   /** WEBHOOKS: events are queued on transitions and, unless `worker: false`, delivered by a worker of this app. */
@@ -178,6 +180,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     approverRole: 'approver',
     ...(options.fastGrantSeconds !== undefined ? { fastGrantSeconds: options.fastGrantSeconds } : {}),
     policyReaderRoles: options.policyReaderRoles ?? ['admin', 'approver'],
+    usage: { ...loadConfig({}).usage, ...options.usage },
     webhooks,
   };
   const signin = options.signin;
@@ -253,6 +256,9 @@ export function token(claims: { sub?: string; team?: string; agent?: string; rol
 export const agentToken = (sub = 'agent-1', extra: Record<string, unknown> = {}): string => token({ sub, ...extra });
 export const approverToken = (sub = 'operator-1'): string => token({ sub, team: 'ops', roles: ['approver'] });
 export const adminToken = (sub = 'admin-1'): string => token({ sub, team: 'ops', roles: ['admin'] });
+/** The default USAGE_ROLE and USAGE_ANY_ROLE (POST /usage). */
+export const USAGE_ROLE = 'usage_reporter';
+export const USAGE_ANY_ROLE = 'usage_billing';
 /** A caller that may read /explain and /policies (an approver, by default), with the claims given. */
 export const readerToken = (claims: { sub?: string; team?: string; agent?: string; roles?: string[] } = {}): string =>
   token({ sub: 'reader-1', roles: ['approver'], ...claims });

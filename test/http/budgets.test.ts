@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { adminToken, approverToken, bearer, createTestApp, post, readerToken, token, type TestApp } from '../helpers/app.js';
+import { adminToken, approverToken, bearer, createTestApp, post, readerToken, token, USAGE_ROLE, type TestApp } from '../helpers/app.js';
 import { expectProblemJson } from '../helpers/http.js';
 import { eventually, policyDir } from '../helpers/process.js';
 
@@ -220,7 +220,7 @@ describe('other windows and scopes', () => {
 describe('max_usd: spend reported to POST /usage', () => {
   it('is refused once the reported spend reaches the budget; a report is idempotent by its key', async () => {
     const sub = unique('agent');
-    const tok = caller(sub);
+    const tok = caller(sub, { roles: [USAGE_ROLE] });
     await expectDecision(await decide({ tool: 'llm' }, tok), 'allow', 'model');
     const key = randomUUID();
     const first = await usage({ tool: 'llm', usd: 15.25 }, tok, key);
@@ -245,7 +245,7 @@ describe('max_usd: spend reported to POST /usage', () => {
   });
 
   it('refuses a report without a key, a negative or inexact amount, and spend it cannot attribute; reports for unbudgeted tools record nothing', async () => {
-    const tok = caller(unique('agent'));
+    const tok = caller(unique('agent'), { roles: [USAGE_ROLE] });
     expectProblemJson(await usage({ tool: 'llm', usd: 1 }, tok, null), 400, 'bad_request');
     expectProblemJson(await usage({ tool: 'llm', usd: -1 }, tok), 422, 'invalid_body');
     const inexact = await t.app.inject({
@@ -254,7 +254,9 @@ describe('max_usd: spend reported to POST /usage', () => {
       headers: { ...bearer(tok), 'content-type': 'application/json', 'idempotency-key': randomUUID() },
       payload: '{"tool":"llm","usd":0.1000000000000000055511151231257827}',
     });
-    expect(expectProblemJson(inexact, 422, 'invalid_body').errors).toEqual([{ pointer: '/usd', message: 'not exact' }]);
+    expect(expectProblemJson(inexact, 422, 'invalid_body').errors).toEqual([
+      { pointer: '/usd', message: 'must have at most 12 digits after the decimal point' },
+    ]);
     expectProblemJson(await usage({ tool: 'llm', usd: 1, user: 'someone-else' }, tok), 422, 'identity_in_body');
     const none = await usage({ tool: 'send_email', usd: 1 }, tok);
     expect(none.json()).toEqual({ recorded: [], usd: 1 });
@@ -425,7 +427,7 @@ describe('without a database', () => {
       // Denied by a rule: no counter involved, no database needed.
       await expectDecision(await decide({ tool: 'wipe_orders' }, tok, app), 'deny', 'no-wipe');
       expectProblemJson(await budgets(tok, app), 503, 'unavailable');
-      expectProblemJson(await usage({ tool: 'llm', usd: 1 }, tok, randomUUID(), app), 503, 'unavailable');
+      expectProblemJson(await usage({ tool: 'llm', usd: 1 }, caller(unique('agent'), { roles: [USAGE_ROLE] }), randomUUID(), app), 503, 'unavailable');
       expectProblemJson(await post(app.app, '/explain', refund(1), readerToken()), 503, 'unavailable');
     } finally {
       await app.close();

@@ -1419,7 +1419,8 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const counted = await createTestApp({ policyDir: 'test/cases/budgets', env: null, database: true });
     const offline = await createTestApp({ policyDir: 'test/cases/budgets', env: null });
     const key = (k = randomUUID()): Record<string, string> => ({ 'idempotency-key': k });
-    const agent = token({ sub: `budget-${randomUUID().slice(0, 8)}`, team: 'support', agent: 'bot' });
+    // A runtime that reports its spend (USAGE_ROLE).
+    const agent = token({ sub: `budget-${randomUUID().slice(0, 8)}`, team: 'support', agent: 'bot', roles: ['usage_reporter'] });
     const reader = token({ sub: 'reader-b', team: 'support', agent: 'bot', roles: ['approver'] });
     const refund = (amount: number) => ({ tool: 'refund', args: { order: 'A1', amount } });
     try {
@@ -1446,6 +1447,12 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       await call(counted, { url: '/usage', token: agent, payload: 'x', headers: { 'content-type': 'text/plain', ...key() } }, 415);
       await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1, pad: 'x'.repeat(1_100_000) }, headers: key() }, 413);
       await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: '1' }, headers: key() }, 422);
+      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 101 }, headers: key() }, 422);
+      await call(counted, { url: '/usage', token: reader, body: { tool: 'llm', usd: 1 }, headers: key() }, 403);
+      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1, for: { user: 'u2' } }, headers: key() }, 403);
+      const billing = token({ sub: 'billing', roles: ['usage_billing'] });
+      const forOther = await call(counted, { url: '/usage', token: billing, body: { tool: 'llm', usd: 2, for: { user: 'u2' } }, headers: key() }, 200);
+      expect(forOther).toMatchObject({ for: { user: 'u2' }, recorded: [{ id: 'model-spend', counted: 2 }] });
       const reused = randomUUID();
       await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key(reused) }, 200);
       await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 2 }, headers: key(reused) }, 422);

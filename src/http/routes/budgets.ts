@@ -5,7 +5,7 @@
 // for `max_usd` budgets (./usage.ts).
 import type { FastifyInstance } from 'fastify';
 import type { CounterRow } from '../../budgets/store.js';
-import type { JsonObject, JsonValue } from '../../json/value.js';
+import { assignMembers, type JsonObject, type JsonValue } from '../../json/value.js';
 import { counterKey, limitsForCaller, putAmount, standingObject } from '../../policy/limits.js';
 import { listOf } from '../../policy/match.js';
 import type { Identity, Limit } from '../../policy/model.js';
@@ -79,9 +79,9 @@ function describe(limit: Limit): JsonObject {
   return out;
 }
 
-/** A counter: whose (from its key) and where it stands. */
+/** A counter: whose (from its key) and where it stands, its numbers as counted (assignMembers keeps them exact). */
 function counterObject(limit: Limit, row: CounterRow): JsonObject {
-  return { for: keyObject(row.key), ...standingObject(limit, row.standing) };
+  return assignMembers({ for: keyObject(row.key) }, standingObject(limit, row.standing));
 }
 
 /** `user:u1` → {user: "u1"}; `run:u1\nr7` → {user: "u1", run: "r7"}; `global` → {}. */

@@ -6,6 +6,7 @@
 // reads (never counting it), and the trace shows them.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { assignMembers } from '../../json/value.js';
 import { explain, type ExplainResult } from '../../policy/decide.js';
 import { standingObject, wouldCross } from '../../policy/limits.js';
 import type { Identity } from '../../policy/model.js';
@@ -31,9 +32,11 @@ export function explainRoute(app: FastifyInstance, ctx: AppContext): void {
         const charge = counters.get(t.id);
         const standing = charge === undefined ? undefined : settled.outcome.standings.get(charge);
         if (charge === undefined || standing === undefined) return t;
-        return { ...t, counter: { ...standingObject(charge.limit, standing), would_cross: wouldCross(charge, standing.counted) } };
+        const counter = assignMembers({}, standingObject(charge.limit, standing)); // its numbers as counted
+        counter.would_cross = wouldCross(charge, standing.counted);
+        return { ...t, counter };
       }),
     };
-    return sendDecision(reply, settled.result, randomUUID(), { trace });
+    return sendDecision(reply, settled.result, randomUUID(), { trace }, true);
   });
 }
