@@ -70,8 +70,10 @@ export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
       });
       const result: JsonObject = { recorded };
       putAmount(result, 'usd', usd);
-      return { status: 200, body: canonicalize(result) };
-    });
+      const text = canonicalize(result);
+      // The counters after this report cannot be read again later: the answer is kept as sent.
+      return { answer: { status: 200, body: text }, kept: { kind: 'body', status: 200, body: text } };
+    }, async (_tx, kept) => (kept.kind === 'body' ? { status: kept.status, body: kept.body } : null));
     request.log.info({ tool: body.tool, user: identity.user, usd: usd.text, budgets: charges.map((c) => c.limit.id), replayed: answer.replayed }, 'usage');
     return sendAnswer(reply, answer);
   });
