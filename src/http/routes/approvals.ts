@@ -137,8 +137,9 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       );
       return sendAnswer(reply, answer);
     }
+    // Only a require_approval files anything: any other answer changes nothing, and needs no key.
     const answer =
-      claim === undefined
+      claim === undefined || fresh.decision !== 'require_approval'
         ? { ...(await file(fresh, false)).answer, replayed: false }
         : await store.idempotent(claim, (tx) => file(fresh, false, tx), replay);
     return sendAnswer(reply, answer);
