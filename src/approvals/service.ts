@@ -149,7 +149,10 @@ export function approvalCovers(a: Approval, fresh: DecisionResult, request: Deci
   const n = own?.requirements.length ?? 0;
   if (a.requirements.length < n) return false;
   if (own !== undefined) {
-    const prefix = a.requirements.length === n ? a.hash : approvalHash({ tool: request.tool, args: request.args, context: request.context, requirements: a.requirements.slice(0, n) });
+    const prefix =
+      a.requirements.length === n
+        ? a.hash
+        : approvalHash({ tool: request.tool, args: request.args, context: request.context, requirements: a.requirements.slice(0, n) });
     if (prefix !== own.hash) return false;
   }
   // Limit ids are unique among rule ids too (docs/spec.md section 2.9): a rule cannot pass for a limit.

@@ -140,7 +140,10 @@ describe('a redeem retried under its key', () => {
     expect((await send('/decide', { ...a.call, approval_id: a.id }, as(sub), ka)).statusCode).toBe(200);
     expect((await send('/decide', { ...b.call, approval_id: b.id }, as(sub), kb)).statusCode).toBe(200);
     try {
-      await writeFile(join(dir, 'keyed.yaml'), POLICY.replace('teams: [support]\n    allow: true\n    confirm', 'teams: [nobody]\n    allow: true\n    confirm'));
+      await writeFile(
+        join(dir, 'keyed.yaml'),
+        POLICY.replace('teams: [support]\n    allow: true\n    confirm', 'teams: [nobody]\n    allow: true\n    confirm'),
+      );
       expect(await t.ctx.policies.reload()).toEqual({ ok: true });
       const denied = await send('/decide', { ...a.call, approval_id: a.id }, as(sub), ka);
       expect(denied.json()).toMatchObject({ decision: 'deny' });
@@ -195,7 +198,12 @@ describe('a counted call retried under its key', () => {
     expect((await send('/decide', { ...charge(50), approval_id: id }, as(sub, { team: 'sales' }), key)).json()).toMatchObject({ decision: 'deny' });
     const retry = await send('/decide', { ...charge(50), approval_id: id }, as(sub), key);
     expect(retry.headers['idempotent-replayed']).toBe('true');
-    expect(retry.json()).toMatchObject({ decision: 'allow', rule: 'charges-per-user', decision_id: first.json().decision_id, approval: { id, status: 'consumed' } });
+    expect(retry.json()).toMatchObject({
+      decision: 'allow',
+      rule: 'charges-per-user',
+      decision_id: first.json().decision_id,
+      approval: { id, status: 'consumed' },
+    });
     expect(await counted(sub)).toBe('1050');
     expect(await consumed(id)).toBe(1);
   });

@@ -53,27 +53,33 @@ export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
       });
     }
     const limits = limitsOf(ctx);
-    const answer = await answerInTransaction(ctx, limits, claim, async (tx) => {
-      const after = await limits.store.record(tx, charges, usd);
-      const recorded = charges.map((c): JsonObject => {
-        const limit = c.limit;
-        const standing = after.get(c)!; // recorded: every charge has a key here
-        const out: JsonObject = { id: limit.id, policy: limit.policy, scope: limit.scope };
-        if (limit.type === 'budget') {
-          putAmount(out, 'max_usd', limit.max);
-          out.per = limit.per.text;
-        }
-        Object.assign(out, standingObject(limit, standing));
-        // The calls this budget selects are refused from now on in this window.
-        out.reached = limit.type === 'budget' && compareAmounts(standing.counted, limit.max) >= 0;
-        return out;
-      });
-      const result: JsonObject = { recorded };
-      putAmount(result, 'usd', usd);
-      const text = canonicalize(result);
-      // The counters after this report cannot be read again later: the answer is kept as sent.
-      return { answer: { status: 200, body: text }, kept: { kind: 'body', status: 200, body: text } };
-    }, async (_tx, kept) => (kept.kind === 'body' ? { status: kept.status, body: kept.body } : null));
+    const answer = await answerInTransaction(
+      ctx,
+      limits,
+      claim,
+      async (tx) => {
+        const after = await limits.store.record(tx, charges, usd);
+        const recorded = charges.map((c): JsonObject => {
+          const limit = c.limit;
+          const standing = after.get(c)!; // recorded: every charge has a key here
+          const out: JsonObject = { id: limit.id, policy: limit.policy, scope: limit.scope };
+          if (limit.type === 'budget') {
+            putAmount(out, 'max_usd', limit.max);
+            out.per = limit.per.text;
+          }
+          Object.assign(out, standingObject(limit, standing));
+          // The calls this budget selects are refused from now on in this window.
+          out.reached = limit.type === 'budget' && compareAmounts(standing.counted, limit.max) >= 0;
+          return out;
+        });
+        const result: JsonObject = { recorded };
+        putAmount(result, 'usd', usd);
+        const text = canonicalize(result);
+        // The counters after this report cannot be read again later: the answer is kept as sent.
+        return { answer: { status: 200, body: text }, kept: { kind: 'body', status: 200, body: text } };
+      },
+      async (_tx, kept) => (kept.kind === 'body' ? { status: kept.status, body: kept.body } : null),
+    );
     request.log.info({ tool: body.tool, user: identity.user, usd: usd.text, budgets: charges.map((c) => c.limit.id), replayed: answer.replayed }, 'usage');
     return sendAnswer(reply, answer);
   });
