@@ -23,7 +23,7 @@ export function keptOfDecision(result: DecisionResult, decisionId: string, count
 /**
  * The allow a /decide retry is answered from a kept act, or null when the decision made now does not
  * stand behind it. A counted allow: the call is allowed now. A consumed grant: the approval is this
- * caller's, consumed, and holds what the policy asks for now (approvalCovers).
+ * caller's, consumed, and the call is allowed now or asks for what the approval holds (approvalCovers).
  */
 export async function replayedDecision(
   approvals: ApprovalService | null,
@@ -36,7 +36,8 @@ export async function replayedDecision(
   if (kept.kind === 'allow') return fresh.decision === 'allow' ? { result: fresh, decisionId: kept.decisionId } : null;
   if (kept.kind !== 'redeem' || approvals === null) return null;
   const a = await ownApproval(approvals, tx, kept.approvalId, identity);
-  if (a === null || a.status !== 'consumed' || !approvalCovers(a, fresh, request)) return null;
+  // Allowed now without it, the call still was counted and the grant spent by the first attempt.
+  if (a === null || a.status !== 'consumed' || (fresh.decision !== 'allow' && !approvalCovers(a, fresh, request))) return null;
   // Asked for exactly what the files ask now: the answer as first given. Otherwise the call's limits
   // asked too, and the approval holds what they asked (their standing as it was filed).
   if (fresh.decision === 'require_approval' && fresh.approval?.hash === a.hash) {
