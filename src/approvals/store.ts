@@ -503,12 +503,20 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
+  /** Whether `at` (an ISO time) is still ahead by the database clock, which reads every expiry. */
+  async function stillAhead(at: string, inTx?: TransactionSql): Promise<boolean> {
+    return runIn(inTx, async (tx) => {
+      const [row] = await tx<{ ahead: boolean }[]>`select ${at}::timestamptz > now() as ahead`;
+      return row?.ahead === true;
+    });
+  }
+
   /** Per rule and kind, the approvals filed since `since` (./stats.ts). */
   function stats(since: Date, fastGrantSeconds: number): Promise<ApprovalStats[]> {
     return run((tx) => approvalStats(tx, since, fastGrantSeconds));
   }
 
-  return { create, get, list, summaries, settled, grant, deny, consume, cancel, sweep, idempotent, events, stats };
+  return { create, get, list, summaries, settled, grant, deny, consume, cancel, sweep, idempotent, stillAhead, events, stats };
 }
 
 export type ApprovalStore = ReturnType<typeof createApprovalStore>;

@@ -23,7 +23,8 @@ export function keptOfDecision(result: DecisionResult, decisionId: string, count
 /**
  * The allow a /decide retry is answered from a kept act, or null when the decision made now does not
  * stand behind it. A counted allow: the call is allowed now. A consumed grant: the approval is this
- * caller's, consumed, and the call is allowed now or asks for what the approval holds (approvalCovers).
+ * caller's, consumed, within the time it could have been redeemed in (GRANT_TTL after the grant),
+ * and the call is allowed now or asks for what the approval holds (approvalCovers).
  */
 export async function replayedDecision(
   approvals: ApprovalService | null,
@@ -36,8 +37,11 @@ export async function replayedDecision(
   if (kept.kind === 'allow') return fresh.decision === 'allow' ? { result: fresh, decisionId: kept.decisionId } : null;
   if (kept.kind !== 'redeem' || approvals === null) return null;
   const a = await ownApproval(approvals, tx, kept.approvalId, identity);
-  // Allowed now without it, the call still was counted and the grant spent by the first attempt.
-  if (a === null || a.status !== 'consumed' || (fresh.decision !== 'allow' && !approvalCovers(a, fresh, request))) return null;
+  if (a === null || a.status !== 'consumed') return null;
+  // Allowed now without it, the call needs no grant (and was counted, the grant spent, the first
+  // time). Asking for it, the retry never outlives the grant: only within the time it could have
+  // been redeemed in.
+  if (fresh.decision !== 'allow' && !(approvalCovers(a, fresh, request) && (await approvals.store.stillAhead(a.expires_at, tx)))) return null;
   // Asked for exactly what the files ask now: the answer as first given. Otherwise the call's limits
   // asked too, and the approval holds what they asked (their standing as it was filed).
   if (fresh.decision === 'require_approval' && fresh.approval?.hash === a.hash) {

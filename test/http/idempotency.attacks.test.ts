@@ -112,7 +112,7 @@ describe('a redeem retried under its key', () => {
     const { id, call } = await granted(sub);
     const key = randomUUID();
     expect((await send('/decide', { ...call, approval_id: id }, as(sub), key)).statusCode).toBe(200);
-    for (const claims of [{ roles: ['approver'] }, { agent: 'other-bot' }, { tenant: 'acme' }, { aud: 'elsewhere' }]) {
+    for (const claims of [{ roles: ['approver'] }, { agent: 'other-bot' }, { tenant: 'acme' }, { auth_time: 1 }, { aud: 'elsewhere' }]) {
       const res = await send('/decide', { ...call, approval_id: id }, as(sub, claims), key);
       expect(expectProblemJson(res, 422, 'idempotency_key_reused').detail, JSON.stringify(claims)).toMatch(/another identity/);
     }
@@ -130,6 +130,19 @@ describe('a redeem retried under its key', () => {
     expect(retry.statusCode).toBe(200);
     expect(retry.headers['idempotent-replayed']).toBe('true');
     expect(retry.body).toBe(first.body);
+  });
+
+  it('a retry never outlives the grant: past the time it could be redeemed in, it is decided afresh', async () => {
+    const sub = unique('agent');
+    const { id, call } = await granted(sub);
+    const key = randomUUID();
+    expect((await send('/decide', { ...call, approval_id: id }, as(sub), key)).statusCode).toBe(200);
+    await t.db!.sql`update approvals set expires_at = now() - interval '1 second' where id = ${id}`;
+    const late = await send('/decide', { ...call, approval_id: id }, as(sub), key);
+    expect(late.statusCode).toBe(403);
+    expect(late.headers['idempotent-replayed']).toBeUndefined();
+    expect(late.json()).toMatchObject({ decision: 'require_approval', approval: { id, status: 'consumed' }, next: { action: 'file_new' } });
+    expect(await consumed(id)).toBe(1);
   });
 
   it('once the policy no longer allows the call, the retry is denied; once it asks for another approval, the spent grant is not replayed', async () => {
