@@ -66,6 +66,9 @@ export interface Config {
   /** How long a denied request cannot be filed again by the same caller; 0: no cooldown. */
   readonly deniedCooldownMs: number;
   readonly maxWaitsPerCaller: number;
+  /** Idempotency-Keys one caller (`sub`) keeps at once, and the bytes of their keys and kept answers. */
+  readonly idempotencyMaxKeys: number;
+  readonly idempotencyMaxBytes: number;
   /** Long-polls this replica holds at once. */
   readonly maxWaits: number;
   readonly dbPoolMax: number;
@@ -322,6 +325,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     approvalMaxBytes: int('APPROVAL_MAX_BYTES', 65_536, 2, 16 * 1_048_576),
     deniedCooldownMs: duration('DENIED_COOLDOWN', '10m', { allowZero: true }),
     maxWaitsPerCaller: int('MAX_WAITS_PER_CALLER', 20, 1, 100_000),
+    idempotencyMaxKeys: int('IDEMPOTENCY_MAX_KEYS', 1000, 1, 1_000_000),
+    idempotencyMaxBytes: int('IDEMPOTENCY_MAX_BYTES', 1_048_576, 1024, 1024 * 1_048_576),
     // Every wait holds a connection: by default at most half of them may be waits.
     maxWaits: int('MAX_WAITS', Math.max(1, Math.floor(connections.maxConnections / 2)), 1, 1_000_000),
     dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),

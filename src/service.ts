@@ -231,6 +231,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       maxPendingPerRequester: config.maxPendingApprovals,
       maxArgsBytes: config.approvalMaxBytes,
       deniedCooldownMs: config.deniedCooldownMs,
+      keyCaps: { maxKeys: config.idempotencyMaxKeys, maxBytes: config.idempotencyMaxBytes },
       // Each transition queues its webhook events in its own transaction (src/webhooks/outbox.ts).
       webhooks: { endpoints: config.webhooks.endpoints, link: (id) => approvalLink(config.publicUrl, id) },
     });

@@ -53,6 +53,7 @@ describe('loadConfig', () => {
     expect(c.policyReaderRoles).toEqual(['admin', 'approver']);
     expect(c.connections).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 });
     expect(c).toMatchObject({ approvalMaxBytes: 65_536, deniedCooldownMs: 600_000, maxWaitsPerCaller: 20, maxWaits: 512 });
+    expect(c).toMatchObject({ idempotencyMaxKeys: 1000, idempotencyMaxBytes: 1_048_576 });
     expect(Object.isFrozen(c)).toBe(true);
     expect(Object.isFrozen(c.connections)).toBe(true);
     expect(Object.isFrozen(c.policyReaderRoles)).toBe(true);
@@ -87,6 +88,8 @@ describe('loadConfig', () => {
       BUDGET_CONNECTIONS: '2',
       SHUTDOWN_GRACE_MS: '1000',
       MAX_PENDING_APPROVALS: '7',
+      IDEMPOTENCY_MAX_KEYS: '50',
+      IDEMPOTENCY_MAX_BYTES: '65536',
       JWT_MAX_LIFETIME: '3600',
       HEADERS_TIMEOUT: '5s',
       REQUEST_TIMEOUT: '20000',
@@ -113,6 +116,8 @@ describe('loadConfig', () => {
       approvalTtlMs: 1_800_000,
       grantTtlMs: 90_000,
       maxPendingApprovals: 7,
+      idempotencyMaxKeys: 50,
+      idempotencyMaxBytes: 65_536,
       dbPoolMax: 4,
       dbDeadlineMs: 500,
       budgetConnections: 2,
@@ -137,9 +142,11 @@ describe('loadConfig', () => {
       APPROVAL_TTL: 'soon',
       JWT_SECRET: 'short-secret-value',
       MAX_PENDING_APPROVALS: '0',
+      IDEMPOTENCY_MAX_BYTES: '100',
     });
-    expect(problems).toHaveLength(7);
+    expect(problems).toHaveLength(8);
     expect(problems).toContain('MAX_PENDING_APPROVALS must be an integer from 1 to 1000000');
+    expect(problems).toContain('IDEMPOTENCY_MAX_BYTES must be an integer from 1024 to 1073741824');
     expect(problems.join('\n')).toMatch(/PORT/);
     expect(problems.join('\n')).toMatch(/JWT_SECRET must be at least 32 bytes/);
     expect(problems.join('\n')).not.toContain('short-secret-value');

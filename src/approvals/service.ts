@@ -3,7 +3,8 @@
 import type { Sql, TransactionSql } from 'postgres';
 import { StoreUnavailableError } from '../db/errors.js';
 import { modelMessage, spentApprovalMessage } from '../policy/message.js';
-import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
+import { approvalHash } from '../json/canonical.js';
+import type { ApprovalDescriptor, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import type { Approval, ApprovalStatus } from './approval.js';
 import { createApprovalFeed, type ApprovalFeed } from './feed.js';
 import type { ApprovalWaiter } from './notify.js';
@@ -72,17 +73,7 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
       // One statement consumes a granted approval of this requester for exactly this hash; when it
       // does not, the same transaction reads where the approval stands instead.
       const result = await store.consume(approvalId, { sub: identity.user }, fresh.approval.hash, tx);
-      if (result.ok) {
-        const reason = `approval ${result.approval.id} was granted by an operator`;
-        const allowed: DecisionResult = {
-          ...fresh,
-          decision: 'allow',
-          reason,
-          message: modelMessage('allow', request.tool, reason, false),
-          approval: { ...fresh.approval, id: result.approval.id, status: 'consumed' },
-        };
-        return { result: allowed, cited: citedOf(result.approval, true) };
-      }
+      if (result.ok) return { result: grantedResult(fresh, fresh.approval, request, result.approval.id), cited: citedOf(result.approval, true) };
       // Someone else's approval, or none: say nothing about it; a new approval is needed.
       const approval = result.approval;
       if (approval === null) return { result: fresh, cited: null };
@@ -125,6 +116,48 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
       await Promise.all([waiter.close(), feed.close()]);
     },
   };
+}
+
+/** The allow of a call whose approval `approvalId`, asked for by `asked`, was granted and is consumed. */
+export function grantedResult(result: DecisionResult, asked: ApprovalDescriptor, request: DecideRequest, approvalId: string): DecisionResult {
+  const reason = `approval ${approvalId} was granted by an operator`;
+  return {
+    ...result,
+    decision: 'allow',
+    reason,
+    message: modelMessage('allow', request.tool, reason, false),
+    approval: { ...asked, id: approvalId, status: 'consumed' },
+  };
+}
+
+/** What approval `a` asked the operator for, as a decision carries it. */
+export function askedOf(a: Approval): ApprovalDescriptor {
+  return { kind: a.kind, capability: a.capability, presentation: a.presentation, requirements: a.requirements, hash: a.hash };
+}
+
+/**
+ * Whether approval `a`, filed or consumed for this very request, still answers it as the policy
+ * decides it now (`fresh`, before any counter is read): the policy does not deny or abort it, and
+ * `a` holds the requirements the files ask for now, followed only by requirements of the budgets
+ * and rate limits that select the call now (what their counters asked when it was filed). A call
+ * the files allow asks nothing of the files'.
+ */
+export function approvalCovers(a: Approval, fresh: DecisionResult, request: DecideRequest): boolean {
+  if (fresh.decision !== 'allow' && fresh.decision !== 'require_approval') return false;
+  const own = fresh.decision === 'require_approval' ? fresh.approval : undefined;
+  if (fresh.decision === 'require_approval' && own === undefined) return false;
+  const n = own?.requirements.length ?? 0;
+  if (a.requirements.length < n) return false;
+  if (own !== undefined) {
+    const prefix =
+      a.requirements.length === n
+        ? a.hash
+        : approvalHash({ tool: request.tool, args: request.args, context: request.context, requirements: a.requirements.slice(0, n) });
+    if (prefix !== own.hash) return false;
+  }
+  // Limit ids are unique among rule ids too (docs/spec.md section 2.9): a rule cannot pass for a limit.
+  const limits = new Set((fresh.charges ?? []).map((c) => c.limit.id));
+  return a.requirements.slice(n).every((r) => (r.kind === 'budget' || r.kind === 'rate_limit') && limits.has(r.rule));
 }
 
 function citedOf(approval: Approval, sameRequest: boolean): CitedApproval {

@@ -22,7 +22,7 @@ import { StoreUnavailableError } from '../db/errors.js';
 import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalEvent, type ApprovalStatus, type ApprovalSummary, type Requester } from './approval.js';
 import { decodeCursor, encodeCursor, type ListOrder } from './cursor.js';
 import { ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from './errors.js';
-import { onceForKey, sweepKeys, type IdempotencyClaim, type StoredAnswer } from './idempotency.js';
+import { DEFAULT_KEY_CAPS, onceForKey, sweepKeys, type Acted, type IdempotencyClaim, type KeptAnswer, type KeyCaps, type StoredAnswer } from './idempotency.js';
 import { checkName, checkRequester, checkText, HASH, interval, positiveMs, storable } from './input.js';
 import { storedRequirement, toApproval, toSummary, type ApprovalRow, type EventRow, type ListedRow, type SummaryRow } from './rows.js';
 import { isUuid, uuidv7 } from './uuid.js';
@@ -111,6 +111,8 @@ export interface ApprovalStoreOptions {
   deniedCooldownMs?: number;
   /** Where each transition's webhook events are queued (WEBHOOKS); none when absent or without endpoints. */
   webhooks?: OutboxTargets;
+  /** What one caller may keep under Idempotency-Keys (IDEMPOTENCY_MAX_KEYS, IDEMPOTENCY_MAX_BYTES). Default DEFAULT_KEY_CAPS. */
+  keyCaps?: KeyCaps;
 }
 
 export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
@@ -124,6 +126,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
   const cooldownMs = options.deniedCooldownMs ?? 0;
   if (!Number.isSafeInteger(cooldownMs) || cooldownMs < 0) throw new RangeError('deniedCooldownMs must be an integer ≥ 0');
   const cooldown = interval(cooldownMs);
+  const keyCaps = options.keyCaps ?? DEFAULT_KEY_CAPS;
+  for (const [name, value] of Object.entries(keyCaps)) {
+    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`keyCaps.${name} must be a positive integer`);
+  }
   const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, deadlineMs, fn);
   // In the caller's transaction when it has one (idempotent(): the key, the act and the answer commit together).
   const runIn = <T>(tx: TransactionSql | undefined, fn: (tx: TransactionSql) => Promise<T>): Promise<T> => (tx ? fn(tx) : run(fn));
@@ -216,9 +222,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
-  async function get(id: string): Promise<Approval | null> {
+  /** In `inTx` when given (an Idempotency-Key's replay reads the approval its row names). */
+  async function get(id: string, inTx?: TransactionSql): Promise<Approval | null> {
     if (!isUuid(id)) return null;
-    return run(async (tx) => {
+    return runIn(inTx, async (tx) => {
       const row = await selectById(tx, id);
       return row === undefined ? null : toApproval(row);
     });
@@ -457,15 +464,24 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
 
   /**
    * `act` at most once per Idempotency-Key (./idempotency.ts), in one transaction with the key: a
-   * retry gets the answer kept for the key instead of acting again.
+   * retry gets the answer `replay` rebuilds from what the key kept, when it still answers the request,
+   * instead of acting again.
    */
   function idempotent(
     claim: IdempotencyClaim,
-    act: (tx: TransactionSql) => Promise<StoredAnswer>,
-    kept: (status: number) => boolean,
+    act: (tx: TransactionSql) => Promise<Acted>,
+    replay: (tx: TransactionSql, kept: KeptAnswer) => Promise<StoredAnswer | null>,
   ): Promise<StoredAnswer & { replayed: boolean }> {
     checkName('requester.sub', claim.sub);
-    return run((tx) => onceForKey(tx, claim, () => act(tx), kept));
+    return run((tx) =>
+      onceForKey(
+        tx,
+        claim,
+        () => act(tx),
+        (kept) => replay(tx, kept),
+        keyCaps,
+      ),
+    );
   }
 
   async function events(id: string): Promise<ApprovalEvent[]> {
@@ -487,12 +503,20 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
+  /** Whether `at` (an ISO time) is still ahead by the database clock, which reads every expiry. */
+  async function stillAhead(at: string, inTx?: TransactionSql): Promise<boolean> {
+    return runIn(inTx, async (tx) => {
+      const [row] = await tx<{ ahead: boolean }[]>`select ${at}::timestamptz > now() as ahead`;
+      return row?.ahead === true;
+    });
+  }
+
   /** Per rule and kind, the approvals filed since `since` (./stats.ts). */
   function stats(since: Date, fastGrantSeconds: number): Promise<ApprovalStats[]> {
     return run((tx) => approvalStats(tx, since, fastGrantSeconds));
   }
 
-  return { create, get, list, summaries, settled, grant, deny, consume, cancel, sweep, idempotent, events, stats };
+  return { create, get, list, summaries, settled, grant, deny, consume, cancel, sweep, idempotent, stillAhead, events, stats };
 }
 
 export type ApprovalStore = ReturnType<typeof createApprovalStore>;

@@ -9,15 +9,13 @@
 //   409 says allow, and a client runs the call on it). /explain and filing an approval only read.
 import type { TransactionSql } from 'postgres';
 import type { CitedApproval, ApprovalService } from '../approvals/service.js';
-import type { StoredAnswer } from '../approvals/idempotency.js';
-import type { IdempotencyClaim } from '../approvals/idempotency.js';
+import type { Acted, IdempotencyClaim, KeptAnswer, StoredAnswer } from '../approvals/idempotency.js';
 import type { LimitService } from '../budgets/service.js';
 import type { ChargeOutcome } from '../budgets/store.js';
 import { settleCharges, type Standing } from '../policy/limits.js';
 import type { Charge, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import type { AppContext } from './context.js';
 import { HttpError } from './errors.js';
-import { keptStatus } from './idempotency.js';
 
 /** Whether a decision needs the stateful step: budgets or rate limits select a call that may be allowed. */
 export function isCounted(result: DecisionResult): result is DecisionResult & { charges: NonNullable<DecisionResult['charges']> } {
@@ -174,21 +172,23 @@ class Refused extends Error {
 }
 
 /**
- * `act` in one transaction under DB_DEADLINE_MS: with an Idempotency-Key, the key's (a retry reads
- * the kept answer and counts nothing again); an answer thrown as RolledBack is sent, not kept.
+ * `act` in one transaction under DB_DEADLINE_MS: with an Idempotency-Key, the key's (a retry that
+ * `replay` answers from what the key kept counts nothing again); an answer thrown as RolledBack is
+ * sent, not kept.
  */
 export async function answerInTransaction(
   ctx: AppContext,
   limits: LimitService,
   claim: IdempotencyClaim | undefined,
-  act: (tx: TransactionSql) => Promise<StoredAnswer>,
+  act: (tx: TransactionSql) => Promise<Acted>,
+  replay: (tx: TransactionSql, kept: KeptAnswer) => Promise<StoredAnswer | null>,
 ): Promise<StoredAnswer & { replayed: boolean }> {
   try {
     if (claim !== undefined) {
       if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
-      return await ctx.approvals.store.idempotent(claim, act, keptStatus);
+      return await ctx.approvals.store.idempotent(claim, act, replay);
     }
-    return { ...(await limits.transaction(act)), replayed: false };
+    return { ...(await limits.transaction(act)).answer, replayed: false };
   } catch (err) {
     if (err instanceof RolledBack) return { ...err.answer, replayed: false };
     throw err;

@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { IdempotencyKeyReusedError } from '../approvals/idempotency.js';
+import { IdempotencyKeyReusedError, IdempotencyLimitError } from '../approvals/idempotency.js';
 import { WaitLimitError } from '../approvals/notify.js';
 import { ApprovalInputError, ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from '../approvals/errors.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../db/errors.js';
@@ -29,12 +29,13 @@ export const ERRORS = {
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   invalid_body: { status: 422, title: 'The body does not match the schema' },
   identity_in_body: { status: 422, title: 'Identity comes from the token, not the body' },
-  idempotency_key_reused: { status: 422, title: 'The Idempotency-Key was used with another body' },
+  idempotency_key_reused: { status: 422, title: 'The Idempotency-Key was used with another body or identity' },
   usage_unattributable: { status: 422, title: 'The spend cannot be counted' },
   invalid_query: { status: 400, title: 'Invalid query parameters' },
   reload_failed: { status: 422, title: 'The policies did not load' },
   too_many_pending: { status: 429, title: 'Too many pending approvals' },
   too_many_waits: { status: 429, title: 'Too many waits' },
+  too_many_idempotency_keys: { status: 429, title: 'Too many Idempotency-Keys kept' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'A dependency is unavailable' },
   outcome_unknown: { status: 504, title: 'Whether the request took effect is unknown' },
@@ -114,10 +115,17 @@ export function toHttpError(err: unknown): HttpError {
     });
   }
   if (err instanceof IdempotencyKeyReusedError) {
+    const by = err.what === 'body' ? 'with another body' : "by another identity of the same sub (the token's other claims differ)";
+    return new HttpError('idempotency_key_reused', `this Idempotency-Key was already used, within 24 hours, ${by}: use a new key for a new request`, {
+      errors: [{ pointer: '', message: 'idempotency_key_reused' }],
+    });
+  }
+  if (err instanceof IdempotencyLimitError) {
+    const setting = err.limit === 'keys' ? 'IDEMPOTENCY_MAX_KEYS' : 'IDEMPOTENCY_MAX_BYTES';
     return new HttpError(
-      'idempotency_key_reused',
-      'this Idempotency-Key was already used, within 24 hours, with another body: use a new key for a new request',
-      { errors: [{ pointer: '', message: 'idempotency_key_reused' }] },
+      'too_many_idempotency_keys',
+      `you already keep ${err.max} ${err.limit === 'keys' ? 'Idempotency-Keys' : 'bytes of Idempotency-Key answers'} (${setting}); nothing was done. Send the request without a key, or retry once older keys are forgotten (24 hours after their use)`,
+      { retryAfterSec: err.retryAfterSec },
     );
   }
   if (err instanceof PendingLimitError) {

@@ -1,5 +1,5 @@
 // The Idempotency-Key header (docs/spec.md section 5.3) as the routes read it, and a kept answer as
-// they send it again. The store keeps the answers (src/approvals/idempotency.ts).
+// they send it again. The store keeps what each key's act did (src/approvals/idempotency.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { IDEMPOTENCY_KEY, type IdempotencyClaim, type IdempotentRoute, type StoredAnswer } from '../approvals/idempotency.js';
 import { canonicalize, sha256 } from '../json/canonical.js';
@@ -17,12 +17,25 @@ export function idempotencyClaim(request: FastifyRequest, route: IdempotentRoute
   }
   if (!IDEMPOTENCY_KEY.test(key)) throw new HttpError('bad_request', 'an Idempotency-Key is 1 to 255 visible ASCII characters');
   // The body as parsed strictly, numbers as written: `150` and `150.0` are two bodies.
-  return { sub: identity.user, route, key, bodyHash: sha256(canonicalize(request.body as JsonObject)) };
+  return { sub: identity.user, route, key, bodyHash: sha256(canonicalize(request.body as JsonObject)), identityHash: identityDigest(identity) };
 }
 
-/** What is kept for a key: the answers that say what became of the request. A 429 or a 5xx is not: the retry acts afresh. */
-export function keptStatus(status: number): boolean {
-  return status >= 200 && status < 500 && status !== 429;
+/**
+ * The token's registered claims that say when it was issued, how long it lives and which token it
+ * is (RFC 7519 section 4.1.4–4.1.7): a refreshed token of the same identity differs only in them, and
+ * a retry may carry one. Every request is decided again on its own token, these claims included.
+ */
+const TOKEN_INSTANCE_CLAIMS: ReadonlySet<string> = new Set(['exp', 'nbf', 'iat', 'jti']);
+
+/**
+ * The SHA-256 of the identity a request was decided for: `sub`, team, agent, roles and every other
+ * claim of its token (conditions read any of them) but those of TOKEN_INSTANCE_CLAIMS. A key's row
+ * answers only the identity with this digest.
+ */
+export function identityDigest(identity: Identity): string {
+  const claims: JsonObject = {};
+  for (const [name, value] of Object.entries(identity.claims ?? {})) if (!TOKEN_INSTANCE_CLAIMS.has(name)) claims[name] = value;
+  return sha256(canonicalize({ user: identity.user, team: identity.team, agent: identity.agent, roles: [...identity.roles], claims }));
 }
 
 /** Sends an answer (new or kept); a kept one says so in `Idempotent-Replayed`. */

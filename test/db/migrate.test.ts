@@ -54,10 +54,11 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0012_budgets.sql',
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
+      '0015_idempotency_references.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -97,9 +98,10 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0012_budgets.sql',
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
+      '0015_idempotency_references.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -195,6 +197,7 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       '0012_budgets.sql',
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
+      '0015_idempotency_references.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
@@ -260,6 +263,7 @@ test('0010: a denial written before it keeps its reason as the message for the a
     '0012_budgets.sql',
     '0013_decision_records.sql',
     '0014_decision_records_json.sql',
+    '0015_idempotency_references.sql',
   ]);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
@@ -293,7 +297,7 @@ test('0014: decision records written as jsonb read back the same as json, and th
     values (${id}, '2026-03-04T05:06:07.123456Z', 'refund', 'alice', '["agent"]', 'allow', 'small',
             '["sha256:${db.sql.unsafe('a'.repeat(64))}"]', '{"amount": 12.50, "order": "A-1"}', '{"sub": "alice"}', null, null)`;
 
-  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0014_decision_records_json.sql']);
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0014_decision_records_json.sql', '0015_idempotency_references.sql']);
   const types = await db.sql<{ column_name: string; data_type: string }[]>`
     select column_name, data_type from information_schema.columns
      where table_name = 'decisions' and column_name in ('roles', 'policies', 'args', 'claims', 'context', 'run') order by column_name`;
@@ -316,3 +320,39 @@ test('0014: decision records written as jsonb read back the same as json, and th
            values (gen_random_uuid(), '2026-03-04T06:00:00Z', 'refund', 'alice', '{"not": "an array"}', 'allow', 'small', '[]')`,
   ).rejects.toThrow(/decisions_roles/);
 });
+
+test('0015: Idempotency-Key rows written before it are deleted (they name no identity); a row refers to what was done', async () => {
+  const db = await emptyDatabase();
+  const files: Record<string, string> = {};
+  for (const name of (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_/.test(f) && f < '0015')) {
+    files[name] = await readFile(join(MIGRATIONS_DIR, name), 'utf8');
+  }
+  await migrate(db.sql, await migrationsDir(files));
+  const hash = `sha256:${'b'.repeat(64)}`;
+  await db.sql`
+    insert into idempotency_keys (sub, route, key, body_hash, status, response)
+    values ('alice', 'decide', 'k1', ${hash}, 200, '{"decision":"allow"}')`;
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0015_idempotency_references.sql']);
+  expect(await db.sql`select 1 from idempotency_keys`).toHaveLength(0);
+  const row = (kind: string, approval: string | null, decision: string | null, response: string | null) => db.sql`
+    insert into idempotency_keys (sub, route, key, body_hash, identity_hash, kind, status, approval_id, decision_id, response)
+    values ('alice', 'decide', ${randomKey()}, ${hash}, ${hash}, ${kind}, 200, ${approval}, ${decision}, ${response})`;
+  const uuid = '0190a0c0-0000-7000-8000-0000000000f1';
+  await row('allow', null, uuid, null);
+  await row('redeem', uuid, uuid, null);
+  await row('filed', uuid, null, null);
+  await row('body', null, null, '{}');
+  for (const [kind, approval, decision, response] of [
+    ['allow', null, null, null],
+    ['allow', uuid, uuid, null],
+    ['redeem', null, uuid, null],
+    ['filed', uuid, null, '{}'],
+    ['body', null, null, null],
+    ['answer', null, null, '{}'],
+  ] as const) {
+    await expect(row(kind, approval, decision, response), kind).rejects.toThrow(/idempotency_keys_kind/);
+  }
+});
+
+let keys = 0;
+const randomKey = (): string => `key-${++keys}`;

@@ -54,6 +54,8 @@ export interface TestAppOptions {
   maxPendingApprovals?: number;
   approvalMaxBytes?: number;
   deniedCooldownMs?: number;
+  /** IDEMPOTENCY_MAX_KEYS and IDEMPOTENCY_MAX_BYTES (default the service's). */
+  keyCaps?: { maxKeys: number; maxBytes: number };
   maxWaitsPerCaller?: number;
   maxWaits?: number;
   /** How often the budget counters of ended windows are swept (default: the service's, 60 s). */
@@ -117,6 +119,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       ...(options.maxPendingApprovals !== undefined ? { maxPendingPerRequester: options.maxPendingApprovals } : {}),
       ...(options.approvalMaxBytes !== undefined ? { maxArgsBytes: options.approvalMaxBytes } : {}),
       ...(options.deniedCooldownMs !== undefined ? { deniedCooldownMs: options.deniedCooldownMs } : {}),
+      ...(options.keyCaps !== undefined ? { keyCaps: options.keyCaps } : {}),
     });
     const waiter = createApprovalWaiter(db.sql, store, {
       recheckMs: 200,

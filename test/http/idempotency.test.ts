@@ -89,24 +89,30 @@ describe('a redeem with an Idempotency-Key', () => {
     expect(await consumeEvents(id)).toBe(1);
   });
 
-  it('keeps a refusal too: a pending approval cited with a key answers the same until a new key is used', async () => {
+  it('keeps no refusal: a pending approval cited with a key is decided afresh, and the same key redeems once granted', async () => {
     const sub = newSub();
     const body = bigRefund();
     const { id } = (await send(t, '/approvals', body, agent(sub))).json() as { id: string };
     const key = randomUUID();
     const pending = await send(t, '/decide', { ...body, approval_id: id }, agent(sub), key);
     expect(pending.json()).toMatchObject({ decision: 'require_approval', next: { action: 'wait' } });
+    expect(await t.db!.sql`select 1 from idempotency_keys where key = ${key}`).toHaveLength(0);
     await send(t, `/approvals/${id}/grant`, {}, approverToken());
-    // The same key reads the kept refusal; a new key redeems.
-    expect((await send(t, '/decide', { ...body, approval_id: id }, agent(sub), key)).body).toBe(pending.body);
-    expect((await send(t, '/decide', { ...body, approval_id: id }, agent(sub), randomUUID())).statusCode).toBe(200);
+    const redeemed = await send(t, '/decide', { ...body, approval_id: id }, agent(sub), key);
+    expect(redeemed.statusCode).toBe(200);
+    expect(redeemed.headers['idempotent-replayed']).toBeUndefined();
+    const again = await send(t, '/decide', { ...body, approval_id: id }, agent(sub), key);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe(redeemed.body);
+    expect(await consumeEvents(id)).toBe(1);
   });
 
   it('the same key with another body is 422, and acts on nothing', async () => {
     const sub = newSub();
+    const spent = await granted(sub);
     const { id, body } = await granted(sub);
     const key = randomUUID();
-    await send(t, '/decide', { ...body, approval_id: randomUUID() }, agent(sub), key);
+    expect((await send(t, '/decide', { ...spent.body, approval_id: spent.id }, agent(sub), key)).statusCode).toBe(200);
     const reused = await send(t, '/decide', { ...body, approval_id: id }, agent(sub), key);
     expect(reused.statusCode).toBe(422);
     expect(reused.json()).toMatchObject({ code: 'idempotency_key_reused' });
@@ -121,8 +127,8 @@ describe('a redeem with an Idempotency-Key', () => {
         headers: { ...bearer(agent(sub)), 'content-type': 'application/json', 'idempotency-key': k2 },
         payload: text(amount),
       });
-    expect((await raw('120.0')).statusCode).toBe(403);
-    expect((await raw('120')).statusCode).toBe(422);
+    expect((await raw('120')).statusCode).toBe(200);
+    expect((await raw('120.0')).statusCode).toBe(422);
   });
 
   it('keys are per caller: another sub with the same key acts for itself', async () => {
@@ -202,13 +208,15 @@ describe('filing with an Idempotency-Key', () => {
     }
   });
 
-  it('a decision other than require_approval is kept as its 409', async () => {
+  it('a 409 that counted nothing changed nothing: it is not kept, and a retry is decided afresh', async () => {
     const sub = newSub();
     const key = randomUUID();
     const first = await send(t, '/approvals', { tool: 'lookup_order', args: { order: 'A1' } }, agent(sub), key);
     expect(first.statusCode).toBe(409);
     const retry = await send(t, '/approvals', { tool: 'lookup_order', args: { order: 'A1' } }, agent(sub), key);
-    expect(retry.body).toBe(first.body);
-    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.statusCode).toBe(409);
+    expect(retry.headers['idempotent-replayed']).toBeUndefined();
+    expect(retry.json()).toMatchObject({ decision: 'allow', rule: 'lookups' });
+    expect(await t.db!.sql`select 1 from idempotency_keys where key = ${key}`).toHaveLength(0);
   });
 });

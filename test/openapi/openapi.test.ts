@@ -1188,6 +1188,21 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     }
   });
 
+  it('Idempotency-Key: 429 with Retry-After past IDEMPOTENCY_MAX_KEYS, on /usage, /decide and POST /approvals', async () => {
+    const capped = await createTestApp({ policyDir: 'test/cases/budgets', env: null, database: true, keyCaps: { maxKeys: 1, maxBytes: 1_048_576 } });
+    const agent = token({ sub: `keys-${randomUUID().slice(0, 8)}`, team: 'support', agent: 'bot' });
+    const key = (): Record<string, string> => ({ 'idempotency-key': randomUUID() });
+    try {
+      await call(capped, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 200);
+      expect((await call(capped, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 429)).code).toBe('too_many_idempotency_keys');
+      const refund = (amount: number) => ({ tool: 'refund', args: { order: 'K1', amount } });
+      expect((await call(capped, { url: '/decide', token: agent, body: refund(1), headers: key() }, 429)).code).toBe('too_many_idempotency_keys');
+      expect((await call(capped, { url: '/approvals', token: agent, body: refund(5000), headers: key() }, 429)).code).toBe('too_many_idempotency_keys');
+    } finally {
+      await capped.close();
+    }
+  });
+
   it('approvals: 413 past APPROVAL_MAX_BYTES, 409 recently_denied within DENIED_COOLDOWN, 429 past MAX_WAITS_PER_CALLER', async () => {
     const bounded = await createTestApp({ database: true, approvalMaxBytes: 256, deniedCooldownMs: 60_000, maxWaitsPerCaller: 1 });
     try {

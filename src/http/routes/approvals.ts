@@ -9,7 +9,7 @@ import type { ApprovalService } from '../../approvals/service.js';
 import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalStatus, type ApprovalSummary } from '../../approvals/approval.js';
 import type { ListOrder } from '../../approvals/cursor.js';
 import type { FeedEvent } from '../../approvals/feed.js';
-import type { StoredAnswer } from '../../approvals/idempotency.js';
+import type { Acted, KeptAnswer, StoredAnswer } from '../../approvals/idempotency.js';
 import type { TransitionResult } from '../../approvals/store.js';
 import { canonicalize } from '../../json/canonical.js';
 import type { JsonObject } from '../../json/value.js';
@@ -21,7 +21,8 @@ import type { AppContext } from '../context.js';
 import { answerInTransaction, isCounted, limitsOf, settleFiling } from '../counted.js';
 import { decisionBody, sendDecision } from '../decisions.js';
 import { HttpError, problemOf } from '../errors.js';
-import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
+import { idempotencyClaim, sendAnswer } from '../idempotency.js';
+import { replayedFiling } from '../replays.js';
 import { sendCanonical } from '../reply.js';
 
 const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instructions to follow.';
@@ -87,10 +88,14 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     const decisionId = randomUUID();
     if (fresh.internalError) return sendDecision(reply, fresh, decisionId);
     const claim = idempotencyClaim(request, 'approvals', identity);
-    // Filing (or the 409 with the decision), as the text sent: with a key, kept in the key's transaction.
-    const file = async (result: typeof fresh, tx?: TransactionSql): Promise<StoredAnswer> => {
+    // Filing (or the 409 with the decision), as the text sent, and what a key keeps of it: the approval
+    // filed or found, or a counted allow; a 409 that counted nothing changed nothing.
+    const file = async (result: typeof fresh, counted: boolean, tx?: TransactionSql): Promise<Acted> => {
       const descriptor = result.decision === 'require_approval' ? result.approval : undefined;
-      if (descriptor === undefined) return { status: 409, body: JSON.stringify(decisionBody(result, decisionId)) };
+      if (descriptor === undefined) {
+        const answer = { status: 409, body: JSON.stringify(decisionBody(result, decisionId)) };
+        return { answer, kept: counted ? { kind: 'allow', status: 409, decisionId } : null };
+      }
       const { approval, created } = await store.create(
         {
           descriptor,
@@ -105,16 +110,38 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       );
       const run = req.run?.id !== undefined ? { run_id: req.run.id } : {};
       request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user, ...run }, 'approval requested');
-      return { status: created ? 201 : 200, body: canonicalize(approvalView(approval, isApprover(identity))) };
+      const status = created ? 201 : 200;
+      return { answer: { status, body: canonicalize(approvalView(approval, isApprover(identity))) }, kept: { kind: 'filed', status, approvalId: approval.id } };
+    };
+    // A retry is decided again first (`fresh`, for its own identity); what its key kept answers it
+    // only when that decision stands behind it (../replays.ts): the approval as it stands now, or the
+    // counted allow's 409 under its first decision id.
+    const replay = async (tx: TransactionSql, kept: KeptAnswer): Promise<StoredAnswer | null> => {
+      if (kept.kind === 'allow') return fresh.decision === 'allow' ? { status: kept.status, body: JSON.stringify(decisionBody(fresh, kept.decisionId)) } : null;
+      const approval = await replayedFiling(service(), tx, kept, fresh, req, identity);
+      return approval === null ? null : { status: kept.status, body: canonicalize(approvalView(approval, isApprover(identity))) };
     };
     // Budgets and rate limits select the call: their counters say whether it needs an approval (and a
     // call found allowed is counted: its 409 says allow).
     if (isCounted(fresh)) {
       const limits = limitsOf(ctx);
-      const answer = await answerInTransaction(ctx, limits, claim, async (tx) => file((await settleFiling(tx, limits, fresh, req)).result, tx));
+      const answer = await answerInTransaction(
+        ctx,
+        limits,
+        claim,
+        async (tx) => {
+          const settled = await settleFiling(tx, limits, fresh, req);
+          return file(settled.result, settled.counted, tx);
+        },
+        replay,
+      );
       return sendAnswer(reply, answer);
     }
-    const answer = claim === undefined ? { ...(await file(fresh)), replayed: false } : await store.idempotent(claim, (tx) => file(fresh, tx), keptStatus);
+    // Only a require_approval files anything: any other answer changes nothing, and needs no key.
+    const answer =
+      claim === undefined || fresh.decision !== 'require_approval'
+        ? { ...(await file(fresh, false)).answer, replayed: false }
+        : await store.idempotent(claim, (tx) => file(fresh, false, tx), replay);
     return sendAnswer(reply, answer);
   });
 

@@ -3,6 +3,8 @@
 // decided again from scratch and a matching granted approval is redeemed (src/approvals).
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TransactionSql } from 'postgres';
+import type { KeptAnswer, StoredAnswer } from '../../approvals/idempotency.js';
 import type { CitedApproval } from '../../approvals/service.js';
 import { decide } from '../../policy/decide.js';
 import type { DecideRequest, DecisionResult, Identity, PolicySet } from '../../policy/model.js';
@@ -12,7 +14,8 @@ import { approvalKindField, decisionFacts } from '../decision-facts.js';
 import { answerInTransaction, isCounted, limitsOf, RolledBack, settleDecision, settleOnLanes, type Settled } from '../counted.js';
 import { decisionAnswer, sendDecision } from '../decisions.js';
 import { HttpError } from '../errors.js';
-import { idempotencyClaim, keptStatus, sendAnswer } from '../idempotency.js';
+import { idempotencyClaim, sendAnswer } from '../idempotency.js';
+import { keptOfDecision, replayedDecision } from '../replays.js';
 import { decideInShadow } from '../shadow.js';
 
 export interface DecideBody extends ToolCall {
@@ -33,12 +36,21 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
     const req = toDecideRequest(body);
     const started = process.hrtime.bigint();
     const set = ctx.policies.current();
-    let result = decide(set, req, identity);
+    // Every request is decided for its own caller first, an Idempotency-Key's retry included: what a
+    // key kept answers it only when this decision still stands behind it (../replays.ts).
+    const fresh = decide(set, req, identity);
     const durationUs = Number(process.hrtime.bigint() - started) / 1000;
-    if (ctx.shadow) decideInShadow(ctx, request, decisionId, req, identity, result);
+    if (ctx.shadow) decideInShadow(ctx, request, decisionId, req, identity, fresh);
+    if (!isCounted(fresh) && (body.approval_id === undefined || fresh.internalError)) {
+      // The hot path: no database, no closure.
+      logDecision(ctx, request, decisionId, req, set, identity, durationUs, body.approval_id, fresh.decision, fresh.rule, approvalKindField(fresh));
+      return sendDecision(reply, fresh, decisionId, nextOf(fresh, null));
+    }
+    const log = (decision: DecisionResult['decision'], rule: string, extra?: Record<string, unknown>): void =>
+      logDecision(ctx, request, decisionId, req, set, identity, durationUs, body.approval_id, decision, rule, extra);
     // Budgets and rate limits select the call: it is counted in the database before it is answered.
-    if (isCounted(result)) {
-      const fresh = result;
+    if (isCounted(fresh)) {
+      const keyed = keyedReplay(ctx, fresh, req, identity);
       const limits = limitsOf(ctx);
       const claim = idempotencyClaim(request, 'decide', identity);
       let settled: Settled | undefined;
@@ -48,64 +60,81 @@ export function decideRoute(app: FastifyInstance, ctx: AppContext): void {
       const answer =
         settled !== undefined
           ? { ...decisionAnswer(settled.result, decisionId, nextOf(settled.result, null)), replayed: false }
-          : await answerInTransaction(ctx, limits, claim, async (tx) => {
-              const s = await settleDecision(tx, limits, ctx.approvals, fresh, req, identity, body.approval_id);
-              settled = s;
-              const given = decisionAnswer(s.result, decisionId, nextOf(s.result, s.cited));
-              if (s.rollback) throw new RolledBack(given);
-              return given;
-            });
-      const extra = settled === undefined ? undefined : { budgets: countedLog(settled) };
-      if (answer.replayed) {
-        const kept = JSON.parse(answer.body) as { decision: DecisionResult['decision']; rule: string; decision_id: string };
-        logDecision(ctx, request, decisionId, req, set, identity, durationUs, body.approval_id, kept.decision, kept.rule, {
-          replayed: true,
-          replayed_decision_id: kept.decision_id,
-        });
+          : await answerInTransaction(
+              ctx,
+              limits,
+              claim,
+              async (tx) => {
+                const s = await settleDecision(tx, limits, ctx.approvals, fresh, req, identity, body.approval_id);
+                settled = s;
+                const given = decisionAnswer(s.result, decisionId, nextOf(s.result, s.cited));
+                if (s.rollback) throw new RolledBack(given);
+                return { answer: given, kept: keptOfDecision(s.result, decisionId, s.counted) };
+              },
+              keyed.replay,
+            );
+      if (answer.replayed && keyed.replayed !== undefined) {
+        const r = keyed.replayed;
+        log(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId });
       } else {
         const final = settled?.result ?? fresh;
-        logDecision(ctx, request, decisionId, req, set, identity, durationUs, body.approval_id, final.decision, final.rule, extra);
+        log(final.decision, final.rule, settled === undefined ? undefined : { budgets: countedLog(settled) });
       }
       return sendAnswer(reply, answer);
     }
-    if (body.approval_id === undefined || result.internalError) {
-      // The hot path: no database, no closure.
-      logDecision(ctx, request, decisionId, req, set, identity, durationUs, body.approval_id, result.decision, result.rule, approvalKindField(result));
-      return sendDecision(reply, result, decisionId, nextOf(result, null));
-    }
-    const log = (decision: DecisionResult['decision'], rule: string, extra?: Record<string, unknown>): void =>
-      logDecision(ctx, request, decisionId, req, set, identity, durationUs, body.approval_id, decision, rule, extra);
     const claim = idempotencyClaim(request, 'decide', identity);
     if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
     const { approvals } = ctx;
-    const approvalId = body.approval_id;
+    const approvalId = body.approval_id as string; // not the hot path: cited
     // A sub the store cannot hold is the token's 401 (errors.ts), never a 500.
-    if (claim !== undefined) {
-      // The redeem and its answer in one transaction with the key: a retry reads this answer.
-      const fresh = result;
+    // Only a require_approval can consume a grant: any other answer changes nothing, and needs no key.
+    if (claim !== undefined && fresh.decision === 'require_approval') {
+      // The redeem and what the key keeps of it in one transaction: a retry is answered from it.
+      const keyed = keyedReplay(ctx, fresh, req, identity);
+      let result = fresh;
       const answer = await approvals.store.idempotent(
         claim,
         async (tx) => {
           const redeemed = await approvals.redeem(fresh, req, approvalId, identity, tx);
           result = redeemed.result;
-          return decisionAnswer(result, decisionId, nextOf(result, redeemed.cited));
+          return { answer: decisionAnswer(result, decisionId, nextOf(result, redeemed.cited)), kept: keptOfDecision(result, decisionId, false) };
         },
-        keptStatus,
+        keyed.replay,
       );
-      if (answer.replayed) {
-        const kept = JSON.parse(answer.body) as { decision: DecisionResult['decision']; rule: string; decision_id: string };
-        log(kept.decision, kept.rule, { replayed: true, replayed_decision_id: kept.decision_id });
-      } else {
-        log(result.decision, result.rule);
-      }
+      const r = answer.replayed ? keyed.replayed : undefined;
+      if (r !== undefined) log(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId });
+      else log(result.decision, result.rule);
       return sendAnswer(reply, answer);
     }
-    const redeemed = await approvals.redeem(result, req, approvalId, identity);
-    result = redeemed.result;
-    log(result.decision, result.rule);
-    return sendDecision(reply, result, decisionId, nextOf(result, redeemed.cited));
+    const redeemed = await approvals.redeem(fresh, req, approvalId, identity);
+    log(redeemed.result.decision, redeemed.result.rule);
+    return sendDecision(reply, redeemed.result, decisionId, nextOf(redeemed.result, redeemed.cited));
   });
 }
+
+/**
+ * How a keyed /decide retry is answered from what its key kept: the allow rebuilt under the decision
+ * id first given, when the decision made now stands behind it; `replayed` says which, for the log.
+ */
+function keyedReplay(
+  ctx: AppContext,
+  fresh: DecisionResult,
+  req: DecideRequest,
+  identity: Identity,
+): { replay: (tx: TransactionSql, kept: KeptAnswer) => Promise<StoredAnswer | null>; readonly replayed: Replayed | undefined } {
+  let replayed: Replayed | undefined;
+  return {
+    async replay(tx, kept) {
+      replayed = (await replayedDecision(ctx.approvals, tx, kept, fresh, req, identity)) ?? undefined;
+      return replayed === undefined ? null : decisionAnswer(replayed.result, replayed.decisionId, nextOf(replayed.result, null));
+    },
+    get replayed() {
+      return replayed;
+    },
+  };
+}
+
+type Replayed = { result: DecisionResult; decisionId: string };
 
 /**
  * What the decision log says of a counted call: each limit, whether the call counted in it (an

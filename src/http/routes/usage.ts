@@ -87,27 +87,35 @@ export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
     }
     const limits = limitsOf(ctx);
     const usd = spend.amount;
-    const answer = await answerInTransaction(ctx, limits, claim, async (tx) => {
-      const after = await limits.store.record(tx, charges, usd);
-      const recorded = charges.map((c): JsonObject => {
-        const limit = c.limit;
-        const standing = after.get(c)!; // recorded: every charge has a key here
-        const out: JsonObject = { id: limit.id, policy: limit.policy, scope: limit.scope };
-        if (limit.type === 'budget') {
-          putAmount(out, 'max_usd', limit.max);
-          out.per = limit.per.text;
-        }
-        assignMembers(out, standingObject(limit, standing));
-        // The calls this budget selects are refused from now on in this window.
-        out.reached = limit.type === 'budget' && compareAmounts(standing.counted, limit.max) >= 0;
-        return out;
-      });
-      const result: JsonObject = { recorded };
-      // The amount counted, in plain decimal (`1e1` was counted as 10).
-      putAmount(result, 'usd', { ...usd, written: usd.text });
-      if (body.for !== undefined) result.for = { ...body.for };
-      return { status: 200, body: canonicalize(result) };
-    });
+    const answer = await answerInTransaction(
+      ctx,
+      limits,
+      claim,
+      async (tx) => {
+        const after = await limits.store.record(tx, charges, usd);
+        const recorded = charges.map((c): JsonObject => {
+          const limit = c.limit;
+          const standing = after.get(c)!; // recorded: every charge has a key here
+          const out: JsonObject = { id: limit.id, policy: limit.policy, scope: limit.scope };
+          if (limit.type === 'budget') {
+            putAmount(out, 'max_usd', limit.max);
+            out.per = limit.per.text;
+          }
+          assignMembers(out, standingObject(limit, standing));
+          // The calls this budget selects are refused from now on in this window.
+          out.reached = limit.type === 'budget' && compareAmounts(standing.counted, limit.max) >= 0;
+          return out;
+        });
+        const result: JsonObject = { recorded };
+        // The amount counted, in plain decimal (`1e1` was counted as 10).
+        putAmount(result, 'usd', { ...usd, written: usd.text });
+        if (body.for !== undefined) result.for = { ...body.for };
+        const text = canonicalize(result);
+        // The counters after this report cannot be read again later: the answer is kept as sent.
+        return { answer: { status: 200, body: text }, kept: { kind: 'body', status: 200, body: text } };
+      },
+      async (_tx, kept) => (kept.kind === 'body' ? { status: kept.status, body: kept.body } : null),
+    );
     request.log.info(
       {
         tool: body.tool,
