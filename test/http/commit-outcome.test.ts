@@ -56,7 +56,14 @@ afterAll(async () => {
 async function openApp(deadlineMs: number): Promise<TestApp> {
   const options = { connectTimeoutMs: 1_000, reconnectBackoffMaxMs: 100 };
   const sql = createSql(proxy.url, options);
-  const app = await createTestApp({ policyDir: dir, env: null, deadlineMs, lanes: 1, laneOptions: options, database: { url: proxy.url, sql, drop: async () => undefined } });
+  const app = await createTestApp({
+    policyDir: dir,
+    env: null,
+    deadlineMs,
+    lanes: 1,
+    laneOptions: options,
+    database: { url: proxy.url, sql, drop: async () => undefined },
+  });
   opened.push({ app, sql });
   return app;
 }

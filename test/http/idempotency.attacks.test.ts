@@ -57,7 +57,7 @@ afterAll(async () => {
 
 const unique = (label: string): string => `${label}-${randomUUID().slice(0, 8)}`;
 /** A token of `sub`: team support unless said otherwise. */
-const as = (sub: string, claims: Record<string, unknown> = {}): string => token({ sub, team: 'support', agent: 'bot', ...claims });
+const as = (sub: string, claims: Record<string, unknown> = {}): string => token({ sub, team: 'support', agent: 'bot', roles: ['usage_reporter'], ...claims });
 
 function send(url: string, body: unknown, tok: string, key?: string, app = t): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = { ...bearer(tok), 'content-type': 'application/json' };

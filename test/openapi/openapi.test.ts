@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LIMITS } from '../../src/approvals/approval.js';
 import { WaitLimitError } from '../../src/approvals/notify.js';
-import { StoreUnavailableError } from '../../src/db/errors.js';
+import { OutcomeUnknownError, StoreUnavailableError } from '../../src/db/errors.js';
 import { ERRORS } from '../../src/http/errors.js';
 import { SESSION_ROUTES } from '../../src/http/session.js';
 import { createJwksKeys } from '../../src/http/jwks.js';
@@ -1190,7 +1190,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
 
   it('Idempotency-Key: 429 with Retry-After past IDEMPOTENCY_MAX_KEYS, on /usage, /decide and POST /approvals', async () => {
     const capped = await createTestApp({ policyDir: 'test/cases/budgets', env: null, database: true, keyCaps: { maxKeys: 1, maxBytes: 1_048_576 } });
-    const agent = token({ sub: `keys-${randomUUID().slice(0, 8)}`, team: 'support', agent: 'bot' });
+    const agent = token({ sub: `keys-${randomUUID().slice(0, 8)}`, team: 'support', agent: 'bot', roles: ['usage_reporter'] });
     const key = (): Record<string, string> => ({ 'idempotency-key': randomUUID() });
     try {
       await call(capped, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 200);
@@ -1258,6 +1258,25 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       await call(db, { url: `/approvals/${id}/cancel`, token: supportToken() }, 500);
     } finally {
       for (const s of spies) s.mockRestore();
+    }
+    // A COMMIT sent whose outcome could not be learned (docs/spec.md section 5.1.1): 504 on every
+    // route that writes.
+    const unknown = (): OutcomeUnknownError => new OutcomeUnknownError();
+    const writes = [
+      vi.spyOn(store, 'consume').mockRejectedValueOnce(unknown()),
+      vi.spyOn(store, 'create').mockRejectedValueOnce(unknown()),
+      vi.spyOn(store, 'grant').mockRejectedValueOnce(unknown()),
+      vi.spyOn(store, 'deny').mockRejectedValueOnce(unknown()),
+      vi.spyOn(store, 'cancel').mockRejectedValueOnce(unknown()),
+    ];
+    try {
+      await call(db, { url: '/decide', token: supportToken(), body: { ...REFUND, approval_id: id } }, 504);
+      await call(db, { url: '/approvals', token: supportToken('agent-504'), body: REFUND }, 504);
+      await call(db, { url: `/approvals/${id}/grant`, token: approverToken() }, 504);
+      await call(db, { url: `/approvals/${id}/deny`, token: approverToken() }, 504);
+      await call(db, { url: `/approvals/${id}/cancel`, token: supportToken() }, 504);
+    } finally {
+      for (const s of writes) s.mockRestore();
     }
   });
 
@@ -1471,6 +1490,13 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       const reused = randomUUID();
       await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key(reused) }, 200);
       await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 2 }, headers: key(reused) }, 422);
+      // A COMMIT sent whose outcome could not be learned (docs/spec.md section 5.1.1).
+      const record = vi.spyOn(counted.ctx.limits!.store, 'record').mockRejectedValueOnce(new OutcomeUnknownError());
+      try {
+        await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 504);
+      } finally {
+        record.mockRestore();
+      }
       // A run-scoped max_usd budget needs the report's run id.
       const dir = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-usage-'));
       await writeFile(join(dir, 'u.yaml'), 'policy: u\ndefault: allow\nbudgets:\n  - {id: per-run-spend, tools: llm, max_usd: 5, per: day, scope: run}\n');
