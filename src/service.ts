@@ -188,6 +188,12 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       const embedded = await startEmbeddedPostgres({ dataDir: join(config.dataDir, 'pg') });
       opened.push('the embedded PostgreSQL', () => embedded.stop());
       url = embedded.url;
+      if (embedded.stoppedOrphan !== null) {
+        logger.warn(
+          { pid: embedded.stoppedOrphan, dataDir: embedded.dataDir },
+          'stopped the embedded PostgreSQL that a Gatehouse which is no longer running left behind (it was killed, or crashed)',
+        );
+      }
       logger.info({ dataDir: embedded.dataDir }, 'started the embedded PostgreSQL (set DATABASE_URL to use your own)');
       checkpoint();
     }
