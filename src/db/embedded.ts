@@ -61,17 +61,24 @@ export interface EmbeddedPostgres {
   stop(): Promise<void>;
 }
 
-/** The data directory holds a running server already (another `npm start` in the same checkout). */
+/**
+ * The data directory holds a running server already: another `npm start` in the same checkout
+ * (`gatehouse`), or a server Gatehouse did not start, which is never stopped for it (`foreign`).
+ */
 export class DataDirInUseError extends Error {
   constructor(
     readonly dataDir: string,
     readonly pid: number,
     readonly owner: string | null,
+    readonly holder: 'gatehouse' | 'foreign' = 'gatehouse',
   ) {
+    const by = owner === null ? '' : `, started by ${owner}`;
     super(
-      `the embedded PostgreSQL data directory ${dataDir} is in use by PostgreSQL process ${pid}` +
-        `${owner === null ? '' : `, started by ${owner}`}: another Gatehouse is running from this directory. ` +
-        'Stop it, or give this one another DATA_DIR, or a DATABASE_URL.',
+      holder === 'gatehouse'
+        ? `the embedded PostgreSQL data directory ${dataDir} is in use by PostgreSQL process ${pid}${by}: another Gatehouse is running from this directory. ` +
+            'Stop it, or give this one another DATA_DIR, or a DATABASE_URL.'
+        : `the embedded PostgreSQL data directory ${dataDir} is in use by PostgreSQL process ${pid}${by}, which no Gatehouse started, so it is left alone. ` +
+            `Stop it if nothing uses it (kill -INT ${pid}: a fast shutdown), or give this one another DATA_DIR, or a DATABASE_URL.`,
     );
     this.name = 'DataDirInUseError';
   }
@@ -284,9 +291,9 @@ async function claimDataDir(dataDir: string, shown: string): Promise<number | nu
   const holder = await holderOf(dataDir);
   if (holder === null) return null;
   const starter = holder.info === null ? null : startedBy(holder.info.args, dataDir);
-  if (holder.info === null || starter === null || holder.info.ppid === starter) {
-    throw new DataDirInUseError(shown, holder.pid, await ownerOf(holder.pid));
-  }
+  // Without a way to read the process (no /proc, no ps) nothing tells an orphan: trust the lock.
+  if (holder.info === null || holder.info.ppid === starter) throw new DataDirInUseError(shown, holder.pid, await ownerOf(holder.pid));
+  if (starter === null) throw new DataDirInUseError(shown, holder.pid, await ownerOf(holder.pid), 'foreign');
   await stopOrphan(holder.pid, shown);
   return holder.pid;
 }
@@ -358,16 +365,13 @@ function alive(pid: number): boolean {
   }
 }
 
-/** "process N (command line)" of a PostgreSQL process's parent, where /proc tells (Linux). */
+/** "process N (command line)" of a PostgreSQL process's parent, where /proc or ps tells. */
 async function ownerOf(pid: number): Promise<string | null> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    const cmdline = (await readFile(`/proc/${ppid}/cmdline`, 'utf8')).split('\0').filter(Boolean).join(' ');
-    return `process ${ppid} (${cmdline.length > 120 ? `${cmdline.slice(0, 117)}...` : cmdline})`;
-  } catch {
-    return null;
-  }
+  const info = await processInfo(pid);
+  const parent = info === null ? null : await processInfo(info.ppid);
+  if (info === null || parent === null) return null;
+  const cmdline = parent.args.join(' ');
+  return `process ${info.ppid} (${cmdline.length > 120 ? `${cmdline.slice(0, 117)}...` : cmdline})`;
 }
 
 // ---- root: the `postgres` user, and paths it can reach ---------------------------------------------
