@@ -5,6 +5,7 @@ import { parseJson } from './json/parse.js';
 import { isJsonObject, type JsonValue } from './json/value.js';
 import { amountOfText, REPORT_DECIMALS } from './policy/amount.js';
 import type { Amount } from './policy/model.js';
+import { DURATION_FORMAT, isBareNumber, parseDuration } from './policy/duration.js';
 import { WEBHOOK_EVENT_TYPES, type WebhookEndpoint, type WebhookEventType, type WebhookFormat } from './webhooks/events.js';
 
 export type JwtAlgorithm = 'HS256' | 'RS256' | 'ES256' | 'EdDSA';
@@ -164,33 +165,45 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     const v = env[name];
     return v === undefined || v === '' ? fallback : v;
   };
-  const int = (name: string, fallback: number, min: number, max: number): number => {
+  // `unit`: a setting whose name gives its unit (DB_DEADLINE_MS, FAST_GRANT_SECONDS) takes digits
+  // alone, in that unit, whatever durations elsewhere read.
+  const int = (name: string, fallback: number, min: number, max: number, unit?: 'milliseconds' | 'seconds'): number => {
     const raw = str(name);
     if (raw === null) return fallback;
     const n = Number(raw);
     if (!/^\d+$/.test(raw) || n < min || n > max) {
-      problems.push(`${name} must be an integer from ${min} to ${max}`);
+      problems.push(
+        unit === undefined
+          ? `${name} must be an integer from ${min} to ${max}`
+          : `${name} must be a number of ${unit} from ${min} to ${max}, digits only (its name gives the unit)`,
+      );
       return fallback;
     }
     return n;
   };
-  // A duration may be bounded (`range`): a timer beyond 2^31-1 ms fires after 1 ms in Node's
-  // setTimeout, so no timeout may get there; `allowZero` lets "0" mean "off".
-  const duration = (name: string, fallback: string, options: { range?: { min: string; max: string }; allowZero?: boolean } = {}): number => {
-    const { range, allowZero = false } = options;
+  // Every duration is bounded: a timer beyond 2^31-1 ms fires after 1 ms in Node's setTimeout, so no
+  // timeout may get there, and a bound refuses most values written in milliseconds where a bare
+  // number is seconds. `allowZero` lets "0" mean "off"; `wholeSeconds` is for settings kept in
+  // seconds (JWT times).
+  const duration = (name: string, fallback: string, range: DurationRange, options: { allowZero?: boolean; wholeSeconds?: boolean } = {}): number => {
     const raw = str(name, fallback)!;
-    if (allowZero && raw.trim() === '0') return 0;
+    if (options.allowZero === true && raw.trim() === '0') return 0;
     const ms = parseDuration(raw);
-    if (ms === null || (range && (ms < parseDuration(range.min)! || ms > parseDuration(range.max)!))) {
-      problems.push(
-        range
-          ? `${name} must be a duration from ${range.min} to ${range.max} (like 10s, 2m, or a number of milliseconds)`
-          : `${name} must be a duration like 90s, 30m, 24h or a number of milliseconds`,
-      );
+    if (ms === null || ms < parseDuration(range.min)! || ms > parseDuration(range.max)!) {
+      const zero = options.allowZero === true ? ', or 0 (off)' : '';
+      // Digits alone are echoed (a number is no secret): a value meant as milliseconds is then plain to see.
+      const bare = ms !== null && isBareNumber(raw) ? ` (${raw.trim()} is read as seconds; ${raw.trim()}ms is milliseconds)` : '';
+      problems.push(`${name} must be a duration from ${range.min} to ${range.max}${zero}: ${DURATION_FORMAT}${bare}`);
+      return parseDuration(fallback)!;
+    }
+    if (options.wholeSeconds === true && ms % 1000 !== 0) {
+      problems.push(`${name} must be a whole number of seconds (like 30s, 5m, 1h)`);
       return parseDuration(fallback)!;
     }
     return ms;
   };
+  const seconds = (name: string, fallback: string, range: DurationRange, options: { allowZero?: boolean } = {}): number =>
+    duration(name, fallback, range, { ...options, wholeSeconds: true }) / 1000;
   const bool = (name: string): boolean => {
     const raw = str(name, 'false');
     if (raw !== 'true' && raw !== 'false') problems.push(`${name} must be true or false`);
@@ -254,7 +267,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   // The records outlive the process: not kept in the embedded development database under DATA_DIR.
   if (decisionStoreKind === 'postgres' && databaseUrl === null) problems.push('DECISION_STORE=postgres needs DATABASE_URL');
   const decisionQueueMax = int('DECISION_QUEUE_MAX', 10_000, 1, 1_000_000);
-  const decisionRetentionMs = duration('DECISION_RETENTION', '30d', { range: { min: '1d', max: '3650d' } });
+  const decisionRetentionMs = duration('DECISION_RETENTION', '30d', { min: '1d', max: '3650d' });
 
   const logLevel = str('LOG_LEVEL', 'info')!;
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
@@ -265,22 +278,22 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   const adminRole = str('ADMIN_ROLE', 'admin')!;
   const policyReaderRoles = roleList('POLICY_READER_ROLE', str('POLICY_READER_ROLE'), [adminRole, approverRole], problems);
   const connections: ConnectionLimits = {
-    headersTimeoutMs: duration('HEADERS_TIMEOUT', '10s', { range: CONNECTION_TIMEOUT_RANGE }),
-    requestTimeoutMs: duration('REQUEST_TIMEOUT', '15s', { range: CONNECTION_TIMEOUT_RANGE }),
-    keepAliveTimeoutMs: duration('KEEP_ALIVE_TIMEOUT', '72s', { range: CONNECTION_TIMEOUT_RANGE }),
+    headersTimeoutMs: duration('HEADERS_TIMEOUT', '10s', CONNECTION_TIMEOUT_RANGE),
+    requestTimeoutMs: duration('REQUEST_TIMEOUT', '15s', CONNECTION_TIMEOUT_RANGE),
+    keepAliveTimeoutMs: duration('KEEP_ALIVE_TIMEOUT', '72s', CONNECTION_TIMEOUT_RANGE),
     maxConnections: int('MAX_CONNECTIONS', 1024, 1, 1_000_000),
   };
   // Node refuses a headers timeout longer than the request timeout (http.createServer).
   if (connections.headersTimeoutMs > connections.requestTimeoutMs) problems.push('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
 
   const endpoints = webhookEndpoints(str('WEBHOOKS'), production, problems);
-  const retryMinMs = duration('WEBHOOK_RETRY_MIN', '5s', { range: { min: '1ms', max: '1h' } });
-  const retryMaxMs = duration('WEBHOOK_RETRY_MAX', '1h', { range: { min: '1ms', max: '24h' } });
+  const retryMinMs = duration('WEBHOOK_RETRY_MIN', '5s', { min: '1ms', max: '1h' });
+  const retryMaxMs = duration('WEBHOOK_RETRY_MAX', '1h', { min: '1ms', max: '24h' });
   if (retryMinMs > retryMaxMs) problems.push('WEBHOOK_RETRY_MIN must not be longer than WEBHOOK_RETRY_MAX');
   const webhooks: WebhookSettings = {
     endpoints,
-    timeoutMs: duration('WEBHOOK_TIMEOUT', '5s', { range: { min: '1s', max: '60s' } }),
-    retryForMs: duration('WEBHOOK_RETRY_FOR', '24h', { range: { min: '1s', max: '30d' } }),
+    timeoutMs: duration('WEBHOOK_TIMEOUT', '5s', { min: '1s', max: '60s' }),
+    retryForMs: duration('WEBHOOK_RETRY_FOR', '24h', { min: '1s', max: '30d' }),
     retryMinMs,
     retryMaxMs,
   };
@@ -297,19 +310,19 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       publicKey,
       algorithm,
       jwksUrl,
-      jwksRefreshMs: duration('JWT_JWKS_REFRESH', '10m', { range: { min: '10s', max: '24h' } }),
+      jwksRefreshMs: duration('JWT_JWKS_REFRESH', '10m', { min: '10s', max: '24h' }),
       allowUnbound,
       issuer,
       audience,
-      clockToleranceSec: int('JWT_CLOCK_TOLERANCE', 30, 0, 300),
-      maxLifetimeSec: int('JWT_MAX_LIFETIME', DEFAULT_JWT_MAX_LIFETIME_SEC, 60, 31_536_000),
+      clockToleranceSec: seconds('JWT_CLOCK_TOLERANCE', '30s', { min: '1s', max: '300s' }, { allowZero: true }),
+      maxLifetimeSec: seconds('JWT_MAX_LIFETIME', `${DEFAULT_JWT_MAX_LIFETIME_SEC}s`, { min: '60s', max: '365d' }),
     },
     claims: { team: str('TEAM_CLAIM', 'team')!, agent: str('AGENT_CLAIM', 'agent')!, roles: rolesClaim },
     publicUrl,
     oidc,
-    session: { secret: sessionSecret, ttlMs: duration('SESSION_TTL', '8h', { range: { min: '5m', max: '7d' } }) },
+    session: { secret: sessionSecret, ttlMs: duration('SESSION_TTL', '8h', { min: '5m', max: '7d' }) },
     approverRole,
-    fastGrantSeconds: int('FAST_GRANT_SECONDS', 5, 0, 3600),
+    fastGrantSeconds: int('FAST_GRANT_SECONDS', 5, 0, 3600, 'seconds'),
     adminRole,
     policyReaderRoles,
     bodyLimit: int('BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
@@ -319,20 +332,20 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     logArgs: bool('LOG_ARGS'),
     databaseUrl,
     dataDir: str('DATA_DIR', '.data')!,
-    approvalTtlMs: duration('APPROVAL_TTL', '24h'),
-    grantTtlMs: duration('GRANT_TTL', '1h'),
+    approvalTtlMs: duration('APPROVAL_TTL', '24h', { min: '1s', max: '30d' }),
+    grantTtlMs: duration('GRANT_TTL', '1h', { min: '1s', max: '7d' }),
     maxPendingApprovals: int('MAX_PENDING_APPROVALS', 100, 1, 1_000_000),
     approvalMaxBytes: int('APPROVAL_MAX_BYTES', 65_536, 2, 16 * 1_048_576),
-    deniedCooldownMs: duration('DENIED_COOLDOWN', '10m', { allowZero: true }),
+    deniedCooldownMs: duration('DENIED_COOLDOWN', '10m', { min: '1s', max: '7d' }, { allowZero: true }),
     maxWaitsPerCaller: int('MAX_WAITS_PER_CALLER', 20, 1, 100_000),
     idempotencyMaxKeys: int('IDEMPOTENCY_MAX_KEYS', 1000, 1, 1_000_000),
     idempotencyMaxBytes: int('IDEMPOTENCY_MAX_BYTES', 1_048_576, 1024, 1024 * 1_048_576),
     // Every wait holds a connection: by default at most half of them may be waits.
     maxWaits: int('MAX_WAITS', Math.max(1, Math.floor(connections.maxConnections / 2)), 1, 1_000_000),
     dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),
-    dbDeadlineMs: int('DB_DEADLINE_MS', 2000, 50, 60_000),
+    dbDeadlineMs: int('DB_DEADLINE_MS', 2000, 50, 60_000, 'milliseconds'),
     budgetConnections: int('BUDGET_CONNECTIONS', 4, 1, 1000),
-    shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000, 'milliseconds'),
     webhooks,
     decisionStore: decisionStoreKind === 'postgres' ? { queueMax: decisionQueueMax, retentionMs: decisionRetentionMs } : null,
     auditorRole: str('AUDITOR_ROLE', 'auditor')!,
@@ -373,7 +386,13 @@ function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(hostname);
 }
 
-const CONNECTION_TIMEOUT_RANGE = { min: '1s', max: '1h' } as const;
+/** The bounds of a duration setting, each a duration. */
+interface DurationRange {
+  readonly min: string;
+  readonly max: string;
+}
+
+const CONNECTION_TIMEOUT_RANGE: DurationRange = { min: '1s', max: '1h' };
 
 /** PUBLIC_URL as links are made from it: an absolute http(s) URL, no credentials, query or fragment, no trailing slash. */
 function publicUrlOf(text: string | null, problems: string[]): string | null {
@@ -571,14 +590,6 @@ function reportCap(text: string, problems: string[]): Amount {
     return fallback;
   }
   return amount;
-}
-
-export function parseDuration(text: string): number | null {
-  const m = /^(\d{1,9})(ms|s|m|h|d)?$/.exec(text.trim());
-  if (!m) return null;
-  const n = Number(m[1]);
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? 'ms') as 'ms'];
-  return n > 0 ? n * unit : null;
 }
 
 /**

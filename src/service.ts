@@ -142,7 +142,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
   };
   const onStopSignal = (signal: NodeJS.Signals): void => {
     if (phase === 'stopping') {
-      exitNow(`${signal} again while shutting down; exiting now`);
+      // A hang-up comes more than once (the shell passes it to its jobs, the kernel again as the shell
+      // exits): only a person's second SIGTERM or SIGINT cuts the shutdown short.
+      if (signal !== 'SIGHUP') exitNow(`${signal} again while shutting down; exiting now`);
       return;
     }
     const wasServing = phase === 'serving';
@@ -161,11 +163,11 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     const ok = await opened.closeAll();
     clearTimeout(graceTimer);
     for (const signal of STOP_SIGNALS) process.off(signal, onStopSignal);
-    process.off('SIGHUP', onReloadSignal);
+    if (RELOAD_SIGNAL !== null) process.off(RELOAD_SIGNAL, onReloadSignal);
     return ok ? 0 : 1;
   };
   for (const signal of STOP_SIGNALS) process.on(signal, onStopSignal);
-  process.on('SIGHUP', onReloadSignal);
+  if (RELOAD_SIGNAL !== null) process.on(RELOAD_SIGNAL, onReloadSignal);
   const checkpoint = (): void => {
     if (phase === 'stopping') throw new StartInterrupted();
   };
@@ -188,6 +190,12 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       const embedded = await startEmbeddedPostgres({ dataDir: join(config.dataDir, 'pg') });
       opened.push('the embedded PostgreSQL', () => embedded.stop());
       url = embedded.url;
+      if (embedded.stoppedOrphan !== null) {
+        logger.warn(
+          { pid: embedded.stoppedOrphan, dataDir: embedded.dataDir },
+          'stopped the embedded PostgreSQL that a Gatehouse which is no longer running left behind (it was killed, or crashed)',
+        );
+      }
       logger.info({ dataDir: embedded.dataDir }, 'started the embedded PostgreSQL (set DATABASE_URL to use your own)');
       checkpoint();
     }
@@ -363,7 +371,14 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
   return code;
 }
 
-const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
+// SIGHUP is a hang-up: the terminal that started a foreground `npm start` closed. Nothing is left to
+// serve it, and a process that stayed would keep the port and DATA_DIR from the next start, so it
+// stops like SIGTERM. The daemon habit of reloading on SIGHUP (nginx, Vault) assumes a process no
+// terminal can hang up; one rule for every way Gatehouse runs is simpler to know, so reloading has a
+// signal of its own, SIGUSR2 (HAProxy's reload signal; SIGUSR1 starts Node's inspector). Windows has
+// no SIGUSR2: there POST /admin/reload reloads. docs/operations.md "Signals".
+const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+const RELOAD_SIGNAL: NodeJS.Signals | null = process.platform === 'win32' ? null : 'SIGUSR2';
 
 /** Thrown at a start-up step when a stop signal arrived meanwhile. */
 class StartInterrupted extends Error {}
@@ -428,7 +443,7 @@ function developmentTokens(sign: Sign, config: Config): DevelopmentTokens {
 /**
  * What is up, on stderr: stdout carries the log, the decision log included, which a pipe or a
  * collector reads line by line. The PID is this process's: under `npm start` npm (and its shell)
- * are parents, and a `kill -HUP` sent to npm's PID does not reach the server.
+ * are parents, and a `kill -USR2` sent to npm's PID does not reach the server.
  */
 function printBanner(base: string, tokens: DevelopmentTokens | null, config: Config): void {
   const pid = process.pid;
@@ -437,7 +452,7 @@ Gatehouse is serving at ${base}
   approval page    ${base}/ui${config.oidc !== null ? ` (sign-in: ${config.publicUrl}/auth/login)` : ''}
   API (OpenAPI)    ${base}/openapi.yaml
   health           ${base}/healthz, ${base}/readyz
-  process          PID ${pid}: kill -HUP ${pid} reloads the policies, kill ${pid} stops the service
+  process          PID ${pid}: kill -USR2 ${pid} reloads the policies, kill ${pid} stops the service
                    (this process's PID; under npm start, npm is its parent and has another)
 `;
   if (tokens !== null) {

@@ -1,7 +1,8 @@
 // loadConfig: every variable validated at once, every problem reported together, the result frozen.
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { DURATION_FORMAT } from '../src/policy/duration.js';
 import { createTestApp, post, signJwt } from './helpers/app.js';
 
 const SECRET = 'x'.repeat(32);
@@ -92,7 +93,7 @@ describe('loadConfig', () => {
       IDEMPOTENCY_MAX_BYTES: '65536',
       JWT_MAX_LIFETIME: '3600',
       HEADERS_TIMEOUT: '5s',
-      REQUEST_TIMEOUT: '20000',
+      REQUEST_TIMEOUT: '20',
       KEEP_ALIVE_TIMEOUT: '620s',
       MAX_CONNECTIONS: '4096',
       POLICY_READER_ROLE: ' auditor , root',
@@ -192,12 +193,20 @@ describe('loadConfig', () => {
     expect(problemsOf({ JWT_PUBLIC_KEY: 'not a key' })[0]).toMatch(/JWT_PUBLIC_KEY/);
   });
 
-  it('JWT_MAX_LIFETIME is whole seconds from 60 to 31536000 (one year)', () => {
+  it('JWT_MAX_LIFETIME and JWT_CLOCK_TOLERANCE are durations in whole seconds; a bare number is seconds', () => {
     expect(loadConfig({ JWT_MAX_LIFETIME: '60' }).jwt.maxLifetimeSec).toBe(60);
     expect(loadConfig({ JWT_MAX_LIFETIME: '31536000' }).jwt.maxLifetimeSec).toBe(31_536_000);
-    for (const v of ['59', '31536001', '24h', '1.5', '-60', '1e5']) {
-      expect(problemsOf({ JWT_MAX_LIFETIME: v }), v).toEqual(['JWT_MAX_LIFETIME must be an integer from 60 to 31536000']);
+    expect(loadConfig({ JWT_MAX_LIFETIME: '24h' }).jwt.maxLifetimeSec).toBe(86_400);
+    expect(loadConfig({ JWT_MAX_LIFETIME: '365d' }).jwt.maxLifetimeSec).toBe(31_536_000);
+    for (const v of ['59', '31536001', '366d', '1.5', '-60', '1e5', '59s']) {
+      expect(problemsOf({ JWT_MAX_LIFETIME: v }), v).toEqual([expect.stringMatching(/^JWT_MAX_LIFETIME must be a duration from 60s to 365d: /)]);
     }
+    expect(problemsOf({ JWT_MAX_LIFETIME: '90500ms' })).toEqual(['JWT_MAX_LIFETIME must be a whole number of seconds (like 30s, 5m, 1h)']);
+    expect(loadConfig({ JWT_CLOCK_TOLERANCE: '0' }).jwt.clockToleranceSec).toBe(0);
+    expect(loadConfig({ JWT_CLOCK_TOLERANCE: '2m' }).jwt.clockToleranceSec).toBe(120);
+    expect(problemsOf({ JWT_CLOCK_TOLERANCE: '301' })).toEqual([
+      `JWT_CLOCK_TOLERANCE must be a duration from 1s to 300s, or 0 (off): ${DURATION_FORMAT} (301 is read as seconds; 301ms is milliseconds)`,
+    ]);
   });
 
   it('trims JWT_PUBLIC_KEY once: the key it validated is the key the verifier uses', async () => {
@@ -235,12 +244,12 @@ describe('loadConfig', () => {
   it('connection timeouts are durations from 1 s to 1 h; MAX_CONNECTIONS an integer from 1', () => {
     for (const name of ['HEADERS_TIMEOUT', 'REQUEST_TIMEOUT', 'KEEP_ALIVE_TIMEOUT']) {
       // 30d would overflow Node's timers (2^31-1 ms) and fire at once; 500 ms is below a useful bound.
-      for (const v of ['0', '500', '2h', '30d', 'soon', '-1s']) {
+      for (const v of ['0', '500ms', '3601', '2h', '30d', 'soon', '-1s']) {
         const problems = problemsOf({ [name]: v, ...(name === 'HEADERS_TIMEOUT' ? { REQUEST_TIMEOUT: '1h' } : {}) });
-        expect(problems, `${name}=${v}`).toContain(`${name} must be a duration from 1s to 1h (like 10s, 2m, or a number of milliseconds)`);
+        expect(problems, `${name}=${v}`).toContainEqual(expect.stringMatching(new RegExp(`^${name} must be a duration from 1s to 1h: `)));
       }
     }
-    expect(loadConfig({ HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '1h', KEEP_ALIVE_TIMEOUT: '3600000' }).connections).toMatchObject({
+    expect(loadConfig({ HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '1h', KEEP_ALIVE_TIMEOUT: '3600' }).connections).toMatchObject({
       headersTimeoutMs: 1000,
       requestTimeoutMs: 3_600_000,
       keepAliveTimeoutMs: 3_600_000,
@@ -266,7 +275,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ DENIED_COOLDOWN: '90s' }).deniedCooldownMs).toBe(90_000);
     expect([...problemsOf({ APPROVAL_MAX_BYTES: '1', DENIED_COOLDOWN: 'soon', MAX_WAITS_PER_CALLER: '0' })].sort()).toEqual([
       'APPROVAL_MAX_BYTES must be an integer from 2 to 16777216',
-      'DENIED_COOLDOWN must be a duration like 90s, 30m, 24h or a number of milliseconds',
+      `DENIED_COOLDOWN must be a duration from 1s to 7d, or 0 (off): ${DURATION_FORMAT}`,
       'MAX_WAITS_PER_CALLER must be an integer from 1 to 100000',
     ]);
     expect(problemsOf({ MAX_CONNECTIONS: '100', MAX_WAITS: '100' })).toEqual(['MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)']);
@@ -326,7 +335,7 @@ describe('JWT_JWKS_URL', () => {
     });
     expect(loadConfig({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: '1m' }).jwt.jwksRefreshMs).toBe(60_000);
     for (const v of ['5s', '2d', 'soon']) expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: v }), v).toHaveLength(1);
-    expect(problemsOf({ JWT_JWKS_REFRESH: '5s' })).toEqual(['JWT_JWKS_REFRESH must be a duration from 10s to 24h (like 10s, 2m, or a number of milliseconds)']);
+    expect(problemsOf({ JWT_JWKS_REFRESH: '5s' })).toEqual([`JWT_JWKS_REFRESH must be a duration from 10s to 24h: ${DURATION_FORMAT}`]);
   });
   it('is refused with JWT_SECRET or JWT_PUBLIC_KEY', () => {
     const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
@@ -414,7 +423,7 @@ describe('sign-in (OIDC_ISSUER)', () => {
     const short = problemsOf({ ...oidc, SESSION_SECRET: 'too-short-secret' });
     expect(short).toEqual(['SESSION_SECRET must be at least 32 bytes']);
     expect(short.join()).not.toContain('too-short-secret');
-    expect(problemsOf({ ...oidc, SESSION_TTL: '1m' })).toEqual(['SESSION_TTL must be a duration from 5m to 7d (like 10s, 2m, or a number of milliseconds)']);
+    expect(problemsOf({ ...oidc, SESSION_TTL: '1m' })).toEqual([`SESSION_TTL must be a duration from 5m to 7d: ${DURATION_FORMAT}`]);
     // Outside production a plain-http provider and page are allowed (a provider on this machine).
     expect(loadConfig({ ...oidc, OIDC_ISSUER: 'http://idp.internal:8080', PUBLIC_URL: 'http://gatehouse.internal' }).oidc?.issuer).toBe(
       'http://idp.internal:8080',
@@ -435,19 +444,65 @@ describe('sign-in (OIDC_ISSUER)', () => {
   });
 });
 
-describe('parseDuration', () => {
-  it.each([
-    ['90s', 90_000],
-    ['30m', 1_800_000],
-    ['24h', 86_400_000],
-    ['7d', 604_800_000],
-    ['250', 250],
-    ['250ms', 250],
-  ])('%s', (text, ms) => {
-    expect(parseDuration(text)).toBe(ms);
+describe('durations: one rule for every setting whose name gives no unit', () => {
+  // Every duration setting, with a value inside its range written as a bare number (seconds).
+  const settings: Record<string, { bare: string; read: (c: ReturnType<typeof loadConfig>) => number }> = {
+    APPROVAL_TTL: { bare: '3600', read: (c) => c.approvalTtlMs },
+    GRANT_TTL: { bare: '600', read: (c) => c.grantTtlMs },
+    DENIED_COOLDOWN: { bare: '60', read: (c) => c.deniedCooldownMs },
+    HEADERS_TIMEOUT: { bare: '5', read: (c) => c.connections.headersTimeoutMs },
+    REQUEST_TIMEOUT: { bare: '20', read: (c) => c.connections.requestTimeoutMs },
+    KEEP_ALIVE_TIMEOUT: { bare: '90', read: (c) => c.connections.keepAliveTimeoutMs },
+    JWT_JWKS_REFRESH: { bare: '300', read: (c) => c.jwt.jwksRefreshMs },
+    SESSION_TTL: { bare: '3600', read: (c) => c.session.ttlMs },
+    WEBHOOK_TIMEOUT: { bare: '10', read: (c) => c.webhooks.timeoutMs },
+    WEBHOOK_RETRY_FOR: { bare: '7200', read: (c) => c.webhooks.retryForMs },
+    WEBHOOK_RETRY_MIN: { bare: '2', read: (c) => c.webhooks.retryMinMs },
+    WEBHOOK_RETRY_MAX: { bare: '600', read: (c) => c.webhooks.retryMaxMs },
+    DECISION_RETENTION: { bare: '172800', read: (c) => c.decisionStore?.retentionMs ?? NaN },
+    JWT_CLOCK_TOLERANCE: { bare: '10', read: (c) => c.jwt.clockToleranceSec * 1000 },
+    JWT_MAX_LIFETIME: { bare: '3600', read: (c) => c.jwt.maxLifetimeSec * 1000 },
+  };
+  const base = { DECISION_STORE: 'postgres', DATABASE_URL: 'postgres://db/g' };
+
+  for (const [name, { bare, read }] of Object.entries(settings)) {
+    it(`${name}: a bare number is seconds, the same as with the unit s`, () => {
+      expect(read(loadConfig({ ...base, [name]: bare }))).toBe(Number(bare) * 1000);
+      expect(read(loadConfig({ ...base, [name]: `${bare}s` }))).toBe(Number(bare) * 1000);
+    });
+  }
+
+  it('APPROVAL_TTL=3600 is an hour, not 3.6 seconds', () => {
+    expect(loadConfig({ APPROVAL_TTL: '3600' }).approvalTtlMs).toBe(3_600_000);
+    expect(loadConfig({ APPROVAL_TTL: '3600000ms' }).approvalTtlMs).toBe(3_600_000);
   });
-  it.each(['', '0', '1w', '-5s', '1.5h', 'h'])('refuses %j', (text) => {
-    expect(parseDuration(text)).toBeNull();
+
+  it('a value meant as milliseconds is out of range as seconds: refused at start, naming the variable and how it was read', () => {
+    expect(problemsOf({ APPROVAL_TTL: '86400000', GRANT_TTL: '3600000', WEBHOOK_TIMEOUT: '5000' })).toEqual([
+      `WEBHOOK_TIMEOUT must be a duration from 1s to 60s: ${DURATION_FORMAT} (5000 is read as seconds; 5000ms is milliseconds)`,
+      `APPROVAL_TTL must be a duration from 1s to 30d: ${DURATION_FORMAT} (86400000 is read as seconds; 86400000ms is milliseconds)`,
+      `GRANT_TTL must be a duration from 1s to 7d: ${DURATION_FORMAT} (3600000 is read as seconds; 3600000ms is milliseconds)`,
+    ]);
+  });
+
+  it('anything else is refused naming the variable, never echoing text that is not a number', () => {
+    for (const v of ['soon', '1w', '1.5h', '-5s', '10 s', '0s']) {
+      const problems = problemsOf({ APPROVAL_TTL: v });
+      expect(problems, v).toEqual([`APPROVAL_TTL must be a duration from 1s to 30d: ${DURATION_FORMAT}`]);
+    }
+  });
+
+  it('settings whose name gives the unit (_MS, _SECONDS) take digits alone, in that unit', () => {
+    expect(loadConfig({ DB_DEADLINE_MS: '500', SHUTDOWN_GRACE_MS: '1000', FAST_GRANT_SECONDS: '10' })).toMatchObject({
+      dbDeadlineMs: 500,
+      shutdownGraceMs: 1000,
+      fastGrantSeconds: 10,
+    });
+    expect(problemsOf({ DB_DEADLINE_MS: '2s', SHUTDOWN_GRACE_MS: '10s', FAST_GRANT_SECONDS: '5s' })).toEqual([
+      'FAST_GRANT_SECONDS must be a number of seconds from 0 to 3600, digits only (its name gives the unit)',
+      'DB_DEADLINE_MS must be a number of milliseconds from 50 to 60000, digits only (its name gives the unit)',
+      'SHUTDOWN_GRACE_MS must be a number of milliseconds from 0 to 600000, digits only (its name gives the unit)',
+    ]);
   });
 });
 
@@ -537,9 +592,9 @@ describe('WEBHOOKS, PUBLIC_URL and the delivery settings', () => {
       "WEBHOOKS[13].url is required: the receiver's http:// or https:// URL",
       'WEBHOOKS[14] has an unknown key "colour" (known: url, secret, format, events, name)',
       'WEBHOOKS[15] must be an object like {"url": "https://…", "secret": "whsec_…"}',
-      'WEBHOOK_RETRY_MIN must be a duration from 1ms to 1h (like 10s, 2m, or a number of milliseconds)',
-      'WEBHOOK_TIMEOUT must be a duration from 1s to 60s (like 10s, 2m, or a number of milliseconds)',
-      'WEBHOOK_RETRY_FOR must be a duration from 1s to 30d (like 10s, 2m, or a number of milliseconds)',
+      `WEBHOOK_RETRY_MIN must be a duration from 1ms to 1h: ${DURATION_FORMAT}`,
+      `WEBHOOK_TIMEOUT must be a duration from 1s to 60s: ${DURATION_FORMAT}`,
+      `WEBHOOK_RETRY_FOR must be a duration from 1s to 30d: ${DURATION_FORMAT}`,
     ]);
     const text = problems.join('\n');
     for (const hidden of [secret.slice('whsec_'.length), short.slice('whsec_'.length), 'not base64', 'very-secret-path', 'pw@'])

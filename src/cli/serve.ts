@@ -16,8 +16,10 @@ stdout is not a terminal) or readable lines (LOG_FORMAT=pretty, the default on a
 serving, a banner on stderr gives the URL, the approval page (/ui), the API document
 (/openapi.yaml), the process ID and, without a configured key, two development tokens.
 
-signals: SIGHUP reloads the policies (a set that does not load is refused, the old one kept);
-SIGTERM or SIGINT stops: requests in flight are answered, then the process exits.
+signals: SIGTERM, SIGINT or SIGHUP stops: requests in flight are answered, the embedded
+PostgreSQL is stopped, then the process exits (SIGHUP is the hang-up of a closed terminal);
+SIGUSR2 reloads the policies (a set that does not load is refused, the old one kept), as
+POST /admin/reload does.
 
 options:
   -h, --help    show this help

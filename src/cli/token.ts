@@ -5,7 +5,8 @@
 // where it cannot sign what the service verifies (JWT_PUBLIC_KEY, JWT_JWKS_URL: the identity
 // provider holds the private key) and in production, where tokens come from the identity provider.
 import { createHmac } from 'node:crypto';
-import { ConfigError, loadConfig, parseDuration, type Config } from '../config.js';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import { parseDuration } from '../policy/duration.js';
 import { developmentSecret, developmentSecretFile } from '../dev-secret.js';
 import { identityFromClaims } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
@@ -34,7 +35,7 @@ options:
   --team T      the team
   --agent A     the agent
   --role R      a role; repeat for several (--role approver --role admin)
-  --ttl D       how long it is valid: 90s, 30m, 1h, 24h... (default 1h, or JWT_MAX_LIFETIME if shorter);
+  --ttl D       how long it is valid: 90s, 30m, 1h, 24h, or seconds (3600); default 1h, or JWT_MAX_LIFETIME if shorter;
                 longer than JWT_MAX_LIFETIME (default 24h) is refused: the service would refuse the token
   -h, --help    show this help
 
@@ -83,9 +84,11 @@ export async function runToken(argv: string[], io: Io, env: Readonly<Record<stri
   const maxSec = config.jwt.maxLifetimeSec;
   let ttlSec = Math.min(DEFAULT_TTL_SEC, maxSec);
   if (values.ttl !== undefined) {
-    // A unit is required: parseDuration reads a bare number as milliseconds, which no token lifetime is.
-    const ms = /^\d+[smhd]$/.test(values.ttl) ? parseDuration(values.ttl) : null;
-    if (ms === null) return usageError(io, 'token', '--ttl must be a duration like 90s, 30m, 1h or 24h', TOKEN.usage);
+    // Whole seconds: a token's `exp` is a number of seconds (RFC 7519 section 2, NumericDate).
+    const ms = parseDuration(values.ttl);
+    if (ms === null || ms % 1000 !== 0) {
+      return usageError(io, 'token', '--ttl must be a whole number of seconds, or one with a unit: 90s, 30m, 1h, 24h', TOKEN.usage);
+    }
     ttlSec = ms / 1000;
     if (ttlSec > maxSec) {
       return refuse(

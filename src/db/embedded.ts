@@ -8,6 +8,11 @@
 // asked to stop a server that already exited. What it did is small: initdb, start, wait for "ready",
 // stop with SIGINT.
 //
+// PostgreSQL's postmaster.pid is the lock on dataDir. A server whose Gatehouse died without stopping
+// it (SIGKILL, a crash, an OOM kill) keeps that lock; the next start finds it an orphan and stops it
+// (claimDataDir). The server's own command line names the process that started it, so telling an
+// orphan from a server in use needs no file of ours that could go stale.
+//
 // As root, PostgreSQL refuses to run, so initdb and the server run as the OS user `postgres`
 // (created when missing). That user must reach the binaries and the data directory, which a checkout
 // under a private directory (root's 0700 home, a `mktemp -d` one) does not allow. Then the binaries
@@ -51,20 +56,29 @@ export interface EmbeddedPostgres {
   port: number;
   /** Where the cluster really is (dataDir, or the directory it links to). */
   dataDir: string;
+  /** The process ID of an orphaned server on dataDir that this start stopped first, or null. */
+  stoppedOrphan: number | null;
   stop(): Promise<void>;
 }
 
-/** The data directory holds a running server already (another `npm start` in the same checkout). */
+/**
+ * The data directory holds a running server already: another `npm start` in the same checkout
+ * (`gatehouse`), or a server Gatehouse did not start, which is never stopped for it (`foreign`).
+ */
 export class DataDirInUseError extends Error {
   constructor(
     readonly dataDir: string,
     readonly pid: number,
     readonly owner: string | null,
+    readonly holder: 'gatehouse' | 'foreign' = 'gatehouse',
   ) {
+    const by = owner === null ? '' : `, started by ${owner}`;
     super(
-      `the embedded PostgreSQL data directory ${dataDir} is in use by PostgreSQL process ${pid}` +
-        `${owner === null ? '' : `, started by ${owner}`}: another Gatehouse is running from this directory. ` +
-        'Stop it, or give this one another DATA_DIR, or a DATABASE_URL.',
+      holder === 'gatehouse'
+        ? `the embedded PostgreSQL data directory ${dataDir} is in use by PostgreSQL process ${pid}${by}: another Gatehouse is running from this directory. ` +
+            'Stop it, or give this one another DATA_DIR, or a DATABASE_URL.'
+        : `the embedded PostgreSQL data directory ${dataDir} is in use by PostgreSQL process ${pid}${by}, which no Gatehouse started, so it is left alone. ` +
+            `Stop it if nothing uses it (kill -INT ${pid}: a fast shutdown), or give this one another DATA_DIR, or a DATABASE_URL.`,
     );
     this.name = 'DataDirInUseError';
   }
@@ -74,6 +88,12 @@ const USER = 'postgres';
 const PASSWORD_FILE = 'gatehouse.password';
 const LOG_TAIL_LINES = 30;
 const STOP_TIMEOUT_MS = 30_000;
+/**
+ * A setting of our own on the server's command line (a custom option, which PostgreSQL accepts and
+ * ignores): the process ID of the Gatehouse that started it. The postmaster keeps its command line,
+ * readable by any user (/proc/PID/cmdline, ps), so a later start can tell whose server it is.
+ */
+const STARTED_BY = 'gatehouse.started_by';
 const run = promisify(execFile);
 
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
@@ -98,7 +118,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     return new Error(`embedded PostgreSQL failed to ${what} in ${shown}: ${detail}\n${tail.join('')}`, { cause: error });
   };
 
-  await refuseIfInUse(dataDir, shown);
+  const stoppedOrphan = await claimDataDir(dataDir, shown);
   const fresh = !(await exists(join(dataDir, 'PG_VERSION')));
   const password = fresh ? randomBytes(24).toString('base64url') : await readPassword(dataDir);
   if (fresh) {
@@ -113,14 +133,15 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     unix_socket_directories: '', // TCP only: no socket files shared between clusters
     lc_messages: 'C',
     ...options.settings,
+    [STARTED_BY]: String(process.pid),
   };
   const args = ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
   let server: Server;
   try {
     server = await startServer(join(binaryDir, 'bin', 'postgres'), args, owner, log);
   } catch (error) {
-    // Another server took the directory between our check and the start.
-    await refuseIfInUse(dataDir, shown);
+    // Another start took the directory between our check and ours: its server is in use, never an orphan.
+    await refuseIfHeld(dataDir, shown);
     throw failure('start', error);
   }
 
@@ -140,7 +161,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     await stop();
     throw error;
   }
-  return { url: `${host}/${encodeURIComponent(database)}`, adminUrl, port, dataDir, stop };
+  return { url: `${host}/${encodeURIComponent(database)}`, adminUrl, port, dataDir, stoppedOrphan, stop };
 }
 
 interface Server {
@@ -184,8 +205,11 @@ async function initialise(
 
 // The environment is inherited as it is; messages are English whatever LC_MESSAGES says (initdb
 // --lc-messages=C, the server -c lc_messages=C), since startServer waits for one of them.
-function spawnAs(command: string, args: readonly string[], owner: Owner | null): ChildProcess {
-  return spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(owner === null ? {} : { uid: owner.uid, gid: owner.gid }) });
+// `detached`: a process group of its own, so what a terminal sends its foreground group (Ctrl-C's
+// SIGINT, a hang-up's SIGHUP) reaches Gatehouse alone, which stops the server after the requests in
+// flight are answered.
+function spawnAs(command: string, args: readonly string[], owner: Owner | null, detached = false): ChildProcess {
+  return spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached, ...(owner === null ? {} : { uid: owner.uid, gid: owner.gid }) });
 }
 
 function runToEnd(command: string, args: readonly string[], owner: Owner | null, log: (line: string) => void): Promise<void> {
@@ -201,7 +225,7 @@ function runToEnd(command: string, args: readonly string[], owner: Owner | null,
 /** The server, once it says it accepts connections; rejects if it exits first. */
 function startServer(command: string, args: readonly string[], owner: Owner | null, log: (line: string) => void): Promise<Server> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawnAs(command, args, owner);
+    const child = spawnAs(command, args, owner, true);
     let exited = false;
     const gone = new Promise<void>((done) =>
       child.once('exit', () => {
@@ -235,18 +259,101 @@ async function stopServer(child: ChildProcess, gone: Promise<void>, exited: () =
   clearTimeout(timer);
 }
 
-/** A running server's postmaster.pid in dataDir means another start owns it: say which process. */
-async function refuseIfInUse(dataDir: string, shown: string): Promise<void> {
+/**
+ * The server holding dataDir's lock (postmaster.pid), if a live PostgreSQL process does. A stale lock
+ * (the server is gone, or its PID now belongs to another program) is PostgreSQL's to remove.
+ */
+async function holderOf(dataDir: string): Promise<{ pid: number; info: ProcessInfo | null } | null> {
   const text = await readFile(join(dataDir, 'postmaster.pid'), 'utf8').catch(() => null);
   const pid = text === null ? NaN : Number(text.split('\n')[0]);
-  // A stale lock (the server is gone, or its PID now belongs to another program): PostgreSQL removes it.
-  if (!Number.isSafeInteger(pid) || pid <= 0 || !alive(pid) || !(await isPostgres(pid))) return;
-  throw new DataDirInUseError(shown, pid, await ownerOf(pid));
+  if (!Number.isSafeInteger(pid) || pid <= 0 || !alive(pid)) return null;
+  const info = await processInfo(pid);
+  // Without a way to read the process (no /proc, no ps), trust the lock.
+  if (info !== null && !info.args.some((arg) => arg.includes('postgres'))) return null;
+  return { pid, info };
 }
 
-async function isPostgres(pid: number): Promise<boolean> {
-  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => null);
-  return cmdline === null || cmdline.includes('postgres'); // without /proc, trust the lock
+/** A server on dataDir means another start owns it: refused, naming the process. */
+async function refuseIfHeld(dataDir: string, shown: string): Promise<void> {
+  const holder = await holderOf(dataDir);
+  if (holder !== null) throw new DataDirInUseError(shown, holder.pid, await ownerOf(holder.pid));
+}
+
+/**
+ * Makes dataDir free to start on: nothing holds it; or an orphan held it, which is stopped (its PID
+ * returned); or another start's server holds it, refused (DataDirInUseError). An orphan is a server
+ * whose command line names the Gatehouse that started it (STARTED_BY), on this data directory, and
+ * whose parent is no longer that process. A process's parent changes only when its parent exits, so
+ * the server of a Gatehouse that is alive is never taken for one, however PIDs are reused. A server
+ * that names no starter (started by hand, or by another program) is never stopped.
+ */
+async function claimDataDir(dataDir: string, shown: string): Promise<number | null> {
+  const holder = await holderOf(dataDir);
+  if (holder === null) return null;
+  const starter = holder.info === null ? null : startedBy(holder.info.args, dataDir);
+  // Without a way to read the process (no /proc, no ps) nothing tells an orphan: trust the lock.
+  if (holder.info === null || holder.info.ppid === starter) throw new DataDirInUseError(shown, holder.pid, await ownerOf(holder.pid));
+  if (starter === null) throw new DataDirInUseError(shown, holder.pid, await ownerOf(holder.pid), 'foreign');
+  await stopOrphan(holder.pid, shown);
+  return holder.pid;
+}
+
+/** The PID a server's command line names as its starter, if it is a server on dataDir; else null. */
+function startedBy(args: readonly string[], dataDir: string): number | null {
+  const onDataDir = args.some((arg, i) => arg === '-D' && args[i + 1] === dataDir);
+  const setting = args.find((arg) => arg.startsWith(`${STARTED_BY}=`));
+  const pid = setting === undefined ? NaN : Number(setting.slice(STARTED_BY.length + 1));
+  return onDataDir && Number.isSafeInteger(pid) && pid > 0 ? pid : null;
+}
+
+/**
+ * Fast shutdown (SIGINT: open sessions are ended, the data is checkpointed), then SIGKILL if it takes
+ * longer than STOP_TIMEOUT_MS. Not our child: its exit is seen by polling.
+ */
+async function stopOrphan(pid: number, shown: string): Promise<void> {
+  const gone = async (ms: number): Promise<boolean> => {
+    for (const end = Date.now() + ms; Date.now() < end; ) {
+      if (!alive(pid)) return true;
+      await new Promise((resolveTimer) => setTimeout(resolveTimer, 50));
+    }
+    return !alive(pid);
+  };
+  try {
+    process.kill(pid, 'SIGINT');
+    if (await gone(STOP_TIMEOUT_MS)) return;
+    process.kill(pid, 'SIGKILL');
+    if (await gone(5000)) return;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return; // it went by itself meanwhile
+    throw new Error(`cannot stop the orphaned PostgreSQL process ${pid} holding ${shown}: ${(error as Error).message}`, { cause: error });
+  }
+  throw new Error(`the orphaned PostgreSQL process ${pid} holding ${shown} did not stop`);
+}
+
+interface ProcessInfo {
+  readonly ppid: number;
+  /** The command line, one argument per item (from ps, split at spaces). */
+  readonly args: readonly string[];
+}
+
+/** A process's parent and command line: /proc where there is one (Linux), else ps; null when neither tells. */
+async function processInfo(pid: number): Promise<ProcessInfo | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces: fields after the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return { ppid, args: cmdline.split('\0').filter((arg) => arg !== '') };
+  } catch {
+    // No /proc (macOS, the BSDs), or the process is gone.
+  }
+  try {
+    const { stdout } = await run('ps', ['-ww', '-o', 'ppid=', '-o', 'args=', '-p', String(pid)]);
+    const m = /^\s*(\d+)\s+(.*)$/.exec(stdout.trim());
+    return m === null ? null : { ppid: Number(m[1]), args: m[2]!.split(/\s+/) };
+  } catch {
+    return null;
+  }
 }
 
 function alive(pid: number): boolean {
@@ -258,16 +365,13 @@ function alive(pid: number): boolean {
   }
 }
 
-/** "process N (command line)" of a PostgreSQL process's parent, where /proc tells (Linux). */
+/** "process N (command line)" of a PostgreSQL process's parent, where /proc or ps tells. */
 async function ownerOf(pid: number): Promise<string | null> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    const cmdline = (await readFile(`/proc/${ppid}/cmdline`, 'utf8')).split('\0').filter(Boolean).join(' ');
-    return `process ${ppid} (${cmdline.length > 120 ? `${cmdline.slice(0, 117)}...` : cmdline})`;
-  } catch {
-    return null;
-  }
+  const info = await processInfo(pid);
+  const parent = info === null ? null : await processInfo(info.ppid);
+  if (info === null || parent === null) return null;
+  const cmdline = parent.args.join(' ');
+  return `process ${info.ppid} (${cmdline.length > 120 ? `${cmdline.slice(0, 117)}...` : cmdline})`;
 }
 
 // ---- root: the `postgres` user, and paths it can reach ---------------------------------------------

@@ -1,5 +1,5 @@
 // What every route works with, and the one operation on it that is not a route's: a reload, asked
-// for by POST /admin/reload or by SIGHUP (src/service.ts).
+// for by POST /admin/reload or by SIGUSR2 (src/service.ts).
 import type { Logger } from 'pino';
 import type { ApprovalService } from '../approvals/service.js';
 import type { Sql } from 'postgres';
@@ -53,7 +53,7 @@ export interface WebhookAdmin {
   readonly outbox: Pick<Outbox, 'list' | 'counts'>;
 }
 
-/** Reload, count it, and log a failure; shared by the route and SIGHUP. */
+/** Reload, count it, and log a failure; shared by the route and SIGUSR2. */
 export async function reloadAndReport(ctx: AppContext): Promise<{ ok: true } | { ok: false; problems: string[] }> {
   const [outcome] = await Promise.all([ctx.policies.reload(), reloadShadow(ctx)]);
   ctx.metrics.reloads.inc({ result: outcome.ok ? 'success' : 'failure' });

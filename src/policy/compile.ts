@@ -15,6 +15,7 @@ import { policyFileSchema } from './file-schema.js';
 import { compileGlob, GlobError, type Glob } from './glob.js';
 import { GUARD_NAMES, type GuardName } from './guards.js';
 import { amountAt } from './amount.js';
+import { DURATION_FORMAT, parseDuration } from './duration.js';
 import {
   CALENDAR_UNITS,
   type ApprovalShape,
@@ -377,15 +378,19 @@ function compileGuard(problems: Problems, policy: string, environments: readonly
   return { id: doc.id ?? `${policy}#guards.${index}`, guard: doc.guard as GuardName, selectors, action: doc.action ?? 'deny' };
 }
 
-const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86_400 };
 // Windows longer than a year would keep counters for longer than anyone reads them.
 const MAX_WINDOW_SECONDS = 31_622_400;
 
-/** `per` as a number of seconds (`60`, `"90s"`, `"15m"`, `"2h"`, `"7d"`), null when it is not one (the schema's problem). */
-function durationSeconds(per: string | number): number | null {
-  if (typeof per === 'number') return per;
-  const m = /^([1-9][0-9]{0,7})([smhd])$/.exec(per);
-  return m === null ? null : Number(m[1]) * UNIT_SECONDS[m[2]!]!;
+/**
+ * `per` as a whole number of seconds (`60`, `"90s"`, `"15m"`, `"2h"`, `"7d"`: the one duration grammar,
+ * src/policy/duration.ts), or what is wrong with it. Counters count whole seconds, so `"1500ms"` is refused.
+ */
+function windowSeconds(per: string | number, what: string): number | { problem: string } {
+  const ms = parseDuration(per);
+  if (ms === null) return { problem: `must be a duration: ${DURATION_FORMAT}` };
+  if (ms % 1000 !== 0) return { problem: `${what} is a whole number of seconds` };
+  if (ms / 1000 > MAX_WINDOW_SECONDS) return { problem: `${what} is at most a year (366 days)` };
+  return ms / 1000;
 }
 
 function checkLimitId(problems: Problems, path: KeyPath, id: string, ids: Set<string>): void {
@@ -436,8 +441,8 @@ function compileBudget(
   if (typeof doc.per === 'string' && CALENDAR_UNITS.has(doc.per)) {
     per = { calendar: doc.per as Extract<BudgetWindow, { calendar: unknown }>['calendar'], text: doc.per };
   } else {
-    const seconds = durationSeconds(doc.per);
-    if (seconds === null || seconds > MAX_WINDOW_SECONDS) refuse([...base, 'per'], 'a window is at most a year (366 days)');
+    const seconds = windowSeconds(doc.per, 'a window');
+    if (typeof seconds !== 'number') refuse([...base, 'per'], seconds.problem);
     else per = { seconds, text: String(doc.per) };
   }
   if (!ok || max === null || per === null) return null;
@@ -469,9 +474,9 @@ function compileRateLimit(
   const id = doc.id ?? `${policy}#rate_limits.${index}`;
   checkLimitId(problems, [...base, 'id'], id, ids);
   const selectors = compileSelectors(problems, base, environments, doc);
-  const seconds = durationSeconds(doc.per);
-  if (seconds === null || seconds > MAX_WINDOW_SECONDS) {
-    problems.add([...base, 'per'], 'a rate limit window is at most a year (366 days)');
+  const seconds = windowSeconds(doc.per, 'a rate limit window');
+  if (typeof seconds !== 'number') {
+    problems.add([...base, 'per'], seconds.problem);
     return null;
   }
   return {
@@ -554,8 +559,8 @@ function reportSchemaErrors(problems: Problems, doc: unknown, errors: readonly E
           path,
           path.at(-1) === 'per'
             ? path[0] === 'budgets'
-              ? 'must be minute, hour, day, week, month, or a duration: seconds (60) or a string such as "90s", "15m", "2h", "7d"'
-              : 'must be a duration: seconds (60) or a string such as "90s", "15m", "2h", "7d"'
+              ? `must be minute, hour, day, week, month, or a duration: ${DURATION_FORMAT}`
+              : `must be a duration: ${DURATION_FORMAT}`
             : 'must be allow, deny, side_effects, or a map from environment to one of them',
         );
         break;

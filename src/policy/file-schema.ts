@@ -10,11 +10,12 @@ const decisionMode = { enum: ['allow', 'deny', 'side_effects'] } as const;
 const toolKind = { enum: ['read_only', 'local_mutation', 'remote_mutation', 'destructive'] } as const;
 const argPath = { type: 'string', minLength: 1, maxLength: 512 } as const;
 const argPathList = { type: 'array', maxItems: 256, items: argPath } as const;
-// A window length: whole seconds, or a count of seconds, minutes, hours or days (`90s`, `15m`, `2h`, `7d`).
+// A window length in the one duration grammar (duration.ts): a number of seconds, or a string with an
+// optional unit (`90s`, `15m`, `2h`, `7d`). compile.ts checks that it is whole seconds, at most a year.
 const duration = {
   anyOf: [
     { type: 'integer', minimum: 1, maximum: 31_622_400 },
-    { type: 'string', pattern: '^[1-9][0-9]{0,7}[smhd]$' },
+    { type: 'string', pattern: '^[0-9]{1,15}(ms|s|m|h|d)?$' },
   ],
 } as const;
 const limitScope = { enum: ['user', 'team', 'agent', 'run', 'global'] } as const;

@@ -53,7 +53,7 @@ export async function createLivePolicies(dir: string, env: string | null, now: (
       return running;
     }
     // A load is under way and may have read the directory before the latest change: run one more
-    // after it, shared by everyone who asks meanwhile (a storm of SIGHUPs costs two loads).
+    // after it, shared by everyone who asks meanwhile (a storm of reload signals costs two loads).
     queued ??= running.then(() => {
       queued = null;
       return reload();

@@ -101,6 +101,18 @@ describe('load-time refusals of budgets and rate limits', () => {
       match: /at most a year/,
     },
     {
+      name: 'a window in milliseconds that is not whole seconds (counters count seconds)',
+      text: 'policy: p\nrate_limits:\n  - calls: 3\n    per: 1500ms\n    scope: user\n',
+      want: { line: 4, column: 10, key: 'rate_limits.0.per' },
+      match: /a rate limit window is a whole number of seconds/,
+    },
+    {
+      name: 'a window with a unit the grammar does not know',
+      text: 'policy: p\nrate_limits:\n  - calls: 3\n    per: 2w\n    scope: user\n',
+      want: { line: 4, column: 10, key: 'rate_limits.0.per' },
+      match: /must be a duration: .*a bare number is seconds/,
+    },
+    {
       name: 'a rate limit over a calendar unit (its window slides)',
       text: 'policy: p\nrate_limits:\n  - calls: 3\n    per: day\n    scope: user\n',
       want: { line: 4, column: 10, key: 'rate_limits.0.per' },
@@ -185,18 +197,23 @@ describe('load-time refusals of budgets and rate limits', () => {
 budgets:
   - {tools: refund, teams: support, sum: order.amount, max: 1000.50, per: "6h", scope: team}
   - {max: 3, per: 90, scope: global, on_exceed: abort}
+  - {max: 3, per: "90", scope: global}
 rate_limits:
   - {id: mail, kinds: remote_mutation, calls: 10, per: "2m", scope: agent, on_exceed: require_approval}
+  - {calls: 10, per: 2000ms, scope: agent}
 `,
     });
+    // A bare number is seconds, written as a number or as a string, as in every duration (docs/configuration.md).
+    expect(set.files[0]!.budgets[2]).toMatchObject({ per: { seconds: 90, text: '90' } });
+    expect(set.files[0]!.rateLimits[1]).toMatchObject({ perSeconds: 2, perText: '2000ms' });
     const [a, b] = set.files[0]!.budgets;
     expect(a).toMatchObject({ id: 'p#budgets.0', measure: { sum: { text: 'order.amount' } }, per: { seconds: 21_600, text: '6h' }, onExceed: 'deny' });
     expect(a!.max).toEqual({ text: '1000.5', value: 1000.5, written: '1000.50' });
     expect(a!.selectors.tools?.map((g) => g.source)).toEqual(['refund']);
     expect(a!.selectors.teams).toEqual(new Set(['support']));
     expect(b).toMatchObject({ id: 'p#budgets.1', measure: { calls: true }, per: { seconds: 90 }, scope: 'global', onExceed: 'abort' });
-    expect(set.files[0]!.rateLimits).toMatchObject([{ id: 'mail', calls: 10, perSeconds: 120, perText: '2m', scope: 'agent', onExceed: 'require_approval' }]);
-    expect(set.limits.map((l) => l.id)).toEqual(['p#budgets.0', 'p#budgets.1', 'mail']);
+    expect(set.files[0]!.rateLimits[0]).toMatchObject({ id: 'mail', calls: 10, perSeconds: 120, perText: '2m', scope: 'agent', onExceed: 'require_approval' });
+    expect(set.limits.map((l) => l.id)).toEqual(['p#budgets.0', 'p#budgets.1', 'p#budgets.2', 'mail', 'p#rate_limits.1']);
   });
 });
 

@@ -1,5 +1,5 @@
 // `gatehouse serve` (what npm start runs) says what is up, on stderr: the URL, /ui, /openapi.yaml and
-// the server's own PID (a SIGHUP sent to it reloads the policies), and in development the two
+// the server's own PID (a SIGUSR2 sent to it reloads the policies), and in development the two
 // tokens, a curl to try and `gatehouse token --help`. stdout stays the log: JSON lines unless
 // LOG_FORMAT=pretty, or by default when stdout is a terminal. Real processes (node dist/main.js serve)
 // on a test database; every wait is bounded.
@@ -55,13 +55,13 @@ function expectJsonLines(stdout: string): Record<string, unknown>[] {
 }
 
 describe('the banner', () => {
-  it('in development: on stderr, the URL, /ui, /openapi.yaml, the PID that SIGHUP reaches, two working tokens; stdout only JSON lines', async () => {
+  it('in development: on stderr, the URL, /ui, /openapi.yaml, the PID that SIGUSR2 reaches, two working tokens; stdout only JSON lines', async () => {
     const s = await serve({});
     const banner = await eventually('the banner', 10_000, async () => (s.stderr().includes('gatehouse token --help') ? s.stderr() : undefined));
     expect(banner).toContain(`Gatehouse is serving at ${s.base}\n`);
     expect(banner).toContain(`${s.base}/ui\n`);
     expect(banner).toContain(`${s.base}/openapi.yaml\n`);
-    expect(banner).toContain(`PID ${s.pid}: kill -HUP ${s.pid} reloads the policies`);
+    expect(banner).toContain(`PID ${s.pid}: kill -USR2 ${s.pid} reloads the policies, kill ${s.pid} stops the service`);
     expect(banner).toContain(
       `Development mode: no JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL, so a secret was generated (kept in ${join(dataDir, 'dev-jwt-secret')})`,
     );
@@ -73,8 +73,8 @@ describe('the banner', () => {
     const approver = /export APPROVER_TOKEN=(\S+)\n/.exec(banner)![1]!;
     expect((await callJson(s.base, 'POST', '/decide', agent, { tool: 'lookup_order', args: { order: 'A1' } })).status).toBe(200);
     expect((await callJson(s.base, 'GET', '/approvals', approver)).status).toBe(200);
-    // The PID in the banner is the server's: SIGHUP to it reloads the policies.
-    process.kill(s.pid, 'SIGHUP');
+    // The PID in the banner is the server's: SIGUSR2 to it reloads the policies.
+    process.kill(s.pid, 'SIGUSR2');
     await eventually('the reload', 10_000, async () => (s.stdout().includes('"policies reloaded"') ? true : undefined));
 
     const log = expectJsonLines(await stop(s));
@@ -84,7 +84,7 @@ describe('the banner', () => {
 
   it('with a configured key: the URL, /ui, /openapi.yaml and the PID, no development tokens', async () => {
     const s = await serve({ JWT_SECRET: SECRET });
-    const banner = await eventually('the banner', 10_000, async () => (s.stderr().includes('kill -HUP') ? s.stderr() : undefined));
+    const banner = await eventually('the banner', 10_000, async () => (s.stderr().includes('kill -USR2') ? s.stderr() : undefined));
     expect(banner).toContain(`Gatehouse is serving at ${s.base}\n`);
     expect(banner).toContain(`${s.base}/ui\n`);
     expect(banner).toContain(`${s.base}/openapi.yaml\n`);

@@ -6,7 +6,7 @@
 // - the decision log's reader gone (stdout closed): decisions go on, SIGTERM still exits 0;
 // - SIGKILL mid-transaction: the dead server's transaction never commits, and a second instance
 //   grants the approval once the dead backend is gone; a terminated backend never crashes a server;
-// - reload storms: 100 SIGHUPs while the policy file is rewritten in place and a client decides
+// - reload storms: 100 reload signals (SIGUSR2) while the policy file is rewritten in place and a client decides
 //   continuously: every decision is exactly version A's or version B's, and the process stays up.
 import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
@@ -553,7 +553,7 @@ describe('process faults', () => {
     expect(await second.exited(10_000)).toEqual({ code: 0, signal: null });
   });
 
-  it('reload storm: 100 SIGHUPs while the file is rewritten in place; every decision is exactly version A or B, the process stays up', async () => {
+  it('reload storm: 100 SIGUSR2s while the file is rewritten in place; every decision is exactly version A or B, the process stays up', async () => {
     const stormDir = await mkdtemp(join(tmpdir(), 'gatehouse-rel-storm-'));
     try {
       const version = (v: 'A' | 'B'): string =>
@@ -613,13 +613,13 @@ describe('process faults', () => {
 
       for (let i = 0; i < 100; i++) {
         await writeFile(file, i % 2 === 0 ? texts.B : texts.A); // truncate, then write: not atomic
-        s.proc.kill('SIGHUP');
+        s.proc.kill('SIGUSR2');
         await sleep(i % 10 === 0 ? 20 : 2);
       }
       // Settle on each version in turn; the process must get there by itself.
       for (const v of ['B', 'A'] as const) {
         await writeFile(file, texts[v]);
-        s.proc.kill('SIGHUP');
+        s.proc.kill('SIGUSR2');
         await eventually(`version ${v} to serve`, 10_000, async () => {
           const res = await callJson(s.base, 'POST', '/decide', agentToken(), { tool: 't' });
           check(res, 't');

@@ -3,7 +3,9 @@
 //   opened, the embedded PostgreSQL it started included: no orphan server is left behind;
 // - a SIGTERM during start-up stops the start, closes what it opened and exits 0;
 // - a SIGTERM with a half-sent request open does not wait for it: the request in flight is answered,
-//   the process exits 0 without running into the grace period.
+//   the process exits 0 without running into the grace period;
+// - a SIGHUP (a closed terminal) stops the service and its embedded PostgreSQL, and a SIGKILL's
+//   orphaned PostgreSQL is stopped by the next start, which serves.
 // Every wait is bounded: a process that hangs fails the test, it does not hold the run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -13,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentToken, SECRET } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../helpers/process.js';
+import { callJson, CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../helpers/process.js';
 
 interface Started {
   proc: ChildProcess;
@@ -232,6 +234,112 @@ describe('the environment sets the connection limits and the policy reader roles
     expect(await bad.exited(30_000), bad.output()).toBe(2);
     expect(bad.output()).toMatch(/HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT/);
   }, 60_000);
+});
+
+// The embedded PostgreSQL never outlives the Gatehouse that started it for longer than the next start:
+// a hang-up (the terminal of a foreground `npm start` closed) stops the service as SIGTERM does, the
+// database with it; a SIGKILL cannot be caught, so the next start stops the server it left behind.
+describe('hang-ups and kills: the next start on the same DATA_DIR serves', () => {
+  /** A DATA_DIR of the test's own (the `postgres` user must reach DATA_DIR/pg when run as root). */
+  const freshDataDir = async (): Promise<string> => {
+    const dir = await mkdtemp(join(dataDir, 'own-'));
+    await chmod(dir, 0o755);
+    cleanups.push(async () => {
+      const left = await postgresRunningIn(join(dir, 'pg'));
+      if (left !== null) process.kill(left, 'SIGINT');
+    });
+    return dir;
+  };
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const serveOn = async (dir: string): Promise<ServerProcess> => {
+    const s = await startServer({ DATA_DIR: dir, JWT_SECRET: SECRET }, 90_000);
+    cleanups.push(() => s.kill());
+    return s;
+  };
+
+  it('SIGHUP stops like SIGTERM: exit 0, the embedded PostgreSQL stopped; the next start serves', async () => {
+    const dir = await freshDataDir();
+    const first = await serveOn(dir);
+    expect(await postgresRunningIn(join(dir, 'pg'))).not.toBeNull();
+    first.proc.kill('SIGHUP');
+    expect(await first.exited(30_000), first.stdout()).toEqual({ code: 0, signal: null });
+    expect(first.stdout()).toMatch(/"signal":"SIGHUP".*"msg":"shutting down: finishing in-flight requests"/);
+    expect(first.stdout()).toMatch(/"msg":"stopped"/);
+    expect(await postgresRunningIn(join(dir, 'pg'))).toBeNull();
+
+    const next = await serveOn(dir);
+    expect((await callJson(next.base, 'GET', '/readyz', null)).body).toMatchObject({ status: 'ready', database: 'ok' });
+    expect(next.stdout()).not.toMatch(/left behind/);
+    next.proc.kill('SIGTERM');
+    expect(await next.exited(30_000)).toEqual({ code: 0, signal: null });
+  }, 180_000);
+
+  it("a terminal's hang-up reaches the whole foreground job (npm's shell and the server), more than once: a clean stop, never cut short", async () => {
+    const dir = await freshDataDir();
+    // A process group of its own, as a terminal's foreground job is; the shell stays the server's
+    // parent (the `; true` keeps it from exec-ing node), as npm's does.
+    const job = spawn('sh', ['-c', '"$0" "$1" serve; true', process.execPath, CLI], {
+      cwd: ROOT,
+      env: serverEnv({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', DATA_DIR: dir, JWT_SECRET: SECRET }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    spawned.push(job);
+    let out = '';
+    let err = '';
+    job.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    job.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
+    const server = await eventually('the server to serve', 90_000, async () => {
+      const pid = /PID (\d+):/.exec(err)?.[1];
+      return out.includes('gatehouse is serving') && pid !== undefined ? Number(pid) : undefined;
+    });
+    cleanups.push(async () => {
+      if (alive(server)) process.kill(server, 'SIGKILL');
+    });
+    expect(server).not.toBe(job.pid);
+    process.kill(-job.pid!, 'SIGHUP'); // the shell passing the hang-up on to its jobs
+    await eventually('the shutdown to begin', 10_000, async () => (out.includes('shutting down') ? true : undefined));
+    if (alive(server)) process.kill(server, 'SIGHUP'); // the kernel's, as the shell exits
+    await eventually('the server to exit', 30_000, async () => (alive(server) ? undefined : true));
+    expect(out).toMatch(/"msg":"stopped"/);
+    expect(out).not.toMatch(/exiting now/);
+    expect(await postgresRunningIn(join(dir, 'pg'))).toBeNull();
+  }, 180_000);
+
+  it('SIGKILL leaves the embedded PostgreSQL behind: the next start stops it and serves; a start beside a live one is still refused', async () => {
+    const dir = await freshDataDir();
+    const killed = await serveOn(dir);
+    const orphan = await postgresRunningIn(join(dir, 'pg'));
+    expect(orphan).not.toBeNull();
+    await killed.kill(); // SIGKILL: nothing runs in the process any more, no handler, no `exit` event
+    expect(await postgresRunningIn(join(dir, 'pg'))).toBe(orphan); // the server outlived it
+
+    const next = await serveOn(dir);
+    expect(next.stdout()).toContain(`"pid":${orphan}`);
+    expect(next.stdout()).toMatch(/stopped the embedded PostgreSQL that a Gatehouse which is no longer running left behind/);
+    expect(alive(orphan!)).toBe(false);
+    const serving = await postgresRunningIn(join(dir, 'pg'));
+    expect(serving).not.toBeNull();
+    expect(serving).not.toBe(orphan);
+    expect((await callJson(next.base, 'GET', '/readyz', null)).body).toMatchObject({ status: 'ready', database: 'ok' });
+
+    // A live Gatehouse's server is no orphan: a second start beside it is refused, and it keeps serving.
+    const beside = spawnServe({ PORT: '0', DATA_DIR: dir, JWT_SECRET: SECRET });
+    expect(await beside.exited(60_000), beside.output()).toBe(2);
+    expect(beside.output()).toMatch(new RegExp(`in use by PostgreSQL process ${serving}, started by process ${next.pid} .*another Gatehouse is running`));
+    expect(await postgresRunningIn(join(dir, 'pg'))).toBe(serving);
+    expect((await callJson(next.base, 'GET', '/readyz', null)).body).toMatchObject({ status: 'ready', database: 'ok' });
+    next.proc.kill('SIGTERM');
+    expect(await next.exited(30_000)).toEqual({ code: 0, signal: null });
+    expect(await postgresRunningIn(join(dir, 'pg'))).toBeNull();
+  }, 180_000);
 });
 
 describe('shutting down', () => {
