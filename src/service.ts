@@ -10,7 +10,7 @@ import { createApprovalWaiter } from './approvals/notify.js';
 import { createApprovalService } from './approvals/service.js';
 import { createApprovalStore } from './approvals/store.js';
 import { createLimitService } from './budgets/service.js';
-import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type Config } from './config.js';
+import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, servedPolicyEnv, type Config } from './config.js';
 import { createSql } from './db/connect.js';
 import { createLanes } from './db/lanes.js';
 import { unavailableFrom } from './db/errors.js';
@@ -57,8 +57,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     colorize: stdoutIsTerminal && env.NO_COLOR === undefined,
   });
   process.once('exit', () => logSink.flush()); // lines that waited for a stuck reader, if any
-  // Outside production the example policies' `dev` environment is the default (docs/design.md "The process").
-  const policyEnv = config.policyEnv ?? (config.production ? null : 'dev');
+  const policyEnv = servedPolicyEnv(config.policyEnv, config.production);
   let policies: LivePolicies;
   try {
     policies = await createLivePolicies(config.policyDir, policyEnv);
