@@ -1,7 +1,7 @@
 // The service process (`gatehouse serve`): configuration, logger, policies, database (embedded by
 // default), the app, listen, signals. The only module with process side effects but the entry point.
 import { writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import { isatty } from 'node:tty';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
@@ -426,6 +426,16 @@ function developmentTokens(sign: Sign, config: Config): DevelopmentTokens {
  * collector reads line by line. The PID is this process's: under `npm start` npm (and its shell)
  * are parents, and a `kill -HUP` sent to npm's PID does not reach the server.
  */
+/**
+ * This package's command by its path (`node dist/main.js` in a checkout): never a bare package name,
+ * which npx would fetch from the registry, where `gatehouse` is another project's package.
+ */
+function ownCommand(): string {
+  const main = fileURLToPath(new URL('./main.js', import.meta.url));
+  const rel = relative(process.cwd(), main);
+  return `node ${rel.startsWith('..') || isAbsolute(rel) ? main : rel}`;
+}
+
 function printBanner(base: string, tokens: DevelopmentTokens | null, config: Config): void {
   const pid = process.pid;
   let text = `
@@ -450,7 +460,7 @@ Try it:
   curl -s $GATEHOUSE/decide -H "authorization: Bearer $AGENT_TOKEN" -H 'content-type: application/json' \\
     -d '{"tool":"refund","args":{"order":"A1","amount":120}}'
 
-Tokens for other teams, agents and approvers: npx gatehouse token --help
+Tokens for other teams, agents and approvers: ${ownCommand()} token --help
 `;
   }
   // Written to descriptor 2 itself, like the log to 1: Node's stderr stream would put a pipe there
