@@ -2,12 +2,15 @@
 # Gatehouse: a production image. It needs DATABASE_URL, a JWT key (JWT_SECRET, JWT_PUBLIC_KEY or
 # JWT_JWKS_URL; the last two with JWT_AUDIENCE and JWT_ISSUER) and POLICY_ENV when the policies
 # declare environments; it refuses to start without them.
-# The embedded PostgreSQL (an optional dependency, for `npm start` on a laptop) is not installed.
+# The embedded PostgreSQL (an optional dependency, for `npm start` on a laptop) is not in the image.
+# CI has no Docker daemon: it runs these stages with scripts/docker-stages.mjs, which reads this file.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --ignore-scripts --omit=optional
+# Optional dependencies included: TypeScript's compiler is one (@typescript/typescript-<platform>),
+# and the build needs it; the prune below drops them all, the embedded PostgreSQL with them.
+RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build \

@@ -1,4 +1,4 @@
-// What gatehouse/client adds to a decision: `gate()` of an allowed call against a bare `fetch` POST
+// What gatehouse-pdp/client adds to a decision: `gate()` of an allowed call against a bare `fetch` POST
 // /decide of the same body, on the same connection pool (Node's fetch), sequentially and with 16 in
 // flight, against a Gatehouse process on this machine (the benchmarks' server, no database: an
 // allowed call never touches one). Alternating rounds, the median of each kind reported.

@@ -158,6 +158,19 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
  */
 export const DEFAULT_JWT_MAX_LIFETIME_SEC = 86_400;
 
+/**
+ * The policy environment the service serves: POLICY_ENV, else outside production the example
+ * policies' `dev` (docs/design.md "The process"); the CLI's `check` and `hash` load the same one.
+ */
+export function servedPolicyEnv(policyEnv: string | null, production: boolean): string | null {
+  return policyEnv ?? (production ? null : 'dev');
+}
+
+/** `servedPolicyEnv` of an environment's POLICY_ENV and NODE_ENV, without validating the rest of the configuration. */
+export function servedPolicyEnvOf(env: Readonly<Record<string, string | undefined>> = process.env): string | null {
+  return servedPolicyEnv(env.POLICY_ENV || null, env.NODE_ENV === 'production');
+}
+
 /** Read and validate the configuration from an environment (process.env by default). */
 export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): Config {
   const problems: string[] = [];

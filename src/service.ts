@@ -1,7 +1,7 @@
 // The service process (`gatehouse serve`): configuration, logger, policies, database (embedded by
 // default), the app, listen, signals. The only module with process side effects but the entry point.
 import { writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import { isatty } from 'node:tty';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
@@ -10,7 +10,7 @@ import { createApprovalWaiter } from './approvals/notify.js';
 import { createApprovalService } from './approvals/service.js';
 import { createApprovalStore } from './approvals/store.js';
 import { createLimitService } from './budgets/service.js';
-import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type Config } from './config.js';
+import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, servedPolicyEnv, type Config } from './config.js';
 import { createSql } from './db/connect.js';
 import { createLanes } from './db/lanes.js';
 import { unavailableFrom } from './db/errors.js';
@@ -57,8 +57,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     colorize: stdoutIsTerminal && env.NO_COLOR === undefined,
   });
   process.once('exit', () => logSink.flush()); // lines that waited for a stuck reader, if any
-  // Outside production the example policies' `dev` environment is the default (docs/design.md "The process").
-  const policyEnv = config.policyEnv ?? (config.production ? null : 'dev');
+  const policyEnv = servedPolicyEnv(config.policyEnv, config.production);
   let policies: LivePolicies;
   try {
     policies = await createLivePolicies(config.policyDir, policyEnv);
@@ -445,6 +444,16 @@ function developmentTokens(sign: Sign, config: Config): DevelopmentTokens {
  * collector reads line by line. The PID is this process's: under `npm start` npm (and its shell)
  * are parents, and a `kill -USR2` sent to npm's PID does not reach the server.
  */
+/**
+ * This package's command by its path (`node dist/main.js` in a checkout): never a bare package name,
+ * which npx would fetch from the registry, where `gatehouse` is another project's package.
+ */
+function ownCommand(): string {
+  const main = fileURLToPath(new URL('./main.js', import.meta.url));
+  const rel = relative(process.cwd(), main);
+  return `node ${rel.startsWith('..') || isAbsolute(rel) ? main : rel}`;
+}
+
 function printBanner(base: string, tokens: DevelopmentTokens | null, config: Config): void {
   const pid = process.pid;
   let text = `
@@ -469,7 +478,7 @@ Try it:
   curl -s $GATEHOUSE/decide -H "authorization: Bearer $AGENT_TOKEN" -H 'content-type: application/json' \\
     -d '{"tool":"refund","args":{"order":"A1","amount":120}}'
 
-Tokens for other teams, agents and approvers: npx gatehouse token --help
+Tokens for other teams, agents and approvers: ${ownCommand()} token --help
 `;
   }
   // Written to descriptor 2 itself, like the log to 1: Node's stderr stream would put a pipe there

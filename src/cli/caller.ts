@@ -1,5 +1,6 @@
 // What a CLI command decides with (`check`, `hash`): the policy set, its load problems reported on
 // stderr, and the caller given as flags, as the token's claims would give it to the service.
+import { servedPolicyEnvOf } from '../config.js';
 import { formatProblem, PolicyLoadError } from '../policy/errors.js';
 import { loadPolicies } from '../policy/load.js';
 import type { Identity, PolicySet } from '../policy/model.js';
@@ -12,9 +13,26 @@ export const CALLER_OPTIONS = {
   agent: { type: 'string' },
 } as const;
 
-/** The environment to load for: `--env`, else POLICY_ENV as the service reads it (no development default here). */
+/** The environment of a record or case that names none (`replay`, `test`): `--env`, else POLICY_ENV, no development default. */
 export function envOf(values: { env?: string | undefined }): string | null {
   return values.env ?? (process.env.POLICY_ENV || null);
+}
+
+/**
+ * The environment to load policies for as the service would serve them (`check`, `hash`): `--env`,
+ * else the service's own choice, so that `check` sees what `npm start` serves.
+ */
+export function servedEnvOf(values: { env?: string | undefined }): { env: string | null; defaulted: boolean } {
+  if (values.env !== undefined) return { env: values.env, defaulted: false };
+  const env = servedPolicyEnvOf();
+  return { env, defaulted: env !== null && !process.env.POLICY_ENV };
+}
+
+/** On stderr, when the development default chose the environment of policies that declare environments. */
+export function noteDefaultedEnv(set: PolicySet, served: { env: string | null; defaulted: boolean }, io: Io): void {
+  if (served.defaulted && set.files.some((f) => f.environments.length > 0)) {
+    io.err(`POLICY_ENV is not set: loading the "${served.env}" environment, as npm start serves it outside production (--env E for another)\n`);
+  }
 }
 
 /** The identity `decide()` takes; a user the flags do not name is `cli-user`. */

@@ -5,7 +5,7 @@ import type { DefaultMode, EffectiveKind, PolicySet, Rule, Selectors } from '../
 import { defaultOverlaps } from '../policy/overlap.js';
 import { TOOL_NAME_PATTERN } from '../policy/request.js';
 import { defineCommand, parseCommand } from './args.js';
-import { CALLER_OPTIONS, envOf, loadPoliciesOrReport } from './caller.js';
+import { CALLER_OPTIONS, loadPoliciesOrReport, noteDefaultedEnv, servedEnvOf } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
 const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN, 'u'); // as ajv compiles it
@@ -20,7 +20,8 @@ that apply to that tool for that caller, in order, and what each one does. On st
 each file without a scope whose default tightens a tool another file allows (the exit status stays 0).
 
 options:
-  --env E       the environment to load (default: POLICY_ENV)
+  --env E       the environment to load (default: POLICY_ENV, else dev unless NODE_ENV=production,
+                as the service serves)
   --tool T      show the rules for the tool T
   --team X      the caller's team (with --tool)
   --user U      the caller's user, the token's sub (with --tool)
@@ -44,8 +45,10 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
     io.err('--tool: not a tool name the service accepts (ASCII letters, digits and _ . : / -, at most 128, no "." or ".." path segment)\n');
     return EXIT.invalid;
   }
-  const set = await loadPoliciesOrReport(target, envOf(values), io);
+  const served = servedEnvOf(values);
+  const set = await loadPoliciesOrReport(target, served.env, io);
   if (set === null) return EXIT.invalid;
+  noteDefaultedEnv(set, served, io);
   // Warnings, not problems: the files are valid, and may mean it.
   for (const o of defaultOverlaps(set)) {
     io.err(
@@ -55,7 +58,8 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
   }
   if (values.tool === undefined) {
     for (const f of set.files) {
-      const id = f.identity.version === undefined ? f.identity.policy : `${f.identity.policy} v${f.identity.version}`;
+      // The version as written (`3`, `v3`, `2026-01`): prefixing a `v` would print `vv3`.
+      const id = f.identity.version === undefined ? f.identity.policy : `${f.identity.policy} version ${f.identity.version}`;
       const counts = `${plural(f.rules.length, 'rule')}, ${plural(f.tools.length, 'tool')}, ${plural(f.guards.length, 'guard')}`;
       io.out(`${f.path}  ${id}  ${f.identity.digest}  ${counts}  default ${f.defaultMode}${f.scope ? `  scope ${describeSelectors(f.scope)}` : ''}\n`);
     }

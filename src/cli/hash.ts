@@ -17,7 +17,7 @@ import { createStrictAjv } from '../policy/ajv.js';
 import { decide } from '../policy/decide.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../policy/request.js';
 import { defineCommand, parseCommand } from './args.js';
-import { CALLER_OPTIONS, callerIdentity, envOf, loadPoliciesOrReport } from './caller.js';
+import { CALLER_OPTIONS, callerIdentity, loadPoliciesOrReport, noteDefaultedEnv, servedEnvOf } from './caller.js';
 import { EXIT, type Io } from './io.js';
 
 export const HASH = defineCommand({
@@ -35,7 +35,7 @@ Prints a canonical JSON text and its hash, one per line (- reads standard input)
 
 options:
   --policies DIR   the policies to decide with (default: ./policies)
-  --env E          the environment to load (default: POLICY_ENV)
+  --env E          the environment to load (default: POLICY_ENV, else dev unless NODE_ENV=production)
   --user U         the caller's user (default: cli-user)
   --team T         the caller's team
   --agent A        the caller's agent
@@ -79,8 +79,10 @@ export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8
     io.err(`${target}: not a request as /decide takes it: ${e?.instancePath || '/'} ${e?.message ?? 'is invalid'}\n`);
     return EXIT.invalid;
   }
-  const set = await loadPoliciesOrReport(values.policies ?? 'policies', envOf(values), io);
+  const served = servedEnvOf(values);
+  const set = await loadPoliciesOrReport(values.policies ?? 'policies', served.env, io);
   if (set === null) return EXIT.invalid;
+  noteDefaultedEnv(set, served, io);
   const request = toDecideRequest(value as unknown as ToolCall);
   const result = decide(set, request, callerIdentity(values));
   if (result.decision !== 'require_approval' || result.approval === undefined) {

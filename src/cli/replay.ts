@@ -1,7 +1,8 @@
 // `gatehouse replay --policies DIR [--baseline DIR] --from FILE.jsonl [--env E] [--json] [--accept]`:
 // the recorded decisions of a captured decision log decided again under a candidate policy set and
 // a baseline (another directory, or by default the recorded answers), and one table of what flips.
-// Exit 0 nothing flips (or --accept), 1 something flips, 2 bad options, files or policies.
+// Exit 0 nothing flips (or --accept), 1 something flips or nothing could be decided again (unless
+// --allow-empty), 2 bad options, files or policies.
 import { PolicyLoadError, formatProblem } from '../policy/errors.js';
 import { buildPolicySet, type FileBytes, readPolicyFiles } from '../policy/load.js';
 import type { PolicySet } from '../policy/model.js';
@@ -18,14 +19,15 @@ import { table } from './table.js';
 export const REPLAY = defineCommand({
   name: 'replay',
   usage: `usage: gatehouse replay --policies DIR [--baseline DIR] --from FILE.jsonl|--from-db [--since T] [--until T]
-                       [--env E] [--json] [--accept]
+                       [--env E] [--json] [--accept] [--allow-empty]
 
 Decides every recorded decision of a captured decision log (JSON lines as the service writes them,
 with LOG_ARGS=true), or of the decision store (DECISION_STORE=postgres, read from DATABASE_URL),
 under the candidate policies of DIR and under the baseline, and prints one table of the decisions
 that flip (allow → deny, deny → allow, allow → require_approval, ...) by rule, with counts and
 example decision ids. Decisions recorded without arguments are counted as
-not replayable, never guessed.
+not replayable, never guessed; when no decision at all could be decided again, replay fails rather
+than report that nothing flips.
 
 options:
   --policies DIR   the candidate policy set (a directory or one file)
@@ -39,10 +41,12 @@ options:
   --env E          the environment of a line that names none (default: POLICY_ENV)
   --json           the report as one JSON document, for CI
   --accept         exit 0 even when decisions flip
+  --allow-empty    exit 0 even when no decision could be decided again (an empty log, or only lines
+                   recorded without arguments)
   -h, --help       show this help
 
-exit status: 0 nothing flips (or --accept); 1 a decision flips; 2 a problem in the arguments, the
-policies, the log file or the decision store
+exit status: 0 nothing flips (or --accept); 1 a decision flips, or none was decided again (without
+--allow-empty); 2 a problem in the arguments, the policies, the log file or the decision store
 `,
   options: {
     policies: { type: 'string' },
@@ -54,6 +58,7 @@ policies, the log file or the decision store
     env: { type: 'string' },
     json: { type: 'boolean' },
     accept: { type: 'boolean' },
+    'allow-empty': { type: 'boolean' },
   },
   positionals: { min: 0, max: 0 },
 });
@@ -115,6 +120,14 @@ export async function runReplay(argv: string[], io: Io): Promise<number> {
   } else {
     io.out(textReport(report, { candidate: values.policies, baseline: values.baseline ?? null, unreadable }));
   }
+  // "No decision flips" over nothing compared would pass a CI gate on a log that cannot show a flip.
+  if (report.compared === 0 && values['allow-empty'] !== true) {
+    io.err(
+      `gatehouse replay: no decision was decided again: 0 of ${plural(report.records, 'recorded decision')}, ` +
+        `${report.notReplayable.count} not replayable (recorded without arguments: LOG_ARGS=true records them); --allow-empty accepts this\n`,
+    );
+    return EXIT.failed;
+  }
   return flipped > 0 && !values.accept ? EXIT.failed : EXIT.ok;
 }
 
@@ -160,6 +173,7 @@ function textReport(r: ReplayReport, s: Sources): string {
     out += `unreadable lines: ${s.unreadable.count} (the first, line ${s.unreadable.first.line}: ${s.unreadable.first.problem})\n`;
   }
   const flipped = flipCount(r);
+  if (r.compared === 0) return `${out}nothing compared: no decision was decided again\n`;
   if (flipped === 0) return `${out}no decision flips\n`;
   const rows = r.flips.map((f) => [`${f.from} → ${f.to}`, f.baselineRule, f.candidateRule, String(f.count), f.examples.join(', ')]);
   return `${out}\n${table(['flip', 'rule before', 'rule after', 'count', 'examples'], rows)}\n${plural(flipped, 'decision')} flip\n`;

@@ -24,7 +24,7 @@ development secret that \`gatehouse serve\` generates and keeps in DATA_DIR/dev-
 here if there is none yet), so the service started from the same directory and environment accepts
 it. The token alone is written to stdout; a summary of it to stderr.
 
-  export BOB=$(npx gatehouse token --sub bob --team support --role approver)
+  export BOB=$(gatehouse token --sub bob --team support --role approver)
 
 Its claims: sub; the team, agent and roles claims, under the names TEAM_CLAIM, AGENT_CLAIM and
 ROLES_CLAIM give (default team, agent, roles); iat and exp; iss and aud when JWT_ISSUER and

@@ -1,4 +1,4 @@
-// `gatehouse/ai-sdk`: Gatehouse as the Vercel AI SDK's (`ai` 7) tool approval and tool gate
+// `gatehouse-pdp/ai-sdk`: Gatehouse as the Vercel AI SDK's (`ai` 7) tool approval and tool gate
 // (docs/ai-sdk.md). Three parts, used together:
 //   gatehouseToolApproval: the `toolApproval` option of generateText / streamText / ToolLoopAgent.
 //     allow → not-applicable; deny → denied with the model message; abort → throws

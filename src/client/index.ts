@@ -1,4 +1,4 @@
-// `gatehouse/client`: the TypeScript client every adapter is built on (docs/client.md). It needs nothing
+// `gatehouse-pdp/client`: the TypeScript client every adapter is built on (docs/client.md). It needs nothing
 // beyond Node's fetch. `gate()` is what a host calls before a tool runs; the rest are the routes.
 import { type ListQuery, routes } from './api.js';
 import { type GateOptions, type GateResult, gate } from './gate.js';

@@ -1,4 +1,4 @@
-// `gatehouse/openai-agents`: Gatehouse as the OpenAI Agents SDK's (`@openai/agents`) tool approval and
+// `gatehouse-pdp/openai-agents`: Gatehouse as the OpenAI Agents SDK's (`@openai/agents`) tool approval and
 // tool gate (docs/openai-agents.md). Three parts, used together:
 //   gatedTool: the SDK's tool(), with `needsApproval` and `execute` backed by Gatehouse.
 //     needsApproval (gatehouseNeedsApproval): true unless Gatehouse allows the call; for

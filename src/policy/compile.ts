@@ -194,8 +194,9 @@ function checkIdentityText(problems: Problems, path: KeyPath, text: string, what
 function checkEnvironments(problems: Problems, environments: readonly string[], env: string | null): void {
   if (new Set(environments).size !== environments.length) problems.add(['environments'], 'environments are listed twice');
   if (environments.length === 0) return;
-  if (env === null) problems.add(['environments'], 'this file declares environments: set POLICY_ENV (CLI: --env) to one of them');
-  else if (!environments.includes(env)) problems.add(['environments'], `POLICY_ENV "${env}" is not among the declared environments`);
+  const declared = environments.join(', ');
+  if (env === null) problems.add(['environments'], `this file declares environments (${declared}): set POLICY_ENV (CLI: --env) to one of them`);
+  else if (!environments.includes(env)) problems.add(['environments'], `POLICY_ENV "${env}" is not among the declared environments (${declared})`);
 }
 
 function resolveDefault(problems: Problems, d: PolicyDoc, environments: readonly string[], env: string | null): DefaultMode {

@@ -53,7 +53,7 @@ describe('gatehouse check', () => {
   it('warns (stderr, exit 0) when a file without a scope has a default that tightens a tool another file allows', async () => {
     const r = await run('check', 'test/cli/fixtures/trap');
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/\nok: 2 files\n$/);
+    expect(r.out).toMatch(/\nok: 2 files for environment dev\n$/);
     golden('check-warnings.txt', r.err);
     // What the warning is about: the three-rule file's side_effects default holds a $5 refund, and
     // the decision names that file's default.
@@ -99,14 +99,46 @@ describe('gatehouse check', () => {
     golden('check-broken.txt', r.err);
   });
 
-  it('exits 2 when environments are declared and neither --env nor POLICY_ENV is given', async () => {
+  it('without --env or POLICY_ENV, loads the environment npm start serves (dev), and says so on stderr', async () => {
     vi.stubEnv('POLICY_ENV', '');
+    vi.stubEnv('NODE_ENV', '');
+    try {
+      const r = await run('check', EXAMPLE_POLICIES);
+      expect(r.code).toBe(0);
+      expect(r.out).toMatch(/\nok: 1 file for environment dev\n$/);
+      expect(r.err).toBe('POLICY_ENV is not set: loading the "dev" environment, as npm start serves it outside production (--env E for another)\n');
+      // Policies that declare no environments need none: nothing to say.
+      expect(await run('check', 'test/cli/fixtures/scoped')).toMatchObject({ code: 0, err: '' });
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('with NODE_ENV=production and no POLICY_ENV (the service refuses to start), exits 2 listing the environments', async () => {
+    vi.stubEnv('POLICY_ENV', '');
+    vi.stubEnv('NODE_ENV', 'production');
     try {
       const r = await run('check', EXAMPLE_POLICIES);
       expect(r.code).toBe(2);
-      expect(r.err).toMatch(/payments\/payments\.yaml:\d+:\d+: environments: .*--env/);
+      expect(r.err).toMatch(/payments\/payments\.yaml:\d+:\d+: environments: this file declares environments \(dev, prod\): set POLICY_ENV \(CLI: --env\)/);
+      const other = await run('check', EXAMPLE_POLICIES, '--env', 'staging');
+      expect(other.code).toBe(2);
+      expect(other.err).toContain('POLICY_ENV "staging" is not among the declared environments (dev, prod)');
     } finally {
       vi.unstubAllEnvs();
+    }
+  });
+
+  it('prints a policy version as written: `version: v3` is "version v3", never "vv3"', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-version-'));
+    try {
+      writeFileSync(join(dir, 'p.yaml'), 'policy: p\nversion: v3\ndefault: deny\n');
+      const r = await run('check', dir);
+      expect(r.code).toBe(0);
+      expect(r.out).toContain('  p version v3  sha256:');
+      expect(r.out).not.toContain('vv3');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
@@ -254,6 +286,20 @@ describe('gatehouse hash', () => {
     // refund-support's approval shape (kind refund_over_cap, capability [order, amount], presentation
     // [order, amount, note]) gives exactly the descriptor written by hand in request.json.
     expect(r.out).toBe(readFileSync('test/cli/golden/hash-approval.txt', 'utf8'));
+  });
+
+  it('without --env or POLICY_ENV, decides in the environment npm start serves (dev), as its /decide would', async () => {
+    vi.stubEnv('POLICY_ENV', '');
+    vi.stubEnv('NODE_ENV', '');
+    try {
+      const r = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', EXAMPLE_POLICIES, '--team', 'support');
+      const dev = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', EXAMPLE_POLICIES, '--team', 'support', '--env', 'dev');
+      expect(r.code).toBe(dev.code);
+      expect(r.out).toBe(dev.out);
+      expect(r.err).toContain('POLICY_ENV is not set: loading the "dev" environment');
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 
   it('hashes every requirement of an approval several policy files ask for, as the service does', async () => {

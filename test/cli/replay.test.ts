@@ -2,7 +2,7 @@
 // decided again under a candidate set, with known flips: a claim the candidate reads (trial callers),
 // a lower approval threshold, a team now allowed to delete. Also: a line recorded without arguments is
 // not replayable, a baseline directory is compared by digest, and the exit codes CI reads.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -168,6 +168,31 @@ describe('gatehouse replay --from', () => {
     expect(r.out).toContain('decided by another policy set than the baseline');
     expect(r.out).toMatch(/recorded digests: sha256:[0-9a-f]{64}\n/);
     expect(r.out).toContain('no decision flips');
+  });
+
+  it('nothing decided again is a failure, not "no decision flips": exit 1 stating the count not replayable; --allow-empty exits 0', async () => {
+    // Only the line recorded without arguments, and an empty log.
+    const quiet = join(dir, 'quiet.jsonl');
+    const line = readFileSync(rec.file, 'utf8')
+      .split('\n')
+      .find((l) => l.includes(rec.ids['no-args']!));
+    writeFileSync(quiet, `${line}\n`);
+    const empty = join(dir, 'empty.jsonl');
+    writeFileSync(empty, '');
+    const r = await run('replay', '--policies', CANDIDATE, '--from', quiet);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('not replayable, recorded without arguments (LOG_ARGS): 1');
+    expect(r.out).not.toContain('no decision flips');
+    expect(r.err).toBe(
+      'gatehouse replay: no decision was decided again: 0 of 1 recorded decision, 1 not replayable (recorded without arguments: LOG_ARGS=true records them); --allow-empty accepts this\n',
+    );
+    expect(await run('replay', '--policies', CANDIDATE, '--from', quiet, '--accept')).toMatchObject({ code: 1 });
+    expect(await run('replay', '--policies', CANDIDATE, '--from', quiet, '--allow-empty')).toMatchObject({ code: 0, err: '' });
+    const none = await run('replay', '--policies', CANDIDATE, '--from', empty, '--json');
+    expect(none.code).toBe(1);
+    expect(JSON.parse(none.out)).toMatchObject({ records: 0, compared: 0, flipped: 0 });
+    expect(none.err).toContain('0 of 0 recorded decisions, 0 not replayable');
+    expect((await run('replay', '--policies', CANDIDATE, '--from', empty, '--allow-empty')).code).toBe(0);
   });
 
   it('bad input exits 2: a missing option, a log that cannot be read, policies that do not load', async () => {

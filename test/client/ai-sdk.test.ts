@@ -1,4 +1,4 @@
-// gatehouse/ai-sdk with the real `ai` 7 (generateText, its MockLanguageModelV4 scripting the model's
+// gatehouse-pdp/ai-sdk with the real `ai` 7 (generateText, its MockLanguageModelV4 scripting the model's
 // tool calls) against a real Gatehouse: nothing Gatehouse refused runs (each tool writes a ledger),
 // a denial's message is in the model's next prompt, an abort ends the run, an approval filed by
 // toolApproval is granted over REST and redeemed once by the tool's gate(), an operator's denial

@@ -1,4 +1,4 @@
-// gatehouse/client against a real Gatehouse on a loopback port (real PostgreSQL): the answers a host
+// gatehouse-pdp/client against a real Gatehouse on a loopback port (real PostgreSQL): the answers a host
 // acts on, the approval loop (file, wait, grant over REST, redeem once), failing closed, 503 retried per
 // Retry-After, a lost redeem retried under its Idempotency-Key (in the process and after a restart),
 // a withdrawn wait, an approval that expires (reported, or filed again when asked), and the run view it keeps.

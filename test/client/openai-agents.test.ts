@@ -1,4 +1,4 @@
-// gatehouse/openai-agents with the real `@openai/agents` (its Runner, and its own ScriptedModel from
+// gatehouse-pdp/openai-agents with the real `@openai/agents` (its Runner, and its own ScriptedModel from
 // `@openai/agents/testing` scripting the model's function calls) against a real Gatehouse: nothing
 // Gatehouse refused runs (each tool writes a ledger), a refusal's message is in the model's next
 // input, an abort ends the run, an approval is granted over REST and redeemed once by the tool's

@@ -87,12 +87,13 @@ export function serverEnv(env: Record<string, string>): Record<string, string> {
 
 /**
  * `node dist/main.js serve` with this environment (PORT is picked when absent); resolves once it logs
- * "gatehouse is serving", rejects if it exits first or takes longer than startMs.
+ * "gatehouse is serving", rejects if it exits first or takes longer than startMs. `at` runs another
+ * copy (an installed package's bin) from another directory.
  */
-export async function startServer(env: Record<string, string>, startMs = 30_000): Promise<ServerProcess> {
+export async function startServer(env: Record<string, string>, startMs = 30_000, at: { cli?: string; cwd?: string } = {}): Promise<ServerProcess> {
   const port = env.PORT !== undefined ? Number(env.PORT) : await freeTcpPort();
-  const proc = spawn(process.execPath, [CLI, 'serve'], {
-    cwd: ROOT,
+  const proc = spawn(process.execPath, [at.cli ?? CLI, 'serve'], {
+    cwd: at.cwd ?? ROOT,
     env: serverEnv({ HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env, PORT: String(port) }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -109,7 +109,7 @@ describe('GET /tools', () => {
     }
   });
 
-  it('is what the client reads (gatehouse/client tools())', async () => {
+  it('is what the client reads (gatehouse-pdp/client tools())', async () => {
     const tok = token({ team: 'support', agent: 'ops-bot' });
     const url = `http://127.0.0.1:${await listenLoopback(t.app)}`;
     expect(await createClient({ url, token: tok }).tools()).toEqual((await tools(tok)).json());

@@ -1,6 +1,6 @@
 // `gatehouse serve` (what npm start runs) says what is up, on stderr: the URL, /ui, /openapi.yaml and
 // the server's own PID (a SIGUSR2 sent to it reloads the policies), and in development the two
-// tokens, a curl to try and `gatehouse token --help`. stdout stays the log: JSON lines unless
+// tokens, a curl to try and `node dist/main.js token --help`. stdout stays the log: JSON lines unless
 // LOG_FORMAT=pretty, or by default when stdout is a terminal. Real processes (node dist/main.js serve)
 // on a test database; every wait is bounded.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -57,7 +57,7 @@ function expectJsonLines(stdout: string): Record<string, unknown>[] {
 describe('the banner', () => {
   it('in development: on stderr, the URL, /ui, /openapi.yaml, the PID that SIGUSR2 reaches, two working tokens; stdout only JSON lines', async () => {
     const s = await serve({});
-    const banner = await eventually('the banner', 10_000, async () => (s.stderr().includes('gatehouse token --help') ? s.stderr() : undefined));
+    const banner = await eventually('the banner', 10_000, async () => (s.stderr().includes('token --help') ? s.stderr() : undefined));
     expect(banner).toContain(`Gatehouse is serving at ${s.base}\n`);
     expect(banner).toContain(`${s.base}/ui\n`);
     expect(banner).toContain(`${s.base}/openapi.yaml\n`);
@@ -68,7 +68,8 @@ describe('the banner', () => {
     expect(banner).toContain(`export GATEHOUSE=${s.base}\n`);
     expect(banner).toContain('Tokens valid for 24 hours:');
     expect(banner).toMatch(/curl -s \$GATEHOUSE\/decide -H "authorization: Bearer \$AGENT_TOKEN"/);
-    expect(banner).toContain('npx gatehouse token --help');
+    // The command by its path, which runs only this package (the server runs from the checkout).
+    expect(banner).toContain('Tokens for other teams, agents and approvers: node dist/main.js token --help\n');
     const agent = /export AGENT_TOKEN=(\S+)\n/.exec(banner)![1]!;
     const approver = /export APPROVER_TOKEN=(\S+)\n/.exec(banner)![1]!;
     expect((await callJson(s.base, 'POST', '/decide', agent, { tool: 'lookup_order', args: { order: 'A1' } })).status).toBe(200);
