@@ -194,6 +194,7 @@ function pin(condition: CompiledCondition, truth: Truth): CompiledCondition {
     source: condition.source,
     paths: condition.paths,
     reads: condition.reads,
+    tests: condition.tests,
     evaluate: () => truth,
     explain: () => ({ truth, why }),
   };
