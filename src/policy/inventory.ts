@@ -195,6 +195,7 @@ function pin(condition: CompiledCondition, truth: Truth): CompiledCondition {
     paths: condition.paths,
     reads: condition.reads,
     tests: condition.tests,
+    parsed: condition.parsed,
     evaluate: () => truth,
     explain: () => ({ truth, why }),
   };

@@ -80,6 +80,8 @@ export interface CompiledCondition {
   readonly reads: readonly ArgRead[];
   /** Every test of an argument (or its words) against a literal, in source order. */
   readonly tests: readonly ArgTest[];
+  /** The argument paths read through argv() or path(), by built-in (`gatehouse check` tries inputs of each kind on them). */
+  readonly parsed: { readonly argv: readonly string[]; readonly path: readonly string[] };
   /** Never throws: an internal failure is 'undecidable' (fail closed). */
   evaluate(input: ConditionInput): Truth;
   explain(input: ConditionInput): ConditionResult;
@@ -140,6 +142,7 @@ export function compileCondition(source: string): CompiledCondition {
     paths: Object.freeze(compiler.paths),
     reads: Object.freeze(compiler.reads),
     tests: Object.freeze(compiler.tests),
+    parsed: Object.freeze({ argv: Object.freeze([...compiler.parsed.argv]), path: Object.freeze([...compiler.parsed.path]) }),
     evaluate(input: ConditionInput): Truth {
       try {
         return root(input, undefined);
@@ -163,6 +166,7 @@ class Compiler {
   readonly paths: string[] = [];
   readonly reads: ArgRead[] = [];
   readonly tests: ArgTest[] = [];
+  readonly parsed = { argv: new Set<string>(), path: new Set<string>() };
   private readonly seen = new Set<string>();
   /** The names `any` and `all` bind, while their bodies compile: each reads its item from a slot. */
   private readonly bound = new Map<string, { readonly slot: Binding; readonly items: number; readonly probe: Probe | undefined }>();
@@ -561,6 +565,7 @@ class Compiler {
 
   private unary(name: string, x: Operand): (input: ConditionInput) => unknown {
     this.want(x, name === 'len' ? STRING | ARRAY : STRING, `${name}()`);
+    if (x.arg !== undefined && (name === 'argv' || name === 'path')) this.parsed[name].add(x.text);
     switch (name) {
       case 'lower':
         return (input) => {
@@ -590,6 +595,7 @@ class Compiler {
   private resolve(s: Operand, base: Operand): (input: ConditionInput) => unknown {
     this.want(s, STRING, 'path()');
     this.want(base, STRING, 'the base of path()');
+    if (s.arg !== undefined) this.parsed.path.add(s.text);
     return (input) => {
       const v = s.read(input);
       if (typeof v !== 'string') return undefined;
