@@ -311,8 +311,10 @@ function evaluateFile(
   }
 
   let out: Outcome;
-  if (abort) out = { decision: 'abort', reason: abortUndecided ? undecidedReason(abort, input) : (abort.reason ?? `rule "${abort.id}" ends the run`), rule: abort.id };
-  else if (deny) out = { decision: 'deny', reason: denyUndecided ? undecidedReason(deny, input) : (deny.reason ?? `rule "${deny.id}" denies it`), rule: deny.id };
+  if (abort)
+    out = { decision: 'abort', reason: abortUndecided ? undecidedReason(abort, input) : (abort.reason ?? `rule "${abort.id}" ends the run`), rule: abort.id };
+  else if (deny)
+    out = { decision: 'deny', reason: denyUndecided ? undecidedReason(deny, input) : (deny.reason ?? `rule "${deny.id}" denies it`), rule: deny.id };
   // A rule that can ask gives its `reason` for asking; allowed without asking, it says so plainly
   // (docs/spec.md section 2.2).
   else if (allow) out = { decision: 'allow', reason: (allow.confirm ? undefined : allow.reason) ?? `rule "${allow.id}" allows it`, rule: allow.id };

@@ -558,7 +558,8 @@ class Compiler {
         if (sink !== undefined) sink.push(`undecidable: ${text}: item ${undecidedAt}: ${(undecidedWhy ?? []).map(dropUndecidable).join('; ')}`);
         return 'undecidable';
       }
-      if (sink !== undefined) sink.push(`${text} is ${String(!dominant)} (${lv.length === 0 ? 'no items' : `${dominant ? 'no item holds' : 'every item holds'}`})`);
+      if (sink !== undefined)
+        sink.push(`${text} is ${String(!dominant)} (${lv.length === 0 ? 'no items' : `${dominant ? 'no item holds' : 'every item holds'}`})`);
       return !dominant;
     };
   }
