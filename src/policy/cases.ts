@@ -165,8 +165,11 @@ function propertyWarnings(p: NeverProperty, checks: readonly (TargetCheck & { en
       out.push(`${where}: \`when\` held for none of the ${c.runs} generated requests: the property checked nothing there`);
       continue;
     }
-    for (const u of c.unreached ?? []) {
-      out.push(`${where}: no generated request reached rule "${u.rule}" (${u.policy}), which can answer ${forbidden}: the property could not fail through it`);
+    const rules = (c.unreached ?? []).map((u) => `"${u.rule}" (${u.policy})`);
+    if (rules.length > 0) {
+      out.push(
+        `${where}: no generated request reached a rule that can answer ${forbidden} (${rules.join(', ')}): no request generated could have broken the property`,
+      );
     }
   }
   return out;

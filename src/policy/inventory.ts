@@ -198,5 +198,6 @@ function pin(condition: CompiledCondition, truth: Truth): CompiledCondition {
     parsed: condition.parsed,
     evaluate: () => truth,
     explain: () => ({ truth, why }),
+    testsHeld: () => 0,
   };
 }

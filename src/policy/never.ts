@@ -127,7 +127,7 @@ function namesFor(set: PolicySet, entry: CatalogueEntry, tools: readonly Glob[] 
   });
 }
 
-/** Requests a property's reach is measured on, at most (each explained: every rule of every file). */
+/** Checked requests a property's reach is traced on, at most (each explained: every rule of every file). */
 const COVERAGE_SAMPLES = 300;
 
 /** Check a property on one selected tool: `runs` generated requests, the first failure shrunk. */
@@ -160,23 +160,24 @@ export function checkTarget(set: PolicySet, p: NeverProperty, target: PropertyTa
     return p.when.evaluate(input) === true;
   };
   let matched = 0;
+  const reach = new Reach(set, p, target);
   const details = fc.check(
     fc.property(request, (r) => {
       const got = decideOne(r);
       // Skipped, not counted: arguments the tool's schema refuses are `deny` before any rule
       // (docs/spec.md section 2, step 2), whatever the policy says.
       fc.pre(got !== null);
-      if (!selected(r as Generated & { args: JsonObject })) return true;
+      const req = r as Generated & { args: JsonObject };
+      if (!selected(req)) return true;
       matched++;
+      reach.see(requestOf(req), req.identity);
       return !p.decisions.has(got!.decision);
     }),
     { seed: p.seed, numRuns: p.runs, maxSkipsPerRun: MAX_SKIPS_PER_RUN },
   );
   const base = { target: target.pattern, runs: details.numRuns, shrinks: details.numShrinks };
   if (!details.failed) {
-    const unreached = unreachedRules(set, p, target, fc.sample(request, { seed: p.seed, numRuns: Math.min(p.runs, COVERAGE_SAMPLES) }), (r) =>
-      isRequestArgs(r.args) && selected({ ...r, args: r.args }) ? { request: requestOf({ ...r, args: r.args }), identity: r.identity } : null,
-    );
+    const unreached = reach.unreached();
     return { ...base, ...(p.when ? { matched } : {}), ...(unreached.length > 0 ? { unreached } : {}) };
   }
   const found = details.counterexample?.[0];
@@ -194,52 +195,65 @@ export function checkTarget(set: PolicySet, p: NeverProperty, target: PropertyTa
 }
 
 /**
- * The rules selecting the target that could give an answer the property forbids (an allow rule:
- * allow or require_approval; a confirm-only rule: require_approval; a deny or abort rule: its own)
- * that applied to none of the sampled requests (`toRequest`: null for one not checked), though their
- * selectors matched and their `when` was decided (false) for some. A rule whose `when` was never
- * decided is left out: the property's own setting (no `$context`, say) keeps it from applying, and
- * that fail-closed reading is what the property checks.
+ * Whether the property was tried where it could fail: the rules selecting the target that could give
+ * an answer it forbids (an allow rule: allow or require_approval; a confirm-only rule:
+ * require_approval; a deny or abort rule: its own), and whether a checked request reached one: it
+ * applied, or one of the tests of its `when` held. A policy that keeps the property true through a
+ * rule's condition reaches it so; a generator that never builds what the rule tests does not.
+ * Traced with explain() on at most COVERAGE_SAMPLES requests, and only until one is reached.
  */
-function unreachedRules<R>(
-  set: PolicySet,
-  p: NeverProperty,
-  target: PropertyTarget,
-  samples: readonly R[],
-  toRequest: (r: R) => { request: Parameters<typeof explain>[1]; identity: Identity } | null,
-): { policy: string; rule: string }[] {
-  const forbids = (effect: string): boolean =>
-    effect === 'allow'
-      ? p.decisions.has('allow') || p.decisions.has('require_approval')
-      : effect === 'confirm'
-        ? p.decisions.has('require_approval')
-        : p.decisions.has(effect as 'deny' | 'abort');
-  const left = new Map<string, { policy: string; rule: string; decided: boolean }>();
-  for (const name of target.names) {
-    for (const view of set.plan(name).views) {
-      view.files.forEach((plan, i) => {
-        const policy = set.files[i]!.identity.policy;
-        for (const rule of plan?.rules ?? []) if (forbids(rule.effect)) left.set(`${policy}\n${rule.id}`, { policy, rule: rule.id, decided: false });
-      });
+class Reach {
+  private readonly candidates = new Map<string, { policy: string; rule: string; when: CompiledCondition | undefined; decided: boolean }>();
+  private reached = false;
+  private traced = 0;
+
+  constructor(
+    private readonly set: PolicySet,
+    p: NeverProperty,
+    target: PropertyTarget,
+  ) {
+    const forbids = (effect: string): boolean =>
+      effect === 'allow'
+        ? p.decisions.has('allow') || p.decisions.has('require_approval')
+        : effect === 'confirm'
+          ? p.decisions.has('require_approval')
+          : p.decisions.has(effect as 'deny' | 'abort');
+    for (const name of target.names) {
+      for (const view of set.plan(name).views) {
+        view.files.forEach((plan, i) => {
+          const policy = set.files[i]!.identity.policy;
+          for (const rule of plan?.rules ?? [])
+            if (forbids(rule.effect)) this.candidates.set(`${policy}\n${rule.id}`, { policy, rule: rule.id, when: rule.when, decided: false });
+        });
+      }
     }
+    // No rule could give a forbidden answer: the default, a guard or a limit decides, and is tried on every request.
+    if (this.candidates.size === 0) this.reached = true;
   }
-  for (const r of samples) {
-    if (left.size === 0) break;
-    const req = toRequest(r);
-    if (req === null) continue;
-    const x = explain(set, req.request, req.identity);
-    if (x.schemaRefused) continue;
-    for (const f of x.trace.files) {
+
+  see(request: Parameters<typeof explain>[1], identity: Identity): void {
+    if (this.reached || this.traced >= COVERAGE_SAMPLES) return;
+    this.traced++;
+    const input: ConditionInput = { args: request.args, caller: identity, context: request.context, run: request.run, env: this.set.env };
+    for (const f of explain(this.set, request, identity).trace.files) {
       for (const rt of f.rules) {
-        const key = `${f.policy}\n${rt.id}`;
-        const entry = left.get(key);
+        const entry = this.candidates.get(`${f.policy}\n${rt.id}`);
         if (entry === undefined || !rt.selectors.every((t) => t.matched)) continue;
-        if (rt.applies === 'yes') left.delete(key);
+        if (rt.applies === 'yes' || (entry.when !== undefined && entry.when.testsHeld(input) > 0)) this.reached = true;
         else if (rt.when === undefined || rt.when.truth !== 'undecidable') entry.decided = true;
       }
     }
   }
-  return [...left.values()].filter((e) => e.decided).map(({ policy, rule }) => ({ policy, rule }));
+
+  /**
+   * When none applied: those whose `when` was decided for some request. A rule whose `when` was never
+   * decided is left out: the property's own setting (no `$context`, say) keeps it from applying, and
+   * that fail-closed reading is what the property checks.
+   */
+  unreached(): { policy: string; rule: string }[] {
+    if (this.reached) return [];
+    return [...this.candidates.values()].filter((e) => e.decided).map(({ policy, rule }) => ({ policy, rule }));
+  }
 }
 
 /** Arguments a request body can carry: an object, I-JSON throughout (the service refuses anything else before deciding). */
@@ -254,7 +268,7 @@ function isRequestArgs(args: unknown): args is JsonObject {
 }
 
 function argsArbitrary(set: PolicySet, target: PropertyTarget, p: NeverProperty): fc.Arbitrary<unknown> {
-  const hints = hintsFor(set, target.names, p.when);
+  const hints = hintsFor(set, target.names, p.when, p.context);
   // Every catalogue describing the name checks its schema; generate from the first one's.
   const schema = set.plan(target.names[0]!).entries.find((e) => e.validate)?.validate?.schema;
   return schema === undefined ? freeArgsArbitrary(hints) : schemaArbitrary(schema, hints);
@@ -265,7 +279,7 @@ const STRING_LITERAL = /"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'/g;
 const NUMBER_LITERAL = /(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])/g;
 
 /** The paths and literals of the conditions of every rule that could decide these names, and of the property's `when`. */
-function hintsFor(set: PolicySet, names: readonly string[], when: CompiledCondition | undefined): ValueHints {
+function hintsFor(set: PolicySet, names: readonly string[], when: CompiledCondition | undefined, context: JsonObject | undefined): ValueHints {
   const paths = new Set<string>();
   const numbers = new Set<number>();
   const strings = new Set<string>();
@@ -291,7 +305,7 @@ function hintsFor(set: PolicySet, names: readonly string[], when: CompiledCondit
     }
   }
   const at = new Map<string, fc.Arbitrary<string>>();
-  for (const [path, samples] of samplesOf(tests)) {
+  for (const [path, samples] of samplesOf(tests, context)) {
     const arb = samplesArbitrary(samples);
     if (arb !== null) at.set(path, arb);
   }

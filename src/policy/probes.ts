@@ -9,6 +9,7 @@
 // then commands are shell-quoted in several ways (`--out""put`), so that a policy deciding on raw
 // text rather than on parsed words is caught, and sometimes end in a pipe or a redirection.
 import fc from 'fast-check';
+import type { JsonObject } from '../json/value.js';
 import type { ArgTest } from './condition/compile.js';
 import type { Scalar } from './condition/parse.js';
 
@@ -22,15 +23,26 @@ export interface PathSamples {
   readonly words: string[];
 }
 
-/** The samples of every argument path the tests read, by path. */
-export function samplesOf(tests: readonly ArgTest[]): Map<string, PathSamples> {
+/** Path prefixes combined with path globs at most, per argument path. */
+const MAX_COMBINED = 32;
+
+/**
+ * The samples of every argument path the tests read, by path. A test against a `$context` path takes
+ * its value from `context` (a property's fixed context), or is left out.
+ */
+export function samplesOf(tests: readonly ArgTest[], context?: JsonObject): Map<string, PathSamples> {
+  const prefixes = new Map<string, string[]>();
+  const globbed = new Map<string, string[]>();
   const out = new Map<string, PathSamples>();
   const at = (path: string): PathSamples => {
     let s = out.get(path);
     if (s === undefined) out.set(path, (s = { values: [], templates: [], words: [] }));
     return s;
   };
-  for (const t of tests) {
+  for (const test of tests) {
+    const literal = test.literal ?? contextValue(context, test.context);
+    if (literal === undefined) continue;
+    const t = { ...test, literal };
     const s = at(t.probe.path);
     if (t.probe.in === 'argv') {
       const words = strings(t.literal);
@@ -40,12 +52,26 @@ export function samplesOf(tests: readonly ArgTest[]): Map<string, PathSamples> {
       continue;
     }
     const slot = slotStrings(t.op, t.literal, t.probe.asPath === true);
+    if (t.probe.in === 'value' && t.probe.asPath === true) {
+      // A directory a path must be under, and globs it must not match: also the two at once.
+      const into = t.op === 'startswith' ? prefixes : t.op === 'matches' ? globbed : undefined;
+      if (into !== undefined) {
+        const list = into.get(t.probe.path) ?? [];
+        list.push(...(t.op === 'startswith' ? strings(t.literal) : strings(t.literal).flatMap(globInstances)));
+        into.set(t.probe.path, list);
+      }
+    }
     if (t.probe.in === 'value') s.values.push(...slot);
     else if (t.probe.in === 'word') s.words.push(...slot);
     else {
       const fill = Array.from({ length: t.probe.index ?? 0 }, () => 'x');
       for (const w of slot) s.templates.push([...fill, w]);
     }
+  }
+  for (const [path, dirs] of prefixes) {
+    const tails = globbed.get(path) ?? [];
+    const combined = dirs.flatMap((d) => tails.map((g) => `${d.endsWith('/') ? d : `${d}/`}${g.replace(/^\/+/, '')}`));
+    at(path).values.push(...combined.slice(0, MAX_COMBINED));
   }
   for (const s of out.values()) {
     dedupe(s.values);
@@ -123,6 +149,17 @@ function slotStrings(op: ArgTest['op'], literal: Scalar | readonly Scalar[], asP
     const abs = p.startsWith('/') ? p : `/${p}`;
     return [abs, `/a/..${abs}`, abs.slice(1)];
   });
+}
+
+/** The string at a `$context` path, when the context holds one. */
+function contextValue(context: JsonObject | undefined, segments: readonly string[] | undefined): string | undefined {
+  if (context === undefined || segments === undefined) return undefined;
+  let v: unknown = context;
+  for (const seg of segments) {
+    if (typeof v !== 'object' || v === null || Array.isArray(v) || !Object.hasOwn(v, seg)) return undefined;
+    v = (v as Record<string, unknown>)[seg];
+  }
+  return typeof v === 'string' ? v : undefined;
 }
 
 function strings(literal: Scalar | readonly Scalar[]): string[] {

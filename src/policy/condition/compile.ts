@@ -68,8 +68,10 @@ export interface Probe {
 export interface ArgTest {
   readonly probe: Probe;
   readonly op: 'eq' | 'order' | 'in' | StringOp;
-  /** The literal: a scalar, or a list (`in`, and argv() `startswith`/`endswith`). */
-  readonly literal: Scalar | readonly Scalar[];
+  /** The literal: a scalar, or a list (`in`, and argv() `startswith`/`endswith`); for `context`, undefined. */
+  readonly literal?: Scalar | readonly Scalar[];
+  /** Set when the other side is a `$context` path (its segments): the value is the request's. */
+  readonly context?: readonly string[];
 }
 
 export interface CompiledCondition {
@@ -85,10 +87,29 @@ export interface CompiledCondition {
   /** Never throws: an internal failure is 'undecidable' (fail closed). */
   evaluate(input: ConditionInput): Truth;
   explain(input: ConditionInput): ConditionResult;
+  /**
+   * How many of the tests inside it (comparisons, `in`, string operators, has(), a bare boolean) are
+   * true on this input, each read even where the result is settled without it: whether generated
+   * input reaches what the condition tests (`never:` properties). 0 on an internal failure.
+   */
+  testsHeld(input: ConditionInput): number;
 }
 
 /** Reasons collected by explain(); undefined on the evaluate() hot path, which then builds no strings. */
-type Sink = string[] | undefined;
+type Sink = (string[] & { [FULL]?: true }) | undefined;
+/**
+ * Marks a sink that wants every test decided and its reason, not only those that decided the result
+ * (testsHeld()): junctions and quantifiers then read every operand and item. Same truth either way.
+ */
+const FULL: unique symbol = Symbol('every test');
+
+/** A sink for an operand's reasons: none on the hot path, and full when its parent's is. */
+function sub(sink: Sink): Sink {
+  if (sink === undefined) return undefined;
+  const out: Sink = [];
+  if (sink[FULL] === true) out[FULL] = true;
+  return out;
+}
 type Node = (input: ConditionInput, sink: Sink) => Truth;
 
 interface Operand extends Named {
@@ -106,6 +127,8 @@ interface Operand extends Named {
   readonly items?: number;
   /** Set when the value is an argument, or derived from one by lower(), path() or argv(). */
   readonly probe?: Probe;
+  /** Set for a `$context` path: its segments. */
+  readonly context?: readonly string[];
 }
 
 /** An item of a list being quantified (`w` in `any(argv(command), w, …)`), set while its body runs. */
@@ -159,6 +182,16 @@ export function compileCondition(source: string): CompiledCondition {
         return { truth: 'undecidable', why: INTERNAL_ERROR };
       }
     },
+    testsHeld(input: ConditionInput): number {
+      const sink: Sink = [];
+      sink[FULL] = true;
+      try {
+        root(input, sink);
+      } catch {
+        return 0;
+      }
+      return sink.filter((why) => why.endsWith(' is true')).length;
+    },
   });
 }
 
@@ -174,6 +207,11 @@ class Compiler {
   /** Records `o op literal` for the generator of `never:` properties when `o` derives from an argument. */
   private test(o: Operand, op: ArgTest['op'], literal: Scalar | readonly Scalar[] | undefined): void {
     if (o.probe !== undefined && literal !== undefined) this.tests.push({ probe: o.probe, op, literal });
+  }
+
+  /** `o op $context.PATH`, recorded likewise. */
+  private contextTest(o: Operand, op: ArgTest['op'], other: Operand): void {
+    if (o.probe !== undefined && other.context !== undefined) this.tests.push({ probe: o.probe, op, context: other.context });
   }
 
   /**
@@ -233,7 +271,7 @@ class Compiler {
         };
       }
       case 'list':
-        throw typeError(e.start, 'a list can only stand on the right of `in`, `startswith` or `endswith`');
+        throw typeError(e.start, 'a list can only stand on the right of `in`, `startswith`, `endswith` or `matches`');
     }
   }
 
@@ -245,6 +283,8 @@ class Compiler {
     const kind = op === '==' || op === '!=' ? 'eq' : 'order';
     this.test(l, kind, r.literal?.value);
     this.test(r, kind, l.literal?.value);
+    this.contextTest(l, kind, r);
+    this.contextTest(r, kind, l);
     if (op === '==' || op === '!=') {
       // Two sides that can never have one type never compare equal: a mistake, refused at load.
       if (l.literal?.value === null || r.literal?.value === null) {
@@ -329,17 +369,14 @@ class Compiler {
    */
   private stringOp(op: StringOp, opStart: number, l: Operand, rightExpr: Expr): Node {
     if (op === 'matches') {
-      if (rightExpr.kind !== 'literal' || typeof rightExpr.value !== 'string') {
-        throw typeError(rightExpr.start, '`matches` takes a glob written as a string, like `to matches "*@acme.com"`');
-      }
+      const globs = globsOf(rightExpr);
       if (l.literal !== undefined) throw typeError(opStart, '`matches` compares two constants; the left side must be a path or a call');
-      const glob = globOf(rightExpr, 'matches');
       this.want(l, STRING, '`matches`');
-      this.test(l, 'matches', rightExpr.value);
-      const text = `${l.text} matches ${renderLiteral(rightExpr)}`;
+      this.test(l, 'matches', rightExpr.kind === 'list' ? rightExpr.items.map((i) => i.value) : (rightExpr as LiteralExpr).value);
+      const text = `${l.text} matches ${rightExpr.kind === 'list' ? renderList(rightExpr) : renderLiteral(rightExpr as LiteralExpr)}`;
       return (input, sink) => {
         const v = l.read(input);
-        const t: Truth = typeof v === 'string' ? glob.test(v) : 'undecidable';
+        const t: Truth = typeof v === 'string' ? globs.some((g) => g.test(v)) : 'undecidable';
         if (sink !== undefined) sink.push(t === 'undecidable' ? `undecidable: ${whyStringOp(op, l, v, undefined, undefined)}` : `${text} is ${t}`);
         return t;
       };
@@ -357,6 +394,7 @@ class Compiler {
       this.pair(l, r, STRING | ARRAY, `\`${op}\``);
     }
     this.test(l, op, rightExpr.kind === 'list' ? rightExpr.items.map((i) => i.value) : r.literal?.value);
+    this.contextTest(l, op, r);
     const test = op === 'startswith' ? startsWith : op === 'endswith' ? endsWith : contains;
     const text = `${l.text} ${op} ${r.text}`;
     return (input, sink) => {
@@ -392,7 +430,7 @@ class Compiler {
       }
       case 'list': {
         if (op !== 'startswith' && op !== 'endswith') {
-          throw typeError(e.start, 'a list can only stand on the right of `in`, `startswith` or `endswith`');
+          throw typeError(e.start, 'a list can only stand on the right of `in`, `startswith`, `endswith` or `matches`');
         }
         const items = e.items.map(literalValue);
         return { path: undefined, literal: undefined, text: renderList(e), start: e.start, type: ARRAY, read: () => items };
@@ -534,12 +572,19 @@ class Compiler {
       }
       let undecidedAt = -1;
       let undecidedWhy: string[] | undefined;
+      let sawDominant = false;
       try {
         for (let i = 0; i < lv.length; i++) {
           slot.list = lv;
           slot.index = i;
-          const local: Sink = sink === undefined ? undefined : [];
+          const local = sub(sink);
           const t = body(input, local);
+          if (sink?.[FULL] === true) {
+            sink.push(...(local ?? []));
+            if (t === dominant) sawDominant = true;
+            else if (t === 'undecidable' && undecidedAt < 0) undecidedAt = i;
+            continue;
+          }
           if (t === dominant) {
             if (sink !== undefined) sink.push(`${text} is ${String(dominant)}: item ${i}: ${(local ?? []).join('; ')}`);
             return dominant;
@@ -554,6 +599,8 @@ class Compiler {
         slot.list = [];
         slot.index = 0;
       }
+      if (sawDominant) return dominant;
+      if (sink?.[FULL] === true) return undecidedAt >= 0 ? 'undecidable' : !dominant;
       if (undecidedAt >= 0) {
         if (sink !== undefined) sink.push(`undecidable: ${text}: item ${undecidedAt}: ${(undecidedWhy ?? []).map(dropUndecidable).join('; ')}`);
         return 'undecidable';
@@ -655,6 +702,7 @@ class Compiler {
       read: rootReader(e),
       ...(e.root === 'args' ? { arg: { segments: e.segments }, probe: { path: e.text, in: 'value' as const } } : {}),
       ...(e.root === 'caller' && e.segments.length === 1 && e.segments[0] === 'roles' ? { items: STRING } : {}),
+      ...(e.root === 'context' ? { context: e.segments } : {}),
     };
   }
 
@@ -715,6 +763,16 @@ function whyList(list: Named, v: unknown): string {
 
 function dropUndecidable(why: string): string {
   return why.startsWith('undecidable: ') ? why.slice('undecidable: '.length) : why;
+}
+
+/** The right side of `matches`: a glob written as a string, or a list of them (any one matches), compiled here. */
+function globsOf(e: Expr): Glob[] {
+  const refuse = (at: number): never => {
+    throw typeError(at, '`matches` takes a glob written as a string, like `to matches "*@acme.com"`, or a list of them');
+  };
+  if (e.kind === 'literal') return typeof e.value === 'string' ? [globOf(e, 'matches')] : refuse(e.start);
+  if (e.kind !== 'list' || e.items.length === 0) return refuse(e.start);
+  return e.items.map((i) => (typeof i.value === 'string' ? globOf(i, 'matches') : refuse(i.start)));
 }
 
 /** A glob written as a string literal, compiled at load; its errors point into the string. */
@@ -864,6 +922,18 @@ function junction(children: readonly Node[], dominant: boolean): Node {
     let undecided = false;
     let undecidedWhy: string[] | undefined;
     const allWhy: string[] | undefined = sink === undefined ? undefined : [];
+    if (sink?.[FULL] === true) {
+      // Every operand read; the same Kleene result.
+      let saw = false;
+      for (const child of children) {
+        const local = sub(sink);
+        const t = child(input, local);
+        sink.push(...(local ?? []));
+        if (t === dominant) saw = true;
+        else if (t === 'undecidable') undecided = true;
+      }
+      return saw ? dominant : undecided ? 'undecidable' : !dominant;
+    }
     for (let i = 0; i < children.length; i++) {
       const local: Sink = sink === undefined ? undefined : [];
       const t = children[i]!(input, local); // i < length
