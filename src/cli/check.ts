@@ -4,6 +4,7 @@ import { CALLER_SELECTORS, CHECKS, countUsers, listOf, TOOL_SELECTORS, type Sele
 import type { DefaultMode, EffectiveKind, PolicySet, Rule, Selectors } from '../policy/model.js';
 import { defaultOverlaps } from '../policy/overlap.js';
 import { TOOL_NAME_PATTERN } from '../policy/request.js';
+import { undecidableRules } from '../policy/undecidable.js';
 import { defineCommand, parseCommand } from './args.js';
 import { CALLER_OPTIONS, loadPoliciesOrReport, noteDefaultedEnv, servedEnvOf } from './caller.js';
 import { EXIT, type Io } from './io.js';
@@ -17,7 +18,9 @@ export const CHECK = defineCommand({
 Validates the policy files of DIR (default: ./policies), or one FILE, as the service loads them.
 Valid: one line per file (policy, digest, counts, default, scope) and "ok". With --tool: the rules
 that apply to that tool for that caller, in order, and what each one does. On stderr, a warning for
-each file without a scope whose default tightens a tool another file allows (the exit status stays 0).
+each file without a scope whose default tightens a tool another file allows, and for each abort or
+deny rule whose condition cannot be decided for common inputs (a pipe, a glob, a redirection, a
+relative path), so that it applies to them too (the exit status stays 0).
 
 options:
   --env E       the environment to load (default: POLICY_ENV, else dev unless NODE_ENV=production,
@@ -54,6 +57,14 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
     io.err(
       `warning: ${o.file.path}: its default (${o.file.defaultMode}) also applies to tools other files decide, e.g. ${o.tool}: ` +
         `rule "${o.allowedBy.rule}" of ${o.allowedBy.file.path} allows it, and this default answers ${o.answer}; give this file a scope, or a default of allow\n`,
+    );
+  }
+  for (const u of undecidableRules(set)) {
+    const at = u.rule.whenAt ?? { line: 1, column: 1 };
+    const effect = u.rule.effect === 'abort' ? 'aborts' : 'denies';
+    io.err(
+      `warning: ${u.file.path}:${at.line}:${at.column}: rules.${u.rule.index}.when: rule "${u.rule.id}" ${effect} whenever its condition cannot be decided, ` +
+        `as for ${u.inputs.join(', ')} (${u.why}); if that is not meant, decide those inputs in the condition, e.g. with has()\n`,
     );
   }
   if (values.tool === undefined) {

@@ -18,7 +18,9 @@ export const TEST = defineCommand({
 
 Runs the cases and properties of DIR's *.test.yaml files (default: ./policies) against DIR's
 policies, as the service would decide them, and prints one table of the cases whose answer
-disagrees and the properties that broke, each with its shrunk counterexample.
+disagrees and the properties that broke, each with its shrunk counterexample. On stderr, a warning
+for each property that held without being tried: its \`when\` held for no generated request, or no
+generated request reached a rule that could give an answer it forbids.
 
 options:
   --env E       the environment of the cases (and case files) that name none (default: POLICY_ENV)
@@ -50,6 +52,8 @@ export async function runTest(argv: string[], io: Io): Promise<number> {
     for (const p of problems) io.err(`${formatProblem(p)}\n`);
     return EXIT.invalid;
   }
+  // Warnings, not failures: the property held, but on inputs that could not have broken it there.
+  for (const p of properties) for (const w of p.warnings) io.err(`warning: ${p.property.file}:${p.property.line}: ${p.property.name}: ${w}\n`);
   const failedCases = results.filter((r) => r.failures.length > 0);
   const broken = properties.filter((p) => p.failures.length > 0);
   const rows = failedCases.map((r) => [`${r.case.file}:${r.case.line}`, r.case.name, r.case.want, r.got.decision, r.got.rule, r.failures.join('; ')]);

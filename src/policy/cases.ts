@@ -5,6 +5,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { JsonObject, JsonValue } from '../json/value.js';
 import { createStrictAjv } from './ajv.js';
+import { compileCondition, ConditionError, type CompiledCondition } from './condition/compile.js';
 import { amountAt, ZERO } from './amount.js';
 import { decide } from './decide.js';
 import { PolicyLoadError, type LoadProblem } from './errors.js';
@@ -56,6 +57,8 @@ const neverSchema = {
     claims: claimsSchema,
     env: list({ type: 'string', minLength: 1 }),
     run: runViewSchema,
+    context: { type: 'object' },
+    when: { type: 'string', minLength: 1 },
     decision: list({ enum: DECISIONS }),
     runs: { type: 'integer', minimum: 1, maximum: MAX_PROPERTY_RUNS },
   },
@@ -144,6 +147,32 @@ export interface PropertyResult {
   checks: (TargetCheck & { env: string | null })[];
   /** The checks that found a counterexample or could not run; empty when the property holds. */
   failures: (TargetCheck & { env: string | null })[];
+  /**
+   * Where the property held without being tried: `when` matched no generated request, or a rule that
+   * could give a forbidden answer was reached by none. One line each, never an argument value.
+   */
+  warnings: string[];
+}
+
+/** The warnings of a property's checks that held (docs/policies.md "Testing policies"). */
+function propertyWarnings(p: NeverProperty, checks: readonly (TargetCheck & { env: string | null })[]): string[] {
+  const out: string[] = [];
+  const forbidden = [...p.decisions].join(' or ');
+  for (const c of checks) {
+    if (c.counterexample !== undefined || c.problem !== undefined) continue;
+    const where = `${c.target}${c.env === null ? '' : ` in ${c.env}`}`;
+    if (c.matched === 0) {
+      out.push(`${where}: \`when\` held for none of the ${c.runs} generated requests: the property checked nothing there`);
+      continue;
+    }
+    const rules = (c.unreached ?? []).map((u) => `"${u.rule}" (${u.policy})`);
+    if (rules.length > 0) {
+      out.push(
+        `${where}: no generated request reached a rule that can answer ${forbidden} (${rules.join(', ')}): no request generated could have broken the property`,
+      );
+    }
+  }
+  return out;
 }
 
 type Claims = JsonObject & { sub?: string; team?: string; agent?: string; roles?: string[] };
@@ -160,6 +189,8 @@ interface NeverDoc {
   claims?: Claims;
   env?: string[];
   run?: RunView;
+  context?: JsonObject;
+  when?: string;
   decision: Decision[];
   runs?: number;
 }
@@ -270,6 +301,15 @@ export function readCaseFile(path: string, bytes: Uint8Array): CaseFile {
           };
     const where = locate(at());
     const name = n.name ?? `never.${i}`;
+    let when: CompiledCondition | undefined;
+    if (n.when !== undefined) {
+      try {
+        when = compileCondition(n.when);
+      } catch (err) {
+        if (!(err instanceof ConditionError)) throw err;
+        problems.push(problemAt(at('when'), `condition: ${err.message}`));
+      }
+    }
     const property: NeverProperty = {
       file: path,
       line: where.line,
@@ -281,6 +321,8 @@ export function readCaseFile(path: string, bytes: Uint8Array): CaseFile {
       ...(n.tags ? { tags: new Set(n.tags) } : {}),
       caller,
       ...(n.run ? { run: n.run } : {}),
+      ...(n.context ? { context: n.context } : {}),
+      ...(when ? { when } : {}),
       decisions: new Set(n.decision),
       runs: n.runs ?? DEFAULT_PROPERTY_RUNS,
       seed: propertySeed(path, name),
@@ -448,6 +490,7 @@ export async function runPolicyTests(dir: string, opts: PolicyTestOptions = {}):
         runs: done.reduce((n, c) => n + c.runs, 0),
         checks: done,
         failures: done.filter((c) => c.counterexample !== undefined || c.problem !== undefined),
+        warnings: propertyWarnings(property, done),
       };
     });
     return { results, properties, problems: [] };

@@ -49,6 +49,11 @@ class Problems {
     const at = this.source.locate(path, atKey);
     this.list.push({ file: this.source.file, line: at.line, column: at.column, key: path.join('.'), message });
   }
+  /** Where a key path is in the file (for warnings about valid files). */
+  locate(where: KeyPath): { line: number; column: number } {
+    const at = this.source.locate(where, false);
+    return { line: at.line, column: at.column };
+  }
 }
 
 function valueAt(root: JsonValue, path: KeyPath): JsonValue | undefined {
@@ -358,7 +363,7 @@ function compileRule(problems: Problems, policy: string, environments: readonly 
     index,
     selectors,
     effect,
-    ...(when ? { when } : {}),
+    ...(when ? { when, whenAt: problems.locate([...base, 'when']) } : {}),
     ...(confirm ? { confirm } : {}),
     ...(approval ? { approval } : {}),
     ...(doc.reason !== undefined ? { reason: doc.reason } : {}),

@@ -285,8 +285,12 @@ function evaluateFile(
   ft: FileTrace | null,
 ): Outcome {
   const args = request.args;
+  // For abort and deny, a rule whose `when` held is preferred to one that applies only because its
+  // `when` could not be decided: its reason is the true one.
   let abort: Rule | undefined;
+  let abortUndecided = false;
   let deny: Rule | undefined;
+  let denyUndecided = false;
   let allow: Rule | undefined;
   let confirmBy: Rule | undefined;
   for (const rule of rules) {
@@ -295,10 +299,10 @@ function evaluateFile(
     if (rt) ft!.rules.push(rt);
     if (applies === 'no') continue;
     if (rule.effect === 'abort') {
-      abort ??= rule;
-      if (!ft) break; // nothing is more severe than the first abort
+      if (abort === undefined || (abortUndecided && applies === 'yes')) [abort, abortUndecided] = [rule, applies === 'undecidable'];
+      if (!ft && !abortUndecided) break; // nothing is more severe than an abort whose condition held
     } else if (rule.effect === 'deny') {
-      deny ??= rule;
+      if (deny === undefined || (denyUndecided && applies === 'yes')) [deny, denyUndecided] = [rule, applies === 'undecidable'];
     } else {
       // A confirm-only rule never allows: it only asks about what something else allows.
       if (applies === 'yes' && rule.effect === 'allow') allow ??= rule;
@@ -307,8 +311,10 @@ function evaluateFile(
   }
 
   let out: Outcome;
-  if (abort) out = { decision: 'abort', reason: abort.reason ?? `rule "${abort.id}" ends the run`, rule: abort.id };
-  else if (deny) out = { decision: 'deny', reason: deny.reason ?? `rule "${deny.id}" denies it`, rule: deny.id };
+  if (abort)
+    out = { decision: 'abort', reason: abortUndecided ? undecidedReason(abort, input) : (abort.reason ?? `rule "${abort.id}" ends the run`), rule: abort.id };
+  else if (deny)
+    out = { decision: 'deny', reason: denyUndecided ? undecidedReason(deny, input) : (deny.reason ?? `rule "${deny.id}" denies it`), rule: deny.id };
   // A rule that can ask gives its `reason` for asking; allowed without asking, it says so plainly
   // (docs/spec.md section 2.2).
   else if (allow) out = { decision: 'allow', reason: (allow.confirm ? undefined : allow.reason) ?? `rule "${allow.id}" allows it`, rule: allow.id };
@@ -397,6 +403,17 @@ function ruleApplies(rule: Rule, subject: Subject, input: ConditionInput, rt: Ru
   const applies = !selected || when === false ? 'no' : when === true ? 'yes' : rule.effect !== 'allow' || rule.confirm ? 'undecidable' : 'no';
   if (rt) rt.applies = applies === 'undecidable' ? (rule.effect === 'allow' ? 'restricts_only' : 'yes') : applies;
   return applies;
+}
+
+/**
+ * The reason of a rule that applies only because its `when` could not be decided (docs/spec.md
+ * section 3.5): what could not be decided (paths and built-ins, never a value), not the rule's own
+ * reason, which speaks of a case that may not be this one.
+ */
+function undecidedReason(rule: Rule, input: ConditionInput): string {
+  const why = rule.when?.explain(input).why ?? '';
+  const what = why.startsWith('undecidable: ') ? why.slice('undecidable: '.length) : why;
+  return `rule "${rule.id}" applies because its condition could not be decided${what === '' ? '' : `: ${what}`}`;
 }
 
 /** A rule's `confirm`: true, or a condition that holds or cannot be decided. */

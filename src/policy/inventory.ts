@@ -194,7 +194,10 @@ function pin(condition: CompiledCondition, truth: Truth): CompiledCondition {
     source: condition.source,
     paths: condition.paths,
     reads: condition.reads,
+    tests: condition.tests,
+    parsed: condition.parsed,
     evaluate: () => truth,
     explain: () => ({ truth, why }),
+    testsHeld: () => 0,
   };
 }

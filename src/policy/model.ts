@@ -103,6 +103,8 @@ export interface Rule {
   readonly index: number;
   readonly selectors: Selectors;
   readonly when?: CompiledCondition;
+  /** Where `when` is written in its file, for warnings about it (`gatehouse check`). */
+  readonly whenAt?: { readonly line: number; readonly column: number };
   readonly effect: RuleEffect;
   readonly confirm?: true | CompiledCondition;
   readonly approval?: ApprovalShape;

@@ -6,11 +6,14 @@
 import fc from 'fast-check';
 import { canonicalize } from '../json/canonical.js';
 import type { JsonObject } from '../json/value.js';
-import { decide } from './decide.js';
+import type { CompiledCondition, ConditionInput } from './condition/compile.js';
+import { decide, explain } from './decide.js';
 import type { Glob } from './glob.js';
 import { sampleToolNames } from './glob-names.js';
 import type { CatalogueEntry, Decision, DecisionResult, Identity, PolicySet, RunStep, RunView } from './model.js';
+import { samplesArbitrary, samplesOf } from './probes.js';
 import { freeArgsArbitrary, schemaArbitrary, type ValueHints } from './schema-arbitrary.js';
+import type { ArgTest } from './condition/compile.js';
 
 /** Who asks, in a property: one fixed caller (`claims`), or callers drawn from lists. */
 export type CallerSpec =
@@ -38,6 +41,10 @@ export interface NeverProperty {
   readonly caller: CallerSpec;
   /** A fixed run view; else run views are generated. */
   readonly run?: RunView;
+  /** The request's `context`, fixed (none when absent). */
+  readonly context?: JsonObject;
+  /** Only the generated requests this condition holds for are checked (docs/policies.md "Testing policies"). */
+  readonly when?: CompiledCondition;
   /** The answers it must never get. */
   readonly decisions: ReadonlySet<Decision>;
   /** Generated requests per selected tool (and environment). */
@@ -69,6 +76,13 @@ export interface TargetCheck {
   readonly counterexample?: Counterexample;
   /** Set when the check could not run: too few generated arguments passed the tool's schema. */
   readonly problem?: string;
+  /** With `when`: how many of the generated requests it held for (only those were checked). */
+  readonly matched?: number;
+  /**
+   * Rules that could give an answer the property forbids and that no generated request reached: the
+   * property was never tried where it could fail through them (`gatehouse test` warns).
+   */
+  readonly unreached?: readonly { readonly policy: string; readonly rule: string }[];
 }
 
 /** Names sampled per glob entry; the name of a counterexample shrinks towards the shortest. */
@@ -113,34 +127,59 @@ function namesFor(set: PolicySet, entry: CatalogueEntry, tools: readonly Glob[] 
   });
 }
 
+/** Checked requests a property's reach is traced on, at most (each explained: every rule of every file). */
+const COVERAGE_SAMPLES = 300;
+
 /** Check a property on one selected tool: `runs` generated requests, the first failure shrunk. */
 export function checkTarget(set: PolicySet, p: NeverProperty, target: PropertyTarget): TargetCheck {
   const request = fc.record(
     {
       tool: fc.constantFrom(...target.names),
-      args: argsArbitrary(set, target),
+      args: argsArbitrary(set, target, p),
       identity: callerArbitrary(set, p.caller),
       run: p.run ? fc.constant(p.run) : runArbitrary(set, target.names),
     },
     { requiredKeys: ['tool', 'args', 'identity'] },
   );
-  const decideOne = (r: { tool: string; args: unknown; identity: Identity; run?: RunView | undefined }): DecisionResult | null => {
+  type Generated = { tool: string; args: unknown; identity: Identity; run?: RunView | undefined };
+  const requestOf = (r: Generated & { args: JsonObject }) => ({
+    tool: r.tool,
+    args: r.args,
+    ...(r.run ? { run: r.run } : {}),
+    ...(p.context ? { context: p.context } : {}),
+  });
+  const decideOne = (r: Generated): DecisionResult | null => {
     if (!isRequestArgs(r.args)) return null;
-    const got = decide(set, { tool: r.tool, args: r.args, ...(r.run ? { run: r.run } : {}) }, r.identity);
+    const got = decide(set, requestOf({ ...r, args: r.args }), r.identity);
     return got.schemaRefused ? null : got;
   };
+  // `when` selects the requests checked; one it does not hold for (false, or undecidable) passes.
+  const selected = (r: Generated & { args: JsonObject }): boolean => {
+    if (p.when === undefined) return true;
+    const input: ConditionInput = { args: r.args, caller: r.identity, context: p.context, run: r.run, env: set.env };
+    return p.when.evaluate(input) === true;
+  };
+  let matched = 0;
+  const reach = new Reach(set, p, target);
   const details = fc.check(
     fc.property(request, (r) => {
       const got = decideOne(r);
       // Skipped, not counted: arguments the tool's schema refuses are `deny` before any rule
       // (docs/spec.md section 2, step 2), whatever the policy says.
       fc.pre(got !== null);
+      const req = r as Generated & { args: JsonObject };
+      if (!selected(req)) return true;
+      matched++;
+      reach.see(requestOf(req), req.identity);
       return !p.decisions.has(got!.decision);
     }),
     { seed: p.seed, numRuns: p.runs, maxSkipsPerRun: MAX_SKIPS_PER_RUN },
   );
   const base = { target: target.pattern, runs: details.numRuns, shrinks: details.numShrinks };
-  if (!details.failed) return base;
+  if (!details.failed) {
+    const unreached = reach.unreached();
+    return { ...base, ...(p.when ? { matched } : {}), ...(unreached.length > 0 ? { unreached } : {}) };
+  }
   const found = details.counterexample?.[0];
   const got = found ? decideOne(found) : null;
   // fast-check fails a property without a counterexample when too many runs were skipped, or when
@@ -155,6 +194,68 @@ export function checkTarget(set: PolicySet, p: NeverProperty, target: PropertyTa
   return { ...base, counterexample: { tool: found.tool, args: found.args, identity: found.identity, ...(found.run ? { run: found.run } : {}), got } };
 }
 
+/**
+ * Whether the property was tried where it could fail: the rules selecting the target that could give
+ * an answer it forbids (an allow rule: allow or require_approval; a confirm-only rule:
+ * require_approval; a deny or abort rule: its own), and whether a checked request reached one: it
+ * applied, or one of the tests of its `when` held. A policy that keeps the property true through a
+ * rule's condition reaches it so; a generator that never builds what the rule tests does not.
+ * Traced with explain() on at most COVERAGE_SAMPLES requests, and only until one is reached.
+ */
+class Reach {
+  private readonly candidates = new Map<string, { policy: string; rule: string; when: CompiledCondition | undefined; decided: boolean }>();
+  private reached = false;
+  private traced = 0;
+
+  constructor(
+    private readonly set: PolicySet,
+    p: NeverProperty,
+    target: PropertyTarget,
+  ) {
+    const forbids = (effect: string): boolean =>
+      effect === 'allow'
+        ? p.decisions.has('allow') || p.decisions.has('require_approval')
+        : effect === 'confirm'
+          ? p.decisions.has('require_approval')
+          : p.decisions.has(effect as 'deny' | 'abort');
+    for (const name of target.names) {
+      for (const view of set.plan(name).views) {
+        view.files.forEach((plan, i) => {
+          const policy = set.files[i]!.identity.policy;
+          for (const rule of plan?.rules ?? [])
+            if (forbids(rule.effect)) this.candidates.set(`${policy}\n${rule.id}`, { policy, rule: rule.id, when: rule.when, decided: false });
+        });
+      }
+    }
+    // No rule could give a forbidden answer: the default, a guard or a limit decides, and is tried on every request.
+    if (this.candidates.size === 0) this.reached = true;
+  }
+
+  see(request: Parameters<typeof explain>[1], identity: Identity): void {
+    if (this.reached || this.traced >= COVERAGE_SAMPLES) return;
+    this.traced++;
+    const input: ConditionInput = { args: request.args, caller: identity, context: request.context, run: request.run, env: this.set.env };
+    for (const f of explain(this.set, request, identity).trace.files) {
+      for (const rt of f.rules) {
+        const entry = this.candidates.get(`${f.policy}\n${rt.id}`);
+        if (entry === undefined || !rt.selectors.every((t) => t.matched)) continue;
+        if (rt.applies === 'yes' || (entry.when !== undefined && entry.when.testsHeld(input) > 0)) this.reached = true;
+        else if (rt.when === undefined || rt.when.truth !== 'undecidable') entry.decided = true;
+      }
+    }
+  }
+
+  /**
+   * When none applied: those whose `when` was decided for some request. A rule whose `when` was never
+   * decided is left out: the property's own setting (no `$context`, say) keeps it from applying, and
+   * that fail-closed reading is what the property checks.
+   */
+  unreached(): { policy: string; rule: string }[] {
+    if (this.reached) return [];
+    return [...this.candidates.values()].filter((e) => e.decided).map(({ policy, rule }) => ({ policy, rule }));
+  }
+}
+
 /** Arguments a request body can carry: an object, I-JSON throughout (the service refuses anything else before deciding). */
 function isRequestArgs(args: unknown): args is JsonObject {
   if (typeof args !== 'object' || args === null || Array.isArray(args)) return false;
@@ -166,8 +267,8 @@ function isRequestArgs(args: unknown): args is JsonObject {
   }
 }
 
-function argsArbitrary(set: PolicySet, target: PropertyTarget): fc.Arbitrary<unknown> {
-  const hints = hintsFor(set, target.names);
+function argsArbitrary(set: PolicySet, target: PropertyTarget, p: NeverProperty): fc.Arbitrary<unknown> {
+  const hints = hintsFor(set, target.names, p.when, p.context);
   // Every catalogue describing the name checks its schema; generate from the first one's.
   const schema = set.plan(target.names[0]!).entries.find((e) => e.validate)?.validate?.schema;
   return schema === undefined ? freeArgsArbitrary(hints) : schemaArbitrary(schema, hints);
@@ -177,11 +278,13 @@ function argsArbitrary(set: PolicySet, target: PropertyTarget): fc.Arbitrary<unk
 const STRING_LITERAL = /"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'/g;
 const NUMBER_LITERAL = /(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])/g;
 
-/** The paths and literals of the conditions of every rule that could decide these names. */
-function hintsFor(set: PolicySet, names: readonly string[]): ValueHints {
+/** The paths and literals of the conditions of every rule that could decide these names, and of the property's `when`. */
+function hintsFor(set: PolicySet, names: readonly string[], when: CompiledCondition | undefined, context: JsonObject | undefined): ValueHints {
   const paths = new Set<string>();
   const numbers = new Set<number>();
   const strings = new Set<string>();
+  const tests: ArgTest[] = [...(when?.tests ?? [])];
+  for (const path of when?.paths ?? []) if (!path.startsWith('$')) paths.add(path);
   for (const name of names) {
     for (const view of set.plan(name).views) {
       for (const file of view.files) {
@@ -190,6 +293,7 @@ function hintsFor(set: PolicySet, names: readonly string[]): ValueHints {
             if (cond === undefined || cond === true) continue;
             // Argument paths only: a root such as `$caller.team` is not read from the arguments.
             for (const path of cond.paths) if (!path.startsWith('$')) paths.add(path);
+            tests.push(...cond.tests);
             const text = cond.source.replace(STRING_LITERAL, (_, dq: string | undefined, sq: string | undefined) => {
               strings.add((dq ?? sq ?? '').replace(/\\(.)/g, '$1'));
               return ' ';
@@ -200,7 +304,12 @@ function hintsFor(set: PolicySet, names: readonly string[]): ValueHints {
       }
     }
   }
-  return { paths: [...paths], numbers: [...numbers].filter(Number.isFinite), strings: [...strings] };
+  const at = new Map<string, fc.Arbitrary<string>>();
+  for (const [path, samples] of samplesOf(tests, context)) {
+    const arb = samplesArbitrary(samples);
+    if (arb !== null) at.set(path, arb);
+  }
+  return { paths: [...paths], numbers: [...numbers].filter(Number.isFinite), strings: [...strings], at };
 }
 
 /**

@@ -19,6 +19,8 @@ export interface ValueHints {
   readonly strings: readonly string[];
   /** The dotted argument paths the conditions read (`order.total`, `items.0.sku`). */
   readonly paths: readonly string[];
+  /** Strings that reach what the conditions test, by argument path (./probes.ts). */
+  readonly at?: ReadonlyMap<string, fc.Arbitrary<string>>;
 }
 
 export const NO_HINTS: ValueHints = { numbers: [], strings: [], paths: [] };
@@ -46,7 +48,7 @@ interface Context {
 
 /** Arguments for a tool with this schema: mostly ones it accepts. */
 export function schemaArbitrary(schema: unknown, hints: ValueHints = NO_HINTS): fc.Arbitrary<JsonValue> {
-  return fromSchema(schema, { root: schema, hints }, 0);
+  return fromSchema(schema, { root: schema, hints }, 0, '');
 }
 
 /** Arguments for a tool without a schema: objects holding the paths the conditions read, or any JSON object. */
@@ -97,26 +99,29 @@ function pathsArbitrary(hints: ValueHints): fc.Arbitrary<JsonObject> {
     }
   }
   const scalar = scalarArbitrary(hints);
-  const build = (node: Node): fc.Arbitrary<JsonValue> => {
-    if (node.children.size === 0) return scalar;
+  const build = (node: Node, at: string): fc.Arbitrary<JsonValue> => {
+    if (node.children.size === 0) {
+      const targeted = hints.at?.get(at);
+      return targeted === undefined ? scalar : fc.oneof(CROSS, { arbitrary: scalar, weight: 1 }, { arbitrary: targeted, weight: 3 });
+    }
     const keys = [...node.children.keys()];
     if (keys.every((k) => /^\d+$/.test(k))) {
       // `items.0.sku`: an array long enough for the highest index read, the others null.
       const length = Math.max(...keys.map(Number)) + 1;
       const slots = Array.from({ length }, (_, i) => {
         const child = node.children.get(String(i));
-        return child ? build(child) : fc.constant(null);
+        return child ? build(child, `${at}.${i}`) : fc.constant(null);
       });
       return fc.oneof(CROSS, fc.tuple(...slots), scalar);
     }
-    const members = keys.map((k) => fc.option(fc.tuple(fc.constant(k), build(node.children.get(k)!)), { nil: undefined }));
+    const members = keys.map((k) => fc.option(fc.tuple(fc.constant(k), build(node.children.get(k)!, `${at}.${k}`)), { nil: undefined }));
     return fc.oneof(
       CROSS,
       fc.tuple(...members).map((m) => toObject(m.filter((e) => e !== undefined))),
       scalar,
     );
   };
-  const members = [...root.children.keys()].map((k) => fc.option(fc.tuple(fc.constant(k), build(root.children.get(k)!)), { nil: undefined }));
+  const members = [...root.children.keys()].map((k) => fc.option(fc.tuple(fc.constant(k), build(root.children.get(k)!, k)), { nil: undefined }));
   return fc.tuple(...members).map((m) => toObject(m.filter((e) => e !== undefined)));
 }
 
@@ -124,13 +129,14 @@ function isSchema(v: unknown): v is Schema {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function fromSchema(schema: unknown, ctx: Context, depth: number): fc.Arbitrary<JsonValue> {
+/** `at`: the dotted argument path of the value ('' for the arguments, undefined where not followed). */
+function fromSchema(schema: unknown, ctx: Context, depth: number, at?: string): fc.Arbitrary<JsonValue> {
   if (schema === false) return fc.constant(null); // nothing is valid: the caller skips it
   if (!isSchema(schema) || depth > MAX_DEPTH) return jsonArbitrary(ctx.hints);
   if (typeof schema.$ref === 'string') {
     const { $ref, ...rest } = schema;
     const target = resolveRef(ctx.root, $ref);
-    return target === undefined ? jsonArbitrary(ctx.hints) : fromSchema(merge(rest, target), ctx, depth + 1);
+    return target === undefined ? jsonArbitrary(ctx.hints) : fromSchema(merge(rest, target), ctx, depth + 1, at);
   }
   if (Object.hasOwn(schema, 'const')) return fc.constant(schema.const as JsonValue);
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return fc.constantFrom(...(schema.enum as JsonValue[]));
@@ -140,21 +146,22 @@ function fromSchema(schema: unknown, ctx: Context, depth: number): fc.Arbitrary<
       (allOf as unknown[]).reduce<Schema>((acc, s) => merge(acc, s), rest),
       ctx,
       depth + 1,
+      at,
     );
   }
   for (const key of ['anyOf', 'oneOf'] as const) {
     const branches = schema[key];
     if (Array.isArray(branches) && branches.length > 0) {
       const { [key]: _, ...rest } = schema;
-      return fc.oneof(CROSS, ...branches.map((b) => fromSchema(merge(rest, b), ctx, depth + 1)));
+      return fc.oneof(CROSS, ...branches.map((b) => fromSchema(merge(rest, b), ctx, depth + 1, at)));
     }
   }
   const types = typesOf(schema);
   if (types.length === 0) return jsonArbitrary(ctx.hints);
-  return fc.oneof(CROSS, ...types.map((t) => ofType(t, schema, ctx, depth)));
+  return fc.oneof(CROSS, ...types.map((t) => ofType(t, schema, ctx, depth, at)));
 }
 
-function ofType(type: string, s: Schema, ctx: Context, depth: number): fc.Arbitrary<JsonValue> {
+function ofType(type: string, s: Schema, ctx: Context, depth: number, at: string | undefined): fc.Arbitrary<JsonValue> {
   switch (type) {
     case 'null':
       return fc.constant(null);
@@ -165,11 +172,11 @@ function ofType(type: string, s: Schema, ctx: Context, depth: number): fc.Arbitr
     case 'number':
       return numberArbitrary(s, ctx.hints);
     case 'string':
-      return stringArbitrary(s, ctx.hints);
+      return stringArbitrary(s, ctx.hints, at);
     case 'array':
-      return arrayArbitrary(s, ctx, depth);
+      return arrayArbitrary(s, ctx, depth, at);
     case 'object':
-      return objectArbitrary(s, ctx, depth);
+      return objectArbitrary(s, ctx, depth, at);
     default:
       return jsonArbitrary(ctx.hints);
   }
@@ -342,7 +349,7 @@ function codePoints(text: string): number {
   return n;
 }
 
-function stringArbitrary(s: Schema, hints: ValueHints): fc.Arbitrary<JsonValue> {
+function stringArbitrary(s: Schema, hints: ValueHints, at?: string): fc.Arbitrary<JsonValue> {
   const minLength = Math.max(0, Math.floor(num(s.minLength) ?? 0));
   const maxLength = Math.max(minLength, Math.floor(num(s.maxLength) ?? minLength + 16));
   let pattern: RegExp | null = null;
@@ -367,8 +374,18 @@ function stringArbitrary(s: Schema, hints: ValueHints): fc.Arbitrary<JsonValue> 
     );
   // A format's strings are its own; other strings are sometimes the policies' literals or PII.
   const samples = format === undefined ? [...new Set([...hints.strings, ...PII_SAMPLES])].filter(fits) : [];
-  if (samples.length === 0) return main;
-  return fc.oneof(CROSS, { arbitrary: main, weight: 3 }, { arbitrary: fc.constantFrom(...samples), weight: 1 });
+  const arbs: fc.WeightedArbitrary<string>[] = [{ arbitrary: main, weight: 3 }];
+  if (samples.length > 0) arbs.push({ arbitrary: fc.constantFrom(...samples), weight: 1 });
+  // Strings that reach what the conditions test at this path, mostly: without them a property over
+  // `argv(command) startswith [...]` is never tried on a command that starts so.
+  // They are held to the schema's own bounds, not to the short strings generated otherwise.
+  const schemaMax = num(s.maxLength) ?? Number.POSITIVE_INFINITY;
+  const allowed = (t: string): boolean => codePoints(t) >= minLength && codePoints(t) <= schemaMax && (pattern === null || pattern.test(t));
+  const targeted = at === undefined || format !== undefined ? undefined : hints.at?.get(at);
+  if (targeted !== undefined && fc.sample(targeted, { seed: 0, numRuns: 20 }).filter(allowed).length >= 5) {
+    arbs.push({ arbitrary: targeted.filter(allowed), weight: 6 });
+  }
+  return arbs.length === 1 ? main : fc.oneof(CROSS, ...arbs);
 }
 
 /**
@@ -388,8 +405,8 @@ function matching(pattern: RegExp, minLength: number, maxLength: number): fc.Arb
   }
 }
 
-function arrayArbitrary(s: Schema, ctx: Context, depth: number): fc.Arbitrary<JsonValue> {
-  const prefix = Array.isArray(s.prefixItems) ? s.prefixItems.map((p) => fromSchema(p, ctx, depth + 1)) : [];
+function arrayArbitrary(s: Schema, ctx: Context, depth: number, at: string | undefined): fc.Arbitrary<JsonValue> {
+  const prefix = Array.isArray(s.prefixItems) ? s.prefixItems.map((p, i) => fromSchema(p, ctx, depth + 1, member(at, String(i)))) : [];
   const minItems = Math.max(0, Math.floor(num(s.minItems) ?? 0));
   const maxItems = Math.max(minItems, Math.floor(num(s.maxItems) ?? minItems + MAX_EXTRA_ITEMS));
   const extra = depth >= SHALLOW_DEPTH ? 0 : MAX_EXTRA_ITEMS;
@@ -404,7 +421,12 @@ function arrayArbitrary(s: Schema, ctx: Context, depth: number): fc.Arbitrary<Js
   return fc.tuple(fc.tuple(...prefix), rest).map(([p, r]) => [...p, ...r]);
 }
 
-function objectArbitrary(s: Schema, ctx: Context, depth: number): fc.Arbitrary<JsonValue> {
+/** The path of a member of the value at `at`. */
+function member(at: string | undefined, key: string): string | undefined {
+  return at === undefined ? undefined : at === '' ? key : `${at}.${key}`;
+}
+
+function objectArbitrary(s: Schema, ctx: Context, depth: number, at: string | undefined): fc.Arbitrary<JsonValue> {
   const properties = isSchema(s.properties) ? s.properties : {};
   const required = new Set(Array.isArray(s.required) ? s.required.filter((k): k is string => typeof k === 'string') : []);
   const declared = Object.keys(properties);
@@ -416,8 +438,8 @@ function objectArbitrary(s: Schema, ctx: Context, depth: number): fc.Arbitrary<J
     .filter((key) => !shallow || required.has(key))
     .map((key) => {
       const sub = Object.hasOwn(properties, key) ? properties[key] : extraSchema;
-      const member = fc.tuple(fc.constant(key), fromSchema(sub, ctx, depth + 1));
-      return required.has(key) ? member : fc.option(member, { nil: undefined });
+      const entry = fc.tuple(fc.constant(key), fromSchema(sub, ctx, depth + 1, member(at, key)));
+      return required.has(key) ? entry : fc.option(entry, { nil: undefined });
     });
   const fixed = fc.tuple(...members).map((m) => m.filter((e) => e !== undefined));
   if (extraSchema === false || shallow) return fixed.map(toObject);

@@ -50,6 +50,18 @@ describe('gatehouse check', () => {
     golden('check-views.txt', r.out);
   });
 
+  it('warns (stderr, exit 0) about an abort or deny rule whose condition cannot be decided for a pipe, a glob or a redirection', async () => {
+    const r = await run('check', 'test/cli/fixtures/undecided');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/\nok: 1 file\n$/);
+    expect(r.err).toBe(
+      'warning: test/cli/fixtures/undecided/shell.yaml:9:11: rules.0.when: rule "no-rm-rf" aborts whenever its condition cannot be decided, ' +
+        'as for a pipe (`git diff | head`), a glob (`ls *.ts`), a redirection (`sort notes.txt > sorted.txt`) ' +
+        '(`argv(command)` has no value (the command is missing or not a string, or a shell would do more than split it into words: ' +
+        'an operator, a redirection, an expansion, a glob or a second line)); if that is not meant, decide those inputs in the condition, e.g. with has()\n',
+    );
+  });
+
   it('warns (stderr, exit 0) when a file without a scope has a default that tightens a tool another file allows', async () => {
     const r = await run('check', 'test/cli/fixtures/trap');
     expect(r.code).toBe(0);
@@ -157,7 +169,18 @@ describe('gatehouse test', () => {
   it('passes the shipped examples', async () => {
     const r = await run('test', EXAMPLE_POLICIES);
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^\d+ passed, 0 failed\n$/);
+    expect(r.out).toMatch(/^(?:\d+ cases, \d+ properties \(\d+ runs\): )?\d+ passed, 0 failed\n$/);
+    expect(r.err).toBe('');
+  });
+
+  it('warns (stderr, exit 0) about a property no generated request could break', async () => {
+    const r = await run('test', 'test/cli/fixtures/undecided');
+    expect(r.code).toBe(0);
+    expect(r.out).toBe('1 case, 1 property (100 runs): 2 passed, 0 failed\n');
+    expect(r.err).toBe(
+      'warning: test/cli/fixtures/undecided/shell.test.yaml:4: make is never allowed: shell_exec: no generated request reached a rule ' +
+        'that can answer allow ("git-status" (shell)): no request generated could have broken the property\n',
+    );
   });
 
   it('prints one table of disagreements and exits 1', async () => {

@@ -140,9 +140,10 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     // (allow: false, abort, confirm) and not where it allows (allow: true).
     const rules = (doc.rules ?? []).map((r, i) => ({ r, id: r.id ?? `${doc.policy}#${i}`, w: r.when === undefined ? true : truth(r.when, args) }));
     const applying = rules.filter((x) => selected(x.r, view) && x.w !== false);
-    // Step 4.
-    const abort = applying.find((x) => x.r.abort === true);
-    const deny = applying.find((x) => x.r.allow === false);
+    // Step 4: the first rule whose `when` held, else the first that applies because it is undecidable.
+    const first = (effect: (x: (typeof applying)[number]) => boolean) => applying.find((x) => effect(x) && x.w === true) ?? applying.find(effect);
+    const abort = first((x) => x.r.abort === true);
+    const deny = first((x) => x.r.allow === false);
     const allow = applying.find((x) => x.r.allow === true && x.w === true);
     const rule = `${doc.policy}#default`;
     let out: Outcome;

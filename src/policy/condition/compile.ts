@@ -12,9 +12,9 @@ import { ConditionError } from './errors.js';
 import type { CompareOp, StringOp } from './lex.js';
 import { parseCondition, type CallExpr, type Expr, type ListExpr, type LiteralExpr, type PathExpr, type Scalar } from './parse.js';
 import { normalizePath, shellWords } from './shell.js';
-import { ExactNumber, lookup, toSegments, type Segment } from './values.js';
+import { ExactNumber, kindOf, lookup, operandAt, toSegments, type Segment } from './values.js';
 import { ANY, ARRAY, BOOLEAN, NULL, NUMBER, OBJECT, STRING, typeName, typeOfValue } from './types.js';
-import { whyBoolean, whyCompare, whyMember, whyStringOp, type Named } from './why.js';
+import { kindPhrase, whyAbsent, whyBoolean, whyCompare, whyMember, whyStringOp, type Named } from './why.js';
 
 export { ConditionError } from './errors.js';
 export type { Truth } from './compare.js';
@@ -52,19 +52,64 @@ export interface ArgRead {
   readonly use: string;
 }
 
+/**
+ * Where a tested string comes from, for the generator of `never:` properties (../probes.ts): the
+ * argument at `path` itself, its argv() words, its word at `index`, or any of its words (an item of
+ * `any`/`all` over argv()); `asPath` when the string was passed through path() first.
+ */
+export interface Probe {
+  readonly path: string;
+  readonly in: 'value' | 'argv' | 'argvAt' | 'word';
+  readonly index?: number;
+  readonly asPath?: boolean;
+}
+
+/** One test of an argument against a literal: what a generated value must look like to reach it. */
+export interface ArgTest {
+  readonly probe: Probe;
+  readonly op: 'eq' | 'order' | 'in' | StringOp;
+  /** The literal: a scalar, or a list (`in`, and argv() `startswith`/`endswith`); for `context`, undefined. */
+  readonly literal?: Scalar | readonly Scalar[];
+  /** Set when the other side is a `$context` path (its segments): the value is the request's. */
+  readonly context?: readonly string[];
+}
+
 export interface CompiledCondition {
   readonly source: string;
   /** The paths the condition reads, as written (`amount`, `$caller.team`), in source order, without duplicates. */
   readonly paths: readonly string[];
   /** Every read of the arguments and how it is used, in source order. */
   readonly reads: readonly ArgRead[];
+  /** Every test of an argument (or its words) against a literal, in source order. */
+  readonly tests: readonly ArgTest[];
+  /** The argument paths read through argv() or path(), by built-in (`gatehouse check` tries inputs of each kind on them). */
+  readonly parsed: { readonly argv: readonly string[]; readonly path: readonly string[] };
   /** Never throws: an internal failure is 'undecidable' (fail closed). */
   evaluate(input: ConditionInput): Truth;
   explain(input: ConditionInput): ConditionResult;
+  /**
+   * How many of the tests inside it (comparisons, `in`, string operators, has(), a bare boolean) are
+   * true on this input, each read even where the result is settled without it: whether generated
+   * input reaches what the condition tests (`never:` properties). 0 on an internal failure.
+   */
+  testsHeld(input: ConditionInput): number;
 }
 
 /** Reasons collected by explain(); undefined on the evaluate() hot path, which then builds no strings. */
-type Sink = string[] | undefined;
+type Sink = (string[] & { [FULL]?: true }) | undefined;
+/**
+ * Marks a sink that wants every test decided and its reason, not only those that decided the result
+ * (testsHeld()): junctions and quantifiers then read every operand and item. Same truth either way.
+ */
+const FULL: unique symbol = Symbol('every test');
+
+/** A sink for an operand's reasons: none on the hot path, and full when its parent's is. */
+function sub(sink: Sink): Sink {
+  if (sink === undefined) return undefined;
+  const out: Sink = [];
+  if (sink[FULL] === true) out[FULL] = true;
+  return out;
+}
 type Node = (input: ConditionInput, sink: Sink) => Truth;
 
 interface Operand extends Named {
@@ -78,18 +123,35 @@ interface Operand extends Named {
   readonly type: number;
   /** Set for a path into the arguments. */
   readonly arg?: { readonly segments: readonly string[] };
+  /** For a list: the JSON types its items hold (./types.ts), when known. */
+  readonly items?: number;
+  /** Set when the value is an argument, or derived from one by lower(), path() or argv(). */
+  readonly probe?: Probe;
+  /** Set for a `$context` path: its segments. */
+  readonly context?: readonly string[];
+}
+
+/** An item of a list being quantified (`w` in `any(argv(command), w, …)`), set while its body runs. */
+interface Binding {
+  list: readonly unknown[];
+  index: number;
 }
 
 /** The built-ins, the only things a condition can call (docs/spec.md section 3), by their arity. */
 const BUILTINS: Readonly<Record<string, { readonly min: number; readonly max: number }>> = {
   lower: { min: 1, max: 1 },
   len: { min: 1, max: 1 },
-  path: { min: 1, max: 1 },
+  path: { min: 1, max: 2 },
   argv: { min: 1, max: 1 },
   count: { min: 2, max: 3 },
+  has: { min: 1, max: 1 },
+  any: { min: 3, max: 3 },
+  all: { min: 3, max: 3 },
 };
 /** What each built-in gives (./types.ts). */
 const RESULT: Readonly<Record<string, number>> = { lower: STRING, len: NUMBER, path: STRING, argv: ARRAY, count: NUMBER };
+/** The built-ins that are conditions themselves: true, false or undecidable, never a value to compare. */
+const CONDITION_BUILTINS: ReadonlySet<string> = new Set(['has', 'any', 'all']);
 const DECISIONS: ReadonlySet<string> = new Set(['allow', 'deny', 'abort', 'require_approval']);
 
 const INTERNAL_ERROR = 'undecidable: the arguments could not be evaluated';
@@ -102,6 +164,8 @@ export function compileCondition(source: string): CompiledCondition {
     source,
     paths: Object.freeze(compiler.paths),
     reads: Object.freeze(compiler.reads),
+    tests: Object.freeze(compiler.tests),
+    parsed: Object.freeze({ argv: Object.freeze([...compiler.parsed.argv]), path: Object.freeze([...compiler.parsed.path]) }),
     evaluate(input: ConditionInput): Truth {
       try {
         return root(input, undefined);
@@ -118,13 +182,37 @@ export function compileCondition(source: string): CompiledCondition {
         return { truth: 'undecidable', why: INTERNAL_ERROR };
       }
     },
+    testsHeld(input: ConditionInput): number {
+      const sink: Sink = [];
+      sink[FULL] = true;
+      try {
+        root(input, sink);
+      } catch {
+        return 0;
+      }
+      return sink.filter((why) => why.endsWith(' is true')).length;
+    },
   });
 }
 
 class Compiler {
   readonly paths: string[] = [];
   readonly reads: ArgRead[] = [];
+  readonly tests: ArgTest[] = [];
+  readonly parsed = { argv: new Set<string>(), path: new Set<string>() };
   private readonly seen = new Set<string>();
+  /** The names `any` and `all` bind, while their bodies compile: each reads its item from a slot. */
+  private readonly bound = new Map<string, { readonly slot: Binding; readonly items: number; readonly probe: Probe | undefined }>();
+
+  /** Records `o op literal` for the generator of `never:` properties when `o` derives from an argument. */
+  private test(o: Operand, op: ArgTest['op'], literal: Scalar | readonly Scalar[] | undefined): void {
+    if (o.probe !== undefined && literal !== undefined) this.tests.push({ probe: o.probe, op, literal });
+  }
+
+  /** `o op $context.PATH`, recorded likewise. */
+  private contextTest(o: Operand, op: ArgTest['op'], other: Operand): void {
+    if (o.probe !== undefined && other.context !== undefined) this.tests.push({ probe: o.probe, op, context: other.context });
+  }
 
   /**
    * `o` is used where only `types` can decide: a load error when it can never hold one (a built-in,
@@ -166,8 +254,10 @@ class Compiler {
         return this.member(e.opStart, this.operand(e.left, 'in'), e.right);
       case 'strop':
         return this.stringOp(e.op, e.opStart, this.operand(e.left, e.op), e.right);
-      case 'path':
       case 'call':
+        if (CONDITION_BUILTINS.has(e.name)) return this.conditionCall(e);
+        return this.bare(this.operand(e, 'a condition'));
+      case 'path':
         return this.bare(this.operand(e, 'a condition'));
       case 'literal': {
         const value = e.value;
@@ -181,7 +271,7 @@ class Compiler {
         };
       }
       case 'list':
-        throw typeError(e.start, 'a list can only stand on the right of `in`, `startswith` or `endswith`');
+        throw typeError(e.start, 'a list can only stand on the right of `in`, `startswith`, `endswith` or `matches`');
     }
   }
 
@@ -190,6 +280,11 @@ class Compiler {
       throw typeError(opStart, `'${op}' compares two constants; one side must be a path`);
     }
     const text = `${l.text} ${op} ${r.text}`;
+    const kind = op === '==' || op === '!=' ? 'eq' : 'order';
+    this.test(l, kind, r.literal?.value);
+    this.test(r, kind, l.literal?.value);
+    this.contextTest(l, kind, r);
+    this.contextTest(r, kind, l);
     if (op === '==' || op === '!=') {
       // Two sides that can never have one type never compare equal: a mistake, refused at load.
       if (l.literal?.value === null || r.literal?.value === null) {
@@ -232,6 +327,11 @@ class Compiler {
     if (right.kind === 'list') {
       if (x.literal !== undefined) throw typeError(opStart, '`in` compares two constants; the left side must be a path');
       const items = right.items.map(literalValue);
+      this.test(
+        x,
+        'in',
+        right.items.map((i) => i.value),
+      );
       // `null` in the list matches any present value, as `== null` does.
       const itemTypes = right.items.some((i) => i.value === null) ? ANY : right.items.reduce((t, i) => t | typeOfValue(i.value), 0);
       this.want(x, itemTypes === 0 ? ANY : itemTypes, '`in` with this list');
@@ -269,16 +369,14 @@ class Compiler {
    */
   private stringOp(op: StringOp, opStart: number, l: Operand, rightExpr: Expr): Node {
     if (op === 'matches') {
-      if (rightExpr.kind !== 'literal' || typeof rightExpr.value !== 'string') {
-        throw typeError(rightExpr.start, '`matches` takes a glob written as a string, like `to matches "*@acme.com"`');
-      }
+      const globs = globsOf(rightExpr);
       if (l.literal !== undefined) throw typeError(opStart, '`matches` compares two constants; the left side must be a path or a call');
-      const glob = globOf(rightExpr, 'matches');
       this.want(l, STRING, '`matches`');
-      const text = `${l.text} matches ${renderLiteral(rightExpr)}`;
+      this.test(l, 'matches', rightExpr.kind === 'list' ? rightExpr.items.map((i) => i.value) : (rightExpr as LiteralExpr).value);
+      const text = `${l.text} matches ${rightExpr.kind === 'list' ? renderList(rightExpr) : renderLiteral(rightExpr as LiteralExpr)}`;
       return (input, sink) => {
         const v = l.read(input);
-        const t: Truth = typeof v === 'string' ? glob.test(v) : 'undecidable';
+        const t: Truth = typeof v === 'string' ? globs.some((g) => g.test(v)) : 'undecidable';
         if (sink !== undefined) sink.push(t === 'undecidable' ? `undecidable: ${whyStringOp(op, l, v, undefined, undefined)}` : `${text} is ${t}`);
         return t;
       };
@@ -295,6 +393,8 @@ class Compiler {
     } else {
       this.pair(l, r, STRING | ARRAY, `\`${op}\``);
     }
+    this.test(l, op, rightExpr.kind === 'list' ? rightExpr.items.map((i) => i.value) : r.literal?.value);
+    this.contextTest(l, op, r);
     const test = op === 'startswith' ? startsWith : op === 'endswith' ? endsWith : contains;
     const text = `${l.text} ${op} ${r.text}`;
     return (input, sink) => {
@@ -330,7 +430,7 @@ class Compiler {
       }
       case 'list': {
         if (op !== 'startswith' && op !== 'endswith') {
-          throw typeError(e.start, 'a list can only stand on the right of `in`, `startswith` or `endswith`');
+          throw typeError(e.start, 'a list can only stand on the right of `in`, `startswith`, `endswith` or `matches`');
         }
         const items = e.items.map(literalValue);
         return { path: undefined, literal: undefined, text: renderList(e), start: e.start, type: ARRAY, read: () => items };
@@ -342,6 +442,52 @@ class Compiler {
 
   /** A built-in (BUILTINS) over its compiled arguments, then the member after it, if any. */
   private call(e: CallExpr): Operand {
+    this.spec(e);
+    if (CONDITION_BUILTINS.has(e.name)) {
+      throw typeError(e.start, `\`${e.name}()\` is a condition, not a value: write it alone, or joined with \`and\`, \`or\`, \`not\``);
+    }
+    let value: (input: ConditionInput) => unknown;
+    let probe: Probe | undefined;
+    let call: string = e.name;
+    if (e.name === 'count') {
+      value = this.count(e);
+    } else if (e.name === 'path' && e.args.length === 2) {
+      const p = this.operand(e.args[0]!, 'path()');
+      value = this.resolve(p, this.operand(e.args[1]!, 'path()'));
+      probe = p.probe === undefined ? undefined : { ...p.probe, asPath: true };
+      call = 'path.base';
+    } else {
+      const x = this.operand(e.args[0]!, `${e.name}()`);
+      value = this.unary(e.name, x);
+      probe = derivedProbe(e.name, x.probe);
+    }
+    let type = RESULT[e.name] ?? ANY;
+    if (e.member.length > 0) {
+      // Only argv() gives a list to take a word of; a word is a string.
+      if (e.name !== 'argv' || e.member.length !== 1 || !/^(0|[1-9][0-9]*)$/.test(e.member[0]!)) {
+        throw typeError(e.start, `\`${e.text}\`: only argv() has members, one word by its index, like \`argv(command).0\``);
+      }
+      type = STRING;
+      call = 'argv.N';
+      probe = probe === undefined ? undefined : { path: probe.path, in: 'argvAt', index: Number(e.member[0]) };
+    }
+    const segments = toSegments(e.member);
+    const read = segments.length === 0 ? value : (input: ConditionInput) => memberAt(value(input), segments);
+    return {
+      path: e.text,
+      call,
+      literal: undefined,
+      text: e.text,
+      start: e.start,
+      type,
+      read,
+      ...(e.name === 'argv' && e.member.length === 0 ? { items: STRING } : {}),
+      ...(probe !== undefined ? { probe } : {}),
+    };
+  }
+
+  /** The built-in's arity checked; a load error for a name that is none. */
+  private spec(e: CallExpr): { readonly min: number; readonly max: number } {
     const spec = Object.hasOwn(BUILTINS, e.name) ? BUILTINS[e.name] : undefined;
     if (spec === undefined) {
       throw typeError(
@@ -355,22 +501,119 @@ class Compiler {
       const n = spec.min === spec.max ? `${spec.min}` : `${spec.min} or ${spec.max}`;
       throw typeError(e.start, `\`${e.name}\` takes ${n} argument${spec.max === 1 ? '' : 's'}`);
     }
-    const value = e.name === 'count' ? this.count(e) : this.unary(e.name, this.operand(e.args[0]!, `${e.name}()`));
-    let type = RESULT[e.name] ?? ANY;
-    if (e.member.length > 0) {
-      // Only argv() gives a list to take a word of; a word is a string.
-      if (e.name !== 'argv' || e.member.length !== 1 || !/^(0|[1-9][0-9]*)$/.test(e.member[0]!)) {
-        throw typeError(e.start, `\`${e.text}\`: only argv() has members, one word by its index, like \`argv(command).0\``);
-      }
-      type = STRING;
+    return spec;
+  }
+
+  /** `has(x)`, `any(list, w, cond)`, `all(list, w, cond)`: built-ins that are conditions. */
+  private conditionCall(e: CallExpr): Node {
+    this.spec(e);
+    if (e.member.length > 0) throw typeError(e.start, `\`${e.name}()\` is a condition and has no members`);
+    if (e.name === 'has') return this.has(e);
+    return this.quantifier(e, e.name === 'any' ? 'any' : 'all');
+  }
+
+  /**
+   * `has(x)`: true when the path or call has a value (null included), false when it is missing or the
+   * built-in gives nothing. Never undecidable for JSON input: it is how a condition asks "could this be
+   * decided?" (`not has(argv(command))`: the command is not plain words).
+   */
+  private has(e: CallExpr): Node {
+    const arg = e.args[0]!;
+    if (arg.kind !== 'path' && arg.kind !== 'call') throw typeError(arg.start, '`has` tests a path or a call, like `has(argv(command))`');
+    const x = this.operand(arg, 'has()');
+    this.want(x, ANY, 'has()');
+    const text = e.text;
+    return (input, sink) => {
+      const k = kindOf(x.read(input));
+      // `other` (NaN, a function) only comes from a bug upstream: never a yes or a no.
+      const t: Truth = k === 'other' ? 'undecidable' : k !== 'missing';
+      if (sink !== undefined) sink.push(t === 'undecidable' ? `undecidable: \`${x.text}\` holds a value that is not JSON` : `${text} is ${t}`);
+      return t;
+    };
+  }
+
+  /**
+   * `any(list, w, cond)` (CEL's `exists`, Rego's `some`) and `all(list, w, cond)` (CEL's and Rego's
+   * `every`): `cond` read once per item, the item named `w` inside it. Kleene, like `or` and `and`:
+   * `any` is true when an item's cond is true, else undecidable when one is undecidable (or the list
+   * is not a list), else false; `all` likewise with false. So an item that cannot be decided never
+   * lets `all` hold or `any` fail. An empty list: `any` false, `all` true.
+   */
+  private quantifier(e: CallExpr, kind: 'any' | 'all'): Node {
+    const [listExpr, nameExpr, bodyExpr] = e.args as [Expr, Expr, Expr]; // arity checked: 3
+    if (listExpr.kind !== 'path' && listExpr.kind !== 'call') {
+      throw typeError(listExpr.start, `\`${kind}\` goes over a list: a path to an array or a call that gives one, like \`${kind}(argv(command), w, …)\``);
     }
-    const segments = toSegments(e.member);
-    const read = segments.length === 0 ? value : (input: ConditionInput) => memberAt(value(input), segments);
-    return { path: e.text, call: e.member.length > 0 ? `${e.name}.N` : e.name, literal: undefined, text: e.text, start: e.start, type, read };
+    const list = this.operand(listExpr, `${kind}()`);
+    this.want(list, ARRAY, `\`${kind}\``);
+    if (nameExpr.kind !== 'path' || nameExpr.root !== 'args' || nameExpr.segments.length !== 1) {
+      throw typeError(nameExpr.start, `the second argument of \`${kind}\` is a name for each item, like \`w\` in \`${kind}(argv(command), w, …)\``);
+    }
+    const name = nameExpr.segments[0]!;
+    if (this.bound.has(name)) throw typeError(nameExpr.start, `\`${name}\` already names the items of an enclosing any() or all(); choose another name`);
+    this.checkSecret(name, name, nameExpr.start);
+    const slot: Binding = { list: [], index: 0 };
+    const probe: Probe | undefined = list.probe?.in === 'argv' ? { path: list.probe.path, in: 'word' } : undefined;
+    this.bound.set(name, { slot, items: list.items ?? ANY, probe });
+    let body: Node;
+    try {
+      body = this.condition(bodyExpr);
+    } finally {
+      this.bound.delete(name);
+    }
+    const dominant = kind === 'any';
+    const text = `${kind}(${list.text}, ${name}, …)`;
+    const listNamed: Named = { path: list.path, ...(list.call !== undefined ? { call: list.call } : {}) };
+    return (input, sink) => {
+      const lv = list.read(input);
+      if (!Array.isArray(lv)) {
+        if (sink !== undefined) sink.push(`undecidable: ${whyList(listNamed, lv)}`);
+        return 'undecidable';
+      }
+      let undecidedAt = -1;
+      let undecidedWhy: string[] | undefined;
+      let sawDominant = false;
+      try {
+        for (let i = 0; i < lv.length; i++) {
+          slot.list = lv;
+          slot.index = i;
+          const local = sub(sink);
+          const t = body(input, local);
+          if (sink?.[FULL] === true) {
+            sink.push(...(local ?? []));
+            if (t === dominant) sawDominant = true;
+            else if (t === 'undecidable' && undecidedAt < 0) undecidedAt = i;
+            continue;
+          }
+          if (t === dominant) {
+            if (sink !== undefined) sink.push(`${text} is ${String(dominant)}: item ${i}: ${(local ?? []).join('; ')}`);
+            return dominant;
+          }
+          if (t === 'undecidable' && undecidedAt < 0) {
+            undecidedAt = i;
+            undecidedWhy = local;
+          }
+        }
+      } finally {
+        // An item is never left readable once the quantifier is done.
+        slot.list = [];
+        slot.index = 0;
+      }
+      if (sawDominant) return dominant;
+      if (sink?.[FULL] === true) return undecidedAt >= 0 ? 'undecidable' : !dominant;
+      if (undecidedAt >= 0) {
+        if (sink !== undefined) sink.push(`undecidable: ${text}: item ${undecidedAt}: ${(undecidedWhy ?? []).map(dropUndecidable).join('; ')}`);
+        return 'undecidable';
+      }
+      if (sink !== undefined)
+        sink.push(`${text} is ${String(!dominant)} (${lv.length === 0 ? 'no items' : `${dominant ? 'no item holds' : 'every item holds'}`})`);
+      return !dominant;
+    };
   }
 
   private unary(name: string, x: Operand): (input: ConditionInput) => unknown {
     this.want(x, name === 'len' ? STRING | ARRAY : STRING, `${name}()`);
+    if (x.arg !== undefined && (name === 'argv' || name === 'path')) this.parsed[name].add(x.text);
     switch (name) {
       case 'lower':
         return (input) => {
@@ -388,12 +631,27 @@ class Compiler {
           const v = x.read(input);
           return typeof v === 'string' ? normalizePath(v) : undefined;
         };
-      default: // argv, the only other one-argument built-in
+      default: // argv, the only other one-argument built-in that gives a value
         return (input) => {
           const v = x.read(input);
           return typeof v === 'string' ? shellWords(v) : undefined;
         };
     }
+  }
+
+  /** `path(s, base)`: `s` resolved against the directory `base` when relative, then as path(). */
+  private resolve(s: Operand, base: Operand): (input: ConditionInput) => unknown {
+    this.want(s, STRING, 'path()');
+    this.want(base, STRING, 'the base of path()');
+    if (s.arg !== undefined) this.parsed.path.add(s.text);
+    return (input) => {
+      const v = s.read(input);
+      if (typeof v !== 'string') return undefined;
+      if (v.startsWith('/')) return normalizePath(v);
+      const b = base.read(input);
+      if (typeof b !== 'string' || !b.startsWith('/')) return undefined;
+      return normalizePath(`${b}/${v}`);
+    };
   }
 
   /** `count(steps, "GLOB")`, `count(steps, "GLOB", "DECISION")`: steps whose tool matches (and whose decision is DECISION). */
@@ -429,6 +687,8 @@ class Compiler {
 
   private path(e: PathExpr): Operand {
     for (const segment of e.segments) this.checkSecret(segment, e.text, e.start);
+    const binding = e.root === 'args' ? this.bound.get(e.segments[0]!) : undefined;
+    if (binding !== undefined) return boundOperand(e, binding.slot, binding.items, binding.probe);
     if (!this.seen.has(e.text)) {
       this.seen.add(e.text);
       this.paths.push(e.text);
@@ -440,7 +700,9 @@ class Compiler {
       start: e.start,
       type: rootType(e),
       read: rootReader(e),
-      ...(e.root === 'args' ? { arg: { segments: e.segments } } : {}),
+      ...(e.root === 'args' ? { arg: { segments: e.segments }, probe: { path: e.text, in: 'value' as const } } : {}),
+      ...(e.root === 'caller' && e.segments.length === 1 && e.segments[0] === 'roles' ? { items: STRING } : {}),
+      ...(e.root === 'context' ? { context: e.segments } : {}),
     };
   }
 
@@ -456,6 +718,61 @@ class Compiler {
       );
     }
   }
+}
+
+/** The item a quantifier is on (`w`), or a member of it (`i.sku`), as an operand. */
+function boundOperand(e: PathExpr, slot: Binding, items: number, probe: Probe | undefined): Operand {
+  const rest = toSegments(e.segments.slice(1));
+  // Read from the list as a path would, so a number comes with its lexeme.
+  const read =
+    rest.length === 0
+      ? () => (slot.index < slot.list.length ? operandAt(slot.list, slot.index, slot.list[slot.index]) : undefined)
+      : () => (slot.index < slot.list.length ? memberAt(slot.list[slot.index], rest) : undefined);
+  return {
+    path: e.text,
+    literal: undefined,
+    text: e.text,
+    start: e.start,
+    type: rest.length === 0 ? items : ANY,
+    read,
+    ...(rest.length === 0 && probe !== undefined ? { probe } : {}),
+  };
+}
+
+/** What lower(), path() or argv() of an operand derives from the argument it reads, if any. */
+function derivedProbe(name: string, p: Probe | undefined): Probe | undefined {
+  if (p === undefined) return undefined;
+  switch (name) {
+    case 'lower':
+      return p;
+    case 'path':
+      return { ...p, asPath: true };
+    case 'argv':
+      return p.in === 'value' && p.asPath !== true ? { path: p.path, in: 'argv' } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** Why a quantifier's list is not a list. */
+function whyList(list: Named, v: unknown): string {
+  const k = kindOf(v);
+  if (list.path === undefined) return 'the list is not a list';
+  return whyAbsent(list, v) ?? `\`${list.path}\` is ${kindPhrase(k)}, not a list`;
+}
+
+function dropUndecidable(why: string): string {
+  return why.startsWith('undecidable: ') ? why.slice('undecidable: '.length) : why;
+}
+
+/** The right side of `matches`: a glob written as a string, or a list of them (any one matches), compiled here. */
+function globsOf(e: Expr): Glob[] {
+  const refuse = (at: number): never => {
+    throw typeError(at, '`matches` takes a glob written as a string, like `to matches "*@acme.com"`, or a list of them');
+  };
+  if (e.kind === 'literal') return typeof e.value === 'string' ? [globOf(e, 'matches')] : refuse(e.start);
+  if (e.kind !== 'list' || e.items.length === 0) return refuse(e.start);
+  return e.items.map((i) => (typeof i.value === 'string' ? globOf(i, 'matches') : refuse(i.start)));
 }
 
 /** A glob written as a string literal, compiled at load; its errors point into the string. */
@@ -605,6 +922,18 @@ function junction(children: readonly Node[], dominant: boolean): Node {
     let undecided = false;
     let undecidedWhy: string[] | undefined;
     const allWhy: string[] | undefined = sink === undefined ? undefined : [];
+    if (sink?.[FULL] === true) {
+      // Every operand read; the same Kleene result.
+      let saw = false;
+      for (const child of children) {
+        const local = sub(sink);
+        const t = child(input, local);
+        sink.push(...(local ?? []));
+        if (t === dominant) saw = true;
+        else if (t === 'undecidable') undecided = true;
+      }
+      return saw ? dominant : undecided ? 'undecidable' : !dominant;
+    }
     for (let i = 0; i < children.length; i++) {
       const local: Sink = sink === undefined ? undefined : [];
       const t = children[i]!(input, local); // i < length

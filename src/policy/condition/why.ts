@@ -14,6 +14,7 @@ const NO_VALUE: Readonly<Record<string, string>> = {
   argv: 'the command is missing or not a string, or a shell would do more than split it into words: an operator, a redirection, an expansion, a glob or a second line',
   'argv.N': 'the command has no word there, is missing or not a string, or a shell would do more than split it into words',
   path: 'the path is missing or not a string, relative, climbs above /, or holds NUL',
+  'path.base': 'the path is missing or not a string, relative with a base that is missing or not absolute, climbs above /, or holds NUL',
 };
 
 export function kindPhrase(k: Kind): string {
@@ -121,7 +122,8 @@ function whyIncomparable(n: Named, v: unknown): string | undefined {
   return `\`${n.path ?? ''}\` is ${INCOMPARABLE}`;
 }
 
-function whyAbsent(n: Named, v: unknown): string | undefined {
+/** Why an operand has no value to test (missing, or not JSON); undefined when it has one. */
+export function whyAbsent(n: Named, v: unknown): string | undefined {
   if (n.path === undefined) return undefined;
   const k = kindOf(v);
   if (k === 'missing' && n.call !== undefined) return `\`${n.path}\` has no value (${NO_VALUE[n.call] ?? 'its argument is missing, or not what it takes'})`;
