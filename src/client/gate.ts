@@ -5,9 +5,11 @@
 //
 // A redeem consumes the grant, so its answer must never be lost: the exact body and its
 // Idempotency-Key are stored before it is sent, and a retry (in this process or after a restart)
-// sends the same again and reads the kept answer (spec 5.3, Idempotency-Key).
+// sends the same again and reads the kept answer (spec 5.3, Idempotency-Key). What the store gives
+// back is checked before it is used, and so is the answer to a redeem (./entry.ts).
 import { randomUUID } from 'node:crypto';
 import type { Routes } from './api.js';
+import { type Entry, entryFor, isConsentFor, redeemBody } from './entry.js';
 import { GatehouseError } from './http.js';
 import type { RunLog } from './runs.js';
 import { type ApprovalStore, callKey } from './store.js';
@@ -66,12 +68,6 @@ const POLL_SECONDS = 20;
 /** Filings per gate(): a policy that keeps asking for a new approval cannot loop forever. */
 const MAX_FILINGS = 3;
 
-/** What the store holds for a call (as JSON): the approval, and a redeem that was sent. */
-interface Entry {
-  id: string;
-  redeem?: { key: string; body: string };
-}
-
 export async function gate(deps: GateDeps, input: ToolCall, options: GateOptions = {}): Promise<GateResult> {
   const runId = options.runId ?? input.run?.id;
   const { call, record } = deps.runs.view(input, runId);
@@ -113,7 +109,12 @@ class Attempt {
     if (fresh.decision !== 'require_approval') return finalOf(fresh);
     let entry = await this.entry();
     // A redeem sent before and never answered: repeat it exactly before anything else (a look leaves it for the use).
-    if (entry?.redeem) return this.options.redeem === false ? this.granted(fresh, entry.id) : this.redeem({ id: entry.id, redeem: entry.redeem });
+    if (entry?.redeem) {
+      if (this.options.redeem === false) return this.granted(fresh, entry.id);
+      const redeemed = await this.redeem({ id: entry.id, redeem: entry.redeem }, fresh);
+      if (redeemed !== undefined) return redeemed;
+      entry = undefined; // its answer was not a consent for this call: decided afresh, by filing
+    }
     for (let filings = 0; ; ) {
       if (entry === undefined) {
         if (filings++ === MAX_FILINGS) return finalOf(fresh);
@@ -128,16 +129,26 @@ class Attempt {
         entry = undefined; // not ours to see (another database, another caller): file anew
         continue;
       }
+      if (approval.tool !== this.call.tool || approval.hash !== fresh.approval?.hash) {
+        // Filed for another call (an entry planted in the store), or before the policy changed what
+        // this call needs: never waited on, redeemed or reported for this one.
+        await this.forget();
+        entry = undefined;
+        continue;
+      }
       switch (approval.status) {
         case 'pending':
           return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: summary(approval), body: fresh };
         case 'granted':
-        case 'consumed': // consumed by a redeem whose answer was lost, or by someone else: the server tells
+        case 'consumed': {
+          // consumed: by a redeem whose answer was lost, or by someone else; the server tells
           if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expires_at);
-          return this.redeem({
-            id: approval.id,
-            redeem: { key: `gatehouse-client:${randomUUID()}`, body: JSON.stringify({ ...this.call, approval_id: approval.id }) },
-          });
+          const redeem = { key: `gatehouse-client:${randomUUID()}`, body: redeemBody(this.call, approval.id) };
+          const redeemed = await this.redeem({ id: approval.id, redeem }, fresh);
+          if (redeemed !== undefined) return redeemed;
+          entry = undefined; // allowed, but not by this grant (the policy changed meanwhile): decided afresh, by filing
+          break;
+        }
         default: {
           // denied, expired, cancelled: deciding again citing it gives the model the reason.
           const cited = await this.retrying(() => routes.decide({ ...this.call, approval_id: approval.id }, this.signal()));
@@ -149,12 +160,16 @@ class Attempt {
     }
   }
 
-  /** Consume a grant, under a key stored first, and say what came of it. */
-  private async redeem(entry: Entry & { redeem: { key: string; body: string } }): Promise<GateResult> {
+  /**
+   * Consume a grant, under a key stored first, and say what came of it; undefined when Gatehouse
+   * answered `allow` without consuming this approval for this call (isConsentFor): never an allow.
+   */
+  private async redeem(entry: Entry & { redeem: { key: string; body: string } }, fresh: DecisionBody): Promise<GateResult | undefined> {
     await this.save(entry);
     const answer = await this.retrying(() => this.deps.routes.decide({ raw: entry.redeem.body }, { idempotencyKey: entry.redeem.key, ...this.signal() }), true);
     // The answer is read (allow, or the reason it cannot be): the grant is settled either way.
     await this.forget();
+    if (answer.decision === 'allow' && !isConsentFor(answer, entry.id, fresh)) return undefined;
     return finalOf(answer);
   }
 
@@ -255,11 +270,13 @@ class Attempt {
     return this.options.signal ? { signal: this.options.signal } : {};
   }
 
+  /** The store's entry for this call, when it passes entryFor(); one that does not is removed. */
   private async entry(): Promise<Entry | undefined> {
     const text = await this.deps.store.get(this.key);
     if (text === undefined) return undefined;
-    const entry = JSON.parse(text) as Entry;
-    return typeof entry.id === 'string' ? entry : undefined;
+    const entry = entryFor(text, this.call);
+    if (entry === undefined) await this.forget();
+    return entry;
   }
 
   private save(entry: Entry): Promise<void> {

@@ -39,9 +39,14 @@ export function fileStore(directory: string): ApprovalStore {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
         throw err;
       }
-      const entry = JSON.parse(text) as { key?: unknown; value?: unknown };
+      let entry: { key?: unknown; value?: unknown } | null;
+      try {
+        entry = JSON.parse(text) as typeof entry;
+      } catch {
+        return undefined; // not a file this store wrote: no entry (the next set() replaces it)
+      }
       // The name is a hash of the key: the key inside guards against the (theoretical) collision.
-      return entry.key === key && typeof entry.value === 'string' ? entry.value : undefined;
+      return entry?.key === key && typeof entry.value === 'string' ? entry.value : undefined;
     },
     async set(key, value) {
       await mkdir(directory, { recursive: true, mode: 0o700 });
