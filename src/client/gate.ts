@@ -113,7 +113,7 @@ class Attempt {
       if (this.options.redeem === false) return this.granted(fresh, entry.id);
       const redeemed = await this.redeem({ id: entry.id, redeem: entry.redeem }, fresh);
       if (redeemed !== undefined) return redeemed;
-      entry = undefined; // its answer was not a consent for this call: decided afresh, by filing
+      entry = undefined; // its answer was not about this call's approval: decided afresh, by filing
     }
     for (let filings = 0; ; ) {
       if (entry === undefined) {
@@ -146,7 +146,7 @@ class Attempt {
           const redeem = { key: `gatehouse-client:${randomUUID()}`, body: redeemBody(this.call, approval.id) };
           const redeemed = await this.redeem({ id: approval.id, redeem }, fresh);
           if (redeemed !== undefined) return redeemed;
-          entry = undefined; // allowed, but not by this grant (the policy changed meanwhile): decided afresh, by filing
+          entry = undefined; // not an answer about this grant (the policy changed meanwhile): decided afresh, by filing
           break;
         }
         default: {
@@ -161,16 +161,18 @@ class Attempt {
   }
 
   /**
-   * Consume a grant, under a key stored first, and say what came of it; undefined when Gatehouse
-   * answered `allow` without consuming this approval for this call (isConsentFor): never an allow.
+   * Consume a grant, under a key stored first, and say what came of it; undefined when the answer is
+   * not about this approval of this call (an `allow` that is not isConsentFor, a `require_approval`
+   * naming no approval or another): the call is then decided afresh, never allowed on it.
    */
   private async redeem(entry: Entry & { redeem: { key: string; body: string } }, fresh: DecisionBody): Promise<GateResult | undefined> {
     await this.save(entry);
     const answer = await this.retrying(() => this.deps.routes.decide({ raw: entry.redeem.body }, { idempotencyKey: entry.redeem.key, ...this.signal() }), true);
     // The answer is read (allow, or the reason it cannot be): the grant is settled either way.
     await this.forget();
-    if (answer.decision === 'allow' && !isConsentFor(answer, entry.id, fresh)) return undefined;
-    return finalOf(answer);
+    const aboutIt =
+      answer.decision === 'allow' ? isConsentFor(answer, entry.id, fresh) : answer.decision !== 'require_approval' || answer.approval?.id === entry.id;
+    return aboutIt ? finalOf(answer) : undefined;
   }
 
   /** What a look answers for a grant it leaves to the call's use. */

@@ -2,12 +2,14 @@
 // stdin, the decision on stdout), against a real Gatehouse (real PostgreSQL) on a loopback port serving
 // the example policy's copy in test/cases/claude-code. Then the mapping itself, function by function.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { directory, hookOutputOf, parseHookInput, toolCallOf } from '../../src/cli/hook/claude-code.js';
+import { callKey, fileStore } from '../../src/client/store.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { listenLoopback } from '../helpers/http.js';
@@ -219,6 +221,113 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     const help = await hook('', ['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^usage: gatehouse hook claude-code/);
+  });
+});
+
+// Someone who can write the state directory (another program of the same user, a poisoned backup)
+// but cannot forge Gatehouse's answers: whatever they plant, the hook never allows a call that
+// Gatehouse has not allowed for exactly that call, and a planted entry is discarded, not obeyed.
+describe('a planted state file', () => {
+  const approvals = fileStore(join(state, 'approvals'));
+  type Input = ReturnType<typeof preToolUse>;
+  /** The store key of this hook input's call: where the hook looks for its entry. */
+  const keyOf = (input: Input): string =>
+    callKey(input.session_id, toolCallOf({ sessionId: input.session_id, cwd: input.cwd, toolName: input.tool_name, toolInput: input.tool_input }, PROJECT));
+  const plant = (input: Input, value: string) => approvals.set(keyOf(input), value);
+  const context = { cwd: `${PROJECT}/`, project_dir: `${PROJECT}/` };
+  const deleteRepo = () => preToolUse('mcp__github__delete_repo', { repo: 'acme/shop' });
+  const runOf = (input: Input) => ({ id: input.session_id, steps: [] });
+
+  /** A granted approval of another call (an MCP issue) by this agent, filed through the hook itself. */
+  async function grantedElsewhere(): Promise<{ id: string; input: Input }> {
+    // A title of its own: the same call again would be answered with the approval already granted.
+    const input = preToolUse('mcp__github__create_issue', { repo: 'acme/shop', title: `Harmless ${sessions}` });
+    const id = approvalIdIn(reasonOf(await hook(input, ['--wait', '0'])));
+    expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(200);
+    return { id, input };
+  }
+
+  /** The answer is `decision` (never allow), naming a new pending approval of delete_repo itself. */
+  async function expectFreshApproval(r: HookRun, not: string[] = [], decision = 'deny'): Promise<void> {
+    expect(r.code).toBe(0);
+    expect(decisionOf(r)).toBe(decision);
+    const id = approvalIdIn(reasonOf(r));
+    expect(id).not.toBe('');
+    for (const other of not) expect(id).not.toBe(other);
+    expect(await approval(id)).toMatchObject({ status: 'pending', tool: 'mcp__github__delete_repo', args: { repo: 'acme/shop' } });
+  }
+
+  it('a redeem body of a harmless call, planted under delete_repo: not allowed; decided afresh (a new approval for delete_repo)', async () => {
+    const input = deleteRepo();
+    const harmless = { tool: 'Bash', args: { command: 'git status' }, context, run: runOf(input) };
+    await plant(
+      input,
+      JSON.stringify({ id: '0190a3b4-0000-7000-8000-000000000001', redeem: { key: 'gatehouse-client:planted-1', body: JSON.stringify(harmless) } }),
+    );
+    await expectFreshApproval(await hook(input, ['--wait', '0']));
+  });
+
+  it("a redeem body citing another call's granted approval: not allowed, and that grant is not spent", async () => {
+    const other = await grantedElsewhere();
+    const input = deleteRepo();
+    const body = { tool: other.input.tool_name, args: other.input.tool_input, context, run: runOf(input), approval_id: other.id };
+    await plant(input, JSON.stringify({ id: other.id, redeem: { key: 'gatehouse-client:planted-2', body: JSON.stringify(body) } }));
+    await expectFreshApproval(await hook(input, ['--wait', '0']), [other.id]);
+    expect((await approval(other.id)).status).toBe('granted');
+  });
+
+  it("delete_repo's own redeem body citing another call's granted approval: not allowed", async () => {
+    const other = await grantedElsewhere();
+    const input = deleteRepo();
+    const body = { tool: input.tool_name, args: input.tool_input, context, run: runOf(input), approval_id: other.id };
+    await plant(input, JSON.stringify({ id: other.id, redeem: { key: 'gatehouse-client:planted-3', body: JSON.stringify(body) } }));
+    await expectFreshApproval(await hook(input, ['--wait', '0']), [other.id]);
+    expect((await approval(other.id)).status).toBe('granted');
+  });
+
+  it("an entry naming another call's granted approval (no redeem): never redeemed or named; a new approval is filed", async () => {
+    const other = await grantedElsewhere();
+    const input = deleteRepo();
+    await plant(input, JSON.stringify({ id: other.id }));
+    await expectFreshApproval(await hook(input, ['--wait', '0']), [other.id]);
+    expect((await approval(other.id)).status).toBe('granted');
+    // --on-pending ask hands only this call's own pending approval to the person, never the planted one.
+    const asked = deleteRepo();
+    await plant(asked, JSON.stringify({ id: other.id }));
+    await expectFreshApproval(await hook(asked, ['--wait', '0', '--on-pending', 'ask']), [other.id], 'ask');
+  });
+
+  it('a redeem body with a repeated key (the harmless call first, delete_repo last): not allowed', async () => {
+    const other = await grantedElsewhere();
+    const input = deleteRepo();
+    const json = JSON.stringify;
+    // Read first-wins it is the granted call; last-wins, delete_repo's: the one strict reading refuses it.
+    const body = `{"tool":${json(other.input.tool_name)},"args":${json(other.input.tool_input)},"context":${json(context)},"run":${json(runOf(input))},"approval_id":${json(other.id)},"tool":${json(input.tool_name)},"args":${json(input.tool_input)}}`;
+    await plant(input, json({ id: other.id, redeem: { key: 'gatehouse-client:planted-4', body } }));
+    await expectFreshApproval(await hook(input, ['--wait', '0']), [other.id]);
+    expect((await approval(other.id)).status).toBe('granted');
+  });
+
+  it('malformed state files fail closed: never allow, the call decided afresh', async () => {
+    for (const planted of [
+      '{"id": ',
+      'null',
+      '[]',
+      '{"id": 7}',
+      '{"id": ""}',
+      '{"id": "x", "redeem": "y"}',
+      '{"id": "x", "extra": 1}',
+      '{"id": "x", "redeem": {"key": "k"}}',
+    ]) {
+      const input = deleteRepo();
+      await plant(input, planted);
+      await expectFreshApproval(await hook(input, ['--wait', '0']));
+    }
+    // Not even the store's own wrapper: a file that is not JSON at all.
+    const input = deleteRepo();
+    const file = join(state, 'approvals', `${createHash('sha256').update(keyOf(input)).digest('hex').slice(0, 40)}.json`);
+    writeFileSync(file, '\u0000 not json');
+    await expectFreshApproval(await hook(input, ['--wait', '0']));
   });
 });
 
