@@ -3,10 +3,11 @@
 // the example policy's copy in test/cases/claude-code. Then the mapping itself, function by function.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { directory, hookOutputOf, parseHookInput, toolCallOf } from '../../src/cli/hook/claude-code.js';
 import { callKey, fileStore } from '../../src/client/store.js';
@@ -57,10 +58,10 @@ interface HookRun {
   output?: { continue?: boolean; hookSpecificOutput: { hookEventName: string; permissionDecision: string; permissionDecisionReason: string } };
 }
 
-/** `node dist/main.js hook claude-code ARGS` with `stdin` written to it, in the given environment. */
-function hook(stdin: string | object, args: string[] = [], env: Record<string, string> = {}): Promise<HookRun> {
+/** `node [NODE_ARGS] dist/main.js hook claude-code ARGS` with `stdin` written to it, in the given environment. */
+function hook(stdin: string | object, args: string[] = [], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<HookRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'hook', 'claude-code', ...args], {
+    const child = spawn(process.execPath, [...nodeArgs, CLI, 'hook', 'claude-code', ...args], {
       cwd: ROOT,
       env: serverEnv({ GATEHOUSE_URL: base, GATEHOUSE_TOKEN: AGENT, GATEHOUSE_STATE_DIR: state, CLAUDE_PROJECT_DIR: PROJECT, ...env }),
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -95,6 +96,33 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     expect(r.output).toEqual({
       hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow', permissionDecisionReason: 'The "Bash" action is allowed by policy.' },
     });
+  });
+
+  it('loads only the hook, the client and the canonical form: no service, policy compiler, database driver or package', async () => {
+    // Every module the process resolves, recorded by a loader hook (the hook runs once per tool call:
+    // what it loads is most of what it costs; bench/hook.mjs times it).
+    const list = join(state, 'modules.txt');
+    const record = pathToFileURL(join(ROOT, 'test/cli/fixtures/modules/record.mjs')).href;
+    const r = await hook(preToolUse('Bash', { command: 'git status' }), [], { RECORD_MODULES_TO: list }, ['--import', record]);
+    expect(decisionOf(r)).toBe('allow');
+    const loaded = [
+      ...new Set(
+        readFileSync(list, 'utf8')
+          .split('\n')
+          .filter((u) => u !== '' && !u.endsWith('/fixtures/modules/hooks.mjs')),
+      ),
+    ];
+    const ours = loaded.filter((u) => u.startsWith('file:')).map((u) => relative(ROOT, fileURLToPath(u)));
+    expect(ours).toContain('dist/cli/hook.js');
+    const LEAN = /^dist\/(main\.js|cli\/(args|io|connection|hook)\.js|cli\/hook\/[^/]+\.js|client\/[^/]+\.js|json\/[^/]+\.js)$/;
+    expect(ours.filter((f) => !LEAN.test(f) && !f.startsWith('test/cli/fixtures/modules/'))).toEqual([]);
+    expect(ours.filter((f) => /^dist\/client\/(ai-sdk|openai-agents)\.js$/.test(f))).toEqual([]);
+    // Only Node's own modules besides ours (no fastify, postgres, pino, ajv, yaml, jose…), and not its
+    // fetch (undici), whose first use costs more than the rest of the hook.
+    expect(loaded.filter((u) => !/^(file|node|internal):/.test(u))).toEqual([]);
+    expect(loaded.filter((u) => u.startsWith('file:') && u.includes('/node_modules/'))).toEqual([]);
+    expect(loaded).toContain('internal:http');
+    expect(loaded.filter((u) => u.includes('undici'))).toEqual([]);
   });
 
   it('denies rm -rf / with the reason the model reads', async () => {
