@@ -3,7 +3,7 @@
 // trusted: it is used only when it is one gate() could have written for this very call (the same
 // tool, canonical arguments and context, the same run, the redeem citing the entry's approval), and
 // an answer to its redeem allows only when Gatehouse consumed that approval for this call's hash.
-// Anything else is discarded and the call decided afresh (docs/client.md, "The approval store").
+// Anything else is discarded and the call decided afresh (docs/client.md, "What the store gives back is checked").
 import { canonicalize } from '../json/canonical.js';
 import { parseJson } from '../json/parse.js';
 import type { JsonValue } from '../json/value.js';

@@ -124,16 +124,9 @@ class Attempt {
         entry = { id: filed.approval.id };
         await this.save(entry);
       }
-      const approval = await this.waitFor(entry.id, fresh.message);
+      const approval = await this.waitFor(entry.id, fresh);
       if (approval === undefined) {
-        entry = undefined; // not ours to see (another database, another caller): file anew
-        continue;
-      }
-      if (approval.tool !== this.call.tool || approval.hash !== fresh.approval?.hash) {
-        // Filed for another call (an entry planted in the store), or before the policy changed what
-        // this call needs: never waited on, redeemed or reported for this one.
-        await this.forget();
-        entry = undefined;
+        entry = undefined; // not ours to see (another database, another caller), or not this call's: file anew
         continue;
       }
       switch (approval.status) {
@@ -180,8 +173,12 @@ class Attempt {
     return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: { id, status: 'granted', expiresAt }, body: fresh };
   }
 
-  /** The approval's state once it leaves pending or the wait is over; undefined when not found. */
-  private async waitFor(id: string, message: string): Promise<Approval | undefined> {
+  /**
+   * The approval's state once it leaves pending or the wait is over; undefined when not found, or
+   * when it is not this call's (its entry then removed).
+   */
+  private async waitFor(id: string, fresh: DecisionBody): Promise<Approval | undefined> {
+    const message = fresh.message;
     this.pendingId = id;
     const read = async (seconds: number): Promise<Approval | undefined> => {
       try {
@@ -192,6 +189,9 @@ class Attempt {
       }
     };
     let approval = await read(0);
+    // Filed for another call (an entry planted in the store), or before the policy changed what this
+    // call needs: never waited on, withdrawn, redeemed or reported for this one.
+    if (approval !== undefined && (approval.tool !== this.call.tool || approval.hash !== fresh.approval?.hash)) approval = undefined;
     while (approval?.status === 'pending') {
       this.options.onPending?.({ id, status: approval.status, expiresAt: approval.expires_at, url: `/approvals/${encodeURIComponent(id)}`, message });
       const left = this.deadline - Date.now();
