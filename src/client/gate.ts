@@ -9,7 +9,7 @@
 // back is checked before it is used, and so is the answer to a redeem (./entry.ts).
 import { randomUUID } from 'node:crypto';
 import type { Routes } from './api.js';
-import { type Entry, entryFor, isConsentFor, redeemBody } from './entry.js';
+import type { Entry } from './entry.js';
 import { GatehouseError } from './http.js';
 import type { RunLog } from './runs.js';
 import { type ApprovalStore, callKey } from './store.js';
@@ -61,6 +61,10 @@ export interface GateDeps {
   store: ApprovalStore;
   runs: RunLog;
 }
+
+// The checks of what the store holds load the strict parser and the canonical form: only once there
+// is something to check, so that an allowed call (most of the Claude Code hook's processes) does not.
+const loadEntryChecks = () => import('./entry.js');
 
 export const DEFAULT_MAX_WAIT_MS = 600_000;
 /** Seconds per long-poll round: onPending hears from the wait at least this often. */
@@ -136,7 +140,7 @@ class Attempt {
         case 'consumed': {
           // consumed: by a redeem whose answer was lost, or by someone else; the server tells
           if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expires_at);
-          const redeem = { key: `gatehouse-client:${randomUUID()}`, body: redeemBody(this.call, approval.id) };
+          const redeem = { key: `gatehouse-client:${randomUUID()}`, body: (await loadEntryChecks()).redeemBody(this.call, approval.id) };
           const redeemed = await this.redeem({ id: approval.id, redeem }, fresh);
           if (redeemed !== undefined) return redeemed;
           entry = undefined; // not an answer about this grant (the policy changed meanwhile): decided afresh, by filing
@@ -164,7 +168,9 @@ class Attempt {
     // The answer is read (allow, or the reason it cannot be): the grant is settled either way.
     await this.forget();
     const aboutIt =
-      answer.decision === 'allow' ? isConsentFor(answer, entry.id, fresh) : answer.decision !== 'require_approval' || answer.approval?.id === entry.id;
+      answer.decision === 'allow'
+        ? (await loadEntryChecks()).isConsentFor(answer, entry.id, fresh)
+        : answer.decision !== 'require_approval' || answer.approval?.id === entry.id;
     return aboutIt ? finalOf(answer) : undefined;
   }
 
@@ -276,7 +282,7 @@ class Attempt {
   private async entry(): Promise<Entry | undefined> {
     const text = await this.deps.store.get(this.key);
     if (text === undefined) return undefined;
-    const entry = entryFor(text, this.call);
+    const entry = (await loadEntryChecks()).entryFor(text, this.call);
     if (entry === undefined) await this.forget();
     return entry;
   }
