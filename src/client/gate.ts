@@ -7,7 +7,6 @@
 // Idempotency-Key are stored before it is sent, and a retry (in this process or after a restart)
 // sends the same again and reads the kept answer (spec 5.3, Idempotency-Key). What the store gives
 // back is checked before it is used, and so is the answer to a redeem (./entry.ts).
-import { randomUUID } from 'node:crypto';
 import type { Routes } from './api.js';
 import type { Entry } from './entry.js';
 import { GatehouseError } from './http.js';
@@ -102,8 +101,8 @@ class Attempt {
   }
 
   /** Computed only once a call needs an approval: an allowed call never hashes. */
-  private get key(): string {
-    this.storeKey ??= callKey(this.runId, this.call);
+  private async key(): Promise<string> {
+    this.storeKey ??= await callKey(this.runId, this.call);
     return this.storeKey;
   }
 
@@ -122,7 +121,7 @@ class Attempt {
     for (let filings = 0; ; ) {
       if (entry === undefined) {
         if (filings++ === MAX_FILINGS) return finalOf(fresh);
-        const idempotencyKey = `gatehouse-client:${randomUUID()}`;
+        const idempotencyKey = `gatehouse-client:${crypto.randomUUID()}`;
         const filed = await this.retrying(() => routes.file(this.call, { idempotencyKey, ...this.signal() }));
         if (filed.decision) return finalOf(filed.decision); // the policy changed in between: its answer
         entry = { id: filed.approval.id };
@@ -140,7 +139,7 @@ class Attempt {
         case 'consumed': {
           // consumed: by a redeem whose answer was lost, or by someone else; the server tells
           if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expires_at);
-          const redeem = { key: `gatehouse-client:${randomUUID()}`, body: (await loadEntryChecks()).redeemBody(this.call, approval.id) };
+          const redeem = { key: `gatehouse-client:${crypto.randomUUID()}`, body: (await loadEntryChecks()).redeemBody(this.call, approval.id) };
           const redeemed = await this.redeem({ id: approval.id, redeem }, fresh);
           if (redeemed !== undefined) return redeemed;
           entry = undefined; // not an answer about this grant (the policy changed meanwhile): decided afresh, by filing
@@ -280,19 +279,19 @@ class Attempt {
 
   /** The store's entry for this call, when it passes entryFor(); one that does not is removed. */
   private async entry(): Promise<Entry | undefined> {
-    const text = await this.deps.store.get(this.key);
+    const text = await this.deps.store.get(await this.key());
     if (text === undefined) return undefined;
     const entry = (await loadEntryChecks()).entryFor(text, this.call);
     if (entry === undefined) await this.forget();
     return entry;
   }
 
-  private save(entry: Entry): Promise<void> {
-    return this.deps.store.set(this.key, JSON.stringify(entry));
+  private async save(entry: Entry): Promise<void> {
+    return this.deps.store.set(await this.key(), JSON.stringify(entry));
   }
 
-  private forget(): Promise<void> {
-    return this.deps.store.delete(this.key);
+  private async forget(): Promise<void> {
+    return this.deps.store.delete(await this.key());
   }
 }
 

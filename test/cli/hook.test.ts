@@ -124,6 +124,8 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     expect(loaded.filter((u) => u.startsWith('file:') && u.includes('/node_modules/'))).toEqual([]);
     expect(loaded).toContain('internal:http');
     expect(loaded.filter((u) => u.includes('undici'))).toEqual([]);
+    // Nor node:crypto, which costs it more than node:http: an allowed call hashes nothing.
+    expect(loaded.filter((u) => u.includes('crypto'))).toEqual([]);
   });
 
   it('denies rm -rf / with the reason the model reads', async () => {
@@ -260,9 +262,9 @@ describe('a planted state file', () => {
   const approvals = fileStore(join(state, 'approvals'));
   type Input = ReturnType<typeof preToolUse>;
   /** The store key of this hook input's call: where the hook looks for its entry. */
-  const keyOf = (input: Input): string =>
+  const keyOf = (input: Input): Promise<string> =>
     callKey(input.session_id, toolCallOf({ sessionId: input.session_id, cwd: input.cwd, toolName: input.tool_name, toolInput: input.tool_input }, PROJECT));
-  const plant = (input: Input, value: string) => approvals.set(keyOf(input), value);
+  const plant = async (input: Input, value: string) => approvals.set(await keyOf(input), value);
   const context = { cwd: `${PROJECT}/`, project_dir: `${PROJECT}/` };
   const deleteRepo = () => preToolUse('mcp__github__delete_repo', { repo: 'acme/shop' });
   const runOf = (input: Input) => ({ id: input.session_id, steps: [] });
@@ -354,7 +356,14 @@ describe('a planted state file', () => {
     }
     // Not even the store's own wrapper: a file that is not JSON at all.
     const input = deleteRepo();
-    const file = join(state, 'approvals', `${createHash('sha256').update(keyOf(input)).digest('hex').slice(0, 40)}.json`);
+    const file = join(
+      state,
+      'approvals',
+      `${createHash('sha256')
+        .update(await keyOf(input))
+        .digest('hex')
+        .slice(0, 40)}.json`,
+    );
     writeFileSync(file, '\u0000 not json');
     await expectFreshApproval(await hook(input, ['--wait', '0']));
   });

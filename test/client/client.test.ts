@@ -168,7 +168,7 @@ describe('gate', () => {
     const otherId = other.approval!.id;
     const call = refund();
     const store = memoryStore();
-    await store.set(callKey('run-planted', call), JSON.stringify({ id: otherId }));
+    await store.set(await callKey('run-planted', call), JSON.stringify({ id: otherId }));
     const heard: string[] = [];
     const abort = new AbortController();
     const result = client({ store }).gate(call, { runId: 'run-planted', signal: abort.signal, onPending: (p) => heard.push(p.id) });
