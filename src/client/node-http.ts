@@ -21,10 +21,11 @@ export const nodeHttpFetch: Fetch = async (url, init) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', reject);
-      // An answer cut short (the connection closed mid-body) is no answer.
-      res.on('aborted', () => reject(new Error('the answer was cut short')));
+      // An answer cut short (the connection closed mid-body) is no answer; after 'end' this is a no-op.
+      res.on('close', () => {
+        if (!res.complete) reject(new Error('the answer was cut short'));
+      });
       res.on('end', () => {
-        if (!res.complete) return reject(new Error('the answer was cut short'));
         const text = Buffer.concat(chunks).toString('utf8');
         resolve({
           status: res.statusCode ?? 0,
