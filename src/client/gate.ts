@@ -111,12 +111,18 @@ class Attempt {
     const fresh = await this.retrying(() => routes.decide(this.call, this.signal()));
     if (fresh.decision !== 'require_approval') return finalOf(fresh);
     let entry = await this.entry();
-    // A redeem sent before and never answered: repeat it exactly before anything else (a look leaves it for the use).
+    // A redeem sent before and never answered: repeat it exactly before anything else (a look leaves it
+    // for the use), once Gatehouse says its approval is this call's.
     if (entry?.redeem) {
-      if (this.options.redeem === false) return this.granted(fresh, entry.id);
-      const redeemed = await this.redeem({ id: entry.id, redeem: entry.redeem }, fresh);
-      if (redeemed !== undefined) return redeemed;
-      entry = undefined; // its answer was not about this call's approval: decided afresh, by filing
+      const approval = await this.read(entry.id, 0);
+      if (approval !== undefined && this.isThisCalls(approval, fresh)) {
+        if (this.options.redeem === false) return this.granted(fresh, entry.id);
+        const redeemed = await this.redeem({ id: entry.id, redeem: entry.redeem }, fresh);
+        if (redeemed !== undefined) return redeemed;
+      } else {
+        await this.forget();
+      }
+      entry = undefined; // not this call's approval, or its answer not about it: decided afresh, by filing
     }
     for (let filings = 0; ; ) {
       if (entry === undefined) {
@@ -183,29 +189,42 @@ class Attempt {
    * when it is not this call's (its entry then removed).
    */
   private async waitFor(id: string, fresh: DecisionBody): Promise<Approval | undefined> {
-    const message = fresh.message;
     this.pendingId = id;
-    const read = async (seconds: number): Promise<Approval | undefined> => {
-      try {
-        return await this.retrying(() => this.deps.routes.approval(id, seconds, this.options.signal));
-      } catch (err) {
-        if (err instanceof GatehouseError && err.status === 404) return undefined;
-        throw err;
-      }
-    };
-    let approval = await read(0);
+    let approval = await this.read(id, 0);
     // Filed for another call (an entry planted in the store), or before the policy changed what this
-    // call needs: never waited on, withdrawn, redeemed or reported for this one.
-    if (approval !== undefined && (approval.tool !== this.call.tool || approval.hash !== fresh.approval?.hash)) approval = undefined;
+    // call needs: never waited on, redeemed or reported for this one.
+    if (approval !== undefined && !this.isThisCalls(approval, fresh)) approval = undefined;
     while (approval?.status === 'pending') {
-      this.options.onPending?.({ id, status: approval.status, expiresAt: approval.expires_at, url: `/approvals/${encodeURIComponent(id)}`, message });
+      this.options.onPending?.({
+        id,
+        status: approval.status,
+        expiresAt: approval.expires_at,
+        url: `/approvals/${encodeURIComponent(id)}`,
+        message: fresh.message,
+      });
       const left = this.deadline - Date.now();
       if (left < 1000) break;
-      approval = await read(Math.min(POLL_SECONDS, Math.floor(left / 1000)));
+      approval = await this.read(id, Math.min(POLL_SECONDS, Math.floor(left / 1000)));
     }
     this.pendingId = undefined;
     if (approval === undefined) await this.forget();
     return approval;
+  }
+
+  /** GET /approvals/{id}, held up to `seconds` while pending; undefined when not found (not ours to see). */
+  private async read(id: string, seconds: number): Promise<Approval | undefined> {
+    try {
+      return await this.retrying(() => this.deps.routes.approval(id, seconds, this.options.signal));
+    } catch (err) {
+      if (err instanceof GatehouseError && err.status === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /** Whether Gatehouse says `approval` is for this call: its tool, and the hash of the fresh decision (tool, args, context, requirements). */
+  private isThisCalls(approval: Approval, fresh: DecisionBody): boolean {
+    const hash = fresh.approval?.hash;
+    return approval.tool === this.call.tool && typeof hash === 'string' && approval.hash === hash;
   }
 
   /**

@@ -316,6 +316,19 @@ describe('a planted state file', () => {
     expect((await approval(other.id)).status).toBe('granted');
   });
 
+  it("delete_repo's own redeem body citing another call's denied approval: that denial is not this call's answer", async () => {
+    const otherInput = preToolUse('mcp__github__create_issue', { repo: 'acme/shop', title: `Denied ${sessions}` });
+    const otherId = approvalIdIn(reasonOf(await hook(otherInput, ['--wait', '0'])));
+    const denied = await callJson(base, 'POST', `/approvals/${otherId}/deny`, OPERATOR, { message: 'not that issue' });
+    expect(denied.status).toBe(200);
+    const input = deleteRepo();
+    const body = { tool: input.tool_name, args: input.tool_input, context, run: runOf(input), approval_id: otherId };
+    await plant(input, JSON.stringify({ id: otherId, redeem: { key: 'gatehouse-client:planted-5', body: JSON.stringify(body) } }));
+    const r = await hook(input, ['--wait', '0']);
+    expect(reasonOf(r)).not.toContain('not that issue');
+    await expectFreshApproval(r, [otherId]);
+  });
+
   it("an entry naming another call's granted approval (no redeem): never redeemed or named; a new approval is filed", async () => {
     const other = await grantedElsewhere();
     const input = deleteRepo();
