@@ -1,6 +1,7 @@
 // `gatehouse hook claude-code`: the built CLI spawned as Claude Code spawns a hook (PreToolUse input on
 // stdin, the decision on stdout), against a real Gatehouse (real PostgreSQL) on a loopback port serving
-// the example policy's copy in test/cases/claude-code. Then the mapping itself, function by function.
+// the example policy's copy in test/cases/claude-code; what an allowed call loads; state files planted
+// by someone who can write the state directory. Then the mapping itself, function by function.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
