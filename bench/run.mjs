@@ -1,7 +1,7 @@
 // Runs every benchmark in sequence, each in a fresh process, and prints their tables and a summary
 // of the issue's targets. `npm run bench` builds first (the benchmarks run dist/).
 //
-//   node bench/run.mjs [--quick] [--only micro,http,approvals,budgets,attack,startup,client,decisions,shadow] [--wrk] [--json out.json] [--markdown out.md]
+//   node bench/run.mjs [--quick] [--only micro,http,approvals,budgets,attack,startup,client,hook,decisions,shadow] [--wrk] [--json out.json] [--markdown out.md]
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -18,6 +18,7 @@ const scripts = {
   attack: 'attack.mjs',
   startup: 'startup.mjs',
   client: 'client.mjs',
+  hook: 'hook.mjs',
   decisions: 'decisions.mjs',
   shadow: 'shadow.mjs',
 };

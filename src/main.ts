@@ -6,13 +6,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineCommand, parseCommand, usageError } from './cli/args.js';
-import { CASES, runCases } from './cli/cases.js';
-import { CHECK, runCheck } from './cli/check.js';
-import { HASH, runHash } from './cli/hash.js';
 import { EXIT, processIo, processOutputFailed, type Io } from './cli/io.js';
-import { REPLAY, runReplay } from './cli/replay.js';
-import { SERVE, runServe } from './cli/serve.js';
-import { TEST, runTest } from './cli/test.js';
 
 interface Command {
   /** One line for the command list. */
@@ -22,9 +16,16 @@ interface Command {
   run(argv: string[], io: Io): Promise<number>;
 }
 
-// `token` loads the service's token checks (and their JWT libraries): only when it is asked for.
+// Each command's module is loaded only when that command runs or shows its help: `hook` runs once per
+// tool call, so it must not pay for what the others load (the service, the policy compiler, the
+// database driver, the MCP SDK). test/cli/hook.test.ts pins what `hook` loads.
+const loadCheck = () => import('./cli/check.js');
+const loadTest = () => import('./cli/test.js');
+const loadHash = () => import('./cli/hash.js');
 const loadToken = () => import('./cli/token.js');
-// `mcp-proxy` loads the MCP SDK, and `hook` the client: each only when it runs (a hook runs per tool call).
+const loadReplay = () => import('./cli/replay.js');
+const loadCases = () => import('./cli/cases.js');
+const loadServe = () => import('./cli/serve.js');
 const loadMcpProxy = () => import('./cli/mcp-proxy.js');
 const loadHook = () => import('./cli/hook.js');
 
@@ -38,11 +39,19 @@ const VERSION = defineCommand({
 const COMMANDS: Readonly<Record<string, Command>> = {
   check: {
     summary: 'check [DIR|FILE] [--tool T ...]    validate policies; show the rules for a tool and caller',
-    usage: async () => CHECK.usage,
-    run: runCheck,
+    usage: async () => (await loadCheck()).CHECK.usage,
+    run: async (argv, io) => (await loadCheck()).runCheck(argv, io),
   },
-  test: { summary: 'test [DIR] [--env E] [--seed N]    run the policy tests (*.test.yaml)', usage: async () => TEST.usage, run: runTest },
-  hash: { summary: 'hash FILE.json|- [...]             the approval hash of a request, as /decide computes it', usage: async () => HASH.usage, run: runHash },
+  test: {
+    summary: 'test [DIR] [--env E] [--seed N]    run the policy tests (*.test.yaml)',
+    usage: async () => (await loadTest()).TEST.usage,
+    run: async (argv, io) => (await loadTest()).runTest(argv, io),
+  },
+  hash: {
+    summary: 'hash FILE.json|- [...]             the approval hash of a request, as /decide computes it',
+    usage: async () => (await loadHash()).HASH.usage,
+    run: async (argv, io) => (await loadHash()).runHash(argv, io),
+  },
   token: {
     summary: 'token --sub U [--team T ...]       mint a development token',
     usage: async () => (await loadToken()).TOKEN.usage,
@@ -50,15 +59,19 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   },
   replay: {
     summary: 'replay --policies DIR --from LOG   what a policy change flips, on recorded decisions',
-    usage: async () => REPLAY.usage,
-    run: runReplay,
+    usage: async () => (await loadReplay()).REPLAY.usage,
+    run: async (argv, io) => (await loadReplay()).runReplay(argv, io),
   },
   cases: {
     summary: 'cases --from LOG --id ID           a logged decision as a policy test case (*.test.yaml)',
-    usage: async () => CASES.usage,
-    run: runCases,
+    usage: async () => (await loadCases()).CASES.usage,
+    run: async (argv, io) => (await loadCases()).runCases(argv, io),
   },
-  serve: { summary: 'serve                              run the service (what npm start runs)', usage: async () => SERVE.usage, run: runServe },
+  serve: {
+    summary: 'serve                              run the service (what npm start runs)',
+    usage: async () => (await loadServe()).SERVE.usage,
+    run: async (argv, io) => (await loadServe()).runServe(argv, io),
+  },
   'mcp-proxy': {
     summary: 'mcp-proxy [--prefix P] -- CMD ...  an MCP server that asks Gatehouse before each upstream tool call',
     usage: async () => (await loadMcpProxy()).MCP_PROXY.usage,

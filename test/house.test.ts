@@ -61,7 +61,11 @@ const RULES: { from: string; only?: string[]; never?: string[]; why: string }[] 
     never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/store.ts', 'src/approvals/service.ts'],
     why: 'the decision store knows no HTTP: /decide queues on it, the CLI reads it',
   },
-  { from: 'src/client/', only: ['src/client/'], why: 'the client ships to hosts: it knows the service only by its HTTP API' },
+  {
+    from: 'src/client/',
+    only: ['src/client/', 'src/json/'],
+    why: 'the client ships to hosts: it knows the service only by its HTTP API and the canonical JSON of the contract',
+  },
   { from: 'src/http/routes/', never: ['src/http/routes/', 'src/http/app.ts'], why: 'routes share code through modules, never each other or the app' },
 ];
 

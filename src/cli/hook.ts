@@ -9,6 +9,7 @@
 // asks Gatehouse is cut off --wait + 5 seconds after it started, which then answers "deny" too.
 import { join } from 'node:path';
 import { createClient, fileStore } from '../client/index.js';
+import { nodeHttpFetch } from '../client/node-http.js';
 import { defineCommand, parseCommand, seconds, usageError } from './args.js';
 import { connectionOf, stateDirOf } from './connection.js';
 import { denyOutput, hookOutputOf, parseHookInput, toolCallOf } from './hook/claude-code.js';
@@ -86,7 +87,8 @@ export async function runHook(argv: string[], io: Io, stdin: () => Promise<strin
       store: fileStore(join(stateDirOf(process.env), 'approvals')),
       // Every request ends by the deadline: a request cut off fails closed (deny), and an approval left
       // pending stays in the store for the retry, which a cancelled gate() would have withdrawn.
-      fetch: (resource, init) => fetch(resource, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, deadline]) : deadline }),
+      // node:http, not the global fetch, whose first use costs more than the rest of the hook.
+      fetch: (url, init) => nodeHttpFetch(url, { ...init, signal: AbortSignal.any([init.signal, deadline]) }),
     });
     const result = await gateBy(client.gate(toolCallOf(input, process.env.CLAUDE_PROJECT_DIR), { runId: input.sessionId, maxWaitMs: waitS * 1000 }), deadline);
     return answer(hookOutputOf(result, onPending));

@@ -7,9 +7,10 @@
 //
 // A redeem consumes the grant, so its answer must never be lost: the exact body and its
 // Idempotency-Key are stored before it is sent, and a retry (in this process or after a restart)
-// sends the same again and reads the kept answer (spec 5.3, Idempotency-Key).
-import { randomUUID } from 'node:crypto';
+// sends the same again and reads the kept answer (spec 5.3, Idempotency-Key). What the store gives
+// back is checked before it is used, and so is the answer to a redeem (./entry.ts).
 import type { Routes } from './api.js';
+import type { Entry } from './entry.js';
 import { GatehouseError } from './http.js';
 import type { RunLog } from './runs.js';
 import { type ApprovalStore, callKey } from './store.js';
@@ -75,18 +76,16 @@ export interface GateDeps {
   runs: RunLog;
 }
 
+// The checks of what the store holds load the strict parser and the canonical form: only once there
+// is something to check, so that an allowed call (most of the Claude Code hook's processes) does not.
+const loadEntryChecks = () => import('./entry.js');
+
 export const DEFAULT_MAX_WAIT_MS = 600_000;
 export const DEFAULT_MAX_RETRY_MS = 30_000;
 /** Seconds per long-poll round: onPending hears from the wait at least this often. */
 const POLL_SECONDS = 20;
 /** Filings per gate(): a policy that keeps asking for a new approval, or approvals that keep expiring, cannot loop forever. */
 const MAX_FILINGS = 3;
-
-/** What the store holds for a call (as JSON): the approval, and a redeem that was sent. */
-interface Entry {
-  id: string;
-  redeem?: { key: string; body: string };
-}
 
 export async function gate(deps: GateDeps, input: ToolCall, options: GateOptions = {}): Promise<GateResult> {
   const runId = options.runId ?? input.run?.id;
@@ -123,8 +122,8 @@ class Attempt {
   }
 
   /** Computed only once a call needs an approval: an allowed call never hashes. */
-  private get key(): string {
-    this.storeKey ??= callKey(this.runId, this.call);
+  private async key(): Promise<string> {
+    this.storeKey ??= await callKey(this.runId, this.call);
     return this.storeKey;
   }
 
@@ -134,47 +133,58 @@ class Attempt {
     if (fresh.decision !== 'require_approval') return finalOf(fresh);
     let entry = await this.entry();
     let expired: GateResult | undefined;
-    for (let filings = 0; ; ) {
-      let outcome: GateResult;
-      if (entry?.redeem) {
-        // A redeem sent before and never answered: repeat it exactly before anything else (a look leaves it for the use).
+    // A redeem sent before and never answered: repeat it exactly before anything else (a look leaves it
+    // for the use), once Gatehouse says its approval is this call's.
+    if (entry?.redeem) {
+      const approval = await this.read(entry.id, 0);
+      if (approval !== undefined && this.isThisCalls(approval, fresh)) {
         if (this.options.redeem === false) return this.granted(fresh, entry.id);
-        outcome = await this.redeem({ id: entry.id, redeem: entry.redeem });
+        const redeemed = await this.redeem({ id: entry.id, redeem: entry.redeem }, fresh);
+        if (redeemed !== undefined && !this.refiles(redeemed)) return redeemed;
+        expired = redeemed;
       } else {
-        if (entry === undefined) {
-          if (filings++ === MAX_FILINGS) return expired ?? finalOf(fresh);
-          const idempotencyKey = `gatehouse-client:${randomUUID()}`;
-          const filed = await this.retrying(() => routes.file(this.call, { idempotencyKey, ...this.signal() }));
-          if (filed.decision) return finalOf(filed.decision); // the policy changed in between: its answer
-          entry = { id: filed.approval.id };
-          await this.save(entry);
-        }
-        const approval = await this.waitFor(entry.id, fresh.message);
-        if (approval === undefined) {
-          entry = undefined; // not ours to see (another database, another caller): file anew
-          continue;
-        }
-        outcome = await this.settle(approval, fresh);
+        await this.forget();
       }
-      // Expired: the caller hears it (the same call made again files a new approval), unless it asked for a new one now.
-      if (outcome.decision !== 'require_approval' || outcome.approval?.status !== 'expired' || this.options.onExpired !== 'refile') return outcome;
-      expired = outcome;
+      entry = undefined; // not this call's approval, its answer not about it, or expired: decided afresh, by filing
+    }
+    for (let filings = 0; ; ) {
+      if (entry === undefined) {
+        if (filings++ === MAX_FILINGS) return expired ?? finalOf(fresh);
+        const idempotencyKey = `gatehouse-client:${crypto.randomUUID()}`;
+        const filed = await this.retrying(() => routes.file(this.call, { idempotencyKey, ...this.signal() }));
+        if (filed.decision) return finalOf(filed.decision); // the policy changed in between: its answer
+        entry = { id: filed.approval.id };
+        await this.save(entry);
+      }
+      const approval = await this.waitFor(entry.id, fresh);
+      // Not ours to see (another database, another caller), or not this call's: file anew.
+      const outcome = approval === undefined ? undefined : await this.settle(approval, fresh);
+      if (outcome !== undefined && !this.refiles(outcome)) return outcome;
+      if (outcome !== undefined) expired = outcome;
       entry = undefined;
     }
   }
 
-  /** What an approval that left pending (or whose wait ended) comes to: redeemed, reported, or cited for the reason. */
-  private async settle(approval: Approval, fresh: DecisionBody): Promise<GateResult> {
+  /** Expired, and the caller asked for a new approval now (otherwise it hears it: the same call made again files one). */
+  private refiles(outcome: GateResult): boolean {
+    return outcome.decision === 'require_approval' && outcome.approval?.status === 'expired' && this.options.onExpired === 'refile';
+  }
+
+  /**
+   * What an approval that left pending (or whose wait ended) comes to: redeemed, reported, or cited for
+   * the reason; undefined when a redeem's answer is not about this grant (the call is decided afresh).
+   */
+  private async settle(approval: Approval, fresh: DecisionBody): Promise<GateResult | undefined> {
     switch (approval.status) {
       case 'pending':
         return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: summary(approval), body: fresh };
       case 'granted':
-      case 'consumed': // consumed by a redeem whose answer was lost, or by someone else: the server tells
+      case 'consumed': {
+        // consumed: by a redeem whose answer was lost, or by someone else; the server tells
         if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expires_at);
-        return this.redeem({
-          id: approval.id,
-          redeem: { key: `gatehouse-client:${randomUUID()}`, body: JSON.stringify({ ...this.call, approval_id: approval.id }) },
-        });
+        const redeem = { key: `gatehouse-client:${crypto.randomUUID()}`, body: (await loadEntryChecks()).redeemBody(this.call, approval.id) };
+        return this.redeem({ id: approval.id, redeem }, fresh);
+      }
       default: {
         // denied, expired, cancelled: deciding again citing it gives the model the reason (or the policy's new answer).
         const cited = await this.retrying(() => this.deps.routes.decide({ ...this.call, approval_id: approval.id }, this.signal()));
@@ -189,12 +199,21 @@ class Attempt {
     }
   }
 
-  /** Consume a grant, under a key stored first, and say what came of it. */
-  private async redeem(entry: Entry & { redeem: { key: string; body: string } }): Promise<GateResult> {
+  /**
+   * Consume a grant, under a key stored first, and say what came of it; undefined when the answer is
+   * not about this approval of this call (an `allow` that is not isConsentFor, a `require_approval`
+   * naming no approval or another): the call is then decided afresh, never allowed on it.
+   */
+  private async redeem(entry: Entry & { redeem: { key: string; body: string } }, fresh: DecisionBody): Promise<GateResult | undefined> {
     await this.save(entry);
     const answer = await this.retrying(() => this.deps.routes.decide({ raw: entry.redeem.body }, { idempotencyKey: entry.redeem.key, ...this.signal() }), true);
     // The answer is read (allow, or the reason it cannot be): the grant is settled either way.
     await this.forget();
+    const aboutIt =
+      answer.decision === 'allow'
+        ? (await loadEntryChecks()).isConsentFor(answer, entry.id, fresh)
+        : answer.decision !== 'require_approval' || answer.approval?.id === entry.id;
+    if (!aboutIt) return undefined;
     // The grant lapsed before this redeem reached the server.
     if (answer.decision === 'require_approval' && answer.approval?.status === 'expired') {
       return expiredResult(this.call.tool, answer, { id: entry.id, expiresAt: answer.next?.expires_at ?? null }, true);
@@ -207,27 +226,47 @@ class Attempt {
     return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: { id, status: 'granted', expiresAt }, body: fresh };
   }
 
-  /** The approval's state once it leaves pending or the wait is over; undefined when not found. */
-  private async waitFor(id: string, message: string): Promise<Approval | undefined> {
+  /**
+   * The approval's state once it leaves pending or the wait is over; undefined when not found, or
+   * when it is not this call's (its entry then removed).
+   */
+  private async waitFor(id: string, fresh: DecisionBody): Promise<Approval | undefined> {
     this.pendingId = id;
-    const read = async (seconds: number): Promise<Approval | undefined> => {
-      try {
-        return await this.retrying(() => this.deps.routes.approval(id, seconds, this.options.signal));
-      } catch (err) {
-        if (err instanceof GatehouseError && err.status === 404) return undefined;
-        throw err;
-      }
-    };
-    let approval = await read(0);
+    let approval = await this.read(id, 0);
+    // Filed for another call (an entry planted in the store), or before the policy changed what this
+    // call needs: never waited on, redeemed or reported for this one.
+    if (approval !== undefined && !this.isThisCalls(approval, fresh)) approval = undefined;
     while (approval?.status === 'pending') {
-      this.options.onPending?.({ id, status: approval.status, expiresAt: approval.expires_at, url: `/approvals/${encodeURIComponent(id)}`, message });
+      this.options.onPending?.({
+        id,
+        status: approval.status,
+        expiresAt: approval.expires_at,
+        url: `/approvals/${encodeURIComponent(id)}`,
+        message: fresh.message,
+      });
       const left = this.deadline - Date.now();
       if (left < 1000) break;
-      approval = await read(Math.min(POLL_SECONDS, Math.floor(left / 1000)));
+      approval = await this.read(id, Math.min(POLL_SECONDS, Math.floor(left / 1000)));
     }
     this.pendingId = undefined;
     if (approval === undefined) await this.forget();
     return approval;
+  }
+
+  /** GET /approvals/{id}, held up to `seconds` while pending; undefined when not found (not ours to see). */
+  private async read(id: string, seconds: number): Promise<Approval | undefined> {
+    try {
+      return await this.retrying(() => this.deps.routes.approval(id, seconds, this.options.signal));
+    } catch (err) {
+      if (err instanceof GatehouseError && err.status === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /** Whether Gatehouse says `approval` is for this call: its tool, and the hash of the fresh decision (tool, args, context, requirements). */
+  private isThisCalls(approval: Approval, fresh: DecisionBody): boolean {
+    const hash = fresh.approval?.hash;
+    return approval.tool === this.call.tool && typeof hash === 'string' && approval.hash === hash;
   }
 
   /**
@@ -299,19 +338,21 @@ class Attempt {
     return this.options.signal ? { signal: this.options.signal } : {};
   }
 
+  /** The store's entry for this call, when it passes entryFor(); one that does not is removed. */
   private async entry(): Promise<Entry | undefined> {
-    const text = await this.deps.store.get(this.key);
+    const text = await this.deps.store.get(await this.key());
     if (text === undefined) return undefined;
-    const entry = JSON.parse(text) as Entry;
-    return typeof entry.id === 'string' ? entry : undefined;
+    const entry = (await loadEntryChecks()).entryFor(text, this.call);
+    if (entry === undefined) await this.forget();
+    return entry;
   }
 
-  private save(entry: Entry): Promise<void> {
-    return this.deps.store.set(this.key, JSON.stringify(entry));
+  private async save(entry: Entry): Promise<void> {
+    return this.deps.store.set(await this.key(), JSON.stringify(entry));
   }
 
-  private forget(): Promise<void> {
-    return this.deps.store.delete(this.key);
+  private async forget(): Promise<void> {
+    return this.deps.store.delete(await this.key());
   }
 }
 

@@ -21,7 +21,19 @@ export interface RequestOptions {
 export interface Answer {
   status: number;
   body: unknown;
-  headers: Headers;
+  headers: FetchResponse['headers'];
+}
+
+/** What the transport asks of `fetch`: Node's global fetch is one, ./node-http.ts another. */
+export type Fetch = (
+  url: string,
+  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body: string | null; signal: AbortSignal; redirect: 'error' },
+) => Promise<FetchResponse>;
+
+export interface FetchResponse {
+  status: number;
+  headers: { get(name: string): string | null };
+  text(): Promise<string>;
 }
 
 export interface TransportOptions {
@@ -29,7 +41,7 @@ export interface TransportOptions {
   token?: string;
   getToken?: () => string | Promise<string>;
   timeoutMs?: number;
-  fetch?: typeof fetch;
+  fetch?: Fetch;
 }
 
 /** Why a call to Gatehouse did not give an answer: `status` 0 when none arrived (network, timeout). */
@@ -52,7 +64,7 @@ export function createTransport(options: TransportOptions): Transport {
   if (options.token === undefined && options.getToken === undefined) throw new TypeError('createClient: give `token` or `getToken`');
   const base = options.url.replace(/\/+$/, '');
   const timeoutMs = options.timeoutMs ?? 10_000;
-  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const fetchImpl: Fetch = options.fetch ?? globalThis.fetch;
   const tokenOf = async (): Promise<string> => options.token ?? (await options.getToken!());
 
   return {
@@ -62,7 +74,7 @@ export function createTransport(options: TransportOptions): Transport {
       const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${await tokenOf()}`, ...o.headers };
       const payload = o.rawBody ?? (o.body === undefined ? null : JSON.stringify(o.body));
       if (payload !== null) headers['content-type'] = 'application/json';
-      let res: Response;
+      let res: FetchResponse;
       let text: string;
       try {
         res = await fetchImpl(`${base}${path}`, { method, headers, body: payload, signal, redirect: 'error' });

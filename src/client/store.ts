@@ -1,7 +1,6 @@
 // Where gate() remembers the approval it filed for a call, keyed by run and call, so a call asked about
 // twice (a framework that checks "needs approval?" and later executes, a retried hook, a restarted
 // process) waits on and redeems the one approval instead of filing another.
-import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ToolCall } from './types.js';
@@ -29,28 +28,34 @@ export function memoryStore(): ApprovalStore {
  * and a crash never leaves half an entry. An entry is removed once its approval is spent.
  */
 export function fileStore(directory: string): ApprovalStore {
-  const fileOf = (key: string): string => join(directory, `${createHash('sha256').update(key).digest('hex').slice(0, 40)}.json`);
+  const fileOf = async (key: string): Promise<string> => join(directory, `${(await sha256Hex(key)).slice(0, 40)}.json`);
   return {
     async get(key) {
       let text: string;
       try {
-        text = await readFile(fileOf(key), 'utf8');
+        text = await readFile(await fileOf(key), 'utf8');
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
         throw err;
       }
-      const entry = JSON.parse(text) as { key?: unknown; value?: unknown };
+      let entry: { key?: unknown; value?: unknown } | null;
+      try {
+        entry = JSON.parse(text) as typeof entry;
+      } catch {
+        return undefined; // not a file this store wrote: no entry (the next set() replaces it)
+      }
       // The name is a hash of the key: the key inside guards against the (theoretical) collision.
-      return entry.key === key && typeof entry.value === 'string' ? entry.value : undefined;
+      return entry?.key === key && typeof entry.value === 'string' ? entry.value : undefined;
     },
     async set(key, value) {
       await mkdir(directory, { recursive: true, mode: 0o700 });
-      const temp = `${fileOf(key)}.${randomUUID()}.tmp`;
+      const file = await fileOf(key);
+      const temp = `${file}.${crypto.randomUUID()}.tmp`;
       await writeFile(temp, JSON.stringify({ key, value }), { mode: 0o600 });
-      await rename(temp, fileOf(key));
+      await rename(temp, file);
     },
     async delete(key) {
-      await unlink(fileOf(key)).catch((err: NodeJS.ErrnoException) => {
+      await unlink(await fileOf(key)).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== 'ENOENT') throw err;
       });
     },
@@ -61,9 +66,18 @@ export function fileStore(directory: string): ApprovalStore {
  * The store key of a call: its run and a hash of what decides which approval it needs (tool, args,
  * context; the run view changes from step to step and is not part of the approval's hash either).
  */
-export function callKey(runId: string | undefined, call: ToolCall): string {
+export async function callKey(runId: string | undefined, call: ToolCall): Promise<string> {
   const what = stableJson({ tool: call.tool, args: call.args ?? {}, context: call.context ?? {} });
-  return `${runId ?? ''}\n${createHash('sha256').update(what).digest('hex')}`;
+  return `${runId ?? ''}\n${await sha256Hex(what)}`;
+}
+
+/**
+ * Lowercase hex SHA-256 of a text's UTF-8, by the Web Crypto global rather than node:crypto: importing
+ * node:crypto costs a short-lived process (a Claude Code hook, one per tool call) more than node:http
+ * does, and an allowed call hashes nothing.
+ */
+async function sha256Hex(text: string): Promise<string> {
+  return Buffer.from(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))).toString('hex');
 }
 
 /** JSON with object keys sorted, so the same call gives the same key whatever order it was built in. */

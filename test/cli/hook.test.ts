@@ -1,13 +1,17 @@
 // `gatehouse hook claude-code`: the built CLI spawned as Claude Code spawns a hook (PreToolUse input on
 // stdin, the decision on stdout), against a real Gatehouse (real PostgreSQL) on a loopback port serving
-// the example policy's copy in test/cases/claude-code. Then the mapping itself, function by function.
+// the example policy's copy in test/cases/claude-code; what an allowed call loads; state files planted
+// by someone who can write the state directory. Then the mapping itself, function by function.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { directory, hookOutputOf, parseHookInput, toolCallOf } from '../../src/cli/hook/claude-code.js';
+import { callKey, fileStore } from '../../src/client/store.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { listenLoopback } from '../helpers/http.js';
@@ -55,10 +59,10 @@ interface HookRun {
   output?: { continue?: boolean; hookSpecificOutput: { hookEventName: string; permissionDecision: string; permissionDecisionReason: string } };
 }
 
-/** `node dist/main.js hook claude-code ARGS` with `stdin` written to it, in the given environment. */
-function hook(stdin: string | object, args: string[] = [], env: Record<string, string> = {}): Promise<HookRun> {
+/** `node [NODE_ARGS] dist/main.js hook claude-code ARGS` with `stdin` written to it, in the given environment. */
+function hook(stdin: string | object, args: string[] = [], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<HookRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'hook', 'claude-code', ...args], {
+    const child = spawn(process.execPath, [...nodeArgs, CLI, 'hook', 'claude-code', ...args], {
       cwd: ROOT,
       env: serverEnv({ GATEHOUSE_URL: base, GATEHOUSE_TOKEN: AGENT, GATEHOUSE_STATE_DIR: state, CLAUDE_PROJECT_DIR: PROJECT, ...env }),
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -93,6 +97,36 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     expect(r.output).toEqual({
       hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow', permissionDecisionReason: 'The "Bash" action is allowed by policy.' },
     });
+  });
+
+  it('an allowed call loads only the hook and the client: no service, policy compiler, database driver or package', async () => {
+    // Every module the process resolves, recorded by a loader hook (the hook runs once per tool call:
+    // what it loads is most of what it costs; bench/hook.mjs times it).
+    const list = join(state, 'modules.txt');
+    const record = pathToFileURL(join(ROOT, 'test/cli/fixtures/modules/record.mjs')).href;
+    const r = await hook(preToolUse('Bash', { command: 'git status' }), [], { RECORD_MODULES_TO: list }, ['--import', record]);
+    expect(decisionOf(r)).toBe('allow');
+    const loaded = [
+      ...new Set(
+        readFileSync(list, 'utf8')
+          .split('\n')
+          .filter((u) => u !== '' && !u.endsWith('/fixtures/modules/hooks.mjs')),
+      ),
+    ];
+    const ours = loaded.filter((u) => u.startsWith('file:')).map((u) => relative(ROOT, fileURLToPath(u)));
+    expect(ours).toContain('dist/cli/hook.js');
+    // Not even the strict parser and the canonical form: they load once the store holds an entry to check.
+    const LEAN = /^dist\/(main\.js|cli\/(args|io|connection|hook)\.js|cli\/hook\/[^/]+\.js|client\/[^/]+\.js)$/;
+    expect(ours.filter((f) => !LEAN.test(f) && !f.startsWith('test/cli/fixtures/modules/'))).toEqual([]);
+    expect(ours.filter((f) => /^dist\/client\/(ai-sdk|openai-agents)\.js$/.test(f))).toEqual([]);
+    // Only Node's own modules besides ours (no fastify, postgres, pino, ajv, yaml, jose…), and not its
+    // fetch (undici), whose first use costs more than the rest of the hook.
+    expect(loaded.filter((u) => !/^(file|node|internal):/.test(u))).toEqual([]);
+    expect(loaded.filter((u) => u.startsWith('file:') && u.includes('/node_modules/'))).toEqual([]);
+    expect(loaded).toContain('internal:http');
+    expect(loaded.filter((u) => u.includes('undici'))).toEqual([]);
+    // Nor node:crypto, which costs it more than node:http: an allowed call hashes nothing.
+    expect(loaded.filter((u) => u.includes('crypto'))).toEqual([]);
   });
 
   it('denies rm -rf / with the reason the model reads', async () => {
@@ -219,6 +253,133 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     const help = await hook('', ['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^usage: gatehouse hook claude-code/);
+  });
+});
+
+// Someone who can write the state directory (another program of the same user, a poisoned backup)
+// but cannot forge Gatehouse's answers: whatever they plant, the hook never allows a call that
+// Gatehouse has not allowed for exactly that call, and a planted entry is discarded, not obeyed.
+describe('a planted state file', () => {
+  const approvals = fileStore(join(state, 'approvals'));
+  type Input = ReturnType<typeof preToolUse>;
+  /** The store key of this hook input's call: where the hook looks for its entry. */
+  const keyOf = (input: Input): Promise<string> =>
+    callKey(input.session_id, toolCallOf({ sessionId: input.session_id, cwd: input.cwd, toolName: input.tool_name, toolInput: input.tool_input }, PROJECT));
+  const plant = async (input: Input, value: string) => approvals.set(await keyOf(input), value);
+  const context = { cwd: `${PROJECT}/`, project_dir: `${PROJECT}/` };
+  const deleteRepo = () => preToolUse('mcp__github__delete_repo', { repo: 'acme/shop' });
+  const runOf = (input: Input) => ({ id: input.session_id, steps: [] });
+
+  /** A granted approval of another call (an MCP issue) by this agent, filed through the hook itself. */
+  async function grantedElsewhere(): Promise<{ id: string; input: Input }> {
+    // A title of its own: the same call again would be answered with the approval already granted.
+    const input = preToolUse('mcp__github__create_issue', { repo: 'acme/shop', title: `Harmless ${sessions}` });
+    const id = approvalIdIn(reasonOf(await hook(input, ['--wait', '0'])));
+    expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(200);
+    return { id, input };
+  }
+
+  /** The answer is `decision` (never allow), naming a new pending approval of delete_repo itself. */
+  async function expectFreshApproval(r: HookRun, not: string[] = [], decision = 'deny'): Promise<void> {
+    expect(r.code).toBe(0);
+    expect(decisionOf(r)).toBe(decision);
+    const id = approvalIdIn(reasonOf(r));
+    expect(id).not.toBe('');
+    for (const other of not) expect(id).not.toBe(other);
+    expect(await approval(id)).toMatchObject({ status: 'pending', tool: 'mcp__github__delete_repo', args: { repo: 'acme/shop' } });
+  }
+
+  it('a redeem body of a harmless call, planted under delete_repo: not allowed; decided afresh (a new approval for delete_repo)', async () => {
+    const input = deleteRepo();
+    const harmless = { tool: 'Bash', args: { command: 'git status' }, context, run: runOf(input) };
+    await plant(
+      input,
+      JSON.stringify({ id: '0190a3b4-0000-7000-8000-000000000001', redeem: { key: 'gatehouse-client:planted-1', body: JSON.stringify(harmless) } }),
+    );
+    await expectFreshApproval(await hook(input, ['--wait', '0']));
+  });
+
+  it("a redeem body citing another call's granted approval: not allowed, and that grant is not spent", async () => {
+    const other = await grantedElsewhere();
+    const input = deleteRepo();
+    const body = { tool: other.input.tool_name, args: other.input.tool_input, context, run: runOf(input), approval_id: other.id };
+    await plant(input, JSON.stringify({ id: other.id, redeem: { key: 'gatehouse-client:planted-2', body: JSON.stringify(body) } }));
+    await expectFreshApproval(await hook(input, ['--wait', '0']), [other.id]);
+    expect((await approval(other.id)).status).toBe('granted');
+  });
+
+  it("delete_repo's own redeem body citing another call's granted approval: not allowed", async () => {
+    const other = await grantedElsewhere();
+    const input = deleteRepo();
+    const body = { tool: input.tool_name, args: input.tool_input, context, run: runOf(input), approval_id: other.id };
+    await plant(input, JSON.stringify({ id: other.id, redeem: { key: 'gatehouse-client:planted-3', body: JSON.stringify(body) } }));
+    await expectFreshApproval(await hook(input, ['--wait', '0']), [other.id]);
+    expect((await approval(other.id)).status).toBe('granted');
+  });
+
+  it("delete_repo's own redeem body citing another call's denied approval: that denial is not this call's answer", async () => {
+    const otherInput = preToolUse('mcp__github__create_issue', { repo: 'acme/shop', title: `Denied ${sessions}` });
+    const otherId = approvalIdIn(reasonOf(await hook(otherInput, ['--wait', '0'])));
+    const denied = await callJson(base, 'POST', `/approvals/${otherId}/deny`, OPERATOR, { message: 'not that issue' });
+    expect(denied.status).toBe(200);
+    const input = deleteRepo();
+    const body = { tool: input.tool_name, args: input.tool_input, context, run: runOf(input), approval_id: otherId };
+    await plant(input, JSON.stringify({ id: otherId, redeem: { key: 'gatehouse-client:planted-5', body: JSON.stringify(body) } }));
+    const r = await hook(input, ['--wait', '0']);
+    expect(reasonOf(r)).not.toContain('not that issue');
+    await expectFreshApproval(r, [otherId]);
+  });
+
+  it("an entry naming another call's granted approval (no redeem): never redeemed or named; a new approval is filed", async () => {
+    const other = await grantedElsewhere();
+    const input = deleteRepo();
+    await plant(input, JSON.stringify({ id: other.id }));
+    await expectFreshApproval(await hook(input, ['--wait', '0']), [other.id]);
+    expect((await approval(other.id)).status).toBe('granted');
+    // --on-pending ask hands only this call's own pending approval to the person, never the planted one.
+    const asked = deleteRepo();
+    await plant(asked, JSON.stringify({ id: other.id }));
+    await expectFreshApproval(await hook(asked, ['--wait', '0', '--on-pending', 'ask']), [other.id], 'ask');
+  });
+
+  it('a redeem body with a repeated key (the harmless call first, delete_repo last): not allowed', async () => {
+    const other = await grantedElsewhere();
+    const input = deleteRepo();
+    const json = JSON.stringify;
+    // Read first-wins it is the granted call; last-wins, delete_repo's: the one strict reading refuses it.
+    const body = `{"tool":${json(other.input.tool_name)},"args":${json(other.input.tool_input)},"context":${json(context)},"run":${json(runOf(input))},"approval_id":${json(other.id)},"tool":${json(input.tool_name)},"args":${json(input.tool_input)}}`;
+    await plant(input, json({ id: other.id, redeem: { key: 'gatehouse-client:planted-4', body } }));
+    await expectFreshApproval(await hook(input, ['--wait', '0']), [other.id]);
+    expect((await approval(other.id)).status).toBe('granted');
+  });
+
+  it('malformed state files fail closed: never allow, the call decided afresh', async () => {
+    for (const planted of [
+      '{"id": ',
+      'null',
+      '[]',
+      '{"id": 7}',
+      '{"id": ""}',
+      '{"id": "x", "redeem": "y"}',
+      '{"id": "x", "extra": 1}',
+      '{"id": "x", "redeem": {"key": "k"}}',
+    ]) {
+      const input = deleteRepo();
+      await plant(input, planted);
+      await expectFreshApproval(await hook(input, ['--wait', '0']));
+    }
+    // Not even the store's own wrapper: a file that is not JSON at all.
+    const input = deleteRepo();
+    const file = join(
+      state,
+      'approvals',
+      `${createHash('sha256')
+        .update(await keyOf(input))
+        .digest('hex')
+        .slice(0, 40)}.json`,
+    );
+    writeFileSync(file, '\u0000 not json');
+    await expectFreshApproval(await hook(input, ['--wait', '0']));
   });
 });
 

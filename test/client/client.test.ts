@@ -7,8 +7,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, fileStore, type GatehouseClient, type ToolCall } from '../../src/client/index.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createClient, fileStore, type GatehouseClient, memoryStore, type ToolCall } from '../../src/client/index.js';
+import { callKey } from '../../src/client/store.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { startFaultProxy, startServer } from '../helpers/fault-proxy.js';
 import { listenLoopback } from '../helpers/http.js';
@@ -174,6 +175,24 @@ describe('gate', () => {
     await operator().approvals.grant(id!);
     const after = await client({ store: fileStore(dir) }).gate(call, { runId: 'run-restart' });
     expect(after).toMatchObject({ decision: 'allow', approval: { id, status: 'consumed' } });
+  });
+
+  it("a store entry naming another call's pending approval: never waited on, reported or withdrawn; this call files its own", async () => {
+    const other = await client().gate(refund(), { runId: 'run-planted', maxWaitMs: 0 });
+    const otherId = other.approval!.id;
+    const call = refund();
+    const store = memoryStore();
+    await store.set(await callKey('run-planted', call), JSON.stringify({ id: otherId }));
+    const heard: string[] = [];
+    const abort = new AbortController();
+    const result = client({ store }).gate(call, { runId: 'run-planted', signal: abort.signal, onPending: (p) => heard.push(p.id) });
+    await vi.waitFor(() => expect(heard.length).toBeGreaterThan(0), { timeout: 10_000 });
+    abort.abort();
+    const own = (await result).approval!.id;
+    expect(own).not.toBe(otherId);
+    expect(heard.every((id) => id === own)).toBe(true);
+    expect(await operator().approvals.get(own)).toMatchObject({ status: 'cancelled', tool: 'refund', args: call.args });
+    expect((await operator().approvals.get(otherId)).status).toBe('pending');
   });
 
   it('keeps the run view: the steps it allowed count against the policy limits of the run', async () => {
