@@ -53,7 +53,7 @@ describe('gatehouse check', () => {
   it('warns (stderr, exit 0) about an abort or deny rule whose condition cannot be decided for a pipe, a glob or a redirection', async () => {
     const r = await run('check', 'test/cli/fixtures/undecided');
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/\nok: 1 file\n$/);
+    expect(r.out).toMatch(/\nok: 1 file for environment dev\n$/);
     expect(r.err).toBe(
       'warning: test/cli/fixtures/undecided/shell.yaml:9:11: rules.0.when: rule "no-rm-rf" aborts whenever its condition cannot be decided, ' +
         'as for a pipe (`git diff | head`), a glob (`ls *.ts`), a redirection (`sort notes.txt > sorted.txt`) ' +
