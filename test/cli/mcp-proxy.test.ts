@@ -15,7 +15,7 @@ import { runCli } from '../../src/main.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { listenLoopback } from '../helpers/http.js';
-import { CLI, callJson, childPids, ensureBuilt, eventually, freeTcpPort, ROOT, serverEnv } from '../helpers/process.js';
+import { alive, CLI, callJson, childPids, ensureBuilt, eventually, freeTcpPort, ROOT, serverEnv } from '../helpers/process.js';
 
 const UPSTREAM = join(ROOT, 'test/fixtures/mcp/upstream.mjs');
 const POLICIES = 'test/fixtures/policies/mcp-proxy';
@@ -388,14 +388,6 @@ describe('mcp-proxy as a process', () => {
     expect(upstreamPid).toBeGreaterThan(0);
     return { proxy, upstreamPid: upstreamPid!, exit, stderr: () => stderr };
   }
-  const alive = (pid: number): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
 
   it('exits 0 when the MCP client closes stdin, and stops the upstream command', async () => {
     const { proxy, upstreamPid, exit } = await spawnProxy();

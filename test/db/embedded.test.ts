@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DataDirInUseError, freePort, startEmbeddedPostgres } from '../../src/db/embedded.js';
-import { ensureBuilt, eventually } from '../helpers/process.js';
+import { alive, ensureBuilt, eventually } from '../helpers/process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -160,14 +160,6 @@ test('a fresh cluster is UTF8 with the C locale even when the environment names 
 // not provably ours, and is never stopped.
 describe('a server left behind on the data directory', () => {
   const pidOf = async (dataDir: string): Promise<number> => Number((await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
-  const alive = (pid: number): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   const parentOf = async (pid: number): Promise<number> => {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);

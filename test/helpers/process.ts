@@ -192,6 +192,16 @@ export function childPids(pid: number): number[] {
 }
 
 /** SIGKILL a process, ignoring one that is already gone. */
+/** Whether a process of that id exists (signal 0 checks without sending anything). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function kill9(pid: number): void {
   try {
     process.kill(pid, 'SIGKILL');

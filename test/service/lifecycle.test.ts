@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentToken, SECRET } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { callJson, CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../helpers/process.js';
+import { alive, callJson, CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../helpers/process.js';
 
 interface Started {
   proc: ChildProcess;
@@ -249,14 +249,6 @@ describe('hang-ups and kills: the next start on the same DATA_DIR serves', () =>
       if (left !== null) process.kill(left, 'SIGINT');
     });
     return dir;
-  };
-  const alive = (pid: number): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
   };
   const serveOn = async (dir: string): Promise<ServerProcess> => {
     const s = await startServer({ DATA_DIR: dir, JWT_SECRET: SECRET }, 90_000);
