@@ -27,6 +27,7 @@ describe('shellWords', () => {
     ['echo "a\\"b"', ['echo', 'a"b']],
     ['echo "a\\\\b"', ['echo', 'a\\b']],
     ['echo "a\\b"', ['echo', 'a\\b']],
+    ['echo "a\\ b"', ['echo', 'a\\ b']],
     ["echo '$HOME'", ['echo', '$HOME']],
     ["echo '\\'", ['echo', '\\']],
     ['git log HEAD~1', ['git', 'log', 'HEAD~1']],
@@ -113,6 +114,8 @@ describe('shellWords', () => {
     '}',
     'a }',
     'a {',
+    'a)',
+    '"a\\',
     // DEL and other controls inside quotes or after a backslash.
     "'a\u007fb'",
     '"a\u007fb"',
