@@ -2,7 +2,7 @@
 // nothing around it, the store never reaches up into HTTP or the CLI, nothing imports the process
 // entry point, only the configuration, the entry point and the CLI read the environment, and no
 // two modules of src/ import each other, however indirectly. Also: no test reads the example
-// policies/, which are the users' to change.
+// policies/, which are the users' to change, and nothing in the condition language can run code.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -155,3 +155,15 @@ function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   for (const v of graph.keys()) if (!index.has(v)) visit(v);
   return out;
 }
+
+describe('nothing in the condition language can run code', () => {
+  it('the condition modules never use eval, Function, vm or dynamic import', () => {
+    const dir = join(ROOT, 'src', 'policy', 'condition');
+    for (const name of readdirSync(dir)) {
+      const text = readFileSync(join(dir, name), 'utf8')
+        .replace(/\/\/.*$/gm, '')
+        .replace(/\/\*[\s\S]*?\*\//g, '');
+      expect(text, name).not.toMatch(/\beval\s*\(|\bnew\s+Function\b|\bFunction\s*\(|node:vm|\bimport\s*\(|\brequire\s*\(/);
+    }
+  });
+});

@@ -7,14 +7,11 @@
 //    paths and values of every JSON type: the three-valued result must agree exactly.
 // (Monotonicity, deny-wins and the decision-level differential are in test/policy/properties.test.ts
 // and test/policy/differential.test.ts; they are not repeated here.)
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
 import { on } from '../helpers/condition.js';
 import { compileCondition, ConditionError, type CompiledCondition } from '../../src/policy/condition/compile.js';
-import { ROOT } from '../helpers/process.js';
 
 const U = 'undecidable' as const;
 type Truth = true | false | typeof U;
@@ -471,17 +468,5 @@ describe('fuzzer: any mutation of a valid condition compiles or throws Condition
       if (!(r instanceof ConditionError)) expect([true, false, U]).toContain(r.evaluate(on({ a: 1 })));
     }
     expect(performance.now() - started).toBeLessThan(2000);
-  });
-});
-
-describe('nothing in the condition language can run code', () => {
-  it('the condition modules never use eval, Function, vm or dynamic import', () => {
-    const dir = join(ROOT, 'src', 'policy', 'condition');
-    for (const name of readdirSync(dir)) {
-      const text = readFileSync(join(dir, name), 'utf8')
-        .replace(/\/\/.*$/gm, '')
-        .replace(/\/\*[\s\S]*?\*\//g, '');
-      expect(text, name).not.toMatch(/\beval\s*\(|\bnew\s+Function\b|\bFunction\s*\(|node:vm|\bimport\s*\(|\brequire\s*\(/);
-    }
   });
 });

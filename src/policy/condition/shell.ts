@@ -1,9 +1,9 @@
-// argv(s): the words of a shell command, as a POSIX shell would split them, or undefined wherever a
-// shell would do more than split words and remove quotes. An allowlist written over argv() must
-// never let through a second command, a redirection, a substitution or an expansion, so anything
-// that could be one is refused rather than interpreted: `git status; rm -rf /`, `ls $(rm x)`,
-// `ls | sh`, `cat a > /etc/passwd` and a second line are all undefined (undecidable), never words.
-// One pass, linear in the length of the command.
+// argv(s): the words of a shell command, as bash and a POSIX shell (dash) would both split them, or
+// undefined wherever either would do more than split words and remove quotes. An allowlist written
+// over argv() must never let through a second command, a redirection, a substitution or an
+// expansion, so anything that could be one is refused rather than interpreted: `git status; rm -rf /`,
+// `ls $(rm x)`, `ls | sh`, `cat a > /etc/passwd`, a second line, `X+=1 rm` and `time rm` are all
+// undefined (undecidable), never words. One pass, linear in the length of the command.
 
 /**
  * Unquoted, these make the shell do something other than split words (POSIX "Shell Command
@@ -14,8 +14,42 @@
  */
 const UNQUOTED_SPECIAL = new Set([';', '&', '|', '<', '>', '$', '`', '(', ')', '{', '}', '*', '?', '[', '#', '!']);
 
-/** `NAME=value` before the command sets a variable for it (2.9.1): `PAGER=rm git log` is refused. */
-const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
+/**
+ * `NAME=value` before the command sets a variable for it (2.9.1), and so does bash's `NAME+=value`
+ * (bash manual, 3.4 Shell Parameters): `PAGER=rm git log` and `git+=x rm -rf /` are refused, as
+ * their first word is not the command that runs. Bash tests a name's letters byte by byte in the
+ * locale, so in a single-byte locale some UTF-8 bytes are letters: any non-ASCII character counts.
+ */
+const ASSIGNMENT = /^[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*\+?=/;
+
+/**
+ * Words that bash parses as reserved words (bash manual, 3.2 Shell Commands: `time` and `coproc`
+ * run the words after them, `if`, `for`, `function` and the rest start or end a compound command)
+ * and that POSIX reserves (2.4). As the first word, each makes the shell do something other than
+ * run a command of that name: `time PAGER=x git log` runs `git log`. Refused however it is quoted
+ * (`'time'` runs a program named time, but refusing is the fail-closed side). `! { } [[` hold a
+ * character refused anyway.
+ */
+const RESERVED_FIRST_WORDS = new Set([
+  'case',
+  'coproc',
+  'do',
+  'done',
+  'elif',
+  'else',
+  'esac',
+  'fi',
+  'for',
+  'function',
+  'if',
+  'in',
+  'select',
+  'then',
+  'time',
+  'until',
+  'while',
+  ']]',
+]);
 
 /** Inside double quotes these still expand (POSIX 2.2.3): `$`, backquote, and `!` in interactive shells. */
 const DOUBLE_QUOTED_SPECIAL = new Set(['$', '`', '!']);
@@ -94,7 +128,8 @@ export function shellWords(command: string): string[] | undefined {
     i++;
   }
   if (inWord) words.push(word);
-  if (words.length > 0 && ASSIGNMENT.test(words[0]!)) return undefined;
+  const first = words[0];
+  if (first !== undefined && (ASSIGNMENT.test(first) || RESERVED_FIRST_WORDS.has(first))) return undefined;
   return words;
 }
 
