@@ -20,7 +20,7 @@ const UNQUOTED_SPECIAL = new Set([';', '&', '|', '<', '>', '$', '`', '(', ')', '
  * their first word is not the command that runs. Bash tests a name's letters byte by byte in the
  * locale, so in a single-byte locale some UTF-8 bytes are letters: any non-ASCII character counts.
  */
-const ASSIGNMENT = /^[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*\+?=/;
+export const ASSIGNMENT = /^[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*\+?=/;
 
 /**
  * Words that bash parses as reserved words (bash manual, 3.2 Shell Commands: `time` and `coproc`
@@ -30,7 +30,7 @@ const ASSIGNMENT = /^[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*\+?=/;
  * (`'time'` runs a program named time, but refusing is the fail-closed side). `! { } [[` hold a
  * character refused anyway.
  */
-const RESERVED_FIRST_WORDS = new Set([
+export const RESERVED_FIRST_WORDS = new Set([
   'case',
   'coproc',
   'do',
