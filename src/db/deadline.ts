@@ -80,7 +80,8 @@ export function withDeadline<T>(sql: Sql, ms: number, fn: (tx: TransactionSql) =
       void commitOutcome(sql, mark, ms).then((outcome) =>
         answer(() => {
           if (outcome === 'committed') resolve(value);
-          else if (outcome === 'aborted') reject(toStoreError(cause)); // a lost connection, or the deadline: 503
+          else if (outcome === 'aborted')
+            reject(toStoreError(cause)); // a lost connection, or the deadline: 503
           else reject(new OutcomeUnknownError({ cause }));
         }),
       );
