@@ -80,8 +80,8 @@ export function withDeadline<T>(sql: Sql, ms: number, fn: (tx: TransactionSql) =
       void commitOutcome(sql, mark, ms).then((outcome) =>
         answer(() => {
           if (outcome === 'committed') resolve(value);
-          else if (outcome === 'aborted')
-            reject(toStoreError(cause)); // a lost connection, or the deadline: 503
+          // Not committed: the 503 of the lost connection, or of the deadline.
+          else if (outcome === 'aborted') reject(toStoreError(cause));
           else reject(new OutcomeUnknownError({ cause }));
         }),
       );
