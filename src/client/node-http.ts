@@ -5,13 +5,25 @@
 // transport (./http.ts) asks of a fetch and no more: the whole answer is read before it resolves,
 // redirects are never followed (a 3xx is answered as it is, which the transport refuses), and the
 // signal aborts the exchange at any point.
-import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import type * as Http from 'node:http';
+import type { IncomingMessage, RequestOptions } from 'node:http';
+import { createRequire } from 'node:module';
 import type { Fetch, FetchResponse } from './http.js';
+
+// Required, not imported: on Node 24 the ES module namespace of node:http reads every export, and
+// one of them loads undici, the cost this module exists to avoid (`node --input-type=module -e
+// "import 'node:http'"` then lists internal/deps/undici in process.moduleLoadList).
+const require = createRequire(import.meta.url);
 
 export const nodeHttpFetch: Fetch = async (url, init) => {
   const target = new URL(url);
   // node:https loads TLS: only for an https:// service.
-  const request = target.protocol === 'https:' ? (await import('node:https')).request : target.protocol === 'http:' ? httpRequest : undefined;
+  const request: typeof Http.request | undefined =
+    target.protocol === 'https:'
+      ? (require('node:https') as typeof import('node:https')).request
+      : target.protocol === 'http:'
+        ? (require('node:http') as typeof Http).request
+        : undefined;
   if (request === undefined) throw new TypeError(`not an http(s) URL: ${target.protocol}`);
   init.signal.throwIfAborted();
   const headers = init.body === null ? init.headers : { ...init.headers, 'content-length': String(Buffer.byteLength(init.body)) };
