@@ -1,19 +1,9 @@
 import { describe, it, expect } from 'vitest';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
-import { on } from '../helpers/condition.js';
+import { compileError, on } from '../helpers/condition.js';
 import { compileCondition, ConditionError, type Truth } from '../../src/policy/condition/compile.js';
 
 const U = 'undecidable';
-
-function compileError(source: string): ConditionError {
-  try {
-    compileCondition(source);
-  } catch (err) {
-    if (err instanceof ConditionError) return err;
-    throw err;
-  }
-  throw new Error(`expected ${JSON.stringify(source)} to be refused`);
-}
 
 function ev(source: string, args: JsonObject): Truth {
   return compileCondition(source).evaluate(on(args));
