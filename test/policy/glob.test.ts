@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
-import { compileGlob, GlobError } from '../../src/policy/glob.js';
+import { compileGlob, GlobError, globAtoms } from '../../src/policy/glob.js';
 
 function globError(pattern: string): GlobError {
   try {
@@ -98,6 +98,7 @@ describe('refused patterns', () => {
     ['{a,b}', 0, /braces/],
     ['a}', 1, /braces/],
     ['tool(1)', 4, /groups/],
+    ['a)', 1, /^groups are not supported \(at index 1\)$/],
     ['a|b', 1, /alternatives/],
     ['a\\*', 1, /escapes/],
     ['[abc', 0, /unclosed '\['/],
@@ -109,6 +110,7 @@ describe('refused patterns', () => {
     ['[z-a]', 1, /reversed range/],
     ['[a[b]', 2, /'\[' inside a character class/],
     ['[a{]', 2, /not supported/],
+    ...['}', '(', ')', '|', '\\'].map((c): [string, number, RegExp] => [`[a${c}]`, 2, new RegExp(`^'\\${c}' is not supported in a tool glob`)]),
     ['[a-\\]', 3, /not supported/],
     ['a]', 1, /without a matching '\['/],
     ['!tool', 0, /negated/],
@@ -152,5 +154,16 @@ describe('adversarial input', () => {
     const pattern = '*[ab]?'.repeat(40) + 'c';
     expect(pattern.length).toBeLessThanOrEqual(256);
     expect(compileGlob(pattern).test('ab'.repeat(50_000))).toBe(false);
+  });
+});
+
+describe('globAtoms', () => {
+  it('gives the compiled steps of a pattern', () => {
+    expect(globAtoms('a?*[!b-d]')).toEqual([
+      { type: 'char', code: 0x61 },
+      { type: 'any' },
+      { type: 'star' },
+      { type: 'class', negated: true, ranges: [0x62, 0x64] },
+    ]);
   });
 });
