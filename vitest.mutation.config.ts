@@ -20,6 +20,7 @@ export const MUTATION_TESTS = [
   'test/policy/glob.test.ts',
   'test/policy/glob-names.test.ts',
   'test/json/canonical.test.ts',
+  'test/json/sha256-fallback.test.ts',
 ];
 
 export default defineConfig({
