@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { approvalHash, CanonicalError, canonicalize, sha256 } from '../../src/json/canonical.js';
+import { approvalHash, approvalHashText, CanonicalError, canonicalize, isDefaultShape, sha256 } from '../../src/json/canonical.js';
 import { parseJson } from '../../src/json/parse.js';
 import { copyMember, isJsonObject, numberLexeme, setNumberLexeme } from '../../src/json/value.js';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
@@ -298,5 +298,114 @@ describe('sha256 and approvalHash', () => {
     }
     expect(caught).toBeInstanceOf(CanonicalError);
     expect((caught as CanonicalError).pointer).toBe('/args/a');
+  });
+});
+
+// Each row below pins one check that mutation testing (docs/operations.md, Mutation testing) found
+// no test noticing when it was changed.
+describe('canonical edges', () => {
+  function thrown(f: () => unknown): unknown {
+    try {
+      f();
+    } catch (e) {
+      return e;
+    }
+    throw new Error('expected a throw');
+  }
+
+  it.each<[string, unknown, string]>([
+    ['lone surrogate in a string at the root', '\ud800', ''],
+    ['lone surrogate in a key at /o', { o: { '\ud800k': 1 } }, '/o'],
+    ['non-finite number at /n', { n: Number.NaN }, '/n'],
+    ['not a plain object at /d', { d: new Date(0) }, '/d'],
+    ['not a JSON value (bigint) at /b', { b: 1n }, '/b'],
+    ['not a JSON value (undefined) at /0', [undefined], '/0'],
+  ])('says %j', (message, value, pointer) => {
+    const e = canonicalError(value);
+    expect(e.message).toBe(message);
+    expect(e.pointer).toBe(pointer);
+  });
+
+  it('stops a cycle through an array at the depth bound', () => {
+    const loop: unknown[] = [];
+    loop.push(loop);
+    const e = canonicalError(loop);
+    expect(e.message).toBe(`nesting too deep (or a cycle) at ${'/0'.repeat(1000)}`);
+  });
+
+  it('quotes a string of one quote or one backslash', () => {
+    expect(canonicalize('"')).toBe('"\\""');
+    expect(canonicalize('\\')).toBe('"\\\\"');
+    expect(canonicalize({ '"': '\\' })).toBe('{"\\"":"\\\\"}');
+  });
+
+  it('lets an error that is not its own pass unchanged', () => {
+    const boom = new Error('boom');
+    const o = Object.defineProperty({}, 'x', {
+      enumerable: true,
+      get() {
+        throw boom;
+      },
+    }) as JsonObject;
+    expect(thrown(() => canonicalize(o))).toBe(boom);
+    expect(thrown(() => canonicalize([o] as JsonValue))).toBe(boom);
+  });
+
+  it('names the part of an approval that cannot be hashed', () => {
+    const args: JsonObject = { a: 1 };
+    const ok = { kind: 'k', capability: {}, presentation: {} };
+    const bad = { x: Number.NaN };
+    const cases: [input: Parameters<typeof approvalHash>[0], pointer: string][] = [
+      [{ tool: '\ud800', args, ...ok }, '/tool'],
+      [{ tool: 't', args, ...ok, context: bad }, '/context/x'],
+      [{ tool: 't', args, ...ok, capability: bad }, '/capability/x'],
+      [{ tool: 't', args, ...ok, presentation: bad }, '/presentation/x'],
+      [{ tool: 't', args, ...ok, kind: '\ud800' }, '/kind'],
+      [{ tool: 't', args, requirements: [ok, { ...ok, capability: bad }] }, '/requirements/1/capability/x'],
+      [{ tool: 't', args, requirements: [ok, { ...ok, presentation: bad }] }, '/requirements/1/presentation/x'],
+      [{ tool: 't', args, requirements: [{ ...ok, kind: '\ud800' }, ok] }, '/requirements/0/kind'],
+    ];
+    for (const [input, pointer] of cases) {
+      const e = thrown(() => approvalHash(input));
+      expect(e, pointer).toBeInstanceOf(CanonicalError);
+      expect((e as CanonicalError).pointer).toBe(pointer);
+    }
+  });
+
+  it('refuses an approval without a requirement', () => {
+    const e = thrown(() => approvalHash({ tool: 't', args: {}, requirements: [] }));
+    expect(e).toBeInstanceOf(RangeError);
+    expect((e as Error).message).toBe('an approval needs at least one requirement');
+  });
+
+  it('hashes an empty context as no context, and any other context', () => {
+    const base = { tool: 't', args: { a: 1 }, kind: 'k', capability: {}, presentation: {} };
+    expect(approvalHash({ ...base, context: {} })).toBe(approvalHash(base));
+    expect(approvalHash({ ...base, context: { env: 'prod' } })).not.toBe(approvalHash(base));
+    expect(approvalHashText({ ...base, context: { env: 'prod' } })).toBe(
+      '{"args":{"a":1},"capability":{},"context":{"env":"prod"},"kind":"k","presentation":{},"tool":"t"}',
+    );
+  });
+
+  it('takes the shortcut for the default shape only when it is exactly {args, tool} of this request', () => {
+    const tool = 'refund';
+    const args = parseJson('{"order":"A-17","n":1.0}') as JsonObject;
+    expect(isDefaultShape({ args, tool }, tool, args)).toBe(true);
+    expect(isDefaultShape({ tool, args }, tool, args)).toBe(true);
+    const others: JsonObject[] = [
+      { args, tool, x: 1 },
+      { args: { order: 'A-18' }, tool },
+      { args: parseJson('{"order":"A-17","n":1.0}') as JsonObject, tool },
+      { args, tool: 'refund2' },
+      { args },
+    ];
+    // Inherited args are not args (such an object is no JSON object, and is refused when hashed).
+    expect(isDefaultShape(Object.assign(Object.create({ args }) as JsonObject, { x: 1, tool }), tool, args)).toBe(false);
+    for (const shape of others) {
+      expect(isDefaultShape(shape, tool, args)).toBe(false);
+      // Whatever the shortcut decides, the hash is that of the whole canonical text.
+      const input = { tool, args, kind: 'k', capability: shape, presentation: shape };
+      expect(approvalHash(input)).toBe(sha256(canonicalize({ args, capability: shape, kind: 'k', presentation: shape, tool })));
+    }
   });
 });
