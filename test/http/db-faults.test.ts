@@ -487,7 +487,9 @@ describe('database faults', () => {
     })();
     await new Promise((resolve) => setTimeout(resolve, 100));
     await pg.stop();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Stay down until the traffic has met the outage: a fixed pause could fall between two calls
+    // of a loop slowed by a loaded machine, and then nothing would have been tested.
+    await eventually('a 503 while the database is down', 10_000, async () => (answers.some((r) => r.statusCode === 503) ? true : undefined));
     await pg.start();
     await eventually('creates to succeed again', 10_000, async () => {
       const r = await post(app.app, '/approvals', refund('restart-probe'), agentToken(sub));
