@@ -171,3 +171,48 @@ describe("the trace's optional members", () => {
     expect(ex.trace.files[0]!.guards[0]!.finding).toEqual({ path: '/text', kind: 'email' });
   });
 });
+
+describe('a tool described by several catalogues (docs/design.md)', () => {
+  const set = setOf({
+    'a.json': {
+      policy: 'a',
+      tools: { 't*': { kind: 'read_only', schema: { type: 'object', properties: { text: { type: 'string' } } } } },
+      guards: [{ id: 'pii', guard: 'pii', tools: ['t'], action: 'deny' }],
+    },
+    'b.json': { policy: 'b', tools: { '*t': { kind: 'destructive' } } },
+    'c.json': { policy: 'c', scope: { kinds: ['read_only'] }, rules: [{ id: 'r', tools: ['t'], allow: true }] },
+    'd.json': { policy: 'd', default: 'deny' },
+    'e.json': { policy: 'e', scope: { kinds: ['remote_mutation'] }, default: 'allow' },
+  });
+
+  it("each file's most severe answer over the descriptions counts, the first description among equals", () => {
+    const ex = explain(set, { tool: 't', args: {} }, who);
+    expect(answer(set, { tool: 't', args: {} })).toEqual({
+      decision: 'deny',
+      reason: 'no rule matched; destructive tools are denied by default',
+      rule: 'a#default',
+    });
+    expect(ex.trace.catalogue.views?.map((v) => [v.policy, v.kind])).toEqual([
+      ['a', 'read_only'],
+      ['b', 'destructive'],
+    ]);
+    const files = ex.trace.files.map((f) => [f.policy, f.view, f.decision, f.rule]);
+    expect(files).toEqual([
+      ['a', 1, 'deny', 'a#default'], // allowed as read_only, denied as destructive
+      ['b', 1, 'deny', 'b#default'],
+      ['c', 0, 'allow', 'r'], // in scope only as read_only
+      ['d', 0, 'deny', 'd#default'], // deny under both: the first
+      ['e', undefined, undefined, undefined], // in scope under neither: no answer
+    ]);
+    expect(ex.trace.files[4]!.scope?.[0]?.why).toContain('read_only'); // the first description's scope check
+  });
+
+  it("a reason names an argument that any description's schema declares", () => {
+    // File a denies under both descriptions, by its guard under the first: that answer counts.
+    expect(answer(set, { tool: 't', args: { text: 'bob@example.com' } })).toEqual({
+      decision: 'deny',
+      reason: 'guard "pii" found an email address at /text',
+      rule: 'pii',
+    });
+  });
+});
