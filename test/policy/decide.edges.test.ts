@@ -216,3 +216,40 @@ describe('a tool described by several catalogues (docs/design.md)', () => {
     });
   });
 });
+
+describe('the trace of budgets and rate limits', () => {
+  const set = setOf({
+    'p.json': {
+      policy: 'p',
+      scope: { teams: ['support'], kinds: ['remote_mutation'] },
+      tools: { refund: { kind: 'remote_mutation' } },
+      rules: [{ id: 'r', tools: ['refund'], allow: true }],
+      budgets: [
+        { id: 'mine', tools: 'refund', sum: 'amount', max: 1000, per: 'day', scope: 'user', on_exceed: 'deny' },
+        { id: 'sales', tools: 'refund', teams: ['sales'], sum: 'amount', max: 1000, per: 'day', scope: 'user', on_exceed: 'deny' },
+        { id: 'agents', tools: 'refund', sum: 'amount', max: 1000, per: 'day', scope: 'agent', on_exceed: 'deny' },
+      ],
+    },
+  });
+  const limits = (args: JsonObject) =>
+    explain(set, { tool: 'refund', args }, who).trace.limits?.map((l) => ({
+      id: l.id,
+      selectors: l.selectors.map((s) => [s.selector, s.matched]),
+      selected: l.selected,
+      undecidable: l.undecidable,
+    }));
+
+  it("shows the caller selectors of the file's scope and of the limit, whether selected, and what a selected one lacks", () => {
+    const scope = ['teams', true];
+    expect(limits({ amount: 5 })).toEqual([
+      { id: 'mine', selectors: [scope], selected: true, undecidable: undefined },
+      { id: 'sales', selectors: [scope, ['teams', false]], selected: false, undecidable: undefined },
+      { id: 'agents', selectors: [scope], selected: true, undecidable: 'scope' }, // the caller has no agent
+    ]);
+    expect(limits({})).toEqual([
+      { id: 'mine', selectors: [scope], selected: true, undecidable: 'amount' },
+      { id: 'sales', selectors: [scope, ['teams', false]], selected: false, undecidable: undefined }, // not selected: nothing lacking
+      { id: 'agents', selectors: [scope], selected: true, undecidable: 'scope' },
+    ]);
+  });
+});
