@@ -15,6 +15,7 @@ export const MUTATION_TESTS = [
   'test/policy/condition.precision.test.ts',
   'test/policy/condition.security.test.ts',
   'test/policy/decide.test.ts',
+  'test/policy/decide.edges.test.ts',
   'test/policy/explain.test.ts',
   'test/policy/cases.test.ts',
   'test/policy/limits.test.ts',
