@@ -6,29 +6,20 @@ import { isatty } from 'node:tty';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { createApprovalWaiter } from './approvals/notify.js';
-import { createApprovalService } from './approvals/service.js';
-import { createApprovalStore } from './approvals/store.js';
-import { createLimitService } from './budgets/service.js';
+import { compose } from './compose.js';
 import { ConfigError, DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, servedPolicyEnv, type Config } from './config.js';
 import { createSql } from './db/connect.js';
-import { createLanes } from './db/lanes.js';
 import { unavailableFrom } from './db/errors.js';
 import { migrate } from './db/migrate.js';
-import { createDecisionWriter } from './decisions/writer.js';
 import { developmentSecret, developmentSecretFile } from './dev-secret.js';
+import type { Engine } from './engine/index.js';
 import { buildApp } from './http/app.js';
-import { reloadAndReport, type AppContext } from './http/context.js';
 import type { AuthOptions } from './http/auth.js';
 import type { SignInSettings } from './http/session.js';
 import { createJwksKeys, type JwksKeys } from './http/jwks.js';
-import { createMetrics } from './http/metrics.js';
 import { createLogger, LogSink } from './log.js';
 import { formatProblem, PolicyLoadError } from './policy/errors.js';
 import { createLivePolicies, type LivePolicies } from './policy/live.js';
-import { approvalLink } from './webhooks/events.js';
-import { createOutbox } from './webhooks/outbox.js';
-import { createWebhookWorker } from './webhooks/worker.js';
 import { createSessionStore } from './sessions/store.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -128,7 +119,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
   const opened = createCloseStack(logger);
   let phase: 'starting' | 'serving' | 'stopping' = 'starting';
   let graceTimer: NodeJS.Timeout | undefined;
-  let ctx: AppContext | null = null;
+  let served: Engine | null = null;
   let reloadPending = false;
   let stopped!: (code: number) => void;
   const whenStopped = new Promise<number>((resolve) => (stopped = resolve));
@@ -155,7 +146,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     if (wasServing) void closeAll().then(stopped);
   };
   const onReloadSignal = (): void => {
-    if (phase === 'serving' && ctx !== null) void reloadAndReport(ctx);
+    if (phase === 'serving' && served !== null) void served.reload();
     else reloadPending = true; // the files may have changed since they were loaded: reload once serving
   };
   const closeAll = async (): Promise<number> => {
@@ -231,85 +222,22 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       opened.push('the migration retry', async () => clearInterval(migrationRetry));
     }
     checkpoint();
-    const store = createApprovalStore(sql, {
-      approvalTtlMs: config.approvalTtlMs,
-      grantTtlMs: config.grantTtlMs,
-      deadlineMs: config.dbDeadlineMs,
-      maxPendingPerRequester: config.maxPendingApprovals,
-      maxArgsBytes: config.approvalMaxBytes,
-      deniedCooldownMs: config.deniedCooldownMs,
-      keyCaps: { maxKeys: config.idempotencyMaxKeys, maxBytes: config.idempotencyMaxBytes },
-      // Each transition queues its webhook events in its own transaction (src/webhooks/outbox.ts).
-      webhooks: { endpoints: config.webhooks.endpoints, link: (id) => approvalLink(config.publicUrl, id) },
-    });
-    const waiter = createApprovalWaiter(sql, store, { maxPerCaller: config.maxWaitsPerCaller, maxTotal: config.maxWaits });
-    // Opens the LISTEN connection and starts the sweeper.
-    const approvals = createApprovalService(sql, store, waiter, { schemaReady: () => migrated });
-    let approvalsClosing: Promise<void> | null = null;
-    const closeApprovals = (): Promise<void> => (approvalsClosing ??= approvals.close());
-    opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);
-    // Budgets and rate limits: their transactions under the same deadline, and the sweep of ended windows.
-    // One-counter calls go through lanes of their own (connections opened only when a call needs one).
-    const lanes = createLanes(url, config.budgetConnections);
-    const limits = createLimitService(sql, { deadlineMs: config.dbDeadlineMs, schemaReady: () => migrated, lanes });
-    opened.push('the budget counters (sweeper)', () => limits.close());
-    const outbox = createOutbox(sql, { deadlineMs: config.dbDeadlineMs });
-    const metrics = createMetrics(policies, { logLinesDropped: () => logSink.dropped, webhookCounts: () => outbox.counts() });
-    let closeWebhooks = async (): Promise<void> => {};
-    if (config.webhooks.endpoints.length > 0) {
-      // A pool of its own: deliveries never wait for, or hold, a connection the requests need.
-      const deliverySql = createSql(url, { max: 2, applicationName: 'gatehouse-webhooks' });
-      opened.push('the webhook delivery pool', () => deliverySql.end({ timeout: 5 }));
-      const worker = createWebhookWorker(createOutbox(deliverySql, { deadlineMs: config.dbDeadlineMs }), sql, {
-        ...config.webhooks,
-        log: logger,
-        onOutcome: (endpoint, outcome) => metrics.webhookAttempts.inc({ endpoint, outcome }),
-        schemaReady: () => migrated,
-      });
-      let workerClosing: Promise<void> | null = null;
-      closeWebhooks = () => (workerClosing ??= worker.close());
-      opened.push('the webhook worker', closeWebhooks);
-      worker.start();
-      // Names and origins only: a secret, or a Slack URL's path, never reaches the log.
-      const endpoints = config.webhooks.endpoints.map((e) => ({ name: e.name, format: e.format, origin: new URL(e.url).origin }));
-      logger.info({ endpoints }, 'delivering webhooks');
-    }
-    let decisionStore: AppContext['decisionStore'] = null;
-    if (config.decisionStore !== null) {
-      // A pool of its own, like the webhooks': the batches never wait for, or hold, a connection the
-      // requests need. Closed after the HTTP server (the stack closes last opened first), so the
-      // records of the requests that finish during the drain are queued before the last flush.
-      const recordSql = createSql(url, { max: 2, applicationName: 'gatehouse-decisions' });
-      opened.push('the decision store pool', () => recordSql.end({ timeout: 5 }));
-      const writer = createDecisionWriter(recordSql, {
-        queueMax: config.decisionStore.queueMax,
-        retentionMs: config.decisionStore.retentionMs,
-        log: logger,
-        onDrop: (reason, count) => metrics.decisionRecordsDropped.inc({ reason }, count),
-        onWritten: (count) => metrics.decisionRecordsWritten.inc(count),
-      });
-      opened.push('the decision store writer (writing what is queued)', () => writer.close());
-      decisionStore = { writer, sql: recordSql };
-      logger.info({ queue_max: config.decisionStore.queueMax, retention_ms: config.decisionStore.retentionMs }, 'recording decisions in the database');
-    }
-    const appCtx: AppContext = {
-      decisionStore,
-      auditorRole: config.auditorRole,
+    const {
+      engine,
+      ctx: appCtx,
+      closeDuringDrain,
+    } = compose({
+      config,
+      logger,
       policies,
       shadow,
-      metrics,
-      approvals,
-      limits,
-      log: logger,
-      logArgs: config.logArgs,
-      adminRole: config.adminRole,
-      approverRole: config.approverRole,
-      fastGrantSeconds: config.fastGrantSeconds,
-      policyReaderRoles: config.policyReaderRoles,
-      usage: config.usage,
-      webhooks: { endpoints: config.webhooks.endpoints, outbox },
-    };
-    ctx = appCtx;
+      url,
+      sql,
+      migrated: () => migrated,
+      logLinesDropped: () => logSink.dropped,
+      opened,
+    });
+    served = engine;
     const checks = {
       issuer: config.jwt.issuer,
       audience: config.jwt.audience,
@@ -335,7 +263,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     // approvals meanwhile makes long-polls (GET /approvals/{id}?wait=N) answer now with the approval
     // as it is, instead of holding the shutdown for up to 60 s. The webhook worker stops claiming
     // at the same time and records the attempts in flight; what it leaves pending stays queued.
-    opened.push('the HTTP server', () => Promise.all([app.close(), closeApprovals(), closeWebhooks()]));
+    opened.push('the HTTP server', () => Promise.all([app.close(), closeDuringDrain()]));
     checkpoint();
     // Bounded by the fetch timeout; it was started before the database.
     if (!(await jwksFirstFetch))

@@ -57,7 +57,7 @@ const RULES: { from: string; only?: string[]; never?: string[]; why: string }[] 
   { from: 'src/sessions/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/'], why: 'the session store knows no HTTP' },
   { from: 'src/db/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/'], why: 'the database layer is below the store' },
   {
-    from: 'src/decisions/',
+    from: 'src/records/',
     never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/store.ts', 'src/approvals/service.ts'],
     why: 'the decision store knows no HTTP: /decide queues on it, the CLI reads it',
   },

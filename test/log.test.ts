@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createLogger, LogSink } from '../src/log.js';
-import { createMetrics } from '../src/http/metrics.js';
+import { createMetrics } from '../src/engine/metrics.js';
 import type { LivePolicies } from '../src/policy/live.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-log-'));

@@ -35,24 +35,6 @@ export class RecentlyDeniedError extends Error {
   }
 }
 
-/** A list() query the caller got wrong: the route answers 400, pointing at `field`. */
-export class ListQueryError extends Error {
-  readonly code: 'invalid_cursor' | 'invalid_limit' | 'invalid_status' | 'invalid_filter';
-  /** The ListQuery member at fault (named as its query parameter, but for requesterSub). */
-  readonly field: 'cursor' | 'limit' | 'status' | 'tool' | 'kind' | 'requester' | 'q' | 'requesterSub';
-  constructor(code: ListQueryError['code'], field: ListQueryError['field'], message: string) {
-    super(message);
-    this.name = 'ListQueryError';
-    this.code = code;
-    this.field = field;
-  }
-
-  /** The field is the caller's `sub`, from the token, not from the query. */
-  get fromToken(): boolean {
-    return this.field === 'requesterSub';
-  }
-}
-
 /** Input the database could not hold (too long, or containing U+0000): the route answers 400/422. */
 export class ApprovalInputError extends Error {
   readonly field: string;

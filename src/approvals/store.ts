@@ -8,8 +8,8 @@
 // - Expiry is decided by the DATABASE clock (now()), never the app's: a live row past expires_at reads
 //   as `expired` at once, and is written as expired (with a `system` event) whenever a transition or a
 //   create touches it, or the sweeper runs. The sweeper is housekeeping, never needed for safety.
-// - Each transition queues its webhook events (src/webhooks/outbox.ts) in the same transaction, when
-//   webhooks are configured: an event exists exactly when its transition committed.
+// - Each transition tells onTransition what it moved in the same transaction (the service queues its
+//   webhook events there: an event exists exactly when its transition committed).
 // - Every method runs under withDeadline: a busy pool or a dead server answers StoreUnavailableError
 //   within deadlineMs, and a call that failed that way never commits later.
 
@@ -20,13 +20,13 @@ import type { ApprovalDescriptor, PolicyIdentity } from '../policy/model.js';
 import { withDeadline } from '../db/deadline.js';
 import { StoreUnavailableError } from '../db/errors.js';
 import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalEvent, type ApprovalStatus, type ApprovalSummary, type Requester } from './approval.js';
-import { decodeCursor, encodeCursor, type ListOrder } from './cursor.js';
-import { ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from './errors.js';
-import { DEFAULT_KEY_CAPS, onceForKey, sweepKeys, type Acted, type IdempotencyClaim, type KeptAnswer, type KeyCaps, type StoredAnswer } from './idempotency.js';
+import { decodeCursor, encodeCursor, type ListOrder } from '../kernel/cursor.js';
+import { ListQueryError } from '../kernel/errors.js';
+import { ApprovalTooLargeError, PendingLimitError, RecentlyDeniedError } from './errors.js';
+import { sweepKeys } from '../db/idempotency.js';
 import { checkName, checkRequester, checkText, HASH, interval, positiveMs, storable } from './input.js';
 import { storedRequirement, toApproval, toSummary, type ApprovalRow, type EventRow, type ListedRow, type SummaryRow } from './rows.js';
-import { isUuid, uuidv7 } from './uuid.js';
-import { enqueue, type OutboxTargets } from '../webhooks/outbox.js';
+import { isUuid, uuidv7 } from '../kernel/uuid.js';
 import { type ApprovalStats, approvalStats } from './stats.js';
 
 /**
@@ -109,10 +109,12 @@ export interface ApprovalStoreOptions {
    * in ms; 0 turns it off. Default 0.
    */
   deniedCooldownMs?: number;
-  /** Where each transition's webhook events are queued (WEBHOOKS); none when absent or without endpoints. */
-  webhooks?: OutboxTargets;
-  /** What one caller may keep under Idempotency-Keys (IDEMPOTENCY_MAX_KEYS, IDEMPOTENCY_MAX_BYTES). Default DEFAULT_KEY_CAPS. */
-  keyCaps?: KeyCaps;
+  /**
+   * Called in each transition's transaction with the approvals it moved (the composition root queues
+   * their webhook events there: src/webhooks/outbox.ts), so an event exists exactly when its
+   * transition committed. Absent: nothing is told.
+   */
+  onTransition?: (tx: TransactionSql, moved: readonly ApprovalSummary[]) => Promise<void>;
 }
 
 export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
@@ -126,17 +128,13 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
   const cooldownMs = options.deniedCooldownMs ?? 0;
   if (!Number.isSafeInteger(cooldownMs) || cooldownMs < 0) throw new RangeError('deniedCooldownMs must be an integer ≥ 0');
   const cooldown = interval(cooldownMs);
-  const keyCaps = options.keyCaps ?? DEFAULT_KEY_CAPS;
-  for (const [name, value] of Object.entries(keyCaps)) {
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`keyCaps.${name} must be a positive integer`);
-  }
   const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, deadlineMs, fn);
-  // In the caller's transaction when it has one (idempotent(): the key, the act and the answer commit together).
+  // In the caller's transaction when it has one (an Idempotency-Key's: the key, the act and the answer commit together).
   const runIn = <T>(tx: TransactionSql | undefined, fn: (tx: TransactionSql) => Promise<T>): Promise<T> => (tx ? fn(tx) : run(fn));
-  // The webhook events of the rows a transition moved, in its transaction; nothing to do without endpoints.
-  const targets = options.webhooks !== undefined && options.webhooks.endpoints.length > 0 ? options.webhooks : null;
+  // What a transition moved, told in its transaction; nothing to do when nobody listens.
+  const onTransition = options.onTransition;
   const emit = async (tx: TransactionSql, moved: readonly SummaryRow[]): Promise<void> => {
-    if (targets !== null && moved.length > 0) await enqueue(tx, targets, moved.map(toSummary));
+    if (onTransition !== undefined && moved.length > 0) await onTransition(tx, moved.map(toSummary));
   };
   const expireLapsed = async (tx: TransactionSql, where: PendingQuery<Row[]>): Promise<number> => {
     const moved = await expireLapsedRows(tx, where);
@@ -313,7 +311,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
   /** A grant carries a note for the record, never a message: the model is told only that it may run. */
   async function grant(id: string, approver: { sub: string }, note: string | null): Promise<TransitionResult> {
     if (note !== null) checkText('note', note, LIMITS.note);
-    return decide(id, approver, note, null, 'granted');
+    return transition(id, approver, note, null, 'granted');
   }
 
   /** A denial: a note for the record (operators only) and a message for the agent, each optional. */
@@ -324,10 +322,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     const message = typeof text === 'string' ? text : (text?.message ?? null);
     if (note !== null) checkText(field ?? 'note', note, LIMITS.note);
     if (message !== null) checkText(field ?? 'message', message, LIMITS.note);
-    return decide(id, approver, note, message, 'denied');
+    return transition(id, approver, note, message, 'denied');
   }
 
-  async function decide(
+  async function transition(
     id: string,
     approver: { sub: string },
     note: string | null,
@@ -462,28 +460,6 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
-  /**
-   * `act` at most once per Idempotency-Key (./idempotency.ts), in one transaction with the key: a
-   * retry gets the answer `replay` rebuilds from what the key kept, when it still answers the request,
-   * instead of acting again.
-   */
-  function idempotent(
-    claim: IdempotencyClaim,
-    act: (tx: TransactionSql) => Promise<Acted>,
-    replay: (tx: TransactionSql, kept: KeptAnswer) => Promise<StoredAnswer | null>,
-  ): Promise<StoredAnswer & { replayed: boolean }> {
-    checkName('requester.sub', claim.sub);
-    return run((tx) =>
-      onceForKey(
-        tx,
-        claim,
-        () => act(tx),
-        (kept) => replay(tx, kept),
-        keyCaps,
-      ),
-    );
-  }
-
   async function events(id: string): Promise<ApprovalEvent[]> {
     if (!isUuid(id)) return [];
     return run(async (tx) => {
@@ -516,7 +492,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     return run((tx) => approvalStats(tx, since, fastGrantSeconds));
   }
 
-  return { create, get, list, summaries, settled, grant, deny, consume, cancel, sweep, idempotent, stillAhead, events, stats };
+  return { create, get, list, summaries, settled, grant, deny, consume, cancel, sweep, stillAhead, events, stats };
 }
 
 export type ApprovalStore = ReturnType<typeof createApprovalStore>;

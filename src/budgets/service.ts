@@ -1,6 +1,6 @@
 // Budgets and rate limits as the service runs them: their transactions under DB_DEADLINE_MS, the
-// sweep of ended windows, readiness. The store does the SQL (./store.ts); the routes decide what a
-// counted call answers (src/http/counted.ts).
+// sweep of ended windows, readiness. The store does the SQL (./store.ts); the engine decides what a
+// counted call answers (src/engine/limits.ts).
 import type { Sql, TransactionSql } from 'postgres';
 import { withDeadline } from '../db/deadline.js';
 import type { Lanes } from '../db/lanes.js';

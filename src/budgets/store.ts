@@ -63,7 +63,7 @@ export function createCounterStore() {
   /**
    * Counts the call in every counter it fits in, one conditional statement each; the ones it would
    * cross (or cannot be counted in) come back as refusals, counting nothing. All or nothing is the
-   * caller's: when any is refused, the transaction must not commit the others (src/http/counted.ts).
+   * caller's: when any is refused, the transaction must not commit the others (src/engine/limits.ts).
    */
   async function charge(tx: TransactionSql, charges: readonly Charge[]): Promise<ChargeOutcome> {
     const refusals: Refusal[] = [];

@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import type { Decision } from '../policy/model.js';
 import { type DecisionRecord, recordCase } from '../policy/record.js';
 import { defineCommand, parseCommand, usageError } from './args.js';
-import { decisionById } from '../decisions/query.js';
+import { decisionById } from '../records/query.js';
 import { readDecisionLog } from './decision-log.js';
 import { withDecisionStore } from './decision-store.js';
 import { EXIT, type Io } from './io.js';

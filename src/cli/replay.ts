@@ -10,7 +10,7 @@ import type { DecisionRecord } from '../policy/record.js';
 import { type Examples, flipCount, type ReplayReport, replay } from '../policy/replay.js';
 import { defineCommand, parseCommand, usageError } from './args.js';
 import { envOf } from './caller.js';
-import { allDecisions } from '../decisions/query.js';
+import { allDecisions } from '../records/query.js';
 import { readDecisionLog } from './decision-log.js';
 import { dateOption, withDecisionStore } from './decision-store.js';
 import { EXIT, type Io } from './io.js';

@@ -4,7 +4,7 @@ import { fastifyCookie } from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { ConnectionLimits } from '../config.js';
-import type { SessionStore } from '../sessions/store.js';
+import type { SessionStore } from '../engine/index.js';
 import { createAuthenticator, registerAuth, type AuthOptions } from './auth.js';
 import { registerStrictBodies } from './body.js';
 import { registerDrain, registerExpectRefusal, registerFirstHeadersDeadline } from './connections.js';
@@ -96,7 +96,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
       oidc: settings.oidc,
       redirectUri: `${settings.publicUrl}/auth/callback`,
       postLogoutRedirectUri: `${settings.publicUrl}/ui`,
-      log: ctx.log,
+      log: ctx.engine.parts.log,
     });
     await app.register(async (auth) => authRoutes(auth, ctx, { settings, cookies, store, relyingParty }));
     // @fastify/cookie's parser (loaded when the /auth scope registered the plugin): the operator

@@ -4,10 +4,19 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { IdempotencyKeyReusedError, IdempotencyLimitError } from '../approvals/idempotency.js';
-import { WaitLimitError } from '../approvals/notify.js';
-import { ApprovalInputError, ApprovalTooLargeError, ListQueryError, PendingLimitError, RecentlyDeniedError } from '../approvals/errors.js';
-import { OutcomeUnknownError, StoreUnavailableError } from '../db/errors.js';
+import {
+  ApprovalInputError,
+  ApprovalTooLargeError,
+  IdempotencyKeyReusedError,
+  IdempotencyLimitError,
+  ListQueryError,
+  NotConfiguredError,
+  OutcomeUnknownError,
+  PendingLimitError,
+  RecentlyDeniedError,
+  StoreUnavailableError,
+  WaitLimitError,
+} from '../engine/errors.js';
 import { JsonParseError } from '../json/parse.js';
 import { escapePointerSegment } from '../json/pointer.js';
 import { RESPONSE_HEADER_LINES, RESPONSE_HEADERS } from './headers.js';
@@ -95,6 +104,7 @@ export function toHttpError(err: unknown): HttpError {
   if (err instanceof JsonParseError) {
     return new HttpError('bad_json', err.message, { errors: [{ pointer: err.pointer, message: err.code }] });
   }
+  if (err instanceof NotConfiguredError) return new HttpError('unavailable', err.message, { retryAfterSec: 5 });
   if (err instanceof StoreUnavailableError) {
     return new HttpError('unavailable', 'the approval store is unavailable; retry later', { retryAfterSec: 2 });
   }

@@ -1,7 +1,7 @@
-// The Idempotency-Key header (docs/spec.md section 5.3) as the routes read it, and a kept answer as
-// they send it again. The store keeps what each key's act did (src/approvals/idempotency.ts).
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { IDEMPOTENCY_KEY, type IdempotencyClaim, type IdempotentRoute, type StoredAnswer } from '../approvals/idempotency.js';
+// The Idempotency-Key header (docs/spec.md section 5.3) as the routes read it: the claim the engine
+// acts under (the table keeps what each key's act did: src/db/idempotency.ts).
+import type { FastifyRequest } from 'fastify';
+import { IDEMPOTENCY_KEY, type IdempotencyClaim, type IdempotentRoute } from '../engine/index.js';
 import { canonicalize, sha256 } from '../json/canonical.js';
 import type { JsonObject } from '../json/value.js';
 import type { Identity } from '../policy/model.js';
@@ -36,10 +36,4 @@ export function identityDigest(identity: Identity): string {
   const claims: JsonObject = {};
   for (const [name, value] of Object.entries(identity.claims ?? {})) if (!TOKEN_INSTANCE_CLAIMS.has(name)) claims[name] = value;
   return sha256(canonicalize({ user: identity.user, team: identity.team, agent: identity.agent, roles: [...identity.roles], claims }));
-}
-
-/** Sends an answer (new or kept); a kept one says so in `Idempotent-Replayed`. */
-export function sendAnswer(reply: FastifyReply, answer: StoredAnswer & { replayed: boolean }): FastifyReply {
-  if (answer.replayed) reply.header('idempotent-replayed', 'true');
-  return reply.code(answer.status).type('application/json; charset=utf-8').send(answer.body);
 }

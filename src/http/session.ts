@@ -7,7 +7,7 @@ import type { CookieSerializeOptions } from '@fastify/cookie';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import type { Identity } from '../policy/model.js';
-import type { OperatorSession, SessionStore } from '../sessions/store.js';
+import type { OperatorSession, SessionStore } from '../engine/index.js';
 import { HttpError } from './errors.js';
 import { headerCount } from './headers.js';
 

@@ -299,7 +299,7 @@ export interface DecisionResult {
   /**
    * The budgets and rate limits that select the call, when it is allowed or asks for approval (a
    * denied or aborted call counts in none). Absent when none does: the answer is final as it is. When
-   * present, the answer is not final until the route has counted the call (src/http/counted.ts).
+   * present, the answer is not final until the engine has counted the call (src/engine/limits.ts).
    */
   charges?: readonly Charge[];
 }

@@ -60,18 +60,22 @@ const logLineSchema = {
 } as const;
 const validateLogLine = createStrictAjv(false).compile(logLineSchema);
 
-interface LogLine {
+/**
+ * A decision's log line, as /decide writes it (src/engine/record.ts, built once) and the decision
+ * store keeps it (src/records/rows.ts); the members after `replayed` are the log's alone.
+ */
+export interface DecisionLine {
   decision_id: string;
   time?: number | string;
   tool: string;
   decision: Decision;
   rule: string;
   kind?: string;
-  policies: string[];
+  policies: readonly string[];
   user: string;
   team?: string | null;
   agent?: string | null;
-  roles?: string[];
+  roles?: readonly string[];
   env?: string | null;
   args?: JsonObject;
   claims?: JsonObject;
@@ -79,6 +83,11 @@ interface LogLine {
   run?: RunView;
   approval_id?: string;
   replayed?: boolean;
+  run_id?: string;
+  duration_us?: number;
+  replayed_decision_id?: string;
+  /** Each limit of a counted call: whether the call counted in it, and its counter (null: undecidable). */
+  budgets?: readonly { id: string; counted: boolean; standing: string | null }[];
 }
 
 /**
@@ -91,7 +100,7 @@ export function recordFromLogLine(line: unknown): DecisionRecord | string | null
     const e = validateLogLine.errors?.[0];
     return `not a decision log line: ${e?.instancePath || '/'} ${e?.message ?? 'is invalid'}`;
   }
-  const l = line as unknown as LogLine;
+  const l = line as unknown as DecisionLine;
   const time = typeof l.time === 'number' ? new Date(l.time).toISOString() : (l.time ?? null);
   return {
     id: l.decision_id,
@@ -102,7 +111,7 @@ export function recordFromLogLine(line: unknown): DecisionRecord | string | null
       user: l.user,
       team: l.team ?? null,
       agent: l.agent ?? null,
-      roles: l.roles ?? [],
+      roles: [...(l.roles ?? [])],
       ...(l.claims !== undefined ? { claims: l.claims } : {}),
     },
     ...(l.args !== undefined ? { args: l.args } : {}),
@@ -111,7 +120,7 @@ export function recordFromLogLine(line: unknown): DecisionRecord | string | null
     decision: l.decision,
     rule: l.rule,
     ...(l.kind !== undefined ? { kind: l.kind } : {}),
-    digests: l.policies,
+    digests: [...l.policies],
     ...(l.approval_id !== undefined ? { approvalId: l.approval_id } : {}),
     ...(l.replayed === true ? { repeated: true } : {}),
   };

@@ -10,7 +10,7 @@
 // - Every time is the database clock's.
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
 import type { ApprovalSummary } from '../approvals/approval.js';
-import { uuidv7 } from '../approvals/uuid.js';
+import { uuidv7 } from '../kernel/uuid.js';
 import { withDeadline } from '../db/deadline.js';
 import { eventTypeOf, type OutboxEvent, type WebhookEventData, type WebhookEventType } from './events.js';
 
@@ -25,6 +25,14 @@ export interface OutboxTargets {
   readonly endpoints: readonly { readonly name: string; readonly events: readonly WebhookEventType[] | null }[];
   /** The approval's link on the page (events.ts approvalLink). */
   link(approvalId: string): string;
+}
+
+/**
+ * The approval store's onTransition for these targets (src/approvals/store.ts): each transition's
+ * events queued in its transaction; none without endpoints.
+ */
+export function queueEventsOf(targets: OutboxTargets): { onTransition?: (tx: TransactionSql, moved: readonly ApprovalSummary[]) => Promise<void> } {
+  return targets.endpoints.length === 0 ? {} : { onTransition: (tx, moved) => enqueue(tx, targets, moved) };
 }
 
 /**

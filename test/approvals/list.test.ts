@@ -1,7 +1,7 @@
 // Listing: newest first, filters, keyset pages that neither skip nor repeat, and a status filter that
 // agrees with the expiry computed on read. A database of its own, so the whole table is known.
 import { afterAll, beforeAll, expect, test, vi } from 'vitest';
-import { ListQueryError } from '../../src/approvals/errors.js';
+import { ListQueryError } from '../../src/kernel/errors.js';
 import { createApprovalStore } from '../../src/approvals/store.js';
 import type { Approval } from '../../src/approvals/approval.js';
 import type { ApprovalStore, ListQuery } from '../../src/approvals/store.js';

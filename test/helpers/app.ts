@@ -12,16 +12,18 @@ import { createLimitService } from '../../src/budgets/service.js';
 import { DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type ConnectionLimits, type JwtAlgorithm, type UsageSettings } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AppContext } from '../../src/http/context.js';
+import { createEngine, type EngineParts } from '../../src/engine/index.js';
+import { createKeys } from '../../src/db/idempotency.js';
 import type { JwksKeys } from '../../src/http/jwks.js';
-import { createMetrics } from '../../src/http/metrics.js';
+import { createMetrics } from '../../src/engine/metrics.js';
 import type { SignInSettings } from '../../src/http/session.js';
 import { createLivePolicies } from '../../src/policy/live.js';
 import { approvalLink, type WebhookEndpoint } from '../../src/webhooks/events.js';
-import { createOutbox } from '../../src/webhooks/outbox.js';
+import { createOutbox, queueEventsOf } from '../../src/webhooks/outbox.js';
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
 import { createSessionStore } from '../../src/sessions/store.js';
 import type { Sql } from 'postgres';
-import { createDecisionWriter, type DecisionWriter } from '../../src/decisions/writer.js';
+import { createDecisionWriter, type DecisionWriter } from '../../src/records/writer.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
 /** A copy of the example policies (policies/ belongs to users: tests never read it). */
@@ -85,11 +87,14 @@ export interface TestWebhooks extends Partial<Omit<WebhookWorkerOptions, 'endpoi
   worker?: boolean;
 }
 
+/** The engine's parts, and what the routes read beside the engine (the test's handles on them). */
+export type TestParts = EngineParts & { readonly webhooks: AppContext['webhooks']; readonly decisionStore: EngineParts['records'] };
+
 export interface TestApp {
   app: FastifyInstance;
   /** The decision store's writer, with `decisionStore`. */
   writer: DecisionWriter | null;
-  ctx: AppContext;
+  ctx: TestParts;
   db: TestDatabase | null;
   /** The delivery worker, when the app has webhooks and one was started. */
   worker: WebhookWorker | null;
@@ -103,8 +108,9 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const shadow =
     options.shadowPolicyDir === undefined ? null : await createLivePolicies(options.shadowPolicyDir, options.env === undefined ? 'prod' : options.env);
   let db: TestDatabase | null = null;
-  let approvals: AppContext['approvals'] = null;
-  let limits: AppContext['limits'] = null;
+  let approvals: EngineParts['approvals'] = null;
+  let limits: EngineParts['limits'] = null;
+  let keys: EngineParts['keys'] = null;
   let webhooks: AppContext['webhooks'] = null;
   let worker: WebhookWorker | null = null;
   const hooks = options.webhooks;
@@ -112,15 +118,15 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     db = options.database === true ? await createTestDatabase() : options.database;
     const publicUrl = hooks?.publicUrl ?? null;
     const store = createApprovalStore(db.sql, {
-      ...(hooks !== undefined ? { webhooks: { endpoints: hooks.endpoints, link: (id: string) => approvalLink(publicUrl, id) } } : {}),
+      ...(hooks !== undefined ? queueEventsOf({ endpoints: hooks.endpoints, link: (id: string) => approvalLink(publicUrl, id) }) : {}),
       approvalTtlMs: options.approvalTtlMs ?? 86_400_000,
       grantTtlMs: options.grantTtlMs ?? 3_600_000,
       deadlineMs: options.deadlineMs ?? 5_000,
       ...(options.maxPendingApprovals !== undefined ? { maxPendingPerRequester: options.maxPendingApprovals } : {}),
       ...(options.approvalMaxBytes !== undefined ? { maxArgsBytes: options.approvalMaxBytes } : {}),
       ...(options.deniedCooldownMs !== undefined ? { deniedCooldownMs: options.deniedCooldownMs } : {}),
-      ...(options.keyCaps !== undefined ? { keyCaps: options.keyCaps } : {}),
     });
+    keys = createKeys(db.sql, { deadlineMs: options.deadlineMs ?? 5_000, ...(options.keyCaps !== undefined ? { caps: options.keyCaps } : {}) });
     const waiter = createApprovalWaiter(db.sql, store, {
       recheckMs: 200,
       ...(options.maxWaitsPerCaller !== undefined ? { maxPerCaller: options.maxWaitsPerCaller } : {}),
@@ -154,7 +160,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     });
     worker.start();
   }
-  let decisionStore: AppContext['decisionStore'] = null;
+  let decisionStore: EngineParts['records'] = null;
   let writer: DecisionWriter | null = null;
   if (options.decisionStore !== undefined) {
     const o = options.decisionStore;
@@ -169,16 +175,11 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     });
     decisionStore = { writer, sql: o.sql };
   }
-  const ctx: AppContext = {
-    decisionStore,
-    auditorRole: 'auditor',
-    policies,
-    shadow,
+  const parts: EngineParts = { policies, shadow, approvals, limits, keys, records: decisionStore, metrics, log, logArgs: options.logArgs ?? false };
+  const appCtx: AppContext = {
+    engine: createEngine(parts),
     metrics,
-    approvals,
-    limits,
-    log,
-    logArgs: options.logArgs ?? false,
+    auditorRole: 'auditor',
     adminRole: 'admin',
     approverRole: 'approver',
     ...(options.fastGrantSeconds !== undefined ? { fastGrantSeconds: options.fastGrantSeconds } : {}),
@@ -188,7 +189,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   };
   const signin = options.signin;
   if (signin !== undefined && db === null) throw new Error('signin needs a database (the session store)');
-  const app = await buildApp(ctx, {
+  const app = await buildApp(appCtx, {
     ...(signin !== undefined && db !== null
       ? { signin: { settings: signin, store: createSessionStore(db.sql, { ttlMs: signin.sessionTtlMs, deadlineMs: options.deadlineMs ?? 5_000 }) } }
       : {}),
@@ -208,7 +209,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   return {
     app,
     writer,
-    ctx,
+    ctx: { ...parts, webhooks, decisionStore },
     db,
     worker,
     async close() {

@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ApprovalInputError, ListQueryError } from '../../src/approvals/errors.js';
+import { ApprovalInputError } from '../../src/approvals/errors.js';
+import { ListQueryError } from '../../src/kernel/errors.js';
 import { createSql } from '../../src/db/connect.js';
 import { agentToken, approverToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
 import { startPrivatePostgres, type PrivatePostgres, type TestDatabase } from '../helpers/db.js';

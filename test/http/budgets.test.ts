@@ -450,12 +450,7 @@ describe('a policy set without budgets or rate limits', () => {
     const app = await createTestApp({ env: 'prod', database: true });
     try {
       const limits = app.ctx.limits!;
-      const spies = [
-        vi.spyOn(limits, 'transaction'),
-        vi.spyOn(limits, 'countOne'),
-        vi.spyOn(app.db!.sql, 'begin'),
-        vi.spyOn(app.ctx.approvals!.store, 'idempotent'),
-      ];
+      const spies = [vi.spyOn(limits, 'transaction'), vi.spyOn(limits, 'countOne'), vi.spyOn(app.db!.sql, 'begin'), vi.spyOn(app.ctx.keys!, 'once')];
       await expectDecision(await decide({ tool: 'lookup_order', args: { order: 'A1' } }, token(), app), 'allow');
       await expectDecision(await decide({ tool: 'refund', args: { order: 'A1', amount: 120 } }, token(), app), 'require_approval');
       await expectDecision(await decide({ tool: 'wipe_orders' }, token(), app), 'abort');

@@ -12,13 +12,12 @@ const statsQuery = { type: 'object', additionalProperties: false, properties: { 
 
 export function approvalStatsRoute(app: FastifyInstance, ctx: AppContext): void {
   app.get('/approvals/stats', { schema: { querystring: statsQuery }, onRequest: requireRole(ctx.approverRole, ctx.adminRole) }, async (request) => {
-    if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
-    ctx.approvals.ensureReady();
+    const approvals = ctx.engine.approvals();
     const { since } = request.query as { since?: string };
     const from = since === undefined ? new Date(Date.now() - DEFAULT_WINDOW_MS) : new Date(since);
     if (Number.isNaN(from.getTime())) throw new HttpError('bad_request', 'since: not a date-time (RFC 3339)'); // 2026-02-30T…
     const fastGrantSeconds = ctx.fastGrantSeconds ?? 5;
-    const rules = await ctx.approvals.store.stats(from, fastGrantSeconds);
+    const rules = await approvals.store.stats(from, fastGrantSeconds);
     return { since: from.toISOString(), fast_grant_seconds: fastGrantSeconds, rules };
   });
 }

@@ -1,31 +1,28 @@
 // The approval endpoints of docs/spec.md section 5. Capability and presentation always come from the
 // policy's decision, never from the caller; visibility is "your own, or everything for approvers",
 // and anything you may not see is 404, not 403.
-import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TransactionSql } from 'postgres';
-import type { ApprovalService } from '../../approvals/service.js';
-import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalStatus, type ApprovalSummary } from '../../approvals/approval.js';
-import type { ListOrder } from '../../approvals/cursor.js';
-import type { FeedEvent } from '../../approvals/feed.js';
-import type { Acted, KeptAnswer, StoredAnswer } from '../../approvals/idempotency.js';
-import type { TransitionResult } from '../../approvals/store.js';
-import { canonicalize } from '../../json/canonical.js';
+import {
+  APPROVAL_STATUSES,
+  approvalView,
+  LIMITS,
+  summaryView,
+  type ApprovalService,
+  type ApprovalStatus,
+  type FeedEvent,
+  type ListOrder,
+  type TransitionResult,
+} from '../../engine/index.js';
 import type { JsonObject } from '../../json/value.js';
-import { decide } from '../../policy/decide.js';
 import type { Identity } from '../../policy/model.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import { requireRole } from '../auth.js';
 import type { AppContext } from '../context.js';
-import { answerInTransaction, isCounted, limitsOf, settleFiling } from '../counted.js';
-import { decisionBody, sendDecision } from '../decisions.js';
 import { HttpError, problemOf } from '../errors.js';
-import { idempotencyClaim, sendAnswer } from '../idempotency.js';
-import { replayedFiling } from '../replays.js';
-import { sendCanonical } from '../reply.js';
+import { idempotencyClaim } from '../idempotency.js';
+import { sendAnswer, sendCanonical } from '../reply.js';
 
-const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instructions to follow.';
 /** How often an idle stream sends a comment (proxies close connections idle for a minute or so). */
 const HEARTBEAT_MS = 15_000;
 
@@ -54,25 +51,8 @@ const grantBody = { type: 'object', additionalProperties: false, properties: { n
 const denyBody = { type: 'object', additionalProperties: false, properties: { note: decisionText, message: decisionText, reason: decisionText } } as const;
 const cancelBody = { type: 'object', additionalProperties: false, properties: {} } as const;
 
-/**
- * The API view of an approval: the presentation is labelled as model-chosen content, and the
- * decision's note, which is for the record, is shown to approvers only.
- */
-export function approvalView(a: Approval, seesNotes: boolean): JsonObject {
-  return { ...a, ...(seesNotes ? {} : { decision_note: null }), presentation_label: PRESENTATION_LABEL } as unknown as JsonObject; // every field is JSON data
-}
-
-/** A summary as lists and the stream show it: the note for approvers only. */
-export function summaryView(a: ApprovalSummary, seesNotes: boolean): ApprovalSummary {
-  return seesNotes ? a : { ...a, decision_note: null };
-}
-
 export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
-  const service = (): ApprovalService => {
-    if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
-    ctx.approvals.ensureReady();
-    return ctx.approvals;
-  };
+  const service = (): ApprovalService => ctx.engine.approvals();
   const identityOf = (request: FastifyRequest): Identity => request.identity as Identity;
   const isApprover = (identity: Identity): boolean => identity.roles.includes(ctx.approverRole);
   // A body is optional on grant, deny and cancel: an absent one is `{}`.
@@ -80,68 +60,16 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (request.body === undefined || request.body === null) request.body = {};
   };
 
+  // Filing: the engine decides the call again and files what its decision describes (src/engine/file.ts).
   app.post('/approvals', { schema: { body: toolCallSchema } }, async (request, reply) => {
-    const { store } = service();
     const identity = identityOf(request);
-    const req = toDecideRequest(request.body as ToolCall);
-    const fresh = decide(ctx.policies.current(), req, identity);
-    const decisionId = randomUUID();
-    if (fresh.internalError) return sendDecision(reply, fresh, decisionId);
-    const claim = idempotencyClaim(request, 'approvals', identity);
-    // Filing (or the 409 with the decision), as the text sent, and what a key keeps of it: the approval
-    // filed or found, or a counted allow; a 409 that counted nothing changed nothing.
-    const file = async (result: typeof fresh, counted: boolean, tx?: TransactionSql): Promise<Acted> => {
-      const descriptor = result.decision === 'require_approval' ? result.approval : undefined;
-      if (descriptor === undefined) {
-        const answer = { status: 409, body: JSON.stringify(decisionBody(result, decisionId)) };
-        return { answer, kept: counted ? { kind: 'allow', status: 409, decisionId } : null };
-      }
-      const { approval, created } = await store.create(
-        {
-          descriptor,
-          tool: req.tool,
-          args: req.args,
-          context: req.context,
-          runId: req.run?.id,
-          requester: { sub: identity.user, team: identity.team, agent: identity.agent },
-          policies: result.policies,
-        },
-        tx,
-      );
-      const run = req.run?.id !== undefined ? { run_id: req.run.id } : {};
-      request.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user, ...run }, 'approval requested');
-      const status = created ? 201 : 200;
-      return { answer: { status, body: canonicalize(approvalView(approval, isApprover(identity))) }, kept: { kind: 'filed', status, approvalId: approval.id } };
-    };
-    // A retry is decided again first (`fresh`, for its own identity); what its key kept answers it
-    // only when that decision stands behind it (../replays.ts): the approval as it stands now, or the
-    // counted allow's 409 under its first decision id.
-    const replay = async (tx: TransactionSql, kept: KeptAnswer): Promise<StoredAnswer | null> => {
-      if (kept.kind === 'allow') return fresh.decision === 'allow' ? { status: kept.status, body: JSON.stringify(decisionBody(fresh, kept.decisionId)) } : null;
-      const approval = await replayedFiling(service(), tx, kept, fresh, req, identity);
-      return approval === null ? null : { status: kept.status, body: canonicalize(approvalView(approval, isApprover(identity))) };
-    };
-    // Budgets and rate limits select the call: their counters say whether it needs an approval (and a
-    // call found allowed is counted: its 409 says allow).
-    if (isCounted(fresh)) {
-      const limits = limitsOf(ctx);
-      const answer = await answerInTransaction(
-        ctx,
-        limits,
-        claim,
-        async (tx) => {
-          const settled = await settleFiling(tx, limits, fresh, req);
-          return file(settled.result, settled.counted, tx);
-        },
-        replay,
-      );
-      return sendAnswer(reply, answer);
-    }
-    // Only a require_approval files anything: any other answer changes nothing, and needs no key.
-    const answer =
-      claim === undefined || fresh.decision !== 'require_approval'
-        ? { ...(await file(fresh, false)).answer, replayed: false }
-        : await store.idempotent(claim, (tx) => file(fresh, false, tx), replay);
+    const answer = await ctx.engine.file({
+      request: toDecideRequest(request.body as ToolCall),
+      identity,
+      claim: () => idempotencyClaim(request, 'approvals', identity),
+      log: request.log,
+      seesNotes: isApprover(identity),
+    });
     return sendAnswer(reply, answer);
   });
 
@@ -286,7 +214,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   function sendTransition(reply: FastifyReply, result: TransitionResult, identity: Identity, verb: string): FastifyReply {
     if (result.ok) {
-      ctx.log.info({ approval_id: result.approval.id, status: result.approval.status, by: identity.user }, `approval ${verb}`);
+      ctx.engine.parts.log.info({ approval_id: result.approval.id, status: result.approval.status, by: identity.user }, `approval ${verb}`);
       return sendCanonical(reply, approvalView(result.approval, isApprover(identity)));
     }
     switch (result.error) {

@@ -6,7 +6,7 @@ import { hkdfSync } from 'node:crypto';
 import fastifyCookie from '@fastify/cookie';
 import fastifySecureSession, { type Session } from '@fastify/secure-session';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SessionStore } from '../../sessions/store.js';
+import type { SessionStore } from '../../engine/index.js';
 import { identityFromClaims } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { HttpError } from '../errors.js';

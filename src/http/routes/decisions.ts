@@ -2,8 +2,7 @@
 // auditors (AUDITOR_ROLE) and admins (docs/spec.md section 5.9). A record holds the arguments,
 // claims and context only when LOG_ARGS was on, redacted as the decision log line is.
 import type { FastifyInstance } from 'fastify';
-import { toStoreError } from '../../db/errors.js';
-import { listDecisions, type StoredDecision } from '../../decisions/query.js';
+import type { StoredDecision } from '../../engine/index.js';
 import { requireRole } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { HttpError } from '../errors.js';
@@ -36,26 +35,20 @@ interface ListQuery {
 export function decisionsRoute(app: FastifyInstance, ctx: AppContext): void {
   const roles = [ctx.auditorRole ?? 'auditor', ctx.adminRole];
   app.get('/decisions', { schema: { querystring: listQuery }, onRequest: requireRole(...roles) }, async (request) => {
-    const store = ctx.decisionStore;
-    if (!store) throw new HttpError('not_found', 'the decision store is off (DECISION_STORE)');
+    if (ctx.engine.parts.records === null) throw new HttpError('not_found', 'the decision store is off (DECISION_STORE)');
     const q = request.query as ListQuery;
     const since = instant('since', q.since);
     const until = instant('until', q.until);
-    let page: Awaited<ReturnType<typeof listDecisions>>;
-    try {
-      page = await listDecisions(store.sql, {
-        limit: q.limit ?? 50,
-        ...(q.tool !== undefined ? { tool: q.tool } : {}),
-        ...(q.decision !== undefined ? { decision: q.decision } : {}),
-        ...(q.user !== undefined ? { user: q.user } : {}),
-        ...(since !== undefined ? { since } : {}),
-        ...(until !== undefined ? { until } : {}),
-        ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
-      });
-    } catch (err) {
-      throw toStoreError(err);
-    }
-    return { items: page.items.map(decisionView), next_cursor: page.nextCursor };
+    const { items, nextCursor } = await ctx.engine.records({
+      limit: q.limit ?? 50,
+      ...(q.tool !== undefined ? { tool: q.tool } : {}),
+      ...(q.decision !== undefined ? { decision: q.decision } : {}),
+      ...(q.user !== undefined ? { user: q.user } : {}),
+      ...(since !== undefined ? { since } : {}),
+      ...(until !== undefined ? { until } : {}),
+      ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
+    });
+    return { items: items.map(decisionView), next_cursor: nextCursor };
   });
 }
 

@@ -32,10 +32,11 @@ export function opsRoutes(app: FastifyInstance, ctx: AppContext): void {
   // signing keys are (a JWKS before its first good fetch is not: every token answers 503) and the
   // approval database answers. /decide without approval_id keeps working without the database.
   app.get('/readyz', async (_request, reply) => {
-    const database = ctx.approvals === null ? 'not_configured' : (await ctx.approvals.ping()) ? 'ok' : 'unavailable';
+    const { approvals, policies: live } = ctx.engine.parts;
+    const database = approvals === null ? 'not_configured' : (await approvals.ping()) ? 'ok' : 'unavailable';
     const jwtKeys = app.jwtKeysLoaded() ? 'ok' : 'not_loaded';
     const ready = database === 'ok' && jwtKeys === 'ok';
-    const policies = { status: 'ok', files: ctx.policies.current().files.length, reload_error: ctx.policies.lastFailure() !== null };
+    const policies = { status: 'ok', files: live.current().files.length, reload_error: live.lastFailure() !== null };
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', policies, database, jwt_keys: jwtKeys });
   });
 

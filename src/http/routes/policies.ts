@@ -3,7 +3,7 @@
 // set and say why.
 import type { FastifyInstance } from 'fastify';
 import { policyFileName } from '../../policy/load.js';
-import { reloadAndReport, type AppContext } from '../context.js';
+import type { AppContext } from '../context.js';
 import { requireRole } from '../auth.js';
 import { HttpError, sendProblem } from '../errors.js';
 
@@ -12,7 +12,7 @@ export function policiesRoute(app: FastifyInstance, ctx: AppContext): void {
   app.get('/policies', { onRequest: requireRole(...ctx.policyReaderRoles) }, async () => policiesBody(ctx));
 
   app.post('/admin/reload', { onRequest: requireRole(ctx.adminRole) }, async (_request, reply) => {
-    const outcome = await reloadAndReport(ctx);
+    const outcome = await ctx.engine.reload();
     if (!outcome.ok) {
       return sendProblem(
         reply,
@@ -26,13 +26,14 @@ export function policiesRoute(app: FastifyInstance, ctx: AppContext): void {
 }
 
 function policiesBody(ctx: AppContext): Record<string, unknown> {
-  const set = ctx.policies.current();
-  const failure = ctx.policies.lastFailure();
+  const { policies } = ctx.engine.parts;
+  const set = policies.current();
+  const failure = policies.lastFailure();
   return {
     env: set.env,
-    loaded_at: ctx.policies.loadedAt().toISOString(),
+    loaded_at: policies.loadedAt().toISOString(),
     files: set.files.map((f) => ({
-      path: policyFileName(ctx.policies.dir, f.path),
+      path: policyFileName(policies.dir, f.path),
       policy: f.identity.policy,
       ...(f.identity.version !== undefined ? { version: f.identity.version } : {}),
       digest: f.identity.digest,

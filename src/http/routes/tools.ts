@@ -8,5 +8,5 @@ import type { Identity } from '../../policy/model.js';
 import type { AppContext } from '../context.js';
 
 export function toolsRoute(app: FastifyInstance, ctx: AppContext): void {
-  app.get('/tools', async (request) => inventory(ctx.policies.current(), request.identity as Identity));
+  app.get('/tools', async (request) => inventory(ctx.engine.parts.policies.current(), request.identity as Identity));
 }

@@ -10,17 +10,15 @@
 // caller; USAGE_ANY_ROLE (a billing pipeline) may also count into `global` counters and report for
 // another identity (`for`). One report carries at most USAGE_MAX_USD.
 import type { FastifyInstance } from 'fastify';
-import { assignMembers, type JsonObject } from '../../json/value.js';
-import { compareAmounts, reportedSpend } from '../../policy/amount.js';
-import { putAmount, standingObject, usageCharges } from '../../policy/limits.js';
+import { reportedSpend } from '../../policy/amount.js';
+import { usageCharges } from '../../policy/limits.js';
 import type { Identity } from '../../policy/model.js';
 import { toolNameSchema } from '../../policy/request.js';
-import { canonicalize } from '../../json/canonical.js';
 import { requireRole } from '../auth.js';
 import type { AppContext } from '../context.js';
-import { answerInTransaction, limitsOf } from '../counted.js';
 import { HttpError } from '../errors.js';
-import { idempotencyClaim, sendAnswer } from '../idempotency.js';
+import { idempotencyClaim } from '../idempotency.js';
+import { sendAnswer } from '../reply.js';
 
 const NAME = { type: 'string', minLength: 1, maxLength: 256 } as const;
 
@@ -68,7 +66,7 @@ export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
       throw new HttpError('forbidden', `reporting spend for another identity ("for") needs the role "${anyRole}" (USAGE_ANY_ROLE)`);
     }
     const identity = body.for === undefined ? caller : identityOf(body.for);
-    const charges = usageCharges(ctx.policies.current(), body.tool, identity, body.run?.id);
+    const charges = usageCharges(ctx.engine.parts.policies.current(), body.tool, identity, body.run?.id);
     const shared = trusted ? undefined : charges.find((c) => c.limit.scope === 'global');
     if (shared !== undefined) {
       throw new HttpError(
@@ -85,37 +83,8 @@ export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
         errors: [{ pointer: lost.limit.scope === 'run' ? '/run' : body.for === undefined ? '' : '/for', message: 'unattributable' }],
       });
     }
-    const limits = limitsOf(ctx);
     const usd = spend.amount;
-    const answer = await answerInTransaction(
-      ctx,
-      limits,
-      claim,
-      async (tx) => {
-        const after = await limits.store.record(tx, charges, usd);
-        const recorded = charges.map((c): JsonObject => {
-          const limit = c.limit;
-          const standing = after.get(c)!; // recorded: every charge has a key here
-          const out: JsonObject = { id: limit.id, policy: limit.policy, scope: limit.scope };
-          if (limit.type === 'budget') {
-            putAmount(out, 'max_usd', limit.max);
-            out.per = limit.per.text;
-          }
-          assignMembers(out, standingObject(limit, standing));
-          // The calls this budget selects are refused from now on in this window.
-          out.reached = limit.type === 'budget' && compareAmounts(standing.counted, limit.max) >= 0;
-          return out;
-        });
-        const result: JsonObject = { recorded };
-        // The amount counted, in plain decimal (`1e1` was counted as 10).
-        putAmount(result, 'usd', { ...usd, written: usd.text });
-        if (body.for !== undefined) result.for = { ...body.for };
-        const text = canonicalize(result);
-        // The counters after this report cannot be read again later: the answer is kept as sent.
-        return { answer: { status: 200, body: text }, kept: { kind: 'body', status: 200, body: text } };
-      },
-      async (_tx, kept) => (kept.kind === 'body' ? { status: kept.status, body: kept.body } : null),
-    );
+    const answer = await ctx.engine.report({ claim, charges, usd, ...(body.for !== undefined ? { for: body.for } : {}) });
     request.log.info(
       {
         tool: body.tool,

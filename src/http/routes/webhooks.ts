@@ -3,8 +3,7 @@
 // (docs/spec.md section 5.8). Never a secret, and of a URL only its origin: a Slack webhook URL's
 // path is its secret.
 import type { FastifyInstance } from 'fastify';
-import { LIMITS } from '../../approvals/approval.js';
-import { DELIVERY_STATUSES, type DeliveryStatus } from '../../webhooks/outbox.js';
+import { DELIVERY_STATUSES, LIMITS, type DeliveryStatus } from '../../engine/index.js';
 import { requireRole } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { HttpError } from '../errors.js';
@@ -23,8 +22,9 @@ const listQuery = {
 export function webhooksRoute(app: FastifyInstance, ctx: AppContext): void {
   app.get('/admin/webhooks', { onRequest: requireRole(ctx.adminRole), schema: { querystring: listQuery } }, async (request) => {
     const webhooks = ctx.webhooks ?? null;
-    if (webhooks === null || ctx.approvals === null) throw new HttpError('unavailable', 'webhooks need the approval database', { retryAfterSec: 5 });
-    ctx.approvals.ensureReady();
+    const approvals = ctx.engine.parts.approvals;
+    if (webhooks === null || approvals === null) throw new HttpError('unavailable', 'webhooks need the approval database', { retryAfterSec: 5 });
+    approvals.ensureReady();
     const q = request.query as { status?: DeliveryStatus; limit?: number; cursor?: string };
     const [counts, page] = await Promise.all([
       webhooks.outbox.counts(),

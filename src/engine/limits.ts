@@ -1,4 +1,4 @@
-// The stateful step of a decision that budgets or rate limits select (docs/spec.md section 2.9): decide()
+// The stateful step of a decision that budgets or rate limits (together: limits) select (docs/spec.md section 2.9): decide()
 // gave the policy's answer and the charges; here, in one transaction, the call is counted (or its
 // counters read), the charges it would cross settle the answer (src/policy/limits.ts), and a cited
 // grant is redeemed. What holds:
@@ -9,13 +9,12 @@
 //   409 says allow, and a client runs the call on it). /explain and filing an approval only read.
 import type { TransactionSql } from 'postgres';
 import type { CitedApproval, ApprovalService } from '../approvals/service.js';
-import type { Acted, IdempotencyClaim, KeptAnswer, StoredAnswer } from '../approvals/idempotency.js';
+import type { Acted, IdempotencyClaim, KeptAnswer, Keys, StoredAnswer } from '../db/idempotency.js';
 import type { LimitService } from '../budgets/service.js';
 import type { ChargeOutcome } from '../budgets/store.js';
 import { settleCharges, type Standing } from '../policy/limits.js';
 import type { Charge, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
-import type { AppContext } from './context.js';
-import { HttpError } from './errors.js';
+import { NotConfiguredError } from './errors.js';
 
 /** Whether a decision needs the stateful step: budgets or rate limits select a call that may be allowed. */
 export function isCounted(result: DecisionResult): result is DecisionResult & { charges: NonNullable<DecisionResult['charges']> } {
@@ -32,13 +31,23 @@ export interface Settled {
   readonly counted: boolean;
 }
 
-/** The limit service, or 503: without a database no counted call is answered (fail closed). */
-export function limitsOf(ctx: AppContext): LimitService {
-  if (ctx.limits === null || ctx.limits === undefined) {
-    throw new HttpError('unavailable', 'budgets and rate limits need the database, which is not configured', { retryAfterSec: 5 });
-  }
-  ctx.limits.ensureReady();
-  return ctx.limits;
+/** The limit service, or NotConfiguredError: without a database no counted call is answered (fail closed). */
+export function limitsOf(limits: LimitService | null): LimitService {
+  if (limits === null) throw new NotConfiguredError('budgets and rate limits need the database, which is not configured');
+  limits.ensureReady();
+  return limits;
+}
+
+/** The approvals, or NotConfiguredError. */
+export function approvalsOf(approvals: ApprovalService | null): ApprovalService {
+  if (approvals === null) throw new NotConfiguredError('approvals are not configured');
+  return approvals;
+}
+
+/** The Idempotency-Keys, or NotConfiguredError. */
+export function keysOf(keys: Keys | null): Keys {
+  if (keys === null) throw new NotConfiguredError('approvals are not configured');
+  return keys;
 }
 
 /**
@@ -59,8 +68,7 @@ export async function settleDecision(
   let result = settleCharges(fresh, request, outcome.refusals);
   let cited: CitedApproval | null = null;
   if (approvalId !== undefined && result.decision === 'require_approval') {
-    if (approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
-    const redeemed = await approvals.redeem(result, request, approvalId, identity, tx);
+    const redeemed = await approvalsOf(approvals).redeem(result, request, approvalId, identity, tx);
     cited = redeemed.cited;
     result = redeemed.result;
     // The operator saw these limits crossed and granted the call: it counts past them.
@@ -177,7 +185,7 @@ class Refused extends Error {
  * sent, not kept.
  */
 export async function answerInTransaction(
-  ctx: AppContext,
+  keys: Keys | null,
   limits: LimitService,
   claim: IdempotencyClaim | undefined,
   act: (tx: TransactionSql) => Promise<Acted>,
@@ -185,8 +193,7 @@ export async function answerInTransaction(
 ): Promise<StoredAnswer & { replayed: boolean }> {
   try {
     if (claim !== undefined) {
-      if (ctx.approvals === null) throw new HttpError('unavailable', 'approvals are not configured', { retryAfterSec: 5 });
-      return await ctx.approvals.store.idempotent(claim, act, replay);
+      return await keysOf(keys).once(claim, act, replay);
     }
     return { ...(await limits.transaction(act)).answer, replayed: false };
   } catch (err) {

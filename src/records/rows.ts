@@ -1,8 +1,8 @@
-// A decision log line's fields (src/http/routes/decide.ts) as a row of the decision store, and a row
+// A decision's record (src/engine/record.ts) as a row of the decision store, and a row
 // back as the DecisionRecord replay and cases read (src/policy/record.ts), through the same
 // validation as a log line read from a file.
 import { parseJson } from '../json/parse.js';
-import type { DecisionRecord } from '../policy/record.js';
+import type { DecisionLine, DecisionRecord } from '../policy/record.js';
 import { recordFromLogLine } from '../policy/record.js';
 
 const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
@@ -13,7 +13,7 @@ const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
  * JSON (json_to_recordset). Serialized when queued, so the queue holds one string per record, not
  * the request's object graph: a graph kept for a batch's linger outlives the young generation.
  */
-export function rowJsonOf(at: number, f: Readonly<Record<string, unknown>>): string {
+export function rowJsonOf(at: number, f: DecisionLine): string {
   return JSON.stringify({
     id: f.decision_id,
     decided_us: Math.floor(at * 1000), // the insert makes it a timestamptz: Date and toISOString cost more than the rest of the row

@@ -2,28 +2,28 @@
 // request beside the serving one and never changes its answer. Where the two disagree, the
 // disagreement is counted (gatehouse_shadow_disagreements_total{serving, shadow, rule}) and logged
 // with both decisions. Called after the serving decision, only when the shadow set is configured.
-import type { FastifyRequest } from 'fastify';
+import type { CallLog } from './parts.js';
 import { decide } from '../policy/decide.js';
+import type { LivePolicies } from '../policy/live.js';
 import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
-import type { AppContext } from './context.js';
+import type { Metrics } from './metrics.js';
 
 export function decideInShadow(
-  ctx: AppContext,
-  request: FastifyRequest,
+  shadow: LivePolicies,
+  metrics: Metrics,
+  log: CallLog,
   decisionId: string,
   req: DecideRequest,
   identity: Identity,
   serving: DecisionResult,
 ): void {
-  const shadow = ctx.shadow;
-  if (!shadow) return;
   try {
     const set = shadow.current();
     const got = decide(set, req, identity); // never throws: an internal failure is a deny
-    ctx.metrics.shadowDecisions.inc();
+    metrics.shadowDecisions.inc();
     if (got.decision === serving.decision) return;
-    ctx.metrics.shadowDisagreements.inc({ serving: serving.decision, shadow: got.decision, rule: got.rule });
-    request.log.info(
+    metrics.shadowDisagreements.inc({ serving: serving.decision, shadow: got.decision, rule: got.rule });
+    log.info(
       {
         decision_id: decisionId,
         tool: req.tool,
@@ -38,6 +38,6 @@ export function decideInShadow(
     );
   } catch (err) {
     // The shadow is an observer: whatever goes wrong in it, the serving answer stands.
-    request.log.error({ err, decision_id: decisionId }, 'shadow decision failed');
+    log.error({ err, decision_id: decisionId }, 'shadow decision failed');
   }
 }

@@ -1,9 +1,9 @@
 // What an Idempotency-Key keeps of an answer, and the answer a retry gets from it (docs/spec.md
 // section 5.3). The retry has been decided again for its own identity before any of this runs; a
 // kept act answers it only when that decision still stands behind it, so a kept answer never
-// authorizes anything by itself. The row is bound to the identity and the body (src/approvals/idempotency.ts).
+// authorizes anything by itself. The row is bound to the identity and the body (src/db/idempotency.ts).
 import type { TransactionSql } from 'postgres';
-import type { KeptAnswer } from '../approvals/idempotency.js';
+import type { KeptAnswer } from '../db/idempotency.js';
 import { approvalCovers, askedOf, grantedResult, type ApprovalService } from '../approvals/service.js';
 import type { Approval } from '../approvals/approval.js';
 import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import { unavailableFrom } from '../db/errors.js';
 import { dayOf, dropExpiredPartitions, ensurePartitions } from './partitions.js';
+import type { DecisionLine } from '../policy/record.js';
 import { rowJsonOf } from './rows.js';
 
 export type DropReason = 'queue_full' | 'rejected' | 'shutdown';
@@ -34,8 +35,8 @@ export interface DecisionWriterOptions {
 }
 
 export interface DecisionWriter {
-  /** Queues one decision's log line fields, serialized (the hot path: never waits). */
-  push(fields: Readonly<Record<string, unknown>>): void;
+  /** Queues one decision's record, serialized (the hot path: never waits). */
+  push(line: DecisionLine): void;
   /** Records waiting to be written. */
   readonly queued: number;
   /** Writes what is queued now (tests, shutdown); resolves when the queue was empty once or a write failed. */

@@ -1,9 +1,9 @@
 // Reading the decision store: GET /decisions (keyset pages, newest first, as the approval lists:
-// src/approvals/cursor.ts) and the CLI's `replay --from-db` and `cases --from-decision`.
+// src/kernel/cursor.ts) and the CLI's `replay --from-db` and `cases --from-decision`.
 import type { Sql } from 'postgres';
-import { decodeCursor, encodeCursor } from '../approvals/cursor.js';
-import { ListQueryError } from '../approvals/errors.js';
-import { isUuid } from '../approvals/uuid.js';
+import { decodeCursor, encodeCursor } from '../kernel/cursor.js';
+import { ListQueryError } from '../kernel/errors.js';
+import { isUuid } from '../kernel/uuid.js';
 import type { DecisionRecord } from '../policy/record.js';
 import { type DecisionRow, recordOfRow } from './rows.js';
 

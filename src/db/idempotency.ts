@@ -4,7 +4,8 @@
 // rebuilds after deciding the request again; only an answer that cannot be rebuilt keeps its text.
 // The key's lock, the act and the row are one transaction (migrations/0008, 0015): a row is kept only
 // for an act that committed. One caller (`sub`) keeps at most so many keys and bytes (429 beyond).
-import type { TransactionSql } from 'postgres';
+import type { Sql, TransactionSql } from 'postgres';
+import { withDeadline } from './deadline.js';
 
 export type IdempotentRoute = 'decide' | 'approvals' | 'usage';
 
@@ -167,4 +168,33 @@ function keptOf(row: KeyRow): KeptAnswer {
 export async function sweepKeys(tx: TransactionSql): Promise<number> {
   const rows = await tx`delete from idempotency_keys where created_at <= now() - ${KEY_TTL}::interval returning 1`;
   return rows.length;
+}
+
+/** Keyed acts on one pool, each one transaction under the deadline (docs/spec.md section 5.3). */
+export interface Keys {
+  /** `act` at most once per key (onceForKey); a retry gets what `replay` rebuilds from what the key kept. */
+  once(
+    claim: IdempotencyClaim,
+    act: (tx: TransactionSql) => Promise<Acted>,
+    replay: (tx: TransactionSql, kept: KeptAnswer) => Promise<StoredAnswer | null>,
+  ): Promise<StoredAnswer & { replayed: boolean }>;
+}
+
+export function createKeys(sql: Sql, options: { deadlineMs: number; caps?: KeyCaps }): Keys {
+  const caps = options.caps ?? DEFAULT_KEY_CAPS;
+  for (const [name, value] of Object.entries(caps)) {
+    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`caps.${name} must be a positive integer`);
+  }
+  return {
+    once: (claim, act, replay) =>
+      withDeadline(sql, options.deadlineMs, (tx) =>
+        onceForKey(
+          tx,
+          claim,
+          () => act(tx),
+          (kept) => replay(tx, kept),
+          caps,
+        ),
+      ),
+  };
 }

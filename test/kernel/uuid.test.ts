@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { isUuid, uuidv7 } from '../../src/approvals/uuid.js';
+import { isUuid, uuidv7 } from '../../src/kernel/uuid.js';
 
 test('UUIDv7 layout (RFC 9562 section 5.7): timestamp, version 7, variant 10', () => {
   const now = Date.UTC(2026, 0, 2, 3, 4, 5, 678);

@@ -89,7 +89,7 @@ export function createMetrics(policies: LivePolicies, options: MetricsOptions = 
       },
     });
   }
-  // SHADOW_POLICY_DIR (src/http/shadow.ts): present, and zero, when shadow mode is off.
+  // SHADOW_POLICY_DIR (src/engine/shadow.ts): present, and zero, when shadow mode is off.
   const shadowDecisions = new Counter({
     name: 'gatehouse_shadow_decisions_total',
     help: 'Requests the shadow policy set (SHADOW_POLICY_DIR) decided beside the serving set.',
@@ -107,7 +107,7 @@ export function createMetrics(policies: LivePolicies, options: MetricsOptions = 
     labelNames: ['result'] as const,
     registers: [registry],
   });
-  // DECISION_STORE=postgres (src/decisions/writer.ts): present, and zero, when the store is off.
+  // DECISION_STORE=postgres (src/records/writer.ts): present, and zero, when the store is off.
   const decisionRecordsDropped = new Counter({
     name: 'gatehouse_decision_records_dropped_total',
     help: 'Decision records not written to the decision store (DECISION_STORE), by reason: queue_full (DECISION_QUEUE_MAX records were waiting), rejected (the database refused their batch), shutdown (still queued when the shutdown ended).',

@@ -1,0 +1,153 @@
+// The stateful decision of /decide (docs/spec.md sections 1, 2.9 and 5.3): decide() over the current
+// policy set, the shadow set beside it, then, only when the call asks for state, the database: the
+// call counted in its limits, a cited grant redeemed, an Idempotency-Key's act kept. One record per
+// answer (./record.ts). A call that asks for no state never awaits: the hot path.
+import { randomUUID } from 'node:crypto';
+import type { TransactionSql } from 'postgres';
+import type { KeptAnswer, StoredAnswer } from '../db/idempotency.js';
+import { decide } from '../policy/decide.js';
+import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
+import { decided, decisionText, nextOf, written, type Answer } from './answer.js';
+import { approvalsOf, answerInTransaction, isCounted, keysOf, limitsOf, RolledBack, settleDecision, settleOnLanes, type Settled } from './limits.js';
+import { decisionLine, kindOf, writeRecord, type Asked, type Beside } from './record.js';
+import { keptOfDecision, replayedDecision } from './replays.js';
+import { decideInShadow } from './shadow.js';
+import type { Call, EngineParts } from './parts.js';
+
+export interface DecideCall extends Call {
+  /** The approval to redeem (`approval_id`). */
+  readonly approvalId?: string | undefined;
+}
+
+export function decideCall(parts: EngineParts, call: DecideCall): Answer | Promise<Answer> {
+  const { request: req, identity, approvalId } = call;
+  const decisionId = randomUUID();
+  const started = process.hrtime.bigint();
+  const set = parts.policies.current();
+  // Every request is decided for its own caller first, an Idempotency-Key's retry included: what a
+  // key kept answers it only when this decision still stands behind it (./replays.ts).
+  const fresh = decide(set, req, identity);
+  const durationUs = Number(process.hrtime.bigint() - started) / 1000;
+  if (parts.shadow !== null) decideInShadow(parts.shadow, parts.metrics, call.log, decisionId, req, identity, fresh);
+  const asked: Asked = { decisionId, request: req, set, identity, durationUs, approvalId };
+  const record = (decision: DecisionResult['decision'], rule: string, beside?: Beside): void =>
+    writeRecord(call.log, parts.metrics, parts.records?.writer ?? null, decisionLine(asked, decision, rule, parts.logArgs, beside), durationUs);
+  if (!isCounted(fresh) && (approvalId === undefined || fresh.internalError)) {
+    // The hot path: no database, no closure awaited.
+    record(fresh.decision, fresh.rule, kindOf(fresh));
+    return decided(fresh, decisionId, nextOf(fresh, null));
+  }
+  return isCounted(fresh) ? counted(parts, call, fresh, decisionId, record) : redeemed(parts, call, fresh, decisionId, record);
+}
+
+type Recorder = (decision: DecisionResult['decision'], rule: string, beside?: Beside) => void;
+
+/** Budgets and rate limits select the call: it is counted in the database before it is answered. */
+async function counted(
+  parts: EngineParts,
+  call: DecideCall,
+  fresh: DecisionResult & { charges: NonNullable<DecisionResult['charges']> },
+  decisionId: string,
+  record: Recorder,
+): Promise<Answer> {
+  const { request: req, identity, approvalId } = call;
+  const keyed = keyedReplay(parts, fresh, req, identity);
+  const limits = limitsOf(parts.limits);
+  const claim = call.claim();
+  let settled: Settled | undefined;
+  // Nothing but counting to do in the transaction: on the lanes.
+  const one = claim === undefined && approvalId === undefined ? settleOnLanes(limits, fresh, req) : undefined;
+  if (one !== undefined) settled = await one;
+  const answer =
+    settled !== undefined
+      ? { ...decisionText(settled.result, decisionId, nextOf(settled.result, null)), replayed: false }
+      : await answerInTransaction(
+          parts.keys,
+          limits,
+          claim,
+          async (tx) => {
+            const s = await settleDecision(tx, limits, parts.approvals, fresh, req, identity, approvalId);
+            settled = s;
+            const given = decisionText(s.result, decisionId, nextOf(s.result, s.cited));
+            if (s.rollback) throw new RolledBack(given);
+            return { answer: given, kept: keptOfDecision(s.result, decisionId, s.counted) };
+          },
+          keyed.replay,
+        );
+  if (answer.replayed && keyed.replayed !== undefined) {
+    const r = keyed.replayed;
+    record(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId });
+  } else {
+    const final = settled?.result ?? fresh;
+    record(final.decision, final.rule, settled === undefined ? undefined : { budgets: countedLimits(settled) });
+  }
+  return written(answer);
+}
+
+/** A cited approval (`approval_id`) on a call no limit selects. */
+async function redeemed(parts: EngineParts, call: DecideCall, fresh: DecisionResult, decisionId: string, record: Recorder): Promise<Answer> {
+  const { request: req, identity } = call;
+  const claim = call.claim();
+  const approvals = approvalsOf(parts.approvals);
+  const approvalId = call.approvalId as string; // not the hot path: cited
+  // Only a require_approval can consume a grant: any other answer changes nothing, and needs no key.
+  if (claim !== undefined && fresh.decision === 'require_approval') {
+    // The redeem and what the key keeps of it in one transaction: a retry is answered from it.
+    const keyed = keyedReplay(parts, fresh, req, identity);
+    let result = fresh;
+    const answer = await keysOf(parts.keys).once(
+      claim,
+      async (tx) => {
+        const r = await approvals.redeem(fresh, req, approvalId, identity, tx);
+        result = r.result;
+        return { answer: decisionText(result, decisionId, nextOf(result, r.cited)), kept: keptOfDecision(result, decisionId, false) };
+      },
+      keyed.replay,
+    );
+    const r = answer.replayed ? keyed.replayed : undefined;
+    if (r !== undefined) record(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId });
+    else record(result.decision, result.rule);
+    return written(answer);
+  }
+  const r = await approvals.redeem(fresh, req, approvalId, identity);
+  record(r.result.decision, r.result.rule);
+  return decided(r.result, decisionId, nextOf(r.result, r.cited));
+}
+
+/**
+ * How a keyed /decide retry is answered from what its key kept: the allow rebuilt under the decision
+ * id first given, when the decision made now stands behind it; `replayed` says which, for the record.
+ */
+function keyedReplay(
+  parts: EngineParts,
+  fresh: DecisionResult,
+  req: DecideRequest,
+  identity: Identity,
+): { replay: (tx: TransactionSql, kept: KeptAnswer) => Promise<StoredAnswer | null>; readonly replayed: Replayed | undefined } {
+  let replayed: Replayed | undefined;
+  return {
+    async replay(tx, kept) {
+      replayed = (await replayedDecision(parts.approvals, tx, kept, fresh, req, identity)) ?? undefined;
+      return replayed === undefined ? null : decisionText(replayed.result, replayed.decisionId, nextOf(replayed.result, null));
+    },
+    get replayed() {
+      return replayed;
+    },
+  };
+}
+
+type Replayed = { result: DecisionResult; decisionId: string };
+
+/**
+ * What the record says of a counted call: each limit, whether the call counted in it (an allowed
+ * call counts in all of them but `max_usd` budgets, which count reported spend, and those it cannot
+ * be counted in), and its counter as read or left (null: undecidable).
+ */
+function countedLimits(settled: Settled): NonNullable<Beside['budgets']> {
+  const charges = [...settled.outcome.standings.keys(), ...settled.outcome.refusals.filter((r) => r.standing === null).map((r) => r.charge)];
+  return charges.map((charge) => ({
+    id: charge.limit.id,
+    counted: settled.counted && charge.key !== null && charge.amount !== null && !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure),
+    standing: settled.outcome.standings.get(charge)?.counted.text ?? null,
+  }));
+}
