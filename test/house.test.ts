@@ -1,5 +1,6 @@
 // The layers the code promises, checked on its imports (docs/design.md "Code layout"): the pure core imports
-// nothing around it, the store never reaches up into HTTP or the CLI, nothing imports the process
+// nothing around it, the stores never reach up into the engine, HTTP or the CLI, HTTP reaches the
+// stores only through the engine, no two folders import each other, nothing imports the process
 // entry point, only the configuration, the entry point and the CLI read the environment, and no
 // two modules of src/ import each other, however indirectly. Also: no test reads the example
 // policies/, which are the users' to change, and nothing in the condition language can run code.
@@ -35,31 +36,39 @@ const SRC = filesUnder('src', /\.ts$/);
 const GRAPH = new Map(SRC.map((f) => [f, importsOf(f)]));
 
 /** Each rule: modules under `from` may import, of ours, only what is under `only` (when given) and nothing under `never`. */
+const STORES = ['src/approvals/', 'src/budgets/', 'src/records/', 'src/sessions/', 'src/webhooks/'];
+const ABOVE_STORES = ['src/engine/', 'src/http/', 'src/cli/', 'src/main.ts', 'src/service.ts', 'src/compose.ts'];
 const RULES: { from: string; only?: string[]; never?: string[]; why: string }[] = [
   { from: 'src/json/', only: ['src/json/'], why: 'strict JSON and the canonical form are the innermost core' },
   { from: 'src/policy/', only: ['src/policy/', 'src/json/'], why: 'the policy core is pure: no HTTP, database, logging or process' },
-  { from: 'src/approvals/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts'], why: 'the store and waits know no HTTP' },
+  { from: 'src/kernel/', only: ['src/kernel/', 'src/json/'], why: 'ids, cursors and list errors are below every store' },
+  { from: 'src/db/', never: [...STORES, ...ABOVE_STORES], why: 'the database layer (and the Idempotency-Key table) is below every store' },
   {
-    from: 'src/db/',
-    never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/', 'src/webhooks/', 'src/budgets/'],
-    why: 'the database layer is below the store',
+    from: 'src/approvals/',
+    never: [...ABOVE_STORES, 'src/webhooks/'],
+    why: 'the approval store knows no HTTP, and tells its transitions to a port, never the outbox',
   },
   {
     from: 'src/budgets/',
-    never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/', 'src/webhooks/'],
-    why: 'the counters of budgets and rate limits know no HTTP, and nothing of approvals (the route joins them in one transaction)',
+    never: [...ABOVE_STORES, 'src/approvals/', 'src/webhooks/'],
+    why: 'the counters of budgets and rate limits know nothing of approvals',
   },
   {
     from: 'src/webhooks/',
-    never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/store.ts', 'src/approvals/service.ts'],
-    why: 'the outbox and its delivery know no HTTP server, and the store calls them, never the reverse',
+    never: [...ABOVE_STORES, 'src/approvals/store.ts', 'src/approvals/service.ts'],
+    why: 'the outbox and its delivery know no HTTP server',
   },
-  { from: 'src/sessions/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/'], why: 'the session store knows no HTTP' },
-  { from: 'src/db/', never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/'], why: 'the database layer is below the store' },
+  { from: 'src/sessions/', never: [...ABOVE_STORES, 'src/approvals/'], why: 'the session store knows no HTTP' },
+  { from: 'src/records/', never: [...ABOVE_STORES, 'src/approvals/'], why: 'the decision store knows no HTTP: the engine queues on it, the CLI reads it' },
   {
-    from: 'src/records/',
-    never: ['src/http/', 'src/cli/', 'src/cli.ts', 'src/main.ts', 'src/approvals/store.ts', 'src/approvals/service.ts'],
-    why: 'the decision store knows no HTTP: /decide queues on it, the CLI reads it',
+    from: 'src/engine/',
+    never: ['src/http/', 'src/cli/', 'src/main.ts', 'src/service.ts', 'src/compose.ts'],
+    why: 'the engine takes its parts and knows no transport: HTTP calls it, never the reverse',
+  },
+  {
+    from: 'src/http/',
+    only: ['src/http/', 'src/engine/', 'src/policy/', 'src/json/', 'src/config.ts'],
+    why: 'HTTP only speaks HTTP: it reaches the stores through the engine, never a store folder',
   },
   {
     from: 'src/client/',
@@ -102,6 +111,43 @@ describe('the layers of src/', () => {
 
   it('has no import cycle, direct or indirect', () => {
     expect(cycles(GRAPH)).toEqual([]);
+  });
+
+  it('every path a rule names exists', () => {
+    const named = RULES.flatMap((r) => [r.from, ...(r.only ?? []), ...(r.never ?? [])]);
+    const missing = [...new Set(named)].filter((p) => !(p.endsWith('/') ? SRC.some((f) => f.startsWith(p)) : GRAPH.has(p)));
+    expect(missing).toEqual([]);
+  });
+
+  it('has no cycle between folders: the house reads top to bottom', () => {
+    // A module's folder is its first directory under src/ (src/http/routes is src/http); a module
+    // directly in src/ is a room of its own.
+    const folderOf = (file: string): string => {
+      const parts = file.split('/');
+      return parts.length > 2 ? `${parts[0]}/${parts[1]}/` : file;
+    };
+    const folders = new Map<string, Set<string>>();
+    for (const [file, imports] of GRAPH) {
+      const from = folderOf(file);
+      const to = folders.get(from) ?? new Set<string>();
+      for (const target of imports) if (folderOf(target) !== from) to.add(folderOf(target));
+      folders.set(from, to);
+    }
+    expect(cycles(new Map([...folders].map(([f, to]) => [f, [...to]])))).toEqual([]);
+  });
+
+  it('the engine and the stores never import a web framework', () => {
+    const framework = /from\s+['"](?:fastify|@fastify\/[^'"]+)['"]/;
+    const below = ['src/engine/', 'src/db/', 'src/kernel/', ...STORES];
+    const offenders = SRC.filter((f) => below.some((p) => f.startsWith(p)) && framework.test(readFileSync(join(ROOT, f), 'utf8')));
+    expect(offenders).toEqual([]);
+  });
+
+  it('config.ts is read by HTTP for its types only', () => {
+    const valueImports = SRC.filter((f) => f.startsWith('src/http/')).filter((f) =>
+      /^\s*import\s+(?!type\b)[^;]*from\s+['"][./]+config\.js['"]/m.test(readFileSync(join(ROOT, f), 'utf8')),
+    );
+    expect(valueImports).toEqual([]);
   });
 });
 

@@ -8,8 +8,7 @@ import { createHmac } from 'node:crypto';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { parseDuration } from '../policy/duration.js';
 import { developmentSecret, developmentSecretFile } from '../dev-secret.js';
-import { identityFromClaims } from '../http/auth.js';
-import { HttpError } from '../http/errors.js';
+import { ClaimError, identityFromClaims } from '../policy/claims.js';
 import { defineCommand, parseCommand, usageError } from './args.js';
 import { EXIT, type Io } from './io.js';
 
@@ -111,8 +110,8 @@ export async function runToken(argv: string[], io: Io, env: Readonly<Record<stri
     // The service's own reading of the claims: what it would refuse is refused here, before signing.
     identityFromClaims(claims, config.claims);
   } catch (err) {
-    if (!(err instanceof HttpError)) throw err;
-    return refuse(io, `the service would refuse this token: ${err.detail}`);
+    if (!(err instanceof ClaimError)) throw err;
+    return refuse(io, `the service would refuse this token: ${err.message}`);
   }
 
   let secret = config.jwt.secret;

@@ -72,7 +72,7 @@ export function sessionCookies(publicUrl: string, ttlMs: number): SessionCookies
   };
 }
 
-/** The identity a session stands for: the claims it was signed in with, checked then (auth.ts identityFromClaims). */
+/** The identity a session stands for: the claims it was signed in with, checked then (src/policy/claims.ts). */
 export function sessionIdentity(session: OperatorSession): Identity {
   return Object.freeze({
     user: session.sub,

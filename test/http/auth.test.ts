@@ -6,7 +6,8 @@ import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fast
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LIMITS } from '../../src/approvals/approval.js';
 import { DEFAULT_JWT_MAX_LIFETIME_SEC } from '../../src/config.js';
-import { createAuthenticator, identityFromClaims, MAX_CLAIM_LENGTH, registerAuth, type AuthOptions } from '../../src/http/auth.js';
+import { createAuthenticator, registerAuth, type AuthOptions } from '../../src/http/auth.js';
+import { ClaimError, identityFromClaims, MAX_CLAIM_LENGTH } from '../../src/policy/claims.js';
 import { HttpError, registerErrorHandling } from '../../src/http/errors.js';
 import { SECRET, agentToken, bearer, createTestApp, keyPairs, post, signJwt, token, type TestApp } from '../helpers/app.js';
 
@@ -313,7 +314,7 @@ describe('identity claims with control characters or lone surrogates', () => {
       ['agent', { agent: 'x\ud83d' }],
       ['roles', { roles: ['\ud800'] }],
     ] as const) {
-      expect(() => identityFromClaims(claims(extra), names), claim).toThrow(new HttpError('unauthorized', `the claim "${claim}" contains a lone surrogate`));
+      expect(() => identityFromClaims(claims(extra), names), claim).toThrow(new ClaimError(`the claim "${claim}" contains a lone surrogate`));
     }
     // A well-formed pair is an ordinary character.
     expect(identityFromClaims(claims({ sub: 'ann \ud83d\ude00' }), names).user).toBe('ann \ud83d\ude00');
@@ -371,7 +372,7 @@ describe('identity claims with invisible format characters (bidi, isolates, zero
         ['agent', { agent: `${ch}bot` }],
         ['roles', { roles: ['reader', `approver${ch}`] }],
       ] as const) {
-        expect(() => identityFromClaims(claims(extra), names), `${name} in ${claim}`).toThrow(new HttpError('unauthorized', FORMAT.replace('%s', claim)));
+        expect(() => identityFromClaims(claims(extra), names), `${name} in ${claim}`).toThrow(new ClaimError(FORMAT.replace('%s', claim)));
       }
     });
   }

@@ -7,7 +7,7 @@ import fastifyCookie from '@fastify/cookie';
 import fastifySecureSession, { type Session } from '@fastify/secure-session';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionStore } from '../../engine/index.js';
-import { identityFromClaims } from '../auth.js';
+import { ClaimError, identityFromClaims } from '../../policy/claims.js';
 import type { AppContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import type { LoginTransaction, RelyingParty } from '../oidc.js';
@@ -97,8 +97,8 @@ export async function authRoutes(app: FastifyInstance, ctx: AppContext, options:
     try {
       identity = identityFromClaims(claims, settings.claims);
     } catch (err) {
-      if (!(err instanceof HttpError)) throw err;
-      throw new HttpError('signin_failed', `the ID token's claims cannot be used here: ${err.detail.replace(/^the token/, 'it')}`);
+      if (!(err instanceof ClaimError)) throw err;
+      throw new HttpError('signin_failed', `the ID token's claims cannot be used here: ${err.message.replace(/^the token/, 'it')}`);
     }
     const { secret, session } = await store.create(
       { sub: identity.user, team: identity.team, agent: identity.agent, roles: identity.roles, idToken },
