@@ -101,7 +101,18 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+/** The engine's parts as createTestApp builds them, without an app: for tests of the engine itself. */
+export interface TestEngineParts {
+  parts: EngineParts;
+  webhooks: AppContext['webhooks'];
+  db: TestDatabase | null;
+  writer: DecisionWriter | null;
+  worker: WebhookWorker | null;
+  /** Closes what was opened here (not the app). */
+  close(): Promise<void>;
+}
+
+export async function createTestParts(options: TestAppOptions = {}): Promise<TestEngineParts> {
   const logs = options.logs;
   const log = pino({ level: logs ? 'info' : 'silent' }, { write: (line: string) => logs?.push(JSON.parse(line) as Record<string, unknown>) });
   const policies = await createLivePolicies(options.policyDir ?? EXAMPLE_POLICIES, options.env === undefined ? 'prod' : options.env);
@@ -176,9 +187,28 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     decisionStore = { writer, sql: o.sql };
   }
   const parts: EngineParts = { policies, shadow, approvals, limits, keys, records: decisionStore, metrics, log, logArgs: options.logArgs ?? false };
+  return {
+    parts,
+    webhooks,
+    db,
+    writer,
+    worker,
+    async close() {
+      await writer?.close();
+      await worker?.close();
+      await approvals?.close();
+      await limits?.close();
+      if (options.database === true) await db?.drop();
+    },
+  };
+}
+
+export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const built = await createTestParts(options);
+  const { parts, webhooks, db } = built;
   const appCtx: AppContext = {
     engine: createEngine(parts),
-    metrics,
+    metrics: parts.metrics,
     auditorRole: 'auditor',
     adminRole: 'admin',
     approverRole: 'approver',
@@ -195,7 +225,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       : {}),
     bodyLimit: options.bodyLimit ?? 1_048_576,
     connections: { ...loadConfig({}).connections, ...options.connections },
-    logger: log,
+    logger: parts.log,
     auth: {
       ...(options.jwks !== undefined ? { jwks: options.jwks } : { key: options.key ?? SECRET, algorithm: options.algorithm ?? 'HS256' }),
       issuer: options.issuer ?? null,
@@ -208,17 +238,13 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   await app.ready();
   return {
     app,
-    writer,
-    ctx: { ...parts, webhooks, decisionStore },
+    writer: built.writer,
+    ctx: { ...parts, webhooks, decisionStore: parts.records },
     db,
-    worker,
+    worker: built.worker,
     async close() {
       await app.close();
-      await writer?.close();
-      await worker?.close();
-      await approvals?.close();
-      await limits?.close();
-      if (options.database === true) await db?.drop();
+      await built.close();
     },
   };
 }

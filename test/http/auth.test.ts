@@ -8,7 +8,7 @@ import { LIMITS } from '../../src/approvals/approval.js';
 import { DEFAULT_JWT_MAX_LIFETIME_SEC } from '../../src/config.js';
 import { createAuthenticator, registerAuth, type AuthOptions } from '../../src/http/auth.js';
 import { ClaimError, identityFromClaims, MAX_CLAIM_LENGTH } from '../../src/policy/claims.js';
-import { HttpError, registerErrorHandling } from '../../src/http/errors.js';
+import { registerErrorHandling } from '../../src/http/errors.js';
 import { SECRET, agentToken, bearer, createTestApp, keyPairs, post, signJwt, token, type TestApp } from '../helpers/app.js';
 
 const now = (): number => Math.floor(Date.now() / 1000);
