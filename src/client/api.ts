@@ -58,7 +58,7 @@ export function routes(t: Transport) {
     /** POST /approvals: 201/200 an approval, 409 the decision that needs none (allow, deny, abort). */
     async file(call: ToolCall, o: IdempotentOptions = {}): Promise<Filing> {
       const answer = await t.request('POST', '/approvals', { body: toWire(TOOL_CALL, call), ...keyed(o), accept: [409] });
-      if (answer.status === 409) return { decision: decisionOf(403, answer.body) };
+      if (answer.status === 409) return { decision: decisionOf(409, answer.body) };
       return { approval: approvalOf(answer.body) };
     },
 
@@ -108,11 +108,16 @@ function keyed(o: IdempotentOptions): Pick<Exchange, 'signal' | 'timeoutMs' | 'h
   return { ...passed(o), headers: o.idempotencyKey === undefined ? {} : { 'idempotency-key': o.idempotencyKey } };
 }
 
+/**
+ * The decision in an answer, when the status agrees with it: on /decide 200 is allow and allow is 200,
+ * and a body that says otherwise is not trusted either way; a 409 of POST /approvals is a decision that
+ * needs no approval (allow, counted when limits select the call; deny; abort).
+ */
 function decisionOf(status: number, body: unknown): DecisionBody {
   const d = body as { decision?: unknown; message?: unknown } | undefined;
   const decision = typeof d?.decision === 'string' && DECISIONS.has(d.decision) ? d.decision : undefined;
-  // 200 is allow and allow is 200: a body that says otherwise is not trusted either way.
-  if (decision === undefined || (decision === 'allow') !== (status === 200) || typeof d?.message !== 'string') {
+  const agrees = status === 409 ? decision !== 'require_approval' : (decision === 'allow') === (status === 200);
+  if (decision === undefined || !agrees || typeof d?.message !== 'string') {
     throw new GatehouseError(`Gatehouse answered ${status} with a body that is not a decision`, status, 'bad_answer', body);
   }
   return fromWire<DecisionBody>(DECISION, body);
