@@ -33,7 +33,7 @@ export { GatehouseAbortError, GatehouseRefusalError } from './approval-pause.js'
 export interface AiSdkGateOptions extends StepOptions {
   /** The run the calls belong to: sent as `run.id`, and the scope of "one approval per call". Use the same for all three parts. */
   runId?: string;
-  /** Facts the host sets about where the calls run (spec 5.3 `context`), the same for all three parts. */
+  /** Facts the host sets about where the calls run (spec section 5.3 `context`), the same for all three parts. */
   context?: Record<string, unknown>;
 }
 
@@ -225,7 +225,7 @@ function pausedCall(tool: string, args: Record<string, unknown>, options: AiSdkG
   };
 }
 
-/** Gatehouse judges a call's arguments as a JSON object (spec 5.3 `args`); a tool input that is not one is refused. */
+/** Gatehouse judges a call's arguments as a JSON object (spec section 5.3 `args`); a tool input that is not one is refused. */
 function argsOf(input: unknown): Record<string, unknown> | undefined {
   if (input === undefined || input === null) return {};
   return typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;

@@ -1,5 +1,5 @@
 // One HTTP exchange with Gatehouse: the bearer token, a timeout, JSON both ways, and every answer that
-// is not what the route promises turned into a GatehouseError carrying the problem's `code` (spec 5.1)
+// is not what the route promises turned into a GatehouseError carrying the problem's `code` (spec section 5.1)
 // and its Retry-After. Nothing here retries: what may be retried, and how long, is the caller's call.
 import type { RequestOptions } from './types.js';
 

@@ -48,7 +48,7 @@ export interface AgentsGateOptions<Context = unknown> extends StepOptions {
    * function reads it from the run's context (the object given to run() as `context`).
    */
   runId?: string | ((runContext: RunContext<Context>) => string | undefined);
-  /** Facts the host sets about where the calls run (spec 5.3 `context`). */
+  /** Facts the host sets about where the calls run (spec section 5.3 `context`). */
   context?: Record<string, unknown>;
 }
 
@@ -295,7 +295,7 @@ function parsedArguments(text: string | undefined): Record<string, unknown> | un
   }
 }
 
-/** Gatehouse judges a call's arguments as a JSON object (spec 5.3 `args`); a tool input that is not one is refused. */
+/** Gatehouse judges a call's arguments as a JSON object (spec section 5.3 `args`); a tool input that is not one is refused. */
 function argsOf(input: unknown): Record<string, unknown> | undefined {
   if (input === undefined || input === null) return {};
   return typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
