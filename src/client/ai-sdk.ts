@@ -22,6 +22,7 @@ import {
   stepOptions,
 } from './approval-pause.js';
 import type { GatehouseClient, PendingApproval } from './index.js';
+import type { RequestOptions } from './types.js';
 
 export { GatehouseAbortError, GatehouseRefusalError } from './approval-pause.js';
 
@@ -79,7 +80,7 @@ export function gatehouseToolApproval(
   };
 }
 
-export interface SettleOptions extends AiSdkGateOptions {
+export interface SettleOptions extends AiSdkGateOptions, RequestOptions {
   /** How long to wait for operators, in all; default 600,000 (10 minutes); 0 looks once. */
   maxWaitMs?: number;
   /** Stops waiting; the approvals stay pending in Gatehouse for a later call to resume. */

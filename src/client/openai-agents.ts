@@ -34,6 +34,7 @@ import {
   stepOptions,
 } from './approval-pause.js';
 import type { GatehouseClient, PendingApproval } from './index.js';
+import type { RequestOptions } from './types.js';
 
 export { GatehouseAbortError, GatehouseRefusalError } from './approval-pause.js';
 
@@ -181,7 +182,8 @@ export function gatedTool<
   } as ToolOptions<TParameters, Context, TOutputSchema>);
 }
 
-export interface SettleOptions {
+/** `timeoutMs` here is each request's, over the tools' own. */
+export interface SettleOptions extends RequestOptions {
   /** How long to wait for operators, in all; default 600,000 (10 minutes); 0 looks once. */
   maxWaitMs?: number;
   /** Stops waiting; the approvals stay pending in Gatehouse for a later call to resume. */
@@ -239,6 +241,7 @@ export async function settleInterruptions(
     }
     const answer = await awaitOperator(client, marked.callOf(args, result.runContext), {
       ...marked.step,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       maxWaitMs: Math.max(0, deadline - Date.now()),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onPending ? { onPending: (a) => options.onPending?.({ ...a, callId }) } : {}),
