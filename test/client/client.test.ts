@@ -110,13 +110,32 @@ describe('gate', () => {
     expect(stored).toMatchObject({ status: 'consumed', runId: 'run-grant', args: call.args });
   });
 
-  it('an operator denial reaches the model with its reason', async () => {
+  it("an operator denial reaches the model with its message, never the operators' note", async () => {
     const pending = pendingId();
     const result = client().gate(refund(), { onPending: pending.onPending });
-    await operator().approvals.deny(await pending.id, { message: 'the order was already refunded' });
+    await operator().approvals.deny(await pending.id, { note: 'card flagged for chargebacks', message: 'the order was already refunded' });
     const final = await result;
     expect(final.decision).toBe('deny');
     expect(final.message).toContain('the order was already refunded');
+    expect(final.message).not.toContain('chargebacks');
+    expect(final.body?.decisionId).toEqual(expect.any(String));
+  });
+
+  it('the same call again within DENIED_COOLDOWN: deny `recently_denied`, with the operator message and not the note', async () => {
+    const cooled = await createTestApp({ database: true, env: 'prod', deniedCooldownMs: 60_000 });
+    try {
+      const base = `http://127.0.0.1:${await listenLoopback(cooled.app)}`;
+      const call = refund();
+      const first = await createClient({ url: base, token: SUPPORT }).gate(call, { maxWaitMs: 0 });
+      await createClient({ url: base, token: OPERATOR }).approvals.deny(first.approval!.id, { note: 'card flagged', message: 'duplicate of R-7' });
+      // A new process: its memory holds nothing, so it files, and is told the call was just denied.
+      const again = await createClient({ url: base, token: SUPPORT }).gate(call, { maxWaitMs: 0 });
+      expect(again).toMatchObject({ decision: 'deny', error: { code: 'recently_denied' } });
+      expect(again.message).toContain('Reason: duplicate of R-7.');
+      expect(again.message).not.toContain('card flagged');
+    } finally {
+      await cooled.close();
+    }
   });
 
   it('a wait that ends unanswered resolves require_approval with the id and status; asking again reuses that approval', async () => {
