@@ -66,13 +66,13 @@ export function createTransport(options: TransportOptions): Transport {
   if (typeof options.url !== 'string' || !/^https?:\/\//.test(options.url)) throw new TypeError('createClient: `url` must be an http(s) URL');
   if (options.token === undefined && options.getToken === undefined) throw new TypeError('createClient: give `token` or `getToken`');
   const base = options.url.replace(/\/+$/, '');
-  const timeoutMs = options.timeoutMs ?? 10_000;
+  const timeoutMs = wholeMs(options.timeoutMs ?? 10_000, 'createClient');
   const fetchImpl: Fetch = options.fetch ?? globalThis.fetch;
   const tokenOf = async (): Promise<string> => options.token ?? (await options.getToken!());
 
   return {
     async request(method, path, o = {}) {
-      const limitMs = (o.timeoutMs ?? timeoutMs) + (o.holdMs ?? 0);
+      const limitMs = (o.timeoutMs === undefined ? timeoutMs : wholeMs(o.timeoutMs, `${method} ${path}`)) + (o.holdMs ?? 0);
       const timeout = AbortSignal.timeout(limitMs);
       const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
       const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${await tokenOf()}`, ...o.headers };
@@ -109,6 +109,13 @@ export function createTransport(options: TransportOptions): Transport {
       );
     },
   };
+}
+
+/** A timeout as AbortSignal.timeout() takes it: whole milliseconds, 0 or more. */
+function wholeMs(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw new TypeError(`${where}: \`timeoutMs\` must be whole milliseconds, 0 or more`);
+  return value;
 }
 
 /** Retry-After as delay-seconds or an HTTP-date (RFC 9110 section 10.2.3). */

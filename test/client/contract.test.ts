@@ -393,6 +393,8 @@ describe('what the client sends is what openapi.yaml accepts; what it answers is
     const slow: Fetch = (_u, init) =>
       new Promise((_resolve, reject) => init.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
     const hanging = createClient({ url, token: SUPPORT, fetch: slow, timeoutMs: 60_000 });
+    await expect(hanging.tools({ timeoutMs: 1.5 })).rejects.toThrow(/timeoutMs/);
+    expect(() => createClient({ url, token: SUPPORT, timeoutMs: -1 })).toThrow(/timeoutMs/);
     await expect(hanging.tools({ timeoutMs: 50 })).rejects.toMatchObject({
       name: 'GatehouseError',
       code: 'unreachable',
