@@ -1,9 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 // Two projects: `core`, the pure parts (strict JSON, the policy language and decide(), the
-// configuration, the log, the layering), which never start PostgreSQL (`npx vitest run --project
+// configuration, the log, the layering, the documents' citations), which never start PostgreSQL (`npx vitest run --project
 // core`); and `service`, everything around them, against one real PostgreSQL started once per run.
-const CORE = ['test/json/**/*.test.ts', 'test/policy/**/*.test.ts', 'test/config.test.ts', 'test/log.test.ts', 'test/house.test.ts'];
+const CORE = ['test/json/**/*.test.ts', 'test/policy/**/*.test.ts', 'test/config.test.ts', 'test/log.test.ts', 'test/house.test.ts', 'test/docs/**/*.test.ts'];
 
 export default defineConfig({
   test: {

@@ -8,7 +8,7 @@
 // on stderr (Claude Code's documented "block"), any other failure answers "deny", and everything it
 // asks Gatehouse is cut off --wait + 5 seconds after it started, which then answers "deny" too.
 import { join } from 'node:path';
-import { createClient, fileStore } from '../client/index.js';
+import { createClient, fileMemory } from '../client/index.js';
 import { nodeHttpFetch } from '../client/node-http.js';
 import { defineCommand, parseCommand, seconds, usageError } from './args.js';
 import { connectionOf, stateDirOf } from './connection.js';
@@ -84,7 +84,7 @@ export async function runHook(argv: string[], io: Io, stdin: () => Promise<strin
       token: connection.token,
       // One process per tool call: the approval filed for a call must outlive it, so that the same call
       // retried in the same session waits on (and redeems) that approval.
-      store: fileStore(join(stateDirOf(process.env), 'approvals')),
+      memory: fileMemory(join(stateDirOf(process.env), 'approvals')),
       // Every request ends by the deadline: a request cut off fails closed (deny), and an approval left
       // pending stays in the store for the retry, which a cancelled gate() would have withdrawn.
       // node:http, not the global fetch, whose first use costs more than the rest of the hook.

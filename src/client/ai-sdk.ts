@@ -22,6 +22,7 @@ import {
   stepOptions,
 } from './approval-pause.js';
 import type { GatehouseClient, PendingApproval } from './index.js';
+import type { RequestOptions } from './types.js';
 
 export { GatehouseAbortError, GatehouseRefusalError } from './approval-pause.js';
 
@@ -33,7 +34,7 @@ export { GatehouseAbortError, GatehouseRefusalError } from './approval-pause.js'
 export interface AiSdkGateOptions extends StepOptions {
   /** The run the calls belong to: sent as `run.id`, and the scope of "one approval per call". Use the same for all three parts. */
   runId?: string;
-  /** Facts the host sets about where the calls run (spec 5.3 `context`), the same for all three parts. */
+  /** Facts the host sets about where the calls run (spec section 5.3 `context`), the same for all three parts. */
   context?: Record<string, unknown>;
 }
 
@@ -79,7 +80,7 @@ export function gatehouseToolApproval(
   };
 }
 
-export interface SettleOptions extends AiSdkGateOptions {
+export interface SettleOptions extends AiSdkGateOptions, RequestOptions {
   /** How long to wait for operators, in all; default 600,000 (10 minutes); 0 looks once. */
   maxWaitMs?: number;
   /** Stops waiting; the approvals stay pending in Gatehouse for a later call to resume. */
@@ -225,7 +226,7 @@ function pausedCall(tool: string, args: Record<string, unknown>, options: AiSdkG
   };
 }
 
-/** Gatehouse judges a call's arguments as a JSON object (spec 5.3 `args`); a tool input that is not one is refused. */
+/** Gatehouse judges a call's arguments as a JSON object (spec section 5.3 `args`); a tool input that is not one is refused. */
 function argsOf(input: unknown): Record<string, unknown> | undefined {
   if (input === undefined || input === null) return {};
   return typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;

@@ -6,7 +6,7 @@
 // wrapped execute does, with gate(), when the run resumes, so one approval is filed, granted and
 // consumed once, and nothing runs that Gatehouse did not allow at the moment it runs.
 import type { GatehouseClient, PendingApproval } from './index.js';
-import type { ApprovalStatus, ToolCall } from './types.js';
+import type { ApprovalStatus, RequestOptions, ToolCall } from './types.js';
 
 /** A call as the tool will execute it (parsed arguments), and the run it belongs to. */
 export interface PausedCall {
@@ -22,8 +22,11 @@ export interface ApprovalRef {
   expiresAt: string | null;
 }
 
-/** What an adapter passes on to every gate() it makes (see GateOptions). */
-export interface StepOptions {
+/**
+ * What an adapter passes on to every gate() it makes (see GateOptions). `timeoutMs` is each
+ * request's timeout; the abort signal of a call is the framework's, where it gives one.
+ */
+export interface StepOptions extends Pick<RequestOptions, 'timeoutMs'> {
   /** How long a 503 is retried per Retry-After, at least; default 30,000 (gate()'s `maxRetryMs`). */
   maxRetryMs?: number;
   /** An approval that expired: `report` it to the model (default), or `refile` a new one (gate()'s `onExpired`). */
@@ -103,7 +106,7 @@ export async function askGatehouse(client: GatehouseClient, call: PausedCall, op
   }
 }
 
-export interface AwaitOptions extends StepOptions {
+export interface AwaitOptions extends StepOptions, RequestOptions {
   /** How long to wait for the operator; default 600,000 (10 minutes); 0 looks once. */
   maxWaitMs?: number;
   /** Stops the wait (the approval stays pending: a later call, or another process, resumes it). */
@@ -148,7 +151,11 @@ export async function awaitOperator(client: GatehouseClient, call: PausedCall, o
 
 /** Only the step options given (gate() takes no `undefined` for an option left out). */
 export function stepOptions(o: StepOptions): StepOptions {
-  return { ...(o.maxRetryMs !== undefined ? { maxRetryMs: o.maxRetryMs } : {}), ...(o.onExpired !== undefined ? { onExpired: o.onExpired } : {}) };
+  return {
+    ...(o.maxRetryMs !== undefined ? { maxRetryMs: o.maxRetryMs } : {}),
+    ...(o.onExpired !== undefined ? { onExpired: o.onExpired } : {}),
+    ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+  };
 }
 
 const runOf = (call: PausedCall): { runId?: string } => (call.runId !== undefined ? { runId: call.runId } : {});

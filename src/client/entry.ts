@@ -1,13 +1,14 @@
-// What gate() keeps in the approval store for a call, and the checks it passes before it is used.
-// A fileStore is a directory anyone with the user's rights can write, so an entry read back is not
+// What gate() keeps in the client's approval memory for a call, and the checks it passes before it is
+// used. A fileMemory is a directory anyone with the user's rights can write, so an entry read back is not
 // trusted: it is used only when it is one gate() could have written for this very call (the same
 // tool, canonical arguments and context, the same run, the redeem citing the entry's approval), and
 // an answer to its redeem allows only when Gatehouse consumed that approval for this call's hash.
-// Anything else is discarded and the call decided afresh (docs/client.md, "What the store gives back is checked").
+// Anything else is discarded and the call decided afresh (docs/client.md, "What the memory gives back is checked").
 import { canonicalize } from '../json/canonical.js';
 import { parseJson } from '../json/parse.js';
 import type { JsonValue } from '../json/value.js';
 import type { DecisionBody, ToolCall } from './types.js';
+import { DECIDE_REQUEST, toWire } from './wire.js';
 
 /** The approval filed for a call, and the redeem that was sent for it (its exact body and Idempotency-Key). */
 export interface Entry {
@@ -15,9 +16,9 @@ export interface Entry {
   redeem?: { key: string; body: string };
 }
 
-/** The redeem body of a call: the call as sent, citing the approval. */
+/** The redeem body of a call, as the wire has it: the call as sent, citing the approval. */
 export function redeemBody(call: ToolCall, approvalId: string): string {
-  return JSON.stringify({ ...call, approval_id: approvalId });
+  return JSON.stringify(toWire(DECIDE_REQUEST, { ...call, approvalId }));
 }
 
 /** The entry in `text`, when it is one for `call` (as sent, with its run); undefined when it is not. */

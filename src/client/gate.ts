@@ -7,16 +7,18 @@
 //
 // A redeem consumes the grant, so its answer must never be lost: the exact body and its
 // Idempotency-Key are stored before it is sent, and a retry (in this process or after a restart)
-// sends the same again and reads the kept answer (spec 5.3, Idempotency-Key). What the store gives
-// back is checked before it is used, and so is the answer to a redeem (./entry.ts).
+// sends the same again and reads the kept answer (spec section 5.3, Idempotency-Key). What the memory
+// gives back is checked before it is used, and so is the answer to a redeem (./entry.ts).
 import type { Routes } from './api.js';
 import type { Entry } from './entry.js';
 import { GatehouseError } from './http.js';
+import { type ApprovalMemory, callKey } from './memory.js';
 import type { RunLog } from './runs.js';
-import { type ApprovalStore, callKey } from './store.js';
-import type { Approval, ApprovalStatus, DecisionBody, DecisionKind, ToolCall } from './types.js';
+import type { Approval, ApprovalStatus, DecisionBody, DecisionKind, RequestOptions, ToolCall } from './types.js';
+import { deniedMessageOf } from './wire.js';
 
-export interface GateOptions {
+/** `timeoutMs` applies to each request gate() makes; `signal` to the whole of it. */
+export interface GateOptions extends RequestOptions {
   /** The run this call belongs to: sent as `run.id`, and the scope of "one approval per call". */
   runId?: string;
   /** Aborting it while an approval is pending withdraws the approval (status `cancelled`), unless `onAbort` is `keep`. */
@@ -72,11 +74,11 @@ export interface GateResult {
 
 export interface GateDeps {
   routes: Routes;
-  store: ApprovalStore;
+  memory: ApprovalMemory;
   runs: RunLog;
 }
 
-// The checks of what the store holds load the strict parser and the canonical form: only once there
+// The checks of what the memory holds load the strict parser and the canonical form: only once there
 // is something to check, so that an allowed call (most of the Claude Code hook's processes) does not.
 const loadEntryChecks = () => import('./entry.js');
 
@@ -98,7 +100,7 @@ export async function gate(deps: GateDeps, input: ToolCall, options: GateOptions
     return attempt.failed(err);
   }
   if (result.decision !== 'require_approval' && options.redeem !== false)
-    record({ tool: call.tool, decision: result.decision, ...(result.approval ? { approval_id: result.approval.id } : {}) });
+    record({ tool: call.tool, decision: result.decision, ...(result.approval ? { approvalId: result.approval.id } : {}) });
   return result;
 }
 
@@ -108,7 +110,7 @@ class Attempt {
   /** The end of retrying what the server asked to be retried: never before the wait's. */
   private readonly retryDeadline: number;
   private pendingId: string | undefined;
-  private storeKey: string | undefined;
+  private memoryKey: string | undefined;
 
   constructor(
     private readonly deps: GateDeps,
@@ -123,13 +125,13 @@ class Attempt {
 
   /** Computed only once a call needs an approval: an allowed call never hashes. */
   private async key(): Promise<string> {
-    this.storeKey ??= await callKey(this.runId, this.call);
-    return this.storeKey;
+    this.memoryKey ??= await callKey(this.runId, this.call);
+    return this.memoryKey;
   }
 
   async run(): Promise<GateResult> {
     const { routes } = this.deps;
-    const fresh = await this.retrying(() => routes.decide(this.call, this.signal()));
+    const fresh = await this.retrying(() => routes.decide(this.call, this.per()));
     if (fresh.decision !== 'require_approval') return finalOf(fresh);
     let entry = await this.entry();
     let expired: GateResult | undefined;
@@ -151,7 +153,7 @@ class Attempt {
       if (entry === undefined) {
         if (filings++ === MAX_FILINGS) return expired ?? finalOf(fresh);
         const idempotencyKey = `gatehouse-client:${crypto.randomUUID()}`;
-        const filed = await this.retrying(() => routes.file(this.call, { idempotencyKey, ...this.signal() }));
+        const filed = await this.retrying(() => routes.file(this.call, { idempotencyKey, ...this.per() }));
         if (filed.decision) return finalOf(filed.decision); // the policy changed in between: its answer
         entry = { id: filed.approval.id };
         await this.save(entry);
@@ -181,18 +183,18 @@ class Attempt {
       case 'granted':
       case 'consumed': {
         // consumed: by a redeem whose answer was lost, or by someone else; the server tells
-        if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expires_at);
+        if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expiresAt);
         const redeem = { key: `gatehouse-client:${crypto.randomUUID()}`, body: (await loadEntryChecks()).redeemBody(this.call, approval.id) };
         return this.redeem({ id: approval.id, redeem }, fresh);
       }
       default: {
         // denied, expired, cancelled: deciding again citing it gives the model the reason (or the policy's new answer).
-        const cited = await this.retrying(() => this.deps.routes.decide({ ...this.call, approval_id: approval.id }, this.signal()));
+        const cited = await this.retrying(() => this.deps.routes.decide({ ...this.call, approvalId: approval.id }, this.per()));
         await this.forget();
         if (cited.decision === 'require_approval' && approval.status === 'expired') {
           // Granted, then not used in time: an expired approval with a decision (a pending one expires undecided).
-          const granted = typeof approval.decided_at === 'string';
-          return expiredResult(this.call.tool, cited, { id: approval.id, expiresAt: approval.expires_at }, granted);
+          const granted = typeof approval.decidedAt === 'string';
+          return expiredResult(this.call.tool, cited, { id: approval.id, expiresAt: approval.expiresAt }, granted);
         }
         return finalOf(cited);
       }
@@ -206,7 +208,7 @@ class Attempt {
    */
   private async redeem(entry: Entry & { redeem: { key: string; body: string } }, fresh: DecisionBody): Promise<GateResult | undefined> {
     await this.save(entry);
-    const answer = await this.retrying(() => this.deps.routes.decide({ raw: entry.redeem.body }, { idempotencyKey: entry.redeem.key, ...this.signal() }), true);
+    const answer = await this.retrying(() => this.deps.routes.resend(entry.redeem.body, { idempotencyKey: entry.redeem.key, ...this.per() }), true);
     // The answer is read (allow, or the reason it cannot be): the grant is settled either way.
     await this.forget();
     const aboutIt =
@@ -216,7 +218,7 @@ class Attempt {
     if (!aboutIt) return undefined;
     // The grant lapsed before this redeem reached the server.
     if (answer.decision === 'require_approval' && answer.approval?.status === 'expired') {
-      return expiredResult(this.call.tool, answer, { id: entry.id, expiresAt: answer.next?.expires_at ?? null }, true);
+      return expiredResult(this.call.tool, answer, { id: entry.id, expiresAt: answer.next?.expiresAt ?? null }, true);
     }
     return finalOf(answer);
   }
@@ -233,14 +235,14 @@ class Attempt {
   private async waitFor(id: string, fresh: DecisionBody): Promise<Approval | undefined> {
     this.pendingId = id;
     let approval = await this.read(id, 0);
-    // Filed for another call (an entry planted in the store), or before the policy changed what this
+    // Filed for another call (an entry planted in the memory), or before the policy changed what this
     // call needs: never waited on, redeemed or reported for this one.
     if (approval !== undefined && !this.isThisCalls(approval, fresh)) approval = undefined;
     while (approval?.status === 'pending') {
       this.options.onPending?.({
         id,
         status: approval.status,
-        expiresAt: approval.expires_at,
+        expiresAt: approval.expiresAt,
         url: `/approvals/${encodeURIComponent(id)}`,
         message: fresh.message,
       });
@@ -256,7 +258,7 @@ class Attempt {
   /** GET /approvals/{id}, held up to `seconds` while pending; undefined when not found (not ours to see). */
   private async read(id: string, seconds: number): Promise<Approval | undefined> {
     try {
-      return await this.retrying(() => this.deps.routes.approval(id, seconds, this.options.signal));
+      return await this.retrying(() => this.deps.routes.approval(id, { waitSeconds: seconds, ...this.per() }));
     } catch (err) {
       if (err instanceof GatehouseError && err.status === 404) return undefined;
       throw err;
@@ -285,21 +287,22 @@ class Attempt {
     }
     if (this.options.signal?.aborted && this.pendingId !== undefined) {
       const id = this.pendingId;
-      const withdrawn = await this.deps.routes.cancel(id).catch(() => undefined);
+      // Not under the aborted signal, which would stop the withdrawal itself.
+      const withdrawn = await this.deps.routes.cancel(id, this.timeout()).catch(() => undefined);
       if (withdrawn) await this.forget().catch(() => undefined);
       return {
         decision: 'require_approval',
         message: `The "${tool}" action was not run: its approval was withdrawn before an operator answered.`,
         reason: 'the wait was cancelled',
-        approval: { id, status: withdrawn?.status ?? 'pending', expiresAt: withdrawn?.expires_at ?? null },
+        approval: { id, status: withdrawn?.status ?? 'pending', expiresAt: withdrawn?.expiresAt ?? null },
       };
     }
     const code = err instanceof GatehouseError ? err.code : this.options.signal?.aborted ? 'aborted' : 'client_error';
     const detail = err instanceof Error ? err.message : String(err);
     if (code === 'recently_denied') {
       // The operator's message for the agent (the note is for the record: the server never sends it here).
-      const said = (err as GatehouseError & { problem?: { approval?: { decision_message?: unknown } } }).problem?.approval?.decision_message;
-      const why = typeof said === 'string' && said !== '' ? ` Reason: ${said}.` : '';
+      const said = err instanceof GatehouseError ? deniedMessageOf(err.problem) : undefined;
+      const why = said !== undefined && said !== '' ? ` Reason: ${said}.` : '';
       return {
         decision: 'deny',
         reason: 'an operator recently denied this exact call',
@@ -334,13 +337,18 @@ class Attempt {
     }
   }
 
-  private signal(): { signal?: AbortSignal } {
-    return this.options.signal ? { signal: this.options.signal } : {};
+  /** The caller's options every request of this gate() carries. */
+  private per(): RequestOptions {
+    return { ...(this.options.signal ? { signal: this.options.signal } : {}), ...this.timeout() };
   }
 
-  /** The store's entry for this call, when it passes entryFor(); one that does not is removed. */
+  private timeout(): RequestOptions {
+    return this.options.timeoutMs !== undefined ? { timeoutMs: this.options.timeoutMs } : {};
+  }
+
+  /** The memory's entry for this call, when it passes entryFor(); one that does not is removed. */
   private async entry(): Promise<Entry | undefined> {
-    const text = await this.deps.store.get(await this.key());
+    const text = await this.deps.memory.get(await this.key());
     if (text === undefined) return undefined;
     const entry = (await loadEntryChecks()).entryFor(text, this.call);
     if (entry === undefined) await this.forget();
@@ -348,17 +356,17 @@ class Attempt {
   }
 
   private async save(entry: Entry): Promise<void> {
-    return this.deps.store.set(await this.key(), JSON.stringify(entry));
+    return this.deps.memory.set(await this.key(), JSON.stringify(entry));
   }
 
   private async forget(): Promise<void> {
-    return this.deps.store.delete(await this.key());
+    return this.deps.memory.delete(await this.key());
   }
 }
 
 function finalOf(body: DecisionBody): GateResult {
   const approval =
-    body.approval?.id === undefined ? undefined : { id: body.approval.id, status: body.approval.status ?? 'pending', expiresAt: body.next?.expires_at ?? null };
+    body.approval?.id === undefined ? undefined : { id: body.approval.id, status: body.approval.status ?? 'pending', expiresAt: body.next?.expiresAt ?? null };
   return { decision: body.decision, message: body.message, reason: body.reason, ...(approval ? { approval } : {}), body };
 }
 
@@ -380,7 +388,7 @@ function expiredResult(tool: string, body: DecisionBody, approval: { id: string;
 }
 
 function summary(a: Approval): { id: string; status: ApprovalStatus; expiresAt: string | null } {
-  return { id: a.id, status: a.status, expiresAt: a.expires_at };
+  return { id: a.id, status: a.status, expiresAt: a.expiresAt };
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

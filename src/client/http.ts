@@ -1,12 +1,14 @@
 // One HTTP exchange with Gatehouse: the bearer token, a timeout, JSON both ways, and every answer that
-// is not what the route promises turned into a GatehouseError carrying the problem's `code` (spec 5.1)
+// is not what the route promises turned into a GatehouseError carrying the problem's `code` (spec section 5.1)
 // and its Retry-After. Nothing here retries: what may be retried, and how long, is the caller's call.
+import type { RequestOptions } from './types.js';
 
 export interface Transport {
-  request(method: 'GET' | 'POST', path: string, options?: RequestOptions): Promise<Answer>;
+  request(method: 'GET' | 'POST', path: string, options?: Exchange): Promise<Answer>;
 }
 
-export interface RequestOptions {
+/** One request as a route sends it (./api.ts): the wire body and headers, and the caller's options. */
+export interface Exchange extends RequestOptions {
   body?: unknown;
   /** An exact body, sent as given (a retry that must repeat its first attempt byte for byte). */
   rawBody?: string;
@@ -15,7 +17,6 @@ export interface RequestOptions {
   accept?: readonly number[];
   /** Added to the timeout: a long-poll holds the request this long by design. */
   holdMs?: number;
-  signal?: AbortSignal;
 }
 
 export interface Answer {
@@ -40,6 +41,7 @@ export interface TransportOptions {
   url: string;
   token?: string;
   getToken?: () => string | Promise<string>;
+  /** Per request, default 10,000; a call's own `timeoutMs` replaces it. */
   timeoutMs?: number;
   fetch?: Fetch;
 }
@@ -51,6 +53,7 @@ export class GatehouseError extends Error {
     message: string,
     readonly status: number,
     readonly code: string,
+    /** The problem document as the server sent it (RFC 9457 members, wire names), or the body that was not an answer. */
     readonly problem?: unknown,
     /** From Retry-After, when the server sent one. */
     readonly retryAfterMs?: number,
@@ -63,13 +66,14 @@ export function createTransport(options: TransportOptions): Transport {
   if (typeof options.url !== 'string' || !/^https?:\/\//.test(options.url)) throw new TypeError('createClient: `url` must be an http(s) URL');
   if (options.token === undefined && options.getToken === undefined) throw new TypeError('createClient: give `token` or `getToken`');
   const base = options.url.replace(/\/+$/, '');
-  const timeoutMs = options.timeoutMs ?? 10_000;
+  const timeoutMs = wholeMs(options.timeoutMs ?? 10_000, 'createClient');
   const fetchImpl: Fetch = options.fetch ?? globalThis.fetch;
   const tokenOf = async (): Promise<string> => options.token ?? (await options.getToken!());
 
   return {
     async request(method, path, o = {}) {
-      const timeout = AbortSignal.timeout(timeoutMs + (o.holdMs ?? 0));
+      const limitMs = (o.timeoutMs === undefined ? timeoutMs : wholeMs(o.timeoutMs, `${method} ${path}`)) + (o.holdMs ?? 0);
+      const timeout = AbortSignal.timeout(limitMs);
       const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
       const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${await tokenOf()}`, ...o.headers };
       const payload = o.rawBody ?? (o.body === undefined ? null : JSON.stringify(o.body));
@@ -81,7 +85,7 @@ export function createTransport(options: TransportOptions): Transport {
         text = await res.text();
       } catch (err) {
         if (o.signal?.aborted) throw o.signal.reason ?? err;
-        const why = timeout.aborted ? `no answer within ${timeoutMs + (o.holdMs ?? 0)} ms` : String((err as Error)?.cause ?? err);
+        const why = timeout.aborted ? `no answer within ${limitMs} ms` : String((err as Error)?.cause ?? err);
         throw new GatehouseError(`Gatehouse could not be reached (${method} ${path}): ${why}`, 0, 'unreachable');
       }
       let body: unknown;
@@ -105,6 +109,13 @@ export function createTransport(options: TransportOptions): Transport {
       );
     },
   };
+}
+
+/** A timeout as AbortSignal.timeout() takes it: whole milliseconds, 0 or more. */
+function wholeMs(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw new TypeError(`${where}: \`timeoutMs\` must be whole milliseconds, 0 or more`);
+  return value;
 }
 
 /** Retry-After as delay-seconds or an HTTP-date (RFC 9110 section 10.2.3). */

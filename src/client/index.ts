@@ -1,52 +1,71 @@
 // `gatehouse-pdp/client`: the TypeScript client every adapter is built on (docs/client.md). It needs nothing
-// beyond Node's fetch. `gate()` is what a host calls before a tool runs; the rest are the routes.
-import { type ListQuery, routes } from './api.js';
+// beyond Node's fetch. `gate()` is what a host calls before a tool runs; the rest are the routes. Every
+// method takes its options last, a RequestOptions (`signal`, `timeoutMs`) or one that extends it.
+import { type Filing, type GetApprovalOptions, routes } from './api.js';
 import { type GateOptions, type GateResult, gate } from './gate.js';
 import { createTransport, type TransportOptions } from './http.js';
+import { type ApprovalMemory, processMemory } from './memory.js';
 import { createRunLog } from './runs.js';
-import { type ApprovalStore, memoryStore } from './store.js';
-import type { Approval, ApprovalPage, DecisionBody, ToolCall, ToolsResponse } from './types.js';
+import type {
+  Approval,
+  ApprovalPage,
+  DecideCall,
+  DecisionBody,
+  DenyTexts,
+  GrantTexts,
+  IdempotentOptions,
+  ListQuery,
+  RequestOptions,
+  ToolCall,
+  ToolsResponse,
+} from './types.js';
 
-export type { ListQuery } from './api.js';
+export type { Filing, GetApprovalOptions } from './api.js';
 export type { GateOptions, GateResult, PendingApproval } from './gate.js';
 export { GatehouseError } from './http.js';
-export { type ApprovalStore, fileStore, memoryStore } from './store.js';
+export { type ApprovalMemory, fileMemory, processMemory } from './memory.js';
 export type * from './types.js';
 
 export interface ClientOptions extends TransportOptions {
-  /** Where gate() keeps the approvals it filed: memoryStore() by default; fileStore(dir) survives a restart. */
-  store?: ApprovalStore;
+  /** Where gate() remembers the approvals it filed: processMemory() by default; fileMemory(dir) survives a restart. */
+  memory?: ApprovalMemory;
 }
 
 export interface GatehouseClient {
   /** POST /decide: the decision body (allow, deny, abort, require_approval); throws GatehouseError otherwise. */
-  decide(call: ToolCall): Promise<DecisionBody>;
+  decide(call: DecideCall, options?: IdempotentOptions): Promise<DecisionBody>;
   /** The final word on a call: `allow` means run it now. Never throws for a decision; fails closed. */
   gate(call: ToolCall, options?: GateOptions): Promise<GateResult>;
   /** GET /tools: what the caller may use. */
-  tools(): Promise<ToolsResponse>;
+  tools(options?: RequestOptions): Promise<ToolsResponse>;
   approvals: {
-    get(id: string, options?: { waitSeconds?: number; signal?: AbortSignal }): Promise<Approval>;
-    list(query?: ListQuery): Promise<ApprovalPage>;
-    grant(id: string, note?: string): Promise<Approval>;
-    deny(id: string, reason?: string): Promise<Approval>;
-    cancel(id: string): Promise<Approval>;
+    /** POST /approvals: the approval filed or found, or (409) the decision of a call that needs none. */
+    file(call: ToolCall, options?: IdempotentOptions): Promise<Filing>;
+    /** GET /approvals/{id}, held up to `waitSeconds` (0–60) while it is pending. */
+    get(id: string, options?: GetApprovalOptions): Promise<Approval>;
+    /** GET /approvals: a page of summaries, filtered. */
+    list(query?: ListQuery, options?: RequestOptions): Promise<ApprovalPage>;
+    grant(id: string, texts?: GrantTexts, options?: RequestOptions): Promise<Approval>;
+    /** `note` for the record (approvers only), `message` for the agent. */
+    deny(id: string, texts?: DenyTexts, options?: RequestOptions): Promise<Approval>;
+    cancel(id: string, options?: RequestOptions): Promise<Approval>;
   };
 }
 
 export function createClient(options: ClientOptions): GatehouseClient {
   const api = routes(createTransport(options));
-  const deps = { routes: api, store: options.store ?? memoryStore(), runs: createRunLog() };
+  const deps = { routes: api, memory: options.memory ?? processMemory(), runs: createRunLog() };
   return {
-    decide: (call) => api.decide(call),
+    decide: (call, o) => api.decide(call, o),
     gate: (call, o) => gate(deps, call, o),
-    tools: () => api.tools(),
+    tools: (o) => api.tools(o),
     approvals: {
-      get: (id, o = {}) => api.approval(id, o.waitSeconds, o.signal),
-      list: (q) => api.list(q),
-      grant: (id, note) => api.grant(id, note),
-      deny: (id, reason) => api.deny(id, reason),
-      cancel: (id) => api.cancel(id),
+      file: (call, o) => api.file(call, o),
+      get: (id, o) => api.approval(id, o),
+      list: (q, o) => api.list(q, o),
+      grant: (id, texts, o) => api.grant(id, texts, o),
+      deny: (id, texts, o) => api.deny(id, texts, o),
+      cancel: (id, o) => api.cancel(id, o),
     },
   };
 }

@@ -34,6 +34,7 @@ import {
   stepOptions,
 } from './approval-pause.js';
 import type { GatehouseClient, PendingApproval } from './index.js';
+import type { RequestOptions } from './types.js';
 
 export { GatehouseAbortError, GatehouseRefusalError } from './approval-pause.js';
 
@@ -48,7 +49,7 @@ export interface AgentsGateOptions<Context = unknown> extends StepOptions {
    * function reads it from the run's context (the object given to run() as `context`).
    */
   runId?: string | ((runContext: RunContext<Context>) => string | undefined);
-  /** Facts the host sets about where the calls run (spec 5.3 `context`). */
+  /** Facts the host sets about where the calls run (spec section 5.3 `context`). */
   context?: Record<string, unknown>;
 }
 
@@ -181,7 +182,8 @@ export function gatedTool<
   } as ToolOptions<TParameters, Context, TOutputSchema>);
 }
 
-export interface SettleOptions {
+/** `timeoutMs` here is each request's, over the tools' own. */
+export interface SettleOptions extends RequestOptions {
   /** How long to wait for operators, in all; default 600,000 (10 minutes); 0 looks once. */
   maxWaitMs?: number;
   /** Stops waiting; the approvals stay pending in Gatehouse for a later call to resume. */
@@ -239,6 +241,7 @@ export async function settleInterruptions(
     }
     const answer = await awaitOperator(client, marked.callOf(args, result.runContext), {
       ...marked.step,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       maxWaitMs: Math.max(0, deadline - Date.now()),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onPending ? { onPending: (a) => options.onPending?.({ ...a, callId }) } : {}),
@@ -295,7 +298,7 @@ function parsedArguments(text: string | undefined): Record<string, unknown> | un
   }
 }
 
-/** Gatehouse judges a call's arguments as a JSON object (spec 5.3 `args`); a tool input that is not one is refused. */
+/** Gatehouse judges a call's arguments as a JSON object (spec section 5.3 `args`); a tool input that is not one is refused. */
 function argsOf(input: unknown): Record<string, unknown> | undefined {
   if (input === undefined || input === null) return {};
   return typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;

@@ -1,4 +1,4 @@
-// The run view a client keeps for the host (spec 5.3: `run.steps`), so policies that count a run's
+// The run view a client keeps for the host (spec section 5.3: `run.steps`), so policies that count a run's
 // calls (`limits.max_calls`, `count(steps, …)`) see them without the host recording each one. Kept in
 // memory per run id; a caller that passes `run.steps` itself keeps its own view and this stays out.
 import type { RunStep, ToolCall } from './types.js';

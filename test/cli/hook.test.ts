@@ -11,7 +11,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { directory, hookOutputOf, parseHookInput, toolCallOf } from '../../src/cli/hook/claude-code.js';
-import { callKey, fileStore } from '../../src/client/store.js';
+import { callKey, fileMemory } from '../../src/client/memory.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { listenLoopback } from '../helpers/http.js';
@@ -260,7 +260,7 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
 // but cannot forge Gatehouse's answers: whatever they plant, the hook never allows a call that
 // Gatehouse has not allowed for exactly that call, and a planted entry is discarded, not obeyed.
 describe('a planted state file', () => {
-  const approvals = fileStore(join(state, 'approvals'));
+  const approvals = fileMemory(join(state, 'approvals'));
   type Input = ReturnType<typeof preToolUse>;
   /** The store key of this hook input's call: where the hook looks for its entry. */
   const keyOf = (input: Input): Promise<string> =>

@@ -10,7 +10,7 @@ type Status = ToolsResponse['tools'][number]['status'];
 const entry = (name: string, status: Status | string, policy = 'p') => ({
   name,
   policy,
-  kind: 'remote_mutation',
+  kind: 'remote_mutation' as const,
   tags: [],
   status: status as Status,
   rules: [],

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Approval, type ClientOptions, createClient, type GatehouseClient } from '../../src/client/index.js';
+import { type ApprovalSummary, type ClientOptions, createClient, type GatehouseClient } from '../../src/client/index.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { listenLoopback } from '../helpers/http.js';
 
@@ -18,7 +18,7 @@ export interface Gatehouse {
   /** A client of an operator (approver role): grants and denies over REST. */
   operator: GatehouseClient;
   /** Every approval filed with this run id, oldest first. */
-  approvalsOf(runId: string): Promise<Approval[]>;
+  approvalsOf(runId: string): Promise<ApprovalSummary[]>;
   /** Makes an approval lapse now, by the database clock (as APPROVAL_TTL or GRANT_TTL running out would). */
   expire(id: string): Promise<void>;
   tempDir(): Promise<string>;
@@ -36,12 +36,12 @@ export async function startGatehouse(): Promise<Gatehouse> {
     agent: (options = {}) => createClient({ url, token, ...options }),
     operator,
     async approvalsOf(runId) {
-      const all: Approval[] = [];
+      const all: ApprovalSummary[] = [];
       for (let cursor: string | undefined; ; ) {
         const page = await operator.approvals.list({ limit: 200, ...(cursor !== undefined ? { cursor } : {}) });
-        all.push(...page.items.filter((a) => a.run_id === runId));
-        if (page.next_cursor === null) return all.reverse();
-        cursor = page.next_cursor;
+        all.push(...page.items.filter((a) => a.runId === runId));
+        if (page.nextCursor === null) return all.reverse();
+        cursor = page.nextCursor;
       }
     },
     async expire(id) {

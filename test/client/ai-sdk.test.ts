@@ -4,13 +4,13 @@
 // toolApproval is granted over REST and redeemed once by the tool's gate(), an operator's denial
 // reaches the model, an approval that expires is reported to the model (never silently filed again),
 // a 503 in the approval step is retried per Retry-After within its bound, a restarted process resumes
-// the same approval from a fileStore, and streamText and streaming (async generator) tools go the same way.
+// the same approval from a fileMemory, and streamText and streaming (async generator) tools go the same way.
 import { generateText, type ModelMessage, streamText, tool } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { GatehouseAbortError, gatehouseToolApproval, gateTools, type PendingRequest, settleApprovalRequests } from '../../src/client/ai-sdk.js';
-import { fileStore, type GatehouseClient } from '../../src/client/index.js';
+import { fileMemory, type GatehouseClient } from '../../src/client/index.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { expiredMessage, firstPending, type Gatehouse, loseFirstRedeemAnswer, newRunId, startGatehouse } from './adapters-fixture.js';
 
@@ -205,7 +205,7 @@ describe('gateTools alone: execute is the enforcement point', () => {
     });
     const { id } = await waiting.seen;
     expect(ledger).toEqual([]);
-    await gh.operator.approvals.grant(id, 'checked');
+    await gh.operator.approvals.grant(id, { note: 'checked' });
     await run;
     expect(ledger).toEqual(['refund G1 150']);
     expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[id, 'consumed']]);
@@ -255,7 +255,7 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     expect(early.responses).toEqual([]);
     expect(early.pending.map((p: PendingRequest) => p.approval.id)).toEqual([filed!.id]);
 
-    await gh.operator.approvals.grant(filed!.id, 'customer called');
+    await gh.operator.approvals.grant(filed!.id, { note: 'customer called' });
     const { responses, pending } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
     expect(pending).toEqual([]);
     expect(responses).toEqual([{ type: 'tool-approval-response', approvalId: requests[0]!.approvalId, approved: true }]);
@@ -286,7 +286,7 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     const client = gh.agent();
     const { model, first, messages } = await stopForOperator(client, ledger, runId, 'R3');
     const [filed] = await gh.approvalsOf(runId);
-    await gh.operator.approvals.deny(filed!.id, 'duplicate of an earlier refund');
+    await gh.operator.approvals.deny(filed!.id, { message: 'duplicate of an earlier refund' });
     const { responses } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
     expect(responses).toMatchObject([{ approved: false, reason: expect.stringContaining('duplicate of an earlier refund') }]);
     await resume(model, client, ledger, runId, [...messages, { role: 'tool', content: responses }]);
@@ -332,11 +332,11 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'consumed']]);
   });
 
-  it('a restart mid-wait: a new process (new client, same fileStore) resumes the same approval, and the tool runs once', async () => {
+  it('a restart mid-wait: a new process (new client, same fileMemory) resumes the same approval, and the tool runs once', async () => {
     const ledger: string[] = [];
     const runId = newRunId();
     const dir = await gh.tempDir();
-    const before = gh.agent({ store: fileStore(dir) });
+    const before = gh.agent({ memory: fileMemory(dir) });
     const { model, first, messages } = await stopForOperator(before, ledger, runId, 'R5');
     // The first process waits, and goes away while it waits.
     const gone = new AbortController();
@@ -346,7 +346,7 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     gone.abort();
     expect((await interrupted).pending.map((p) => p.approval.id)).toEqual([id]);
 
-    const after = gh.agent({ store: fileStore(dir) });
+    const after = gh.agent({ memory: fileMemory(dir) });
     await gh.operator.approvals.grant(id);
     const { responses, pending } = await settleApprovalRequests(first, after, { runId, maxWaitMs: 0 });
     expect(pending).toEqual([]);

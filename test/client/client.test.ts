@@ -8,8 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createClient, fileStore, type GatehouseClient, memoryStore, type ToolCall } from '../../src/client/index.js';
-import { callKey } from '../../src/client/store.js';
+import { createClient, fileMemory, type GatehouseClient, processMemory, type ToolCall } from '../../src/client/index.js';
+import { callKey } from '../../src/client/memory.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { startFaultProxy, startServer } from '../helpers/fault-proxy.js';
 import { listenLoopback } from '../helpers/http.js';
@@ -52,7 +52,7 @@ async function expire(id: string): Promise<void> {
 async function approvalsOf(runId: string): Promise<[string, string][]> {
   const page = await operator().approvals.list({ tool: 'refund', limit: 200 });
   return page.items
-    .filter((a) => a.run_id === runId)
+    .filter((a) => a.runId === runId)
     .reverse()
     .map((a) => [a.id, a.status]);
 }
@@ -102,21 +102,40 @@ describe('gate', () => {
     const pending = pendingId();
     const result = client().gate(call, { runId: 'run-grant', onPending: pending.onPending });
     const id = await pending.id;
-    const granted = await operator().approvals.grant(id, 'looks fine');
+    const granted = await operator().approvals.grant(id, { note: 'looks fine' });
     expect(granted.status).toBe('granted');
     const final = await result;
     expect(final).toMatchObject({ decision: 'allow', approval: { id, status: 'consumed' } });
     const stored = await operator().approvals.get(id);
-    expect(stored).toMatchObject({ status: 'consumed', run_id: 'run-grant', args: call.args });
+    expect(stored).toMatchObject({ status: 'consumed', runId: 'run-grant', args: call.args });
   });
 
-  it('an operator denial reaches the model with its reason', async () => {
+  it("an operator denial reaches the model with its message, never the operators' note", async () => {
     const pending = pendingId();
     const result = client().gate(refund(), { onPending: pending.onPending });
-    await operator().approvals.deny(await pending.id, 'the order was already refunded');
+    await operator().approvals.deny(await pending.id, { note: 'card flagged for chargebacks', message: 'the order was already refunded' });
     const final = await result;
     expect(final.decision).toBe('deny');
     expect(final.message).toContain('the order was already refunded');
+    expect(final.message).not.toContain('chargebacks');
+    expect(final.body?.decisionId).toEqual(expect.any(String));
+  });
+
+  it('the same call again within DENIED_COOLDOWN: deny `recently_denied`, with the operator message and not the note', async () => {
+    const cooled = await createTestApp({ database: true, env: 'prod', deniedCooldownMs: 60_000 });
+    try {
+      const base = `http://127.0.0.1:${await listenLoopback(cooled.app)}`;
+      const call = refund();
+      const first = await createClient({ url: base, token: SUPPORT }).gate(call, { maxWaitMs: 0 });
+      await createClient({ url: base, token: OPERATOR }).approvals.deny(first.approval!.id, { note: 'card flagged', message: 'duplicate of R-7' });
+      // A new process: its memory holds nothing, so it files, and is told the call was just denied.
+      const again = await createClient({ url: base, token: SUPPORT }).gate(call, { maxWaitMs: 0 });
+      expect(again).toMatchObject({ decision: 'deny', error: { code: 'recently_denied' } });
+      expect(again.message).toContain('Reason: duplicate of R-7.');
+      expect(again.message).not.toContain('card flagged');
+    } finally {
+      await cooled.close();
+    }
   });
 
   it('a wait that ends unanswered resolves require_approval with the id and status; asking again reuses that approval', async () => {
@@ -129,7 +148,7 @@ describe('gate', () => {
     expect(second.approval?.id).toBe(first.approval?.id);
     const mine = await c.approvals.list({ tool: 'refund', status: 'pending' });
     expect(mine.items.filter((a) => a.id === first.approval?.id)).toHaveLength(1);
-    expect(mine.items.filter((a) => a.run_id === 'run-twice')).toHaveLength(1);
+    expect(mine.items.filter((a) => a.runId === 'run-twice')).toHaveLength(1);
   });
 
   it('aborting the wait withdraws the approval', async () => {
@@ -166,26 +185,26 @@ describe('gate', () => {
     expect((await operator().approvals.get(id)).status).toBe('pending');
   });
 
-  it('survives a restart: a new process with the same file store waits on and redeems the same approval', async () => {
+  it('survives a restart: a new process with the same file memory waits on and redeems the same approval', async () => {
     const dir = await tempDir();
     const call = refund();
-    const before = await client({ store: fileStore(dir) }).gate(call, { runId: 'run-restart', maxWaitMs: 0 });
+    const before = await client({ memory: fileMemory(dir) }).gate(call, { runId: 'run-restart', maxWaitMs: 0 });
     const id = before.approval?.id;
     expect(id).toBeTypeOf('string');
     await operator().approvals.grant(id!);
-    const after = await client({ store: fileStore(dir) }).gate(call, { runId: 'run-restart' });
+    const after = await client({ memory: fileMemory(dir) }).gate(call, { runId: 'run-restart' });
     expect(after).toMatchObject({ decision: 'allow', approval: { id, status: 'consumed' } });
   });
 
-  it("a store entry naming another call's pending approval: never waited on, reported or withdrawn; this call files its own", async () => {
+  it("a memory entry naming another call's pending approval: never waited on, reported or withdrawn; this call files its own", async () => {
     const other = await client().gate(refund(), { runId: 'run-planted', maxWaitMs: 0 });
     const otherId = other.approval!.id;
     const call = refund();
-    const store = memoryStore();
-    await store.set(await callKey('run-planted', call), JSON.stringify({ id: otherId }));
+    const memory = processMemory();
+    await memory.set(await callKey('run-planted', call), JSON.stringify({ id: otherId }));
     const heard: string[] = [];
     const abort = new AbortController();
-    const result = client({ store }).gate(call, { runId: 'run-planted', signal: abort.signal, onPending: (p) => heard.push(p.id) });
+    const result = client({ memory }).gate(call, { runId: 'run-planted', signal: abort.signal, onPending: (p) => heard.push(p.id) });
     await vi.waitFor(() => expect(heard.length).toBeGreaterThan(0), { timeout: 10_000 });
     abort.abort();
     const own = (await result).approval!.id;
@@ -413,18 +432,18 @@ describe('a redeem whose answer is lost', () => {
     const proxy = await startFaultProxy(url, (_req, body) => (body.includes('"approval_id"') && losing ? 'lose-answer' : 'forward'));
     try {
       const call = refund();
-      const first = await createClient({ url: proxy.url, token: SUPPORT, store: fileStore(dir) }).gate(call, { runId: 'r', maxWaitMs: 0 });
+      const first = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, { runId: 'r', maxWaitMs: 0 });
       await operator().approvals.grant(first.approval!.id);
       // Every answer to the redeem is lost: the process gives up, failing closed.
-      const lost = await createClient({ url: proxy.url, token: SUPPORT, store: fileStore(dir) }).gate(call, { runId: 'r', maxWaitMs: 5000 });
+      const lost = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, { runId: 'r', maxWaitMs: 5000 });
       expect(lost.decision).toBe('deny');
       expect(lost.error?.code).toBe('unreachable');
       expect((await operator().approvals.get(first.approval!.id)).status).toBe('consumed');
       losing = false;
-      const resumed = await createClient({ url: proxy.url, token: SUPPORT, store: fileStore(dir) }).gate(call, { runId: 'r' });
+      const resumed = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, { runId: 'r' });
       expect(resumed).toMatchObject({ decision: 'allow', approval: { id: first.approval!.id, status: 'consumed' } });
-      // The store forgets a settled call: the same call again needs a new approval.
-      const again = await createClient({ url: proxy.url, token: SUPPORT, store: fileStore(dir) }).gate(call, { runId: 'r', maxWaitMs: 0 });
+      // The memory forgets a settled call: the same call again needs a new approval.
+      const again = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, { runId: 'r', maxWaitMs: 0 });
       expect(again.decision).toBe('require_approval');
       expect(again.approval?.id).not.toBe(first.approval!.id);
     } finally {

@@ -1,4 +1,4 @@
-// The checks an approval store's entry passes before gate() uses it, and those a redeem's allow
+// The checks an entry of the client's approval memory passes before gate() uses it, and those a redeem's allow
 // passes before gate() answers allow (src/client/entry.ts): table cases of what is kept and what is
 // discarded. The same attacks end to end, through the hook and a real server: test/cli/hook.test.ts.
 import { describe, expect, it } from 'vitest';
@@ -85,7 +85,9 @@ describe("isConsentFor: a redeem's allow counts only as this approval consumed f
   it('never without a hash to compare with, or for anything but allow', () => {
     const consumed = allow({ id: ID, status: 'consumed', hash: HASH });
     expect(isConsentFor(consumed, ID, { ...fresh, approval: undefined })).toBe(false);
-    expect(isConsentFor(allow({ id: ID, status: 'consumed', hash: '' }), ID, { ...fresh, approval: { kind: 'confirm', hash: '' } })).toBe(false);
+    expect(
+      isConsentFor(allow({ id: ID, status: 'consumed', hash: '' }), ID, { ...fresh, approval: { kind: 'confirm', hash: '' } as DecisionBody['approval'] }),
+    ).toBe(false);
     expect(isConsentFor({ ...consumed, decision: 'deny' }, ID, fresh)).toBe(false);
   });
 });

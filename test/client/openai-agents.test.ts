@@ -3,13 +3,13 @@
 // Gatehouse refused runs (each tool writes a ledger), a refusal's message is in the model's next
 // input, an abort ends the run, an approval is granted over REST and redeemed once by the tool's
 // gate(), an approval that expires is reported to the model (never silently filed again), a 503 in
-// needsApproval is retried per Retry-After, a restarted process (new client, same fileStore, the run
+// needsApproval is retried per Retry-After, a restarted process (new client, same fileMemory, the run
 // state from its string) resumes the same approval, and a redeem whose answer is lost runs the tool once.
 import { Agent, RunState, Runner, ToolCallError, tool } from '@openai/agents';
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { fileStore, type GatehouseClient } from '../../src/client/index.js';
+import { fileMemory, type GatehouseClient } from '../../src/client/index.js';
 import { GatehouseAbortError, gatedTool, settleInterruptions } from '../../src/client/openai-agents.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { expiredMessage, firstPending, type Gatehouse, loseFirstRedeemAnswer, newRunId, startGatehouse } from './adapters-fixture.js';
@@ -190,7 +190,7 @@ describe('an approval: filed by needsApproval, decided in Gatehouse, redeemed by
     expect(early.pending).toBe(true);
     expect(early.settled).toMatchObject([{ outcome: 'pending', approval: { id: filed!.id, status: 'pending' } }]);
 
-    await gh.operator.approvals.grant(filed!.id, 'customer called');
+    await gh.operator.approvals.grant(filed!.id, { note: 'customer called' });
     const { settled, pending } = await settleInterruptions(first, client, { maxWaitMs: 0 });
     expect(pending).toBe(false);
     expect(settled).toMatchObject([{ outcome: 'approved', approval: { id: filed!.id, status: 'granted' } }]);
@@ -226,7 +226,7 @@ describe('an approval: filed by needsApproval, decided in Gatehouse, redeemed by
     const agent = agentWith(client, ledger, model);
     const first = await runner.run(agent, 'Refund R3.', { context: { runId } });
     const [filed] = await gh.approvalsOf(runId);
-    await gh.operator.approvals.deny(filed!.id, 'duplicate of an earlier refund');
+    await gh.operator.approvals.deny(filed!.id, { message: 'duplicate of an earlier refund' });
     const { settled } = await settleInterruptions(first, client, { maxWaitMs: 0 });
     expect(settled).toMatchObject([{ outcome: 'rejected', message: expect.stringContaining('duplicate of an earlier refund') }]);
     await runner.run(agent, first.state);
@@ -266,11 +266,11 @@ describe('an approval: filed by needsApproval, decided in Gatehouse, redeemed by
     expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['pending']);
   });
 
-  it('a restart mid-wait: a new process (new client, same fileStore, the state from its string) resumes the same approval; the tool runs once', async () => {
+  it('a restart mid-wait: a new process (new client, same fileMemory, the state from its string) resumes the same approval; the tool runs once', async () => {
     const ledger: string[] = [];
     const runId = newRunId();
     const dir = await gh.tempDir();
-    const before = gh.agent({ store: fileStore(dir) });
+    const before = gh.agent({ memory: fileMemory(dir) });
     const model = new ScriptedModel([[call('refund', { order: 'R5', amount: 150 })], [assistantMessage('Refunded.')]]);
     const first = await runner.run(agentWith(before, ledger, model), 'Refund R5.', { context: { runId } });
     const gone = new AbortController();
@@ -281,8 +281,8 @@ describe('an approval: filed by needsApproval, decided in Gatehouse, redeemed by
     expect((await interrupted).settled).toMatchObject([{ outcome: 'pending', approval: { id } }]);
     const saved = first.state.toString();
 
-    // The new process: its own client on the same store, its own tools, the run state read back.
-    const after = gh.agent({ store: fileStore(dir) });
+    // The new process: its own client on the same memory, its own tools, the run state read back.
+    const after = gh.agent({ memory: fileMemory(dir) });
     const agent = agentWith(after, ledger, model);
     const state = await RunState.fromString<RunCtx, typeof agent>(agent, saved);
     await gh.operator.approvals.grant(id);

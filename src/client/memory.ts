@@ -1,19 +1,21 @@
-// Where gate() remembers the approval it filed for a call, keyed by run and call, so a call asked about
-// twice (a framework that checks "needs approval?" and later executes, a retried hook, a restarted
-// process) waits on and redeems the one approval instead of filing another.
+// The client's memory of the approvals gate() filed: for a call, keyed by run and call, the approval's
+// id and the redeem sent for it, so a call asked about twice (a framework that checks "needs
+// approval?" and later executes, a retried hook, a restarted process) waits on and redeems the one
+// approval instead of filing another. The approvals themselves live in Gatehouse's database; this is
+// only the host's note of which one is its call's (docs/client.md, "One approval per call per run").
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ToolCall } from './types.js';
 
 /** Values are opaque strings written by gate(); keep them as given. */
-export interface ApprovalStore {
+export interface ApprovalMemory {
   get(key: string): Promise<string | undefined>;
   set(key: string, value: string): Promise<void>;
   delete(key: string): Promise<void>;
 }
 
 /** In this process only: the default. */
-export function memoryStore(): ApprovalStore {
+export function processMemory(): ApprovalMemory {
   const values = new Map<string, string>();
   return {
     get: async (key) => values.get(key),
@@ -27,7 +29,7 @@ export function memoryStore(): ApprovalStore {
  * into place, so several processes (one hook process per tool call) never lose each other's entries
  * and a crash never leaves half an entry. An entry is removed once its approval is spent.
  */
-export function fileStore(directory: string): ApprovalStore {
+export function fileMemory(directory: string): ApprovalMemory {
   const fileOf = async (key: string): Promise<string> => join(directory, `${(await sha256Hex(key)).slice(0, 40)}.json`);
   return {
     async get(key) {
@@ -42,7 +44,7 @@ export function fileStore(directory: string): ApprovalStore {
       try {
         entry = JSON.parse(text) as typeof entry;
       } catch {
-        return undefined; // not a file this store wrote: no entry (the next set() replaces it)
+        return undefined; // not a file this memory wrote: no entry (the next set() replaces it)
       }
       // The name is a hash of the key: the key inside guards against the (theoretical) collision.
       return entry?.key === key && typeof entry.value === 'string' ? entry.value : undefined;
@@ -63,7 +65,7 @@ export function fileStore(directory: string): ApprovalStore {
 }
 
 /**
- * The store key of a call: its run and a hash of what decides which approval it needs (tool, args,
+ * The memory's key for a call: its run and a hash of what decides which approval it needs (tool, args,
  * context; the run view changes from step to step and is not part of the approval's hash either).
  */
 export async function callKey(runId: string | undefined, call: ToolCall): Promise<string> {
