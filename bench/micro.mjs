@@ -1,14 +1,17 @@
 // Micro-benchmarks of the built code (dist/): decide() over generated policy sets of 100 and 10,000
-// rules, explain(), the strict JSON parser against JSON.parse, canonical form + SHA-256, and the
-// rule index's plan() miss against a hit. Every figure: a warm-up, then several timed runs; the
-// per-op time is sampled per batch of ops (a batch takes about 20 µs), median and p99 over samples.
+// rules, explain(), the strict JSON parser against JSON.parse, canonical form + SHA-256, the
+// rule index's plan() miss against a hit, and the pii guard's scan. Every figure: a warm-up, then
+// several timed runs; the per-op time is sampled per batch of ops (a batch takes about 20 µs),
+// median and p99 over samples.
 //
 //   node bench/micro.mjs [--quick] [--json out.json]
+//   node bench/micro.mjs --guards [--quick]   (the guard scans alone)
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { approvalHash, canonicalize, sha256 } from '../dist/json/canonical.js';
 import { parseJson } from '../dist/json/parse.js';
 import { decide, explain } from '../dist/policy/decide.js';
+import { runGuard } from '../dist/policy/guards.js';
 import { loadConfig } from '../dist/config.js';
 import { buildPolicySet, loadPolicies } from '../dist/policy/load.js';
 import { DECIDE_BODY, DECIDE_TEXT, IDENTITY, largeBody } from './lib/bodies.mjs';
@@ -28,9 +31,24 @@ export const TARGETS = {
   builtin1KiBUs: 20,
 };
 
-export async function runMicro({ quick = false, log = console.log } = {}) {
-  const opts = quick ? { warmupMs: 50, runs: 3, runMs: 60 } : { warmupMs: 300, runs: 5, runMs: 300 };
+/** @param {boolean} quick */
+function measureOptions(quick) {
+  return quick ? { warmupMs: 50, runs: 3, runMs: 60 } : { warmupMs: 300, runs: 5, runMs: 300 };
+}
+
+/** @typedef {{ medianUs: number, p99Us: number, opsPerSec: number }} Measured */
+/** @typedef {Measured & { group: string, name: string, extra: string }} Row */
+/** @typedef {(group: string, name: string, r: Measured, extra?: string) => Measured} Add */
+
+/**
+ * Rows collected, each printed as it comes.
+ * @param {(line: string) => void} log
+ * @returns {{ rows: Row[], add: Add }}
+ */
+function collector(log) {
+  /** @type {Row[]} */
   const rows = [];
+  /** @type {Add} */
   const add = (group, name, r, extra = '') => {
     rows.push({ group, name, ...r, extra });
     log(
@@ -38,6 +56,12 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     );
     return r;
   };
+  return { rows, add };
+}
+
+export async function runMicro({ quick = false, log = console.log } = {}) {
+  const opts = measureOptions(quick);
+  const { rows, add } = collector(log);
 
   // ---- decide() over generated sets --------------------------------------------------------------
   const identity = { user: 'u1', team: 'team3', agent: 'bot1', roles: [] };
@@ -247,6 +271,8 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     plan[n] = { missUs: miss.medianUs, hitUs: hit.medianUs };
   }
 
+  guardsMicro(opts, add, log);
+
   // ---- the parts of one POST /decide --------------------------------------------------------------
   log('the parts of one POST /decide (what Gatehouse adds to Fastify), each alone');
   const parts = await requestParts(opts, add, payments);
@@ -312,6 +338,38 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     },
   ];
   return { rows, parse, plan, parts, checks, loadMs: { 100: sets[100].loadMs, 10000: sets[10_000].loadMs } };
+}
+
+/**
+ * The pii guard's scan (one walk over the arguments, every detector on each string): the benchmark
+ * body's arguments (nothing found: the common case), the 100 KB body's (non-ASCII titles, so each is
+ * folded and scanned again), and 1 KiB of prose with a card number at its end.
+ */
+function guardsMicro(opts, add, log) {
+  log("runGuard('pii'): one scan of a request's arguments");
+  const small = DECIDE_BODY.args;
+  add(
+    'guard pii',
+    `the /decide body's args (${JSON.stringify(small).length} B)`,
+    measure(() => runGuard('pii', small), opts),
+    `→ ${runGuard('pii', small)?.kind ?? 'nothing'}`,
+  );
+  const large = largeBody().args;
+  add(
+    'guard pii',
+    `the 100 KB body's args (${JSON.stringify(large).length} B)`,
+    measure(() => runGuard('pii', large), opts),
+    `→ ${runGuard('pii', large)?.kind ?? 'nothing'}`,
+  );
+  let prose = 'Customer wrote:';
+  for (let k = 0; prose.length < 1000; k++) prose += ` order A-2024-${100000 + k} arrived on 2024-05-${10 + (k % 20)} at 10:${10 + (k % 50)},`;
+  const tail = { note: `${prose.slice(0, 1000)} card 4111 1111 1111 1111` };
+  add(
+    'guard pii',
+    `1 KiB of prose, a card at its end`,
+    measure(() => runGuard('pii', tail), opts),
+    `→ ${runGuard('pii', tail)?.kind ?? 'nothing'}`,
+  );
 }
 
 /**
@@ -478,6 +536,12 @@ export function printMicro(result, print = console.log) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = parseArgs();
+  if (args.extra.guards) {
+    const { rows, add } = collector(console.log);
+    guardsMicro(measureOptions(args.quick), add, console.log);
+    printMicro({ rows, checks: [] });
+    process.exit(0);
+  }
   const result = await runMicro({ quick: args.quick });
   printMicro(result);
   if (args.json) (await import('node:fs')).writeFileSync(args.json, JSON.stringify(result, null, 2));
