@@ -1,3 +1,4 @@
+// @ts-check
 // The request bodies and tokens every benchmark uses, so all of them measure the same thing.
 import { createHmac } from 'node:crypto';
 
@@ -25,6 +26,7 @@ export const DECIDE_TEXT = JSON.stringify(DECIDE_BODY);
 
 /** A ~100 KB body: the same shape with a long list of order lines in args. */
 export function largeBody(targetBytes = 100 * 1024) {
+  /** @type {Record<string, unknown>[]} */
   const items = [];
   const body = { tool: 'bulk_refund', args: { order: 'A-2024-000123', items }, run: DECIDE_BODY.run };
   let k = 0;
@@ -35,7 +37,7 @@ export function largeBody(targetBytes = 100 * 1024) {
   return body;
 }
 
-const b64url = (data) => Buffer.from(data).toString('base64url');
+const b64url = (/** @type {string | Buffer} */ data) => Buffer.from(data).toString('base64url');
 
 /** A compact HS256 JWT for SECRET (like test/helpers/app.ts). */
 export function signToken(claims = {}, secret = SECRET) {

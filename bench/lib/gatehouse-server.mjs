@@ -1,3 +1,4 @@
+// @ts-check
 // Gatehouse as src/service.ts builds it, minus the parts /decide does not need: the decision log at info
 // level on stdout through src/log.ts (synchronous, as src/service.ts), prom-client default metrics on, the
 // example policies, HS256. With BENCH_DATABASE_URL the approval store and the budget counters are
@@ -99,7 +100,7 @@ await app.ready();
 const tReady = performance.now();
 await app.listen({ port: Number(env.BENCH_PORT ?? 0), host: '127.0.0.1' });
 const tListening = performance.now();
-const port = app.server.address().port;
+const port = /** @type {import('node:net').AddressInfo} */ (app.server.address()).port;
 logger.info({ port }, 'gatehouse is serving');
 
 const cpu = process.cpuUsage(); // CPU used so far (all threads): what contention for the CPU does not inflate
@@ -116,7 +117,7 @@ else process.stderr.write(`listening on ${port} ${JSON.stringify(timings)}\n`);
 
 // Diagnostics for the benchmarks: the process's own memory figures (after a full GC when started
 // with --expose-gc), on request over IPC.
-process.on('message', (msg) => {
+process.on('message', (/** @type {{ type?: string, gc?: boolean } | null} */ msg) => {
   if (msg?.type !== 'memory') return;
   if (msg.gc && typeof globalThis.gc === 'function') globalThis.gc();
   process.send?.({ type: 'memory', ...process.memoryUsage() });
