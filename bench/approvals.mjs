@@ -1,3 +1,4 @@
+// @ts-check
 // The approval cycle rate on the embedded PostgreSQL: create → grant → consume (redeem), as many
 // cycles per second as the store sustains with several cycles in flight, for a fixed time. The
 // cluster is a fresh one in a temporary directory with the server's default settings (fsync and

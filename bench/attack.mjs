@@ -1,3 +1,4 @@
+// @ts-check
 // One caller with a valid token against everyone else: what its approvals and long-polls cost other
 // callers. A Gatehouse process on a fresh embedded PostgreSQL; a victim sends /decide at a fixed rate
 // (open loop, latency from the scheduled time) while an attacker

@@ -1,3 +1,4 @@
+// @ts-check
 // Budgeted /decide on the embedded PostgreSQL (docs/spec.md section 2.9), side by side with the
 // unbudgeted /decide: the same 298-byte body (a refund under the confirm cap, bench/lib/bodies.mjs),
 // the same example policies, and on the budgeted servers one more file that puts a budget on refunds,

@@ -1,3 +1,4 @@
+// @ts-check
 // The decision store's cost on POST /decide: the same server with DECISION_STORE off and on (on: the
 // records queued and written in batches to an embedded PostgreSQL on this machine, LOG_ARGS on in
 // both, so every record carries its arguments and claims: the most a record costs), loaded

@@ -1,3 +1,4 @@
+// @ts-check
 // `gatehouse hook claude-code` end to end, as Claude Code runs it: a fresh `node dist/main.js hook
 // claude-code` process per tool call, the PreToolUse input on stdin, an allowed call (`git status`
 // under the example Claude Code policy) decided by a Gatehouse process on 127.0.0.1 (the benchmarks'

@@ -1,3 +1,4 @@
+// @ts-check
 // HTTP benchmark: Gatehouse's POST /decide (JWT, strict body, validation, decide over the example
 // policies, decision log at info level) against a bare Fastify 5 echo of the same body, loaded
 // alternately (A B A B) from a separate load-generator process with the same body, headers and

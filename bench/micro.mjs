@@ -1,3 +1,4 @@
+// @ts-check
 // Micro-benchmarks of the built code (dist/): decide() over generated policy sets of 100 and 10,000
 // rules, explain(), the strict JSON parser against JSON.parse, canonical form + SHA-256, the
 // rule index's plan() miss against a hit, and the pii guard's scan. Every figure: a warm-up, then
@@ -59,6 +60,17 @@ function collector(log) {
   return { rows, add };
 }
 
+/**
+ * @typedef {object} GeneratedSet
+ * @property {import('../dist/policy/model.js').PolicySet} set
+ * @property {Record<string, string>} probes
+ * @property {number} loadMs
+ * @property {import('./lib/gen-policies.mjs').GenDoc} doc
+ * @property {{ path: string, bytes: Buffer }[]} files
+ * @property {number} conditions
+ * @property {Measured} [confirmHash]
+ */
+
 export async function runMicro({ quick = false, log = console.log } = {}) {
   const opts = measureOptions(quick);
   const { rows, add } = collector(log);
@@ -66,6 +78,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
   // ---- decide() over generated sets --------------------------------------------------------------
   const identity = { user: 'u1', team: 'team3', agent: 'bot1', roles: [] };
   const args = { amount: 500, note: 'customer asked twice' };
+  /** @type {Record<number, GeneratedSet>} */
   const sets = {};
   for (const n of [100, 10_000]) {
     const t0 = performance.now();
@@ -90,9 +103,9 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     }
     // The hash a require_approval answer carries, computed alone over that answer's own input.
     const confirmReq = { tool: p.confirm, args };
-    const { kind, capability, presentation } = decide(set, confirmReq, identity).approval;
+    const { kind, capability, presentation } = /** @type {import('../dist/policy/model.js').ApprovalDescriptor} */ (decide(set, confirmReq, identity).approval);
     const hashInput = { tool: p.confirm, args, kind, capability, presentation };
-    sets[n].confirmHash = add(
+    /** @type {GeneratedSet} */ (sets[n]).confirmHash = add(
       `decide ${n}`,
       'approvalHash of the confirm answer',
       measure(() => approvalHash(hashInput), opts),
@@ -101,6 +114,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     // The stream: one request after another over every tool, so a sample is the mean of whatever
     // mix of answers its batch held (approval hashes included, in their share).
     const stream = mixedTools(doc).map((tool) => ({ tool, args }));
+    /** @type {Record<string, number>} */
     const mix = {};
     for (const req of stream) {
       const d = decide(set, req, identity).decision;
@@ -120,6 +134,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
   }
 
   // ---- decide() over 100 rules written with the string operators, built-ins and roots -----------
+  /** @type {{ conditions?: number, mixed?: Measured, argv?: Measured, path?: Measured }} */
   const language = {};
   {
     const { doc, files } = languagePolicyFiles(100);
@@ -143,7 +158,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     let file = '/repo';
     for (let k = 0; file.length < 1000; k++) file += k % 7 === 3 ? '/..' : k % 5 === 1 ? '/.' : `/d${k}`;
     file = `${file}/${'f'.repeat(1023 - file.length)}`;
-    const input = (args) => ({ args, caller: langIdentity, context: undefined, run: undefined, env: null });
+    const input = (/** @type {import('../dist/json/value.js').JsonObject} */ args) => ({ args, caller: langIdentity, context: undefined, run: undefined, env: null });
     const argv = compileCondition('argv(command) startswith ["git", "status"]');
     const argvIn = input({ command });
     language.argv = add(
@@ -192,6 +207,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
 
   // ---- strict parse vs JSON.parse ------------------------------------------------------------------
   log('parseJson (strict, from bytes) vs JSON.parse (from the same bytes, decoded)');
+  /** @type {Record<string, { ratio: number, ratioVsString: number }>} */
   const parse = {};
   for (const [label, text] of [
     ['300 B', DECIDE_TEXT],
@@ -221,8 +237,10 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
 
   // ---- canonical form + SHA-256 ---------------------------------------------------------------------
   log('canonical form + SHA-256 of the ~300-byte request');
-  const request = parseJson(Buffer.from(DECIDE_TEXT)); // as the server has it: parsed strictly
+  // As the server has it: parsed strictly (DECIDE_TEXT is a /decide body: a tool name and its arguments).
+  const request = /** @type {{ tool: string, args: import('../dist/json/value.js').JsonObject }} */ (parseJson(Buffer.from(DECIDE_TEXT)));
   const canonicalText = canonicalize(request);
+  /** @type {Record<string, Measured>} */
   const hashRows = {};
   hashRows.canonical = add(
     'hash',
@@ -250,6 +268,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
 
   // ---- plan(): the rule index ------------------------------------------------------------------------
   log('plan(): first lookup of a tool name (index miss, computed) vs a memoised hit');
+  /** @type {Record<number, { missUs: number, hitUs: number }>} */
   const plan = {};
   for (const n of [100, 10_000]) {
     // A fresh set so the misses below do not evict the probes' plans used above.
@@ -280,7 +299,9 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
   // The issue's target is the median of decide() over a policy set: the mixed stream. Each request
   // shape alone is shown too; a require_approval answer also builds the approval descriptor and its
   // SHA-256 hash inside decide() (the answer carries it), which has its own target below.
-  const row = (n, name) => rows.find((r) => r.group === `decide ${n}` && r.name.startsWith(name));
+  /** @type {(n: number, name: string) => Row} the rows named here were all added above */
+  const row = (n, name) => /** @type {Row} */ (rows.find((r) => r.group === `decide ${n}` && r.name.startsWith(name)));
+  /** @type {(n: number, target: number) => import('./lib/stats.mjs').Check[]} */
   const decideChecks = (n, target) => {
     const mixed = row(n, 'mixed stream');
     const shapes = Object.keys(sets[n].probes)
@@ -288,7 +309,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
       .map((shape) => row(n, shape));
     const worstShape = Math.max(...shapes.map((r) => r.medianUs));
     const confirm = row(n, 'confirm');
-    const hashUs = sets[n].confirmHash.medianUs;
+    const hashUs = /** @type {Measured} */ (sets[n]?.confirmHash).medianUs;
     const at = `at ${n.toLocaleString('en-US')} rules`;
     return [
       {
@@ -345,6 +366,11 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
  * body's arguments (nothing found: the common case), the 100 KB body's (non-ASCII titles, so each is
  * folded and scanned again), and 1 KiB of prose with a card number at its end.
  */
+/**
+ * @param {Parameters<typeof measure>[1]} opts
+ * @param {Add} add
+ * @param {(line: string) => void} log
+ */
 function guardsMicro(opts, add, log) {
   log("runGuard('pii'): one scan of a request's arguments");
   const small = DECIDE_BODY.args;
@@ -354,7 +380,7 @@ function guardsMicro(opts, add, log) {
     measure(() => runGuard('pii', small), opts),
     `→ ${runGuard('pii', small)?.kind ?? 'nothing'}`,
   );
-  const large = largeBody().args;
+  const large = /** @type {import('../dist/json/value.js').JsonObject} */ (largeBody().args);
   add(
     'guard pii',
     `the 100 KB body's args (${JSON.stringify(large).length} B)`,
@@ -378,6 +404,9 @@ function guardsMicro(opts, add, log) {
  * the response body serialized as Fastify does without a response schema (JSON.stringify) and with
  * one (fast-json-stringify), the decision log line (pino at info, to /dev/null: through src/log.ts as
  * src/service.ts, and through pino's own destinations), the metrics, the decision id.
+ * @param {Parameters<typeof measure>[1]} opts
+ * @param {Add} add
+ * @param {import('../dist/policy/model.js').PolicySet} payments
  */
 async function requestParts(opts, add, payments) {
   const { randomUUID } = await import('node:crypto');
@@ -397,8 +426,10 @@ async function requestParts(opts, add, payments) {
   const { toDecideRequest } = await import('../dist/policy/request.js');
   const { SECRET, signToken } = await import('./lib/bodies.mjs');
 
+  /** @type {import('../dist/policy/live.js').LivePolicies} */
   const live = { dir: 'policies', current: () => payments, loadedAt: () => new Date(), lastFailure: () => null, reload: async () => ({ ok: true }) };
   const metrics = createMetrics(live);
+  /** @type {import('../dist/http/auth.js').AuthOptions} */
   const authOptions = {
     key: SECRET,
     algorithm: 'HS256',
@@ -423,15 +454,19 @@ async function requestParts(opts, add, payments) {
     { bodyLimit: 1_048_576, connections: loadConfig({}).connections, auth: authOptions },
   );
   await app.ready();
+  /** @type {Record<string, number>} */
   const out = {};
+  /** @type {(name: string, fn: (i: number) => unknown) => number} */
   const part = (name, fn) => (out[name] = add('/decide parts', name, measure(fn, opts)).medianUs);
 
   const token = signToken();
-  const fakeRequest = (t) => ({
+  // A stand-in for Fastify's request with only what the authenticator reads.
+  const fakeRequest = (/** @type {string} */ t) =>
+    /** @type {import('fastify').FastifyRequest} */ (/** @type {unknown} */ ({
     headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
     raw: { rawHeaders: ['authorization', `Bearer ${t}`, 'content-type', 'application/json'] },
     identity: null,
-  });
+  }));
   if (typeof auth.createAuthenticator === 'function') {
     const authenticate = auth.createAuthenticator(app, authOptions);
     const same = fakeRequest(token);
@@ -445,7 +480,7 @@ async function requestParts(opts, add, payments) {
   const validate = createStrictAjv(false).compile(routes.decideBodySchema);
   const body = parseJson(bytes);
   part('body schema (ajv)', () => validate(body));
-  const req = toDecideRequest(body);
+  const req = toDecideRequest(/** @type {import('../dist/policy/request.js').ToolCall} */ (/** @type {unknown} */ (body))); // the schema above accepts it
   part('decide() over the example policies', () => decide(payments, req, IDENTITY));
   const result = decide(payments, req, IDENTITY);
   part('randomUUID()', () => randomUUID());
@@ -456,12 +491,13 @@ async function requestParts(opts, add, payments) {
   const id = randomUUID();
   part('response: decisionBody + JSON.stringify', () => JSON.stringify(routes.decisionBody(result, id)));
   if (fjs) {
-    const stringify = fjs(routes.decisionResponseSchema ?? DECISION_RESPONSE_SCHEMA);
+    // A build that exports its response schema is measured with it; otherwise with the copy below.
+    const stringify = fjs(/** @type {{ decisionResponseSchema?: object }} */ (routes).decisionResponseSchema ?? DECISION_RESPONSE_SCHEMA);
     part('response: decisionBody + fast-json-stringify', () => stringify(routes.decisionBody(result, id)));
   }
   // The decision log line to /dev/null: through src/log.ts as src/service.ts writes it (synchronous), and
   // through pino's own destinations for comparison.
-  const line = (logger) =>
+  const line = (/** @type {import('pino').Logger} */ logger) =>
     logger.info(
       {
         decision_id: id,
@@ -484,7 +520,7 @@ async function requestParts(opts, add, payments) {
     const logger = pino({ level: 'info', base: { service: 'gatehouse' } }, dest).child({ reqId: 'req-1' });
     part(`decision log line (pino.destination, sync: ${sync})`, () => line(logger));
     if (sync) dest.flushSync();
-    else await new Promise((resolve) => dest.flush(() => resolve()));
+    else await new Promise((/** @type {(v?: unknown) => void} */ resolve) => dest.flush(() => resolve()));
   }
   closeSync(devNull);
   await app.close();
@@ -522,6 +558,10 @@ const DECISION_RESPONSE_SCHEMA = {
   },
 };
 
+/**
+ * @param {{ rows: Row[], checks: import('./lib/stats.mjs').Check[] }} result
+ * @param {(text: string) => void} [print]
+ */
 export function printMicro(result, print = console.log) {
   print('\nMicro-benchmarks (µs per op; median and p99 over batch samples of all runs)');
   print(

@@ -1,3 +1,4 @@
+// @ts-check
 // A bounded soak of the real server process: `node dist/main.js serve` with the
 // example policies (POLICY_ENV=prod), on the embedded PostgreSQL (or --database-url / DATABASE_URL),
 // driven at a steady open-loop rate with a realistic mix of /decide calls (allow, deny, abort,

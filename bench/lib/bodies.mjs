@@ -11,6 +11,7 @@ export const SECRET = 'gatehouse-bench-secret-0123456789abcdef-0123456789';
  * after the tool's argument schema ran, the `confirm` condition was evaluated and the run's steps
  * were counted against max_calls.
  */
+/** @type {{ tool: string, args: import('../../dist/json/value.js').JsonObject, run: import('../../dist/policy/model.js').RunView }} */
 export const DECIDE_BODY = {
   tool: 'refund',
   args: { order: 'A-2024-000123', amount: 80, note: 'Parcel arrived damaged; refund the item and shipping, no return needed.' },

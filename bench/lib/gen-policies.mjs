@@ -198,6 +198,7 @@ export const LANGUAGE_CONDITIONS = [
 ];
 
 /** The arguments, run view and context the language set's conditions read. */
+/** @type {{ args: import('../../dist/json/value.js').JsonObject, run: import('../../dist/policy/model.js').RunView, context: import('../../dist/json/value.js').JsonObject }} */
 export const LANGUAGE_REQUEST = {
   args: { amount: 500, note: 'customer asked twice', file: '/repo/src/../main.ts', command: "git status --short 'a b'", items: ['a', 'b', 'c'] },
   run: {
