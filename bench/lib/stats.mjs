@@ -121,7 +121,7 @@ export function markdown(header, rows) {
 }
 
 /**
- * @param {number} n
+ * @param {number | null | undefined} n
  * @param {number} [digits]
  */
 export function fmt(n, digits = 2) {
