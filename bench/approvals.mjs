@@ -222,7 +222,11 @@ export function printApprovals(result, print = console.log) {
   print(
     `\nApprovals: create → grant → consume on the embedded PostgreSQL ${result.server?.version ?? ''} (fsync ${result.server?.fsync}, synchronous_commit ${result.server?.synchronous_commit}), ${result.seconds} s per row, pool of 10`,
   );
-  const cpu = (/** @type {Row} */ r) => [fmt(r.cpuMsPerCycle?.bench, 2), (r.cpuMsPerCycle?.server ?? 0) > 0 ? fmt(r.cpuMsPerCycle?.server, 2) : '', fmt(r.cpuMsPerCycle?.postgres, 2)];
+  const cpu = (/** @type {Row} */ r) => [
+    fmt(r.cpuMsPerCycle?.bench, 2),
+    (r.cpuMsPerCycle?.server ?? 0) > 0 ? fmt(r.cpuMsPerCycle?.server, 2) : '',
+    fmt(r.cpuMsPerCycle?.postgres, 2),
+  ];
   print(
     table(
       ['path', 'server setting', 'in flight', 'cycles/s', 'p50 ms/cycle', 'p99 ms/cycle', 'failed', 'CPU ms/cycle: caller', 'Gatehouse', 'PostgreSQL'],

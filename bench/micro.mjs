@@ -158,7 +158,13 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     let file = '/repo';
     for (let k = 0; file.length < 1000; k++) file += k % 7 === 3 ? '/..' : k % 5 === 1 ? '/.' : `/d${k}`;
     file = `${file}/${'f'.repeat(1023 - file.length)}`;
-    const input = (/** @type {import('../dist/json/value.js').JsonObject} */ args) => ({ args, caller: langIdentity, context: undefined, run: undefined, env: null });
+    const input = (/** @type {import('../dist/json/value.js').JsonObject} */ args) => ({
+      args,
+      caller: langIdentity,
+      context: undefined,
+      run: undefined,
+      env: null,
+    });
     const argv = compileCondition('argv(command) startswith ["git", "status"]');
     const argvIn = input({ command });
     language.argv = add(
@@ -309,7 +315,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
       .map((shape) => row(n, shape));
     const worstShape = Math.max(...shapes.map((r) => r.medianUs));
     const confirm = row(n, 'confirm');
-    const hashUs = /** @type {Measured} */ (sets[n]?.confirmHash).medianUs;
+    const hashUs = /** @type {Measured} */ (/** @type {GeneratedSet} */ (sets[n]).confirmHash).medianUs;
     const at = `at ${n.toLocaleString('en-US')} rules`;
     return [
       {
@@ -462,11 +468,13 @@ async function requestParts(opts, add, payments) {
   const token = signToken();
   // A stand-in for Fastify's request with only what the authenticator reads.
   const fakeRequest = (/** @type {string} */ t) =>
-    /** @type {import('fastify').FastifyRequest} */ (/** @type {unknown} */ ({
-    headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
-    raw: { rawHeaders: ['authorization', `Bearer ${t}`, 'content-type', 'application/json'] },
-    identity: null,
-  }));
+    /** @type {import('fastify').FastifyRequest} */ (
+      /** @type {unknown} */ ({
+        headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
+        raw: { rawHeaders: ['authorization', `Bearer ${t}`, 'content-type', 'application/json'] },
+        identity: null,
+      })
+    );
   if (typeof auth.createAuthenticator === 'function') {
     const authenticate = auth.createAuthenticator(app, authOptions);
     const same = fakeRequest(token);

@@ -12,7 +12,9 @@ const result = await autocannon({
   method: 'POST',
   body: cfg.body,
   headers: cfg.headers,
-  ...(cfg.headersList ? { requests: cfg.headersList.map((/** @type {Record<string, string>} */ h) => ({ method: 'POST', body: cfg.body, headers: { ...cfg.headers, ...h } })) } : {}),
+  ...(cfg.headersList
+    ? { requests: cfg.headersList.map((/** @type {Record<string, string>} */ h) => ({ method: 'POST', body: cfg.body, headers: { ...cfg.headers, ...h } })) }
+    : {}),
   connections: cfg.connections,
   duration: cfg.duration,
   ...(cfg.overallRate ? { overallRate: cfg.overallRate } : {}),

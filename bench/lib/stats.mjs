@@ -125,7 +125,7 @@ export function markdown(header, rows) {
  * @param {number} [digits]
  */
 export function fmt(n, digits = 2) {
-  if (!Number.isFinite(n)) return String(n);
+  if (typeof n !== 'number' || !Number.isFinite(n)) return String(n);
   return n.toFixed(digits);
 }
 
