@@ -1,3 +1,4 @@
+// @ts-check
 // The operator's web page: the approvals queue and its history, live, through the REST API
 // (docs/approvals.md, "The operator page"). card.js (loaded first) says what a card shows; this file
 // puts it on the page with textContent only (never parsed as HTML), and decides nothing by itself:
