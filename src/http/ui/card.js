@@ -640,7 +640,7 @@ function relativeTime(deltaMs) {
 
 /**
  * An instant of the API as "2026-11-29 23:28:55 UTC": one reading wherever the operator is.
- * @param {string} iso
+ * @param {string | null | undefined} iso '' when there is none
  */
 function absoluteTime(iso) {
   return iso ? iso.replace('T', ' ').slice(0, 19) + ' UTC' : '';
