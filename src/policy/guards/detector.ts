@@ -29,13 +29,11 @@ export interface Detector<K extends string = string> {
  * kind wins ("4111\u200b 1111 1111 1111" reads as a phone number until the zero-width space is removed).
  */
 export function detectIn<K extends string>(detectors: readonly Detector<K>[]): (s: string) => K | null {
-  const tests = detectors.map((d) => d.test);
   const kinds = detectors.map((d) => d.kind);
-  const n = tests.length;
-  const first = (s: string): number => {
-    for (let i = 0; i < n; i++) if (tests[i]!(s)) return i; // i < n
-    return -1;
-  };
+  const first = firstOf(
+    detectors.map((d) => d.test),
+    0,
+  );
   return (s) => {
     let i = first(s);
     if (i !== 0 && hasNonAscii(s)) {
@@ -44,6 +42,24 @@ export function detectIn<K extends string>(detectors: readonly Detector<K>[]): (
       const j = folded === s ? -1 : first(folded);
       if (j !== -1 && (i === -1 || j < i)) i = j;
     }
-    return i === -1 ? null : kinds[i]!; // 0 <= i < n
+    return i === -1 ? null : kinds[i]!; // 0 <= i < kinds.length
   };
+}
+
+type Test = (s: string) => boolean;
+
+/**
+ * The index of the first test that holds (from `offset`), or -1. Written out four at a time rather
+ * than looped over: each test then has a call site of its own, which V8 inlines, where one call in a
+ * loop sees every test (measured: 5-10 % of the scan of a text-heavy 100 KB body).
+ */
+function firstOf(tests: readonly Test[], offset: number): (s: string) => number {
+  const [a, b, c, d] = tests;
+  if (a === undefined) return () => -1;
+  if (b === undefined) return (s) => (a(s) ? offset : -1);
+  if (c === undefined) return (s) => (a(s) ? offset : b(s) ? offset + 1 : -1);
+  if (d === undefined) return (s) => (a(s) ? offset : b(s) ? offset + 1 : c(s) ? offset + 2 : -1);
+  if (tests.length === 4) return (s) => (a(s) ? offset : b(s) ? offset + 1 : c(s) ? offset + 2 : d(s) ? offset + 3 : -1);
+  const rest = firstOf(tests.slice(4), offset + 4);
+  return (s) => (a(s) ? offset : b(s) ? offset + 1 : c(s) ? offset + 2 : d(s) ? offset + 3 : rest(s));
 }

@@ -33,3 +33,18 @@ describe('detectIn: a guard’s detectors as one test of a text', () => {
     expect(seen).toEqual(['a:AA \u00e9']); // the first detector's finding needs no second look
   });
 });
+
+describe('detectIn over any number of detectors', () => {
+  // One detector per letter: the first listed whose letter the text holds answers.
+  const letters = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'];
+  const detectors = letters.map((l) => ({ kind: l, text: l, test: (s: string) => s.includes(l) }));
+
+  it.each([0, 1, 2, 3, 4, 5, 8, 9])('with %i detectors, answers the first that fires', (n) => {
+    const detect = detectIn(detectors.slice(0, n));
+    for (let k = 0; k < n; k++) {
+      expect(detect(letters.slice(k).join(''))).toBe(letters[k]);
+      expect(detect(`x${letters[k]}`)).toBe(letters[k]);
+    }
+    expect(detect('xyz')).toBeNull();
+  });
+});
