@@ -5,7 +5,7 @@
 # The embedded PostgreSQL (an optional dependency, for `npm start` on a laptop) is not in the image.
 # CI has no Docker daemon: it runs these stages with scripts/docker-stages.mjs, which reads this file.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Optional dependencies included: TypeScript's compiler is one (@typescript/typescript-<platform>),
@@ -16,7 +16,7 @@ COPY src ./src
 RUN npm run build \
  && npm prune --omit=dev --omit=optional --ignore-scripts
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \

@@ -1,3 +1,4 @@
+// @ts-check
 // The approval cycle rate on the embedded PostgreSQL: create → grant → consume (redeem), as many
 // cycles per second as the store sustains with several cycles in flight, for a fixed time. The
 // cluster is a fresh one in a temporary directory with the server's default settings (fsync and
@@ -24,9 +25,26 @@ export const TARGETS = { cyclesPerSec: 500 };
 
 const now = () => Number(process.hrtime.bigint()) / 1e6; // ms
 
-/** Run `cycle(n)` with `concurrency` in flight for `seconds`; cycles/s and latency per cycle. */
+/**
+ * @typedef {object} Driven
+ * @property {{ bench: number, postgres: number, server: number } | null} cpuMsPerCycle null without a data directory to read
+ * @property {number} concurrency
+ * @property {number} cycles
+ * @property {number} failures
+ * @property {number} cyclesPerSec
+ * @property {number} p50Ms
+ * @property {number} p99Ms
+ */
+
+/**
+ * Run `cycle(n)` with `concurrency` in flight for `seconds`; cycles/s and latency per cycle.
+ * @param {(n: number) => Promise<void>} cycle
+ * @param {{ concurrency: number, seconds: number, dataDir?: string, otherPids?: number[] }} options
+ * @returns {Promise<Driven>}
+ */
 async function drive(cycle, { concurrency, seconds, dataDir, otherPids }) {
   const cpu0 = dataDir ? cpuSnapshot(dataDir, otherPids) : null;
+  /** @type {number[]} */
   const latencies = [];
   let n = 0;
   let failures = 0;
@@ -40,14 +58,14 @@ async function drive(cycle, { concurrency, seconds, dataDir, otherPids }) {
         latencies.push(now() - t0);
       } catch (err) {
         failures++;
-        if (failures <= 3) console.error(`cycle failed: ${err?.message ?? err}`);
+        if (failures <= 3) console.error(`cycle failed: ${err instanceof Error ? err.message : err}`);
       }
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const elapsed = (now() - start) / 1000;
-  const cpu = cpu0 ? cpuDelta(cpu0, cpuSnapshot(dataDir, otherPids)) : null;
-  const perCycle = (ms) => (cpu && latencies.length ? ms / latencies.length : NaN);
+  const cpu = cpu0 && dataDir ? cpuDelta(cpu0, cpuSnapshot(dataDir, otherPids)) : null;
+  const perCycle = (/** @type {number} */ ms) => (cpu && latencies.length ? ms / latencies.length : NaN);
   return {
     // CPU per cycle: this process (client or store caller), PostgreSQL, the Gatehouse server (HTTP).
     cpuMsPerCycle: cpu ? { bench: perCycle(cpu.selfMs), postgres: perCycle(cpu.pgMs), server: perCycle(cpu.othersMs) } : null,
@@ -60,11 +78,24 @@ async function drive(cycle, { concurrency, seconds, dataDir, otherPids }) {
   };
 }
 
+/** @typedef {Driven & { setting: string }} Row */
+/**
+ * @typedef {object} ApprovalsResult
+ * @property {number} seconds
+ * @property {number} startMs
+ * @property {{ version: string, fsync: string, synchronous_commit: string }} [server]
+ * @property {Row[]} store
+ * @property {Row[]} http
+ * @property {import('./lib/stats.mjs').Check[]} [checks]
+ */
+
+/** @param {{ quick?: boolean, http?: boolean, log?: (line: string) => void }} [options] */
 export async function runApprovals({ quick = false, http = true, log = console.log } = {}) {
   const seconds = quick ? 2 : 10;
   const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-pg-'));
   const t0 = now();
   const pg = await startEmbeddedPostgres({ dataDir });
+  /** @type {ApprovalsResult} */
   const result = { seconds, startMs: now() - t0, store: [], http: [] };
   log(`embedded PostgreSQL started in ${fmt(result.startMs, 0)} ms (fresh cluster, default settings) in ${dataDir}`);
   const sql = createSql(pg.url, { max: 10 }); // DB_POOL_MAX default
@@ -82,21 +113,21 @@ export async function runApprovals({ quick = false, http = true, log = console.l
 
     // One cycle: the decision (require_approval: a refund over the confirm cap), create, grant, consume.
     let salt = 0;
-    const cycle = async (n) => {
+    const cycle = async (/** @type {number} */ n) => {
       const req = { tool: 'refund', args: { order: `A-${salt}-${n}`, amount: 500, note: 'damaged parcel' } };
       const decision = decide(policies, req, IDENTITY);
+      // A refund over the confirm cap: the example policies answer require_approval, with its descriptor.
+      const descriptor = /** @type {import('../dist/policy/model.js').ApprovalDescriptor} */ (decision.approval);
       const { approval } = await store.create({
-        descriptor: decision.approval,
+        descriptor,
         tool: req.tool,
         args: req.args,
-        reason: decision.reason,
-        rule: decision.rule,
         requester,
         policies: decision.policies,
       });
       const granted = await store.grant(approval.id, approver, null);
       if (!granted.ok) throw new Error(`grant: ${granted.error}`);
-      const consumed = await store.consume(approval.id, { sub: requester.sub }, decision.approval.hash);
+      const consumed = await store.consume(approval.id, { sub: requester.sub }, descriptor.hash);
       if (!consumed.ok) throw new Error('consume failed');
     };
 
@@ -113,7 +144,7 @@ export async function runApprovals({ quick = false, http = true, log = console.l
       const r = await drive(cycle, { concurrency, seconds, dataDir });
       result.store.push({ setting: 'defaults', ...r });
       log(
-        `store, ${concurrency} in flight: ${fmt(r.cyclesPerSec, 0)} cycles/s (p50 ${fmt(r.p50Ms, 1)} ms, p99 ${fmt(r.p99Ms, 1)} ms per cycle, ${r.failures} failed; CPU per cycle: store caller ${fmt(r.cpuMsPerCycle.bench, 2)} ms, PostgreSQL ${fmt(r.cpuMsPerCycle.postgres, 2)} ms)`,
+        `store, ${concurrency} in flight: ${fmt(r.cyclesPerSec, 0)} cycles/s (p50 ${fmt(r.p50Ms, 1)} ms, p99 ${fmt(r.p99Ms, 1)} ms per cycle, ${r.failures} failed; CPU per cycle: store caller ${fmt(r.cpuMsPerCycle?.bench, 2)} ms, PostgreSQL ${fmt(r.cpuMsPerCycle?.postgres, 2)} ms)`,
       );
     }
     // What the WAL flush at each commit costs: the same with synchronous_commit=off (not a recommendation).
@@ -135,13 +166,14 @@ export async function runApprovals({ quick = false, http = true, log = console.l
       const base = `http://127.0.0.1:${server.port}`;
       const agent = { authorization: `Bearer ${signToken()}`, 'content-type': 'application/json' };
       const operator = { authorization: `Bearer ${signToken({ sub: 'operator-1', team: 'ops', roles: ['approver'] })}` };
+      /** @type {(path: string, headers: Record<string, string>, body: string | undefined, want: number) => Promise<any>} any: the API's JSON answer */
       const call = async (path, headers, body, want) => {
         const res = await fetch(base + path, { method: 'POST', headers, ...(body === undefined ? {} : { body }) });
         const text = await res.text();
         if (res.status !== want) throw new Error(`${path}: ${res.status} ${text.slice(0, 200)}`);
         return JSON.parse(text);
       };
-      const httpCycle = async (n) => {
+      const httpCycle = async (/** @type {number} */ n) => {
         const body = JSON.stringify({ tool: 'refund', args: { order: `H-${salt}-${n}`, amount: 500, note: 'damaged parcel' } });
         const created = await call('/approvals', agent, body, 201);
         await call(`/approvals/${created.id}/grant`, operator, undefined, 200);
@@ -155,7 +187,7 @@ export async function runApprovals({ quick = false, http = true, log = console.l
         const r = await drive(httpCycle, { concurrency, seconds, dataDir, otherPids: [server.pid] });
         result.http.push({ setting: 'defaults', ...r });
         log(
-          `HTTP, ${concurrency} in flight: ${fmt(r.cyclesPerSec, 0)} cycles/s (p50 ${fmt(r.p50Ms, 1)} ms, p99 ${fmt(r.p99Ms, 1)} ms per cycle, ${r.failures} failed; CPU per cycle: client ${fmt(r.cpuMsPerCycle.bench, 2)} ms, server ${fmt(r.cpuMsPerCycle.server, 2)} ms, PostgreSQL ${fmt(r.cpuMsPerCycle.postgres, 2)} ms)`,
+          `HTTP, ${concurrency} in flight: ${fmt(r.cyclesPerSec, 0)} cycles/s (p50 ${fmt(r.p50Ms, 1)} ms, p99 ${fmt(r.p99Ms, 1)} ms per cycle, ${r.failures} failed; CPU per cycle: client ${fmt(r.cpuMsPerCycle?.bench, 2)} ms, server ${fmt(r.cpuMsPerCycle?.server, 2)} ms, PostgreSQL ${fmt(r.cpuMsPerCycle?.postgres, 2)} ms)`,
         );
       }
     }
@@ -166,7 +198,8 @@ export async function runApprovals({ quick = false, http = true, log = console.l
     rmSync(dataDir, { recursive: true, force: true });
   }
   const best = Math.max(...result.store.filter((r) => r.setting === 'defaults').map((r) => r.cyclesPerSec));
-  result.checks = [
+  /** @type {import('./lib/stats.mjs').Check[]} */
+  const checks = [
     {
       target: `create → grant → redeem ≥ ${TARGETS.cyclesPerSec} cycles/s (store, embedded PostgreSQL, default settings)`,
       value: `${fmt(best, 0)} cycles/s`,
@@ -175,16 +208,25 @@ export async function runApprovals({ quick = false, http = true, log = console.l
   ];
   if (result.http.length > 0) {
     const h = Math.max(...result.http.map((r) => r.cyclesPerSec));
-    result.checks.push({ target: `the same through HTTP (informational)`, value: `${fmt(h, 0)} cycles/s`, met: null });
+    checks.push({ target: `the same through HTTP (informational)`, value: `${fmt(h, 0)} cycles/s`, met: null });
   }
+  result.checks = checks;
   return result;
 }
 
+/**
+ * @param {ApprovalsResult} result
+ * @param {(text: string) => void} [print]
+ */
 export function printApprovals(result, print = console.log) {
   print(
     `\nApprovals: create → grant → consume on the embedded PostgreSQL ${result.server?.version ?? ''} (fsync ${result.server?.fsync}, synchronous_commit ${result.server?.synchronous_commit}), ${result.seconds} s per row, pool of 10`,
   );
-  const cpu = (r) => [fmt(r.cpuMsPerCycle?.bench, 2), r.cpuMsPerCycle?.server > 0 ? fmt(r.cpuMsPerCycle.server, 2) : '', fmt(r.cpuMsPerCycle?.postgres, 2)];
+  const cpu = (/** @type {Row} */ r) => [
+    fmt(r.cpuMsPerCycle?.bench, 2),
+    (r.cpuMsPerCycle?.server ?? 0) > 0 ? fmt(r.cpuMsPerCycle?.server, 2) : '',
+    fmt(r.cpuMsPerCycle?.postgres, 2),
+  ];
   print(
     table(
       ['path', 'server setting', 'in flight', 'cycles/s', 'p50 ms/cycle', 'p99 ms/cycle', 'failed', 'CPU ms/cycle: caller', 'Gatehouse', 'PostgreSQL'],
@@ -195,7 +237,7 @@ export function printApprovals(result, print = console.log) {
     ),
   );
   print('\nTargets');
-  print(targetsTable(result.checks));
+  print(targetsTable(result.checks ?? []));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -1,3 +1,4 @@
+// @ts-check
 // One caller with a valid token against everyone else: what its approvals and long-polls cost other
 // callers. A Gatehouse process on a fresh embedded PostgreSQL; a victim sends /decide at a fixed rate
 // (open loop, latency from the scheduled time) while an attacker
@@ -32,8 +33,36 @@ rules:
 `;
 const VICTIM_BODY = JSON.stringify({ tool: 'lookup_order', args: { order: 'A-2024-000123' } });
 
+/**
+ * @typedef {object} Phase
+ * @property {number} p50
+ * @property {number} p99
+ * @property {number} max
+ * @property {number} answered
+ * @property {number} sent
+ * @property {number} rssBeforeMB
+ * @property {number} rssPeakMB
+ * @property {Record<string, number>} statuses
+ * @property {number} [listBytes]
+ * @property {number} [lists]
+ */
+/**
+ * @typedef {object} AttackResult
+ * @property {number} rate
+ * @property {number} seconds
+ * @property {Record<string, Phase>} phases
+ * @property {number} rssAfterHugeMB
+ * @property {number} rssAfterFilingMB
+ * @property {number} refusedHuge
+ * @property {number} stored
+ * @property {number} rssGrowthMB
+ * @property {{ waits: number, seconds: number, gatehouseCpuSecPerSec: number, postgresCpuSecPerSec: number, totalCpuSecPerSec?: number, twentyFirst?: number, answered?: number }} idleWaits
+ * @property {import('./lib/stats.mjs').Check[]} checks
+ */
+
+/** @param {{ quick?: boolean }} [options] */
 export async function runAttack({ quick = false } = {}) {
-  const log = (line) => console.log(line);
+  const log = (/** @type {string} */ line) => console.log(line);
   const seconds = quick ? 4 : 10;
   const rate = 500;
   const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-attack-pg-'));
@@ -54,8 +83,10 @@ export async function runAttack({ quick = false } = {}) {
     },
   });
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  /** @type {(method: string, path: string, token: string, body?: string) => Promise<{ status: number, text: string }>} */
   const call = (method, path, token, body) => http(server.port, agent, method, path, token, body);
-  const result = { rate, seconds, phases: {} };
+  // The rest is filled in as the phases run.
+  const result = /** @type {AttackResult} */ ({ rate, seconds, phases: {} });
   try {
     const victim = () =>
       runLoad(join(BENCH_DIR, 'lib/fixed-rate.mjs'), {
@@ -69,6 +100,7 @@ export async function runAttack({ quick = false } = {}) {
         duration: seconds,
         warmup: 1,
       });
+    /** @type {(name: string, during?: () => Promise<void>) => Promise<void>} */
     const measure = async (name, during) => {
       const sampler = sampleRss(server.pid, 100);
       const before = memoryOf(server.pid).rssMB;
@@ -90,7 +122,7 @@ export async function runAttack({ quick = false } = {}) {
     };
 
     await measure('baseline');
-    const rssBaseline = result.phases.baseline.rssPeakMB;
+    const rssBaseline = /** @type {Phase} */ (result.phases.baseline).rssPeakMB;
 
     // The attack. One caller, its own approvals.
     const attacker = signToken({ sub: 'attacker', team: 'x', agent: 'x' });
@@ -103,6 +135,7 @@ export async function runAttack({ quick = false } = {}) {
     result.rssAfterHugeMB = memoryOf(server.pid).rssMB;
     log(`attacker: Gatehouse RSS after the refused ones ${fmt(result.rssAfterHugeMB, 0)} MB`);
     const largest = 'y'.repeat(65_536 - 40);
+    /** @type {string[]} */
     const ids = [];
     for (let i = 0; i < 100; i++) {
       const res = await call('POST', '/approvals', attacker, JSON.stringify({ tool: 'export_report', args: { n: i, blob: largest } }));
@@ -133,9 +166,10 @@ export async function runAttack({ quick = false } = {}) {
       stop = true;
       await Promise.all(readers);
     });
-    result.phases.attack.listBytes = listBytes;
-    result.phases.attack.lists = lists;
-    result.rssGrowthMB = result.phases.attack.rssPeakMB - rssBaseline;
+    const attack = /** @type {Phase} */ (result.phases.attack);
+    attack.listBytes = listBytes;
+    attack.lists = lists;
+    result.rssGrowthMB = attack.rssPeakMB - rssBaseline;
     log(`attacker: ${lists} lists of its 100 approvals, ${fmtInt(listBytes)} bytes each; RSS growth over the baseline ${fmt(result.rssGrowthMB, 1)} MB`);
     await call('POST', `/approvals/${ids[0]}/deny`, signToken({ sub: 'operator-1', roles: ['approver'] }), '{}');
     await Promise.all(polls);
@@ -143,6 +177,7 @@ export async function runAttack({ quick = false } = {}) {
     // 2,000 idle long-polls: 100 callers × 20 waits, each on its own approval; no other load.
     const waitAgent = new Agent({ keepAlive: false, maxSockets: Infinity });
     const callers = Array.from({ length: 100 }, (_, k) => signToken({ sub: `waiter-${k}` }));
+    /** @type {{ token: string, id: string }[]} */
     const awaited = [];
     for (const token of callers) {
       const res = await call('POST', '/approvals', token, JSON.stringify({ tool: 'export_report', args: { n: 0 } }));
@@ -160,15 +195,17 @@ export async function runAttack({ quick = false } = {}) {
       gatehouseCpuSecPerSec: cpu.othersMs / 1000 / idleSeconds,
       postgresCpuSecPerSec: cpu.pgMs / 1000 / idleSeconds,
     };
-    result.idleWaits.totalCpuSecPerSec = result.idleWaits.gatehouseCpuSecPerSec + result.idleWaits.postgresCpuSecPerSec;
+    const idle = result.idleWaits;
+    idle.totalCpuSecPerSec = idle.gatehouseCpuSecPerSec + idle.postgresCpuSecPerSec;
     log(
       `${waits.length} idle waits for ${idleSeconds} s: Gatehouse ${fmt(result.idleWaits.gatehouseCpuSecPerSec, 4)} CPU-s/s, PostgreSQL ${fmt(result.idleWaits.postgresCpuSecPerSec, 4)} CPU-s/s`,
     );
-    const tooMany = await call('GET', `/approvals/${awaited[0].id}?wait=60`, awaited[0].token);
-    result.idleWaits.twentyFirst = tooMany.status;
+    const first = /** @type {{ token: string, id: string }} */ (awaited[0]);
+    const tooMany = await call('GET', `/approvals/${first.id}?wait=60`, first.token);
+    idle.twentyFirst = tooMany.status;
     for (const { id } of awaited) await call('POST', `/approvals/${id}/deny`, signToken({ sub: 'operator-1', roles: ['approver'] }), '{}');
     const answered = await Promise.all(waits);
-    result.idleWaits.answered = answered.filter((r) => r.status === 200).length;
+    idle.answered = answered.filter((r) => r.status === 200).length;
     waitAgent.destroy();
   } finally {
     agent.destroy();
@@ -178,11 +215,12 @@ export async function runAttack({ quick = false } = {}) {
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(policyDir, { recursive: true, force: true });
   }
-  const a = result.phases.attack;
+  const a = /** @type {Phase} */ (result.phases.attack);
+  const totalCpu = result.idleWaits.totalCpuSecPerSec ?? Number.NaN;
   result.checks = [
     {
       target: `another caller's /decide p99 under the attack < ${TARGETS.victimP99Ms} ms (${rate}/s offered)`,
-      value: `${fmt(a.p99, 2)} ms (baseline ${fmt(result.phases.baseline.p99, 2)} ms)`,
+      value: `${fmt(a.p99, 2)} ms (baseline ${fmt(result.phases.baseline?.p99, 2)} ms)`,
       met: a.p99 < TARGETS.victimP99Ms && a.answered >= a.sent * 0.999,
     },
     {
@@ -192,22 +230,32 @@ export async function runAttack({ quick = false } = {}) {
     },
     {
       target: `2,000 idle waits cost < ${TARGETS.idleWaitCpuSecPerSec} CPU-s/s (Gatehouse + PostgreSQL)`,
-      value: `${fmt(result.idleWaits.totalCpuSecPerSec, 4)} CPU-s/s`,
-      met: result.idleWaits.totalCpuSecPerSec < TARGETS.idleWaitCpuSecPerSec,
+      value: `${fmt(totalCpu, 4)} CPU-s/s`,
+      met: totalCpu < TARGETS.idleWaitCpuSecPerSec,
     },
   ];
   return result;
 }
 
-/** One request; resolves with status and text (never rejects on an HTTP status). */
+/**
+ * One request; resolves with status and text (never rejects on an HTTP status).
+ * @param {number} port
+ * @param {Agent} agent
+ * @param {string} method
+ * @param {string} path
+ * @param {string} token
+ * @param {string} [body]
+ * @returns {Promise<{ status: number, text: string }>}
+ */
 function http(port, agent, method, path, token, body) {
   return new Promise((resolve, reject) => {
     const headers = { authorization: `Bearer ${token}` };
     if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     const req = request({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
+      /** @type {Buffer[]} */
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -215,6 +263,10 @@ function http(port, agent, method, path, token, body) {
   });
 }
 
+/**
+ * @param {AttackResult} result
+ * @param {(text: string) => void} [print]
+ */
 export function printAttack(result, print = console.log) {
   print(`\nOne caller's approvals against other callers: victim /decide at ${result.rate}/s for ${result.seconds} s per phase`);
   print(

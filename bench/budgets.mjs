@@ -1,3 +1,4 @@
+// @ts-check
 // Budgeted /decide on the embedded PostgreSQL (docs/spec.md section 2.9), side by side with the
 // unbudgeted /decide: the same 298-byte body (a refund under the confirm cap, bench/lib/bodies.mjs),
 // the same example policies, and on the budgeted servers one more file that puts a budget on refunds,
@@ -31,6 +32,7 @@ const SERVER_CPU = cpus().length >= 2 && taskset() ? 0 : undefined;
 const LOAD_CPU = cpus().length >= 2 && taskset() ? 1 : undefined;
 const CONNECTIONS = 50;
 
+/** @type {Record<string, string>} */
 const SCENARIOS = {
   budget: `
   - {id: refunds-per-user, tools: refund, sum: amount, max: 1000000000000, per: day, scope: user, on_exceed: require_approval}`,
@@ -43,7 +45,10 @@ rate_limits:
   - {id: refund-rate, tools: refund, calls: 1000, per: 1, scope: user}`,
 };
 
-/** Waits (at most 15 s) until the server has finished what it was sent: under 5 % of a CPU for 300 ms. */
+/**
+ * Waits (at most 15 s) until the server has finished what it was sent: under 5 % of a CPU for 300 ms.
+ * @param {number} pid
+ */
 async function coolDown(pid) {
   for (let i = 0; i < 50; i++) {
     const before = cpuTimeMs(pid);
@@ -52,7 +57,11 @@ async function coolDown(pid) {
   }
 }
 
-/** A policy directory: the example policies, plus (for a scenario) a file scoped to refunds holding its limits. */
+/**
+ * A policy directory: the example policies, plus (for a scenario) a file scoped to refunds holding its limits.
+ * @param {string} root
+ * @param {string} name
+ */
 function policyDirFor(root, name) {
   const dir = join(root, name);
   mkdirSync(dir);
@@ -64,6 +73,29 @@ function policyDirFor(root, name) {
   return dir;
 }
 
+/** @typedef {{ p50: number, p90?: number, p99: number, max: number }} Latency */
+/**
+ * A turn at the fixed rate: fixed-rate.mjs's report and the CPU per call.
+ * @typedef {{ round: number, server: string, achievedPerSec: number, completed: number, sent: number, statuses: Record<string, number>, latencyMs: Latency, serverCpuUs: number, pgCpuUs: number }} OpenRow
+ */
+/**
+ * A closed-loop turn: load.mjs's report and the CPU per call.
+ * @typedef {{ server: string, reqPerSec: number, total: number, non2xx: number, errors: number, latencyMs: Latency, serverCpuUs: number }} ClosedRow
+ */
+/** @typedef {{ synchronous_commit: string, achievedPerSec: number, p50: number, p99: number, max: number }} ControlRow */
+/** @typedef {{ achievedPerSec: number, p50: number, p99: number, lost: number, serverCpuUs: number, pgCpuUs: number }} Summary */
+/**
+ * @typedef {object} BudgetsResult
+ * @property {{ rounds: number, duration: number, closedDuration: number, rate: number, connections: number, pinned: boolean }} config
+ * @property {{ version: string, fsync: string, synchronous_commit: string }} [server]
+ * @property {OpenRow[]} open
+ * @property {ClosedRow[]} closed
+ * @property {ControlRow[]} [control]
+ * @property {Record<string, Summary>} [summary]
+ * @property {import('./lib/stats.mjs').Check[]} [checks]
+ */
+
+/** @param {{ quick?: boolean, rate?: number, log?: (line: string) => void }} [options] */
 export async function runBudgets({ quick = false, rate = TARGETS.rate, log = console.log } = {}) {
   const rounds = quick ? 1 : 2;
   const duration = quick ? 3 : 10;
@@ -73,14 +105,17 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
   const dataDir = join(root, 'pg');
   const pg = await startEmbeddedPostgres({ dataDir });
   const sql = createSql(pg.url, { max: 4 });
+  /** @type {Record<string, import('./lib/procs.mjs').Server>} */
   const servers = {};
+  /** @type {BudgetsResult} */
   const result = { config: { rounds, duration, closedDuration, rate, connections: CONNECTIONS, pinned: SERVER_CPU !== undefined }, open: [], closed: [] };
   try {
     await migrate(sql, join(ROOT_DIR, 'migrations'));
     const [settings] = await sql`
       select current_setting('server_version') as version, current_setting('fsync') as fsync, current_setting('synchronous_commit') as synchronous_commit`;
-    result.server = settings;
+    result.server = /** @type {{ version: string, fsync: string, synchronous_commit: string }} */ (/** @type {unknown} */ (settings));
     for (const name of ['unbudgeted', ...Object.keys(SCENARIOS)]) {
+      /** @type {NodeJS.ProcessEnv} */
       const env = { BENCH_POLICY_DIR: policyDirFor(root, name), BENCH_POLICY_ENV: 'prod', BENCH_LOG_LEVEL: 'info' };
       if (name !== 'unbudgeted') env.BENCH_DATABASE_URL = pg.url;
       servers[name] = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { cpu: SERVER_CPU, env });
@@ -90,14 +125,14 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
     // Every server allows the call, and the budgeted ones count it.
     for (const [name, s] of Object.entries(servers)) {
       const res = await fetch(`http://127.0.0.1:${s.port}/decide`, { method: 'POST', headers: { ...headers, ...tokens[0] }, body: DECIDE_TEXT });
-      const body = await res.json();
+      const body = /** @type {{ decision?: string }} */ (await res.json());
       if (res.status !== 200 || body.decision !== 'allow') throw new Error(`${name} answered ${res.status} ${JSON.stringify(body)}`);
     }
     const [{ n }] = await sql`select count(*)::int as n from budget_counters`;
     if (n !== 2) throw new Error(`expected 2 counters after the first calls (one per user, one global), found ${n}`);
     log(`every server answers 200 allow; embedded PostgreSQL ${settings.version} (fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit})`);
 
-    const open = (s) =>
+    const open = (/** @type {import('./lib/procs.mjs').Server} */ s) =>
       runLoad(
         join(BENCH_DIR, 'lib/fixed-rate.mjs'),
         {
@@ -142,6 +177,7 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
         const res = await open(s);
         const cpu = cpuDelta(cpu0, cpuSnapshot(dataDir, [s.pid]));
         const answered = res.completed + rate; // the warm-up second included
+        /** @type {OpenRow} */
         const row = { round: r, server: name, ...res, serverCpuUs: (cpu.othersMs * 1000) / answered, pgCpuUs: (cpu.pgMs * 1000) / answered };
         result.open.push(row);
         log(
@@ -152,16 +188,18 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
     // The control: PostgreSQL alone (no Gatehouse), the same rate of single-row upsert commits from 4
     // connections (BUDGET_CONNECTIONS' default), waiting for the WAL flush at each commit (the
     // default) and not (synchronous_commit off, for comparison only).
-    result.control = [];
+    /** @type {ControlRow[]} */
+    const control = [];
+    result.control = control;
     for (const synchronous of ['on', 'off']) {
       const r = await commitsAlone(pg.url, rate, duration, synchronous);
-      result.control.push(r);
+      control.push(r);
       log(
         `PostgreSQL alone, synchronous_commit ${synchronous}: ${fmtInt(r.achievedPerSec)} commits/s  p50 ${fmt(r.p50, 3)} ms  p99 ${fmt(r.p99, 3)} ms  max ${fmt(r.max, 1)} ms`,
       );
     }
     for (const name of ['unbudgeted', 'budget', 'hot']) {
-      const s = servers[name];
+      const s = /** @type {import('./lib/procs.mjs').Server} */ (servers[name]);
       await coolDown(s.pid);
       const cpu0 = cpuTimeMs(s.pid);
       const res = await runLoad(
@@ -169,6 +207,7 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
         { url: `http://127.0.0.1:${s.port}/decide`, body: DECIDE_TEXT, headers, headersList: tokens, connections: CONNECTIONS, duration: closedDuration },
         { cpu: LOAD_CPU },
       );
+      /** @type {ClosedRow} */
       const row = { server: name, ...res, serverCpuUs: ((cpuTimeMs(s.pid) - cpu0) * 1000) / res.total };
       result.closed.push(row);
       log(
@@ -181,8 +220,10 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
     await pg.stop();
     rmSync(root, { recursive: true, force: true });
   }
+  /** @type {(name: string, f: (x: OpenRow) => number) => number} */
   const of = (name, f) => median(result.open.filter((x) => x.server === name).map(f));
-  result.summary = Object.fromEntries(
+  /** @type {Record<string, Summary>} */
+  const summary = Object.fromEntries(
     [...new Set(result.open.map((x) => x.server))].map((name) => [
       name,
       {
@@ -196,8 +237,11 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
       },
     ]),
   );
-  const b = result.summary.budget;
-  const u = result.summary.unbudgeted;
+  result.summary = summary;
+  // Every scenario ran: the summary has a row for each.
+  const at = (/** @type {string} */ name) => /** @type {Summary} */ (summary[name]);
+  const b = at('budget');
+  const u = at('unbudgeted');
   const worstBudgetP99 = Math.max(...result.open.filter((x) => x.server === 'budget').map((x) => x.latencyMs.p99));
   const worstAchieved = Math.min(...result.open.filter((x) => x.server === 'budget').map((x) => x.achievedPerSec));
   result.checks = [
@@ -209,12 +253,12 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
     { target: `unbudgeted /decide at the same rate (side by side)`, value: `${fmtInt(u.achievedPerSec)}/s, p99 ${fmt(u.p99, 2)} ms`, met: null },
     {
       target: 'a budget and a rate limit on each call (informational)',
-      value: `${fmtInt(result.summary['budget+rate'].achievedPerSec)}/s, p99 ${fmt(result.summary['budget+rate'].p99, 2)} ms`,
+      value: `${fmtInt(at('budget+rate').achievedPerSec)}/s, p99 ${fmt(at('budget+rate').p99, 2)} ms`,
       met: null,
     },
     {
       target: 'every call on one global counter (informational)',
-      value: `${fmtInt(result.summary.hot.achievedPerSec)}/s, p99 ${fmt(result.summary.hot.p99, 2)} ms`,
+      value: `${fmtInt(at('hot').achievedPerSec)}/s, p99 ${fmt(at('hot').p99, 2)} ms`,
       met: null,
     },
     ...result.closed.map((c) => ({
@@ -226,7 +270,14 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
   return result;
 }
 
-/** Single-row upsert commits at a fixed rate, open loop, latency from the scheduled time (ms). */
+/**
+ * Single-row upsert commits at a fixed rate, open loop, latency from the scheduled time (ms).
+ * @param {string} url
+ * @param {number} rate
+ * @param {number} seconds
+ * @param {string} synchronous
+ * @returns {Promise<ControlRow>}
+ */
 async function commitsAlone(url, rate, seconds, synchronous) {
   const sql = createSql(url, { max: 4 });
   try {
@@ -234,7 +285,9 @@ async function commitsAlone(url, rate, seconds, synchronous) {
     await sql.unsafe(`alter role current_user set synchronous_commit = '${synchronous === 'off' ? 'off' : 'on'}'`);
     await sql.end({ timeout: 5 });
     const s2 = createSql(url, { max: 4 });
+    /** @type {number[]} */
     const latencies = [];
+    /** @type {Promise<unknown>[]} */
     const pending = [];
     const start = performance.now();
     const end = start + seconds * 1000;
@@ -254,7 +307,7 @@ async function commitsAlone(url, rate, seconds, synchronous) {
     await s2.unsafe('alter role current_user reset synchronous_commit');
     await s2.end({ timeout: 5 });
     latencies.sort((a, b) => a - b);
-    const q = (p) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)];
+    const q = (/** @type {number} */ p) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)];
     return { synchronous_commit: synchronous, achievedPerSec: latencies.length / elapsed, p50: q(0.5), p99: q(0.99), max: q(1) };
   } catch (err) {
     await sql.end({ timeout: 1 }).catch(() => undefined);
@@ -262,6 +315,10 @@ async function commitsAlone(url, rate, seconds, synchronous) {
   }
 }
 
+/**
+ * @param {BudgetsResult} result
+ * @param {(text: string) => void} [print]
+ */
 export function printBudgets(result, print = console.log) {
   const c = result.config;
   print(
@@ -270,7 +327,7 @@ export function printBudgets(result, print = console.log) {
   print(
     table(
       ['server', 'achieved/s', 'p50 ms', 'p99 ms', 'not 200', 'Gatehouse CPU µs/call', 'PostgreSQL CPU µs/call'],
-      Object.entries(result.summary).map(([name, s]) => [
+      Object.entries(result.summary ?? {}).map(([name, s]) => [
         name,
         fmtInt(s.achievedPerSec),
         fmt(s.p50, 3),
@@ -296,7 +353,7 @@ export function printBudgets(result, print = console.log) {
     ),
   );
   print('\nTargets');
-  print(targetsTable(result.checks));
+  print(targetsTable(result.checks ?? []));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -1,3 +1,4 @@
+// @ts-check
 // The decision store's cost on POST /decide: the same server with DECISION_STORE off and on (on: the
 // records queued and written in batches to an embedded PostgreSQL on this machine, LOG_ARGS on in
 // both, so every record carries its arguments and claims: the most a record costs), loaded
@@ -27,6 +28,7 @@ export const TARGETS = { ratioPct: 90 };
 const SERVER_CPU = cpus().length >= 2 && taskset() ? 0 : undefined;
 const LOAD_CPU = cpus().length >= 2 && taskset() ? 1 : undefined;
 
+/** @param {{ quick?: boolean, rounds?: number, duration?: number, connections?: number, pgAnywhere?: boolean, log?: (line: string) => void }} [options] */
 export async function runDecisions({ quick = false, rounds, duration, connections = 50, pgAnywhere = false, log = console.log } = {}) {
   rounds ??= quick ? 2 : 8;
   duration ??= quick ? 3 : 5;
@@ -35,9 +37,11 @@ export async function runDecisions({ quick = false, rounds, duration, connection
   const pgPinned = !pgAnywhere && LOAD_CPU !== undefined && pinPostgres(pg.dataDir, LOAD_CPU);
   const sql = createSql(pg.url, { max: 1 });
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${signToken()}` };
+  /** @type {Record<string, import('./lib/procs.mjs').Server>} */
   const servers = {};
   try {
     await migrate(sql, join(ROOT_DIR, 'migrations'));
+    /** @type {(name: string, env: NodeJS.ProcessEnv) => Promise<import('./lib/procs.mjs').Server>} */
     const start = (name, env) => {
       const fd = openSync(join(dir, `${name}.log`), 'w');
       const server = startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { cpu: SERVER_CPU, stdoutFd: fd, env: { BENCH_LOG_ARGS: 'true', ...env } });
@@ -45,22 +49,24 @@ export async function runDecisions({ quick = false, rounds, duration, connection
     };
     servers.off = await start('off', {});
     servers.on = await start('on', { BENCH_DECISION_STORE_URL: pg.url });
+    /** @type {(s: import('./lib/procs.mjs').Server, d: number) => Promise<any>} any: load.mjs's report */
     const load = (s, d) =>
       runLoad(
         join(BENCH_DIR, 'lib/load.mjs'),
         { url: `http://127.0.0.1:${s.port}/decide`, body: DECIDE_TEXT, headers, connections, duration: d },
         { cpu: LOAD_CPU },
       );
+    /** @type {{ off: number[], on: number[] }} */
     const rps = { off: [], on: [] };
     for (const s of Object.values(servers)) await load(s, 1);
     for (let r = 1; r <= rounds; r++) {
-      for (const name of ['off', 'on']) {
+      for (const name of /** @type {const} */ (['off', 'on'])) {
         const cpu0 = cpuSnapshot(pg.dataDir, [servers[name].pid]);
         const res = await load(servers[name], duration);
         const cpu = cpuDelta(cpu0, cpuSnapshot(pg.dataDir, [servers[name].pid]));
         if (res.non2xx > 0 || res.errors > 0) throw new Error(`${name}: ${res.non2xx} non-2xx, ${res.errors} errors`);
         rps[name].push(res.reqPerSec);
-        const perRequestUs = (ms) => fmt((ms * 1000) / (res.reqPerSec * duration), 1);
+        const perRequestUs = (/** @type {number} */ ms) => fmt((ms * 1000) / (res.reqPerSec * duration), 1);
         log(
           `round ${r} store ${name.padEnd(3)} ${fmtInt(res.reqPerSec).padStart(7)} req/s  p50 ${res.latencyMs.p50} ms  p99 ${res.latencyMs.p99} ms  CPU per request: server ${perRequestUs(cpu.othersMs)} µs, PostgreSQL ${perRequestUs(cpu.pgMs)} µs`,
         );
@@ -73,12 +79,13 @@ export async function runDecisions({ quick = false, rounds, duration, connection
     delete servers.on;
     await sleep(100);
     const [{ n }] = await sql`select count(*)::int as n from decisions`;
+    /** @type {{ off: number, on: number, ratio: number, recorded: number, dropped: number, checks?: import('./lib/stats.mjs').Check[] }} */
     const summary = { off: median(rps.off), on: median(rps.on), ratio: median(rps.on) / median(rps.off), recorded: n, dropped };
     log(
       `store on / off: ${fmtInt(summary.on)} / ${fmtInt(summary.off)} req/s = ${fmt(summary.ratio * 100, 1)} % (medians of ${rounds} rounds × ${duration} s; PostgreSQL ${pgPinned ? `on CPU ${LOAD_CPU}, with the load` : 'unpinned'})`,
     );
     log(`records: ${fmtInt(n)} written, ${fmtInt(dropped)} dropped (gatehouse_decision_records_dropped_total) with the store on`);
-    summary.checks = [
+    const checks = [
       {
         target: `POST /decide with DECISION_STORE=postgres ≥ ${TARGETS.ratioPct} % of it off`,
         value: `${fmt(summary.ratio * 100, 1)} % (${fmtInt(summary.on)} against ${fmtInt(summary.off)} req/s; PostgreSQL ${pgPinned ? 'with the load' : 'unpinned'})`,
@@ -86,7 +93,8 @@ export async function runDecisions({ quick = false, rounds, duration, connection
       },
       { target: 'decision records dropped with the store on', value: `${fmtInt(dropped)} of ${fmtInt(n + dropped)}`, met: null },
     ];
-    log(`\nTargets\n${targetsTable(summary.checks)}`);
+    summary.checks = checks;
+    log(`\nTargets\n${targetsTable(checks)}`);
     return summary;
   } finally {
     for (const s of Object.values(servers)) await s.stop();
@@ -98,7 +106,7 @@ export async function runDecisions({ quick = false, rounds, duration, connection
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { quick, json, extra } = parseArgs();
-  const num = (v) => (v === undefined ? undefined : Number(v));
+  const num = (/** @type {string | true | undefined} */ v) => (v === undefined ? undefined : Number(v));
   const result = await runDecisions({
     quick,
     rounds: num(extra.rounds),

@@ -1,3 +1,4 @@
+// @ts-check
 // `gatehouse hook claude-code` end to end, as Claude Code runs it: a fresh `node dist/main.js hook
 // claude-code` process per tool call, the PreToolUse input on stdin, an allowed call (`git status`
 // under the example Claude Code policy) decided by a Gatehouse process on 127.0.0.1 (the benchmarks'
@@ -38,7 +39,12 @@ function childTicks() {
   return Number(fields[13]) + Number(fields[14]); // cutime, cstime (fields 16 and 17 of proc(5))
 }
 
-/** One process to its exit: wall ms, CPU ticks, and what it printed. */
+/**
+ * One process to its exit: wall ms, CPU ticks, and what it printed.
+ * @param {string[]} args
+ * @param {{ env: NodeJS.ProcessEnv, stdin: string }} options
+ * @returns {Promise<{ wallMs: number, ticks: number, code: number | null, out: string }>}
+ */
 function run(args, { env, stdin }) {
   return new Promise((resolve, reject) => {
     const ticks = childTicks();
@@ -52,6 +58,7 @@ function run(args, { env, stdin }) {
   });
 }
 
+/** @param {{ quick?: boolean, runs?: number, cli?: string, log?: (line: string) => void }} [options] */
 export async function runHook({ quick = false, runs = quick ? 5 : 30, cli = join(ROOT_DIR, 'dist', 'main.js'), log = console.log } = {}) {
   const state = mkdtempSync(join(tmpdir(), 'gatehouse-bench-hook-'));
   const server = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), {
@@ -74,7 +81,9 @@ export async function runHook({ quick = false, runs = quick ? 5 : 30, cli = join
       return r;
     },
   };
+  /** @type {Record<string, number[]>} */
   const samples = { bare: [], hook: [] };
+  /** @type {Record<string, number>} */
   const ticks = { bare: 0, hook: 0 };
   try {
     for (let k = 0; k < 2; k++) for (const fn of Object.values(kinds)) await fn(); // fills the file cache
@@ -90,12 +99,13 @@ export async function runHook({ quick = false, runs = quick ? 5 : 30, cli = join
     rmSync(state, { recursive: true, force: true });
   }
   const hz = 100; // USER_HZ: the unit of cutime and cstime on Linux
-  const row = (name) => ({
+  const row = (/** @type {string} */ name) => ({
     median: median(samples[name]),
     min: Math.min(...samples[name]),
     max: Math.max(...samples[name]),
     cpuMs: (ticks[name] * 1000) / hz / runs,
   });
+  /** @type {{ runs: number, bare: ReturnType<typeof row>, hook: ReturnType<typeof row>, checks?: import('./lib/stats.mjs').Check[] }} */
   const result = { runs, bare: row('bare'), hook: row('hook') };
   log(
     table(
@@ -106,14 +116,15 @@ export async function runHook({ quick = false, runs = quick ? 5 : 30, cli = join
       ],
     ),
   );
-  result.checks = [
+  const checks = [
     {
       target: `Claude Code hook, an allowed call end to end ≤ ${TARGETS.hookMs} ms (median)`,
       value: `${fmt(result.hook.median, 0)} ms (node -e 0: ${fmt(result.bare.median, 0)} ms; CPU ${fmt(result.hook.cpuMs, 0)} against ${fmt(result.bare.cpuMs, 0)} ms)`,
       met: result.hook.median <= TARGETS.hookMs,
     },
   ];
-  log(`\nTargets\n${targetsTable(result.checks)}`);
+  result.checks = checks;
+  log(`\nTargets\n${targetsTable(checks)}`);
   return result;
 }
 

@@ -1,3 +1,4 @@
+// @ts-check
 // HTTP benchmark: Gatehouse's POST /decide (JWT, strict body, validation, decide over the example
 // policies, decision log at info level) against a bare Fastify 5 echo of the same body, loaded
 // alternately (A B A B) from a separate load-generator process with the same body, headers and
@@ -23,12 +24,42 @@ export const TARGETS = { ratio: 0.5, p99Ms: 5, rate: 5000, rssMB: 150 };
 const SERVER_CPU = cpus().length >= 2 && taskset() ? 0 : undefined;
 const LOAD_CPU = cpus().length >= 2 && taskset() ? 1 : undefined;
 
+/** @param {string} path */
 async function countLines(path) {
   let n = 0;
-  for await (const chunk of createReadStream(path)) for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) n++;
+  for await (const chunk of /** @type {AsyncIterable<Buffer>} */ (createReadStream(path)))
+    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) n++;
   return n;
 }
 
+/** @typedef {{ p50: number, p90?: number, p99: number, p999?: number, max: number, mean?: number }} Latency */
+/** @typedef {{ reqPerSec: number, total: number, duration: number, latencyMs: Latency, non2xx: number, errors: number, rssMB?: number }} Closed load.mjs's report */
+/** @typedef {Closed & { round: number, server: string, cpuUsPerReq: number, busy: number, rssMB: number }} Round */
+/** @typedef {{ achievedPerSec: number, sent: number, completed: number, latencyMs: Latency, statuses: Record<string, number>, cpuUsPerReq: number, busy: number, rssMB: number }} Open fixed-rate.mjs's report, with the server's CPU and RSS */
+/** @typedef {{ reqPerSec: number, p50: number, p99: number, cpuUsPerReq: number, busy: number }} Side */
+/** @typedef {{ reqPerSec: number, p50: string | undefined, p99: string | undefined, non2xx: number, cpuUsPerReq: number, busy: number }} WrkRow */
+/** @typedef {{ gatehouse: WrkRow[], echo: WrkRow[], ratio: number, cpuRatio: number }} Wrk */
+/** @typedef {{ rssMB: number, peakMB: number }} Memory */
+/**
+ * @typedef {object} HttpResult
+ * @property {{ rounds: number, duration: number, connections: number, warmup: number, rate: number, rateDuration: number, logDest: string, pinned: boolean, bodyBytes: number }} config
+ * @property {Round[]} rounds
+ * @property {{ status: number, decision: string, rule: string, bytes: number }} gatehouseAnswer
+ * @property {{ gatehouse: Memory, echo: Memory }} idle
+ * @property {{ gatehouse: Side, echo: Side, ratio: number, pairRatios: number[], cpuRatio: number }} summary
+ * @property {Record<string, { openLoop: Open, autocannon?: Closed }>} fixedRate
+ * @property {{ sampledMax: number, vmHWM: number }} peakRssMB
+ * @property {{ gatehouse: Memory, echo: Memory }} idleAfter
+ * @property {Wrk | null} [wrk]
+ * @property {number} logLines
+ * @property {number} logBytes
+ * @property {import('./lib/stats.mjs').Check[]} checks
+ */
+
+/**
+ * @param {{ quick?: boolean, rounds?: number, duration?: number, connections?: number, rate?: number, wrk?: boolean, logDest?: string, log?: (line: string) => void }} [options]
+ * @returns {Promise<HttpResult>}
+ */
 export async function runHttp({
   quick = false,
   rounds,
@@ -53,11 +84,15 @@ export async function runHttp({
   const gh = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { cpu: SERVER_CPU, stdoutFd: logFd, env: { BENCH_LOG_DEST: logDest } });
   const echo = await startServer(join(BENCH_DIR, 'lib/echo-server.mjs'), { cpu: SERVER_CPU });
   closeSync(logFd);
+  /** @type {Record<string, import('./lib/procs.mjs').Server>} */
   const servers = { gatehouse: gh, echo };
-  const result = {
-    config: { rounds, duration, connections, warmup, rate, rateDuration, logDest, pinned: SERVER_CPU !== undefined, bodyBytes: DECIDE_TEXT.length },
-    rounds: [],
-  };
+  // The rest is filled in as the phases run.
+  const result = /** @type {HttpResult} */ (
+    /** @type {unknown} */ ({
+      config: { rounds, duration, connections, warmup, rate, rateDuration, logDest, pinned: SERVER_CPU !== undefined, bodyBytes: DECIDE_TEXT.length },
+      rounds: [],
+    })
+  );
   try {
     // Both answer the benchmark request as expected before any load.
     for (const [name, s] of Object.entries(servers)) {
@@ -74,6 +109,7 @@ export async function runHttp({
     result.idle = { gatehouse: memoryOf(gh.pid), echo: memoryOf(echo.pid) };
     log(`idle RSS: gatehouse ${fmt(result.idle.gatehouse.rssMB, 1)} MB, echo ${fmt(result.idle.echo.rssMB, 1)} MB`);
 
+    /** @type {(s: import('./lib/procs.mjs').Server, extra: { duration: number, overallRate?: number }) => Promise<any>} any: load.mjs's report */
     const load = (s, extra) =>
       runLoad(
         join(BENCH_DIR, 'lib/load.mjs'),
@@ -95,7 +131,7 @@ export async function runHttp({
     let maxRss = 0;
     for (let r = 1; r <= rounds; r++) {
       for (const name of ['gatehouse', 'echo']) {
-        const s = servers[name];
+        const s = /** @type {import('./lib/procs.mjs').Server} */ (servers[name]);
         const sampler = name === 'gatehouse' ? sampleRss(gh.pid) : null;
         const cpu0 = cpuTimeMs(s.pid);
         const res = await load(s, { duration });
@@ -112,16 +148,19 @@ export async function runHttp({
         );
       }
     }
-    const rps = (name) => result.rounds.filter((x) => x.server === name).map((x) => x.reqPerSec);
-    const lat = (name, p) => median(result.rounds.filter((x) => x.server === name).map((x) => x.latencyMs[p]));
+    const rps = (/** @type {string} */ name) => result.rounds.filter((x) => x.server === name).map((x) => x.reqPerSec);
+    const lat = (/** @type {string} */ name, /** @type {'p50' | 'p99'} */ p) =>
+      median(result.rounds.filter((x) => x.server === name).map((x) => x.latencyMs[p]));
+    /** @type {number[]} */
     const pairRatios = [];
     for (let r = 1; r <= rounds; r++) {
-      const a = result.rounds.find((x) => x.round === r && x.server === 'gatehouse');
-      const b = result.rounds.find((x) => x.round === r && x.server === 'echo');
+      // Each round ran both servers.
+      const a = /** @type {Round} */ (result.rounds.find((x) => x.round === r && x.server === 'gatehouse'));
+      const b = /** @type {Round} */ (result.rounds.find((x) => x.round === r && x.server === 'echo'));
       pairRatios.push(a.reqPerSec / b.reqPerSec);
     }
-    const cpu = (name) => median(result.rounds.filter((x) => x.server === name).map((x) => x.cpuUsPerReq));
-    const busy = (name) => median(result.rounds.filter((x) => x.server === name).map((x) => x.busy));
+    const cpu = (/** @type {string} */ name) => median(result.rounds.filter((x) => x.server === name).map((x) => x.cpuUsPerReq));
+    const busy = (/** @type {string} */ name) => median(result.rounds.filter((x) => x.server === name).map((x) => x.busy));
     result.summary = {
       gatehouse: {
         reqPerSec: median(rps('gatehouse')),
@@ -148,9 +187,10 @@ export async function runHttp({
     // autocannon's overallRate for comparison.
     result.fixedRate = {};
     for (const name of ['gatehouse', 'echo']) {
-      const s = servers[name];
+      const s = /** @type {import('./lib/procs.mjs').Server} */ (servers[name]);
       const sampler = name === 'gatehouse' ? sampleRss(gh.pid) : null;
       const cpu0 = cpuTimeMs(s.pid);
+      /** @type {Open} */
       const open = await runLoad(
         join(BENCH_DIR, 'lib/fixed-rate.mjs'),
         {
@@ -174,13 +214,15 @@ export async function runHttp({
       log(
         `fixed ${rate}/s ${name.padEnd(9)} open-loop: achieved ${fmtInt(open.achievedPerSec)}/s  p50 ${fmt(open.latencyMs.p50, 3)} ms  p99 ${fmt(open.latencyMs.p99, 3)} ms  p99.9 ${fmt(open.latencyMs.p999, 3)} ms  server CPU ${fmt(open.cpuUsPerReq, 1)} µs/req, busy ${fmt(open.busy * 100, 0)}%  statuses ${JSON.stringify(open.statuses)}`,
       );
-      result.fixedRate[name] = { openLoop: open };
+      /** @type {{ openLoop: Open, autocannon?: Closed }} */
+      const fixed = { openLoop: open };
+      result.fixedRate[name] = fixed;
       if (quick) continue;
       const acSampler = name === 'gatehouse' ? sampleRss(gh.pid) : null;
       const ac = await load(s, { duration: rateDuration, overallRate: rate });
       if (acSampler) maxRss = Math.max(maxRss, (ac.rssMB = acSampler.stop()));
       log(`fixed ${rate}/s ${name.padEnd(9)} autocannon overallRate: ${fmtInt(ac.reqPerSec)}/s  p50 ${ac.latencyMs.p50} ms  p99 ${ac.latencyMs.p99} ms`);
-      result.fixedRate[name].autocannon = ac;
+      fixed.autocannon = ac;
     }
 
     result.peakRssMB = { sampledMax: maxRss, vmHWM: memoryOf(gh.pid).peakMB };
@@ -203,7 +245,7 @@ export async function runHttp({
     }
   }
 
-  const fr = result.fixedRate.gatehouse.openLoop;
+  const fr = /** @type {{ openLoop: Open }} */ (result.fixedRate.gatehouse).openLoop;
   result.checks = [
     // Met only when both measures agree: req/s flatters Gatehouse when the echo is generator-bound.
     {
@@ -221,7 +263,15 @@ export async function runHttp({
   return result;
 }
 
-// Optional: the same A B comparison with wrk (Debian's `wrk`), which the issue's figures used.
+/**
+ * Optional: the same A B comparison with wrk (Debian's `wrk`), which the figures that set the targets used.
+ * @param {Record<string, import('./lib/procs.mjs').Server>} servers
+ * @param {Record<string, string>} headers
+ * @param {number} duration
+ * @param {number} connections
+ * @param {(line: string) => void} log
+ * @returns {Wrk | null}
+ */
 function runWrk(servers, headers, duration, connections, log) {
   if (spawnSync('sh', ['-c', 'command -v wrk']).status !== 0) {
     log('wrk not installed (apt-get install -y wrk): skipped');
@@ -237,14 +287,18 @@ function runWrk(servers, headers, duration, connections, log) {
       ...Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`),
     ].join('\n'),
   );
+  /** @type {Record<string, WrkRow[]>} */
   const out = {};
   try {
     for (const name of ['gatehouse', 'echo', 'gatehouse', 'echo']) {
-      const args = ['-t1', `-c${connections}`, `-d${duration}s`, '--latency', '-s', script, `http://127.0.0.1:${servers[name].port}/decide`];
-      const cmd = LOAD_CPU !== undefined && taskset() ? [taskset(), ['-c', String(LOAD_CPU), 'wrk', ...args]] : ['wrk', args];
-      const cpu0 = cpuTimeMs(servers[name].pid);
+      const server = /** @type {import('./lib/procs.mjs').Server} */ (servers[name]);
+      const args = ['-t1', `-c${connections}`, `-d${duration}s`, '--latency', '-s', script, `http://127.0.0.1:${server.port}/decide`];
+      const pin = LOAD_CPU !== undefined ? taskset() : null;
+      /** @type {[string, string[]]} */
+      const cmd = pin ? [pin, ['-c', String(LOAD_CPU), 'wrk', ...args]] : ['wrk', args];
+      const cpu0 = cpuTimeMs(server.pid);
       const text = execFileSync(cmd[0], cmd[1], { encoding: 'utf8', timeout: (duration + 30) * 1000 });
-      const cpuMs = cpuTimeMs(servers[name].pid) - cpu0;
+      const cpuMs = cpuTimeMs(server.pid) - cpu0;
       const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1]);
       const total = Number(/(\d+) requests in/.exec(text)?.[1]);
       const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0);
@@ -260,12 +314,18 @@ function runWrk(servers, headers, duration, connections, log) {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  out.ratio = median(out.gatehouse.map((x) => x.reqPerSec)) / median(out.echo.map((x) => x.reqPerSec));
-  out.cpuRatio = median(out.echo.map((x) => x.cpuUsPerReq)) / median(out.gatehouse.map((x) => x.cpuUsPerReq));
-  log(`wrk ratio gatehouse/echo: ${fmt(out.ratio, 3)} by req/s, ${fmt(out.cpuRatio, 3)} by server CPU per request`);
-  return out;
+  const gatehouse = out.gatehouse ?? [];
+  const echo = out.echo ?? [];
+  const ratio = median(gatehouse.map((x) => x.reqPerSec)) / median(echo.map((x) => x.reqPerSec));
+  const cpuRatio = median(echo.map((x) => x.cpuUsPerReq)) / median(gatehouse.map((x) => x.cpuUsPerReq));
+  log(`wrk ratio gatehouse/echo: ${fmt(ratio, 3)} by req/s, ${fmt(cpuRatio, 3)} by server CPU per request`);
+  return { gatehouse, echo, ratio, cpuRatio };
 }
 
+/**
+ * @param {HttpResult} result
+ * @param {(text: string) => void} [print]
+ */
 export function printHttp(result, print = console.log) {
   const c = result.config;
   print(
@@ -350,17 +410,18 @@ export function printHttp(result, print = console.log) {
   print(
     `Decision log: ${fmtInt(result.logLines)} lines (${fmt(result.logBytes / 1048576, 1)} MB), ${c.logDest === 'async' ? 'pino destination with sync: false' : 'src/log.ts (synchronous)'} → stdout → file`,
   );
-  if (result.wrk) {
+  const wrk = result.wrk;
+  if (wrk) {
     print(`\nwrk (1 thread, ${c.connections} connections), alternating`);
     print(
       table(
         ['server', 'req/s', 'p50', 'p99', 'server CPU µs/req', 'server busy', 'non-2xx'],
-        ['gatehouse', 'echo'].flatMap((name) =>
-          result.wrk[name].map((x) => [name, fmtInt(x.reqPerSec), x.p50, x.p99, fmt(x.cpuUsPerReq, 1), `${fmt(x.busy * 100, 0)}%`, x.non2xx]),
+        /** @type {const} */ (['gatehouse', 'echo']).flatMap((name) =>
+          wrk[name].map((x) => [name, fmtInt(x.reqPerSec), x.p50, x.p99, fmt(x.cpuUsPerReq, 1), `${fmt(x.busy * 100, 0)}%`, x.non2xx]),
         ),
       ),
     );
-    print(`wrk ratio gatehouse/echo: ${fmt(result.wrk.ratio, 3)} by req/s, ${fmt(result.wrk.cpuRatio, 3)} by server CPU per request`);
+    print(`wrk ratio gatehouse/echo: ${fmt(wrk.ratio, 3)} by req/s, ${fmt(wrk.cpuRatio, 3)} by server CPU per request`);
   }
   print('\nTargets');
   print(targetsTable(result.checks));

@@ -1,14 +1,18 @@
+// @ts-check
 // Micro-benchmarks of the built code (dist/): decide() over generated policy sets of 100 and 10,000
-// rules, explain(), the strict JSON parser against JSON.parse, canonical form + SHA-256, and the
-// rule index's plan() miss against a hit. Every figure: a warm-up, then several timed runs; the
-// per-op time is sampled per batch of ops (a batch takes about 20 µs), median and p99 over samples.
+// rules, explain(), the strict JSON parser against JSON.parse, canonical form + SHA-256, the
+// rule index's plan() miss against a hit, and the pii guard's scan. Every figure: a warm-up, then
+// several timed runs; the per-op time is sampled per batch of ops (a batch takes about 20 µs),
+// median and p99 over samples.
 //
 //   node bench/micro.mjs [--quick] [--json out.json]
+//   node bench/micro.mjs --guards [--quick]   (the guard scans alone)
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { approvalHash, canonicalize, sha256 } from '../dist/json/canonical.js';
 import { parseJson } from '../dist/json/parse.js';
 import { decide, explain } from '../dist/policy/decide.js';
+import { runGuard } from '../dist/policy/guards.js';
 import { loadConfig } from '../dist/config.js';
 import { buildPolicySet, loadPolicies } from '../dist/policy/load.js';
 import { DECIDE_BODY, DECIDE_TEXT, IDENTITY, largeBody } from './lib/bodies.mjs';
@@ -28,9 +32,24 @@ export const TARGETS = {
   builtin1KiBUs: 20,
 };
 
-export async function runMicro({ quick = false, log = console.log } = {}) {
-  const opts = quick ? { warmupMs: 50, runs: 3, runMs: 60 } : { warmupMs: 300, runs: 5, runMs: 300 };
+/** @param {boolean} quick */
+function measureOptions(quick) {
+  return quick ? { warmupMs: 50, runs: 3, runMs: 60 } : { warmupMs: 300, runs: 5, runMs: 300 };
+}
+
+/** @typedef {{ medianUs: number, p99Us: number, opsPerSec: number }} Measured */
+/** @typedef {Measured & { group: string, name: string, extra: string }} Row */
+/** @typedef {(group: string, name: string, r: Measured, extra?: string) => Measured} Add */
+
+/**
+ * Rows collected, each printed as it comes.
+ * @param {(line: string) => void} log
+ * @returns {{ rows: Row[], add: Add }}
+ */
+function collector(log) {
+  /** @type {Row[]} */
   const rows = [];
+  /** @type {Add} */
   const add = (group, name, r, extra = '') => {
     rows.push({ group, name, ...r, extra });
     log(
@@ -38,10 +57,28 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     );
     return r;
   };
+  return { rows, add };
+}
+
+/**
+ * @typedef {object} GeneratedSet
+ * @property {import('../dist/policy/model.js').PolicySet} set
+ * @property {Record<string, string>} probes
+ * @property {number} loadMs
+ * @property {import('./lib/gen-policies.mjs').GenDoc} doc
+ * @property {{ path: string, bytes: Buffer }[]} files
+ * @property {number} conditions
+ * @property {Measured} [confirmHash]
+ */
+
+export async function runMicro({ quick = false, log = console.log } = {}) {
+  const opts = measureOptions(quick);
+  const { rows, add } = collector(log);
 
   // ---- decide() over generated sets --------------------------------------------------------------
   const identity = { user: 'u1', team: 'team3', agent: 'bot1', roles: [] };
   const args = { amount: 500, note: 'customer asked twice' };
+  /** @type {Record<number, GeneratedSet>} */
   const sets = {};
   for (const n of [100, 10_000]) {
     const t0 = performance.now();
@@ -66,9 +103,9 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     }
     // The hash a require_approval answer carries, computed alone over that answer's own input.
     const confirmReq = { tool: p.confirm, args };
-    const { kind, capability, presentation } = decide(set, confirmReq, identity).approval;
+    const { kind, capability, presentation } = /** @type {import('../dist/policy/model.js').ApprovalDescriptor} */ (decide(set, confirmReq, identity).approval);
     const hashInput = { tool: p.confirm, args, kind, capability, presentation };
-    sets[n].confirmHash = add(
+    /** @type {GeneratedSet} */ (sets[n]).confirmHash = add(
       `decide ${n}`,
       'approvalHash of the confirm answer',
       measure(() => approvalHash(hashInput), opts),
@@ -77,6 +114,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     // The stream: one request after another over every tool, so a sample is the mean of whatever
     // mix of answers its batch held (approval hashes included, in their share).
     const stream = mixedTools(doc).map((tool) => ({ tool, args }));
+    /** @type {Record<string, number>} */
     const mix = {};
     for (const req of stream) {
       const d = decide(set, req, identity).decision;
@@ -96,6 +134,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
   }
 
   // ---- decide() over 100 rules written with the string operators, built-ins and roots -----------
+  /** @type {{ conditions?: number, mixed?: Measured, argv?: Measured, path?: Measured }} */
   const language = {};
   {
     const { doc, files } = languagePolicyFiles(100);
@@ -119,7 +158,13 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     let file = '/repo';
     for (let k = 0; file.length < 1000; k++) file += k % 7 === 3 ? '/..' : k % 5 === 1 ? '/.' : `/d${k}`;
     file = `${file}/${'f'.repeat(1023 - file.length)}`;
-    const input = (args) => ({ args, caller: langIdentity, context: undefined, run: undefined, env: null });
+    const input = (/** @type {import('../dist/json/value.js').JsonObject} */ args) => ({
+      args,
+      caller: langIdentity,
+      context: undefined,
+      run: undefined,
+      env: null,
+    });
     const argv = compileCondition('argv(command) startswith ["git", "status"]');
     const argvIn = input({ command });
     language.argv = add(
@@ -168,6 +213,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
 
   // ---- strict parse vs JSON.parse ------------------------------------------------------------------
   log('parseJson (strict, from bytes) vs JSON.parse (from the same bytes, decoded)');
+  /** @type {Record<string, { ratio: number, ratioVsString: number }>} */
   const parse = {};
   for (const [label, text] of [
     ['300 B', DECIDE_TEXT],
@@ -197,8 +243,10 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
 
   // ---- canonical form + SHA-256 ---------------------------------------------------------------------
   log('canonical form + SHA-256 of the ~300-byte request');
-  const request = parseJson(Buffer.from(DECIDE_TEXT)); // as the server has it: parsed strictly
+  // As the server has it: parsed strictly (DECIDE_TEXT is a /decide body: a tool name and its arguments).
+  const request = /** @type {{ tool: string, args: import('../dist/json/value.js').JsonObject }} */ (parseJson(Buffer.from(DECIDE_TEXT)));
   const canonicalText = canonicalize(request);
+  /** @type {Record<string, Measured>} */
   const hashRows = {};
   hashRows.canonical = add(
     'hash',
@@ -226,6 +274,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
 
   // ---- plan(): the rule index ------------------------------------------------------------------------
   log('plan(): first lookup of a tool name (index miss, computed) vs a memoised hit');
+  /** @type {Record<number, { missUs: number, hitUs: number }>} */
   const plan = {};
   for (const n of [100, 10_000]) {
     // A fresh set so the misses below do not evict the probes' plans used above.
@@ -247,6 +296,8 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     plan[n] = { missUs: miss.medianUs, hitUs: hit.medianUs };
   }
 
+  guardsMicro(opts, add, log);
+
   // ---- the parts of one POST /decide --------------------------------------------------------------
   log('the parts of one POST /decide (what Gatehouse adds to Fastify), each alone');
   const parts = await requestParts(opts, add, payments);
@@ -254,7 +305,9 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
   // The issue's target is the median of decide() over a policy set: the mixed stream. Each request
   // shape alone is shown too; a require_approval answer also builds the approval descriptor and its
   // SHA-256 hash inside decide() (the answer carries it), which has its own target below.
-  const row = (n, name) => rows.find((r) => r.group === `decide ${n}` && r.name.startsWith(name));
+  /** @type {(n: number, name: string) => Row} the rows named here were all added above */
+  const row = (n, name) => /** @type {Row} */ (rows.find((r) => r.group === `decide ${n}` && r.name.startsWith(name)));
+  /** @type {(n: number, target: number) => import('./lib/stats.mjs').Check[]} */
   const decideChecks = (n, target) => {
     const mixed = row(n, 'mixed stream');
     const shapes = Object.keys(sets[n].probes)
@@ -262,7 +315,7 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
       .map((shape) => row(n, shape));
     const worstShape = Math.max(...shapes.map((r) => r.medianUs));
     const confirm = row(n, 'confirm');
-    const hashUs = sets[n].confirmHash.medianUs;
+    const hashUs = /** @type {Measured} */ (/** @type {GeneratedSet} */ (sets[n]).confirmHash).medianUs;
     const at = `at ${n.toLocaleString('en-US')} rules`;
     return [
       {
@@ -315,11 +368,51 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
 }
 
 /**
+ * The pii guard's scan (one walk over the arguments, every detector on each string): the benchmark
+ * body's arguments (nothing found: the common case), the 100 KB body's (non-ASCII titles, so each is
+ * folded and scanned again), and 1 KiB of prose with a card number at its end.
+ */
+/**
+ * @param {Parameters<typeof measure>[1]} opts
+ * @param {Add} add
+ * @param {(line: string) => void} log
+ */
+function guardsMicro(opts, add, log) {
+  log("runGuard('pii'): one scan of a request's arguments");
+  const small = DECIDE_BODY.args;
+  add(
+    'guard pii',
+    `the /decide body's args (${JSON.stringify(small).length} B)`,
+    measure(() => runGuard('pii', small), opts),
+    `→ ${runGuard('pii', small)?.kind ?? 'nothing'}`,
+  );
+  const large = /** @type {import('../dist/json/value.js').JsonObject} */ (largeBody().args);
+  add(
+    'guard pii',
+    `the 100 KB body's args (${JSON.stringify(large).length} B)`,
+    measure(() => runGuard('pii', large), opts),
+    `→ ${runGuard('pii', large)?.kind ?? 'nothing'}`,
+  );
+  let prose = 'Customer wrote:';
+  for (let k = 0; prose.length < 1000; k++) prose += ` order A-2024-${100000 + k} arrived on 2024-05-${10 + (k % 20)} at 10:${10 + (k % 50)},`;
+  const tail = { note: `${prose.slice(0, 1000)} card 4111 1111 1111 1111` };
+  add(
+    'guard pii',
+    `1 KiB of prose, a card at its end`,
+    measure(() => runGuard('pii', tail), opts),
+    `→ ${runGuard('pii', tail)?.kind ?? 'nothing'}`,
+  );
+}
+
+/**
  * Each step of the /decide handler path on its own, with the objects the server uses: the
  * authenticator (token cached, and a new token each time), the strict parse, the body schema, decide,
  * the response body serialized as Fastify does without a response schema (JSON.stringify) and with
  * one (fast-json-stringify), the decision log line (pino at info, to /dev/null: through src/log.ts as
  * src/service.ts, and through pino's own destinations), the metrics, the decision id.
+ * @param {Parameters<typeof measure>[1]} opts
+ * @param {Add} add
+ * @param {import('../dist/policy/model.js').PolicySet} payments
  */
 async function requestParts(opts, add, payments) {
   const { randomUUID } = await import('node:crypto');
@@ -333,14 +426,17 @@ async function requestParts(opts, add, payments) {
   );
   const { buildApp } = await import('../dist/http/app.js');
   const auth = await import('../dist/http/auth.js');
-  const { createMetrics } = await import('../dist/http/metrics.js');
+  const { createMetrics } = await import('../dist/engine/metrics.js');
+  const { createEngine } = await import('../dist/engine/index.js');
   const { createStrictAjv } = await import('../dist/policy/ajv.js');
-  const routes = { ...(await import('../dist/http/routes/decide.js')), ...(await import('../dist/http/decisions.js')) };
+  const routes = { ...(await import('../dist/http/routes/decide.js')), ...(await import('../dist/engine/answer.js')) };
   const { toDecideRequest } = await import('../dist/policy/request.js');
   const { SECRET, signToken } = await import('./lib/bodies.mjs');
 
+  /** @type {import('../dist/policy/live.js').LivePolicies} */
   const live = { dir: 'policies', current: () => payments, loadedAt: () => new Date(), lastFailure: () => null, reload: async () => ({ ok: true }) };
   const metrics = createMetrics(live);
+  /** @type {import('../dist/http/auth.js').AuthOptions} */
   const authOptions = {
     key: SECRET,
     algorithm: 'HS256',
@@ -352,11 +448,18 @@ async function requestParts(opts, add, payments) {
   };
   const app = await buildApp(
     {
-      policies: live,
+      engine: createEngine({
+        policies: live,
+        shadow: null,
+        approvals: null,
+        limits: null,
+        keys: null,
+        records: null,
+        metrics,
+        log: pino({ level: 'silent' }),
+        logArgs: false,
+      }),
       metrics,
-      approvals: null,
-      log: pino({ level: 'silent' }),
-      logArgs: false,
       adminRole: 'admin',
       approverRole: 'approver',
       policyReaderRoles: ['admin', 'approver'],
@@ -365,15 +468,21 @@ async function requestParts(opts, add, payments) {
     { bodyLimit: 1_048_576, connections: loadConfig({}).connections, auth: authOptions },
   );
   await app.ready();
+  /** @type {Record<string, number>} */
   const out = {};
+  /** @type {(name: string, fn: (i: number) => unknown) => number} */
   const part = (name, fn) => (out[name] = add('/decide parts', name, measure(fn, opts)).medianUs);
 
   const token = signToken();
-  const fakeRequest = (t) => ({
-    headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
-    raw: { rawHeaders: ['authorization', `Bearer ${t}`, 'content-type', 'application/json'] },
-    identity: null,
-  });
+  // A stand-in for Fastify's request with only what the authenticator reads.
+  const fakeRequest = (/** @type {string} */ t) =>
+    /** @type {import('fastify').FastifyRequest} */ (
+      /** @type {unknown} */ ({
+        headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
+        raw: { rawHeaders: ['authorization', `Bearer ${t}`, 'content-type', 'application/json'] },
+        identity: null,
+      })
+    );
   if (typeof auth.createAuthenticator === 'function') {
     const authenticate = auth.createAuthenticator(app, authOptions);
     const same = fakeRequest(token);
@@ -387,7 +496,7 @@ async function requestParts(opts, add, payments) {
   const validate = createStrictAjv(false).compile(routes.decideBodySchema);
   const body = parseJson(bytes);
   part('body schema (ajv)', () => validate(body));
-  const req = toDecideRequest(body);
+  const req = toDecideRequest(/** @type {import('../dist/policy/request.js').ToolCall} */ (/** @type {unknown} */ (body))); // the schema above accepts it
   part('decide() over the example policies', () => decide(payments, req, IDENTITY));
   const result = decide(payments, req, IDENTITY);
   part('randomUUID()', () => randomUUID());
@@ -398,12 +507,13 @@ async function requestParts(opts, add, payments) {
   const id = randomUUID();
   part('response: decisionBody + JSON.stringify', () => JSON.stringify(routes.decisionBody(result, id)));
   if (fjs) {
-    const stringify = fjs(routes.decisionResponseSchema ?? DECISION_RESPONSE_SCHEMA);
+    // A build that exports its response schema is measured with it; otherwise with the copy below.
+    const stringify = fjs(/** @type {{ decisionResponseSchema?: object }} */ (routes).decisionResponseSchema ?? DECISION_RESPONSE_SCHEMA);
     part('response: decisionBody + fast-json-stringify', () => stringify(routes.decisionBody(result, id)));
   }
   // The decision log line to /dev/null: through src/log.ts as src/service.ts writes it (synchronous), and
   // through pino's own destinations for comparison.
-  const line = (logger) =>
+  const line = (/** @type {import('pino').Logger} */ logger) =>
     logger.info(
       {
         decision_id: id,
@@ -426,7 +536,7 @@ async function requestParts(opts, add, payments) {
     const logger = pino({ level: 'info', base: { service: 'gatehouse' } }, dest).child({ reqId: 'req-1' });
     part(`decision log line (pino.destination, sync: ${sync})`, () => line(logger));
     if (sync) dest.flushSync();
-    else await new Promise((resolve) => dest.flush(() => resolve()));
+    else await new Promise((/** @type {(v?: unknown) => void} */ resolve) => dest.flush(() => resolve()));
   }
   closeSync(devNull);
   await app.close();
@@ -464,6 +574,10 @@ const DECISION_RESPONSE_SCHEMA = {
   },
 };
 
+/**
+ * @param {{ rows: Row[], checks: import('./lib/stats.mjs').Check[] }} result
+ * @param {(text: string) => void} [print]
+ */
 export function printMicro(result, print = console.log) {
   print('\nMicro-benchmarks (µs per op; median and p99 over batch samples of all runs)');
   print(
@@ -478,6 +592,12 @@ export function printMicro(result, print = console.log) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = parseArgs();
+  if (args.extra.guards) {
+    const { rows, add } = collector(console.log);
+    guardsMicro(measureOptions(args.quick), add, console.log);
+    printMicro({ rows, checks: [] });
+    process.exit(0);
+  }
   const result = await runMicro({ quick: args.quick });
   printMicro(result);
   if (args.json) (await import('node:fs')).writeFileSync(args.json, JSON.stringify(result, null, 2));

@@ -1,3 +1,4 @@
+// @ts-check
 // Runs every benchmark in sequence, each in a fresh process, and prints their tables and a summary
 // of the issue's targets. `npm run bench` builds first (the benchmarks run dist/).
 //
@@ -10,6 +11,7 @@ import { BENCH_DIR, ROOT_DIR } from './lib/procs.mjs';
 import { fmt, markdown, metText, parseArgs, table } from './lib/stats.mjs';
 
 const args = parseArgs();
+/** @type {Record<string, string>} */
 const scripts = {
   micro: 'micro.mjs',
   http: 'http.mjs',
@@ -38,7 +40,7 @@ function machine() {
 }
 
 function commit() {
-  const git = (...a) => spawnSync('git', a, { cwd: ROOT_DIR, encoding: 'utf8' });
+  const git = (/** @type {string[]} */ ...a) => spawnSync('git', a, { cwd: ROOT_DIR, encoding: 'utf8' });
   const head = git('rev-parse', '--short', 'HEAD');
   if (head.status !== 0) return 'unknown';
   const dirty = git('status', '--porcelain', '--untracked-files=no', '--', 'src').stdout.trim() !== '';
@@ -46,6 +48,10 @@ function commit() {
 }
 
 const started = Date.now();
+/**
+ * What each benchmark wrote with --json (its `checks` at least), and the run's own figures.
+ * @type {{ machine: ReturnType<typeof machine>, commit: string, date: string, quick: boolean, loadBefore: number[], loadAfter?: number[], seconds?: number, results: Record<string, { checks?: import('./lib/stats.mjs').Check[], seconds?: number }> }}
+ */
 const out = { machine: machine(), commit: commit(), date: new Date().toISOString(), quick: args.quick, loadBefore: loadavg(), results: {} };
 console.log(
   `Gatehouse benchmarks${args.quick ? ' (quick)' : ''} at ${out.commit}, ${out.date}: ${out.machine.cpuModel}, ${out.machine.cores} cores, Node ${out.machine.node}; load average ${out.loadBefore.map((x) => fmt(x)).join(' ')}`,
@@ -72,22 +78,25 @@ try {
       continue;
     }
     out.results[name] = JSON.parse(readFileSync(json, 'utf8'));
-    out.results[name].seconds = (Date.now() - t0) / 1000;
-    console.log(`(${name}: ${fmt(out.results[name].seconds, 0)} s)`);
+    const seconds = (Date.now() - t0) / 1000;
+    out.results[name].seconds = seconds;
+    console.log(`(${name}: ${fmt(seconds, 0)} s)`);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
 
-out.loadAfter = loadavg();
-out.seconds = (Date.now() - started) / 1000;
+const loadAfter = loadavg();
+const seconds = (Date.now() - started) / 1000;
+out.loadAfter = loadAfter;
+out.seconds = seconds;
 const checks = Object.entries(out.results).flatMap(([name, r]) => (r.checks ?? []).map((c) => ({ bench: name, ...c })));
 const header = ['benchmark', 'target', 'measured', 'met'];
 const rows = checks.map((c) => [c.bench, c.target, c.value, metText(c)]);
 const targets = checks.filter((c) => c.met !== null);
 console.log(`\n=== Targets ===\n${table(header, rows)}`);
 console.log(
-  `\n${targets.filter((c) => c.met).length} of ${targets.length} targets met; ${fmt(out.seconds, 0)} s in all; load average after ${out.loadAfter.map((x) => fmt(x)).join(' ')}`,
+  `\n${targets.filter((c) => c.met).length} of ${targets.length} targets met; ${fmt(seconds, 0)} s in all; load average after ${loadAfter.map((x) => fmt(x)).join(' ')}`,
 );
 if (args.json) writeFileSync(args.json, JSON.stringify(out, null, 2));
 if (args.markdown) writeFileSync(args.markdown, markdown(header, rows) + '\n');

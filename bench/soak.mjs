@@ -1,3 +1,4 @@
+// @ts-check
 // A bounded soak of the real server process: `node dist/main.js serve` with the
 // example policies (POLICY_ENV=prod), on the embedded PostgreSQL (or --database-url / DATABASE_URL),
 // driven at a steady open-loop rate with a realistic mix of /decide calls (allow, deny, abort,
@@ -29,6 +30,10 @@ const CLI = join(ROOT, 'dist', 'main.js');
 // ---- options -------------------------------------------------------------------------------------
 
 const args = process.argv.slice(2);
+/**
+ * @param {string} name
+ * @param {string} fallback
+ */
 function option(name, fallback) {
   const i = args.indexOf(`--${name}`);
   if (i < 0) return fallback;
@@ -36,6 +41,7 @@ function option(name, fallback) {
   if (v === undefined) throw new Error(`--${name} needs a value`);
   return v;
 }
+/** @type {(name: string, fallback: number) => number} */
 const num = (name, fallback) => {
   const v = Number(option(name, String(fallback)));
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${name} must be a number ≥ 0`);
@@ -58,7 +64,8 @@ if (!existsSync(CLI)) {
 // ---- tokens (HS256, signed here) -----------------------------------------------------------------
 
 const SECRET = randomBytes(32).toString('base64url');
-const b64 = (x) => Buffer.from(x).toString('base64url');
+const b64 = (/** @type {string} */ x) => Buffer.from(x).toString('base64url');
+/** @param {Record<string, unknown>} claims */
 function sign(claims) {
   const now = Math.floor(Date.now() / 1000);
   const input = `${b64(JSON.stringify({ alg: 'HS256', typ: 'JWT' }))}.${b64(JSON.stringify({ iat: now, exp: now + 24 * 3600, ...claims }))}`;
@@ -69,6 +76,8 @@ const approver = sign({ sub: 'soak-operator', team: 'ops', roles: ['approver'] }
 
 // ---- the mix: what to send, and what the example policies answer (POLICY_ENV=prod) ----------------
 
+/** @typedef {{ weight: number, body: (i: number) => { tool: string, args: Record<string, unknown> }, status: number, decision: string }} Mix */
+/** @type {Mix[]} */
 const MIX = [
   { weight: 35, body: (i) => ({ tool: 'lookup_order', args: { order: `A${i}` } }), status: 200, decision: 'allow' },
   { weight: 15, body: (i) => ({ tool: 'refund', args: { order: `R${i}`, amount: 40 } }), status: 200, decision: 'allow' },
@@ -80,6 +89,7 @@ const MIX = [
   { weight: 5, body: (i) => ({ tool: 'dispatch_vendor', args: { unitId: `U${i}`, estimateUsd: 5000 } }), status: 403, decision: 'deny' },
   { weight: 5, body: (i) => ({ tool: 'refund', args: { order: `R${i}`, amount: '40' } }), status: 403, decision: 'deny' }, // schema
 ];
+/** @type {Mix[]} */
 const WHEEL = MIX.flatMap((m) => Array(m.weight).fill(m));
 
 // ---- HTTP ----------------------------------------------------------------------------------------
@@ -87,6 +97,14 @@ const WHEEL = MIX.flatMap((m) => Array(m.weight).fill(m));
 const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
 let port = 0;
 
+/**
+ * One request; never rejects: a network error is status 0. `body` is the answer's JSON, null when it is not JSON.
+ * @param {string} method
+ * @param {string} path
+ * @param {string} token
+ * @param {unknown} [body]
+ * @returns {Promise<{ status: number, body?: any, error?: NodeJS.ErrnoException }>} any: the API's JSON, checked field by field by the callers
+ */
 function call(method, path, token, body) {
   return new Promise((resolve) => {
     const payload = body === undefined ? null : Buffer.from(JSON.stringify(body));
@@ -101,6 +119,7 @@ function call(method, path, token, body) {
         timeout: 30_000,
       },
       (res) => {
+        /** @type {Buffer[]} */
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => {
@@ -110,7 +129,7 @@ function call(method, path, token, body) {
           } catch {
             // a truncated or non-JSON body is an error below
           }
-          resolve({ status: res.statusCode, body: json });
+          resolve({ status: res.statusCode ?? 0, body: json });
         });
         res.on('error', (error) => resolve({ status: 0, error }));
       },
@@ -124,16 +143,22 @@ function call(method, path, token, body) {
 
 // ---- results -------------------------------------------------------------------------------------
 
+/** @type {number[]} */
 const latencies = []; // ms, measured phase only
 const errors = new Map(); // description → count
 let sent = 0;
 let completed = 0;
 let measuredFrom = Infinity;
+/** @param {string} what */
 function error(what) {
   errors.set(what, (errors.get(what) ?? 0) + 1);
 }
 const cycles = { ok: 0, failed: 0 };
 
+/**
+ * @param {number[]} sorted
+ * @param {number} p
+ */
 function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -141,17 +166,19 @@ function percentile(sorted, p) {
 
 // ---- server --------------------------------------------------------------------------------------
 
+/** @returns {Promise<number>} */
 function freePort() {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
     s.listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
+      const p = /** @type {import('node:net').AddressInfo} */ (s.address()).port;
       s.close(() => resolve(p));
     });
   });
 }
 
+/** @param {number | undefined} pid */
 function rssMb(pid) {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -161,6 +188,7 @@ function rssMb(pid) {
   }
 }
 
+/** @param {string} dataDir */
 async function startServer(dataDir) {
   port = await freePort();
   const env = { ...process.env };
@@ -178,12 +206,14 @@ async function startServer(dataDir) {
   const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   let head = '';
+  /** @type {string[]} */
   let tail = [];
   child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));
+  /** @type {Promise<{ code: number | string | null, signal?: NodeJS.Signals | null }>} */
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  await new Promise((resolve, reject) => {
+  await new Promise((/** @type {(v?: unknown) => void} */ resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the server did not start within 120 s:\n${head}\n${stderr}`)), 120_000);
-    const onData = (c) => {
+    const onData = (/** @type {Buffer} */ c) => {
       if (head.length < 20_000) head += c;
       if (head.includes('gatehouse is serving')) {
         clearTimeout(timer);
@@ -206,6 +236,7 @@ async function startServer(dataDir) {
 
 // ---- load ----------------------------------------------------------------------------------------
 
+/** @param {number} endAt */
 async function decideLoad(endAt) {
   // Open loop: request k is due at start + k / RATE; each is sent when due (or as soon as a slot of
   // CONCURRENCY frees up) and its latency counts from when it was due.
@@ -213,10 +244,12 @@ async function decideLoad(endAt) {
   const total = Math.floor(((endAt - start) / 1000) * RATE);
   let next = 0;
   let inFlight = 0;
+  /** @type {((v?: unknown) => void) | null} */
   let wake = null;
+  /** @type {(k: number, due: number) => Promise<void>} */
   const one = async (k, due) => {
-    const m = WHEEL[k % WHEEL.length];
-    const r = await call('POST', '/decide', agents[k % agents.length], m.body(k));
+    const m = /** @type {Mix} */ (WHEEL[k % WHEEL.length]);
+    const r = await call('POST', '/decide', /** @type {string} */ (agents[k % agents.length]), m.body(k));
     const done = performance.now();
     completed++;
     if (due >= measuredFrom) latencies.push(done - due);
@@ -240,7 +273,7 @@ async function decideLoad(endAt) {
     const k = next++;
     one(k, due).finally(() => {
       inFlight--;
-      const w = wake;
+      const w = /** @type {((v?: unknown) => void) | null} */ (wake);
       wake = null;
       w?.();
     });
@@ -248,13 +281,15 @@ async function decideLoad(endAt) {
   while (inFlight > 0) await new Promise((resolve) => (wake = resolve));
 }
 
+/** @param {number} endAt */
 async function approvalCycles(endAt) {
   if (APPROVALS_PER_SECOND === 0) return;
   const period = 1000 / APPROVALS_PER_SECOND;
   for (let i = 0; performance.now() < endAt; i++) {
     const started = performance.now();
-    const token = agents[i % agents.length];
+    const token = /** @type {string} */ (agents[i % agents.length]);
     const req = { tool: 'refund', args: { order: `C${i}-${randomBytes(3).toString('hex')}`, amount: 150 + (i % 50) } };
+    /** @type {(what: string, r: Awaited<ReturnType<typeof call>>) => void} */
     const fail = (what, r) => {
       cycles.failed++;
       error(`approval cycle ${what}: ${r.status} ${JSON.stringify(r.body)?.slice(0, 100) ?? r.error?.message}`);
@@ -285,6 +320,7 @@ async function approvalCycles(endAt) {
 const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-soak-'));
 // As root the embedded server runs as user `postgres`: a DATA_DIR it can reach keeps the cluster in it.
 chmodSync(dataDir, 0o755);
+/** @type {Awaited<ReturnType<typeof startServer>> | null} */
 let server = null;
 let exitCode = 0;
 try {
@@ -299,6 +335,7 @@ try {
   const endAt = t0 + SECONDS * 1000;
   const warmEnd = t0 + WARMUP_SECONDS * 1000;
   measuredFrom = warmEnd;
+  /** @type {{ at: number, rss: number }[]} */
   const samples = [];
   let rssWarm = NaN;
   const sampler = setInterval(() => {
@@ -317,6 +354,7 @@ try {
   const elapsed = (performance.now() - t0) / 1000;
 
   server.child.kill('SIGTERM');
+  /** @type {{ code: number | string | null, signal?: NodeJS.Signals | null }} */
   const exit = await Promise.race([server.exited, new Promise((resolve) => setTimeout(() => resolve({ code: 'timeout' }), 20_000))]);
   agent.destroy();
 
@@ -351,6 +389,7 @@ try {
   };
   console.log(JSON.stringify(report, null, 2));
 
+  /** @type {string[]} */
   const broken = [];
   if (errorCount > 0) broken.push(`${errorCount} unexpected answers or network errors`);
   if (cycles.ok === 0 && APPROVALS_PER_SECOND > 0) broken.push('no approval cycle completed');
@@ -381,6 +420,7 @@ try {
 }
 process.exit(exitCode);
 
+/** @param {number} x */
 function round1(x) {
   return Math.round(x * 10) / 10;
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // Start-up to ready without a database: a fresh `node` process that builds Gatehouse as src/service.ts does
 // (pino, policies, metrics, JWT, routes) and listens. Times from the child's own clock
 // (performance.now(): milliseconds since the process started) at "imports done", "policies loaded",
@@ -15,6 +16,7 @@ import { fmt, median, parseArgs, table, targetsTable } from './lib/stats.mjs';
 
 export const TARGETS = { readyMs: 1000 };
 
+/** @param {NodeJS.ProcessEnv} env */
 async function once(env) {
   const t0 = performance.now();
   const s = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { env: { BENCH_LOG_LEVEL: 'warn', ...env } });
@@ -25,6 +27,7 @@ async function once(env) {
 
 export async function runStartup({ quick = false, log = console.log } = {}) {
   const runs = quick ? 3 : 10;
+  /** @type {{ name: string, env: NodeJS.ProcessEnv, runs?: number }[]} */
   const sets = [{ name: 'example policies (policies/, env prod)', env: {} }];
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-startup-'));
   try {
@@ -34,12 +37,14 @@ export async function runStartup({ quick = false, log = console.log } = {}) {
       writeFileSync(join(d, 'generated.json'), JSON.stringify(generatePolicyDoc(n)));
       sets.push({ name: `${n.toLocaleString('en-US')} generated rules`, env: { BENCH_POLICY_DIR: d, BENCH_POLICY_ENV: '' }, runs: quick ? 1 : 3 });
     }
+    /** @type {{ set: string, runs: number, imports: number, policies: number, ready: number, listening: number, wall: number, maxWall: number, cpuMs: number }[]} */
     const rows = [];
     for (const set of sets) {
+      /** @type {Record<string, number>[]} */
       const samples = [];
       await once(set.env); // not counted: fills the OS file cache
       for (let k = 0; k < (set.runs ?? runs); k++) samples.push(await once(set.env));
-      const m = (key) => median(samples.map((s) => s[key]));
+      const m = (/** @type {string} */ key) => median(samples.map((s) => s[key]));
       const row = {
         set: set.name,
         runs: samples.length,
@@ -56,7 +61,7 @@ export async function runStartup({ quick = false, log = console.log } = {}) {
         `${set.name}: policies loaded at ${fmt(row.policies, 0)} ms, ready ${fmt(row.ready, 0)} ms, listening ${fmt(row.listening, 0)} ms (process clock); spawn → listening ${fmt(row.wall, 0)} ms wall (median of ${row.runs}); ${fmt(row.cpuMs, 0)} ms of CPU`,
       );
     }
-    const main = rows[0];
+    const main = /** @type {(typeof rows)[number]} */ (rows[0]); // the example policies, always measured
     return {
       rows,
       // Judged on the median of the runs; the worst run is shown beside it.
@@ -73,6 +78,10 @@ export async function runStartup({ quick = false, log = console.log } = {}) {
   }
 }
 
+/**
+ * @param {Awaited<ReturnType<typeof runStartup>>} result
+ * @param {(text: string) => void} [print]
+ */
 export function printStartup(result, print = console.log) {
   print("\nStart-up without a database (median; ms since process start by the child's clock, and the parent's spawn → listening)");
   print(

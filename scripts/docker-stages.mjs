@@ -4,20 +4,24 @@
 // tracked files (`git archive` of HEAD, or of `git stash create` when tracked files are modified;
 // untracked files are not in it), less what .dockerignore leaves out, each stage gets a
 // directory standing for its filesystem; WORKDIR, COPY (also --from=STAGE) and ENV are applied to
-// it and every RUN line runs there with `sh -c`, on this machine's Node and npm. An instruction this
-// script does not know fails it rather than being skipped.
+// it and every RUN line runs there with `sh -c`, on the Node that runs this script (its directory is
+// put first on PATH, so `npm` and `node` in a RUN line are that Node) and the npm on PATH. An
+// instruction this script does not know fails it rather than being skipped.
 //
 // Then the last stage (the image) is checked: `node dist/main.js --version` and `check` on its
 // policies run with the image's environment; dev dependencies and the embedded PostgreSQL are
 // absent; every runtime dependency is present; the sizes are printed.
 //
 // Usage: node scripts/docker-stages.mjs [--keep]   (--keep leaves the directories for a look)
-// What it cannot show: the base image's own contents (its Node is this machine's; a major version
-// other than the FROM tag's is reported), and RUN lines that use absolute paths.
+// Run it on the FROM tag's Node major: CI (.ci/run) puts the official Node 24 build from the npm
+// registry first on PATH for it, since Debian ships Node 20 only. On another major it still runs,
+// with a warning: the build and the checks then prove less about the image.
+// What it cannot show: the base image's own contents (only its Node's major is mirrored), and RUN
+// lines that use absolute paths.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { delimiter, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -89,6 +93,8 @@ function duMiB(path) {
 }
 
 const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+// RUN lines and the image's checks use the Node that runs this script, whatever else is on PATH.
+const nodePath = [dirname(process.execPath), process.env.PATH].filter(Boolean).join(delimiter);
 const work = mkdtempSync(join(tmpdir(), 'gatehouse-docker-stages-'));
 const context = join(work, 'context');
 mkdirSync(context);
@@ -113,7 +119,9 @@ try {
       const major = /^node:(\d+)/.exec(m[1])?.[1];
       if (major === undefined) fail(`Dockerfile:${line}: FROM ${m[1]}: only node images are mirrored here`);
       if (process.versions.node.split('.')[0] !== major) {
-        console.error(`docker-stages: warning: the image's Node is ${major}, this machine's ${process.versions.node}`);
+        console.error(
+          `docker-stages: warning: the image's Node is ${major}, this one ${process.versions.node}: put a Node ${major} first on PATH (as .ci/run does)`,
+        );
       }
       stage = { dir: join(work, `stage-${index}`), workdir: '/', env: {}, image: m[1] };
       mkdirSync(stage.dir);
@@ -151,7 +159,7 @@ try {
       case 'RUN': {
         const command = rest.trim().startsWith('[') ? JSON.parse(rest).join(' ') : rest;
         console.log(`-- RUN ${command}`);
-        const r = spawnSync('sh', ['-c', command], { cwd: here, stdio: 'inherit', env: { ...process.env, ...stage.env } });
+        const r = spawnSync('sh', ['-c', command], { cwd: here, stdio: 'inherit', env: { ...process.env, PATH: nodePath, ...stage.env } });
         if (r.status !== 0) fail(`Dockerfile:${line}: RUN exited ${r.status ?? r.signal}`);
         break;
       }
@@ -172,7 +180,7 @@ try {
   // The image: the last stage, in its WORKDIR, with its ENV (paths under / mapped into its directory).
   const image = stage;
   const app = join(image.dir, image.workdir);
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME ?? '/root' };
+  const env = { PATH: nodePath, HOME: process.env.HOME ?? '/root' };
   for (const [k, v] of Object.entries(image.env)) env[k] = v.startsWith('/') ? join(image.dir, v) : v;
   const node = (...args) => {
     const r = spawnSync(process.execPath, args, { cwd: app, env, encoding: 'utf8' });

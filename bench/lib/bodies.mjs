@@ -1,3 +1,4 @@
+// @ts-check
 // The request bodies and tokens every benchmark uses, so all of them measure the same thing.
 import { createHmac } from 'node:crypto';
 
@@ -10,6 +11,7 @@ export const SECRET = 'gatehouse-bench-secret-0123456789abcdef-0123456789';
  * after the tool's argument schema ran, the `confirm` condition was evaluated and the run's steps
  * were counted against max_calls.
  */
+/** @type {{ tool: string, args: import('../../dist/json/value.js').JsonObject, run: import('../../dist/policy/model.js').RunView }} */
 export const DECIDE_BODY = {
   tool: 'refund',
   args: { order: 'A-2024-000123', amount: 80, note: 'Parcel arrived damaged; refund the item and shipping, no return needed.' },
@@ -25,6 +27,7 @@ export const DECIDE_TEXT = JSON.stringify(DECIDE_BODY);
 
 /** A ~100 KB body: the same shape with a long list of order lines in args. */
 export function largeBody(targetBytes = 100 * 1024) {
+  /** @type {Record<string, unknown>[]} */
   const items = [];
   const body = { tool: 'bulk_refund', args: { order: 'A-2024-000123', items }, run: DECIDE_BODY.run };
   let k = 0;
@@ -35,7 +38,7 @@ export function largeBody(targetBytes = 100 * 1024) {
   return body;
 }
 
-const b64url = (data) => Buffer.from(data).toString('base64url');
+const b64url = (/** @type {string | Buffer} */ data) => Buffer.from(data).toString('base64url');
 
 /** A compact HS256 JWT for SECRET (like test/helpers/app.ts). */
 export function signToken(claims = {}, secret = SECRET) {

@@ -1,3 +1,4 @@
+// @ts-check
 // An open-loop, fixed-rate load generator, run as its own process (autocannon's `overallRate` lets
 // each connection send its share of a second back to back and then wait, so its "fixed rate" is a
 // burst at the top of every second). Requests are scheduled at exact times (rate per second, checked
@@ -12,6 +13,7 @@ import { connect } from 'node:net';
 
 const cfg = JSON.parse(process.argv[2]);
 const body = Buffer.from(cfg.body);
+/** @param {Record<string, string>} headers */
 const requestWith = (headers) => {
   const head = [
     `POST ${cfg.path} HTTP/1.1`,
@@ -25,10 +27,11 @@ const requestWith = (headers) => {
   return Buffer.concat([Buffer.from(head), body]);
 };
 const perConnection = cfg.headersPerConnection ?? [{}];
-const requests = perConnection.map((extra) => requestWith({ ...cfg.headers, ...extra }));
+const requests = perConnection.map((/** @type {Record<string, string>} */ extra) => requestWith({ ...cfg.headers, ...extra }));
 let made = 0;
 
 const now = () => Number(process.hrtime.bigint()) / 1000; // µs
+/** @type {number[]} */
 const latencies = [];
 const statuses = new Map();
 let errors = 0;
@@ -36,7 +39,10 @@ let measuring = false;
 let lastDone = 0;
 let measureFrom = Infinity; // only requests scheduled from here on are counted
 
+/** @type {number[]} */
 const queue = []; // scheduled times (µs) not yet sent
+/** @typedef {ReturnType<typeof makeConnection>} Connection */
+/** @type {Connection[]} */
 const idle = [];
 
 function makeConnection() {
@@ -72,6 +78,7 @@ function makeConnection() {
   return conn;
 }
 
+/** @param {Connection} conn */
 function dispatch(conn) {
   const next = queue.shift();
   if (next === undefined) {
@@ -86,19 +93,20 @@ const conns = Array.from({ length: cfg.connections }, makeConnection);
 await new Promise((resolve) => setTimeout(resolve, 200));
 
 const intervalUs = 1e6 / cfg.rate;
+/** @param {number} seconds */
 async function phase(seconds) {
   const start = now();
   const end = start + seconds * 1e6;
   let k = 0;
   let maxQueue = 0;
-  await new Promise((resolve) => {
+  await new Promise((/** @type {(v?: unknown) => void} */ resolve) => {
     const tick = () => {
       const t = now();
       while (start + k * intervalUs <= Math.min(t, end)) {
         queue.push(start + k * intervalUs);
         k++;
       }
-      while (queue.length > 0 && idle.length > 0) dispatch(idle.pop());
+      while (queue.length > 0 && idle.length > 0) dispatch(/** @type {Connection} */ (idle.pop()));
       if (queue.length > maxQueue) maxQueue = queue.length;
       if (t >= end) resolve();
       else setTimeout(tick, 1);
@@ -121,7 +129,7 @@ const elapsed = (Math.max(lastDone, t0 + cfg.duration * 1e6) - t0) / 1e6;
 for (const c of conns) c.socket.destroy();
 
 latencies.sort((a, b) => a - b);
-const q = (p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] / 1000 : NaN);
+const q = (/** @type {number} */ p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] / 1000 : NaN);
 process.stdout.write(
   JSON.stringify({
     tool: 'open-loop',

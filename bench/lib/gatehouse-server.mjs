@@ -1,3 +1,4 @@
+// @ts-check
 // Gatehouse as src/service.ts builds it, minus the parts /decide does not need: the decision log at info
 // level on stdout through src/log.ts (synchronous, as src/service.ts), prom-client default metrics on, the
 // example policies, HS256. With BENCH_DATABASE_URL the approval store and the budget counters are
@@ -13,7 +14,8 @@ const tImported0 = performance.now();
 const { default: pino } = await import('pino');
 const { buildApp } = await import('../../dist/http/app.js');
 const { createLogger } = await import('../../dist/log.js');
-const { createMetrics } = await import('../../dist/http/metrics.js');
+const { createMetrics } = await import('../../dist/engine/metrics.js');
+const { createEngine } = await import('../../dist/engine/index.js');
 const { createLivePolicies } = await import('../../dist/policy/live.js');
 const { loadConfig } = await import('../../dist/config.js');
 const { SECRET } = await import('./bodies.mjs');
@@ -34,6 +36,7 @@ const tPolicies = performance.now();
 
 let approvals = null;
 let limits = null;
+let keys = null;
 let sql = null;
 if (env.BENCH_DATABASE_URL) {
   const { createSql } = await import('../../dist/db/connect.js');
@@ -44,6 +47,8 @@ if (env.BENCH_DATABASE_URL) {
   const store = createApprovalStore(sql, { approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, deadlineMs: 2_000 });
   const waiter = createApprovalWaiter(sql, store, env.BENCH_MAX_WAITS ? { maxTotal: Number(env.BENCH_MAX_WAITS) } : {});
   approvals = createApprovalService(sql, store, waiter);
+  const { createKeys } = await import('../../dist/db/idempotency.js');
+  keys = createKeys(sql, { deadlineMs: 2_000 });
   const { createLimitService } = await import('../../dist/budgets/service.js');
   const { createLanes } = await import('../../dist/db/lanes.js');
   // As src/service.ts: BUDGET_CONNECTIONS lanes (default 4).
@@ -55,7 +60,7 @@ const metrics = createMetrics(policies);
 let decisionStore = null;
 if (env.BENCH_DECISION_STORE_URL) {
   const { createSql } = await import('../../dist/db/connect.js');
-  const { createDecisionWriter } = await import('../../dist/decisions/writer.js');
+  const { createDecisionWriter } = await import('../../dist/records/writer.js');
   const recordSql = createSql(env.BENCH_DECISION_STORE_URL, { max: 2, applicationName: 'gatehouse-decisions' });
   const writer = createDecisionWriter(recordSql, {
     queueMax: Number(env.BENCH_DECISION_QUEUE_MAX ?? 10_000),
@@ -66,15 +71,20 @@ if (env.BENCH_DECISION_STORE_URL) {
   });
   decisionStore = { writer, sql: recordSql };
 }
-const ctx = {
-  decisionStore,
+const engine = createEngine({
   policies,
   shadow,
-  metrics,
   approvals,
   limits,
+  keys,
+  records: decisionStore,
+  metrics,
   log: logger,
   logArgs: env.BENCH_LOG_ARGS === 'true',
+});
+const ctx = {
+  engine,
+  metrics,
   adminRole: 'admin',
   approverRole: 'approver',
   policyReaderRoles: ['admin', 'approver'],
@@ -99,7 +109,7 @@ await app.ready();
 const tReady = performance.now();
 await app.listen({ port: Number(env.BENCH_PORT ?? 0), host: '127.0.0.1' });
 const tListening = performance.now();
-const port = app.server.address().port;
+const port = /** @type {import('node:net').AddressInfo} */ (app.server.address()).port;
 logger.info({ port }, 'gatehouse is serving');
 
 const cpu = process.cpuUsage(); // CPU used so far (all threads): what contention for the CPU does not inflate
@@ -116,7 +126,7 @@ else process.stderr.write(`listening on ${port} ${JSON.stringify(timings)}\n`);
 
 // Diagnostics for the benchmarks: the process's own memory figures (after a full GC when started
 // with --expose-gc), on request over IPC.
-process.on('message', (msg) => {
+process.on('message', (/** @type {{ type?: string, gc?: boolean } | null} */ msg) => {
   if (msg?.type !== 'memory') return;
   if (msg.gc && typeof globalThis.gc === 'function') globalThis.gc();
   process.send?.({ type: 'memory', ...process.memoryUsage() });

@@ -1,3 +1,4 @@
+// @ts-check
 // A deterministic generator of large policy sets for the decide() micro-benchmarks.
 //
 // N rules in one JSON policy file (plus a catalogue), mixing every selector the language has:
@@ -18,7 +19,30 @@
 
 const KINDS = ['read_only', 'local_mutation', 'remote_mutation', 'destructive'];
 
-/** mulberry32: small, fast, deterministic. */
+/**
+ * A rule of the generated file, as written (docs/policies.md).
+ * @typedef {object} GenRule
+ * @property {string} id
+ * @property {string[]} [tools]
+ * @property {string[]} [kinds]
+ * @property {string[]} [tags]
+ * @property {string[]} [teams]
+ * @property {string[]} [agents]
+ * @property {string[]} [users]
+ * @property {boolean} [allow]
+ * @property {boolean} [abort]
+ * @property {string} [when]
+ * @property {string} [confirm]
+ * @property {string} [reason]
+ * @property {{ kind: string, capability: string[], presentation: string[] }} [approval]
+ */
+/** @typedef {{ kind: string, tags?: string[], schema?: object }} GenTool */
+/** @typedef {{ policy: string, version: string, default: string, tools: Record<string, GenTool>, rules: GenRule[], limits: { max_calls: number } }} GenDoc */
+
+/**
+ * mulberry32: small, fast, deterministic.
+ * @param {number} seed
+ */
 function rng(seed) {
   let a = seed >>> 0;
   return () => {
@@ -30,15 +54,22 @@ function rng(seed) {
   };
 }
 
+/**
+ * @param {number} n
+ * @param {number} [seed]
+ * @returns {GenDoc}
+ */
 export function generatePolicyDoc(n, seed = 42) {
   const rand = rng(seed + n);
-  const pick = (k) => Math.floor(rand() * k);
+  const pick = (/** @type {number} */ k) => Math.floor(rand() * k);
   const toolCount = Math.max(25, Math.floor(n / 4));
   const nsCount = Math.max(5, Math.floor(n / 40));
-  const toolName = (i) => `svc${i % nsCount}_op${i}`;
+  const toolName = (/** @type {number} */ i) => `svc${i % nsCount}_op${i}`;
 
+  /** @type {Record<string, GenTool>} */
   const tools = {};
   for (let i = 0; i < toolCount; i++) {
+    /** @type {GenTool} */
     const entry = { kind: KINDS[i % 4] };
     if (i % 5 === 0) entry.tags = ['money'];
     else if (i % 7 === 0) entry.tags = ['ops'];
@@ -47,6 +78,7 @@ export function generatePolicyDoc(n, seed = 42) {
   }
   for (let k = 0; k < nsCount; k++) tools[`mcp${k}__*`] = { kind: 'remote_mutation', tags: ['mcp'] };
 
+  /** @type {GenRule[]} */
   const rules = [
     { id: 'global-no-destructive-interns', kinds: ['destructive'], teams: ['interns'], abort: true, reason: 'interns never run destructive tools' },
     { id: 'global-unknown-contractors', kinds: ['unknown'], teams: ['contractors'], allow: false },
@@ -56,6 +88,7 @@ export function generatePolicyDoc(n, seed = 42) {
     const tool = toolName(pick(toolCount));
     const ns = pick(nsCount);
     const bucket = r % 20;
+    /** @type {GenRule} */
     let rule;
     if (bucket <= 6) rule = { id, tools: [tool], allow: true };
     else if (bucket <= 8) rule = { id, tools: [tool], teams: [`team${pick(8)}`], allow: false, reason: 'not for this team' };
@@ -86,10 +119,16 @@ export function generatePolicyDoc(n, seed = 42) {
  * The request shapes measured, chosen from the generated document so each one exists at every N:
  * the first tool whose decision (by the given `decideTool(tool) → {decision, rule}`) comes from a rule
  * of the wanted sort.
+ * @param {GenDoc} doc
+ * @param {(tool: string) => { decision: string, rule: string }} decideTool
  */
 export function probes(doc, decideTool) {
   const byId = new Map(doc.rules.map((r) => [r.id, r]));
   const exactTools = Object.keys(doc.tools).filter((t) => !t.includes('*'));
+  /**
+   * @param {string[]} names
+   * @param {(res: { decision: string, rule: string }, rule: GenRule) => boolean | undefined} ok
+   */
   const find = (names, ok) => {
     for (const name of names) {
       const res = decideTool(name);
@@ -98,7 +137,7 @@ export function probes(doc, decideTool) {
     }
     throw new Error('no probe found');
   };
-  const isExact = (r) => r.tools?.length === 1 && !r.tools[0].includes('*');
+  const isExact = (/** @type {GenRule} */ r) => r.tools?.length === 1 && !r.tools[0].includes('*');
   const mcpNames = Array.from({ length: 40 }, (_, k) => `mcp${k}__create_issue`);
   return {
     /** allowed by an exact-name rule (no condition, no approval). */
@@ -118,6 +157,8 @@ export function probes(doc, decideTool) {
  * A stream of requests as a host would send them: every exact tool name of the catalogue, one name
  * in each `mcpK__*` namespace and a few names nobody declared, in a fixed shuffled order. What each
  * gets (allow, deny, require_approval, the default) is whatever the generated rules say.
+ * @param {GenDoc} doc
+ * @param {number} [seed]
  */
 export function mixedTools(doc, seed = 7) {
   const names = Object.keys(doc.tools).map((t) => (t.endsWith('__*') ? t.replace('*', 'create_issue') : t));
@@ -130,7 +171,11 @@ export function mixedTools(doc, seed = 7) {
   return names;
 }
 
-/** FileBytes for buildPolicySet. */
+/**
+ * FileBytes for buildPolicySet.
+ * @param {number} n
+ * @param {number} [seed]
+ */
 export function policyFiles(n, seed = 42) {
   const doc = generatePolicyDoc(n, seed);
   return { doc, files: [{ path: `generated-${n}.json`, bytes: Buffer.from(JSON.stringify(doc)) }] };
@@ -153,6 +198,7 @@ export const LANGUAGE_CONDITIONS = [
 ];
 
 /** The arguments, run view and context the language set's conditions read. */
+/** @type {{ args: import('../../dist/json/value.js').JsonObject, run: import('../../dist/policy/model.js').RunView, context: import('../../dist/json/value.js').JsonObject }} */
 export const LANGUAGE_REQUEST = {
   args: { amount: 500, note: 'customer asked twice', file: '/repo/src/../main.ts', command: "git status --short 'a b'", items: ['a', 'b', 'c'] },
   run: {
@@ -166,6 +212,8 @@ export const LANGUAGE_REQUEST = {
  * generatePolicyDoc(n), with every condition replaced by one of LANGUAGE_CONDITIONS and a condition
  * from them added to each exact-name allow rule: the same selectors and decisions' mix, and a set
  * dense in the new operators.
+ * @param {number} n
+ * @param {number} [seed]
  */
 export function languagePolicyFiles(n, seed = 42) {
   const doc = generatePolicyDoc(n, seed);

@@ -1,3 +1,4 @@
+// @ts-check
 // The closed-loop load generator, run as its own process: autocannon against one URL, the result
 // printed as one JSON line on stdout. Config: one JSON argument
 //   {url, body, headers, connections, duration, overallRate?, expectStatus?, headersList?}
@@ -11,7 +12,9 @@ const result = await autocannon({
   method: 'POST',
   body: cfg.body,
   headers: cfg.headers,
-  ...(cfg.headersList ? { requests: cfg.headersList.map((h) => ({ method: 'POST', body: cfg.body, headers: { ...cfg.headers, ...h } })) } : {}),
+  ...(cfg.headersList
+    ? { requests: cfg.headersList.map((/** @type {Record<string, string>} */ h) => ({ method: 'POST', body: cfg.body, headers: { ...cfg.headers, ...h } })) }
+    : {}),
   connections: cfg.connections,
   duration: cfg.duration,
   ...(cfg.overallRate ? { overallRate: cfg.overallRate } : {}),

@@ -2,7 +2,7 @@
 // same evaluation with a trace recorded on the way: one evaluator, the trace is optional output.
 import { approvalHash } from '../json/canonical.js';
 import type { ConditionInput, ConditionResult } from './condition/compile.js';
-import { runGuard, type GuardFinding, type PiiKind } from './guards.js';
+import { findingText, runGuard, type GuardFinding } from './guards.js';
 import { chargesFor } from './limits.js';
 import { CALLER_SELECTORS, selectorsMatch, traceSelectors, type SelectorTrace, type Subject } from './match.js';
 import { modelMessage } from './message.js';
@@ -367,7 +367,7 @@ function evaluateFile(
         decision: guard.action,
         // The path's keys were chosen by the model unless the tool's schema declares them: `*` (a key
         // can be prose addressed to the operator, or a secret).
-        reason: `guard "${guard.guard}" found ${PII_TEXT[finding.kind]} ${finding.inKey ? 'in a key of' : 'at'} ${safeInstancePath(finding.path, plan.entries)}`,
+        reason: `guard "${guard.guard}" found ${findingText(finding.kind)} ${finding.inKey ? 'in a key of' : 'at'} ${safeInstancePath(finding.path, plan.entries)}`,
         rule: guard.id,
         kind: guard.guard,
         shape: null,
@@ -376,8 +376,6 @@ function evaluateFile(
   }
   return out;
 }
-
-const PII_TEXT: Readonly<Record<PiiKind, string>> = { email: 'an email address', phone: 'a phone number', card: 'a card number', iban: 'an IBAN' };
 
 /** 'yes', 'no', or 'undecidable' (its `when` could not be decided: it applies where it restricts). */
 function ruleApplies(rule: Rule, subject: Subject, input: ConditionInput, rt: RuleTrace | null): 'yes' | 'no' | 'undecidable' {

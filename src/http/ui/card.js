@@ -1,3 +1,4 @@
+// @ts-check
 // The pure part of the operator page: what a card shows, from one approval of the API, as text runs
 // (never HTML). No DOM, so test/http/ui.test.ts runs this very file in Node; page.js builds elements
 // from the runs with textContent.
@@ -14,24 +15,43 @@
 // ---- JSON, exactly as written ----------------------------------------------------------------------
 
 /**
+ * A JSON value as written: numbers keep their text.
+ * @typedef {{ t: 'obj', entries: [string, JsonNode][] } | { t: 'arr', items: JsonNode[] } | { t: 'str', v: string } | { t: 'num', v: string } | { t: 'lit', v: string }} JsonNode
+ */
+/**
+ * A run of text to show: as it is, or (`esc`) a character written as an escape, `title` saying what it is.
+ * @typedef {{ text: string, esc?: boolean, title?: string }} Part
+ */
+/** @typedef {{ kind: string | null, text: string }} CharFinding what inspect() found in one string (kind null: shown escaped, not reported) */
+/** @typedef {{ where: string, kind: string | null, text: string }} Finding */
+/** @typedef {{ k: string, text?: string, parts?: Part[] }} Token */
+
+/**
  * Parse JSON text into a tree: {t:'obj', entries:[[key, node]…]}, {t:'arr', items}, {t:'str', v},
  * {t:'num', v: the number's text}, {t:'lit', v:'true'|'false'|'null'}. Throws on anything else.
  */
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 
+/**
+ * @param {string} text
+ * @returns {JsonNode}
+ */
 function parseExact(text) {
   let i = 0;
+  /** @type {(what: string) => never} */
   const fail = (what) => {
     throw new SyntaxError('JSON: ' + what + ' at ' + i);
   };
   const ws = () => {
     while (i < text.length && ' \t\n\r'.includes(text[i])) i++;
   };
+  /** @returns {JsonNode} */
   const value = () => {
     ws();
     const c = text[i];
     if (c === '{') {
       i++;
+      /** @type {[string, JsonNode][]} */
       const entries = [];
       ws();
       if (text[i] === '}') {
@@ -53,6 +73,7 @@ function parseExact(text) {
     }
     if (c === '[') {
       i++;
+      /** @type {JsonNode[]} */
       const items = [];
       ws();
       if (text[i] === ']') {
@@ -82,7 +103,9 @@ function parseExact(text) {
     }
     return fail('a value expected');
   };
+  /** @type {Record<string, string>} */
   const ESCAPES = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+  /** @returns {string} */
   const string = () => {
     i++; // the opening quote
     let out = '';
@@ -110,20 +133,34 @@ function parseExact(text) {
   return tree;
 }
 
-/** The member `key` of an object node, or undefined. */
+/**
+ * The member `key` of an object node, or undefined.
+ * @param {JsonNode | undefined} node
+ * @param {string} key
+ * @returns {JsonNode | undefined}
+ */
 function member(node, key) {
   if (node?.t !== 'obj') return undefined;
   for (const [k, v] of node.entries) if (k === key) return v;
   return undefined;
 }
 
-/** A string member as a JS string ('' when absent or not a string). */
+/**
+ * A string member as a JS string ('' when absent or not a string).
+ * @param {JsonNode | undefined} node
+ * @param {string} key
+ * @returns {string}
+ */
 function memberText(node, key) {
   const v = member(node, key);
   return v && v.t === 'str' ? v.v : '';
 }
 
-/** Compact JSON text of a node, numbers as written: equal texts are equal values. */
+/**
+ * Compact JSON text of a node, numbers as written: equal texts are equal values.
+ * @param {JsonNode} node
+ * @returns {string}
+ */
 function nodeText(node) {
   switch (node.t) {
     case 'obj':
@@ -139,6 +176,7 @@ function nodeText(node) {
 
 // ---- characters that hide or pose as others -----------------------------------------------------------
 
+/** @type {Record<number, string>} */
 const CHARACTER_NAMES = {
   0: 'NULL',
   160: 'NO-BREAK SPACE',
@@ -180,7 +218,9 @@ const CHARACTER_NAMES = {
 // confusables (UTS #39, https://www.unicode.org/reports/tr39/), the letters that pass for ASCII in
 // common fonts. Each maps to the ASCII letter it looks like.
 const LOOKALIKES = (() => {
+  /** @type {Record<string, string>} */
   const table = {};
+  /** @type {(chars: string, latin: string) => void} */
   const add = (chars, latin) => {
     for (let k = 0; k < chars.length; k++) table[chars[k]] = latin[k];
   };
@@ -195,7 +235,7 @@ const LOOKALIKES = (() => {
 })();
 
 const SCRIPTS = ['Latin', 'Cyrillic', 'Greek', 'Armenian', 'Cherokee'];
-const scriptOf = (ch) => SCRIPTS.find((s) => new RegExp('\\p{Script=' + s + '}', 'u').test(ch)) || 'another script';
+const scriptOf = (/** @type {string} */ ch) => SCRIPTS.find((s) => new RegExp('\\p{Script=' + s + '}', 'u').test(ch)) || 'another script';
 
 const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 // Invisible or blank: format characters, default-ignorable code points, separators, spaces other than
@@ -209,22 +249,32 @@ const WORD_CHAR = /[\p{L}\p{M}\p{N}]/u;
 const LETTER = /\p{L}/u;
 const ASCII_ALNUM = /[A-Za-z0-9]/;
 const RTL = /[\p{Script=Hebrew}\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Nko}\p{Script=Samaritan}\p{Script=Mandaic}\p{Script=Adlam}]/u;
+/** @type {Record<string, string>} */
 const SHORT_ESCAPES = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\b': '\\b', '\f': '\\f' };
 
+/** @param {number} cp */
 function hex(cp) {
   return cp.toString(16).toUpperCase().padStart(4, '0');
 }
 
-/** How a character is written as an escape: \uXXXX, or \u{XXXXX} beyond the BMP. */
+/**
+ * How a character is written as an escape: \uXXXX, or \u{XXXXX} beyond the BMP.
+ * @param {string} ch one code point
+ * @returns {string}
+ */
 function escapeOf(ch) {
   if (Object.hasOwn(SHORT_ESCAPES, ch)) return SHORT_ESCAPES[ch];
-  const cp = ch.codePointAt(0);
+  const cp = /** @type {number} */ (ch.codePointAt(0));
   return cp > 0xffff ? '\\u{' + hex(cp) + '}' : '\\u' + hex(cp);
 }
 
-/** "U+202E RIGHT-TO-LEFT OVERRIDE", or the code point and what it is. */
+/**
+ * "U+202E RIGHT-TO-LEFT OVERRIDE", or the code point and what it is.
+ * @param {string} ch one code point
+ * @param {string} what
+ */
 function describe(ch, what) {
-  const cp = ch.codePointAt(0);
+  const cp = /** @type {number} */ (ch.codePointAt(0));
   const name = CHARACTER_NAMES[cp];
   return 'U+' + hex(cp) + (name ? ' ' + name : '') + ' (' + what + ')';
 }
@@ -233,27 +283,32 @@ function describe(ch, what) {
  * A string as runs of text to show: `{text}` as it is, or `{text: '\\u202E', esc: true, title}`
  * for a character that must be seen; and the findings, each `{kind, text}` (kind: bidi, invisible,
  * control, confusable, rtl). With `json`, quotes and backslashes are escaped as JSON writes them.
+ * @param {string} s
+ * @param {boolean} json
+ * @returns {{ parts: Part[], findings: CharFinding[] }}
  */
 function inspect(s, json) {
   const chars = Array.from(s); // code points; a lone surrogate stays one unit
+  /** @type {(CharFinding | null)[]} */
   const escaped = new Array(chars.length).fill(null); // index → the finding's description
+  /** @type {CharFinding[]} */
   const findings = [];
   // Look-alike letters: in a word that also holds ASCII letters or digits, or a word made only of
   // look-alikes (an all-Cyrillic "раура" reads as "paypa").
   for (let start = 0; start < chars.length; ) {
-    if (!WORD_CHAR.test(chars[start])) {
+    if (!WORD_CHAR.test(/** @type {string} */ (chars[start]))) {
       start++;
       continue;
     }
     let end = start;
-    while (end < chars.length && WORD_CHAR.test(chars[end])) end++;
+    while (end < chars.length && WORD_CHAR.test(/** @type {string} */ (chars[end]))) end++;
     const word = chars.slice(start, end);
     const ascii = word.some((c) => ASCII_ALNUM.test(c));
     const letters = word.filter((c) => LETTER.test(c));
     const allAlike = letters.length > 0 && letters.every((c) => Object.hasOwn(LOOKALIKES, c));
     if (ascii || allAlike) {
       for (let k = start; k < end; k++) {
-        const c = chars[k];
+        const c = /** @type {string} */ (chars[k]);
         if (Object.hasOwn(LOOKALIKES, c)) escaped[k] = { kind: 'confusable', text: describe(c, 'looks like "' + LOOKALIKES[c] + '", ' + scriptOf(c)) };
       }
     }
@@ -261,13 +316,13 @@ function inspect(s, json) {
   }
   chars.forEach((c, k) => {
     if (escaped[k] !== null) return;
-    const cp = c.codePointAt(0);
+    const cp = /** @type {number} */ (c.codePointAt(0));
     if (c === '\n' || c === '\t') escaped[k] = { kind: null, text: describe(c, c === '\n' ? 'a line break' : 'a tab') };
     else if (SURROGATE.test(c)) escaped[k] = { kind: 'control', text: describe(c, 'half of a character') };
     else if (CONTROL.test(c)) escaped[k] = { kind: 'control', text: describe(c, 'a control character') };
     else if (BIDI_CONTROLS.test(c)) escaped[k] = { kind: 'bidi', text: describe(c, 'a bidi control: it reorders what is shown') };
     else if (INVISIBLE.test(c)) escaped[k] = { kind: 'invisible', text: describe(c, 'invisible, or drawn as a blank') };
-    else if (MARK.test(c) && (k === 0 || chars[k - 1].codePointAt(0) < 0x80 || escaped[k - 1] !== null)) {
+    else if (MARK.test(c) && (k === 0 || /** @type {number} */ (chars[k - 1].codePointAt(0)) < 0x80 || escaped[k - 1] !== null)) {
       escaped[k] = { kind: 'confusable', text: describe(c, 'a combining mark on the character before it') };
     } else if (cp >= 0x80 && /\p{Nd}/u.test(c)) {
       escaped[k] = { kind: 'confusable', text: describe(c, 'a digit other than 0-9') };
@@ -277,6 +332,7 @@ function inspect(s, json) {
       if (folded !== c && /[!-~]/.test(folded)) escaped[k] = { kind: 'confusable', text: describe(c, 'looks like "' + folded + '"') };
     }
   });
+  /** @type {Part[]} */
   const parts = [];
   let plain = '';
   const flush = () => {
@@ -298,14 +354,20 @@ function inspect(s, json) {
   return { parts, findings };
 }
 
-/** The text a person reads from runs (the textContent of what page.js builds). */
+/**
+ * The text a person reads from runs (the textContent of what page.js builds).
+ * @param {readonly Part[]} parts
+ */
 function partsText(parts) {
   return parts.map((p) => p.text).join('');
 }
 
 // ---- the arguments, as JSON with every string inspected -------------------------------------------
 
-/** Where a value is, as a person reads it: args.order, args.items[0], args["a b"]. */
+/**
+ * Where a value is, as a person reads it: args.order, args.items[0], args["a b"].
+ * @param {readonly (string | number)[]} path
+ */
 function pathText(path) {
   let out = '';
   for (const step of path) {
@@ -320,10 +382,17 @@ function pathText(path) {
  * A JSON node pretty-printed (two spaces, as JSON.stringify(v, null, 2)) as tokens: `{k:'punct',
  * text}`, `{k:'num'|'lit', text}`, `{k:'str'|'key', parts}` (the parts include the quotes). Every
  * string's findings go to `findings` with where they were.
+ * @param {JsonNode} node
+ * @param {(string | number)[]} path
+ * @param {Finding[]} findings
+ * @param {number} indent
+ * @param {Token[]} [out]
+ * @returns {Token[]}
  */
 function jsonTokens(node, path, findings, indent, out) {
   const tokens = out || [];
-  const pad = (n) => '  '.repeat(n);
+  const pad = (/** @type {number} */ n) => '  '.repeat(n);
+  /** @type {(s: string, k: string, where: (string | number)[]) => void} */
   const str = (s, k, where) => {
     const seen = inspect(s, true);
     for (const f of seen.findings) findings.push({ where: pathText(where) + (k === 'key' ? ' (a key)' : ''), kind: f.kind, text: f.text });
@@ -368,7 +437,10 @@ function jsonTokens(node, path, findings, indent, out) {
   return tokens;
 }
 
-/** The text of tokens, as shown. */
+/**
+ * The text of tokens, as shown.
+ * @param {readonly Token[]} tokens
+ */
 function tokensText(tokens) {
   return tokens.map((t) => (t.parts ? partsText(t.parts) : t.text)).join('');
 }
@@ -378,16 +450,19 @@ function tokensText(tokens) {
 /**
  * Everything a card shows of one approval (its exact tree, from GET /approvals/{id}): the call once,
  * every requirement, who asked, when, the expiry, the id, the policy versions, and every finding.
+ * @param {JsonNode} tree
  */
 function cardView(tree) {
+  /** @type {Finding[]} */
   const findings = [];
+  /** @type {(s: string, where: string) => Part[]} */
   const text = (s, where) => {
     const seen = inspect(s, false);
     for (const f of seen.findings) findings.push({ where, kind: f.kind, text: f.text });
     return seen.parts;
   };
   const tool = memberText(tree, 'tool');
-  const args = member(tree, 'args') || { t: 'obj', entries: [] };
+  const args = member(tree, 'args') || /** @type {JsonNode} */ ({ t: 'obj', entries: [] });
   const context = member(tree, 'context');
   const argsTokens = jsonTokens(args, ['args'], findings, 0);
   const contextTokens = context ? jsonTokens(context, ['context'], findings, 0) : null;
@@ -395,6 +470,7 @@ function cardView(tree) {
   const sub = memberText(requester, 'sub');
   const team = memberText(requester, 'team');
   const agent = memberText(requester, 'agent');
+  /** @type {Part[]} */
   const requesterParts = [
     ...text(sub, 'the requester'),
     ...(team ? [{ text: ' · team ' }, ...text(team, 'the team')] : []),
@@ -442,20 +518,31 @@ function cardView(tree) {
   };
 }
 
-/** Every policy file that asked for this approval; an approval without the list has one. */
+/**
+ * Every policy file that asked for this approval; an approval without the list has one.
+ * @param {JsonNode} tree
+ * @returns {JsonNode[]}
+ */
 function requirementsOf(tree) {
   const list = member(tree, 'requirements');
   if (list && list.t === 'arr' && list.items.length > 0) return list.items;
   return [tree];
 }
 
+/** @param {string[] | null} paths */
 function reviewText(paths) {
   if (paths === null) return '; it reviews the whole call';
   return paths.length === 0 ? '; it picks no argument for review' : '; it reviews ' + paths.join(', ');
 }
 
-/** The argument paths a requirement's shape picks for review; null when it shows the whole call. */
+/**
+ * The argument paths a requirement's shape picks for review; null when it shows the whole call.
+ * @param {JsonNode} requirement
+ * @param {JsonNode} tree
+ * @returns {string[] | null}
+ */
 function reviewed(requirement, tree) {
+  /** @type {Set<string>} */
   const paths = new Set();
   let whole = false;
   for (const name of ['capability', 'presentation']) {
@@ -467,6 +554,10 @@ function reviewed(requirement, tree) {
   return whole ? null : [...paths].sort();
 }
 
+/**
+ * @param {{ t: 'obj', entries: [string, JsonNode][] }} view
+ * @param {JsonNode} tree
+ */
 function isWholeCall(view, tree) {
   if (view.entries.length !== 2) return false;
   const tool = member(view, 'tool');
@@ -482,8 +573,13 @@ function isWholeCall(view, tree) {
 
 // The argument paths (dotted, as a rule's approval shape names them) that no requirement's
 // capability or presentation shows. A view that is the default shape {tool, args} shows every argument.
+/**
+ * @param {JsonNode} tree
+ * @returns {string[]}
+ */
 function unshownPaths(tree) {
-  const args = member(tree, 'args') || { t: 'obj', entries: [] };
+  const args = member(tree, 'args') || /** @type {JsonNode} */ ({ t: 'obj', entries: [] });
+  /** @type {string[][]} */
   const shown = [];
   for (const r of requirementsOf(tree)) {
     for (const name of ['capability', 'presentation']) {
@@ -493,8 +589,11 @@ function unshownPaths(tree) {
       else for (const [path] of view.entries) shown.push(path.split('.'));
     }
   }
+  /** @type {string[]} */
   const out = [];
+  /** @type {(node: JsonNode) => [string, JsonNode][]} */
   const inner = (node) => (node.t === 'obj' ? node.entries : node.t === 'arr' ? node.items.map((v, n) => [String(n), v]) : []);
+  /** @type {(node: JsonNode, path: string[]) => void} */
   const visit = (node, path) => {
     if (shown.some((s) => isPrefix(s, path))) return; // shown, or inside a shown value
     const children = inner(node);
@@ -502,10 +601,15 @@ function unshownPaths(tree) {
     if (children.length > 0 && shown.some((s) => isPrefix(path, s))) for (const [k, v] of children) visit(v, path.concat(k));
     else out.push(path.join('.'));
   };
-  for (const [k, v] of args.entries) visit(v, [k]);
+  // The API's args are an object; anything else fails here, as it always did.
+  for (const [k, v] of /** @type {{ t: 'obj', entries: [string, JsonNode][] }} */ (args).entries) visit(v, [k]);
   return out;
 }
 
+/**
+ * @param {readonly string[]} prefix
+ * @param {readonly string[]} path
+ */
 function isPrefix(prefix, path) {
   if (prefix.length > path.length) return false;
   for (let k = 0; k < prefix.length; k++) if (prefix[k] !== path[k]) return false;
@@ -514,7 +618,10 @@ function isPrefix(prefix, path) {
 
 // ---- times ---------------------------------------------------------------------------------------------
 
-/** A span of time as a person says it: "in 23 h 59 min", "4 min ago", "just now". */
+/**
+ * A span of time as a person says it: "in 23 h 59 min", "4 min ago", "just now".
+ * @param {number} deltaMs
+ */
 function relativeTime(deltaMs) {
   const s = Math.round(Math.abs(deltaMs) / 1000);
   if (s < 5) return deltaMs > 0 ? 'in a few seconds' : 'just now';
@@ -531,7 +638,10 @@ function relativeTime(deltaMs) {
   return deltaMs >= 0 ? 'in ' + span : span + ' ago';
 }
 
-/** An instant of the API as "2026-11-29 23:28:55 UTC": one reading wherever the operator is. */
+/**
+ * An instant of the API as "2026-11-29 23:28:55 UTC": one reading wherever the operator is.
+ * @param {string | null | undefined} iso '' when there is none
+ */
 function absoluteTime(iso) {
   return iso ? iso.replace('T', ' ').slice(0, 19) + ' UTC' : '';
 }

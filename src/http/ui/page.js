@@ -1,3 +1,4 @@
+// @ts-check
 // The operator's web page: the approvals queue and its history, live, through the REST API
 // (docs/approvals.md, "The operator page"). card.js (loaded first) says what a card shows; this file
 // puts it on the page with textContent only (never parsed as HTML), and decides nothing by itself:
@@ -7,8 +8,48 @@
 //   the pointer; new approvals join the end of the queue (oldest first);
 // - while a decision is in flight its buttons are disabled.
 'use strict';
+/**
+ * One of the page's elements that the script reads or sets: inputs, buttons, labels, text. Typed as
+ * what those offer together (`value`, `disabled`, `htmlFor`, `hidden`): each is used as what it is.
+ * @typedef {HTMLInputElement & HTMLLabelElement} Field
+ */
+/** @typedef {{ sub: string, team?: string | null, can: { decide: boolean } }} Me GET /me's answer */
+/**
+ * An approval as the API sends it (a summary in lists and the stream, the whole one from
+ * GET /approvals/{id}): the fields the page reads (docs/spec.md).
+ * @typedef {object} Summary
+ * @property {string} id
+ * @property {string} status
+ * @property {string} [tool]
+ * @property {string} [kind]
+ * @property {{ sub: string }} requester
+ * @property {string | null} decided_by
+ * @property {string | null} [decided_at]
+ * @property {string | null} [decision_note]
+ * @property {string | null} [decision_message]
+ * @property {string} expires_at
+ * @property {string | null} [consumed_at]
+ */
+/**
+ * A card on the page and what it shows.
+ * @typedef {object} Card
+ * @property {string} id
+ * @property {HTMLElement} el
+ * @property {ReturnType<typeof cardView>} view
+ * @property {Summary} summary
+ * @property {boolean} busy
+ * @property {string} outcome
+ * @property {number} checkedAt
+ * @property {(name: string) => Field} f the card's element of that data-f name (every name asked for is in the template)
+ */
+/**
+ * An answer of the API: the status, the JSON (any: its shape is the route's, docs/spec.md) and the
+ * text it was parsed from (for parseExact: numbers as written).
+ * @typedef {{ status: number, ok: boolean, json: any, text: string }} Answer
+ */
 (() => {
-  const $ = (id) => document.getElementById(id);
+  /** @type {(id: string) => Field} every id asked for here is in page.html */
+  const $ = (id) => /** @type {Field} */ (document.getElementById(id));
   const tokenInput = $('token');
   const statusLine = $('status');
   const whoLine = $('who');
@@ -19,8 +60,8 @@
   const list = $('approvals');
   const moreButton = $('more');
   const moreNote = $('more-note');
-  const template = $('card');
-  const dialog = $('confirm');
+  const template = /** @type {HTMLTemplateElement} */ (/** @type {HTMLElement} */ ($('card')));
+  const dialog = /** @type {HTMLDialogElement} */ (/** @type {HTMLElement} */ ($('confirm')));
   const TOKEN_KEY = 'gatehouse-token';
   const PAGE_SIZE = 25;
   const READERS = 6;
@@ -28,18 +69,26 @@
 
   let token = sessionStorage.getItem(TOKEN_KEY) || '';
   tokenInput.value = token;
+  /** @type {Me | null} */
   let me = null;
   let generation = 0; // a new load makes the answers of older ones moot
+  /** @type {string | null} */
   let cursor = null; // the next page of the current list, or null when it is all shown
   let loadedOnce = false;
+  /** @type {AbortController | null} */
   let stream = null; // the AbortController of the open stream
+  /** @type {ReturnType<typeof setTimeout> | null} */
   let streamRetry = null;
   let retryMs = 2000; // doubles while reconnecting fails, up to 30 s
   let clockSkewMs = 0; // the server's clock minus ours, from Date headers
   let arrived = 0; // approvals that match the list but wait behind "Show them"
+  /** @type {ReturnType<typeof setTimeout> | null} */
   let countTimer = null;
+  /** @type {Card | null} */
   let confirming = null; // the card the confirmation is open for
+  /** @type {ReturnType<typeof filterValues> | null} */
   let applied = null; // the filters of the list shown (the form may hold edits not applied yet)
+  /** @type {Map<string, Card>} */
   const cards = new Map(); // approval id → card state
 
   // ---- the one way to the API ----------------------------------------------------------------------
@@ -47,9 +96,15 @@
   // Every request goes through send(), which adds the caller's credentials: signed in with the
   // identity provider (session.js), the session's CSRF token, the browser adding the session cookie
   // (fetch's default credentials, same-origin); else the pasted bearer token.
+  /**
+   * @param {string} method
+   * @param {string} path
+   * @param {{ body?: unknown, signal?: AbortSignal }} [options]
+   */
   async function send(method, path, options) {
     const o = options || {};
     const session = gatehouseSession.current();
+    /** @type {Record<string, string>} */
     const headers = session ? gatehouseSession.headers() : { authorization: 'Bearer ' + token };
     if (o.body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(path, {
@@ -63,7 +118,13 @@
     return res;
   }
 
-  /** A JSON call: {status, ok, json, text}; the text is kept for parseExact (numbers as written). */
+  /**
+   * A JSON call: {status, ok, json, text}; the text is kept for parseExact (numbers as written).
+   * @param {string} method
+   * @param {string} path
+   * @param {unknown} [body]
+   * @returns {Promise<Answer>}
+   */
   async function api(method, path, body) {
     const res = await send(method, path, { body });
     const text = await res.text();
@@ -78,39 +139,47 @@
     return { status: res.status, ok: res.ok, json, text };
   }
   const serverNow = () => Date.now() + clockSkewMs;
-  const problemText = (r) => (r.json && (r.json.detail || r.json.title)) || 'HTTP ' + r.status;
-  const say = (text) => {
+  const problemText = (/** @type {Answer} */ r) => (r.json && (r.json.detail || r.json.title)) || 'HTTP ' + r.status;
+  const say = (/** @type {string} */ text) => {
     statusLine.textContent = text;
   };
 
   // ---- building elements from card.js's runs ---------------------------------------------------------
 
+  /**
+   * @param {HTMLElement} el
+   * @param {readonly Part[]} parts
+   */
   function fillParts(el, parts) {
     el.textContent = '';
     for (const p of parts) {
       if (p.esc) {
         const span = document.createElement('span');
         span.className = 'esc';
-        span.title = p.title;
+        span.title = /** @type {string} */ (p.title); // an escaped run always has one
         span.textContent = p.text;
         el.append(span);
       } else el.append(document.createTextNode(p.text));
     }
   }
+  /**
+   * @param {HTMLElement} el
+   * @param {readonly Token[]} tokens
+   */
   function fillTokens(el, tokens) {
     el.textContent = '';
     for (const t of tokens) {
-      if (t.k === 'punct') el.append(document.createTextNode(t.text));
+      if (t.k === 'punct') el.append(document.createTextNode(/** @type {string} */ (t.text)));
       else {
         const span = document.createElement('span');
         span.className = t.k;
         if (t.parts) fillParts(span, t.parts);
-        else span.textContent = t.text;
+        else span.textContent = /** @type {string} */ (t.text);
         el.append(span);
       }
     }
   }
-  const plainOf = (s) => partsText(inspect(s || '', false).parts);
+  const plainOf = (/** @type {string | null | undefined} */ s) => partsText(inspect(s || '', false).parts);
 
   // ---- signing in -------------------------------------------------------------------------------------
 
@@ -141,7 +210,7 @@
     }
     if (r.status === 401) return say('This token was refused: it has expired or is not valid. Paste a current one.');
     if (!r.ok) return say('Signing in failed: ' + problemText(r));
-    me = r.json;
+    me = /** @type {Me} */ (r.json);
     const signedIn = gatehouseSession.current() !== null; // session.js says who, and signs out
     $('signout').hidden = signedIn;
     if (!signedIn) whoLine.textContent = 'Signed in as ' + plainOf(me.sub) + (me.team ? ' (team ' + plainOf(me.team) + ')' : '') + '.';
@@ -164,13 +233,16 @@
   // ---- how approvals went (GET /approvals/stats) -----------------------------------------------------------
 
   const WEEK_MS = 7 * 86_400_000;
-  const seconds = (s) => (s === null ? '–' : s < 60 ? s.toFixed(1) + ' s' : s < 3600 ? (s / 60).toFixed(1) + ' min' : (s / 3600).toFixed(1) + ' h');
+  const seconds = (/** @type {number | null} */ s) =>
+    s === null ? '–' : s < 60 ? s.toFixed(1) + ' s' : s < 3600 ? (s / 60).toFixed(1) + ' min' : (s / 3600).toFixed(1) + ' h';
+  /** @type {Record<string, string>} */
   const POINTS_TO = {
     always_granted: 'always granted: a candidate for allow, with a cap',
     always_denied: 'always denied: a candidate for deny',
   };
 
   // `who`: the sign-in it was asked for; a sign-out or another sign-in meanwhile makes the answer moot.
+  /** @param {Me} who */
   async function loadStats(who) {
     const since = new Date(serverNow() - WEEK_MS).toISOString();
     let r;
@@ -229,7 +301,7 @@
     generation++;
     if (stream) stream.abort();
     stream = null;
-    clearTimeout(streamRetry);
+    clearTimeout(/** @type {number | undefined} */ (streamRetry)); // null is no timer, as the DOM allows
     retryMs = 2000;
     loadedOnce = false;
     applied = null;
@@ -266,7 +338,7 @@
       }
       return streamLost();
     }
-    const reader = res.body.getReader();
+    const reader = /** @type {ReadableStream<Uint8Array>} */ (res.body).getReader(); // an answer of the stream has a body
     const decoder = new TextDecoder();
     let buffer = '';
     try {
@@ -296,11 +368,15 @@
     liveLine.textContent = 'Live updates interrupted: reconnecting…';
     liveLine.className = 'live off';
     if (!loadedOnce) load();
-    clearTimeout(streamRetry);
+    clearTimeout(/** @type {number | undefined} */ (streamRetry)); // null is no timer, as the DOM allows
     streamRetry = setTimeout(openStream, retryMs);
     retryMs = Math.min(30_000, retryMs * 2);
   }
 
+  /**
+   * @param {string} name
+   * @param {string} data
+   */
   function onStreamEvent(name, data) {
     if (name === 'ready') {
       retryMs = 2000;
@@ -333,18 +409,22 @@
   }
   const oldestFirst = () => applied !== null && applied.status === 'pending';
 
+  /** @param {string | null} after */
   function listPath(after) {
-    const f = applied;
+    const f = /** @type {ReturnType<typeof filterValues>} */ (applied); // called once a list is applied
     const q = new URLSearchParams({ limit: String(PAGE_SIZE), count: 'true' });
     if (f.status === 'history') q.set('decided', 'true');
     else if (f.status !== '') q.set('status', f.status);
     if (f.status === 'pending') q.set('order', 'oldest');
-    for (const name of ['tool', 'kind', 'requester', 'q']) if (f[name] !== '') q.set(name, f[name]);
+    for (const name of /** @type {const} */ (['tool', 'kind', 'requester', 'q'])) if (f[name] !== '') q.set(name, f[name]);
     if (after) q.set('cursor', after);
     return '/approvals?' + q.toString();
   }
 
-  /** Whether an approval (a summary) belongs in the list the filters ask for, as far as a summary tells. */
+  /**
+   * Whether an approval (a summary) belongs in the list the filters ask for, as far as a summary tells.
+   * @param {Summary} s
+   */
   function matches(s) {
     const f = applied;
     if (f === null) return false;
@@ -374,6 +454,7 @@
     scheduleCount();
   }
 
+  /** @param {number} gen */
   async function nextPage(gen) {
     moreButton.disabled = true;
     list.setAttribute('aria-busy', 'true');
@@ -390,15 +471,16 @@
       return say('Listing failed: ' + (r ? problemText(r) : 'Gatehouse cannot be reached') + '.');
     }
     cursor = r.json.next_cursor;
-    const wholes = await readWhole(r.json.items.map((s) => s.id));
+    const wholes = await readWhole(r.json.items.map((/** @type {Summary} */ s) => s.id));
     if (gen !== generation) return;
     for (const w of wholes) if (w !== null && !cards.has(w.json.id)) addCard(w);
     showTotals(r.json.count);
     list.setAttribute('aria-busy', 'false');
   }
 
+  /** @param {number} count */
   function showTotals(count) {
-    const f = applied;
+    const f = /** @type {ReturnType<typeof filterValues>} */ (applied); // called once a list is applied
     const what = f.status === 'pending' ? 'pending ' : f.status === 'history' ? 'decided ' : f.status === '' ? '' : f.status + ' ';
     if (count === 0) say(f.status === 'pending' ? 'No pending approvals.' : 'No approvals match.');
     else say(count + ' ' + what + (count === 1 ? 'approval' : 'approvals') + (f.status === 'pending' ? ', oldest first.' : ', newest first.'));
@@ -406,8 +488,13 @@
     moreNote.textContent = cursor === null ? '' : cards.size + ' shown of ' + count + '.';
   }
 
-  /** The whole approvals (arguments included), a few reads at a time; null for one not visible. */
+  /**
+   * The whole approvals (arguments included), a few reads at a time; null for one not visible.
+   * @param {string[]} ids
+   * @returns {Promise<({ json: Summary, tree: JsonNode } | null)[]>}
+   */
   async function readWhole(ids) {
+    /** @type {({ json: Summary, tree: JsonNode } | null)[]} */
     const out = new Array(ids.length).fill(null);
     let next = 0;
     const reader = async () => {
@@ -438,6 +525,7 @@
       // The whole queue is shown: anything new belongs at its end.
       let after = null;
       do {
+        /** @type {Answer | null} */
         const r = await api('GET', listPath(after)).catch(() => null);
         if (gen !== generation || r === null || !r.ok) return;
         for (const s of r.json.items) if (!cards.has(s.id)) await arrive(s, gen);
@@ -447,6 +535,7 @@
     scheduleCount();
   }
 
+  /** @param {Summary} summary */
   function onChange(summary) {
     const c = cards.get(summary.id);
     if (c) setState(c, summary);
@@ -459,12 +548,17 @@
     scheduleCount();
   }
 
+  /**
+   * @param {Summary} summary
+   * @param {number} gen
+   */
   async function arrive(summary, gen) {
     const [w] = await readWhole([summary.id]);
     if (gen !== generation || w === null || cards.has(w.json.id) || !matches(w.json)) return;
     addCard(w);
   }
 
+  /** @param {number} n */
   function setNotice(n) {
     arrived = n;
     noticeText.textContent = n === 0 ? '' : n + (n === 1 ? ' approval has' : ' approvals have') + ' arrived that this list does not show yet.';
@@ -474,7 +568,7 @@
   // The title carries the number of pending approvals (all of them, whatever the filters); the
   // status line, how many the list's filters match.
   function scheduleCount() {
-    clearTimeout(countTimer);
+    clearTimeout(/** @type {number | undefined} */ (countTimer)); // null is no timer, as the DOM allows
     countTimer = setTimeout(async () => {
       const gen = generation;
       if (applied === null) return;
@@ -491,14 +585,18 @@
 
   // ---- one card --------------------------------------------------------------------------------------
 
+  /** @type {Record<string, number>} */
   const RANK = { pending: 0, granted: 1 }; // every other status is final
-  const rank = (status) => (Object.hasOwn(RANK, status) ? RANK[status] : 2);
+  const rank = (/** @type {string} */ status) => (Object.hasOwn(RANK, status) ? RANK[status] : 2);
 
+  /** @param {{ json: Summary, tree: JsonNode }} whole */
   function addCard(whole) {
     const view = cardView(whole.tree);
-    const node = template.content.firstElementChild.cloneNode(true);
-    const f = (name) => node.querySelector('[data-f="' + name + '"]');
+    // page.html's card template: one element, holding every data-f name asked for below.
+    const node = /** @type {HTMLElement} */ (/** @type {Element} */ (template.content.firstElementChild).cloneNode(true));
+    const f = (/** @type {string} */ name) => /** @type {Field} */ (node.querySelector('[data-f="' + name + '"]'));
     const id = whole.json.id;
+    /** @type {Card} */
     const c = { id, el: node, view, summary: whole.json, busy: false, outcome: '', checkedAt: 0, f };
     const headingId = 'card-' + id;
     f('heading').id = headingId;
@@ -560,7 +658,11 @@
     tickCard(c, serverNow());
   }
 
-  /** A newer state of the approval (from the stream, an answer, a read): never back to an older one. */
+  /**
+   * A newer state of the approval (from the stream, an answer, a read): never back to an older one.
+   * @param {Card} c
+   * @param {Summary} s
+   */
   function setState(c, s) {
     if (rank(s.status) < rank(c.summary.status)) return;
     c.summary = { ...c.summary, ...s };
@@ -568,6 +670,7 @@
     if (confirming === c) renderConfirmState();
   }
 
+  /** @type {Record<string, string>} */
   const STATUS_LABELS = {
     pending: 'Pending',
     granted: 'Granted',
@@ -577,6 +680,7 @@
     cancelled: 'Withdrawn',
   };
 
+  /** @param {Card} c */
   function renderState(c) {
     const s = c.summary;
     const f = c.f;
@@ -604,10 +708,13 @@
     f('expires_at').textContent = absoluteTime(s.expires_at);
   }
 
+  /** @param {Summary} s */
   function stateText(s) {
     const by = s.decided_by === null ? '' : s.decided_by === me?.sub ? 'you' : plainOf(s.decided_by);
     // A past instant: a clock a second off must not make it read "in a few seconds".
-    const at = (iso) => absoluteTime(iso) + ' (' + relativeTime(Math.min(0, Date.parse(iso) - serverNow())) + ')';
+    // Called for the instants the status has (a decision's, the expiry).
+    const at = (/** @type {string | null | undefined} */ iso) =>
+      absoluteTime(iso) + ' (' + relativeTime(Math.min(0, Date.parse(/** @type {string} */ (iso)) - serverNow())) + ')';
     switch (s.status) {
       case 'pending':
         return '';
@@ -626,6 +733,10 @@
     }
   }
 
+  /**
+   * @param {Card} c
+   * @param {'grant' | 'deny'} action
+   */
   async function decide(c, action) {
     if (c.busy || c.summary.status !== 'pending') return;
     const note = c.f('note').value.trim();
@@ -661,6 +772,7 @@
 
   // ---- the grant's confirmation ------------------------------------------------------------------------
 
+  /** @param {Card} c */
   function openConfirm(c) {
     if (c.busy || c.summary.status !== 'pending') return;
     confirming = c;
@@ -703,6 +815,10 @@
 
   // ---- the clock: relative times, and expiry seen as it happens ----------------------------------------
 
+  /**
+   * @param {Card} c
+   * @param {number} now
+   */
   function tickCard(c, now) {
     const s = c.summary;
     const f = c.f;

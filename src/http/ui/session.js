@@ -1,3 +1,4 @@
+// @ts-check
 // Sign-in with the company's identity provider, when the service offers it (docs/approvals.md,
 // "The operator page"). GET /auth/config says whether it does; then GET /auth/session answers 200
 // when a person is signed in, 401 with the `login_url` when nobody is. Without it the page keeps
@@ -7,15 +8,17 @@
 // page with textContent.
 'use strict';
 (() => {
+  /** @type {Session | null} */
   let session = null; // GET /auth/session's answer while signed in
+  /** @type {string | null} */
   let loginUrl = null; // where "Sign in" goes, when sign-in is on
 
   const box = document.createElement('p');
   box.id = 'session';
   box.className = 'session';
-  const header = document.querySelector('header');
+  const header = /** @type {HTMLElement} */ (document.querySelector('header')); // page.html has one
   header.insertBefore(box, header.querySelector('h1')?.nextSibling ?? null);
-  const tokenInput = document.getElementById('token');
+  const tokenInput = /** @type {HTMLInputElement | null} */ (document.getElementById('token'));
   const tokenForm = tokenInput ? tokenInput.form : null;
 
   function render() {
@@ -42,7 +45,7 @@
       signIn.id = 'session-signin';
       signIn.textContent = 'Sign in';
       // A navigation, not a form (the page's CSP allows no form submission): the provider's login page.
-      signIn.addEventListener('click', () => location.assign(loginUrl));
+      signIn.addEventListener('click', () => location.assign(/** @type {string} */ (loginUrl)));
       const hint = document.createElement('span');
       hint.textContent = ' with the identity provider' + (tokenForm ? ', or paste a token below (development).' : '.');
       box.append(signIn, hint);
