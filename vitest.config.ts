@@ -12,7 +12,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'core', include: CORE } },
+      // The core files share one module graph per worker (isolate: false): they hold no state between
+      // files, and loading the policy modules once instead of forty times saves a third of their time.
+      { extends: true, test: { name: 'core', include: CORE, isolate: false } },
       { extends: true, test: { name: 'service', include: ['test/**/*.test.ts'], exclude: CORE, globalSetup: ['test/setup/postgres.ts'] } },
     ],
   },
