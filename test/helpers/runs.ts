@@ -13,7 +13,7 @@
 /** The share of each deep count `npm test` runs. */
 export const DEFAULT_SCALE = 0.2;
 
-/** No generated test runs fewer inputs than this (nor more than its deep count, below scale 1). */
+/** No generated test runs fewer inputs than this unless it says so (nor more than its deep count, below scale 1). */
 export const MIN_RUNS = 20;
 
 function readScale(raw: string | undefined): number {
@@ -27,8 +27,11 @@ function readScale(raw: string | undefined): number {
 /** The multiplier in force for this run. */
 export const RUN_SCALE = readScale(process.env['GATEHOUSE_PROPERTY_RUNS']);
 
-/** The number of generated inputs to try for a test whose deep count is `deep`. */
-export function runs(deep: number): number {
+/**
+ * The number of generated inputs (or repetitions) to try for a test whose deep count is `deep`: the
+ * deep count times the scale, and never fewer than `min` (MIN_RUNS unless given) nor than 1.
+ */
+export function runs(deep: number, min = MIN_RUNS): number {
   const scaled = Math.round(deep * RUN_SCALE);
-  return Math.max(scaled, Math.min(deep, MIN_RUNS));
+  return Math.max(scaled, Math.min(deep, min), 1);
 }
