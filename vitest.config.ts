@@ -17,8 +17,8 @@ export default defineConfig(({ mode }) => ({
     env: mode === 'deep' ? { GATEHOUSE_PROPERTY_RUNS: process.env['GATEHOUSE_PROPERTY_RUNS'] ?? '1' } : {},
     // vitest's default is one worker fewer than the cores: one on a two-core machine, where the
     // service files, which mostly wait on PostgreSQL and the processes they start, would then run one
-    // at a time. At least three (docs/operations.md "Tests and checks" has the timings).
-    maxWorkers: Math.max(3, availableParallelism() - 1),
+    // at a time. At least four (docs/operations.md "How long the suite takes" has the timings).
+    maxWorkers: Math.max(4, availableParallelism() - 1),
     // Files share one module graph per worker (isolate: false) instead of loading fastify, ajv and
     // the policy modules afresh for each of a hundred files: a third less CPU. Every file makes its
     // own apps, databases and processes, and restores what it stubs or spies on; the one module mock
