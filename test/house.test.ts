@@ -157,14 +157,49 @@ describe('the example policies belong to the users', () => {
   // --policies).
   const NAMES_THE_DIRECTORY =
     /['"`](?:\.\/)?policies\/|['"`]\.\/policies['"`]|\(\s*['"`]policies['"`]|['"`](?:check|test|--policies)['"`],\s*['"`]policies['"`]/;
-  // config.test.ts asserts the documented default of POLICY_DIR, './policies', and reads nothing.
-  const ALLOWED = new Set(['test/config.test.ts', 'test/house.test.ts']);
+  // config.test.ts asserts the documented default of POLICY_DIR, './policies', and reads nothing;
+  // service/policies-dir.test.ts names the policies/ of a temporary checkout it makes.
+  const ALLOWED = new Set(['test/config.test.ts', 'test/house.test.ts', 'test/service/policies-dir.test.ts']);
 
   it('no test reads policies/ (tests use fixtures of their own)', () => {
     const readers = filesUnder('test', /\.(ts|mjs)$/).filter((f) => !ALLOWED.has(f) && NAMES_THE_DIRECTORY.test(readFileSync(join(ROOT, f), 'utf8')));
     expect(readers).toEqual([]);
   });
+
+  // A process started from the checkout (the CLI, `serve`, a shell running them) would read the
+  // default POLICY_DIR, ./policies. Each one takes its environment from serverEnv()
+  // (test/helpers/process.ts), which always names POLICY_DIR; test/service/policies-dir.test.ts shows
+  // that such a process decides by that directory whatever policies/ holds.
+  it('every process a test starts from the checkout gets its environment from serverEnv()', () => {
+    const START = /\b(?:spawn|execFile|spawnSync|execFileSync|fork)\(|new StdioClientTransport\(/g;
+    const RUNS_GATEHOUSE = /\bCLI\b|main\.js|\.cli\b|cwd: ROOT\b|cwd: at\.cwd/;
+    const unguarded: string[] = [];
+    for (const file of filesUnder('test', /\.(ts|mjs)$/)) {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      // Variables this file fills from serverEnv(): `const env = serverEnv(…)`.
+      const fromServerEnv = new Set([...text.matchAll(/\b(?:const|let)\s+(\w+)\s*=\s*serverEnv\(/g)].map((m) => m[1]!));
+      for (const m of text.matchAll(START)) {
+        const call = balanced(text, m.index + m[0].length - 1);
+        if (!RUNS_GATEHOUSE.test(call)) continue;
+        if (call.includes('serverEnv(')) continue;
+        const named = /\benv(?::\s*(?:\{\s*\.\.\.)?(\w+))?\s*[,}]/.exec(call);
+        if (named !== null && fromServerEnv.has(named[1] ?? 'env')) continue;
+        unguarded.push(`${file}: ${call.replace(/\s+/g, ' ').slice(0, 120)}`);
+      }
+    }
+    expect(unguarded).toEqual([]);
+  });
 });
+
+/** The text of a call from its opening parenthesis to the one that closes it. */
+function balanced(text: string, open: number): string {
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    if (text[i] === '(') depth++;
+    else if (text[i] === ')' && --depth === 0) return text.slice(open, i + 1);
+  }
+  return text.slice(open);
+}
 
 /** The strongly connected components of more than one module (Tarjan), each as its sorted files. */
 function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {

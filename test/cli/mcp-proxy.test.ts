@@ -54,7 +54,7 @@ async function startProxy(options: { url?: string; upstreamUrl?: string; ledger?
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, 'mcp-proxy', '--prefix', 'demo.', '--progress-interval', '1', ...upstream],
-    env: { GATEHOUSE_URL: options.url ?? base, GATEHOUSE_TOKEN: AGENT },
+    env: serverEnv({ GATEHOUSE_URL: options.url ?? base, GATEHOUSE_TOKEN: AGENT }),
     cwd: ROOT,
     stderr: 'pipe',
   });
@@ -314,7 +314,7 @@ describe('mcp-proxy with Gatehouse unreachable', () => {
 describe('mcp-proxy --upstream (Streamable HTTP)', () => {
   it('forwards an allowed call to the HTTP upstream and keeps a denied one from it', async () => {
     const ledger = join(dir, 'ledger-http.jsonl');
-    const upstream = spawn(process.execPath, [UPSTREAM, ledger, '--http'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const upstream = spawn(process.execPath, [UPSTREAM, ledger, '--http'], { cwd: ROOT, env: serverEnv({}), stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(upstream);
     let out = '';
     upstream.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));

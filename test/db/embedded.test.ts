@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DataDirInUseError, freePort, startEmbeddedPostgres } from '../../src/db/embedded.js';
-import { alive, ensureBuilt, eventually } from '../helpers/process.js';
+import { alive, ensureBuilt, eventually, serverEnv } from '../helpers/process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -184,7 +184,7 @@ describe('a server left behind on the data directory', () => {
          console.log('ready');
          setInterval(() => {}, 1000);`,
       ],
-      { cwd: ROOT, env: { ...process.env, EMBEDDED: join(ROOT, 'dist', 'db', 'embedded.js'), PG_DIR: dataDir }, stdio: ['ignore', 'pipe', 'inherit'] },
+      { cwd: ROOT, env: serverEnv({ EMBEDDED: join(ROOT, 'dist', 'db', 'embedded.js'), PG_DIR: dataDir }), stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let orphan = 0;
     try {

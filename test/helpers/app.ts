@@ -25,9 +25,9 @@ import { createSessionStore } from '../../src/sessions/store.js';
 import type { Sql } from 'postgres';
 import { createDecisionWriter, type DecisionWriter } from '../../src/records/writer.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
+import { EXAMPLE_POLICIES } from './process.js';
 
-/** A copy of the example policies (policies/ belongs to users: tests never read it). */
-export const EXAMPLE_POLICIES = 'test/cases/payments';
+export { EXAMPLE_POLICIES };
 
 export const SECRET = 'gatehouse-test-secret-0123456789abcdef';
 

@@ -31,14 +31,19 @@ export async function createTestDatabase(options: SqlOptions & { migrate?: boole
   const adminUrl = inject('databaseUrl');
   const name = `gatehouse_test_${randomBytes(6).toString('hex')}`;
   const { migrate: migrated = true, encoding, ...sqlOptions } = options;
+  // A migrated database is a copy of the template the global setup migrated (test/setup/postgres.ts):
+  // the same tables, indexes and migration records as running the migrations here, in less time.
+  const template = migrated && encoding === undefined ? inject('templateDatabase') : undefined;
   await withAdmin(adminUrl, (admin) =>
-    encoding === undefined
-      ? admin`create database ${admin(name)}`
-      : admin.unsafe(`create database "${name}" template template0 encoding '${encoding}' locale 'C'`),
+    template !== undefined
+      ? admin`create database ${admin(name)} template ${admin(template)}`
+      : encoding === undefined
+        ? admin`create database ${admin(name)}`
+        : admin.unsafe(`create database "${name}" template template0 encoding '${encoding}' locale 'C'`),
   );
   const url = databaseUrl(adminUrl, name);
   const sql = createSql(url, sqlOptions);
-  if (migrated) await migrate(sql, MIGRATIONS_DIR);
+  if (migrated && template === undefined) await migrate(sql, MIGRATIONS_DIR);
   return {
     url,
     sql,

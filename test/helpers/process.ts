@@ -11,6 +11,9 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = join(ROOT, 'dist', 'main.js');
 
+/** A copy of the example policies (policies/ belongs to users: tests never read it). */
+export const EXAMPLE_POLICIES = 'test/cases/payments';
+
 async function newestMtimeUnder(dir: string): Promise<number> {
   let newest = 0;
   for (const entry of await readdir(dir, { withFileTypes: true })) {
@@ -28,7 +31,7 @@ export async function ensureBuilt(): Promise<void> {
   );
   if (built > (await newestMtimeUnder(join(ROOT, 'src')))) return;
   const output = await new Promise<string>((resolve) => {
-    execFile('npm', ['run', 'build'], { cwd: ROOT, timeout: 120_000 }, (_err, stdout, stderr) => resolve(`${stdout}${stderr}`));
+    execFile('npm', ['run', 'build'], { cwd: ROOT, env: serverEnv({}), timeout: 120_000 }, (_err, stdout, stderr) => resolve(`${stdout}${stderr}`));
   });
   // tsc emits even with type errors in files others are editing; what matters is a fresh dist.
   const after = await stat(CLI).then(
@@ -70,7 +73,11 @@ export interface ServerProcess {
   kill(): Promise<void>;
 }
 
-/** The parent's environment without anything Gatehouse reads, plus `env`. */
+/**
+ * The parent's environment without anything Gatehouse reads, plus `env`. POLICY_DIR is always set:
+ * the caller's, or the example policies' copy (an absolute path), never the default ./policies, which
+ * is the users' to change (test/service/policies-dir.test.ts).
+ */
 export function serverEnv(env: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
@@ -82,7 +89,7 @@ export function serverEnv(env: Record<string, string>): Record<string, string> {
     )
       out[k] = v;
   }
-  return { ...out, ...env };
+  return { ...out, POLICY_DIR: join(ROOT, EXAMPLE_POLICIES), ...env };
 }
 
 /**

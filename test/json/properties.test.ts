@@ -6,6 +6,7 @@ import { JsonParseError, parseJson } from '../../src/json/parse.js';
 import { numberLexeme } from '../../src/json/value.js';
 import type { JsonValue } from '../../src/json/value.js';
 import { referenceCanonical, sameJson, sameJsonUnordered, utf8 } from './helpers.js';
+import { runs } from '../helpers/runs.js';
 
 // Strings of any UTF-16 code units, so lone surrogates are generated too.
 const anyCodeUnits = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) });
@@ -29,7 +30,7 @@ describe('parseJson agrees with JSON.parse on valid JSON', () => {
           expect(sameJson(parseJson(utf8(text)), JSON.parse(text))).toBe(true);
         }
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -47,7 +48,7 @@ describe('parseJson agrees with JSON.parse on valid JSON', () => {
           }
         }
       }),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     );
   });
 
@@ -96,7 +97,7 @@ describe('parseJson agrees with JSON.parse on valid JSON', () => {
           expect(['duplicate_key', 'lone_surrogate', 'number_out_of_range']).toContain((mine.error as JsonParseError).code);
         }
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 });
@@ -117,7 +118,7 @@ describe('UTF-8 validation', () => {
           for (let k = 1; k <= 4; k++) expect(isUtf8(bytes.subarray(offset, offset + k))).toBe(false);
         }
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 });
@@ -153,7 +154,7 @@ describe('numbers are kept as written', () => {
         expect(numberLexeme(arr, 0)).toBe(String(n) === lex ? undefined : lex);
         expect(canonicalize(arr)).toBe(`[${lex}]`);
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 });
@@ -168,7 +169,7 @@ describe('canonical form', () => {
         expect(sameJsonUnordered(JSON.parse(c1), JSON.parse(text))).toBe(true);
         expect(c1).toBe(referenceCanonical(text));
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -178,7 +179,7 @@ describe('canonical form', () => {
         const reversed = Object.fromEntries(Object.entries(o).reverse());
         expect(canonicalize(parseJson(JSON.stringify(reversed, null, 3)))).toBe(canonicalize(parseJson(JSON.stringify(o))));
       }),
-      { numRuns: 200 },
+      { numRuns: runs(200) },
     );
   });
 });

@@ -12,6 +12,7 @@ import { parseJson } from '../../src/json/parse.js';
 import type { JsonObject } from '../../src/json/value.js';
 import { on } from '../helpers/condition.js';
 import { compileCondition, ConditionError, type Truth } from '../../src/policy/condition/compile.js';
+import { runs } from '../helpers/runs.js';
 
 const U = 'undecidable';
 
@@ -318,7 +319,7 @@ describe("property: a number written as its double's own value compares as that 
         expect(c.evaluate(on({ a, b }))).toBe(want);
         expect(c.evaluate(on(body(`{"a":${spell(a, ra)},"b":${spell(b, rb)}}`)))).toBe(want);
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 
@@ -332,7 +333,7 @@ describe("property: a number written as its double's own value compares as that 
         expect(ev(`${spell(b, rb)} in list`, { a, list: [a] })).toBe(a === b);
         expect(ev('a in list', args)).toBe(a === b);
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 });
@@ -390,7 +391,7 @@ describe('property: parsed numbers compare as doubles and as written; where the 
         expect(ev(`a in [${spell(y, sy)}]`, args)).toBe(want.eq);
         expect(ev('a in list', args)).toBe(want.eq);
       }),
-      { numRuns: 2000 },
+      { numRuns: runs(2000) },
     );
     // All three cases came up (each has a large share of the runs).
     expect(seen.differ).toBeGreaterThan(0);

@@ -25,6 +25,7 @@ import {
   type GenSelectors,
   type GenSet,
 } from '../helpers/policy-gen.js';
+import { runs } from '../helpers/runs.js';
 
 type Decision = 'allow' | 'require_approval' | 'deny' | 'abort';
 const SEV: Record<Decision, number> = { allow: 0, require_approval: 1, deny: 2, abort: 3 };
@@ -258,7 +259,7 @@ describe('decide() agrees with the reference evaluator', () => {
         const set = toPolicySet(gen);
         return pairs.every(([req, who]) => agrees(decide(set, req, who), reference(gen, req, who)));
       }),
-      { numRuns: 2000 },
+      { numRuns: runs(2000) },
     );
   });
 
@@ -268,7 +269,7 @@ describe('decide() agrees with the reference evaluator', () => {
         const set = toPolicySet(gen);
         return pairs.every(([req, who]) => agrees(decide(set, req, who), reference(gen, req, who)));
       }),
-      { numRuns: 60 },
+      { numRuns: runs(60) },
     );
   });
 

@@ -9,6 +9,7 @@ import { decide, explain, type ExplainResult, type RuleTrace } from '../../src/p
 import { buildPolicySet, loadPolicies } from '../../src/policy/load.js';
 import { SEVERITY, type Identity, type PolicySet } from '../../src/policy/model.js';
 import { PII, identityArb, requestArb, setArb, toPolicySet } from '../helpers/policy-gen.js';
+import { runs } from '../helpers/runs.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
@@ -23,7 +24,7 @@ describe('explain() gives what decide() gives', () => {
           expect(trace.tool).toBe(req.tool);
         }
       }),
-      { numRuns: 400 },
+      { numRuns: runs(400) },
     );
   });
 
@@ -81,7 +82,7 @@ describe('explain() gives what decide() gives', () => {
           expect(text).not.toContain(PII);
         }
       }),
-      { numRuns: 200 },
+      { numRuns: runs(200) },
     );
   });
 });

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { compileGlob } from '../../src/policy/glob.js';
 import { globNameArbitrary, sampleToolNames } from '../../src/policy/glob-names.js';
 import { TOOL_NAME_PATTERN } from '../../src/policy/request.js';
+import { runs } from '../helpers/runs.js';
 
 const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN);
 const GLOBS = ['lookup_*', 'github__*', 'a?c', 'v[0-9]*', 'x[!a-z]?', 'fs/*/read', '*'];
@@ -19,7 +20,7 @@ describe('globNameArbitrary', () => {
     const glob = compileGlob(source);
     fc.assert(
       fc.property(globNameArbitrary(source)!, (name) => glob.test(name)),
-      { seed: 2, numRuns: 200 },
+      { seed: 2, numRuns: runs(200) },
     );
   });
 

@@ -1,6 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { compileGlob, GlobError, globAtoms } from '../../src/policy/glob.js';
+import { runs } from '../helpers/runs.js';
 
 function globError(pattern: string): GlobError {
   try {
@@ -67,7 +68,7 @@ describe('matching', () => {
         if (pattern.includes('**')) return;
         expect(compileGlob(pattern).test(name)).toBe(reference(parts, name));
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 });
@@ -138,7 +139,7 @@ describe('refused patterns', () => {
           expect(err).toBeInstanceOf(GlobError);
         }
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 });

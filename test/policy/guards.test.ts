@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { parseJson } from '../../src/json/parse.js';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
 import { GUARD_NAMES, runGuard, scanPii, type PiiKind } from '../../src/policy/guards.js';
+import { runs } from '../helpers/runs.js';
 
 function kindOf(text: string): PiiKind | null {
   return scanPii({ text })?.kind ?? null;
@@ -511,7 +512,7 @@ describe('adversarial strings are scanned in linear time', () => {
         const f = scanPii({ text });
         if (f !== null) expect(f.path).toBe('/text');
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 });

@@ -19,6 +19,7 @@ import type { CatalogueEntry, Decision, Identity, PolicySet, RunView } from '../
 import { checkTarget, type NeverProperty } from '../../src/policy/never.js';
 import { toDecideRequest } from '../../src/policy/request.js';
 import { argsArb, identityArb, PII, REQUEST_TOOLS, runArb, setArb, toPolicySet } from '../helpers/policy-gen.js';
+import { runs } from '../helpers/runs.js';
 
 const DECISIONS: readonly Decision[] = ['allow', 'require_approval', 'deny', 'abort'];
 /** A run of `length` steps of other tools. */
@@ -186,7 +187,7 @@ describe('the inventory agrees with decide() on the case policies', () => {
 
 describe('the inventory agrees with decide() on random policy sets', () => {
   it('every status a decision is the decision of every generated call of the tool', () => {
-    const requests = fc.sample(fc.record({ args: argsArb(), run: runArb }), { seed: 11, numRuns: 40 });
+    const requests = fc.sample(fc.record({ args: argsArb(), run: runArb }), { seed: 11, numRuns: runs(40) });
     const extra: { args: JsonObject; run?: RunView }[] = [
       { args: {} },
       { args: { b: PII, note: `mail ${PII}` }, run: { steps: Array.from({ length: 9 }, () => ({ tool: 't0' })) } },
@@ -215,8 +216,9 @@ describe('the inventory agrees with decide() on random policy sets', () => {
           }
         }
       }),
-      { seed: 3, numRuns: 300 },
+      { seed: 3, numRuns: runs(300) },
     );
-    expect(checked).toBeGreaterThan(1000);
+    // More than 1000 calls checked in the deep run, in proportion in a shorter one (not vacuous).
+    expect(checked).toBeGreaterThan((1000 * runs(300)) / 300);
   });
 });

@@ -15,6 +15,7 @@ import { createLivePolicies } from '../../src/policy/live.js';
 import { buildPolicySet, loadPolicies } from '../../src/policy/load.js';
 import type { Identity, PolicySet } from '../../src/policy/model.js';
 import { expectPrototypeClean } from '../helpers/http.js';
+import { runs } from '../helpers/runs.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const WHO: Identity = { user: 'u1', team: 'support', agent: 'bot', roles: [] };
@@ -272,7 +273,7 @@ describe('documents and empty inputs', () => {
           expect(r.decision).toBe('deny');
           expect(r.approval).toBeUndefined();
         }),
-        { numRuns: 300 },
+        { numRuns: runs(300) },
       );
       for (const tool of ['lookup_order', 'refund', 'read_file', '__proto__', '*']) expect(decide(set, { tool, args: {} }, WHO).decision).toBe('deny');
     });

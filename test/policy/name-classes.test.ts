@@ -7,6 +7,7 @@ import { compileGlob } from '../../src/policy/glob.js';
 import { globNameArbitrary } from '../../src/policy/glob-names.js';
 import { nameClasses, type NameSpace } from '../../src/policy/name-classes.js';
 import { TOOL_NAME_PATTERN } from '../../src/policy/request.js';
+import { runs } from '../helpers/runs.js';
 
 const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN);
 const space = (glob: string, excluded: string[] = [], selectors: string[] = []): NameSpace => ({ glob, excluded, selectors });
@@ -78,10 +79,10 @@ describe('nameClasses', () => {
           expect(new Set(classes).size).toBe(classes.length);
           const arb = globNameArbitrary(glob);
           if (arb === null) return;
-          for (const n of fc.sample(arb, { seed, numRuns: 40 })) if (inSpace(n)) expect(classes, `${n} in ${glob}`).toContain(classOf(n));
+          for (const n of fc.sample(arb, { seed, numRuns: runs(40) })) if (inSpace(n)) expect(classes, `${n} in ${glob}`).toContain(classOf(n));
         },
       ),
-      { seed: 7, numRuns: 400 },
+      { seed: 7, numRuns: runs(400) },
     );
   });
 });

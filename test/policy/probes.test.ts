@@ -10,6 +10,7 @@ import { ASSIGNMENT, RESERVED_FIRST_WORDS, shellWords } from '../../src/policy/c
 import { runPolicyTests } from '../../src/policy/cases.js';
 import { compileGlob } from '../../src/policy/glob.js';
 import { commandOf, globInstances, samplesArbitrary, samplesOf } from '../../src/policy/probes.js';
+import { runs } from '../helpers/runs.js';
 
 describe('samplesOf', () => {
   it('turns argv tests into command templates and words, path tests into paths, globs into strings they match', () => {
@@ -56,6 +57,7 @@ describe('samplesOf', () => {
           expect(shellWords(commandOf(words, q))).toEqual(words);
         },
       ),
+      { numRuns: runs(100) },
     );
   });
 

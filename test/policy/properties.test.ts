@@ -22,6 +22,7 @@ import {
   type GenRule,
   type GenSet,
 } from '../helpers/policy-gen.js';
+import { runs } from '../helpers/runs.js';
 
 const DECISIONS = ['allow', 'require_approval', 'deny', 'abort'];
 const sev = (d: DecisionResult): number => SEVERITY[d.decision];
@@ -76,7 +77,7 @@ describe('deny wins (Cedar forbid_trumps_permit)', () => {
         expect(['deny', 'abort']).toContain(got.decision);
         if (d.effect === 'abort' && !got.schemaRefused) expect(got.decision).toBe('abort');
       }),
-      { numRuns: 400 },
+      { numRuns: runs(400) },
     );
   });
 });
@@ -121,7 +122,7 @@ describe('composition: adding a file never loosens a decision', () => {
             expect(sev(b), `${a.decision} (${a.rule}) became ${b.decision} (${b.rule})`).toBeGreaterThanOrEqual(sev(a));
           }
         }),
-        { numRuns: 300 },
+        { numRuns: runs(300) },
       );
     });
   }
@@ -159,7 +160,7 @@ describe('monotonicity (Cedar unchanged_deny_when_add_forbid)', () => {
         const s2 = toPolicySet(more);
         for (const [req, who] of pairs) expect(sev(decide(s2, req, who))).toBeGreaterThanOrEqual(sev(decide(s, req, who)));
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -173,7 +174,7 @@ describe('monotonicity (Cedar unchanged_deny_when_add_forbid)', () => {
         const s2 = toPolicySet(more);
         for (const [req, who] of pairs) expect(sev(decide(s2, req, who))).toBeLessThanOrEqual(sev(decide(s, req, who)));
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 });
@@ -195,7 +196,7 @@ describe('confirm-only rules only ever add an approval', () => {
           if (after.decision !== before.decision) expect([before.decision, after.decision]).toEqual(['allow', 'require_approval']);
         }
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -216,7 +217,7 @@ describe('confirm-only rules only ever add an approval', () => {
           }
         },
       ),
-      { numRuns: 200 },
+      { numRuns: runs(200) },
     );
   });
 });
@@ -244,7 +245,7 @@ describe('scope', () => {
           expect([a.decision, a.rule, a.approval?.hash]).toEqual([b.decision, b.rule, b.approval?.hash]);
         }
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 });
@@ -274,7 +275,7 @@ describe('totality', () => {
         const set = toPolicySet(gen);
         for (const [req, who] of pairs) wellFormed(set, decide(set, req, who));
       }),
-      { numRuns: 400 },
+      { numRuns: runs(400) },
     );
   });
 
@@ -296,7 +297,7 @@ describe('totality', () => {
           wellFormed(set, decide(set, req, who));
         }
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 });
@@ -347,7 +348,7 @@ describe('the "never" check: the side_effects default', () => {
           expect(['deny', 'abort']).toContain(d.decision);
         }
       }),
-      { numRuns: 400 },
+      { numRuns: runs(400) },
     );
   });
 });
@@ -378,7 +379,7 @@ describe('order and duplicate independence (Cedar order_and_dup_independent)', (
         const s2 = toPolicySet(shuffled);
         for (const [req, who] of pairs) expect(decide(s2, req, who).decision).toBe(decide(s, req, who).decision);
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -394,7 +395,7 @@ describe('order and duplicate independence (Cedar order_and_dup_independent)', (
         const s2 = toPolicySet(withRule(gen, fileIx, pos, copy));
         for (const [req, who] of pairs) expect(decide(s2, req, who).decision).toBe(decide(s, req, who).decision);
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -414,7 +415,7 @@ describe('order and duplicate independence (Cedar order_and_dup_independent)', (
         const s2 = toPolicySet(more);
         for (const [req, who] of pairs) expect(decide(s2, req, who).decision).toBe(decide(s, req, who).decision);
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 });
@@ -436,7 +437,7 @@ describe('reason and message never contain an argument value (docs/spec.md secti
         const set = toPolicySet(gen);
         for (const [req, who] of pairs) noValue(decide(set, req, who));
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -450,7 +451,7 @@ describe('reason and message never contain an argument value (docs/spec.md secti
           for (const [req, who] of pairs) noValue(decide(set, req, who));
         },
       ),
-      { numRuns: 40 },
+      { numRuns: runs(40) },
     );
   });
 

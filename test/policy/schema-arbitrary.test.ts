@@ -7,6 +7,7 @@ import { canonicalize } from '../../src/json/canonical.js';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
 import { createArgsAjv } from '../../src/policy/ajv.js';
 import { freeArgsArbitrary, jsonArbitrary, schemaArbitrary } from '../../src/policy/schema-arbitrary.js';
+import { runs } from '../helpers/runs.js';
 
 const ajv = createArgsAjv();
 
@@ -129,7 +130,7 @@ describe('schemaArbitrary', () => {
     const schema = SCHEMAS[name]!;
     const validate = ajv.compile(schema);
     const refused = fc
-      .sample(schemaArbitrary(schema), { seed: 42, numRuns: 300 })
+      .sample(schemaArbitrary(schema), { seed: 42, numRuns: runs(300) })
       .filter((v) => !validate(v))
       .map((v) => `${JSON.stringify(v)}: ${JSON.stringify(validate.errors?.[0])}`);
     expect(refused).toEqual([]);
@@ -169,13 +170,13 @@ describe('schemaArbitrary', () => {
         fc.pre(validate(v));
         return false;
       }),
-      { seed: 9, numRuns: 10 },
+      { seed: 9, numRuns: runs(10) },
     );
     expect(details.counterexample?.[0]).toEqual({ order: '', amount: 0 });
   });
 
   it('never writes -0, NaN or infinities', () => {
-    for (const v of fc.sample(schemaArbitrary({ type: 'number' }), { seed: 11, numRuns: 500 })) {
+    for (const v of fc.sample(schemaArbitrary({ type: 'number' }), { seed: 11, numRuns: runs(500) })) {
       expect(Number.isFinite(v)).toBe(true);
       expect(Object.is(v, -0)).toBe(false);
     }
@@ -189,13 +190,13 @@ describe('free arguments (a tool without a schema)', () => {
         expect(Object.getPrototypeOf(args)).toBe(Object.prototype);
         expect(() => canonicalize(args)).not.toThrow();
       }),
-      { seed: 13, numRuns: 300 },
+      { seed: 13, numRuns: runs(300) },
     );
     fc.assert(
       fc.property(jsonArbitrary(), (v) => {
         expect(() => canonicalize(v)).not.toThrow();
       }),
-      { seed: 14, numRuns: 300 },
+      { seed: 14, numRuns: runs(300) },
     );
   });
 

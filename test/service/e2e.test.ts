@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { signJwt } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { CLI, ensureBuilt, freeTcpPort, ROOT } from '../helpers/process.js';
+import { CLI, ensureBuilt, freeTcpPort, ROOT, serverEnv } from '../helpers/process.js';
 
 /** Resolves with the output so far once `test` holds; rejects on exit or after ms. */
 function waitForOutput(child: ChildProcess, read: () => string, test: (out: string) => boolean, ms: number, what: string): Promise<string> {
@@ -66,14 +66,17 @@ afterAll(async () => {
 
 it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', async () => {
   const port = await freeTcpPort();
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(JWT_|DATABASE_URL$|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|BODY_LIMIT$)/.test(k)) env[k] = v;
-  }
   // JWT_MAX_LIFETIME below the development tokens' usual 24 h: the banner's tokens follow it.
-  Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'info', JWT_MAX_LIFETIME: '3600' });
   // Every decision also recorded in the database (docs/operations.md "Decision records").
-  env.DECISION_STORE = 'postgres';
+  const env = serverEnv({
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    DATABASE_URL: db.url,
+    LOG_LEVEL: 'info',
+    JWT_MAX_LIFETIME: '3600',
+    DECISION_STORE: 'postgres',
+  });
   const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   child = proc;
   proc.stdout.setEncoding('utf8');
