@@ -4,7 +4,14 @@ import { defineConfig } from 'vitest/config';
 // Two projects: `core`, the pure parts (strict JSON, the policy language and decide(), the
 // configuration, the log, the layering, the documents' citations), which never start PostgreSQL (`npx vitest run --project
 // core`); and `service`, everything around them, against one real PostgreSQL started once per run.
-const CORE = ['test/json/**/*.test.ts', 'test/policy/**/*.test.ts', 'test/config.test.ts', 'test/log.test.ts', 'test/house.test.ts', 'test/docs/**/*.test.ts'];
+const CORE = [
+  'test/json/**/*.test.ts',
+  'test/policy/**/*.test.ts',
+  'test/config.test.ts',
+  'test/log.test.ts',
+  'test/house.test.ts',
+  'test/docs/**/*.test.ts',
+];
 
 // `npm run test:deep` (vitest --mode deep) runs every generated test at its deep count
 // (test/helpers/runs.ts); a GATEHOUSE_PROPERTY_RUNS already set wins.
@@ -26,7 +33,15 @@ export default defineConfig(({ mode }) => ({
     isolate: false,
     projects: [
       { extends: true, test: { name: 'core', include: CORE } },
-      { extends: true, test: { name: 'service', include: ['test/**/*.test.ts'], exclude: CORE, globalSetup: ['test/setup/postgres.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'service',
+          include: ['test/**/*.test.ts'],
+          exclude: CORE,
+          globalSetup: ['test/setup/postgres.ts'],
+        },
+      },
     ],
   },
 }));

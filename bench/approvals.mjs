@@ -68,7 +68,9 @@ async function drive(cycle, { concurrency, seconds, dataDir, otherPids }) {
   const perCycle = (/** @type {number} */ ms) => (cpu && latencies.length ? ms / latencies.length : NaN);
   return {
     // CPU per cycle: this process (client or store caller), PostgreSQL, the Gatehouse server (HTTP).
-    cpuMsPerCycle: cpu ? { bench: perCycle(cpu.selfMs), postgres: perCycle(cpu.pgMs), server: perCycle(cpu.othersMs) } : null,
+    cpuMsPerCycle: cpu
+      ? { bench: perCycle(cpu.selfMs), postgres: perCycle(cpu.pgMs), server: perCycle(cpu.othersMs) }
+      : null,
     concurrency,
     cycles: latencies.length,
     failures,
@@ -155,17 +157,23 @@ export async function runApprovals({ quick = false, http = true, log = console.l
       salt++;
       const r = await drive(cycle, { concurrency: 16, seconds, dataDir });
       result.store.push({ setting: 'synchronous_commit=off', ...r });
-      log(`store, 16 in flight, synchronous_commit=off: ${fmt(r.cyclesPerSec, 0)} cycles/s (p50 ${fmt(r.p50Ms, 1)} ms, p99 ${fmt(r.p99Ms, 1)} ms)`);
+      log(
+        `store, 16 in flight, synchronous_commit=off: ${fmt(r.cyclesPerSec, 0)} cycles/s (p50 ${fmt(r.p50Ms, 1)} ms, p99 ${fmt(r.p99Ms, 1)} ms)`,
+      );
       await sql`alter system reset synchronous_commit`;
       await sql`select pg_reload_conf()`;
     }
 
     if (http) {
       // The same cycle through the API, against a Gatehouse process on this database.
-      server = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { env: { BENCH_DATABASE_URL: pg.url, BENCH_LOG_LEVEL: 'info' } });
+      server = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), {
+        env: { BENCH_DATABASE_URL: pg.url, BENCH_LOG_LEVEL: 'info' },
+      });
       const base = `http://127.0.0.1:${server.port}`;
       const agent = { authorization: `Bearer ${signToken()}`, 'content-type': 'application/json' };
-      const operator = { authorization: `Bearer ${signToken({ sub: 'operator-1', team: 'ops', roles: ['approver'] })}` };
+      const operator = {
+        authorization: `Bearer ${signToken({ sub: 'operator-1', team: 'ops', roles: ['approver'] })}`,
+      };
       /** @type {(path: string, headers: Record<string, string>, body: string | undefined, want: number) => Promise<any>} any: the API's JSON answer */
       const call = async (path, headers, body, want) => {
         const res = await fetch(base + path, { method: 'POST', headers, ...(body === undefined ? {} : { body }) });
@@ -174,10 +182,18 @@ export async function runApprovals({ quick = false, http = true, log = console.l
         return JSON.parse(text);
       };
       const httpCycle = async (/** @type {number} */ n) => {
-        const body = JSON.stringify({ tool: 'refund', args: { order: `H-${salt}-${n}`, amount: 500, note: 'damaged parcel' } });
+        const body = JSON.stringify({
+          tool: 'refund',
+          args: { order: `H-${salt}-${n}`, amount: 500, note: 'damaged parcel' },
+        });
         const created = await call('/approvals', agent, body, 201);
         await call(`/approvals/${created.id}/grant`, operator, undefined, 200);
-        const redeemed = await call('/decide', agent, JSON.stringify({ ...JSON.parse(body), approval_id: created.id }), 200);
+        const redeemed = await call(
+          '/decide',
+          agent,
+          JSON.stringify({ ...JSON.parse(body), approval_id: created.id }),
+          200,
+        );
         if (redeemed.decision !== 'allow') throw new Error(`redeem: ${redeemed.decision}`);
       };
       salt++;
@@ -229,10 +245,39 @@ export function printApprovals(result, print = console.log) {
   ];
   print(
     table(
-      ['path', 'server setting', 'in flight', 'cycles/s', 'p50 ms/cycle', 'p99 ms/cycle', 'failed', 'CPU ms/cycle: caller', 'Gatehouse', 'PostgreSQL'],
       [
-        ...result.store.map((r) => ['store', r.setting, r.concurrency, fmt(r.cyclesPerSec, 0), fmt(r.p50Ms, 1), fmt(r.p99Ms, 1), r.failures, ...cpu(r)]),
-        ...result.http.map((r) => ['HTTP', r.setting, r.concurrency, fmt(r.cyclesPerSec, 0), fmt(r.p50Ms, 1), fmt(r.p99Ms, 1), r.failures, ...cpu(r)]),
+        'path',
+        'server setting',
+        'in flight',
+        'cycles/s',
+        'p50 ms/cycle',
+        'p99 ms/cycle',
+        'failed',
+        'CPU ms/cycle: caller',
+        'Gatehouse',
+        'PostgreSQL',
+      ],
+      [
+        ...result.store.map((r) => [
+          'store',
+          r.setting,
+          r.concurrency,
+          fmt(r.cyclesPerSec, 0),
+          fmt(r.p50Ms, 1),
+          fmt(r.p99Ms, 1),
+          r.failures,
+          ...cpu(r),
+        ]),
+        ...result.http.map((r) => [
+          'HTTP',
+          r.setting,
+          r.concurrency,
+          fmt(r.cyclesPerSec, 0),
+          fmt(r.p50Ms, 1),
+          fmt(r.p99Ms, 1),
+          r.failures,
+          ...cpu(r),
+        ]),
       ],
     ),
   );

@@ -18,7 +18,17 @@ import { createSql } from '../dist/db/connect.js';
 import { startEmbeddedPostgres } from '../dist/db/embedded.js';
 import { migrate } from '../dist/db/migrate.js';
 import { signToken } from './lib/bodies.mjs';
-import { BENCH_DIR, ROOT_DIR, cpuDelta, cpuSnapshot, memoryOf, runLoad, sampleRss, sleep, startServer } from './lib/procs.mjs';
+import {
+  BENCH_DIR,
+  ROOT_DIR,
+  cpuDelta,
+  cpuSnapshot,
+  memoryOf,
+  runLoad,
+  sampleRss,
+  sleep,
+  startServer,
+} from './lib/procs.mjs';
 import { fmt, fmtInt, parseArgs, table, targetsTable } from './lib/stats.mjs';
 
 export const TARGETS = { victimP99Ms: 50, rssGrowthMB: 100, idleWaitCpuSecPerSec: 0.05 };
@@ -129,7 +139,12 @@ export async function runAttack({ quick = false } = {}) {
     const huge = 'x'.repeat(1024 * 1024 - 200);
     let refused = 0;
     for (let i = 0; i < 100; i++) {
-      const res = await call('POST', '/approvals', attacker, JSON.stringify({ tool: 'export_report', args: { n: i, blob: huge } }));
+      const res = await call(
+        'POST',
+        '/approvals',
+        attacker,
+        JSON.stringify({ tool: 'export_report', args: { n: i, blob: huge } }),
+      );
       if (res.status === 413) refused++;
     }
     result.rssAfterHugeMB = memoryOf(server.pid).rssMB;
@@ -138,13 +153,20 @@ export async function runAttack({ quick = false } = {}) {
     /** @type {string[]} */
     const ids = [];
     for (let i = 0; i < 100; i++) {
-      const res = await call('POST', '/approvals', attacker, JSON.stringify({ tool: 'export_report', args: { n: i, blob: largest } }));
+      const res = await call(
+        'POST',
+        '/approvals',
+        attacker,
+        JSON.stringify({ tool: 'export_report', args: { n: i, blob: largest } }),
+      );
       if (res.status !== 201) throw new Error(`filing a 64 KiB approval: ${res.status} ${res.text.slice(0, 200)}`);
       ids.push(JSON.parse(res.text).id);
     }
     const [{ stored }] = await sql`select count(*)::int as stored from approvals where requester_sub = 'attacker'`;
     result.rssAfterFilingMB = memoryOf(server.pid).rssMB;
-    log(`attacker: ${refused} of 100 approvals of ~1 MiB refused (413); ${stored} stored of ~64 KiB; Gatehouse RSS now ${fmt(result.rssAfterFilingMB, 0)} MB`);
+    log(
+      `attacker: ${refused} of 100 approvals of ~1 MiB refused (413); ${stored} stored of ~64 KiB; Gatehouse RSS now ${fmt(result.rssAfterFilingMB, 0)} MB`,
+    );
     result.refusedHuge = refused;
     result.stored = stored;
 
@@ -170,7 +192,9 @@ export async function runAttack({ quick = false } = {}) {
     attack.listBytes = listBytes;
     attack.lists = lists;
     result.rssGrowthMB = attack.rssPeakMB - rssBaseline;
-    log(`attacker: ${lists} lists of its 100 approvals, ${fmtInt(listBytes)} bytes each; RSS growth over the baseline ${fmt(result.rssGrowthMB, 1)} MB`);
+    log(
+      `attacker: ${lists} lists of its 100 approvals, ${fmtInt(listBytes)} bytes each; RSS growth over the baseline ${fmt(result.rssGrowthMB, 1)} MB`,
+    );
     await call('POST', `/approvals/${ids[0]}/deny`, signToken({ sub: 'operator-1', roles: ['approver'] }), '{}');
     await Promise.all(polls);
 
@@ -183,7 +207,9 @@ export async function runAttack({ quick = false } = {}) {
       const res = await call('POST', '/approvals', token, JSON.stringify({ tool: 'export_report', args: { n: 0 } }));
       awaited.push({ token, id: JSON.parse(res.text).id });
     }
-    const waits = awaited.flatMap(({ token, id }) => Array.from({ length: 20 }, () => http(server.port, waitAgent, 'GET', `/approvals/${id}?wait=60`, token)));
+    const waits = awaited.flatMap(({ token, id }) =>
+      Array.from({ length: 20 }, () => http(server.port, waitAgent, 'GET', `/approvals/${id}?wait=60`, token)),
+    );
     await sleep(3000); // every wait registered and checked once
     const idleSeconds = quick ? 5 : 15;
     const cpu0 = cpuSnapshot(dataDir, [server.pid]);
@@ -203,7 +229,8 @@ export async function runAttack({ quick = false } = {}) {
     const first = /** @type {{ token: string, id: string }} */ (awaited[0]);
     const tooMany = await call('GET', `/approvals/${first.id}?wait=60`, first.token);
     idle.twentyFirst = tooMany.status;
-    for (const { id } of awaited) await call('POST', `/approvals/${id}/deny`, signToken({ sub: 'operator-1', roles: ['approver'] }), '{}');
+    for (const { id } of awaited)
+      await call('POST', `/approvals/${id}/deny`, signToken({ sub: 'operator-1', roles: ['approver'] }), '{}');
     const answered = await Promise.all(waits);
     idle.answered = answered.filter((r) => r.status === 200).length;
     waitAgent.destroy();
@@ -250,7 +277,8 @@ export async function runAttack({ quick = false } = {}) {
 function http(port, agent, method, path, token, body) {
   return new Promise((resolve, reject) => {
     const headers = { authorization: `Bearer ${token}` };
-    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    if (body !== undefined)
+      Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     const req = request({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
       /** @type {Buffer[]} */
       const chunks = [];
@@ -268,7 +296,9 @@ function http(port, agent, method, path, token, body) {
  * @param {(text: string) => void} [print]
  */
 export function printAttack(result, print = console.log) {
-  print(`\nOne caller's approvals against other callers: victim /decide at ${result.rate}/s for ${result.seconds} s per phase`);
+  print(
+    `\nOne caller's approvals against other callers: victim /decide at ${result.rate}/s for ${result.seconds} s per phase`,
+  );
   print(
     table(
       ['phase', 'p50 ms', 'p99 ms', 'max ms', 'answered', 'RSS before MB', 'RSS peak MB'],

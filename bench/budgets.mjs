@@ -23,7 +23,17 @@ import { createSql } from '../dist/db/connect.js';
 import { startEmbeddedPostgres } from '../dist/db/embedded.js';
 import { migrate } from '../dist/db/migrate.js';
 import { DECIDE_TEXT, signToken } from './lib/bodies.mjs';
-import { BENCH_DIR, ROOT_DIR, cpuDelta, cpuSnapshot, cpuTimeMs, runLoad, sleep, startServer, taskset } from './lib/procs.mjs';
+import {
+  BENCH_DIR,
+  ROOT_DIR,
+  cpuDelta,
+  cpuSnapshot,
+  cpuTimeMs,
+  runLoad,
+  sleep,
+  startServer,
+  taskset,
+} from './lib/procs.mjs';
 import { fmt, fmtInt, median, parseArgs, table, targetsTable } from './lib/stats.mjs';
 
 export const TARGETS = { rate: 2000, p99Ms: 20 };
@@ -68,7 +78,10 @@ function policyDirFor(root, name) {
   copyFileSync(join(ROOT_DIR, 'policies', 'payments.yaml'), join(dir, 'payments.yaml'));
   if (SCENARIOS[name] !== undefined) {
     // Scoped to refunds, with `default: allow`: it adds the budget and changes no answer.
-    writeFileSync(join(dir, 'refund-budgets.yaml'), `policy: refund-budgets\nscope: {tools: refund}\ndefault: allow\nbudgets:${SCENARIOS[name]}\n`);
+    writeFileSync(
+      join(dir, 'refund-budgets.yaml'),
+      `policy: refund-budgets\nscope: {tools: refund}\ndefault: allow\nbudgets:${SCENARIOS[name]}\n`,
+    );
   }
   return dir;
 }
@@ -108,29 +121,44 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
   /** @type {Record<string, import('./lib/procs.mjs').Server>} */
   const servers = {};
   /** @type {BudgetsResult} */
-  const result = { config: { rounds, duration, closedDuration, rate, connections: CONNECTIONS, pinned: SERVER_CPU !== undefined }, open: [], closed: [] };
+  const result = {
+    config: { rounds, duration, closedDuration, rate, connections: CONNECTIONS, pinned: SERVER_CPU !== undefined },
+    open: [],
+    closed: [],
+  };
   try {
     await migrate(sql, join(ROOT_DIR, 'migrations'));
     const [settings] = await sql`
       select current_setting('server_version') as version, current_setting('fsync') as fsync, current_setting('synchronous_commit') as synchronous_commit`;
-    result.server = /** @type {{ version: string, fsync: string, synchronous_commit: string }} */ (/** @type {unknown} */ (settings));
+    result.server = /** @type {{ version: string, fsync: string, synchronous_commit: string }} */ (
+      /** @type {unknown} */ (settings)
+    );
     for (const name of ['unbudgeted', ...Object.keys(SCENARIOS)]) {
       /** @type {NodeJS.ProcessEnv} */
       const env = { BENCH_POLICY_DIR: policyDirFor(root, name), BENCH_POLICY_ENV: 'prod', BENCH_LOG_LEVEL: 'info' };
       if (name !== 'unbudgeted') env.BENCH_DATABASE_URL = pg.url;
       servers[name] = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { cpu: SERVER_CPU, env });
     }
-    const tokens = Array.from({ length: CONNECTIONS }, (_, i) => ({ authorization: `Bearer ${signToken({ sub: `agent-${i}` })}` }));
+    const tokens = Array.from({ length: CONNECTIONS }, (_, i) => ({
+      authorization: `Bearer ${signToken({ sub: `agent-${i}` })}`,
+    }));
     const headers = { 'content-type': 'application/json' };
     // Every server allows the call, and the budgeted ones count it.
     for (const [name, s] of Object.entries(servers)) {
-      const res = await fetch(`http://127.0.0.1:${s.port}/decide`, { method: 'POST', headers: { ...headers, ...tokens[0] }, body: DECIDE_TEXT });
+      const res = await fetch(`http://127.0.0.1:${s.port}/decide`, {
+        method: 'POST',
+        headers: { ...headers, ...tokens[0] },
+        body: DECIDE_TEXT,
+      });
       const body = /** @type {{ decision?: string }} */ (await res.json());
-      if (res.status !== 200 || body.decision !== 'allow') throw new Error(`${name} answered ${res.status} ${JSON.stringify(body)}`);
+      if (res.status !== 200 || body.decision !== 'allow')
+        throw new Error(`${name} answered ${res.status} ${JSON.stringify(body)}`);
     }
     const [{ n }] = await sql`select count(*)::int as n from budget_counters`;
     if (n !== 2) throw new Error(`expected 2 counters after the first calls (one per user, one global), found ${n}`);
-    log(`every server answers 200 allow; embedded PostgreSQL ${settings.version} (fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit})`);
+    log(
+      `every server answers 200 allow; embedded PostgreSQL ${settings.version} (fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit})`,
+    );
 
     const open = (/** @type {import('./lib/procs.mjs').Server} */ s) =>
       runLoad(
@@ -178,7 +206,13 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
         const cpu = cpuDelta(cpu0, cpuSnapshot(dataDir, [s.pid]));
         const answered = res.completed + rate; // the warm-up second included
         /** @type {OpenRow} */
-        const row = { round: r, server: name, ...res, serverCpuUs: (cpu.othersMs * 1000) / answered, pgCpuUs: (cpu.pgMs * 1000) / answered };
+        const row = {
+          round: r,
+          server: name,
+          ...res,
+          serverCpuUs: (cpu.othersMs * 1000) / answered,
+          pgCpuUs: (cpu.pgMs * 1000) / answered,
+        };
         result.open.push(row);
         log(
           `round ${r} ${name.padEnd(11)} open loop ${rate}/s: achieved ${fmtInt(res.achievedPerSec)}/s  p50 ${fmt(res.latencyMs.p50, 3)} ms  p99 ${fmt(res.latencyMs.p99, 3)} ms  max ${fmt(res.latencyMs.max, 1)} ms  CPU per call: Gatehouse ${fmt(row.serverCpuUs, 0)} µs, PostgreSQL ${fmt(row.pgCpuUs, 0)} µs  statuses ${JSON.stringify(res.statuses)}`,
@@ -204,7 +238,14 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
       const cpu0 = cpuTimeMs(s.pid);
       const res = await runLoad(
         join(BENCH_DIR, 'lib/load.mjs'),
-        { url: `http://127.0.0.1:${s.port}/decide`, body: DECIDE_TEXT, headers, headersList: tokens, connections: CONNECTIONS, duration: closedDuration },
+        {
+          url: `http://127.0.0.1:${s.port}/decide`,
+          body: DECIDE_TEXT,
+          headers,
+          headersList: tokens,
+          connections: CONNECTIONS,
+          duration: closedDuration,
+        },
         { cpu: LOAD_CPU },
       );
       /** @type {ClosedRow} */
@@ -250,7 +291,11 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
       value: `${fmtInt(worstAchieved)}/s, p99 ${fmt(worstBudgetP99, 2)} ms (worst round; ${b.lost} not 200 allow)`,
       met: worstAchieved >= rate * 0.99 && worstBudgetP99 < TARGETS.p99Ms && b.lost === 0,
     },
-    { target: `unbudgeted /decide at the same rate (side by side)`, value: `${fmtInt(u.achievedPerSec)}/s, p99 ${fmt(u.p99, 2)} ms`, met: null },
+    {
+      target: `unbudgeted /decide at the same rate (side by side)`,
+      value: `${fmtInt(u.achievedPerSec)}/s, p99 ${fmt(u.p99, 2)} ms`,
+      met: null,
+    },
     {
       target: 'a budget and a rate limit on each call (informational)',
       value: `${fmtInt(at('budget+rate').achievedPerSec)}/s, p99 ${fmt(at('budget+rate').p99, 2)} ms`,
@@ -297,8 +342,8 @@ async function commitsAlone(url, rate, seconds, synchronous) {
       const wait = at - performance.now();
       if (wait > 1) await sleep(wait);
       pending.push(
-        s2`insert into bench_commits values (${k % CONNECTIONS}, 1) on conflict (k) do update set n = bench_commits.n + 1`.then(() =>
-          latencies.push(performance.now() - at),
+        s2`insert into bench_commits values (${k % CONNECTIONS}, 1) on conflict (k) do update set n = bench_commits.n + 1`.then(
+          () => latencies.push(performance.now() - at),
         ),
       );
     }
@@ -307,8 +352,15 @@ async function commitsAlone(url, rate, seconds, synchronous) {
     await s2.unsafe('alter role current_user reset synchronous_commit');
     await s2.end({ timeout: 5 });
     latencies.sort((a, b) => a - b);
-    const q = (/** @type {number} */ p) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)];
-    return { synchronous_commit: synchronous, achievedPerSec: latencies.length / elapsed, p50: q(0.5), p99: q(0.99), max: q(1) };
+    const q = (/** @type {number} */ p) =>
+      latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)];
+    return {
+      synchronous_commit: synchronous,
+      achievedPerSec: latencies.length / elapsed,
+      p50: q(0.5),
+      p99: q(0.99),
+      max: q(1),
+    };
   } catch (err) {
     await sql.end({ timeout: 1 }).catch(() => undefined);
     throw err;
@@ -342,14 +394,27 @@ export function printBudgets(result, print = console.log) {
   print(
     table(
       ['synchronous_commit', 'commits/s', 'p50 ms', 'p99 ms', 'max ms'],
-      (result.control ?? []).map((r) => [r.synchronous_commit, fmtInt(r.achievedPerSec), fmt(r.p50, 3), fmt(r.p99, 3), fmt(r.max, 1)]),
+      (result.control ?? []).map((r) => [
+        r.synchronous_commit,
+        fmtInt(r.achievedPerSec),
+        fmt(r.p50, 3),
+        fmt(r.p99, 3),
+        fmt(r.max, 1),
+      ]),
     ),
   );
   print(`\nClosed loop (${c.closedDuration} s each, autocannon)`);
   print(
     table(
       ['server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'Gatehouse CPU µs/call'],
-      result.closed.map((r) => [r.server, fmtInt(r.reqPerSec), r.latencyMs.p50, r.latencyMs.p99, r.non2xx, fmt(r.serverCpuUs, 0)]),
+      result.closed.map((r) => [
+        r.server,
+        fmtInt(r.reqPerSec),
+        r.latencyMs.p50,
+        r.latencyMs.p99,
+        r.non2xx,
+        fmt(r.serverCpuUs, 0),
+      ]),
     ),
   );
   print('\nTargets');
@@ -358,7 +423,10 @@ export function printBudgets(result, print = console.log) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = parseArgs();
-  const result = await runBudgets({ quick: args.quick, rate: args.extra.rate ? Number(args.extra.rate) : TARGETS.rate });
+  const result = await runBudgets({
+    quick: args.quick,
+    rate: args.extra.rate ? Number(args.extra.rate) : TARGETS.rate,
+  });
   printBudgets(result);
   if (args.json) writeFileSync(args.json, JSON.stringify(result, null, 2));
 }

@@ -20,7 +20,17 @@ import { createSql } from '../dist/db/connect.js';
 import { startEmbeddedPostgres } from '../dist/db/embedded.js';
 import { migrate } from '../dist/db/migrate.js';
 import { DECIDE_TEXT, signToken } from './lib/bodies.mjs';
-import { BENCH_DIR, ROOT_DIR, cpuDelta, cpuSnapshot, pinPostgres, runLoad, sleep, startServer, taskset } from './lib/procs.mjs';
+import {
+  BENCH_DIR,
+  ROOT_DIR,
+  cpuDelta,
+  cpuSnapshot,
+  pinPostgres,
+  runLoad,
+  sleep,
+  startServer,
+  taskset,
+} from './lib/procs.mjs';
 import { fmt, fmtInt, median, parseArgs, targetsTable } from './lib/stats.mjs';
 
 export const TARGETS = { ratioPct: 90 };
@@ -29,7 +39,14 @@ const SERVER_CPU = cpus().length >= 2 && taskset() ? 0 : undefined;
 const LOAD_CPU = cpus().length >= 2 && taskset() ? 1 : undefined;
 
 /** @param {{ quick?: boolean, rounds?: number, duration?: number, connections?: number, pgAnywhere?: boolean, log?: (line: string) => void }} [options] */
-export async function runDecisions({ quick = false, rounds, duration, connections = 50, pgAnywhere = false, log = console.log } = {}) {
+export async function runDecisions({
+  quick = false,
+  rounds,
+  duration,
+  connections = 50,
+  pgAnywhere = false,
+  log = console.log,
+} = {}) {
   rounds ??= quick ? 2 : 8;
   duration ??= quick ? 3 : 5;
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-decisions-'));
@@ -44,7 +61,11 @@ export async function runDecisions({ quick = false, rounds, duration, connection
     /** @type {(name: string, env: NodeJS.ProcessEnv) => Promise<import('./lib/procs.mjs').Server>} */
     const start = (name, env) => {
       const fd = openSync(join(dir, `${name}.log`), 'w');
-      const server = startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { cpu: SERVER_CPU, stdoutFd: fd, env: { BENCH_LOG_ARGS: 'true', ...env } });
+      const server = startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), {
+        cpu: SERVER_CPU,
+        stdoutFd: fd,
+        env: { BENCH_LOG_ARGS: 'true', ...env },
+      });
       return server.finally(() => closeSync(fd));
     };
     servers.off = await start('off', {});
@@ -73,25 +94,40 @@ export async function runDecisions({ quick = false, rounds, duration, connection
       }
     }
     const metricsText = await (await fetch(`http://127.0.0.1:${servers.on.port}/metrics`)).text();
-    const dropped = [...metricsText.matchAll(/^gatehouse_decision_records_dropped_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
+    const dropped = [...metricsText.matchAll(/^gatehouse_decision_records_dropped_total\{[^}]*\} (\d+)/gm)].reduce(
+      (a, m) => a + Number(m[1]),
+      0,
+    );
     // The server's shutdown writes what is still queued.
     await servers.on.stop();
     delete servers.on;
     await sleep(100);
     const [{ n }] = await sql`select count(*)::int as n from decisions`;
     /** @type {{ off: number, on: number, ratio: number, recorded: number, dropped: number, checks?: import('./lib/stats.mjs').Check[] }} */
-    const summary = { off: median(rps.off), on: median(rps.on), ratio: median(rps.on) / median(rps.off), recorded: n, dropped };
+    const summary = {
+      off: median(rps.off),
+      on: median(rps.on),
+      ratio: median(rps.on) / median(rps.off),
+      recorded: n,
+      dropped,
+    };
     log(
       `store on / off: ${fmtInt(summary.on)} / ${fmtInt(summary.off)} req/s = ${fmt(summary.ratio * 100, 1)} % (medians of ${rounds} rounds × ${duration} s; PostgreSQL ${pgPinned ? `on CPU ${LOAD_CPU}, with the load` : 'unpinned'})`,
     );
-    log(`records: ${fmtInt(n)} written, ${fmtInt(dropped)} dropped (gatehouse_decision_records_dropped_total) with the store on`);
+    log(
+      `records: ${fmtInt(n)} written, ${fmtInt(dropped)} dropped (gatehouse_decision_records_dropped_total) with the store on`,
+    );
     const checks = [
       {
         target: `POST /decide with DECISION_STORE=postgres ≥ ${TARGETS.ratioPct} % of it off`,
         value: `${fmt(summary.ratio * 100, 1)} % (${fmtInt(summary.on)} against ${fmtInt(summary.off)} req/s; PostgreSQL ${pgPinned ? 'with the load' : 'unpinned'})`,
         met: summary.ratio * 100 >= TARGETS.ratioPct,
       },
-      { target: 'decision records dropped with the store on', value: `${fmtInt(dropped)} of ${fmtInt(n + dropped)}`, met: null },
+      {
+        target: 'decision records dropped with the store on',
+        value: `${fmtInt(dropped)} of ${fmtInt(n + dropped)}`,
+        met: null,
+      },
     ];
     summary.checks = checks;
     log(`\nTargets\n${targetsTable(checks)}`);

@@ -59,7 +59,12 @@ function run(args, { env, stdin }) {
 }
 
 /** @param {{ quick?: boolean, runs?: number, cli?: string, log?: (line: string) => void }} [options] */
-export async function runHook({ quick = false, runs = quick ? 5 : 30, cli = join(ROOT_DIR, 'dist', 'main.js'), log = console.log } = {}) {
+export async function runHook({
+  quick = false,
+  runs = quick ? 5 : 30,
+  cli = join(ROOT_DIR, 'dist', 'main.js'),
+  log = console.log,
+} = {}) {
   const state = mkdtempSync(join(tmpdir(), 'gatehouse-bench-hook-'));
   const server = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), {
     env: { BENCH_POLICY_DIR: 'policies/examples/claude-code.yaml', BENCH_POLICY_ENV: '', BENCH_LOG_LEVEL: 'warn' },
@@ -111,8 +116,22 @@ export async function runHook({ quick = false, runs = quick ? 5 : 30, cli = join
     table(
       ['process', 'runs', 'median ms', 'min ms', 'max ms', 'CPU ms per run'],
       [
-        ['node -e 0', runs, fmt(result.bare.median, 0), fmt(result.bare.min, 0), fmt(result.bare.max, 0), fmt(result.bare.cpuMs, 0)],
-        ['gatehouse hook claude-code (allow)', runs, fmt(result.hook.median, 0), fmt(result.hook.min, 0), fmt(result.hook.max, 0), fmt(result.hook.cpuMs, 0)],
+        [
+          'node -e 0',
+          runs,
+          fmt(result.bare.median, 0),
+          fmt(result.bare.min, 0),
+          fmt(result.bare.max, 0),
+          fmt(result.bare.cpuMs, 0),
+        ],
+        [
+          'gatehouse hook claude-code (allow)',
+          runs,
+          fmt(result.hook.median, 0),
+          fmt(result.hook.min, 0),
+          fmt(result.hook.max, 0),
+          fmt(result.hook.cpuMs, 0),
+        ],
       ],
     ),
   );
@@ -131,7 +150,12 @@ export async function runHook({ quick = false, runs = quick ? 5 : 30, cli = join
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = parseArgs();
   const runs = args.extra.runs === undefined ? undefined : Number(args.extra.runs);
-  if (runs !== undefined && !(Number.isInteger(runs) && runs >= 1 && runs <= 200)) throw new Error('--runs must be a whole number from 1 to 200');
-  const result = await runHook({ quick: args.quick, ...(runs ? { runs } : {}), ...(typeof args.extra.cli === 'string' ? { cli: args.extra.cli } : {}) });
+  if (runs !== undefined && !(Number.isInteger(runs) && runs >= 1 && runs <= 200))
+    throw new Error('--runs must be a whole number from 1 to 200');
+  const result = await runHook({
+    quick: args.quick,
+    ...(runs ? { runs } : {}),
+    ...(typeof args.extra.cli === 'string' ? { cli: args.extra.cli } : {}),
+  });
   if (args.json) writeFileSync(args.json, JSON.stringify(result, null, 2));
 }

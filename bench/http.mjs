@@ -81,7 +81,11 @@ export async function runHttp({
   const token = signToken();
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
 
-  const gh = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { cpu: SERVER_CPU, stdoutFd: logFd, env: { BENCH_LOG_DEST: logDest } });
+  const gh = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), {
+    cpu: SERVER_CPU,
+    stdoutFd: logFd,
+    env: { BENCH_LOG_DEST: logDest },
+  });
   const echo = await startServer(join(BENCH_DIR, 'lib/echo-server.mjs'), { cpu: SERVER_CPU });
   closeSync(logFd);
   /** @type {Record<string, import('./lib/procs.mjs').Server>} */
@@ -89,7 +93,17 @@ export async function runHttp({
   // The rest is filled in as the phases run.
   const result = /** @type {HttpResult} */ (
     /** @type {unknown} */ ({
-      config: { rounds, duration, connections, warmup, rate, rateDuration, logDest, pinned: SERVER_CPU !== undefined, bodyBytes: DECIDE_TEXT.length },
+      config: {
+        rounds,
+        duration,
+        connections,
+        warmup,
+        rate,
+        rateDuration,
+        logDest,
+        pinned: SERVER_CPU !== undefined,
+        bodyBytes: DECIDE_TEXT.length,
+      },
       rounds: [],
     })
   );
@@ -102,7 +116,9 @@ export async function runHttp({
       if (name === 'gatehouse') {
         const body = JSON.parse(text);
         result.gatehouseAnswer = { status: res.status, decision: body.decision, rule: body.rule, bytes: text.length };
-        log(`gatehouse answers ${res.status} ${body.decision} by ${body.rule} (${text.length} bytes); echo answers ${DECIDE_TEXT.length} bytes`);
+        log(
+          `gatehouse answers ${res.status} ${body.decision} by ${body.rule} (${text.length} bytes); echo answers ${DECIDE_TEXT.length} bytes`,
+        );
       }
     }
     await sleep(500);
@@ -159,8 +175,10 @@ export async function runHttp({
       const b = /** @type {Round} */ (result.rounds.find((x) => x.round === r && x.server === 'echo'));
       pairRatios.push(a.reqPerSec / b.reqPerSec);
     }
-    const cpu = (/** @type {string} */ name) => median(result.rounds.filter((x) => x.server === name).map((x) => x.cpuUsPerReq));
-    const busy = (/** @type {string} */ name) => median(result.rounds.filter((x) => x.server === name).map((x) => x.busy));
+    const cpu = (/** @type {string} */ name) =>
+      median(result.rounds.filter((x) => x.server === name).map((x) => x.cpuUsPerReq));
+    const busy = (/** @type {string} */ name) =>
+      median(result.rounds.filter((x) => x.server === name).map((x) => x.busy));
     result.summary = {
       gatehouse: {
         reqPerSec: median(rps('gatehouse')),
@@ -169,7 +187,13 @@ export async function runHttp({
         cpuUsPerReq: cpu('gatehouse'),
         busy: busy('gatehouse'),
       },
-      echo: { reqPerSec: median(rps('echo')), p50: lat('echo', 'p50'), p99: lat('echo', 'p99'), cpuUsPerReq: cpu('echo'), busy: busy('echo') },
+      echo: {
+        reqPerSec: median(rps('echo')),
+        p50: lat('echo', 'p50'),
+        p99: lat('echo', 'p99'),
+        cpuUsPerReq: cpu('echo'),
+        busy: busy('echo'),
+      },
       ratio: median(rps('gatehouse')) / median(rps('echo')),
       pairRatios,
       // The same comparison by server CPU per request (echo's cost / Gatehouse's cost).
@@ -221,7 +245,9 @@ export async function runHttp({
       const acSampler = name === 'gatehouse' ? sampleRss(gh.pid) : null;
       const ac = await load(s, { duration: rateDuration, overallRate: rate });
       if (acSampler) maxRss = Math.max(maxRss, (ac.rssMB = acSampler.stop()));
-      log(`fixed ${rate}/s ${name.padEnd(9)} autocannon overallRate: ${fmtInt(ac.reqPerSec)}/s  p50 ${ac.latencyMs.p50} ms  p99 ${ac.latencyMs.p99} ms`);
+      log(
+        `fixed ${rate}/s ${name.padEnd(9)} autocannon overallRate: ${fmtInt(ac.reqPerSec)}/s  p50 ${ac.latencyMs.p50} ms  p99 ${ac.latencyMs.p99} ms`,
+      );
       fixed.autocannon = ac;
     }
 
@@ -239,7 +265,9 @@ export async function runHttp({
     try {
       result.logLines = await countLines(logPath);
       result.logBytes = statSync(logPath).size;
-      log(`decision log: ${fmtInt(result.logLines)} lines, ${fmt(result.logBytes / 1048576, 1)} MB written to ${logPath} (deleted)`);
+      log(
+        `decision log: ${fmtInt(result.logLines)} lines, ${fmt(result.logBytes / 1048576, 1)} MB written to ${logPath} (deleted)`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -258,7 +286,11 @@ export async function runHttp({
       value: `${fmt(fr.latencyMs.p99, 3)} ms (${fmtInt(fr.completed)} of ${fmtInt(fr.sent)} answered, ${fmtInt(fr.achievedPerSec)}/s)`,
       met: fr.latencyMs.p99 <= TARGETS.p99Ms && fr.completed >= fr.sent * 0.999,
     },
-    { target: `peak RSS under load ≤ ${TARGETS.rssMB} MB`, value: `${fmt(result.peakRssMB.vmHWM, 1)} MB`, met: result.peakRssMB.vmHWM <= TARGETS.rssMB },
+    {
+      target: `peak RSS under load ≤ ${TARGETS.rssMB} MB`,
+      value: `${fmt(result.peakRssMB.vmHWM, 1)} MB`,
+      met: result.peakRssMB.vmHWM <= TARGETS.rssMB,
+    },
   ];
   return result;
 }
@@ -292,7 +324,15 @@ function runWrk(servers, headers, duration, connections, log) {
   try {
     for (const name of ['gatehouse', 'echo', 'gatehouse', 'echo']) {
       const server = /** @type {import('./lib/procs.mjs').Server} */ (servers[name]);
-      const args = ['-t1', `-c${connections}`, `-d${duration}s`, '--latency', '-s', script, `http://127.0.0.1:${server.port}/decide`];
+      const args = [
+        '-t1',
+        `-c${connections}`,
+        `-d${duration}s`,
+        '--latency',
+        '-s',
+        script,
+        `http://127.0.0.1:${server.port}/decide`,
+      ];
       const pin = LOAD_CPU !== undefined ? taskset() : null;
       /** @type {[string, string[]]} */
       const cmd = pin ? [pin, ['-c', String(LOAD_CPU), 'wrk', ...args]] : ['wrk', args];
@@ -333,7 +373,18 @@ export function printHttp(result, print = console.log) {
   );
   print(
     table(
-      ['round', 'server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'server busy', 'RSS MB', 'non-2xx', 'errors'],
+      [
+        'round',
+        'server',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        'server CPU µs/req',
+        'server busy',
+        'RSS MB',
+        'non-2xx',
+        'errors',
+      ],
       result.rounds.map((r) => [
         r.round,
         r.server,
@@ -353,7 +404,15 @@ export function printHttp(result, print = console.log) {
     table(
       ['server', 'req/s (median)', 'p50 ms', 'p99 ms', 'ratio to echo', 'CPU µs/req', 'ratio by CPU'],
       [
-        ['bare Fastify 5 echo', fmtInt(s.echo.reqPerSec), s.echo.p50, s.echo.p99, '1.000', fmt(s.echo.cpuUsPerReq, 1), '1.000'],
+        [
+          'bare Fastify 5 echo',
+          fmtInt(s.echo.reqPerSec),
+          s.echo.p50,
+          s.echo.p99,
+          '1.000',
+          fmt(s.echo.cpuUsPerReq, 1),
+          '1.000',
+        ],
         [
           'Gatehouse /decide',
           fmtInt(s.gatehouse.reqPerSec),
@@ -373,7 +432,17 @@ export function printHttp(result, print = console.log) {
   print(`\nFixed offered rate ${c.rate} req/s for ${c.rateDuration} s`);
   print(
     table(
-      ['server', 'generator', 'achieved/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'server CPU µs/req', 'server busy'],
+      [
+        'server',
+        'generator',
+        'achieved/s',
+        'p50 ms',
+        'p99 ms',
+        'p99.9 ms',
+        'max ms',
+        'server CPU µs/req',
+        'server busy',
+      ],
       Object.entries(result.fixedRate).flatMap(([name, f]) => [
         [
           name,
@@ -417,7 +486,15 @@ export function printHttp(result, print = console.log) {
       table(
         ['server', 'req/s', 'p50', 'p99', 'server CPU µs/req', 'server busy', 'non-2xx'],
         /** @type {const} */ (['gatehouse', 'echo']).flatMap((name) =>
-          wrk[name].map((x) => [name, fmtInt(x.reqPerSec), x.p50, x.p99, fmt(x.cpuUsPerReq, 1), `${fmt(x.busy * 100, 0)}%`, x.non2xx]),
+          wrk[name].map((x) => [
+            name,
+            fmtInt(x.reqPerSec),
+            x.p50,
+            x.p99,
+            fmt(x.cpuUsPerReq, 1),
+            `${fmt(x.busy * 100, 0)}%`,
+            x.non2xx,
+          ]),
         ),
       ),
     );

@@ -86,7 +86,14 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     const set = buildPolicySet(files, { env: null });
     const loadMs = performance.now() - t0;
     const p = probes(doc, (tool) => decide(set, { tool, args }, identity));
-    sets[n] = { set, probes: p, loadMs, doc, files, conditions: doc.rules.filter((r) => r.when !== undefined || r.confirm !== undefined).length };
+    sets[n] = {
+      set,
+      probes: p,
+      loadMs,
+      doc,
+      files,
+      conditions: doc.rules.filter((r) => r.when !== undefined || r.confirm !== undefined).length,
+    };
     log(
       `decide(): ${n} generated rules (${Object.keys(doc.tools).length} catalogue entries, ${fmtInt(files[0].bytes.length)} bytes of JSON, built in ${fmt(loadMs, 0)} ms)`,
     );
@@ -103,7 +110,9 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     }
     // The hash a require_approval answer carries, computed alone over that answer's own input.
     const confirmReq = { tool: p.confirm, args };
-    const { kind, capability, presentation } = /** @type {import('../dist/policy/model.js').ApprovalDescriptor} */ (decide(set, confirmReq, identity).approval);
+    const { kind, capability, presentation } = /** @type {import('../dist/policy/model.js').ApprovalDescriptor} */ (
+      decide(set, confirmReq, identity).approval
+    );
     const hashInput = { tool: p.confirm, args, kind, capability, presentation };
     /** @type {GeneratedSet} */ (sets[n]).confirmHash = add(
       `decide ${n}`,
@@ -143,7 +152,9 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
     const langIdentity = { ...identity, roles: ['agent'] };
     const conditions = doc.rules.filter((r) => r.when !== undefined || r.confirm !== undefined).length;
     language.conditions = conditions;
-    log(`decide(): the 100 generated rules with ${conditions} conditions over string operators, built-ins, $caller, $context and $run`);
+    log(
+      `decide(): the 100 generated rules with ${conditions} conditions over string operators, built-ins, $caller, $context and $run`,
+    );
     let i = 0;
     language.mixed = add(
       'decide 100 language',
@@ -244,7 +255,9 @@ export async function runMicro({ quick = false, log = console.log } = {}) {
   // ---- canonical form + SHA-256 ---------------------------------------------------------------------
   log('canonical form + SHA-256 of the ~300-byte request');
   // As the server has it: parsed strictly (DECIDE_TEXT is a /decide body: a tool name and its arguments).
-  const request = /** @type {{ tool: string, args: import('../dist/json/value.js').JsonObject }} */ (parseJson(Buffer.from(DECIDE_TEXT)));
+  const request = /** @type {{ tool: string, args: import('../dist/json/value.js').JsonObject }} */ (
+    parseJson(Buffer.from(DECIDE_TEXT))
+  );
   const canonicalText = canonicalize(request);
   /** @type {Record<string, Measured>} */
   const hashRows = {};
@@ -394,7 +407,8 @@ function guardsMicro(opts, add, log) {
     `→ ${runGuard('pii', large)?.kind ?? 'nothing'}`,
   );
   let prose = 'Customer wrote:';
-  for (let k = 0; prose.length < 1000; k++) prose += ` order A-2024-${100000 + k} arrived on 2024-05-${10 + (k % 20)} at 10:${10 + (k % 50)},`;
+  for (let k = 0; prose.length < 1000; k++)
+    prose += ` order A-2024-${100000 + k} arrived on 2024-05-${10 + (k % 20)} at 10:${10 + (k % 50)},`;
   const tail = { note: `${prose.slice(0, 1000)} card 4111 1111 1111 1111` };
   add(
     'guard pii',
@@ -434,7 +448,13 @@ async function requestParts(opts, add, payments) {
   const { SECRET, signToken } = await import('./lib/bodies.mjs');
 
   /** @type {import('../dist/policy/live.js').LivePolicies} */
-  const live = { dir: 'policies', current: () => payments, loadedAt: () => new Date(), lastFailure: () => null, reload: async () => ({ ok: true }) };
+  const live = {
+    dir: 'policies',
+    current: () => payments,
+    loadedAt: () => new Date(),
+    lastFailure: () => null,
+    reload: async () => ({ ok: true }),
+  };
   const metrics = createMetrics(live);
   /** @type {import('../dist/http/auth.js').AuthOptions} */
   const authOptions = {
@@ -496,7 +516,9 @@ async function requestParts(opts, add, payments) {
   const validate = createStrictAjv(false).compile(routes.decideBodySchema);
   const body = parseJson(bytes);
   part('body schema (ajv)', () => validate(body));
-  const req = toDecideRequest(/** @type {import('../dist/policy/request.js').ToolCall} */ (/** @type {unknown} */ (body))); // the schema above accepts it
+  const req = toDecideRequest(
+    /** @type {import('../dist/policy/request.js').ToolCall} */ (/** @type {unknown} */ (body)),
+  ); // the schema above accepts it
   part('decide() over the example policies', () => decide(payments, req, IDENTITY));
   const result = decide(payments, req, IDENTITY);
   part('randomUUID()', () => randomUUID());
@@ -508,7 +530,9 @@ async function requestParts(opts, add, payments) {
   part('response: decisionBody + JSON.stringify', () => JSON.stringify(routes.decisionBody(result, id)));
   if (fjs) {
     // A build that exports its response schema is measured with it; otherwise with the copy below.
-    const stringify = fjs(/** @type {{ decisionResponseSchema?: object }} */ (routes).decisionResponseSchema ?? DECISION_RESPONSE_SCHEMA);
+    const stringify = fjs(
+      /** @type {{ decisionResponseSchema?: object }} */ (routes).decisionResponseSchema ?? DECISION_RESPONSE_SCHEMA,
+    );
     part('response: decisionBody + fast-json-stringify', () => stringify(routes.decisionBody(result, id)));
   }
   // The decision log line to /dev/null: through src/log.ts as src/service.ts writes it (synchronous), and

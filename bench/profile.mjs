@@ -34,7 +34,10 @@ try {
   /** @type {{ port: number, pid: number }} */
   const { port, pid } = await new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
-    child.on('message', (/** @type {{ type?: string, port: number, pid: number } | null} */ m) => m?.type === 'listening' && resolve(m));
+    child.on(
+      'message',
+      (/** @type {{ type?: string, port: number, pid: number } | null} */ m) => m?.type === 'listening' && resolve(m),
+    );
   });
   child.removeAllListeners('exit');
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${signToken()}` };
@@ -46,7 +49,9 @@ try {
   );
   const cpuUs = ((cpuTimeMs(pid) - cpu0) * 1000) / res.total;
   await stopChild(child);
-  console.log(`${server}: ${fmt(res.reqPerSec, 0)} req/s with the profiler on; ${fmt(cpuUs, 1)} µs of server CPU per request (all threads)`);
+  console.log(
+    `${server}: ${fmt(res.reqPerSec, 0)} req/s with the profiler on; ${fmt(cpuUs, 1)} µs of server CPU per request (all threads)`,
+  );
   const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
   if (file === undefined) throw new Error(`no .cpuprofile written in ${dir}`);
   report(JSON.parse(readFileSync(join(dir, file), 'utf8')), res.total);
@@ -81,7 +86,8 @@ function report(profile, requests) {
     return u.replace(/.*\/bench\//, 'bench/');
   };
   const inRequest = (/** @type {number} */ id) => {
-    for (let c = id; c !== undefined; c = parent.get(c)) if (node(c).callFrame.functionName === 'parserOnIncoming') return true;
+    for (let c = id; c !== undefined; c = parent.get(c))
+      if (node(c).callFrame.functionName === 'parserOnIncoming') return true;
     return false;
   };
   const self = new Map();
@@ -112,7 +118,9 @@ function report(profile, requests) {
       .slice(0, n)
       .map(([k, v]) => `${fmt(v / requests, 2).padStart(8)} µs  ${k}`)
       .join('\n');
-  console.log(`\nprofiled busy time: ${fmt(busy / requests, 1)} µs per request\n\nself time by package or file (µs per request)\n${rows(self, 30)}`);
+  console.log(
+    `\nprofiled busy time: ${fmt(busy / requests, 1)} µs per request\n\nself time by package or file (µs per request)\n${rows(self, 30)}`,
+  );
   inclusive.delete('(root)  [(root)]');
   console.log(`\ninclusive time by function (µs per request)\n${rows(inclusive, top)}`);
 }

@@ -52,11 +52,19 @@ const started = Date.now();
  * What each benchmark wrote with --json (its `checks` at least), and the run's own figures.
  * @type {{ machine: ReturnType<typeof machine>, commit: string, date: string, quick: boolean, loadBefore: number[], loadAfter?: number[], seconds?: number, results: Record<string, { checks?: import('./lib/stats.mjs').Check[], seconds?: number }> }}
  */
-const out = { machine: machine(), commit: commit(), date: new Date().toISOString(), quick: args.quick, loadBefore: loadavg(), results: {} };
+const out = {
+  machine: machine(),
+  commit: commit(),
+  date: new Date().toISOString(),
+  quick: args.quick,
+  loadBefore: loadavg(),
+  results: {},
+};
 console.log(
   `Gatehouse benchmarks${args.quick ? ' (quick)' : ''} at ${out.commit}, ${out.date}: ${out.machine.cpuModel}, ${out.machine.cores} cores, Node ${out.machine.node}; load average ${out.loadBefore.map((x) => fmt(x)).join(' ')}`,
 );
-if (out.loadBefore[0] > 0.5) console.log('WARNING: the machine is busy (1-minute load average above 0.5): figures will be low and noisy.');
+if (out.loadBefore[0] > 0.5)
+  console.log('WARNING: the machine is busy (1-minute load average above 0.5): figures will be low and noisy.');
 
 try {
   for (const name of only) {
@@ -64,7 +72,12 @@ try {
     if (!script) throw new Error(`unknown benchmark ${name}`);
     console.log(`\n=== ${name} ===`);
     const json = join(dir, `${name}.json`);
-    const extra = [...(args.quick ? ['--quick'] : []), ...(name === 'http' && args.extra.wrk ? ['--wrk'] : []), '--json', json];
+    const extra = [
+      ...(args.quick ? ['--quick'] : []),
+      ...(name === 'http' && args.extra.wrk ? ['--wrk'] : []),
+      '--json',
+      json,
+    ];
     const t0 = Date.now();
     // The child prints its progress and its tables; its JSON feeds the summary below.
     const child = spawnSync(process.execPath, [join(BENCH_DIR, script), ...extra], {

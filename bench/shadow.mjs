@@ -43,7 +43,9 @@ export async function runShadow({ quick = false, rounds, duration, connections =
         const res = await load(servers[name], duration);
         if (res.non2xx > 0 || res.errors > 0) throw new Error(`${name}: ${res.non2xx} non-2xx, ${res.errors} errors`);
         rps[name].push(res.reqPerSec);
-        log(`round ${r} shadow ${name.padEnd(3)} ${fmtInt(res.reqPerSec).padStart(7)} req/s  p50 ${res.latencyMs.p50} ms  p99 ${res.latencyMs.p99} ms`);
+        log(
+          `round ${r} shadow ${name.padEnd(3)} ${fmtInt(res.reqPerSec).padStart(7)} req/s  p50 ${res.latencyMs.p50} ms  p99 ${res.latencyMs.p99} ms`,
+        );
       }
     }
     /** @type {{ off: number, on: number, ratio: number, checks?: import('./lib/stats.mjs').Check[] }} */
@@ -51,7 +53,11 @@ export async function runShadow({ quick = false, rounds, duration, connections =
     log(`shadow on / off: ${fmtInt(summary.on)} / ${fmtInt(summary.off)} req/s = ${fmt(summary.ratio * 100, 1)} %`);
     // No target of its own: a shadow decides every request twice, and this is what that costs.
     const checks = [
-      { target: 'POST /decide with SHADOW_POLICY_DIR (every request decided twice), against it off', value: `${fmt(summary.ratio * 100, 1)} %`, met: null },
+      {
+        target: 'POST /decide with SHADOW_POLICY_DIR (every request decided twice), against it off',
+        value: `${fmt(summary.ratio * 100, 1)} %`,
+        met: null,
+      },
     ];
     summary.checks = checks;
     log(`\nTargets\n${targetsTable(checks)}`);
@@ -65,6 +71,11 @@ export async function runShadow({ quick = false, rounds, duration, connections =
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { quick, json, extra } = parseArgs();
   const num = (/** @type {string | true | undefined} */ v) => (v === undefined ? undefined : Number(v));
-  const result = await runShadow({ quick, rounds: num(extra.rounds), duration: num(extra.duration), connections: num(extra.connections) ?? 50 });
+  const result = await runShadow({
+    quick,
+    rounds: num(extra.rounds),
+    duration: num(extra.duration),
+    connections: num(extra.connections) ?? 50,
+  });
   if (json) writeFileSync(json, JSON.stringify(result, null, 2));
 }

@@ -71,7 +71,9 @@ function sign(claims) {
   const input = `${b64(JSON.stringify({ alg: 'HS256', typ: 'JWT' }))}.${b64(JSON.stringify({ iat: now, exp: now + 24 * 3600, ...claims }))}`;
   return `${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
 }
-const agents = Array.from({ length: 10 }, (_, i) => sign({ sub: `soak-agent-${i}`, team: 'support', agent: 'soak-bot', roles: [] }));
+const agents = Array.from({ length: 10 }, (_, i) =>
+  sign({ sub: `soak-agent-${i}`, team: 'support', agent: 'soak-bot', roles: [] }),
+);
 const approver = sign({ sub: 'soak-operator', team: 'ops', roles: ['approver'] });
 
 // ---- the mix: what to send, and what the example policies answer (POLICY_ENV=prod) ----------------
@@ -80,14 +82,39 @@ const approver = sign({ sub: 'soak-operator', team: 'ops', roles: ['approver'] }
 /** @type {Mix[]} */
 const MIX = [
   { weight: 35, body: (i) => ({ tool: 'lookup_order', args: { order: `A${i}` } }), status: 200, decision: 'allow' },
-  { weight: 15, body: (i) => ({ tool: 'refund', args: { order: `R${i}`, amount: 40 } }), status: 200, decision: 'allow' },
-  { weight: 15, body: (i) => ({ tool: 'refund', args: { order: `R${i}`, amount: 120 } }), status: 403, decision: 'require_approval' },
+  {
+    weight: 15,
+    body: (i) => ({ tool: 'refund', args: { order: `R${i}`, amount: 40 } }),
+    status: 200,
+    decision: 'allow',
+  },
+  {
+    weight: 15,
+    body: (i) => ({ tool: 'refund', args: { order: `R${i}`, amount: 120 } }),
+    status: 403,
+    decision: 'require_approval',
+  },
   { weight: 10, body: (i) => ({ tool: 'send_note', args: { text: `note ${i}` } }), status: 200, decision: 'allow' },
-  { weight: 5, body: (i) => ({ tool: 'send_note', args: { text: `mail u${i}@example.com` } }), status: 403, decision: 'require_approval' },
+  {
+    weight: 5,
+    body: (i) => ({ tool: 'send_note', args: { text: `mail u${i}@example.com` } }),
+    status: 403,
+    decision: 'require_approval',
+  },
   { weight: 5, body: () => ({ tool: 'wipe_orders', args: {} }), status: 403, decision: 'abort' },
   { weight: 5, body: (i) => ({ tool: 'shell_exec', args: { cmd: `ls ${i}` } }), status: 403, decision: 'deny' },
-  { weight: 5, body: (i) => ({ tool: 'dispatch_vendor', args: { unitId: `U${i}`, estimateUsd: 5000 } }), status: 403, decision: 'deny' },
-  { weight: 5, body: (i) => ({ tool: 'refund', args: { order: `R${i}`, amount: '40' } }), status: 403, decision: 'deny' }, // schema
+  {
+    weight: 5,
+    body: (i) => ({ tool: 'dispatch_vendor', args: { unitId: `U${i}`, estimateUsd: 5000 } }),
+    status: 403,
+    decision: 'deny',
+  },
+  {
+    weight: 5,
+    body: (i) => ({ tool: 'refund', args: { order: `R${i}`, amount: '40' } }),
+    status: 403,
+    decision: 'deny',
+  }, // schema
 ];
 /** @type {Mix[]} */
 const WHEEL = MIX.flatMap((m) => Array(m.weight).fill(m));
@@ -115,7 +142,10 @@ function call(method, path, token, body) {
         method,
         path,
         agent,
-        headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+        },
         timeout: 30_000,
       },
       (res) => {
@@ -192,7 +222,8 @@ function rssMb(pid) {
 async function startServer(dataDir) {
   port = await freePort();
   const env = { ...process.env };
-  for (const k of Object.keys(env)) if (/^(JWT_|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|DATABASE_URL$)/.test(k)) delete env[k];
+  for (const k of Object.keys(env))
+    if (/^(JWT_|POLICY_|NODE_ENV$|PORT$|HOST$|LOG_|DATA_DIR$|DATABASE_URL$)/.test(k)) delete env[k];
   Object.assign(env, {
     PORT: String(port),
     HOST: '127.0.0.1',
@@ -212,7 +243,10 @@ async function startServer(dataDir) {
   /** @type {Promise<{ code: number | string | null, signal?: NodeJS.Signals | null }>} */
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   await new Promise((/** @type {(v?: unknown) => void} */ resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start within 120 s:\n${head}\n${stderr}`)), 120_000);
+    const timer = setTimeout(
+      () => reject(new Error(`the server did not start within 120 s:\n${head}\n${stderr}`)),
+      120_000,
+    );
     const onData = (/** @type {Buffer} */ c) => {
       if (head.length < 20_000) head += c;
       if (head.includes('gatehouse is serving')) {
@@ -220,7 +254,8 @@ async function startServer(dataDir) {
         child.stdout.off('data', onData);
         // The decision log keeps flowing; only its non-decision lines are kept (the last few).
         child.stdout.on('data', (d) => {
-          for (const line of String(d).split('\n')) if (line && !line.includes('"msg":"decision"')) tail = [...tail.slice(-20), line];
+          for (const line of String(d).split('\n'))
+            if (line && !line.includes('"msg":"decision"')) tail = [...tail.slice(-20), line];
         });
         resolve();
       }
@@ -255,7 +290,9 @@ async function decideLoad(endAt) {
     if (due >= measuredFrom) latencies.push(done - due);
     if (r.status === 0) error(`network: ${r.error?.code ?? r.error?.message}`);
     else if (r.status !== m.status || r.body?.decision !== m.decision)
-      error(`${m.body(0).tool}: ${r.status} ${r.body?.decision ?? JSON.stringify(r.body)?.slice(0, 80)} (want ${m.status} ${m.decision})`);
+      error(
+        `${m.body(0).tool}: ${r.status} ${r.body?.decision ?? JSON.stringify(r.body)?.slice(0, 80)} (want ${m.status} ${m.decision})`,
+      );
   };
   while (next < total) {
     const now = performance.now();
@@ -302,7 +339,12 @@ async function approvalCycles(endAt) {
       if (granted.status !== 200 || granted.body?.status !== 'granted') fail('grant', granted);
       else {
         const redeemed = await call('POST', '/decide', token, { ...req, approval_id: id });
-        if (redeemed.status !== 200 || redeemed.body?.decision !== 'allow' || redeemed.body?.approval?.status !== 'consumed') fail('redeem', redeemed);
+        if (
+          redeemed.status !== 200 ||
+          redeemed.body?.decision !== 'allow' ||
+          redeemed.body?.approval?.status !== 'consumed'
+        )
+          fail('redeem', redeemed);
         else {
           const again = await call('POST', '/decide', token, { ...req, approval_id: id });
           if (again.status !== 403 || again.body?.decision !== 'require_approval') fail('second redeem', again);
@@ -345,7 +387,9 @@ try {
     if (Number.isNaN(rssWarm) && now >= warmEnd) rssWarm = rss;
     const s = Math.round((now - t0) / 1000);
     if (s > 0 && s % 10 === 0) {
-      console.log(`  ${s} s: ${completed} answered, ${[...errors.values()].reduce((a, b) => a + b, 0)} errors, RSS ${rss.toFixed(1)} MB`);
+      console.log(
+        `  ${s} s: ${completed} answered, ${[...errors.values()].reduce((a, b) => a + b, 0)} errors, RSS ${rss.toFixed(1)} MB`,
+      );
     }
   }, 1000);
   await Promise.all([decideLoad(endAt), approvalCycles(endAt)]);
@@ -355,7 +399,10 @@ try {
 
   server.child.kill('SIGTERM');
   /** @type {{ code: number | string | null, signal?: NodeJS.Signals | null }} */
-  const exit = await Promise.race([server.exited, new Promise((resolve) => setTimeout(() => resolve({ code: 'timeout' }), 20_000))]);
+  const exit = await Promise.race([
+    server.exited,
+    new Promise((resolve) => setTimeout(() => resolve({ code: 'timeout' }), 20_000)),
+  ]);
   agent.destroy();
 
   const sorted = latencies.sort((a, b) => a - b);
@@ -393,15 +440,19 @@ try {
   const broken = [];
   if (errorCount > 0) broken.push(`${errorCount} unexpected answers or network errors`);
   if (cycles.ok === 0 && APPROVALS_PER_SECOND > 0) broken.push('no approval cycle completed');
-  if (!(growth <= MAX_RSS_GROWTH_MB)) broken.push(`RSS grew ${round1(growth)} MB after warm-up (bound ${MAX_RSS_GROWTH_MB} MB)`);
+  if (!(growth <= MAX_RSS_GROWTH_MB))
+    broken.push(`RSS grew ${round1(growth)} MB after warm-up (bound ${MAX_RSS_GROWTH_MB} MB)`);
   if (!(p99 <= MAX_P99_MS)) broken.push(`/decide p99 ${round1(p99)} ms (bound ${MAX_P99_MS} ms)`);
   if (achieved < RATE * 0.9) broken.push(`achieved ${Math.round(achieved)} /s, under 90% of ${RATE} /s`);
-  if (exit.code !== 0) broken.push(`the server exited ${JSON.stringify(exit)} on SIGTERM (want 0):\n${server.tail()}\n${server.stderr()}`);
+  if (exit.code !== 0)
+    broken.push(`the server exited ${JSON.stringify(exit)} on SIGTERM (want 0):\n${server.tail()}\n${server.stderr()}`);
   if (broken.length > 0) {
     exitCode = 1;
     console.log(`soak FAILED:\n  - ${broken.join('\n  - ')}`);
   } else {
-    console.log(`soak passed: 0 errors, p50 ${round1(p50)} ms, p99 ${round1(p99)} ms, RSS +${round1(growth)} MB after warm-up`);
+    console.log(
+      `soak passed: 0 errors, p50 ${round1(p50)} ms, p99 ${round1(p99)} ms, RSS +${round1(growth)} MB after warm-up`,
+    );
   }
 } catch (err) {
   exitCode = 1;
@@ -410,7 +461,10 @@ try {
   if (server && server.child.exitCode === null && server.child.signalCode === null) {
     // SIGTERM first: the server stops its embedded PostgreSQL on the way out.
     server.child.kill('SIGTERM');
-    const gone = await Promise.race([server.exited.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 15_000))]);
+    const gone = await Promise.race([
+      server.exited.then(() => true),
+      new Promise((resolve) => setTimeout(() => resolve(false), 15_000)),
+    ]);
     if (!gone) {
       server.child.kill('SIGKILL');
       await server.exited;

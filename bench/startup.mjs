@@ -19,7 +19,9 @@ export const TARGETS = { readyMs: 1000 };
 /** @param {NodeJS.ProcessEnv} env */
 async function once(env) {
   const t0 = performance.now();
-  const s = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { env: { BENCH_LOG_LEVEL: 'warn', ...env } });
+  const s = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), {
+    env: { BENCH_LOG_LEVEL: 'warn', ...env },
+  });
   const wallMs = performance.now() - t0;
   await s.stop();
   return { wallMs, ...s.timings };
@@ -35,7 +37,11 @@ export async function runStartup({ quick = false, log = console.log } = {}) {
       const d = join(dir, `p${n}`);
       (await import('node:fs')).mkdirSync(d);
       writeFileSync(join(d, 'generated.json'), JSON.stringify(generatePolicyDoc(n)));
-      sets.push({ name: `${n.toLocaleString('en-US')} generated rules`, env: { BENCH_POLICY_DIR: d, BENCH_POLICY_ENV: '' }, runs: quick ? 1 : 3 });
+      sets.push({
+        name: `${n.toLocaleString('en-US')} generated rules`,
+        env: { BENCH_POLICY_DIR: d, BENCH_POLICY_ENV: '' },
+        runs: quick ? 1 : 3,
+      });
     }
     /** @type {{ set: string, runs: number, imports: number, policies: number, ready: number, listening: number, wall: number, maxWall: number, cpuMs: number }[]} */
     const rows = [];
@@ -83,10 +89,22 @@ export async function runStartup({ quick = false, log = console.log } = {}) {
  * @param {(text: string) => void} [print]
  */
 export function printStartup(result, print = console.log) {
-  print("\nStart-up without a database (median; ms since process start by the child's clock, and the parent's spawn → listening)");
+  print(
+    "\nStart-up without a database (median; ms since process start by the child's clock, and the parent's spawn → listening)",
+  );
   print(
     table(
-      ['policy set', 'runs', 'imports done', 'policies loaded', 'app ready', 'listening', 'spawn → listening', 'worst', 'CPU ms to listening'],
+      [
+        'policy set',
+        'runs',
+        'imports done',
+        'policies loaded',
+        'app ready',
+        'listening',
+        'spawn → listening',
+        'worst',
+        'CPU ms to listening',
+      ],
       result.rows.map((r) => [
         r.set,
         r.runs,

@@ -101,7 +101,9 @@ mkdirSync(context);
 try {
   // The build context: the committed tree, less .dockerignore.
   const modified = execFileSync('git', ['-C', ROOT, 'stash', 'create'], { encoding: 'utf8' }).trim();
-  const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', modified || 'HEAD'], { maxBuffer: 1 << 30 });
+  const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', modified || 'HEAD'], {
+    maxBuffer: 1 << 30,
+  });
   execFileSync('tar', ['-x', '-C', context], { input: archive });
   const ignored = dockerignore(join(context, '.dockerignore'));
   for (const entry of readdirSync(context, { recursive: true })) {
@@ -148,7 +150,8 @@ try {
         const intoDir = dest.endsWith('/') || sources.length > 1;
         for (const src of sources) {
           const path = join(source.dir, from === null ? src : resolve(source.workdir, src));
-          if (!existsSync(path)) fail(`Dockerfile:${line}: COPY ${src}: not in the ${from === null ? 'build context' : `stage ${from}`}`);
+          if (!existsSync(path))
+            fail(`Dockerfile:${line}: COPY ${src}: not in the ${from === null ? 'build context' : `stage ${from}`}`);
           // A directory's contents are copied, as Docker does; a file goes into a destination ending in /.
           const to = intoDir && !statSync(path).isDirectory() ? join(target, src.split('/').at(-1)) : target;
           mkdirSync(dirname(to), { recursive: true });
@@ -159,7 +162,11 @@ try {
       case 'RUN': {
         const command = rest.trim().startsWith('[') ? JSON.parse(rest).join(' ') : rest;
         console.log(`-- RUN ${command}`);
-        const r = spawnSync('sh', ['-c', command], { cwd: here, stdio: 'inherit', env: { ...process.env, PATH: nodePath, ...stage.env } });
+        const r = spawnSync('sh', ['-c', command], {
+          cwd: here,
+          stdio: 'inherit',
+          env: { ...process.env, PATH: nodePath, ...stage.env },
+        });
         if (r.status !== 0) fail(`Dockerfile:${line}: RUN exited ${r.status ?? r.signal}`);
         break;
       }
@@ -172,7 +179,9 @@ try {
         stage[op.toLowerCase()] = rest.trim();
         break;
       default:
-        fail(`Dockerfile:${line}: ${op} is not mirrored here: teach scripts/docker-stages.mjs, or the image and CI drift`);
+        fail(
+          `Dockerfile:${line}: ${op} is not mirrored here: teach scripts/docker-stages.mjs, or the image and CI drift`,
+        );
     }
   }
   if (stage === null) fail('the Dockerfile has no FROM');
@@ -189,7 +198,8 @@ try {
   };
   const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
   const version = node('dist/main.js', '--version').trim();
-  if (version !== manifest.version) fail(`the image: --version printed "${version}", package.json has ${manifest.version}`);
+  if (version !== manifest.version)
+    fail(`the image: --version printed "${version}", package.json has ${manifest.version}`);
   node('dist/main.js', 'check', env.POLICY_DIR ?? 'policies', '--env', 'prod');
   // Every module of the service loads from the image's node_modules: all of dist/ but the page's
   // browser scripts and the client library (whose adapters import their SDKs, optional peers).

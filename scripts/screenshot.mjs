@@ -35,7 +35,16 @@ const base = `http://127.0.0.1:${PORT}`;
 const approver = signToken({ sub: 'dana', team: 'ops', roles: ['approver'] });
 const server = spawn(process.execPath, ['dist/main.js', 'serve'], {
   cwd: ROOT,
-  env: { ...process.env, PORT: String(PORT), JWT_SECRET: SECRET, DATA_DIR, POLICY_DIR, POLICY_ENV: 'dev', LOG_LEVEL: 'warn', DATABASE_URL: '' },
+  env: {
+    ...process.env,
+    PORT: String(PORT),
+    JWT_SECRET: SECRET,
+    DATA_DIR,
+    POLICY_DIR,
+    POLICY_ENV: 'dev',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: '',
+  },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 const exited = new Promise((resolve) => server.once('exit', resolve));
@@ -58,21 +67,36 @@ try {
     if (res.status !== 201) throw new Error(`filing: ${res.status} ${await res.text()}`);
   };
   const support = { sub: 'support-bot-7', team: 'support', agent: 'helpdesk' };
-  await file('{"tool":"share_file","args":{"file":"invoice\\u202Efdp.sh","to":"billing@examp\\u0131e.com"},"run":{"id":"run-77a1"}}', {
-    sub: 'files-agent',
-    team: 'finance',
-    agent: 'mailer',
-  });
-  await file('{"tool":"refund","args":{"order":"A-1042","amount":120.50,"note":"customer asked twice"},"run":{"id":"run-3f9c"}}', support);
+  await file(
+    '{"tool":"share_file","args":{"file":"invoice\\u202Efdp.sh","to":"billing@examp\\u0131e.com"},"run":{"id":"run-77a1"}}',
+    {
+      sub: 'files-agent',
+      team: 'finance',
+      agent: 'mailer',
+    },
+  );
+  await file(
+    '{"tool":"refund","args":{"order":"A-1042","amount":120.50,"note":"customer asked twice"},"run":{"id":"run-3f9c"}}',
+    support,
+  );
   await file('{"tool":"refund","args":{"order":"A-1043","amount":300}}', { ...support, sub: 'support-bot-9' });
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
   const page = await browser.newPage({ viewport: { width: 1000, height: 1450 }, deviceScaleFactor: 1 });
   await page.goto(`${base}/ui`);
   await page.fill('#token', approver);
   await page.click('#signin button[type=submit]');
-  await page.waitForFunction(() => document.querySelectorAll('article.approval').length === 3 && document.title.startsWith('(3)'));
-  await page.locator('article.approval').nth(0).locator('textarea[data-f=note]').fill('Not a PDF: the name hides a shell script.');
+  await page.waitForFunction(
+    () => document.querySelectorAll('article.approval').length === 3 && document.title.startsWith('(3)'),
+  );
+  await page
+    .locator('article.approval')
+    .nth(0)
+    .locator('textarea[data-f=note]')
+    .fill('Not a PDF: the name hides a shell script.');
   await page.screenshot({ path: OUT });
   await browser.close();
   console.log(`wrote ${OUT}`);

@@ -55,7 +55,10 @@ export function compose(r: Resources): Composed {
     // Each transition queues its webhook events in its own transaction (src/webhooks/outbox.ts).
     ...queueEventsOf({ endpoints: config.webhooks.endpoints, link: (id) => approvalLink(config.publicUrl, id) }),
   });
-  const waiter = createApprovalWaiter(sql, store, { maxPerCaller: config.maxWaitsPerCaller, maxTotal: config.maxWaits });
+  const waiter = createApprovalWaiter(sql, store, {
+    maxPerCaller: config.maxWaitsPerCaller,
+    maxTotal: config.maxWaits,
+  });
   // Opens the LISTEN connection and starts the sweeper.
   const approvals = createApprovalService(sql, store, waiter, { schemaReady: migrated });
   let approvalsClosing: Promise<void> | null = null;
@@ -66,9 +69,15 @@ export function compose(r: Resources): Composed {
   const lanes = createLanes(url, config.budgetConnections);
   const limits = createLimitService(sql, { deadlineMs: config.dbDeadlineMs, schemaReady: migrated, lanes });
   opened.push('the budget counters (sweeper)', () => limits.close());
-  const keys = createKeys(sql, { deadlineMs: config.dbDeadlineMs, caps: { maxKeys: config.idempotencyMaxKeys, maxBytes: config.idempotencyMaxBytes } });
+  const keys = createKeys(sql, {
+    deadlineMs: config.dbDeadlineMs,
+    caps: { maxKeys: config.idempotencyMaxKeys, maxBytes: config.idempotencyMaxBytes },
+  });
   const outbox = createOutbox(sql, { deadlineMs: config.dbDeadlineMs });
-  const metrics = createMetrics(r.policies, { logLinesDropped: r.logLinesDropped, webhookCounts: () => outbox.counts() });
+  const metrics = createMetrics(r.policies, {
+    logLinesDropped: r.logLinesDropped,
+    webhookCounts: () => outbox.counts(),
+  });
   let closeWebhooks = async (): Promise<void> => {};
   if (config.webhooks.endpoints.length > 0) {
     // A pool of its own: deliveries never wait for, or hold, a connection the requests need.
@@ -85,7 +94,11 @@ export function compose(r: Resources): Composed {
     opened.push('the webhook worker', closeWebhooks);
     worker.start();
     // Names and origins only: a secret, or a Slack URL's path, never reaches the log.
-    const endpoints = config.webhooks.endpoints.map((e) => ({ name: e.name, format: e.format, origin: new URL(e.url).origin }));
+    const endpoints = config.webhooks.endpoints.map((e) => ({
+      name: e.name,
+      format: e.format,
+      origin: new URL(e.url).origin,
+    }));
     logger.info({ endpoints }, 'delivering webhooks');
   }
   let records: Engine['parts']['records'] = null;
@@ -104,7 +117,10 @@ export function compose(r: Resources): Composed {
     });
     opened.push('the decision store writer (writing what is queued)', () => writer.close());
     records = { writer, sql: recordSql };
-    logger.info({ queue_max: config.decisionStore.queueMax, retention_ms: config.decisionStore.retentionMs }, 'recording decisions in the database');
+    logger.info(
+      { queue_max: config.decisionStore.queueMax, retention_ms: config.decisionStore.retentionMs },
+      'recording decisions in the database',
+    );
   }
   const engine = createEngine({
     policies: r.policies,

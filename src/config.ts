@@ -138,28 +138,40 @@ export function loadConfig(env: Env = process.env): Config {
   const oidc = oidcConfig(env, str, { production, publicUrl, rolesClaim }, problems);
   const sessionSecret = str('SESSION_SECRET');
   // The same bound as JWT_SECRET's: the sign-in cookie's key is derived from it (RFC 8725 section 3.5's reasoning).
-  if (sessionSecret !== null && Buffer.byteLength(sessionSecret) < 32) problems.push('SESSION_SECRET must be at least 32 bytes');
+  if (sessionSecret !== null && Buffer.byteLength(sessionSecret) < 32)
+    problems.push('SESSION_SECRET must be at least 32 bytes');
   // Replicas must share the key, and a generated one would change with every new DATA_DIR.
   if (production && oidc !== null && sessionSecret === null)
-    problems.push('NODE_ENV=production with OIDC_ISSUER needs SESSION_SECRET (at least 32 bytes, the same on every replica)');
+    problems.push(
+      'NODE_ENV=production with OIDC_ISSUER needs SESSION_SECRET (at least 32 bytes, the same on every replica)',
+    );
 
   const databaseUrl = str('DATABASE_URL');
   if (production && databaseUrl === null) problems.push('NODE_ENV=production needs DATABASE_URL');
   const decisionStoreKind = str('DECISION_STORE', 'off')!;
-  if (decisionStoreKind !== 'off' && decisionStoreKind !== 'postgres') problems.push('DECISION_STORE must be off or postgres');
+  if (decisionStoreKind !== 'off' && decisionStoreKind !== 'postgres')
+    problems.push('DECISION_STORE must be off or postgres');
   // The records outlive the process: not kept in the embedded development database under DATA_DIR.
-  if (decisionStoreKind === 'postgres' && databaseUrl === null) problems.push('DECISION_STORE=postgres needs DATABASE_URL');
+  if (decisionStoreKind === 'postgres' && databaseUrl === null)
+    problems.push('DECISION_STORE=postgres needs DATABASE_URL');
   const decisionQueueMax = int('DECISION_QUEUE_MAX', 10_000, 1, 1_000_000);
   const decisionRetentionMs = duration('DECISION_RETENTION', '30d', { min: '1d', max: '3650d' });
 
   const logLevel = str('LOG_LEVEL', 'info')!;
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel))
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const logFormat = str('LOG_FORMAT');
-  if (logFormat !== null && !(LOG_FORMATS as readonly string[]).includes(logFormat)) problems.push(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}`);
+  if (logFormat !== null && !(LOG_FORMATS as readonly string[]).includes(logFormat))
+    problems.push(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}`);
 
   const approverRole = str('APPROVER_ROLE', 'approver')!;
   const adminRole = str('ADMIN_ROLE', 'admin')!;
-  const policyReaderRoles = roleList('POLICY_READER_ROLE', str('POLICY_READER_ROLE'), [adminRole, approverRole], problems);
+  const policyReaderRoles = roleList(
+    'POLICY_READER_ROLE',
+    str('POLICY_READER_ROLE'),
+    [adminRole, approverRole],
+    problems,
+  );
   const connections: ConnectionLimits = {
     headersTimeoutMs: duration('HEADERS_TIMEOUT', '10s', CONNECTION_TIMEOUT_RANGE),
     requestTimeoutMs: duration('REQUEST_TIMEOUT', '15s', CONNECTION_TIMEOUT_RANGE),
@@ -167,7 +179,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxConnections: int('MAX_CONNECTIONS', 1024, 1, 1_000_000),
   };
   // Node refuses a headers timeout longer than the request timeout (http.createServer).
-  if (connections.headersTimeoutMs > connections.requestTimeoutMs) problems.push('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
+  if (connections.headersTimeoutMs > connections.requestTimeoutMs)
+    problems.push('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
 
   const webhooks = webhookSettings(read, production);
 
@@ -209,7 +222,8 @@ export function loadConfig(env: Env = process.env): Config {
     budgetConnections: int('BUDGET_CONNECTIONS', 4, 1, 1000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000, 'milliseconds'),
     webhooks,
-    decisionStore: decisionStoreKind === 'postgres' ? { queueMax: decisionQueueMax, retentionMs: decisionRetentionMs } : null,
+    decisionStore:
+      decisionStoreKind === 'postgres' ? { queueMax: decisionQueueMax, retentionMs: decisionRetentionMs } : null,
     auditorRole: str('AUDITOR_ROLE', 'auditor')!,
     usage: {
       role: str('USAGE_ROLE', 'usage_reporter')!,
@@ -218,7 +232,8 @@ export function loadConfig(env: Env = process.env): Config {
     },
   };
   // Waits up to the connection cap would leave no connection for anything else.
-  if (config.maxWaits >= connections.maxConnections) problems.push('MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)');
+  if (config.maxWaits >= connections.maxConnections)
+    problems.push('MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)');
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
 }
@@ -234,7 +249,9 @@ function reportCap(text: string, problems: string[]): Amount {
   const plain = new RegExp(`^(?:0|[1-9][0-9]{0,8})(?:\\.[0-9]{1,${REPORT_DECIMALS}})?$`);
   const amount = plain.test(text.trim()) ? amountOfText(text.trim()) : null;
   if (amount === null || amount.text === '0') {
-    problems.push(`USAGE_MAX_USD must be a decimal number above 0 and below 1000000000, with at most ${REPORT_DECIMALS} digits after the point`);
+    problems.push(
+      `USAGE_MAX_USD must be a decimal number above 0 and below 1000000000, with at most ${REPORT_DECIMALS} digits after the point`,
+    );
     return fallback;
   }
   return amount;

@@ -19,7 +19,10 @@ export function developmentSecretFile(dataDir: string, name: DevelopmentSecretNa
  * less than 32 bytes of base64url (43 characters), which JWT_SECRET's (and SESSION_SECRET's) own minimum would refuse.
  * Rejects when the directory cannot hold it.
  */
-export async function developmentSecret(dataDir: string, name: DevelopmentSecretName = 'dev-jwt-secret'): Promise<string> {
+export async function developmentSecret(
+  dataDir: string,
+  name: DevelopmentSecretName = 'dev-jwt-secret',
+): Promise<string> {
   const file = developmentSecretFile(dataDir, name);
   const existing = await readFile(file, 'utf8').catch(() => null);
   if (existing !== null && existing.trim().length >= 43) return existing.trim();

@@ -133,14 +133,20 @@ export interface LogOutput {
 /** The process logger on `sink` (or on a new sink for that file descriptor). */
 export function createLogger(level: string, sink: LogSink | number = 1, output: LogOutput = {}): Logger {
   const target = typeof sink === 'number' ? new LogSink(sink) : sink;
-  return pino({ level, base: { service: 'gatehouse' } }, output.format === 'pretty' ? prettyStream(target, output.colorize ?? false) : target);
+  return pino(
+    { level, base: { service: 'gatehouse' } },
+    output.format === 'pretty' ? prettyStream(target, output.colorize ?? false) : target,
+  );
 }
 
 /**
  * pino's JSON line, formatted by pino-pretty in the same call and written to the sink: nothing is
  * buffered on the way (pino-pretty's own stream would add a transform stream and its destination).
  */
-function prettyStream(sink: LogSink, colorize: boolean): DestinationStream & { flush(callback?: (err?: Error) => void): void } {
+function prettyStream(
+  sink: LogSink,
+  colorize: boolean,
+): DestinationStream & { flush(callback?: (err?: Error) => void): void } {
   const format = prettyFactory({ colorize, singleLine: true, translateTime: 'SYS:HH:MM:ss.l' });
   return {
     write: (line: string) => sink.write(format(line)),

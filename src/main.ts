@@ -82,8 +82,16 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     usage: async () => (await loadHook()).HOOK.usage,
     run: async (argv, io) => (await loadHook()).runHook(argv, io),
   },
-  version: { summary: 'version                            print the version (also --version, -v)', usage: async () => VERSION.usage, run: runVersion },
-  help: { summary: "help [COMMAND]                     this help, or a command's (also COMMAND --help)", usage: async () => USAGE, run: runHelp },
+  version: {
+    summary: 'version                            print the version (also --version, -v)',
+    usage: async () => VERSION.usage,
+    run: runVersion,
+  },
+  help: {
+    summary: "help [COMMAND]                     this help, or a command's (also COMMAND --help)",
+    usage: async () => USAGE,
+    run: runHelp,
+  },
 };
 
 const USAGE = `usage: gatehouse <command> [options]
@@ -104,7 +112,12 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
   if (first === '--version' || first === '-v') return runVersion(rest, io);
   const command = Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
   if (command === undefined) {
-    return usageError(io, null, first.startsWith('-') ? `unknown option '${first}'` : `unknown command '${first}'`, USAGE);
+    return usageError(
+      io,
+      null,
+      first.startsWith('-') ? `unknown option '${first}'` : `unknown command '${first}'`,
+      USAGE,
+    );
   }
   return command.run(rest, io);
 }
@@ -131,7 +144,9 @@ async function runVersion(argv: string[], io: Io): Promise<number> {
 
 /** The version in package.json, one directory above this file in src/ and in dist/ alike. */
 function packageVersion(): string {
-  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version?: unknown;
+  };
   return typeof manifest.version === 'string' ? manifest.version : 'unknown';
 }
 

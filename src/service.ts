@@ -53,7 +53,8 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
   try {
     policies = await createLivePolicies(config.policyDir, policyEnv);
   } catch (err) {
-    if (err instanceof PolicyLoadError) return refuse(`policies in ${config.policyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
+    if (err instanceof PolicyLoadError)
+      return refuse(`policies in ${config.policyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
     throw err;
   }
   let shadow: LivePolicies | null = null;
@@ -62,13 +63,19 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       shadow = await createLivePolicies(config.shadowPolicyDir, policyEnv);
     } catch (err) {
       if (err instanceof PolicyLoadError) {
-        return refuse(`shadow policies in ${config.shadowPolicyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`);
+        return refuse(
+          `shadow policies in ${config.shadowPolicyDir} did not load:\n${err.problems.map(formatProblem).join('\n')}`,
+        );
       }
       throw err;
     }
     logger.info({ shadow_policies: shadow.current().identities }, 'shadow policies decide beside the serving set');
   }
-  if (config.policyEnv === null && policyEnv !== null && policies.current().files.some((f) => f.environments.length > 0)) {
+  if (
+    config.policyEnv === null &&
+    policyEnv !== null &&
+    policies.current().files.some((f) => f.environments.length > 0)
+  ) {
     logger.warn(
       { env: policyEnv },
       `POLICY_ENV is not set: serving the "${policyEnv}" environment of the policies (the development default; with NODE_ENV=production Gatehouse refuses to start without it)`,
@@ -76,13 +83,19 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
   }
 
   const { jwt } = config;
-  if (jwt.allowUnbound && (jwt.publicKey !== null || jwt.jwksUrl !== null) && (jwt.audience === null || jwt.issuer === null)) {
+  if (
+    jwt.allowUnbound &&
+    (jwt.publicKey !== null || jwt.jwksUrl !== null) &&
+    (jwt.audience === null || jwt.issuer === null)
+  ) {
     logger.warn(
       'JWT_ALLOW_UNBOUND=true: without JWT_AUDIENCE and JWT_ISSUER, a token the identity provider minted for another application is accepted here, roles included',
     );
   }
   if (config.webhooks.endpoints.length > 0 && config.publicUrl === null) {
-    logger.warn('WEBHOOKS without PUBLIC_URL: the links in webhook events are paths (/ui#approval=…), not addresses a receiver can open');
+    logger.warn(
+      'WEBHOOKS without PUBLIC_URL: the links in webhook events are paths (/ui#approval=…), not addresses a receiver can open',
+    );
   }
   const generatedKey = config.jwt.secret === null && config.jwt.publicKey === null && config.jwt.jwksUrl === null;
   let key: string | null;
@@ -90,7 +103,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     key = config.jwt.secret ?? config.jwt.publicKey ?? (generatedKey ? await developmentSecret(config.dataDir) : null);
   } catch (err) {
     // An unwritable DATA_DIR: a start that cannot serve, like any other (exit 2).
-    return refuse(`cannot serve: the development JWT secret cannot be kept under ${config.dataDir}: ${(err as Error).message}`);
+    return refuse(
+      `cannot serve: the development JWT secret cannot be kept under ${config.dataDir}: ${(err as Error).message}`,
+    );
   }
 
   // Sign-in (OIDC_ISSUER): loadConfig has checked PUBLIC_URL, and SESSION_SECRET in production.
@@ -100,7 +115,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     try {
       sessionSecret = config.session.secret ?? (await developmentSecret(config.dataDir, 'dev-session-secret'));
     } catch (err) {
-      return refuse(`cannot serve: the development session secret cannot be kept under ${config.dataDir}: ${(err as Error).message}`);
+      return refuse(
+        `cannot serve: the development session secret cannot be kept under ${config.dataDir}: ${(err as Error).message}`,
+      );
     }
     signinSettings = {
       oidc: config.oidc,
@@ -139,7 +156,10 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     }
     const wasServing = phase === 'serving';
     phase = 'stopping';
-    logger.info({ signal }, wasServing ? 'shutting down: finishing in-flight requests' : 'shutting down: interrupting the start-up');
+    logger.info(
+      { signal },
+      wasServing ? 'shutting down: finishing in-flight requests' : 'shutting down: interrupting the start-up',
+    );
     graceTimer = setTimeout(() => exitNow('shutdown grace period exceeded; exiting'), config.shutdownGraceMs);
     graceTimer.unref();
     // During start-up the start notices at its next step (checkpoint) and closes what it opened.
@@ -204,8 +224,12 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       await runMigrations();
     } catch (err) {
       const unavailable = unavailableFrom(err);
-      if (unavailable === null) throw new Error(`the database is not usable: ${(err as Error).message}`, { cause: err });
-      logger.error({ code: unavailable.sourceCode }, 'the database is unreachable: serving /decide; approvals answer 503 until it is back');
+      if (unavailable === null)
+        throw new Error(`the database is not usable: ${(err as Error).message}`, { cause: err });
+      logger.error(
+        { code: unavailable.sourceCode },
+        'the database is unreachable: serving /decide; approvals answer 503 until it is back',
+      );
       let running = false;
       const migrationRetry = setInterval(() => {
         if (running || migrated) return;
@@ -255,10 +279,20 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
         : {
             signin: {
               settings: signinSettings,
-              store: createSessionStore(sql, { ttlMs: signinSettings.sessionTtlMs, deadlineMs: config.dbDeadlineMs, schemaReady: () => migrated }),
+              store: createSessionStore(sql, {
+                ttlMs: signinSettings.sessionTtlMs,
+                deadlineMs: config.dbDeadlineMs,
+                schemaReady: () => migrated,
+              }),
             },
           };
-    const app = await buildApp(appCtx, { bodyLimit: config.bodyLimit, connections: config.connections, logger, auth, ...signin });
+    const app = await buildApp(appCtx, {
+      bodyLimit: config.bodyLimit,
+      connections: config.connections,
+      logger,
+      auth,
+      ...signin,
+    });
     // app.close() stops accepting and waits for the requests in flight (app.ts: drain). Closing the
     // approvals meanwhile makes long-polls (GET /approvals/{id}?wait=N) answer now with the approval
     // as it is, instead of holding the shutdown for up to 60 s. The webhook worker stops claiming
@@ -267,7 +301,10 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     checkpoint();
     // Bounded by the fetch timeout; it was started before the database.
     if (!(await jwksFirstFetch))
-      logger.error({ url: config.jwt.jwksUrl }, 'the JWKS is not loaded: serving; tokens answer 503 and /readyz is not ready until it is');
+      logger.error(
+        { url: config.jwt.jwksUrl },
+        'the JWKS is not loaded: serving; tokens answer 503 and /readyz is not ready until it is',
+      );
     checkpoint();
     await app.listen({ port: config.port, host: config.host });
     checkpoint();
@@ -279,7 +316,8 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
     app = await start();
   } catch (err) {
     const code = await closeAll();
-    if (!(err instanceof StartInterrupted)) return refuse(`cannot serve: ${err instanceof Error ? err.message : String(err)}`);
+    if (!(err instanceof StartInterrupted))
+      return refuse(`cannot serve: ${err instanceof Error ? err.message : String(err)}`);
     logger.info('stopped');
     logger.flush();
     return code;
@@ -356,14 +394,26 @@ function developmentTokens(sign: Sign, config: Config): DevelopmentTokens {
   const lifetimeSec = Math.min(DEFAULT_JWT_MAX_LIFETIME_SEC, config.jwt.maxLifetimeSec);
   const agent = sign(
     // The agent reports its own spend (POST /usage), as a runtime does.
-    { sub: 'dev-agent', [config.claims.team]: 'support', [config.claims.agent]: 'support-bot', [config.claims.roles]: [config.usage.role] },
+    {
+      sub: 'dev-agent',
+      [config.claims.team]: 'support',
+      [config.claims.agent]: 'support-bot',
+      [config.claims.roles]: [config.usage.role],
+    },
     { expiresIn: lifetimeSec },
   );
   const approver = sign(
-    { sub: 'dev-operator', [config.claims.team]: 'support', [config.claims.roles]: [config.approverRole, config.adminRole] },
+    {
+      sub: 'dev-operator',
+      [config.claims.team]: 'support',
+      [config.claims.roles]: [config.approverRole, config.adminRole],
+    },
     { expiresIn: lifetimeSec },
   );
-  const lifetime = lifetimeSec % 3600 === 0 ? `${lifetimeSec / 3600} hour${lifetimeSec === 3600 ? '' : 's'}` : `${lifetimeSec} seconds`;
+  const lifetime =
+    lifetimeSec % 3600 === 0
+      ? `${lifetimeSec / 3600} hour${lifetimeSec === 3600 ? '' : 's'}`
+      : `${lifetimeSec} seconds`;
   return { agent, approver, lifetime };
 }
 

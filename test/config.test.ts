@@ -52,8 +52,18 @@ describe('loadConfig', () => {
       maxLifetimeSec: 86_400,
     });
     expect(c.policyReaderRoles).toEqual(['admin', 'approver']);
-    expect(c.connections).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024 });
-    expect(c).toMatchObject({ approvalMaxBytes: 65_536, deniedCooldownMs: 600_000, maxWaitsPerCaller: 20, maxWaits: 512 });
+    expect(c.connections).toEqual({
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 15_000,
+      keepAliveTimeoutMs: 72_000,
+      maxConnections: 1024,
+    });
+    expect(c).toMatchObject({
+      approvalMaxBytes: 65_536,
+      deniedCooldownMs: 600_000,
+      maxWaitsPerCaller: 20,
+      maxWaits: 512,
+    });
     expect(c).toMatchObject({ idempotencyMaxKeys: 1000, idempotencyMaxBytes: 1_048_576 });
     expect(Object.isFrozen(c)).toBe(true);
     expect(Object.isFrozen(c.connections)).toBe(true);
@@ -98,7 +108,12 @@ describe('loadConfig', () => {
       MAX_CONNECTIONS: '4096',
       POLICY_READER_ROLE: ' auditor , root',
     });
-    expect(c.connections).toEqual({ headersTimeoutMs: 5000, requestTimeoutMs: 20_000, keepAliveTimeoutMs: 620_000, maxConnections: 4096 });
+    expect(c.connections).toEqual({
+      headersTimeoutMs: 5000,
+      requestTimeoutMs: 20_000,
+      keepAliveTimeoutMs: 620_000,
+      maxConnections: 4096,
+    });
     expect(c.policyReaderRoles).toEqual(['auditor', 'root']);
     expect(c).toMatchObject({
       port: 9000,
@@ -154,12 +169,35 @@ describe('loadConfig', () => {
   });
 
   it('USAGE_ROLE, USAGE_ANY_ROLE, USAGE_MAX_USD: the defaults, and a cap that is a plain decimal above 0', () => {
-    expect(loadConfig({}).usage).toEqual({ role: 'usage_reporter', anyRole: 'usage_billing', maxUsd: { text: '100', value: 100, written: '100' } });
+    expect(loadConfig({}).usage).toEqual({
+      role: 'usage_reporter',
+      anyRole: 'usage_billing',
+      maxUsd: { text: '100', value: 100, written: '100' },
+    });
     const set = loadConfig({ USAGE_ROLE: 'runtime', USAGE_ANY_ROLE: 'ledger', USAGE_MAX_USD: '2.50' });
-    expect(set.usage).toEqual({ role: 'runtime', anyRole: 'ledger', maxUsd: { text: '2.5', value: 2.5, written: '2.5' } });
+    expect(set.usage).toEqual({
+      role: 'runtime',
+      anyRole: 'ledger',
+      maxUsd: { text: '2.5', value: 2.5, written: '2.5' },
+    });
     expect(loadConfig({ USAGE_MAX_USD: '999999999.000000000001' }).usage.maxUsd.text).toBe('999999999.000000000001');
-    const rule = 'USAGE_MAX_USD must be a decimal number above 0 and below 1000000000, with at most 12 digits after the point';
-    for (const bad of ['0', '0.0', '-1', '1e3', '1e308', 'Infinity', 'NaN', '1000000000', '0.0000000000001', '01', '1.', '.5', 'ten']) {
+    const rule =
+      'USAGE_MAX_USD must be a decimal number above 0 and below 1000000000, with at most 12 digits after the point';
+    for (const bad of [
+      '0',
+      '0.0',
+      '-1',
+      '1e3',
+      '1e308',
+      'Infinity',
+      'NaN',
+      '1000000000',
+      '0.0000000000001',
+      '01',
+      '1.',
+      '.5',
+      'ten',
+    ]) {
       expect(problemsOf({ USAGE_MAX_USD: bad }), bad).toEqual([rule]);
     }
   });
@@ -170,26 +208,46 @@ describe('loadConfig', () => {
     expect(problemsOf({ DECISION_STORE: 'postgres' })).toEqual(['DECISION_STORE=postgres needs DATABASE_URL']);
     expect(problemsOf({ DECISION_STORE: 'file' })).toEqual(['DECISION_STORE must be off or postgres']);
     const url = 'postgres://gatehouse@db/gatehouse';
-    expect(loadConfig({ DECISION_STORE: 'postgres', DATABASE_URL: url }).decisionStore).toEqual({ queueMax: 10_000, retentionMs: 30 * 86_400_000 });
-    const set = loadConfig({ DECISION_STORE: 'postgres', DATABASE_URL: url, DECISION_QUEUE_MAX: '50', DECISION_RETENTION: '7d', AUDITOR_ROLE: 'audit' });
+    expect(loadConfig({ DECISION_STORE: 'postgres', DATABASE_URL: url }).decisionStore).toEqual({
+      queueMax: 10_000,
+      retentionMs: 30 * 86_400_000,
+    });
+    const set = loadConfig({
+      DECISION_STORE: 'postgres',
+      DATABASE_URL: url,
+      DECISION_QUEUE_MAX: '50',
+      DECISION_RETENTION: '7d',
+      AUDITOR_ROLE: 'audit',
+    });
     expect([set.decisionStore, set.auditorRole]).toEqual([{ queueMax: 50, retentionMs: 7 * 86_400_000 }, 'audit']);
-    expect(problemsOf({ DECISION_QUEUE_MAX: '0' })).toEqual(['DECISION_QUEUE_MAX must be an integer from 1 to 1000000']);
-    expect(problemsOf({ DECISION_RETENTION: '2h' })[0]).toMatch(/^DECISION_RETENTION must be a duration from 1d to 3650d/);
+    expect(problemsOf({ DECISION_QUEUE_MAX: '0' })).toEqual([
+      'DECISION_QUEUE_MAX must be an integer from 1 to 1000000',
+    ]);
+    expect(problemsOf({ DECISION_RETENTION: '2h' })[0]).toMatch(
+      /^DECISION_RETENTION must be a duration from 1d to 3650d/,
+    );
   });
 
   it('refuses both JWT_SECRET and JWT_PUBLIC_KEY', () => {
     const { publicKey } = generateKeyPairSync('ed25519');
-    expect(problemsOf({ JWT_SECRET: SECRET, JWT_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'pem' }).toString() })).toEqual([
-      'set JWT_SECRET or JWT_PUBLIC_KEY, not both',
-    ]);
+    expect(
+      problemsOf({ JWT_SECRET: SECRET, JWT_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'pem' }).toString() }),
+    ).toEqual(['set JWT_SECRET or JWT_PUBLIC_KEY, not both']);
   });
 
   it('derives the algorithm from the public key', () => {
-    const pem = (k: ReturnType<typeof generateKeyPairSync>['publicKey']): string => k.export({ type: 'spki', format: 'pem' }).toString();
-    expect(loadConfig({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey) }).jwt.algorithm).toBe('RS256');
-    expect(loadConfig({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey) }).jwt.algorithm).toBe('ES256');
+    const pem = (k: ReturnType<typeof generateKeyPairSync>['publicKey']): string =>
+      k.export({ type: 'spki', format: 'pem' }).toString();
+    expect(
+      loadConfig({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey) }).jwt.algorithm,
+    ).toBe('RS256');
+    expect(
+      loadConfig({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey) }).jwt.algorithm,
+    ).toBe('ES256');
     expect(loadConfig({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('ed25519').publicKey) }).jwt.algorithm).toBe('EdDSA');
-    expect(problemsOf({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey) })[0]).toMatch(/JWT_PUBLIC_KEY/);
+    expect(
+      problemsOf({ JWT_PUBLIC_KEY: pem(generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey) })[0],
+    ).toMatch(/JWT_PUBLIC_KEY/);
     expect(problemsOf({ JWT_PUBLIC_KEY: 'not a key' })[0]).toMatch(/JWT_PUBLIC_KEY/);
   });
 
@@ -199,9 +257,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ JWT_MAX_LIFETIME: '24h' }).jwt.maxLifetimeSec).toBe(86_400);
     expect(loadConfig({ JWT_MAX_LIFETIME: '365d' }).jwt.maxLifetimeSec).toBe(31_536_000);
     for (const v of ['59', '31536001', '366d', '1.5', '-60', '1e5', '59s']) {
-      expect(problemsOf({ JWT_MAX_LIFETIME: v }), v).toEqual([expect.stringMatching(/^JWT_MAX_LIFETIME must be a duration from 60s to 365d: /)]);
+      expect(problemsOf({ JWT_MAX_LIFETIME: v }), v).toEqual([
+        expect.stringMatching(/^JWT_MAX_LIFETIME must be a duration from 60s to 365d: /),
+      ]);
     }
-    expect(problemsOf({ JWT_MAX_LIFETIME: '90500ms' })).toEqual(['JWT_MAX_LIFETIME must be a whole number of seconds (like 30s, 5m, 1h)']);
+    expect(problemsOf({ JWT_MAX_LIFETIME: '90500ms' })).toEqual([
+      'JWT_MAX_LIFETIME must be a whole number of seconds (like 30s, 5m, 1h)',
+    ]);
     expect(loadConfig({ JWT_CLOCK_TOLERANCE: '0' }).jwt.clockToleranceSec).toBe(0);
     expect(loadConfig({ JWT_CLOCK_TOLERANCE: '2m' }).jwt.clockToleranceSec).toBe(120);
     expect(problemsOf({ JWT_CLOCK_TOLERANCE: '301' })).toEqual([
@@ -228,7 +290,9 @@ describe('loadConfig', () => {
     } finally {
       await t.close();
     }
-    expect(problemsOf({ JWT_PUBLIC_KEY: '  \n ' })).toEqual(['JWT_PUBLIC_KEY must be a PEM public key: RSA (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)']);
+    expect(problemsOf({ JWT_PUBLIC_KEY: '  \n ' })).toEqual([
+      'JWT_PUBLIC_KEY must be a PEM public key: RSA (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)',
+    ]);
   });
 
   it('POLICY_READER_ROLE: unset, the admin and approver roles as configured; set, exactly its list', () => {
@@ -237,7 +301,9 @@ describe('loadConfig', () => {
     expect(loadConfig({ POLICY_READER_ROLE: 'auditor' }).policyReaderRoles).toEqual(['auditor']);
     expect(loadConfig({ POLICY_READER_ROLE: 'a,b,a' }).policyReaderRoles).toEqual(['a', 'b']);
     for (const v of ['admin,', ',', 'a,,b', ' , admin']) {
-      expect(problemsOf({ POLICY_READER_ROLE: v }), v).toEqual(['POLICY_READER_ROLE must be a comma-separated list of role names, none of them empty']);
+      expect(problemsOf({ POLICY_READER_ROLE: v }), v).toEqual([
+        'POLICY_READER_ROLE must be a comma-separated list of role names, none of them empty',
+      ]);
     }
   });
 
@@ -246,10 +312,14 @@ describe('loadConfig', () => {
       // 30d would overflow Node's timers (2^31-1 ms) and fire at once; 500 ms is below a useful bound.
       for (const v of ['0', '500ms', '3601', '2h', '30d', 'soon', '-1s']) {
         const problems = problemsOf({ [name]: v, ...(name === 'HEADERS_TIMEOUT' ? { REQUEST_TIMEOUT: '1h' } : {}) });
-        expect(problems, `${name}=${v}`).toContainEqual(expect.stringMatching(new RegExp(`^${name} must be a duration from 1s to 1h: `)));
+        expect(problems, `${name}=${v}`).toContainEqual(
+          expect.stringMatching(new RegExp(`^${name} must be a duration from 1s to 1h: `)),
+        );
       }
     }
-    expect(loadConfig({ HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '1h', KEEP_ALIVE_TIMEOUT: '3600' }).connections).toMatchObject({
+    expect(
+      loadConfig({ HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '1h', KEEP_ALIVE_TIMEOUT: '3600' }).connections,
+    ).toMatchObject({
       headersTimeoutMs: 1000,
       requestTimeoutMs: 3_600_000,
       keepAliveTimeoutMs: 3_600_000,
@@ -261,24 +331,32 @@ describe('loadConfig', () => {
 
   it('refuses a HEADERS_TIMEOUT longer than REQUEST_TIMEOUT (Node would throw at start)', () => {
     expect(problemsOf({ HEADERS_TIMEOUT: '20s' })).toEqual(['HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT']);
-    expect(problemsOf({ HEADERS_TIMEOUT: '10s', REQUEST_TIMEOUT: '5s' })).toEqual(['HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT']);
+    expect(problemsOf({ HEADERS_TIMEOUT: '10s', REQUEST_TIMEOUT: '5s' })).toEqual([
+      'HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT',
+    ]);
     expect(loadConfig({ HEADERS_TIMEOUT: '15s' }).connections.headersTimeoutMs).toBe(15_000); // equal is fine
   });
 
   it('the approval bounds: APPROVAL_MAX_BYTES, DENIED_COOLDOWN (0 turns it off), the wait caps below MAX_CONNECTIONS', () => {
-    expect(loadConfig({ APPROVAL_MAX_BYTES: '1024', DENIED_COOLDOWN: '0', MAX_WAITS_PER_CALLER: '5', MAX_WAITS: '10' })).toMatchObject({
+    expect(
+      loadConfig({ APPROVAL_MAX_BYTES: '1024', DENIED_COOLDOWN: '0', MAX_WAITS_PER_CALLER: '5', MAX_WAITS: '10' }),
+    ).toMatchObject({
       approvalMaxBytes: 1024,
       deniedCooldownMs: 0,
       maxWaitsPerCaller: 5,
       maxWaits: 10,
     });
     expect(loadConfig({ DENIED_COOLDOWN: '90s' }).deniedCooldownMs).toBe(90_000);
-    expect([...problemsOf({ APPROVAL_MAX_BYTES: '1', DENIED_COOLDOWN: 'soon', MAX_WAITS_PER_CALLER: '0' })].sort()).toEqual([
+    expect(
+      [...problemsOf({ APPROVAL_MAX_BYTES: '1', DENIED_COOLDOWN: 'soon', MAX_WAITS_PER_CALLER: '0' })].sort(),
+    ).toEqual([
       'APPROVAL_MAX_BYTES must be an integer from 2 to 16777216',
       `DENIED_COOLDOWN must be a duration from 1s to 7d, or 0 (off): ${DURATION_FORMAT}`,
       'MAX_WAITS_PER_CALLER must be an integer from 1 to 100000',
     ]);
-    expect(problemsOf({ MAX_CONNECTIONS: '100', MAX_WAITS: '100' })).toEqual(['MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)']);
+    expect(problemsOf({ MAX_CONNECTIONS: '100', MAX_WAITS: '100' })).toEqual([
+      'MAX_WAITS must be lower than MAX_CONNECTIONS (every wait holds a connection)',
+    ]);
     expect(loadConfig({ MAX_CONNECTIONS: '100' }).maxWaits).toBe(50);
     expect(loadConfig({ MAX_CONNECTIONS: '3' }).maxWaits).toBe(1);
   });
@@ -288,7 +366,9 @@ describe('loadConfig', () => {
       'NODE_ENV=production needs JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL',
       'NODE_ENV=production needs DATABASE_URL',
     ]);
-    expect(loadConfig({ NODE_ENV: 'production', JWT_SECRET: SECRET, DATABASE_URL: 'postgres://db/g' }).production).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'production', JWT_SECRET: SECRET, DATABASE_URL: 'postgres://db/g' }).production).toBe(
+      true,
+    );
   });
 });
 
@@ -304,21 +384,35 @@ describe('production with a provider key: audience and issuer are required', () 
   ] as const) {
     it(`${key} without JWT_AUDIENCE or JWT_ISSUER refuses to start, naming what is missing`, () => {
       expect(problemsOf({ ...prod, [key]: value })).toEqual([unbound(key, 'JWT_AUDIENCE and JWT_ISSUER')]);
-      expect(problemsOf({ ...prod, [key]: value, JWT_ISSUER: 'https://idp.example.com/' })).toEqual([unbound(key, 'JWT_AUDIENCE')]);
+      expect(problemsOf({ ...prod, [key]: value, JWT_ISSUER: 'https://idp.example.com/' })).toEqual([
+        unbound(key, 'JWT_AUDIENCE'),
+      ]);
       expect(problemsOf({ ...prod, [key]: value, JWT_AUDIENCE: 'gatehouse' })).toEqual([unbound(key, 'JWT_ISSUER')]);
     });
     it(`${key} with both starts; JWT_ALLOW_UNBOUND=true is the explicit opt-out`, () => {
-      expect(loadConfig({ ...prod, [key]: value, JWT_AUDIENCE: 'gatehouse', JWT_ISSUER: 'https://idp.example.com/' }).jwt).toMatchObject({
+      expect(
+        loadConfig({ ...prod, [key]: value, JWT_AUDIENCE: 'gatehouse', JWT_ISSUER: 'https://idp.example.com/' }).jwt,
+      ).toMatchObject({
         audience: 'gatehouse',
         issuer: 'https://idp.example.com/',
         allowUnbound: false,
       });
-      expect(loadConfig({ ...prod, [key]: value, JWT_ALLOW_UNBOUND: 'true' }).jwt).toMatchObject({ audience: null, issuer: null, allowUnbound: true });
+      expect(loadConfig({ ...prod, [key]: value, JWT_ALLOW_UNBOUND: 'true' }).jwt).toMatchObject({
+        audience: null,
+        issuer: null,
+        allowUnbound: true,
+      });
     });
   }
   it("JWT_ALLOW_UNBOUND is true or false; an HS256 secret (this service's own) needs neither; outside production neither is required", () => {
-    expect(problemsOf({ ...prod, JWT_PUBLIC_KEY: pem, JWT_ALLOW_UNBOUND: 'yes' })).toContain('JWT_ALLOW_UNBOUND must be true or false');
-    expect(loadConfig({ ...prod, JWT_SECRET: SECRET }).jwt).toMatchObject({ algorithm: 'HS256', audience: null, issuer: null });
+    expect(problemsOf({ ...prod, JWT_PUBLIC_KEY: pem, JWT_ALLOW_UNBOUND: 'yes' })).toContain(
+      'JWT_ALLOW_UNBOUND must be true or false',
+    );
+    expect(loadConfig({ ...prod, JWT_SECRET: SECRET }).jwt).toMatchObject({
+      algorithm: 'HS256',
+      audience: null,
+      issuer: null,
+    });
     expect(loadConfig({ JWT_PUBLIC_KEY: pem }).jwt).toMatchObject({ algorithm: 'EdDSA', audience: null, issuer: null });
   });
 });
@@ -333,19 +427,35 @@ describe('JWT_JWKS_URL', () => {
       secret: null,
       publicKey: null,
     });
-    expect(loadConfig({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: '1m' }).jwt.jwksRefreshMs).toBe(60_000);
-    for (const v of ['5s', '2d', 'soon']) expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: v }), v).toHaveLength(1);
-    expect(problemsOf({ JWT_JWKS_REFRESH: '5s' })).toEqual([`JWT_JWKS_REFRESH must be a duration from 10s to 24h: ${DURATION_FORMAT}`]);
+    expect(loadConfig({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: '1m' }).jwt.jwksRefreshMs).toBe(
+      60_000,
+    );
+    for (const v of ['5s', '2d', 'soon'])
+      expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_JWKS_REFRESH: v }), v).toHaveLength(1);
+    expect(problemsOf({ JWT_JWKS_REFRESH: '5s' })).toEqual([
+      `JWT_JWKS_REFRESH must be a duration from 10s to 24h: ${DURATION_FORMAT}`,
+    ]);
   });
   it('is refused with JWT_SECRET or JWT_PUBLIC_KEY', () => {
     const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
-    expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_SECRET: SECRET })).toEqual(['set JWT_JWKS_URL or JWT_SECRET, not both']);
-    expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_PUBLIC_KEY: pem })).toEqual(['set JWT_JWKS_URL or JWT_PUBLIC_KEY, not both']);
+    expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_SECRET: SECRET })).toEqual([
+      'set JWT_JWKS_URL or JWT_SECRET, not both',
+    ]);
+    expect(problemsOf({ JWT_JWKS_URL: 'https://idp.example.com/jwks', JWT_PUBLIC_KEY: pem })).toEqual([
+      'set JWT_JWKS_URL or JWT_PUBLIC_KEY, not both',
+    ]);
   });
   it('production needs https, except to a loopback address; outside production http is allowed', () => {
     const prod = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/g', ...bound };
-    expect(loadConfig({ ...prod, JWT_JWKS_URL: 'https://idp.example.com/jwks' }).jwt.jwksUrl).toBe('https://idp.example.com/jwks');
-    for (const url of ['http://127.0.0.1:8081/jwks', 'http://localhost/jwks', 'http://[::1]:9/jwks', 'http://127.1.2.3/jwks']) {
+    expect(loadConfig({ ...prod, JWT_JWKS_URL: 'https://idp.example.com/jwks' }).jwt.jwksUrl).toBe(
+      'https://idp.example.com/jwks',
+    );
+    for (const url of [
+      'http://127.0.0.1:8081/jwks',
+      'http://localhost/jwks',
+      'http://[::1]:9/jwks',
+      'http://127.1.2.3/jwks',
+    ]) {
       expect(loadConfig({ ...prod, JWT_JWKS_URL: url }).jwt.jwksUrl, url).toBe(url);
     }
     for (const url of ['http://idp.example.com/jwks', 'http://10.0.0.1/jwks', 'http://127.0.0.1.example.com/jwks']) {
@@ -356,9 +466,13 @@ describe('JWT_JWKS_URL', () => {
     expect(loadConfig({ JWT_JWKS_URL: 'http://idp.internal/jwks' }).jwt.jwksUrl).toBe('http://idp.internal/jwks');
   });
   it('must be an absolute http(s) URL without credentials', () => {
-    expect(problemsOf({ JWT_JWKS_URL: 'idp.example.com/jwks' })).toEqual(['JWT_JWKS_URL must be an absolute https:// URL']);
+    expect(problemsOf({ JWT_JWKS_URL: 'idp.example.com/jwks' })).toEqual([
+      'JWT_JWKS_URL must be an absolute https:// URL',
+    ]);
     expect(problemsOf({ JWT_JWKS_URL: 'file:///etc/jwks.json' })).toEqual(['JWT_JWKS_URL must be an https:// URL']);
-    expect(problemsOf({ JWT_JWKS_URL: 'https://user:pw@idp.example.com/jwks' })).toEqual(['JWT_JWKS_URL must not carry credentials']);
+    expect(problemsOf({ JWT_JWKS_URL: 'https://user:pw@idp.example.com/jwks' })).toEqual([
+      'JWT_JWKS_URL must not carry credentials',
+    ]);
   });
 });
 
@@ -414,24 +528,39 @@ describe('sign-in (OIDC_ISSUER)', () => {
     expect(problemsOf({ ...oidc, OIDC_ISSUER: 'login.example.com' })).toEqual([
       "OIDC_ISSUER must be an absolute https:// URL (the identity provider's issuer identifier)",
     ]);
-    expect(problemsOf({ ...oidc, OIDC_ISSUER: 'https://u:p@login.example.com' })).toEqual(['OIDC_ISSUER must not carry credentials']);
-    expect(problemsOf({ ...oidc, OIDC_ISSUER: 'https://login.example.com/?tenant=1' })).toEqual(['OIDC_ISSUER must not have a query or a fragment']);
+    expect(problemsOf({ ...oidc, OIDC_ISSUER: 'https://u:p@login.example.com' })).toEqual([
+      'OIDC_ISSUER must not carry credentials',
+    ]);
+    expect(problemsOf({ ...oidc, OIDC_ISSUER: 'https://login.example.com/?tenant=1' })).toEqual([
+      'OIDC_ISSUER must not have a query or a fragment',
+    ]);
     expect(problemsOf({ ...oidc, OIDC_SCOPES: 'profile email' })).toEqual(['OIDC_SCOPES must include openid']);
-    expect(problemsOf({ ...oidc, OIDC_SCOPES: 'openid "x"' })).toEqual(['OIDC_SCOPES must be scope names separated by spaces (RFC 6749 section 3.3)']);
-    expect(problemsOf({ ...oidc, PUBLIC_URL: 'https://gatehouse.example.com/?a=1' })).toEqual(['PUBLIC_URL must not have a query or a fragment']);
-    expect(problemsOf({ ...oidc, PUBLIC_URL: 'ftp://gatehouse.example.com' })).toEqual(['PUBLIC_URL must be an http:// or https:// URL']);
+    expect(problemsOf({ ...oidc, OIDC_SCOPES: 'openid "x"' })).toEqual([
+      'OIDC_SCOPES must be scope names separated by spaces (RFC 6749 section 3.3)',
+    ]);
+    expect(problemsOf({ ...oidc, PUBLIC_URL: 'https://gatehouse.example.com/?a=1' })).toEqual([
+      'PUBLIC_URL must not have a query or a fragment',
+    ]);
+    expect(problemsOf({ ...oidc, PUBLIC_URL: 'ftp://gatehouse.example.com' })).toEqual([
+      'PUBLIC_URL must be an http:// or https:// URL',
+    ]);
     const short = problemsOf({ ...oidc, SESSION_SECRET: 'too-short-secret' });
     expect(short).toEqual(['SESSION_SECRET must be at least 32 bytes']);
     expect(short.join()).not.toContain('too-short-secret');
-    expect(problemsOf({ ...oidc, SESSION_TTL: '1m' })).toEqual([`SESSION_TTL must be a duration from 5m to 7d: ${DURATION_FORMAT}`]);
+    expect(problemsOf({ ...oidc, SESSION_TTL: '1m' })).toEqual([
+      `SESSION_TTL must be a duration from 5m to 7d: ${DURATION_FORMAT}`,
+    ]);
     // Outside production a plain-http provider and page are allowed (a provider on this machine).
-    expect(loadConfig({ ...oidc, OIDC_ISSUER: 'http://idp.internal:8080', PUBLIC_URL: 'http://gatehouse.internal' }).oidc?.issuer).toBe(
-      'http://idp.internal:8080',
-    );
+    expect(
+      loadConfig({ ...oidc, OIDC_ISSUER: 'http://idp.internal:8080', PUBLIC_URL: 'http://gatehouse.internal' }).oidc
+        ?.issuer,
+    ).toBe('http://idp.internal:8080');
   });
 
   it('in production: an https issuer and page (plain http to loopback only), and SESSION_SECRET', () => {
-    expect(problemsOf(prod)).toEqual(['NODE_ENV=production with OIDC_ISSUER needs SESSION_SECRET (at least 32 bytes, the same on every replica)']);
+    expect(problemsOf(prod)).toEqual([
+      'NODE_ENV=production with OIDC_ISSUER needs SESSION_SECRET (at least 32 bytes, the same on every replica)',
+    ]);
     const withSecret = { ...prod, SESSION_SECRET: 's'.repeat(32) };
     expect(loadConfig(withSecret).oidc).not.toBeNull();
     expect(problemsOf({ ...withSecret, OIDC_ISSUER: 'http://login.example.com' })).toEqual([
@@ -440,7 +569,9 @@ describe('sign-in (OIDC_ISSUER)', () => {
     expect(problemsOf({ ...withSecret, PUBLIC_URL: 'http://gatehouse.example.com' })).toEqual([
       'NODE_ENV=production with OIDC_ISSUER needs an https:// PUBLIC_URL: the session cookie is Secure',
     ]);
-    expect(loadConfig({ ...withSecret, OIDC_ISSUER: 'http://127.0.0.1:9000', PUBLIC_URL: 'http://localhost:8080' }).oidc).not.toBeNull();
+    expect(
+      loadConfig({ ...withSecret, OIDC_ISSUER: 'http://127.0.0.1:9000', PUBLIC_URL: 'http://localhost:8080' }).oidc,
+    ).not.toBeNull();
   });
 });
 
@@ -513,7 +644,13 @@ describe('WEBHOOKS, PUBLIC_URL and the delivery settings', () => {
   it('default to none, 5 s per attempt, retries for 24 h pausing 5 s doubling to 1 h', () => {
     const c = loadConfig({});
     expect(c.publicUrl).toBeNull();
-    expect(c.webhooks).toEqual({ endpoints: [], timeoutMs: 5000, retryForMs: 86_400_000, retryMinMs: 5000, retryMaxMs: 3_600_000 });
+    expect(c.webhooks).toEqual({
+      endpoints: [],
+      timeoutMs: 5000,
+      retryForMs: 86_400_000,
+      retryMinMs: 5000,
+      retryMaxMs: 3_600_000,
+    });
     expect(Object.isFrozen(c.webhooks.endpoints)).toBe(true);
   });
 
@@ -533,9 +670,27 @@ describe('WEBHOOKS, PUBLIC_URL and the delivery settings', () => {
     expect(c.publicUrl).toBe('https://gatehouse.example.com/approvals');
     expect(c.webhooks).toEqual({
       endpoints: [
-        { name: 'hooks.example.com', url: 'https://hooks.example.com/gatehouse', format: 'standard', secret, events: null },
-        { name: 'hooks.slack.com', url: slackUrl, format: 'slack', secret: null, events: ['approval.created', 'approval.expired'] },
-        { name: 'audit', url: 'https://hooks.example.com/other', format: 'standard', secret: secret.slice('whsec_'.length), events: null },
+        {
+          name: 'hooks.example.com',
+          url: 'https://hooks.example.com/gatehouse',
+          format: 'standard',
+          secret,
+          events: null,
+        },
+        {
+          name: 'hooks.slack.com',
+          url: slackUrl,
+          format: 'slack',
+          secret: null,
+          events: ['approval.created', 'approval.expired'],
+        },
+        {
+          name: 'audit',
+          url: 'https://hooks.example.com/other',
+          format: 'standard',
+          secret: secret.slice('whsec_'.length),
+          events: null,
+        },
       ],
       timeoutMs: 10_000,
       retryForMs: 3 * 86_400_000,
@@ -597,7 +752,13 @@ describe('WEBHOOKS, PUBLIC_URL and the delivery settings', () => {
       `WEBHOOK_RETRY_FOR must be a duration from 1s to 30d: ${DURATION_FORMAT}`,
     ]);
     const text = problems.join('\n');
-    for (const hidden of [secret.slice('whsec_'.length), short.slice('whsec_'.length), 'not base64', 'very-secret-path', 'pw@'])
+    for (const hidden of [
+      secret.slice('whsec_'.length),
+      short.slice('whsec_'.length),
+      'not base64',
+      'very-secret-path',
+      'pw@',
+    ])
       expect(text).not.toContain(hidden);
   });
 
@@ -605,15 +766,23 @@ describe('WEBHOOKS, PUBLIC_URL and the delivery settings', () => {
     expect(problemsOf({ WEBHOOKS: '{"url": "https://x.example.com"}' })).toEqual([
       'WEBHOOKS must be a JSON array of objects like {"url": "https://…", "secret": "whsec_…"}',
     ]);
-    const repeated = problemsOf({ WEBHOOKS: `[{"url": "https://x.example.com", "secret": "${secret}", "secret": "${secret}"}]` });
-    expect(repeated).toEqual([expect.stringMatching(/^WEBHOOKS is not valid JSON: duplicate key at byte \d+ \(\/0\)$/)]);
+    const repeated = problemsOf({
+      WEBHOOKS: `[{"url": "https://x.example.com", "secret": "${secret}", "secret": "${secret}"}]`,
+    });
+    expect(repeated).toEqual([
+      expect.stringMatching(/^WEBHOOKS is not valid JSON: duplicate key at byte \d+ \(\/0\)$/),
+    ]);
     expect(repeated.join()).not.toContain(secret.slice('whsec_'.length));
-    expect(problemsOf({ WEBHOOKS: `[{"url": "https://x.example.com", "secret": ${JSON.stringify(secret)}` })[0]).toMatch(/^WEBHOOKS is not valid JSON: /);
+    expect(
+      problemsOf({ WEBHOOKS: `[{"url": "https://x.example.com", "secret": ${JSON.stringify(secret)}` })[0],
+    ).toMatch(/^WEBHOOKS is not valid JSON: /);
     const host = `${'a'.repeat(60)}.example.com`;
     expect(problemsOf({ WEBHOOKS: JSON.stringify([{ url: `https://${host}/`, secret }]) })).toEqual([
       'WEBHOOKS[0] needs a "name" (1 to 64 of A-Z a-z 0-9 _ . : - [ ]): its host does not make one',
     ]);
-    expect(problemsOf({ WEBHOOK_RETRY_MIN: '10m', WEBHOOK_RETRY_MAX: '5m' })).toEqual(['WEBHOOK_RETRY_MIN must not be longer than WEBHOOK_RETRY_MAX']);
+    expect(problemsOf({ WEBHOOK_RETRY_MIN: '10m', WEBHOOK_RETRY_MAX: '5m' })).toEqual([
+      'WEBHOOK_RETRY_MIN must not be longer than WEBHOOK_RETRY_MAX',
+    ]);
     for (const bad of ['gatehouse.example.com', 'ftp://gatehouse.example.com', 'https://u:p@gatehouse.example.com'])
       expect(problemsOf({ PUBLIC_URL: bad })).toHaveLength(1);
   });
@@ -621,8 +790,14 @@ describe('WEBHOOKS, PUBLIC_URL and the delivery settings', () => {
   it('production allows plain http only to a loopback address; outside production any http', () => {
     const endpoints = (url: string) => JSON.stringify([{ url, secret }]);
     const prod = { NODE_ENV: 'production', JWT_SECRET: SECRET, DATABASE_URL: 'postgres://db/g' };
-    expect(loadConfig({ ...prod, WEBHOOKS: endpoints('http://127.0.0.1:9000/hooks') }).webhooks.endpoints).toHaveLength(1);
-    expect(loadConfig({ ...prod, WEBHOOKS: endpoints('http://localhost:9000/hooks') }).webhooks.endpoints).toHaveLength(1);
-    expect(loadConfig({ WEBHOOKS: endpoints('http://hooks.internal/') }).webhooks.endpoints[0]?.name).toBe('hooks.internal');
+    expect(loadConfig({ ...prod, WEBHOOKS: endpoints('http://127.0.0.1:9000/hooks') }).webhooks.endpoints).toHaveLength(
+      1,
+    );
+    expect(loadConfig({ ...prod, WEBHOOKS: endpoints('http://localhost:9000/hooks') }).webhooks.endpoints).toHaveLength(
+      1,
+    );
+    expect(loadConfig({ WEBHOOKS: endpoints('http://hooks.internal/') }).webhooks.endpoints[0]?.name).toBe(
+      'hooks.internal',
+    );
   });
 });

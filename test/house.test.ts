@@ -28,8 +28,12 @@ const DYNAMIC = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 function importsOf(file: string): string[] {
   const text = readFileSync(join(ROOT, file), 'utf8');
-  const specs = [...text.matchAll(STATIC)].map((m) => m[1] ?? m[2] ?? '').concat([...text.matchAll(DYNAMIC)].map((m) => m[1] ?? ''));
-  return specs.filter((s) => s.startsWith('.')).map((s) => relative(ROOT, resolve(ROOT, dirname(file), s)).replace(/\.js$/, '.ts'));
+  const specs = [...text.matchAll(STATIC)]
+    .map((m) => m[1] ?? m[2] ?? '')
+    .concat([...text.matchAll(DYNAMIC)].map((m) => m[1] ?? ''));
+  return specs
+    .filter((s) => s.startsWith('.'))
+    .map((s) => relative(ROOT, resolve(ROOT, dirname(file), s)).replace(/\.js$/, '.ts'));
 }
 
 const SRC = filesUnder('src', /\.ts$/);
@@ -40,9 +44,21 @@ const STORES = ['src/approvals/', 'src/budgets/', 'src/records/', 'src/sessions/
 const ABOVE_STORES = ['src/engine/', 'src/http/', 'src/cli/', 'src/main.ts', 'src/service.ts', 'src/compose.ts'];
 const RULES: { from: string; only?: string[]; never?: string[]; why: string }[] = [
   { from: 'src/json/', only: ['src/json/'], why: 'strict JSON and the canonical form are the innermost core' },
-  { from: 'src/policy/', only: ['src/policy/', 'src/json/'], why: 'the policy core is pure: no HTTP, database, logging or process' },
-  { from: 'src/kernel/', only: ['src/kernel/', 'src/json/'], why: 'ids, cursors and list errors are below every store' },
-  { from: 'src/db/', never: [...STORES, ...ABOVE_STORES], why: 'the database layer (and the Idempotency-Key table) is below every store' },
+  {
+    from: 'src/policy/',
+    only: ['src/policy/', 'src/json/'],
+    why: 'the policy core is pure: no HTTP, database, logging or process',
+  },
+  {
+    from: 'src/kernel/',
+    only: ['src/kernel/', 'src/json/'],
+    why: 'ids, cursors and list errors are below every store',
+  },
+  {
+    from: 'src/db/',
+    never: [...STORES, ...ABOVE_STORES],
+    why: 'the database layer (and the Idempotency-Key table) is below every store',
+  },
   {
     from: 'src/approvals/',
     never: [...ABOVE_STORES, 'src/webhooks/'],
@@ -59,7 +75,11 @@ const RULES: { from: string; only?: string[]; never?: string[]; why: string }[] 
     why: 'the outbox and its delivery know no HTTP server',
   },
   { from: 'src/sessions/', never: [...ABOVE_STORES, 'src/approvals/'], why: 'the session store knows no HTTP' },
-  { from: 'src/records/', never: [...ABOVE_STORES, 'src/approvals/'], why: 'the decision store knows no HTTP: the engine queues on it, the CLI reads it' },
+  {
+    from: 'src/records/',
+    never: [...ABOVE_STORES, 'src/approvals/'],
+    why: 'the decision store knows no HTTP: the engine queues on it, the CLI reads it',
+  },
   {
     from: 'src/engine/',
     never: ['src/http/', 'src/cli/', 'src/main.ts', 'src/service.ts', 'src/compose.ts'],
@@ -75,13 +95,18 @@ const RULES: { from: string; only?: string[]; never?: string[]; why: string }[] 
     only: ['src/client/', 'src/json/'],
     why: 'the client ships to hosts: it knows the service only by its HTTP API and the canonical JSON of the contract',
   },
-  { from: 'src/http/routes/', never: ['src/http/routes/', 'src/http/app.ts'], why: 'routes share code through modules, never each other or the app' },
+  {
+    from: 'src/http/routes/',
+    never: ['src/http/routes/', 'src/http/app.ts'],
+    why: 'routes share code through modules, never each other or the app',
+  },
 ];
 
 describe('the layers of src/', () => {
   it('reads every module and resolves every relative import to a file', () => {
     expect(SRC.length).toBeGreaterThan(40);
-    for (const [file, imports] of GRAPH) for (const target of imports) expect(GRAPH.has(target), `${file} -> ${target}`).toBe(true);
+    for (const [file, imports] of GRAPH)
+      for (const target of imports) expect(GRAPH.has(target), `${file} -> ${target}`).toBe(true);
   });
 
   for (const rule of RULES) {
@@ -115,7 +140,9 @@ describe('the layers of src/', () => {
 
   it('every path a rule names exists', () => {
     const named = RULES.flatMap((r) => [r.from, ...(r.only ?? []), ...(r.never ?? [])]);
-    const missing = [...new Set(named)].filter((p) => !(p.endsWith('/') ? SRC.some((f) => f.startsWith(p)) : GRAPH.has(p)));
+    const missing = [...new Set(named)].filter(
+      (p) => !(p.endsWith('/') ? SRC.some((f) => f.startsWith(p)) : GRAPH.has(p)),
+    );
     expect(missing).toEqual([]);
   });
 
@@ -139,7 +166,9 @@ describe('the layers of src/', () => {
   it('the engine and the stores never import a web framework', () => {
     const framework = /from\s+['"](?:fastify|@fastify\/[^'"]+)['"]/;
     const below = ['src/engine/', 'src/db/', 'src/kernel/', ...STORES];
-    const offenders = SRC.filter((f) => below.some((p) => f.startsWith(p)) && framework.test(readFileSync(join(ROOT, f), 'utf8')));
+    const offenders = SRC.filter(
+      (f) => below.some((p) => f.startsWith(p)) && framework.test(readFileSync(join(ROOT, f), 'utf8')),
+    );
     expect(offenders).toEqual([]);
   });
 
@@ -162,7 +191,9 @@ describe('the example policies belong to the users', () => {
   const ALLOWED = new Set(['test/config.test.ts', 'test/house.test.ts', 'test/service/policies-dir.test.ts']);
 
   it('no test reads policies/ (tests use fixtures of their own)', () => {
-    const readers = filesUnder('test', /\.(ts|mjs)$/).filter((f) => !ALLOWED.has(f) && NAMES_THE_DIRECTORY.test(readFileSync(join(ROOT, f), 'utf8')));
+    const readers = filesUnder('test', /\.(ts|mjs)$/).filter(
+      (f) => !ALLOWED.has(f) && NAMES_THE_DIRECTORY.test(readFileSync(join(ROOT, f), 'utf8')),
+    );
     expect(readers).toEqual([]);
   });
 
@@ -244,7 +275,9 @@ describe('nothing in the condition language can run code', () => {
       const text = readFileSync(join(dir, name), 'utf8')
         .replace(/\/\/.*$/gm, '')
         .replace(/\/\*[\s\S]*?\*\//g, '');
-      expect(text, name).not.toMatch(/\beval\s*\(|\bnew\s+Function\b|\bFunction\s*\(|node:vm|\bimport\s*\(|\brequire\s*\(/);
+      expect(text, name).not.toMatch(
+        /\beval\s*\(|\bnew\s+Function\b|\bFunction\s*\(|node:vm|\bimport\s*\(|\brequire\s*\(/,
+      );
     }
   });
 });

@@ -142,14 +142,24 @@ test('LOG_FORMAT=pretty: one readable line per entry, written before the call re
   const fd = openSync(path, 'w');
   try {
     const logger = createLogger('info', fd, { format: 'pretty' });
-    logger.info({ decision_id: 'd-1', decision: 'deny', tool: 'refund', rule: 'payments#default', user: 'agent-7' }, 'decision');
+    logger.info(
+      { decision_id: 'd-1', decision: 'deny', tool: 'refund', rule: 'payments#default', user: 'agent-7' },
+      'decision',
+    );
     // No flush: the line is on the file at once, as in JSON.
     const [line, ...rest] = readFileSync(path, 'utf8').split('\n');
     expect(rest).toEqual(['']);
     expect(() => JSON.parse(line!)).toThrow();
     expect(line).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: decision \{/);
     const fields = JSON.parse(line!.slice(line!.indexOf('{'))) as Record<string, unknown>;
-    expect(fields).toEqual({ service: 'gatehouse', decision_id: 'd-1', decision: 'deny', tool: 'refund', rule: 'payments#default', user: 'agent-7' });
+    expect(fields).toEqual({
+      service: 'gatehouse',
+      decision_id: 'd-1',
+      decision: 'deny',
+      tool: 'refund',
+      rule: 'payments#default',
+      user: 'agent-7',
+    });
     expect(line).not.toMatch(/\x1b\[/);
     logger.warn('a warning');
     logger.debug('below the level');
@@ -173,7 +183,12 @@ test('LOG_FORMAT=json is the JSON of the default', () => {
   const fd = openSync(path, 'w');
   try {
     createLogger('info', fd, { format: 'json' }).info({ decision: 'allow' }, 'decision');
-    expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ level: 30, service: 'gatehouse', decision: 'allow', msg: 'decision' });
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({
+      level: 30,
+      service: 'gatehouse',
+      decision: 'allow',
+      msg: 'decision',
+    });
   } finally {
     closeSync(fd);
   }

@@ -14,7 +14,11 @@ export const SECRET = 'gatehouse-bench-secret-0123456789abcdef-0123456789';
 /** @type {{ tool: string, args: import('../../dist/json/value.js').JsonObject, run: import('../../dist/policy/model.js').RunView }} */
 export const DECIDE_BODY = {
   tool: 'refund',
-  args: { order: 'A-2024-000123', amount: 80, note: 'Parcel arrived damaged; refund the item and shipping, no return needed.' },
+  args: {
+    order: 'A-2024-000123',
+    amount: 80,
+    note: 'Parcel arrived damaged; refund the item and shipping, no return needed.',
+  },
   run: {
     id: 'run-7f3c2a9e-5b1d-4c8e-9a0f-1e2d3c4b5a69',
     steps: [
@@ -32,7 +36,13 @@ export function largeBody(targetBytes = 100 * 1024) {
   const body = { tool: 'bulk_refund', args: { order: 'A-2024-000123', items }, run: DECIDE_BODY.run };
   let k = 0;
   while (JSON.stringify(body).length < targetBytes) {
-    items.push({ sku: `SKU-${100000 + k}`, qty: (k % 5) + 1, price: 12.5 + (k % 17), title: `Item number ${k} \u00e9t\u00e9 edition`, gift: k % 3 === 0 });
+    items.push({
+      sku: `SKU-${100000 + k}`,
+      qty: (k % 5) + 1,
+      price: 12.5 + (k % 17),
+      title: `Item number ${k} \u00e9t\u00e9 edition`,
+      gift: k % 3 === 0,
+    });
     k++;
   }
   return body;
@@ -43,7 +53,15 @@ const b64url = (/** @type {string | Buffer} */ data) => Buffer.from(data).toStri
 /** A compact HS256 JWT for SECRET (like test/helpers/app.ts). */
 export function signToken(claims = {}, secret = SECRET) {
   const now = Math.floor(Date.now() / 1000);
-  const payload = { sub: 'agent-1', team: 'support', agent: 'support-bot', roles: [], iat: now, exp: now + 4 * 3600, ...claims };
+  const payload = {
+    sub: 'agent-1',
+    team: 'support',
+    agent: 'support-bot',
+    roles: [],
+    iat: now,
+    exp: now + 4 * 3600,
+    ...claims,
+  };
   const input = `${b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }))}.${b64url(JSON.stringify(payload))}`;
   return `${input}.${b64url(createHmac('sha256', secret).update(input).digest())}`;
 }

@@ -27,7 +27,9 @@ const requestWith = (headers) => {
   return Buffer.concat([Buffer.from(head), body]);
 };
 const perConnection = cfg.headersPerConnection ?? [{}];
-const requests = perConnection.map((/** @type {Record<string, string>} */ extra) => requestWith({ ...cfg.headers, ...extra }));
+const requests = perConnection.map((/** @type {Record<string, string>} */ extra) =>
+  requestWith({ ...cfg.headers, ...extra }),
+);
 let made = 0;
 
 const now = () => Number(process.hrtime.bigint()) / 1000; // µs
@@ -47,7 +49,14 @@ const idle = [];
 
 function makeConnection() {
   const socket = connect({ host: cfg.host, port: cfg.port, noDelay: true });
-  const conn = { socket, scheduled: 0, buf: Buffer.alloc(0), expect: -1, status: 0, request: requests[made++ % requests.length] };
+  const conn = {
+    socket,
+    scheduled: 0,
+    buf: Buffer.alloc(0),
+    expect: -1,
+    status: 0,
+    request: requests[made++ % requests.length],
+  };
   socket.on('connect', () => dispatch(conn));
   socket.on('data', (chunk) => {
     conn.buf = conn.buf.length === 0 ? chunk : Buffer.concat([conn.buf, chunk]);
@@ -123,13 +132,15 @@ measureFrom = t0;
 const { sent, maxQueue } = await phase(cfg.duration);
 // Let the last requests finish (bounded).
 const drainUntil = now() + 2e6;
-while ((queue.length > 0 || idle.length < conns.length) && now() < drainUntil) await new Promise((r) => setTimeout(r, 5));
+while ((queue.length > 0 || idle.length < conns.length) && now() < drainUntil)
+  await new Promise((r) => setTimeout(r, 5));
 measuring = false;
 const elapsed = (Math.max(lastDone, t0 + cfg.duration * 1e6) - t0) / 1e6;
 for (const c of conns) c.socket.destroy();
 
 latencies.sort((a, b) => a - b);
-const q = (/** @type {number} */ p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] / 1000 : NaN);
+const q = (/** @type {number} */ p) =>
+  latencies.length ? latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] / 1000 : NaN;
 process.stdout.write(
   JSON.stringify({
     tool: 'open-loop',

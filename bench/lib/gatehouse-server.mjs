@@ -26,7 +26,9 @@ const env = process.env;
 // is unbounded), flushed on shutdown. The default is what src/service.ts does (src/log.ts: synchronous).
 const asyncDest = env.BENCH_LOG_DEST === 'async' ? pino.destination({ dest: 1, sync: false }) : null;
 const logLevel = env.BENCH_LOG_LEVEL ?? 'info';
-const logger = asyncDest ? pino({ level: logLevel, base: { service: 'gatehouse' } }, asyncDest) : createLogger(logLevel);
+const logger = asyncDest
+  ? pino({ level: logLevel, base: { service: 'gatehouse' } }, asyncDest)
+  : createLogger(logLevel);
 // BENCH_POLICY_ENV='' means no environment (policy files that declare none).
 const policyEnv = env.BENCH_POLICY_ENV === undefined ? 'prod' : env.BENCH_POLICY_ENV || null;
 const policies = await createLivePolicies(env.BENCH_POLICY_DIR ?? './policies', policyEnv);
@@ -52,7 +54,10 @@ if (env.BENCH_DATABASE_URL) {
   const { createLimitService } = await import('../../dist/budgets/service.js');
   const { createLanes } = await import('../../dist/db/lanes.js');
   // As src/service.ts: BUDGET_CONNECTIONS lanes (default 4).
-  limits = createLimitService(sql, { deadlineMs: 2_000, lanes: createLanes(env.BENCH_DATABASE_URL, Number(env.BENCH_BUDGET_CONNECTIONS ?? 4)) });
+  limits = createLimitService(sql, {
+    deadlineMs: 2_000,
+    lanes: createLanes(env.BENCH_DATABASE_URL, Number(env.BENCH_BUDGET_CONNECTIONS ?? 4)),
+  });
 }
 
 const metrics = createMetrics(policies);
@@ -93,7 +98,10 @@ const ctx = {
 const app = await buildApp(ctx, {
   bodyLimit: 1_048_576,
   // The service's defaults, or BENCH_MAX_CONNECTIONS (the attack benchmark holds 2,000 waits).
-  connections: { ...loadConfig({}).connections, ...(env.BENCH_MAX_CONNECTIONS ? { maxConnections: Number(env.BENCH_MAX_CONNECTIONS) } : {}) },
+  connections: {
+    ...loadConfig({}).connections,
+    ...(env.BENCH_MAX_CONNECTIONS ? { maxConnections: Number(env.BENCH_MAX_CONNECTIONS) } : {}),
+  },
   logger,
   auth: {
     key: env.BENCH_SECRET ?? SECRET,

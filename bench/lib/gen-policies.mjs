@@ -73,14 +73,21 @@ export function generatePolicyDoc(n, seed = 42) {
     const entry = { kind: KINDS[i % 4] };
     if (i % 5 === 0) entry.tags = ['money'];
     else if (i % 7 === 0) entry.tags = ['ops'];
-    if (i % 10 === 0) entry.schema = { type: 'object', properties: { amount: { type: 'number' }, note: { type: 'string' } } };
+    if (i % 10 === 0)
+      entry.schema = { type: 'object', properties: { amount: { type: 'number' }, note: { type: 'string' } } };
     tools[toolName(i)] = entry;
   }
   for (let k = 0; k < nsCount; k++) tools[`mcp${k}__*`] = { kind: 'remote_mutation', tags: ['mcp'] };
 
   /** @type {GenRule[]} */
   const rules = [
-    { id: 'global-no-destructive-interns', kinds: ['destructive'], teams: ['interns'], abort: true, reason: 'interns never run destructive tools' },
+    {
+      id: 'global-no-destructive-interns',
+      kinds: ['destructive'],
+      teams: ['interns'],
+      abort: true,
+      reason: 'interns never run destructive tools',
+    },
     { id: 'global-unknown-contractors', kinds: ['unknown'], teams: ['contractors'], allow: false },
   ];
   for (let r = rules.length; r < n; r++) {
@@ -91,8 +98,10 @@ export function generatePolicyDoc(n, seed = 42) {
     /** @type {GenRule} */
     let rule;
     if (bucket <= 6) rule = { id, tools: [tool], allow: true };
-    else if (bucket <= 8) rule = { id, tools: [tool], teams: [`team${pick(8)}`], allow: false, reason: 'not for this team' };
-    else if (bucket <= 10) rule = { id, tools: [tool], when: `amount > ${100 + pick(900)}`, allow: false, reason: 'over the cap' };
+    else if (bucket <= 8)
+      rule = { id, tools: [tool], teams: [`team${pick(8)}`], allow: false, reason: 'not for this team' };
+    else if (bucket <= 10)
+      rule = { id, tools: [tool], when: `amount > ${100 + pick(900)}`, allow: false, reason: 'over the cap' };
     else if (bucket === 11) {
       rule = {
         id,
@@ -102,14 +111,29 @@ export function generatePolicyDoc(n, seed = 42) {
         reason: 'over the confirm cap',
         approval: { kind: 'spend', capability: ['amount'], presentation: ['amount', 'note'] },
       };
-    } else if (bucket === 12) rule = { id, tools: [tool], teams: [`team${pick(8)}`], agents: [`bot${pick(4)}`], allow: true };
+    } else if (bucket === 12)
+      rule = { id, tools: [tool], teams: [`team${pick(8)}`], agents: [`bot${pick(4)}`], allow: true };
     else if (bucket === 13) rule = { id, tools: [tool], users: [`u${pick(10)}`], allow: true };
     else if (bucket <= 16) {
       const glob = r % 2 === 0 ? `mcp${ns}__*` : `svc${ns}_op1*`;
       rule = { id, tools: [glob], allow: r % 3 !== 0 };
       if (r % 4 === 0) rule.teams = [`team${pick(8)}`];
-    } else if (bucket <= 18) rule = { id, tools: [`svc${ns}_*`], kinds: ['destructive'], ...(r % 2 === 0 ? { abort: true } : { allow: false }) };
-    else rule = { id, tools: [`svc${ns}_*`], tags: ['money'], when: 'amount > 1000', allow: false, reason: 'money over 1000' };
+    } else if (bucket <= 18)
+      rule = {
+        id,
+        tools: [`svc${ns}_*`],
+        kinds: ['destructive'],
+        ...(r % 2 === 0 ? { abort: true } : { allow: false }),
+      };
+    else
+      rule = {
+        id,
+        tools: [`svc${ns}_*`],
+        tags: ['money'],
+        when: 'amount > 1000',
+        allow: false,
+        reason: 'money over 1000',
+      };
     rules.push(rule);
   }
   return { policy: `generated-${n}`, version: '1', default: 'side_effects', tools, rules, limits: { max_calls: 500 } };
@@ -200,10 +224,21 @@ export const LANGUAGE_CONDITIONS = [
 /** The arguments, run view and context the language set's conditions read. */
 /** @type {{ args: import('../../dist/json/value.js').JsonObject, run: import('../../dist/policy/model.js').RunView, context: import('../../dist/json/value.js').JsonObject }} */
 export const LANGUAGE_REQUEST = {
-  args: { amount: 500, note: 'customer asked twice', file: '/repo/src/../main.ts', command: "git status --short 'a b'", items: ['a', 'b', 'c'] },
+  args: {
+    amount: 500,
+    note: 'customer asked twice',
+    file: '/repo/src/../main.ts',
+    command: "git status --short 'a b'",
+    items: ['a', 'b', 'c'],
+  },
   run: {
     id: 'run-1',
-    steps: [{ tool: 'svc1_op3', decision: 'allow' }, { tool: 'lookup' }, { tool: 'svc2_op9', decision: 'deny' }, { tool: 'svc0_op1', decision: 'allow' }],
+    steps: [
+      { tool: 'svc1_op3', decision: 'allow' },
+      { tool: 'lookup' },
+      { tool: 'svc2_op9', decision: 'deny' },
+      { tool: 'svc0_op1', decision: 'allow' },
+    ],
   },
   context: { sandbox: 'on', repo: 'acme/api' },
 };
@@ -222,7 +257,8 @@ export function languagePolicyFiles(n, seed = 42) {
   for (const rule of doc.rules) {
     if (rule.when !== undefined) rule.when = next();
     if (rule.confirm !== undefined) rule.confirm = next();
-    if (rule.allow === true && rule.tools?.length === 1 && !rule.tools[0].includes('*') && rule.when === undefined) rule.when = next();
+    if (rule.allow === true && rule.tools?.length === 1 && !rule.tools[0].includes('*') && rule.when === undefined)
+      rule.when = next();
   }
   return { doc, files: [{ path: `language-${n}.json`, bytes: Buffer.from(JSON.stringify(doc)) }] };
 }

@@ -13,7 +13,13 @@ const result = await autocannon({
   body: cfg.body,
   headers: cfg.headers,
   ...(cfg.headersList
-    ? { requests: cfg.headersList.map((/** @type {Record<string, string>} */ h) => ({ method: 'POST', body: cfg.body, headers: { ...cfg.headers, ...h } })) }
+    ? {
+        requests: cfg.headersList.map((/** @type {Record<string, string>} */ h) => ({
+          method: 'POST',
+          body: cfg.body,
+          headers: { ...cfg.headers, ...h },
+        })),
+      }
     : {}),
   connections: cfg.connections,
   duration: cfg.duration,

@@ -32,7 +32,8 @@ export function taskset() {
 function nodeCommand(script, cpu, nodeArgs = []) {
   const args = [...nodeArgs, script];
   const pin = taskset();
-  if (cpu !== undefined && cpu !== null && pin) return { cmd: pin, args: ['-c', String(cpu), process.execPath, ...args] };
+  if (cpu !== undefined && cpu !== null && pin)
+    return { cmd: pin, args: ['-c', String(cpu), process.execPath, ...args] };
   return { cmd: process.execPath, args };
 }
 
@@ -136,7 +137,8 @@ export function runLoad(script, config, { cpu, timeoutMs } = {}) {
 export function memoryOf(pid) {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (/** @type {string} */ name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    const kb = (/** @type {string} */ name) =>
+      Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
     return { rssMB: kb('VmRSS') / 1024, peakMB: kb('VmHWM') / 1024 };
   } catch {
     return { rssMB: NaN, peakMB: NaN };
@@ -224,7 +226,8 @@ export function postgresPids(dataDir) {
 export function pinPostgres(dataDir, cpu) {
   const pin = taskset();
   if (!pin) return false;
-  for (const pid of postgresPids(dataDir)) execFileSync(pin, ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+  for (const pid of postgresPids(dataDir))
+    execFileSync(pin, ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
   return true;
 }
 
@@ -249,5 +252,9 @@ export function cpuSnapshot(dataDir, otherPids = []) {
 export function cpuDelta(before, after) {
   let pg = 0;
   for (const [pid, ms] of after.pg) pg += ms - (before.pg.get(pid) ?? 0); // a new backend counts from 0
-  return { selfMs: after.self - before.self, pgMs: pg, othersMs: after.others.reduce((a, ms, k) => a + ms - before.others[k], 0) };
+  return {
+    selfMs: after.self - before.self,
+    pgMs: pg,
+    othersMs: after.others.reduce((a, ms, k) => a + ms - before.others[k], 0),
+  };
 }

@@ -101,8 +101,11 @@ export function measure(fn, { warmupMs = 300, runs = 5, runMs = 400, batchUs = 2
 export function table(header, rows) {
   const cells = [header, ...rows].map((r) => r.map((c) => (c === undefined || c === null ? '' : String(c))));
   const widths = header.map((_, k) => Math.max(...cells.map((r) => r[k].length)));
-  const numeric = header.map((_, k) => rows.every((r) => typeof r[k] === 'number' || /^[-+]?[\d.,]+\s*(µs|ms|MB|x|%|\/s)?$/.test(String(r[k] ?? ''))));
-  const line = (/** @type {string[]} */ r) => r.map((c, k) => (numeric[k] ? c.padStart(widths[k]) : c.padEnd(widths[k]))).join('  ');
+  const numeric = header.map((_, k) =>
+    rows.every((r) => typeof r[k] === 'number' || /^[-+]?[\d.,]+\s*(µs|ms|MB|x|%|\/s)?$/.test(String(r[k] ?? ''))),
+  );
+  const line = (/** @type {string[]} */ r) =>
+    r.map((c, k) => (numeric[k] ? c.padStart(widths[k]) : c.padEnd(widths[k]))).join('  ');
   return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
 }
 

@@ -4,7 +4,14 @@ import type { JsonObject } from '../json/value.js';
 import type { ApprovalRequirement, PolicyIdentity } from '../policy/model.js';
 
 export type ApprovalStatus = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed' | 'cancelled';
-export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted', 'denied', 'expired', 'consumed', 'cancelled'];
+export const APPROVAL_STATUSES: readonly ApprovalStatus[] = [
+  'pending',
+  'granted',
+  'denied',
+  'expired',
+  'consumed',
+  'cancelled',
+];
 
 /** Limits the migration's CHECKs enforce; exported so the HTTP schemas can say the same. */
 export const LIMITS = {

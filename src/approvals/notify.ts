@@ -32,7 +32,9 @@ export class WaitLimitError extends Error {
     readonly limit: number,
     readonly what: 'waits' | 'streams' = 'waits',
   ) {
-    super(scope === 'caller' ? `this caller already holds ${limit} ${what}` : `this replica already holds ${limit} ${what}`);
+    super(
+      scope === 'caller' ? `this caller already holds ${limit} ${what}` : `this replica already holds ${limit} ${what}`,
+    );
     this.name = 'WaitLimitError';
   }
 }
@@ -80,7 +82,11 @@ export interface ApprovalWaiter {
    * (no change seen); or null when it no longer exists. Throws WaitLimitError at once when `caller`
    * or the replica holds too many waits; rejects with signal.reason when aborted.
    */
-  waitForChange(approval: Approval, timeoutMs: number, options: { caller: string; signal?: AbortSignal }): Promise<Approval | null>;
+  waitForChange(
+    approval: Approval,
+    timeoutMs: number,
+    options: { caller: string; signal?: AbortSignal },
+  ): Promise<Approval | null>;
   /** How many waits are held now, in all. */
   readonly size: number;
   /** The places waits take, shared with the live streams of the same replica. */
@@ -96,7 +102,11 @@ interface Wait {
   reject(reason: unknown): void;
 }
 
-export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' | 'settled'>, options: ApprovalWaiterOptions = {}): ApprovalWaiter {
+export function createApprovalWaiter(
+  sql: Sql,
+  store: Pick<ApprovalStore, 'get' | 'settled'>,
+  options: ApprovalWaiterOptions = {},
+): ApprovalWaiter {
   const recheckMs = options.recheckMs ?? 1000;
   const holds = createHolds(options.maxPerCaller ?? 20, options.maxTotal ?? 512);
   // id (lower case) → the waits on it.
@@ -157,7 +167,11 @@ export function createApprovalWaiter(sql: Sql, store: Pick<ApprovalStore, 'get' 
       () => null, // unreachable database: the re-checks still run
     );
 
-  function waitForChange(approval: Approval, timeoutMs: number, { caller, signal }: { caller: string; signal?: AbortSignal }): Promise<Approval | null> {
+  function waitForChange(
+    approval: Approval,
+    timeoutMs: number,
+    { caller, signal }: { caller: string; signal?: AbortSignal },
+  ): Promise<Approval | null> {
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new RangeError('timeoutMs must be a finite number ≥ 0');
     signal?.throwIfAborted();
     if (closed || timeoutMs === 0 || approval.status !== 'pending') return Promise.resolve(approval);

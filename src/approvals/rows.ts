@@ -83,7 +83,8 @@ export function toSummary(row: SummaryRow): ApprovalSummary {
 
 export function toApproval(row: ApprovalRow): Approval {
   const args = storedObject(row.args);
-  const requirements = row.requirements != null ? storedRequirements(row.requirements, row.tool, args) : [legacyRequirement(row)];
+  const requirements =
+    row.requirements != null ? storedRequirements(row.requirements, row.tool, args) : [legacyRequirement(row)];
   const first = requirements[0]!; // storedRequirements refuses an empty list
   return {
     ...toSummary(row),
@@ -111,11 +112,17 @@ export function storedRequirement(r: ApprovalRequirement, tool: string, args: Js
 
 function storedRequirements(text: string, tool: string, args: JsonObject): ApprovalRequirement[] {
   const list = parseJson(text);
-  if (!Array.isArray(list) || list.length === 0) throw new Error('stored approval requirements are not a non-empty array');
+  if (!Array.isArray(list) || list.length === 0)
+    throw new Error('stored approval requirements are not a non-empty array');
   return list.map((item: JsonValue): ApprovalRequirement => {
     if (!isJsonObject(item)) throw new Error('a stored approval requirement is not an object');
     const { kind, policy, reason, rule, capability, presentation, standing } = item;
-    if (typeof kind !== 'string' || typeof policy !== 'string' || typeof reason !== 'string' || typeof rule !== 'string') {
+    if (
+      typeof kind !== 'string' ||
+      typeof policy !== 'string' ||
+      typeof reason !== 'string' ||
+      typeof rule !== 'string'
+    ) {
       throw new Error('a stored approval requirement lacks its names');
     }
     const shape = (v: JsonValue | undefined): JsonObject => {
@@ -124,13 +131,22 @@ function storedRequirements(text: string, tool: string, args: JsonObject): Appro
       return v;
     };
     if (standing !== undefined && !isJsonObject(standing)) throw new Error('a stored standing is not an object');
-    return { policy, rule, kind, reason, capability: shape(capability), presentation: shape(presentation), ...(standing !== undefined ? { standing } : {}) };
+    return {
+      policy,
+      rule,
+      kind,
+      reason,
+      capability: shape(capability),
+      presentation: shape(presentation),
+      ...(standing !== undefined ? { standing } : {}),
+    };
   });
 }
 
 /** The one requirement of a row written before migrations/0005, from its own columns. */
 function legacyRequirement(row: ApprovalRow): ApprovalRequirement {
-  if (row.capability === null || row.presentation === null) throw new Error('stored approval has neither requirements nor shapes');
+  if (row.capability === null || row.presentation === null)
+    throw new Error('stored approval has neither requirements nor shapes');
   return {
     // Such a row did not record which file asked; with one file there is no doubt.
     policy: row.policies.length === 1 ? row.policies[0]!.policy : '',

@@ -19,7 +19,13 @@ export interface ApprovalService {
   ensureReady(): void;
   /** docs/spec.md section 5.3, `/decide` with `approval_id`: consume a granted approval of this exact request. */
   /** In `tx` when given (an Idempotency-Key's transaction: the store's idempotent()). */
-  redeem(fresh: DecisionResult, request: DecideRequest, approvalId: string, identity: Identity, tx?: TransactionSql): Promise<Redemption>;
+  redeem(
+    fresh: DecisionResult,
+    request: DecideRequest,
+    approvalId: string,
+    identity: Identity,
+    tx?: TransactionSql,
+  ): Promise<Redemption>;
   /** Whether the database answers now (for /readyz). */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -48,7 +54,12 @@ export interface ApprovalServiceOptions {
   schemaReady?: () => boolean;
 }
 
-export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: ApprovalWaiter, options: ApprovalServiceOptions = {}): ApprovalService {
+export function createApprovalService(
+  sql: Sql,
+  store: ApprovalStore,
+  waiter: ApprovalWaiter,
+  options: ApprovalServiceOptions = {},
+): ApprovalService {
   const schemaReady = options.schemaReady ?? (() => true);
   const ensureReady = (): void => {
     if (!schemaReady()) throw new StoreUnavailableError('connection');
@@ -73,7 +84,11 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
       // One statement consumes a granted approval of this requester for exactly this hash; when it
       // does not, the same transaction reads where the approval stands instead.
       const result = await store.consume(approvalId, { sub: identity.user }, fresh.approval.hash, tx);
-      if (result.ok) return { result: grantedResult(fresh, fresh.approval, request, result.approval.id), cited: citedOf(result.approval, true) };
+      if (result.ok)
+        return {
+          result: grantedResult(fresh, fresh.approval, request, result.approval.id),
+          cited: citedOf(result.approval, true),
+        };
       // Someone else's approval, or none: say nothing about it; a new approval is needed.
       const approval = result.approval;
       if (approval === null) return { result: fresh, cited: null };
@@ -98,14 +113,20 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
       if (!sameRequest) return { result: fresh, cited };
       const withRef: DecisionResult = { ...fresh, approval: { ...fresh.approval, ...ref } };
       if (approval.status === 'consumed' || approval.status === 'expired' || approval.status === 'cancelled') {
-        return { result: { ...withRef, message: spentApprovalMessage(request.tool, fresh.reason, approval.status) }, cited };
+        return {
+          result: { ...withRef, message: spentApprovalMessage(request.tool, fresh.reason, approval.status) },
+          cited,
+        };
       }
       return { result: withRef, cited };
     },
     async ping() {
       if (!schemaReady()) return false;
       try {
-        await Promise.race([sql`select 1`, new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 1000).unref())]);
+        await Promise.race([
+          sql`select 1`,
+          new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 1000).unref()),
+        ]);
         return true;
       } catch {
         return false;
@@ -119,7 +140,12 @@ export function createApprovalService(sql: Sql, store: ApprovalStore, waiter: Ap
 }
 
 /** The allow of a call whose approval `approvalId`, asked for by `asked`, was granted and is consumed. */
-export function grantedResult(result: DecisionResult, asked: ApprovalDescriptor, request: DecideRequest, approvalId: string): DecisionResult {
+export function grantedResult(
+  result: DecisionResult,
+  asked: ApprovalDescriptor,
+  request: DecideRequest,
+  approvalId: string,
+): DecisionResult {
   const reason = `approval ${approvalId} was granted by an operator`;
   return {
     ...result,
@@ -132,7 +158,13 @@ export function grantedResult(result: DecisionResult, asked: ApprovalDescriptor,
 
 /** What approval `a` asked the operator for, as a decision carries it. */
 export function askedOf(a: Approval): ApprovalDescriptor {
-  return { kind: a.kind, capability: a.capability, presentation: a.presentation, requirements: a.requirements, hash: a.hash };
+  return {
+    kind: a.kind,
+    capability: a.capability,
+    presentation: a.presentation,
+    requirements: a.requirements,
+    hash: a.hash,
+  };
 }
 
 /**
@@ -152,7 +184,12 @@ export function approvalCovers(a: Approval, fresh: DecisionResult, request: Deci
     const prefix =
       a.requirements.length === n
         ? a.hash
-        : approvalHash({ tool: request.tool, args: request.args, context: request.context, requirements: a.requirements.slice(0, n) });
+        : approvalHash({
+            tool: request.tool,
+            args: request.args,
+            context: request.context,
+            requirements: a.requirements.slice(0, n),
+          });
     if (prefix !== own.hash) return false;
   }
   // Limit ids are unique among rule ids too (docs/spec.md section 2.9): a rule cannot pass for a limit.

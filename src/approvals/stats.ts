@@ -40,7 +40,11 @@ interface Row {
   fast: string;
 }
 
-export async function approvalStats(tx: TransactionSql, since: Date, fastGrantSeconds: number): Promise<ApprovalStats[]> {
+export async function approvalStats(
+  tx: TransactionSql,
+  since: Date,
+  fastGrantSeconds: number,
+): Promise<ApprovalStats[]> {
   const rows = await tx<Row[]>`
     with a as (
       select rule, kind, status, decided_at, expires_at,
@@ -75,7 +79,8 @@ export async function approvalStats(tx: TransactionSql, since: Date, fastGrantSe
       decide_p50_seconds: r.p50 === null ? null : round(r.p50),
       decide_p90_seconds: r.p90 === null ? null : round(r.p90),
       fast_grants: Number(r.fast),
-      suggestion: decided < MIN_DECIDED ? null : denied === 0 ? 'always_granted' : granted === 0 ? 'always_denied' : null,
+      suggestion:
+        decided < MIN_DECIDED ? null : denied === 0 ? 'always_granted' : granted === 0 ? 'always_denied' : null,
     };
   });
 }

@@ -19,13 +19,29 @@ import type { JsonObject } from '../json/value.js';
 import type { ApprovalDescriptor, PolicyIdentity } from '../policy/model.js';
 import { withDeadline } from '../db/deadline.js';
 import { StoreUnavailableError } from '../db/errors.js';
-import { APPROVAL_STATUSES, LIMITS, type Approval, type ApprovalEvent, type ApprovalStatus, type ApprovalSummary, type Requester } from './approval.js';
+import {
+  APPROVAL_STATUSES,
+  LIMITS,
+  type Approval,
+  type ApprovalEvent,
+  type ApprovalStatus,
+  type ApprovalSummary,
+  type Requester,
+} from './approval.js';
 import { decodeCursor, encodeCursor, type ListOrder } from '../kernel/cursor.js';
 import { ListQueryError } from '../kernel/errors.js';
 import { ApprovalTooLargeError, PendingLimitError, RecentlyDeniedError } from './errors.js';
 import { sweepKeys } from '../db/idempotency.js';
 import { checkName, checkRequester, checkText, HASH, interval, positiveMs, storable } from './input.js';
-import { storedRequirement, toApproval, toSummary, type ApprovalRow, type EventRow, type ListedRow, type SummaryRow } from './rows.js';
+import {
+  storedRequirement,
+  toApproval,
+  toSummary,
+  type ApprovalRow,
+  type EventRow,
+  type ListedRow,
+  type SummaryRow,
+} from './rows.js';
 import { isUuid, uuidv7 } from '../kernel/uuid.js';
 import { type ApprovalStats, approvalStats } from './stats.js';
 
@@ -51,7 +67,11 @@ export interface CreateApprovalInput {
 
 export type TransitionResult =
   | { ok: true; approval: Approval }
-  | { ok: false; error: 'not_found' | 'self_approval' | 'conflict'; approval?: Approval /* current state, for conflict */ };
+  | {
+      ok: false;
+      error: 'not_found' | 'self_approval' | 'conflict';
+      approval?: Approval /* current state, for conflict */;
+    };
 
 export type ConsumeResult = { ok: true; approval: Approval } | { ok: false; approval: Approval | null };
 
@@ -122,15 +142,19 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
   const grantTtl = interval(positiveMs(options.grantTtlMs, 'grantTtlMs'));
   const deadlineMs = positiveMs(options.deadlineMs, 'deadlineMs');
   const maxPending = options.maxPendingPerRequester ?? 100;
-  if (!Number.isSafeInteger(maxPending) || maxPending < 1) throw new RangeError('maxPendingPerRequester must be a positive integer');
+  if (!Number.isSafeInteger(maxPending) || maxPending < 1)
+    throw new RangeError('maxPendingPerRequester must be a positive integer');
   const maxArgsBytes = options.maxArgsBytes ?? LIMITS.argsBytes;
-  if (!Number.isSafeInteger(maxArgsBytes) || maxArgsBytes < 2) throw new RangeError('maxArgsBytes must be an integer of at least 2');
+  if (!Number.isSafeInteger(maxArgsBytes) || maxArgsBytes < 2)
+    throw new RangeError('maxArgsBytes must be an integer of at least 2');
   const cooldownMs = options.deniedCooldownMs ?? 0;
-  if (!Number.isSafeInteger(cooldownMs) || cooldownMs < 0) throw new RangeError('deniedCooldownMs must be an integer ≥ 0');
+  if (!Number.isSafeInteger(cooldownMs) || cooldownMs < 0)
+    throw new RangeError('deniedCooldownMs must be an integer ≥ 0');
   const cooldown = interval(cooldownMs);
   const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, deadlineMs, fn);
   // In the caller's transaction when it has one (an Idempotency-Key's: the key, the act and the answer commit together).
-  const runIn = <T>(tx: TransactionSql | undefined, fn: (tx: TransactionSql) => Promise<T>): Promise<T> => (tx ? fn(tx) : run(fn));
+  const runIn = <T>(tx: TransactionSql | undefined, fn: (tx: TransactionSql) => Promise<T>): Promise<T> =>
+    tx ? fn(tx) : run(fn);
   // What a transition moved, told in its transaction; nothing to do when nobody listens.
   const onTransition = options.onTransition;
   const emit = async (tx: TransactionSql, moved: readonly SummaryRow[]): Promise<void> => {
@@ -142,7 +166,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     return moved.length;
   };
 
-  async function create(input: CreateApprovalInput, inTx?: TransactionSql): Promise<{ approval: Approval; created: boolean }> {
+  async function create(
+    input: CreateApprovalInput,
+    inTx?: TransactionSql,
+  ): Promise<{ approval: Approval; created: boolean }> {
     const { descriptor, requester } = input;
     const { requirements } = descriptor;
     const first = requirements[0];
@@ -211,7 +238,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
         if (live !== undefined) return { approval: toApproval(live), created: false };
         if (cooldownMs > 0) {
           const [denied] = await tx<(SummaryRow & { retry_after_sec: number })[]>`${denial()}`;
-          if (denied !== undefined) throw new RecentlyDeniedError(toSummary(denied), Math.max(1, denied.retry_after_sec));
+          if (denied !== undefined)
+            throw new RecentlyDeniedError(toSummary(denied), Math.max(1, denied.retry_after_sec));
         }
         const [held] = await tx<{ n: number }[]>`select ${pendingCount(tx, requester.sub)} as n`;
         if ((held?.n ?? 0) >= maxPending) throw new PendingLimitError(maxPending);
@@ -251,7 +279,11 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     const order = query.order ?? 'newest';
     const after = query.cursor === undefined ? null : decodeCursor(query.cursor);
     if (after !== null && after.order !== order) {
-      throw new ListQueryError('invalid_cursor', 'cursor', `this cursor continues a list ${after.order} first, not ${order} first`);
+      throw new ListQueryError(
+        'invalid_cursor',
+        'cursor',
+        `this cursor continues a list ${after.order} first, not ${order} first`,
+      );
     }
 
     return run(async (tx) => {
@@ -287,7 +319,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
          limit ${limit + 1}`;
       const page = rows.slice(0, limit);
       const last = page.at(-1);
-      const counted = query.count === true ? await tx<{ n: number }[]>`select count(*)::int as n from approvals where true ${filters()}` : null;
+      const counted =
+        query.count === true
+          ? await tx<{ n: number }[]>`select count(*)::int as n from approvals where true ${filters()}`
+          : null;
       return {
         items: page.map(toSummary),
         nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.cursor_at, last.id, order) : null,
@@ -365,7 +400,12 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
-  async function consume(id: string, requester: { sub: string }, hash: string, inTx?: TransactionSql): Promise<ConsumeResult> {
+  async function consume(
+    id: string,
+    requester: { sub: string },
+    hash: string,
+    inTx?: TransactionSql,
+  ): Promise<ConsumeResult> {
     checkName('requester.sub', requester.sub);
     if (!isUuid(id)) return { ok: false, approval: null };
 

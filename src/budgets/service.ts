@@ -48,7 +48,8 @@ export interface LimitServiceOptions {
 export function createLimitService(sql: Sql, options: LimitServiceOptions): LimitService {
   const store = createCounterStore();
   const schemaReady = options.schemaReady ?? (() => true);
-  const transaction = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => withDeadline(sql, options.deadlineMs, fn);
+  const transaction = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> =>
+    withDeadline(sql, options.deadlineMs, fn);
   // Housekeeping only: a counter of an ended window is never read again (every statement computes
   // the current window), so a sweep that does not run costs space, never correctness.
   const sweeper = setInterval(() => {
@@ -66,7 +67,9 @@ export function createLimitService(sql: Sql, options: LimitServiceOptions): Limi
       if (lanes === undefined || !store.countedByStatement(charge)) return undefined;
       // The lock order of store.ts (lockOrder): budgets, then rate limits, by id, then by counter.
       const order = `${charge.limit.type === 'budget' ? 0 : 1}\n${charge.limit.id}\n${charge.key}`;
-      return lanes.run(options.deadlineMs, order, (c) => store.countStatement(c, charge)!).then((rows) => standingOfCount(charge.limit, rows));
+      return lanes
+        .run(options.deadlineMs, order, (c) => store.countStatement(c, charge)!)
+        .then((rows) => standingOfCount(charge.limit, rows));
     },
     countAll(charges) {
       const { lanes } = options;

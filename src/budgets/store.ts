@@ -16,7 +16,15 @@ import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
 import { IN_TRANSACTION } from '../db/lanes.js';
 import { amountOfText } from '../policy/amount.js';
 import { wouldCross, type Refusal, type Standing } from '../policy/limits.js';
-import { CALENDAR_UNITS, type Amount, type Budget, type BudgetWindow, type Charge, type Limit, type RateLimit } from '../policy/model.js';
+import {
+  CALENDAR_UNITS,
+  type Amount,
+  type Budget,
+  type BudgetWindow,
+  type Charge,
+  type Limit,
+  type RateLimit,
+} from '../policy/model.js';
 
 /** Where each charge's counter stands after checking or counting, and the charges the call would cross. */
 export interface ChargeOutcome {
@@ -76,7 +84,11 @@ export function createCounterStore() {
       const { limit } = c;
       // Reported spend is counted by POST /usage; a call only reads it.
       const counted =
-        limit.type === 'rate_limit' ? await countCall(tx, limit, c.key) : 'usd' in limit.measure ? null : await addToBudget(tx, limit, c.key, c.amount);
+        limit.type === 'rate_limit'
+          ? await countCall(tx, limit, c.key)
+          : 'usd' in limit.measure
+            ? null
+            : await addToBudget(tx, limit, c.key, c.amount);
       if (counted !== null) {
         standings.set(c, counted);
         continue;
@@ -140,14 +152,20 @@ export function createCounterStore() {
         select r.scope_key as key, ${rateColumns(tx, limit)}
           from c join rate_limit_calls r on r.rate_limit = ${limit.id} and r.expires_at > c.t
          order by in_window desc, r.scope_key limit ${max + 1}`;
-      return { rows: rows.slice(0, max).map((r) => ({ key: r.key, standing: rateStanding(r) })), more: rows.length > max };
+      return {
+        rows: rows.slice(0, max).map((r) => ({ key: r.key, standing: rateStanding(r) })),
+        more: rows.length > max,
+      };
     }
     const rows = await tx<(BudgetRow & { key: string })[]>`
       with w as (${windowOf(tx, limit.per)})
       select b.scope_key as key, b.counted::text as counted, w.s as window_start, w.e as window_end
         from w join budget_counters b on b.budget = ${limit.id} and b.window_start = w.s and b.window_end = w.e
        order by b.counted desc, b.scope_key limit ${max + 1}`;
-    return { rows: rows.slice(0, max).map((r) => ({ key: r.key, standing: budgetStanding(r) })), more: rows.length > max };
+    return {
+      rows: rows.slice(0, max).map((r) => ({ key: r.key, standing: budgetStanding(r) })),
+      more: rows.length > max,
+    };
   }
 
   /** The run counters of one caller for a run-scoped limit (their keys start with the caller's sub). */
@@ -196,7 +214,9 @@ export function createCounterStore() {
 
 /** Whether counting the charge is one statement (countStatement): decidable, and not a `max_usd` budget, which is read. */
 export function countedByStatement(charge: Charge): boolean {
-  return charge.key !== null && charge.amount !== null && !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure);
+  return (
+    charge.key !== null && charge.amount !== null && !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure)
+  );
 }
 
 /** A counted statement's one row as the counter it left (after countStatement ran): the standing, or null when refused. */
@@ -238,7 +258,8 @@ function windowText(per: BudgetWindow): string {
     return `select u.start at time zone 'UTC' as s, (u.start + interval '1 ${per.calendar}') at time zone 'UTC' as e
       from (select date_trunc('${per.calendar}', clock_timestamp() at time zone 'UTC') as start) u`;
   }
-  if (!Number.isSafeInteger(per.seconds) || per.seconds <= 0) throw new Error('a budget window is not a whole number of seconds');
+  if (!Number.isSafeInteger(per.seconds) || per.seconds <= 0)
+    throw new Error('a budget window is not a whole number of seconds');
   return `select u.start as s, u.start + ${per.seconds} * interval '1 second' as e
       from (select to_timestamp(floor(extract(epoch from clock_timestamp()) / ${per.seconds}) * ${per.seconds}) as start) u`;
 }
@@ -251,13 +272,26 @@ function windowOf(tx: Sql | TransactionSql, per: BudgetWindow): PendingQuery<Row
  * Adds the amount to the budget's counter of the current window: only while the result stays within
  * `max` (unless `force`). Returns the counter after, or null when it was refused.
  */
-async function addToBudget(tx: TransactionSql, budget: Budget, key: string, amount: Amount, force = false): Promise<Standing | null> {
+async function addToBudget(
+  tx: TransactionSql,
+  budget: Budget,
+  key: string,
+  amount: Amount,
+  force = false,
+): Promise<Standing | null> {
   const [row] = await addToBudgetStatement(tx, budget, key, amount, force, false);
   return row === undefined ? null : budgetStanding(row as BudgetRow);
 }
 
 /** `guarded`: it changes nothing outside a transaction Lanes opened (IN_TRANSACTION). */
-function addToBudgetStatement(tx: Sql | TransactionSql, budget: Budget, key: string, amount: Amount, force: boolean, guarded: boolean): PendingQuery<Row[]> {
+function addToBudgetStatement(
+  tx: Sql | TransactionSql,
+  budget: Budget,
+  key: string,
+  amount: Amount,
+  force: boolean,
+  guarded: boolean,
+): PendingQuery<Row[]> {
   let texts = budgetTexts.get(budget);
   if (texts === undefined) budgetTexts.set(budget, (texts = []));
   const text = (texts[textIndex(force, guarded)] ??= budgetText(budget, force, guarded));
@@ -298,9 +332,17 @@ async function countCall(tx: TransactionSql, limit: RateLimit, key: string, forc
 }
 
 /** `guarded`: as addToBudgetStatement. */
-function countCallStatement(tx: Sql | TransactionSql, limit: RateLimit, key: string, force: boolean, guarded: boolean): PendingQuery<Row[]> {
+function countCallStatement(
+  tx: Sql | TransactionSql,
+  limit: RateLimit,
+  key: string,
+  force: boolean,
+  guarded: boolean,
+): PendingQuery<Row[]> {
   const parameters = [limit.id, key, limit.perSeconds, limit.calls];
-  return tx.unsafe(RATE_LIMIT_TEXTS[textIndex(force, guarded)]!, parameters, { prepare: true }) as unknown as PendingQuery<Row[]>; // one of four
+  return tx.unsafe(RATE_LIMIT_TEXTS[textIndex(force, guarded)]!, parameters, {
+    prepare: true,
+  }) as unknown as PendingQuery<Row[]>; // one of four
 }
 
 /** $1 the rate limit, $2 the counter, $3 the window in seconds, $4 the calls it allows. */
@@ -321,7 +363,9 @@ function rateLimitText(force: boolean, guarded: boolean): string {
               clock_timestamp() - ${per} as window_start, clock_timestamp() as window_end, null::timestamptz as frees_at`;
 }
 
-const RATE_LIMIT_TEXTS = [false, true].flatMap((force) => [false, true].map((guarded) => rateLimitText(force, guarded))); // in textIndex's order
+const RATE_LIMIT_TEXTS = [false, true].flatMap((force) =>
+  [false, true].map((guarded) => rateLimitText(force, guarded)),
+); // in textIndex's order
 
 /** A rate limit counter's columns as RateRow, with `c.t` the time now and `r` the row (or nulls). */
 function rateColumns(tx: TransactionSql, limit: RateLimit): PendingQuery<Row[]> {

@@ -43,7 +43,11 @@ export function usageError(io: Io, command: string | null, problem: string, usag
 }
 
 /** The parsed arguments, or the exit code after printing the help (0) or a usage error (2). */
-export function parseCommand<const O extends Options>(argv: string[], spec: CommandSpec<O>, io: Io): Parsed<O> | number {
+export function parseCommand<const O extends Options>(
+  argv: string[],
+  spec: CommandSpec<O>,
+  io: Io,
+): Parsed<O> | number {
   if (asksForHelp(argv)) {
     io.out(spec.usage);
     return EXIT.ok;
@@ -74,7 +78,9 @@ export function seconds(text: string | undefined, fallback: number, min: number,
 
 function isParseArgsError(err: unknown): err is Error {
   return (
-    err instanceof TypeError && typeof (err as NodeJS.ErrnoException).code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('ERR_PARSE_ARGS_')
+    err instanceof TypeError &&
+    typeof (err as NodeJS.ErrnoException).code === 'string' &&
+    (err as NodeJS.ErrnoException).code!.startsWith('ERR_PARSE_ARGS_')
   );
 }
 

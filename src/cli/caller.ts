@@ -31,7 +31,9 @@ export function servedEnvOf(values: { env?: string | undefined }): { env: string
 /** On stderr, when the development default chose the environment of policies that declare environments. */
 export function noteDefaultedEnv(set: PolicySet, served: { env: string | null; defaulted: boolean }, io: Io): void {
   if (served.defaulted && set.files.some((f) => f.environments.length > 0)) {
-    io.err(`POLICY_ENV is not set: loading the "${served.env}" environment, as npm start serves it outside production (--env E for another)\n`);
+    io.err(
+      `POLICY_ENV is not set: loading the "${served.env}" environment, as npm start serves it outside production (--env E for another)\n`,
+    );
   }
 }
 
@@ -42,7 +44,12 @@ export function callerIdentity(values: {
   agent?: string | undefined;
   role?: string[] | undefined;
 }): Identity {
-  return { user: values.user ?? 'cli-user', team: values.team ?? null, agent: values.agent ?? null, roles: values.role ?? [] };
+  return {
+    user: values.user ?? 'cli-user',
+    team: values.team ?? null,
+    agent: values.agent ?? null,
+    roles: values.role ?? [],
+  };
 }
 
 /** The policies at `target` for `env`, or null after printing every load problem (the caller exits 2). */

@@ -36,7 +36,12 @@ options:
 exit status: 0 printed; 2 a problem in the arguments, the log or the store, an id it does not hold,
 or a decision recorded without arguments (or a redeem of an approval, without --want)
 `,
-  options: { from: { type: 'string' }, id: { type: 'string' }, 'from-decision': { type: 'string' }, want: { type: 'string' } },
+  options: {
+    from: { type: 'string' },
+    id: { type: 'string' },
+    'from-decision': { type: 'string' },
+    want: { type: 'string' },
+  },
   positionals: { min: 0, max: 0 },
 });
 
@@ -50,7 +55,8 @@ export async function runCases(argv: string[], io: Io): Promise<number> {
   }
   const stored = values['from-decision'];
   if (stored !== undefined) {
-    if (values.from !== undefined || values.id !== undefined) return usageError(io, 'cases', '--from-decision goes without --from and --id', CASES.usage);
+    if (values.from !== undefined || values.id !== undefined)
+      return usageError(io, 'cases', '--from-decision goes without --from and --id', CASES.usage);
     return withDecisionStore('cases', io, async (sql) => {
       const record = await decisionById(sql, stored);
       if (record === null) {
@@ -60,13 +66,16 @@ export async function runCases(argv: string[], io: Io): Promise<number> {
       return printCase(record, want as Decision | undefined, io);
     });
   }
-  if (values.from === undefined) return usageError(io, 'cases', '--from FILE (or --from-decision ID) is required', CASES.usage);
+  if (values.from === undefined)
+    return usageError(io, 'cases', '--from FILE (or --from-decision ID) is required', CASES.usage);
   if (values.id === undefined) return usageError(io, 'cases', '--id ID is required', CASES.usage);
   let records: DecisionRecord[];
   try {
     ({ records } = await readDecisionLog(values.from));
   } catch (err) {
-    io.err(`gatehouse cases: cannot read ${values.from}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`);
+    io.err(
+      `gatehouse cases: cannot read ${values.from}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`,
+    );
     return EXIT.invalid;
   }
   const record = records.find((r) => r.id === values.id && !r.repeated);
@@ -81,7 +90,9 @@ export async function runCases(argv: string[], io: Io): Promise<number> {
 export function printCase(record: DecisionRecord, want: Decision | undefined, io: Io): number {
   const args = record.args;
   if (args === undefined) {
-    io.err(`gatehouse cases: decision ${record.id} was recorded without its arguments (LOG_ARGS was off): it cannot be decided again\n`);
+    io.err(
+      `gatehouse cases: decision ${record.id} was recorded without its arguments (LOG_ARGS was off): it cannot be decided again\n`,
+    );
     return EXIT.invalid;
   }
   if (record.approvalId !== undefined && want === undefined) {

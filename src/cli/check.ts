@@ -1,6 +1,14 @@
 // `gatehouse check [DIR|FILE] [--env E] [--tool T --team X --user U --agent A]`: validate policies
 // (exit 2 with every problem) and summarise them, or show the rules that apply to one caller's tool.
-import { CALLER_SELECTORS, CHECKS, countUsers, listOf, TOOL_SELECTORS, type SelectorName, type Subject } from '../policy/match.js';
+import {
+  CALLER_SELECTORS,
+  CHECKS,
+  countUsers,
+  listOf,
+  TOOL_SELECTORS,
+  type SelectorName,
+  type Subject,
+} from '../policy/match.js';
 import type { DefaultMode, EffectiveKind, PolicySet, Rule, Selectors } from '../policy/model.js';
 import { defaultOverlaps } from '../policy/overlap.js';
 import { TOOL_NAME_PATTERN } from '../policy/request.js';
@@ -45,7 +53,9 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
   const target = positionals[0] ?? 'policies';
   // The service refuses such a name (422): showing rules for it would describe a request that never reaches them.
   if (values.tool !== undefined && !TOOL_NAME.test(values.tool)) {
-    io.err('--tool: not a tool name the service accepts (ASCII letters, digits and _ . : / -, at most 128, no "." or ".." path segment)\n');
+    io.err(
+      '--tool: not a tool name the service accepts (ASCII letters, digits and _ . : / -, at most 128, no "." or ".." path segment)\n',
+    );
     return EXIT.invalid;
   }
   const served = servedEnvOf(values);
@@ -70,9 +80,12 @@ export async function runCheck(argv: string[], io: Io): Promise<number> {
   if (values.tool === undefined) {
     for (const f of set.files) {
       // The version as written (`3`, `v3`, `2026-01`): prefixing a `v` would print `vv3`.
-      const id = f.identity.version === undefined ? f.identity.policy : `${f.identity.policy} version ${f.identity.version}`;
+      const id =
+        f.identity.version === undefined ? f.identity.policy : `${f.identity.policy} version ${f.identity.version}`;
       const counts = `${plural(f.rules.length, 'rule')}, ${plural(f.tools.length, 'tool')}, ${plural(f.guards.length, 'guard')}`;
-      io.out(`${f.path}  ${id}  ${f.identity.digest}  ${counts}  default ${f.defaultMode}${f.scope ? `  scope ${describeSelectors(f.scope)}` : ''}\n`);
+      io.out(
+        `${f.path}  ${id}  ${f.identity.digest}  ${counts}  default ${f.defaultMode}${f.scope ? `  scope ${describeSelectors(f.scope)}` : ''}\n`,
+      );
     }
     const where = set.env === null ? '' : ` for environment ${set.env}`;
     io.out(
@@ -97,7 +110,8 @@ function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
   const plan = set.plan(tool);
   const lines: string[] = [];
   const described = plan.views.map(
-    (v) => `kind ${v.kind}, tags [${[...v.tags].join(', ')}], ${v.entry ? `catalogue entry "${v.entry.pattern}" (${v.entry.policy})` : 'not in any catalogue'}`,
+    (v) =>
+      `kind ${v.kind}, tags [${[...v.tags].join(', ')}], ${v.entry ? `catalogue entry "${v.entry.pattern}" (${v.entry.policy})` : 'not in any catalogue'}`,
   );
   lines.push(
     `tool ${tool}: ${described.join(' | ')}${plan.entries.some((e) => e.validate) ? ', has a schema' : ''}${plan.entries.some((e) => e.confirm) ? ', always confirms' : ''}`,
@@ -106,7 +120,10 @@ function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
   lines.push(
     `caller: team ${caller.team ?? '(any)'}, user ${caller.user === undefined ? '(any)' : '(given)'}, agent ${caller.agent ?? '(any)'}${set.env ? `; environment ${set.env}` : ''}`,
   );
-  if (plan.views.length > 1) lines.push('the catalogues describe this tool in several ways: every file answers under each, and its most severe answer counts');
+  if (plan.views.length > 1)
+    lines.push(
+      'the catalogues describe this tool in several ways: every file answers under each, and its most severe answer counts',
+    );
   plan.views.forEach((view, v) => {
     if (plan.views.length > 1) lines.push('', `as ${described[v]}:`);
     const subject: Subject = {
@@ -123,10 +140,13 @@ function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
         const scope = callerFit(file.scope, subject, caller);
         lines.push(`  scope: ${describeSelectors(file.scope)}`);
         if (!view.files[i]?.inScope || scope.excluded) {
-          lines.push(`  outside the scope for this ${view.files[i]?.inScope ? 'caller' : 'tool'}: the file gives no answer`);
+          lines.push(
+            `  outside the scope for this ${view.files[i]?.inScope ? 'caller' : 'tool'}: the file gives no answer`,
+          );
           return;
         }
-        if (scope.only.length) lines.push(`  (the scope is ${scope.only.join('; ')}: for other callers the file gives no answer)`);
+        if (scope.only.length)
+          lines.push(`  (the scope is ${scope.only.join('; ')}: for other callers the file gives no answer)`);
       }
       answering++;
       let n = 0;
@@ -141,7 +161,10 @@ function effectiveRules(set: PolicySet, tool: string, caller: Caller): string {
       for (const g of view.files[i]?.guards ?? []) lines.push(`  guard ${g.id}: ${g.guard} → ${g.action}`);
     });
     if (set.files.length > 0 && answering === 0) {
-      lines.push('', `no file's scope selects this call: the built-in default answers, ${describeDefault('side_effects', view.kind)}`);
+      lines.push(
+        '',
+        `no file's scope selects this call: the built-in default answers, ${describeDefault('side_effects', view.kind)}`,
+      );
     }
   });
   if (set.files.length === 0) lines.push('', `no policy files: default ${describeDefault('side_effects', 'unknown')}`);
@@ -185,7 +208,12 @@ function describeRule(rule: Rule): string {
 
 function describeDefault(mode: DefaultMode, kind: EffectiveKind): string {
   if (mode !== 'side_effects') return mode;
-  const d = kind === 'read_only' || kind === 'local_mutation' ? 'allow' : kind === 'remote_mutation' ? 'require_approval' : 'deny';
+  const d =
+    kind === 'read_only' || kind === 'local_mutation'
+      ? 'allow'
+      : kind === 'remote_mutation'
+        ? 'require_approval'
+        : 'deny';
   return `side_effects → ${d} (kind ${kind})`;
 }
 

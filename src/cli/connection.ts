@@ -14,7 +14,8 @@ export function connectionOf(env: NodeJS.ProcessEnv): Connection | { problem: st
   const token = env.GATEHOUSE_TOKEN ?? '';
   if (url === '') return { problem: 'GATEHOUSE_URL is not set (the Gatehouse service, e.g. http://127.0.0.1:8080)' };
   if (!/^https?:\/\/[^/]/.test(url)) return { problem: 'GATEHOUSE_URL must be an http:// or https:// URL' };
-  if (token === '') return { problem: 'GATEHOUSE_TOKEN is not set (the bearer token Gatehouse identifies this agent by)' };
+  if (token === '')
+    return { problem: 'GATEHOUSE_TOKEN is not set (the bearer token Gatehouse identifies this agent by)' };
   return { url, token };
 }
 

@@ -9,7 +9,9 @@ import { EXIT, type Io } from './io.js';
 export async function withDecisionStore(command: string, io: Io, fn: (sql: Sql) => Promise<number>): Promise<number> {
   const url = process.env.DATABASE_URL ?? '';
   if (url === '') {
-    io.err(`gatehouse ${command}: DATABASE_URL is not set (the database the service records decisions in, DECISION_STORE=postgres)\n`);
+    io.err(
+      `gatehouse ${command}: DATABASE_URL is not set (the database the service records decisions in, DECISION_STORE=postgres)\n`,
+    );
     return EXIT.invalid;
   }
   // Reads of days of records: a longer statement timeout than the service's requests.
@@ -18,7 +20,9 @@ export async function withDecisionStore(command: string, io: Io, fn: (sql: Sql) 
     return await fn(sql);
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    io.err(`gatehouse ${command}: cannot read the decision store: ${typeof code === 'string' ? `${code} ` : ''}${(err as Error).message}\n`);
+    io.err(
+      `gatehouse ${command}: cannot read the decision store: ${typeof code === 'string' ? `${code} ` : ''}${(err as Error).message}\n`,
+    );
     return EXIT.invalid;
   } finally {
     await sql.end({ timeout: 5 });
@@ -29,7 +33,10 @@ export async function withDecisionStore(command: string, io: Io, fn: (sql: Sql) 
 export function dateOption(name: string, text: string | undefined): Date | undefined | string {
   if (text === undefined) return undefined;
   const at = new Date(text);
-  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/.test(text) || Number.isNaN(at.getTime())) {
+  if (
+    !/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/.test(text) ||
+    Number.isNaN(at.getTime())
+  ) {
     return `--${name} must be a date-time like 2026-12-01T00:00:00Z (or a date, 2026-12-01)`;
   }
   return at;

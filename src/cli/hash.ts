@@ -45,7 +45,12 @@ options:
 
 exit status: 0 printed; 1 the request is not decided require_approval; 2 unreadable or invalid input, or a problem in the policies or the arguments
 `,
-  options: { ...CALLER_OPTIONS, document: { type: 'boolean' }, policies: { type: 'string' }, role: { type: 'string', multiple: true } },
+  options: {
+    ...CALLER_OPTIONS,
+    document: { type: 'boolean' },
+    policies: { type: 'string' },
+    role: { type: 'string', multiple: true },
+  },
   positionals: { min: 1, max: 1, name: 'FILE.json (or - for standard input)' },
 });
 
@@ -86,11 +91,15 @@ export async function runHash(argv: string[], io: Io, stdin: () => Promise<Uint8
   const request = toDecideRequest(value as unknown as ToolCall);
   const result = decide(set, request, callerIdentity(values));
   if (result.decision !== 'require_approval' || result.approval === undefined) {
-    io.err(`${target}: decided ${result.decision} by ${result.rule} (${result.reason}): only a require_approval answer has an approval hash\n`);
+    io.err(
+      `${target}: decided ${result.decision} by ${result.rule} (${result.reason}): only a require_approval answer has an approval hash\n`,
+    );
     return EXIT.failed;
   }
   const { requirements, hash } = result.approval;
-  io.out(`${approvalHashText({ tool: request.tool, args: request.args, context: request.context, requirements })}\n${hash}\n`);
+  io.out(
+    `${approvalHashText({ tool: request.tool, args: request.args, context: request.context, requirements })}\n${hash}\n`,
+  );
   return EXIT.ok;
 }
 
@@ -114,7 +123,11 @@ function printHashInput(v: JsonObject, target: string, io: Io): number {
 function hashInputProblem(v: JsonObject): string | null {
   const several = Object.hasOwn(v, 'requirements');
   for (const key of Object.keys(v)) {
-    if (!(several ? ['tool', 'args', 'requirements'] : ['tool', 'args', 'kind', 'capability', 'presentation']).includes(key)) {
+    if (
+      !(several ? ['tool', 'args', 'requirements'] : ['tool', 'args', 'kind', 'capability', 'presentation']).includes(
+        key,
+      )
+    ) {
       return `unknown key "${key}" in an approval hash input`;
     }
   }
@@ -124,7 +137,8 @@ function hashInputProblem(v: JsonObject): string | null {
   if (!Array.isArray(v.requirements) || v.requirements.length === 0) return '"requirements" must be a non-empty array';
   for (const [i, r] of v.requirements.entries()) {
     if (!isJsonObject(r)) return `"requirements.${i}" must be an object`;
-    for (const key of Object.keys(r)) if (!['kind', 'capability', 'presentation'].includes(key)) return `unknown key "requirements.${i}.${key}"`;
+    for (const key of Object.keys(r))
+      if (!['kind', 'capability', 'presentation'].includes(key)) return `unknown key "requirements.${i}.${key}"`;
     const problem = shapeProblem(r, `requirements.${i}.`);
     if (problem !== null) return problem;
   }
@@ -140,7 +154,11 @@ function shapeProblem(v: JsonObject, at: string): string | null {
 }
 
 /** The strictly parsed document and its bytes, or undefined after reporting why not. */
-async function readJson(target: string, io: Io, stdin: () => Promise<Uint8Array>): Promise<{ value: JsonValue; bytes: Uint8Array } | undefined> {
+async function readJson(
+  target: string,
+  io: Io,
+  stdin: () => Promise<Uint8Array>,
+): Promise<{ value: JsonValue; bytes: Uint8Array } | undefined> {
   try {
     const bytes = target === '-' ? await stdin() : await readFile(target);
     return { value: parseJson(bytes), bytes };

@@ -76,7 +76,10 @@ export async function runHook(argv: string[], io: Io, stdin: () => Promise<strin
   const input = parseHookInput(text);
   if ('problem' in input) return block(input.problem);
   const connection = connectionOf(process.env);
-  if ('problem' in connection) return answer(denyOutput(`Gatehouse is not configured for this hook: ${connection.problem}. The call was not run.`));
+  if ('problem' in connection)
+    return answer(
+      denyOutput(`Gatehouse is not configured for this hook: ${connection.problem}. The call was not run.`),
+    );
 
   try {
     const client = createClient({
@@ -90,10 +93,20 @@ export async function runHook(argv: string[], io: Io, stdin: () => Promise<strin
       // node:http, not the global fetch, whose first use costs more than the rest of the hook.
       fetch: (url, init) => nodeHttpFetch(url, { ...init, signal: AbortSignal.any([init.signal, deadline]) }),
     });
-    const result = await gateBy(client.gate(toolCallOf(input, process.env.CLAUDE_PROJECT_DIR), { runId: input.sessionId, maxWaitMs: waitS * 1000 }), deadline);
+    const result = await gateBy(
+      client.gate(toolCallOf(input, process.env.CLAUDE_PROJECT_DIR), {
+        runId: input.sessionId,
+        maxWaitMs: waitS * 1000,
+      }),
+      deadline,
+    );
     return answer(hookOutputOf(result, onPending));
   } catch (err) {
-    return answer(denyOutput(`Gatehouse could not decide this call (${err instanceof Error ? err.message : String(err)}). The call was not run.`));
+    return answer(
+      denyOutput(
+        `Gatehouse could not decide this call (${err instanceof Error ? err.message : String(err)}). The call was not run.`,
+      ),
+    );
   }
 }
 

@@ -44,7 +44,12 @@ environment: GATEHOUSE_URL (the service), GATEHOUSE_TOKEN (this agent's bearer t
 exit status: 0 the MCP client closed the connection; 1 the upstream could not start or went away;
 2 a usage error or a missing GATEHOUSE_URL or GATEHOUSE_TOKEN
 `,
-  options: { prefix: { type: 'string' }, upstream: { type: 'string' }, wait: { type: 'string' }, 'progress-interval': { type: 'string' } },
+  options: {
+    prefix: { type: 'string' },
+    upstream: { type: 'string' },
+    wait: { type: 'string' },
+    'progress-interval': { type: 'string' },
+  },
   positionals: { min: 0, max: 0 },
 });
 
@@ -58,12 +63,15 @@ export async function runMcpProxy(argv: string[], io: Io): Promise<number> {
   const { values } = parsed;
   const usage = (problem: string): number => usageError(io, 'mcp-proxy', problem, MCP_PROXY.usage);
   if (dash !== -1 && command.length === 0) return usage('missing COMMAND after --');
-  if (command.length > 0 && values.upstream !== undefined) return usage('give either -- COMMAND or --upstream URL, not both');
-  if (command.length === 0 && values.upstream === undefined) return usage('missing the upstream server: -- COMMAND [ARGS...] or --upstream URL');
+  if (command.length > 0 && values.upstream !== undefined)
+    return usage('give either -- COMMAND or --upstream URL, not both');
+  if (command.length === 0 && values.upstream === undefined)
+    return usage('missing the upstream server: -- COMMAND [ARGS...] or --upstream URL');
   let upstreamUrl: URL | undefined;
   if (values.upstream !== undefined) {
     upstreamUrl = URL.canParse(values.upstream) ? new URL(values.upstream) : undefined;
-    if (upstreamUrl === undefined || !/^https?:$/.test(upstreamUrl.protocol)) return usage('--upstream must be an http:// or https:// URL');
+    if (upstreamUrl === undefined || !/^https?:$/.test(upstreamUrl.protocol))
+      return usage('--upstream must be an http:// or https:// URL');
   }
   const waitS = seconds(values.wait, 600, 0, 86_400);
   if (waitS === undefined) return usage('--wait must be a whole number of seconds from 0 to 86400');
@@ -79,11 +87,18 @@ export async function runMcpProxy(argv: string[], io: Io): Promise<number> {
   const transport: Transport =
     upstreamUrl !== undefined
       ? new StreamableHTTPClientTransport(upstreamUrl)
-      : new StdioClientTransport({ command: command[0]!, args: command.slice(1), env: upstreamEnv(process.env), stderr: 'inherit' });
+      : new StdioClientTransport({
+          command: command[0]!,
+          args: command.slice(1),
+          env: upstreamEnv(process.env),
+          stderr: 'inherit',
+        });
   try {
     await upstream.connect(transport);
   } catch (err) {
-    io.err(`gatehouse mcp-proxy: the upstream server did not start: ${err instanceof Error ? err.message : String(err)}\n`);
+    io.err(
+      `gatehouse mcp-proxy: the upstream server did not start: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
     await transport.close().catch(() => undefined);
     return EXIT.failed;
   }
@@ -130,6 +145,8 @@ export async function runMcpProxy(argv: string[], io: Io): Promise<number> {
 
 /** The version in package.json (two directories up, in src/cli/ and dist/cli/ alike). */
 const VERSION = ((): string => {
-  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version?: unknown;
+  };
   return typeof manifest.version === 'string' ? manifest.version : '0';
 })();

@@ -69,8 +69,10 @@ export async function runReplay(argv: string[], io: Io): Promise<number> {
   const { values } = parsed;
   if (values.policies === undefined) return usageError(io, 'replay', '--policies DIR is required', REPLAY.usage);
   const fromDb = values['from-db'] === true;
-  if (values.from === undefined && !fromDb) return usageError(io, 'replay', '--from FILE or --from-db is required', REPLAY.usage);
-  if (values.from !== undefined && fromDb) return usageError(io, 'replay', '--from and --from-db: give one', REPLAY.usage);
+  if (values.from === undefined && !fromDb)
+    return usageError(io, 'replay', '--from FILE or --from-db is required', REPLAY.usage);
+  if (values.from !== undefined && fromDb)
+    return usageError(io, 'replay', '--from and --from-db: give one', REPLAY.usage);
   if (!fromDb && (values.since !== undefined || values.until !== undefined)) {
     return usageError(io, 'replay', '--since and --until go with --from-db', REPLAY.usage);
   }
@@ -91,7 +93,9 @@ export async function runReplay(argv: string[], io: Io): Promise<number> {
     try {
       ({ records, unreadable } = await readDecisionLog(values.from));
     } catch (err) {
-      io.err(`gatehouse replay: cannot read ${values.from}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`);
+      io.err(
+        `gatehouse replay: cannot read ${values.from}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`,
+      );
       return EXIT.invalid;
     }
   } else {
@@ -162,20 +166,37 @@ function textReport(r: ReplayReport, s: Sources): string {
     if (e.count > 0) out += `${label}: ${e.count} (e.g. ${e.examples.join(', ')})\n`;
   };
   line('not replayable, recorded without arguments (LOG_ARGS)', r.notReplayable);
-  line(s.baseline === null ? 'redeems of an approval, not compared without --baseline' : 'redeems of an approval (compared under the baseline)', r.redeems);
+  line(
+    s.baseline === null
+      ? 'redeems of an approval, not compared without --baseline'
+      : 'redeems of an approval (compared under the baseline)',
+    r.redeems,
+  );
   if (r.repeats > 0) out += `Idempotency-Key retries, skipped: ${r.repeats}\n`;
   if (r.otherSet.count > 0) {
-    line('decided by another policy set than the baseline (their flips are against the baseline, not what was answered)', r.otherSet);
+    line(
+      'decided by another policy set than the baseline (their flips are against the baseline, not what was answered)',
+      r.otherSet,
+    );
     for (const d of r.otherSet.digests) out += `  recorded digests: ${d.join(', ')}\n`;
   }
-  line('answered otherwise by the baseline than recorded, though its digests decided them (redacted arguments?)', r.notReproduced);
+  line(
+    'answered otherwise by the baseline than recorded, though its digests decided them (redacted arguments?)',
+    r.notReproduced,
+  );
   if (s.unreadable.count > 0 && s.unreadable.first !== null) {
     out += `unreadable lines: ${s.unreadable.count} (the first, line ${s.unreadable.first.line}: ${s.unreadable.first.problem})\n`;
   }
   const flipped = flipCount(r);
   if (r.compared === 0) return `${out}nothing compared: no decision was decided again\n`;
   if (flipped === 0) return `${out}no decision flips\n`;
-  const rows = r.flips.map((f) => [`${f.from} → ${f.to}`, f.baselineRule, f.candidateRule, String(f.count), f.examples.join(', ')]);
+  const rows = r.flips.map((f) => [
+    `${f.from} → ${f.to}`,
+    f.baselineRule,
+    f.candidateRule,
+    String(f.count),
+    f.examples.join(', '),
+  ]);
   return `${out}\n${table(['flip', 'rule before', 'rule after', 'count', 'examples'], rows)}\n${plural(flipped, 'decision')} flip\n`;
 }
 

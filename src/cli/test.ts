@@ -47,25 +47,39 @@ export async function runTest(argv: string[], io: Io): Promise<number> {
     seed = Number(values.seed);
   }
   // For cases (and case files) that name no `env`.
-  const { results, properties, problems } = await runPolicyTests(dir, { env: envOf(values), ...(seed !== undefined ? { seed } : {}) });
+  const { results, properties, problems } = await runPolicyTests(dir, {
+    env: envOf(values),
+    ...(seed !== undefined ? { seed } : {}),
+  });
   if (problems.length > 0) {
     for (const p of problems) io.err(`${formatProblem(p)}\n`);
     return EXIT.invalid;
   }
   // Warnings, not failures: the property held, but on inputs that could not have broken it there.
-  for (const p of properties) for (const w of p.warnings) io.err(`warning: ${p.property.file}:${p.property.line}: ${p.property.name}: ${w}\n`);
+  for (const p of properties)
+    for (const w of p.warnings) io.err(`warning: ${p.property.file}:${p.property.line}: ${p.property.name}: ${w}\n`);
   const failedCases = results.filter((r) => r.failures.length > 0);
   const broken = properties.filter((p) => p.failures.length > 0);
-  const rows = failedCases.map((r) => [`${r.case.file}:${r.case.line}`, r.case.name, r.case.want, r.got.decision, r.got.rule, r.failures.join('; ')]);
+  const rows = failedCases.map((r) => [
+    `${r.case.file}:${r.case.line}`,
+    r.case.name,
+    r.case.want,
+    r.got.decision,
+    r.got.rule,
+    r.failures.join('; '),
+  ]);
   for (const p of broken) rows.push(...propertyRows(p));
   if (rows.length > 0) io.out(table(['case', 'name', 'want', 'got', 'rule', 'disagreement'], rows));
-  for (const p of broken) for (const f of p.failures) if (f.counterexample) io.out(`\n${counterexampleBlock(p, f.counterexample, f)}`);
+  for (const p of broken)
+    for (const f of p.failures) if (f.counterexample) io.out(`\n${counterexampleBlock(p, f.counterexample, f)}`);
   if (broken.length > 0) io.out('\n');
   const passed = results.length - failedCases.length + properties.length - broken.length;
   const failed = failedCases.length + broken.length;
   const runs = properties.reduce((n, p) => n + p.runs, 0);
   const counts =
-    properties.length === 0 ? '' : `${plural(results.length, 'case')}, ${plural(properties.length, 'property', 'properties')} (${plural(runs, 'run')}): `;
+    properties.length === 0
+      ? ''
+      : `${plural(results.length, 'case')}, ${plural(properties.length, 'property', 'properties')} (${plural(runs, 'run')}): `;
   io.out(`${counts}${passed} passed, ${failed} failed\n`);
   return failed > 0 ? EXIT.failed : EXIT.ok;
 }
@@ -82,14 +96,25 @@ function propertyRows(p: PropertyResult): string[][] {
     const env = f.env === null ? '' : ` in ${f.env}`;
     if (f.counterexample) {
       const c = f.counterexample;
-      return [where, p.property.name, want, c.got.decision, c.got.rule, `counterexample below: ${f.target}${env}, seed ${p.property.seed}`];
+      return [
+        where,
+        p.property.name,
+        want,
+        c.got.decision,
+        c.got.rule,
+        `counterexample below: ${f.target}${env}, seed ${p.property.seed}`,
+      ];
     }
     return [where, p.property.name, want, '-', '-', `${f.target}${env}: ${f.problem ?? 'failed'}`];
   });
 }
 
 /** The shrunk request that broke a property, as a case would write it, and how to replay it. */
-function counterexampleBlock(p: PropertyResult, c: Counterexample, f: { env: string | null; runs: number; shrinks: number }): string {
+function counterexampleBlock(
+  p: PropertyResult,
+  c: Counterexample,
+  f: { env: string | null; runs: number; shrinks: number },
+): string {
   const lines: [string, string][] = [
     ['tool', c.tool],
     ['args', json(c.args)],
@@ -97,7 +122,10 @@ function counterexampleBlock(p: PropertyResult, c: Counterexample, f: { env: str
     ['env', f.env ?? '(none)'],
     ['run', c.run ? runText(c.run) : '(none)'],
     ['got', `${c.got.decision} by ${c.got.rule}: ${c.got.reason}`],
-    ['found', `after ${plural(f.runs, 'run')}, shrunk ${plural(f.shrinks, 'time')}; --seed ${p.property.seed} replays it`],
+    [
+      'found',
+      `after ${plural(f.runs, 'run')}, shrunk ${plural(f.shrinks, 'time')}; --seed ${p.property.seed} replays it`,
+    ],
   ];
   const width = Math.max(...lines.map(([k]) => k.length));
   return `${p.property.file}:${p.property.line}: ${p.property.name}\n${lines.map(([k, v]) => `  ${k.padEnd(width)}  ${v}\n`).join('')}`;
@@ -120,7 +148,9 @@ function runText(run: RunView): string {
   const steps = (run.steps ?? []).map((s) => json(s as unknown as JsonValue));
   if (steps.length <= MAX_STEPS_SHOWN) return json(run as unknown as JsonValue);
   const same = steps.every((t) => t === steps[0]);
-  const listed = same ? `${steps[0]} × ${steps.length}` : `${steps.slice(0, MAX_STEPS_SHOWN).join(',')}, … ${steps.length} steps in all`;
+  const listed = same
+    ? `${steps[0]} × ${steps.length}`
+    : `${steps.slice(0, MAX_STEPS_SHOWN).join(',')}, … ${steps.length} steps in all`;
   const { steps: _, ...rest } = run;
   const others = json(rest as unknown as JsonValue).slice(1, -1); // canonical order: approvals, id, then steps
   return `{${others === '' ? '' : `${others},`}"steps":[${listed}]}`;

@@ -53,7 +53,11 @@ exit status: 0 printed; 2 refused, or a problem in the arguments or the configur
   positionals: { min: 0, max: 0 },
 });
 
-export async function runToken(argv: string[], io: Io, env: Readonly<Record<string, string | undefined>> = process.env): Promise<number> {
+export async function runToken(
+  argv: string[],
+  io: Io,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<number> {
   const parsed = parseCommand(argv, TOKEN, io);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
@@ -62,7 +66,10 @@ export async function runToken(argv: string[], io: Io, env: Readonly<Record<stri
   // loadConfig's own test of production; asked first, so the refusal says why rather than listing
   // what production would need (DATABASE_URL, a key).
   if (env.NODE_ENV === 'production') {
-    return refuse(io, 'NODE_ENV=production: development tokens are refused there; tokens come from your identity provider');
+    return refuse(
+      io,
+      'NODE_ENV=production: development tokens are refused there; tokens come from your identity provider',
+    );
   }
   let config: Config;
   try {
@@ -86,7 +93,12 @@ export async function runToken(argv: string[], io: Io, env: Readonly<Record<stri
     // Whole seconds: a token's `exp` is a number of seconds (RFC 7519 section 2, NumericDate).
     const ms = parseDuration(values.ttl);
     if (ms === null || ms % 1000 !== 0) {
-      return usageError(io, 'token', '--ttl must be a whole number of seconds, or one with a unit: 90s, 30m, 1h, 24h', TOKEN.usage);
+      return usageError(
+        io,
+        'token',
+        '--ttl must be a whole number of seconds, or one with a unit: 90s, 30m, 1h, 24h',
+        TOKEN.usage,
+      );
     }
     ttlSec = ms / 1000;
     if (ttlSec > maxSec) {
@@ -115,7 +127,8 @@ export async function runToken(argv: string[], io: Io, env: Readonly<Record<stri
   }
 
   let secret = config.jwt.secret;
-  const signedWith = secret !== null ? 'JWT_SECRET' : `the development secret in ${developmentSecretFile(config.dataDir)}`;
+  const signedWith =
+    secret !== null ? 'JWT_SECRET' : `the development secret in ${developmentSecretFile(config.dataDir)}`;
   if (secret === null) {
     try {
       secret = await developmentSecret(config.dataDir);
@@ -138,7 +151,11 @@ function base64url(text: string): string {
   return Buffer.from(text, 'utf8').toString('base64url');
 }
 
-function describe(sub: string, values: { team?: string | undefined; agent?: string | undefined; role?: string[] | undefined }, ttlSec: number): string {
+function describe(
+  sub: string,
+  values: { team?: string | undefined; agent?: string | undefined; role?: string[] | undefined },
+  ttlSec: number,
+): string {
   const parts = [`sub ${sub}`];
   if (values.team !== undefined) parts.push(`team ${values.team}`);
   if (values.agent !== undefined) parts.push(`agent ${values.agent}`);

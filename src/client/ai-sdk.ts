@@ -120,12 +120,19 @@ export async function settleApprovalRequests(
   const deadline = Date.now() + (options.maxWaitMs ?? 600_000);
   const responses: ToolApprovalResponse[] = [];
   const pending: PendingRequest[] = [];
-  const requests = result.content.filter((p): p is ApprovalRequestPart => p.type === 'tool-approval-request' && !(p as ApprovalRequestPart).isAutomatic);
+  const requests = result.content.filter(
+    (p): p is ApprovalRequestPart => p.type === 'tool-approval-request' && !(p as ApprovalRequestPart).isAutomatic,
+  );
   for (const request of requests) {
     const { toolName, toolCallId } = request.toolCall;
     const args = argsOf(request.toolCall.input);
     if (args === undefined) {
-      responses.push({ type: 'tool-approval-response', approvalId: request.approvalId, approved: false, reason: notAnObject(toolName) });
+      responses.push({
+        type: 'tool-approval-response',
+        approvalId: request.approvalId,
+        approved: false,
+        reason: notAnObject(toolName),
+      });
       continue;
     }
     const answer = await awaitOperator(client, pausedCall(toolName, args, options), {
@@ -139,12 +146,23 @@ export async function settleApprovalRequests(
         responses.push({ type: 'tool-approval-response', approvalId: request.approvalId, approved: true });
         break;
       case 'refuse':
-        responses.push({ type: 'tool-approval-response', approvalId: request.approvalId, approved: false, reason: answer.message });
+        responses.push({
+          type: 'tool-approval-response',
+          approvalId: request.approvalId,
+          approved: false,
+          reason: answer.message,
+        });
         break;
       case 'abort':
         throw new GatehouseAbortError(answer.message, toolName);
       case 'pending':
-        pending.push({ approvalId: request.approvalId, toolCallId, toolName, message: answer.message, approval: answer.approval });
+        pending.push({
+          approvalId: request.approvalId,
+          toolCallId,
+          toolName,
+          message: answer.message,
+          approval: answer.approval,
+        });
         break;
     }
   }
@@ -169,11 +187,18 @@ export interface GateToolsOptions extends AiSdkGateOptions {
  * gives the model as the tool's error; abort → GatehouseAbortError, and the run ends (abortController).
  * Tools without `execute` (run by the client or the provider) are left as they are.
  */
-export function gateTools<TOOLS extends ToolSet>(tools: TOOLS, client: GatehouseClient, options: GateToolsOptions = {}): TOOLS {
+export function gateTools<TOOLS extends ToolSet>(
+  tools: TOOLS,
+  client: GatehouseClient,
+  options: GateToolsOptions = {},
+): TOOLS {
   const gated: Record<string, unknown> = {};
   for (const [name, tool] of Object.entries(tools)) {
     const execute = (tool as { execute?: unknown }).execute;
-    gated[name] = typeof execute === 'function' ? { ...tool, execute: gatedExecute(name, execute as Execute, client, options) } : tool;
+    gated[name] =
+      typeof execute === 'function'
+        ? { ...tool, execute: gatedExecute(name, execute as Execute, client, options) }
+        : tool;
   }
   return gated as TOOLS;
 }
@@ -245,6 +270,8 @@ function answeredApproval(messages: readonly ModelMessage[], toolCallId: string)
     (m) =>
       m.role === 'assistant' &&
       typeof m.content !== 'string' &&
-      m.content.some((p) => p.type === 'tool-approval-request' && p.toolCallId === toolCallId && answered.has(p.approvalId)),
+      m.content.some(
+        (p) => p.type === 'tool-approval-request' && p.toolCallId === toolCallId && answered.has(p.approvalId),
+      ),
   );
 }

@@ -45,7 +45,11 @@ export function routes(t: Transport) {
   const approvalPath = (id: string, action = ''): string => `/approvals/${encodeURIComponent(id)}${action}`;
   return {
     async decide(call: DecideCall, o: IdempotentOptions = {}): Promise<DecisionBody> {
-      const answer = await t.request('POST', '/decide', { body: toWire(DECIDE_REQUEST, call), ...keyed(o), accept: [403] });
+      const answer = await t.request('POST', '/decide', {
+        body: toWire(DECIDE_REQUEST, call),
+        ...keyed(o),
+        accept: [403],
+      });
       return decisionOf(answer.status, answer.body);
     },
 
@@ -57,7 +61,11 @@ export function routes(t: Transport) {
 
     /** POST /approvals: 201/200 an approval, 409 the decision that needs none (allow, deny, abort). */
     async file(call: ToolCall, o: IdempotentOptions = {}): Promise<Filing> {
-      const answer = await t.request('POST', '/approvals', { body: toWire(TOOL_CALL, call), ...keyed(o), accept: [409] });
+      const answer = await t.request('POST', '/approvals', {
+        body: toWire(TOOL_CALL, call),
+        ...keyed(o),
+        accept: [409],
+      });
       if (answer.status === 409) return { decision: decisionOf(409, answer.body) };
       return { approval: approvalOf(answer.body) };
     },
@@ -72,17 +80,25 @@ export function routes(t: Transport) {
     },
 
     async list(q: ListQuery = {}, o: RequestOptions = {}): Promise<ApprovalPage> {
-      const body = (await t.request('GET', `/approvals${queryOf(LIST_QUERY, q)}`, passed(o))).body as { items?: unknown } | undefined;
-      if (!Array.isArray(body?.items)) throw new GatehouseError('Gatehouse answered GET /approvals without a list', 200, 'bad_answer', body);
+      const body = (await t.request('GET', `/approvals${queryOf(LIST_QUERY, q)}`, passed(o))).body as
+        | { items?: unknown }
+        | undefined;
+      if (!Array.isArray(body?.items))
+        throw new GatehouseError('Gatehouse answered GET /approvals without a list', 200, 'bad_answer', body);
       return fromWire<ApprovalPage>(APPROVAL_PAGE, body);
     },
 
     async grant(id: string, texts: GrantTexts = {}, o: RequestOptions = {}): Promise<Approval> {
-      return approvalOf((await t.request('POST', approvalPath(id, '/grant'), { body: toWire(GRANT_REQUEST, texts), ...passed(o) })).body);
+      return approvalOf(
+        (await t.request('POST', approvalPath(id, '/grant'), { body: toWire(GRANT_REQUEST, texts), ...passed(o) }))
+          .body,
+      );
     },
 
     async deny(id: string, texts: DenyTexts = {}, o: RequestOptions = {}): Promise<Approval> {
-      return approvalOf((await t.request('POST', approvalPath(id, '/deny'), { body: toWire(DENY_REQUEST, texts), ...passed(o) })).body);
+      return approvalOf(
+        (await t.request('POST', approvalPath(id, '/deny'), { body: toWire(DENY_REQUEST, texts), ...passed(o) })).body,
+      );
     },
 
     async cancel(id: string, o: RequestOptions = {}): Promise<Approval> {
@@ -91,7 +107,8 @@ export function routes(t: Transport) {
 
     async tools(o: RequestOptions = {}): Promise<ToolsResponse> {
       const body = (await t.request('GET', '/tools', passed(o))).body as { tools?: unknown } | undefined;
-      if (!Array.isArray(body?.tools)) throw new GatehouseError('Gatehouse answered GET /tools without a tool list', 200, 'bad_answer', body);
+      if (!Array.isArray(body?.tools))
+        throw new GatehouseError('Gatehouse answered GET /tools without a tool list', 200, 'bad_answer', body);
       return fromWire<ToolsResponse>(TOOLS_RESPONSE, body);
     },
   };
@@ -101,7 +118,10 @@ export type Routes = ReturnType<typeof routes>;
 
 /** Only the options given: the transport takes no `undefined` for one left out. */
 function passed(o: RequestOptions): Pick<Exchange, 'signal' | 'timeoutMs'> {
-  return { ...(o.signal ? { signal: o.signal } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) };
+  return {
+    ...(o.signal ? { signal: o.signal } : {}),
+    ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+  };
 }
 
 function keyed(o: IdempotentOptions): Pick<Exchange, 'signal' | 'timeoutMs' | 'headers'> {
@@ -118,7 +138,12 @@ function decisionOf(status: number, body: unknown): DecisionBody {
   const decision = typeof d?.decision === 'string' && DECISIONS.has(d.decision) ? d.decision : undefined;
   const agrees = status === 409 ? decision !== 'require_approval' : (decision === 'allow') === (status === 200);
   if (decision === undefined || !agrees || typeof d?.message !== 'string') {
-    throw new GatehouseError(`Gatehouse answered ${status} with a body that is not a decision`, status, 'bad_answer', body);
+    throw new GatehouseError(
+      `Gatehouse answered ${status} with a body that is not a decision`,
+      status,
+      'bad_answer',
+      body,
+    );
   }
   return fromWire<DecisionBody>(DECISION, body);
 }

@@ -122,7 +122,11 @@ export interface AwaitOptions extends StepOptions, RequestOptions {
  * message), or with `onExpired: 'refile'` a new approval and its wait; still pending → pending.
  * When the policy meanwhile allows, denies or aborts the call, that answer stands.
  */
-export async function awaitOperator(client: GatehouseClient, call: PausedCall, options: AwaitOptions = {}): Promise<Answer> {
+export async function awaitOperator(
+  client: GatehouseClient,
+  call: PausedCall,
+  options: AwaitOptions = {},
+): Promise<Answer> {
   const r = await client.gate(toolCall(call), {
     ...runOf(call),
     redeem: false,
@@ -131,7 +135,10 @@ export async function awaitOperator(client: GatehouseClient, call: PausedCall, o
     ...(options.maxWaitMs !== undefined ? { maxWaitMs: options.maxWaitMs } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.onPending
-      ? { onPending: (p: PendingApproval) => options.onPending?.({ id: p.id, status: p.status, expiresAt: p.expiresAt, message: p.message }) }
+      ? {
+          onPending: (p: PendingApproval) =>
+            options.onPending?.({ id: p.id, status: p.status, expiresAt: p.expiresAt, message: p.message }),
+        }
       : {}),
   });
   const approval = r.approval ? { approval: r.approval } : {};

@@ -47,7 +47,10 @@ function isRedeemOf(body: string, call: ToolCall, id: string): boolean {
   if (sent.approval_id !== id || sent.tool !== call.tool) return false;
   if (sent.run !== undefined && !isRecord(sent.run)) return false;
   if (sent.run?.id !== call.run?.id) return false;
-  return sameJson(sent.args === undefined ? {} : sent.args, call.args ?? {}) && sameJson(sent.context === undefined ? {} : sent.context, call.context ?? {});
+  return (
+    sameJson(sent.args === undefined ? {} : sent.args, call.args ?? {}) &&
+    sameJson(sent.context === undefined ? {} : sent.context, call.context ?? {})
+  );
 }
 
 /**

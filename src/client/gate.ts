@@ -100,7 +100,11 @@ export async function gate(deps: GateDeps, input: ToolCall, options: GateOptions
     return attempt.failed(err);
   }
   if (result.decision !== 'require_approval' && options.redeem !== false)
-    record({ tool: call.tool, decision: result.decision, ...(result.approval ? { approvalId: result.approval.id } : {}) });
+    record({
+      tool: call.tool,
+      decision: result.decision,
+      ...(result.approval ? { approvalId: result.approval.id } : {}),
+    });
   return result;
 }
 
@@ -169,7 +173,11 @@ class Attempt {
 
   /** Expired, and the caller asked for a new approval now (otherwise it hears it: the same call made again files one). */
   private refiles(outcome: GateResult): boolean {
-    return outcome.decision === 'require_approval' && outcome.approval?.status === 'expired' && this.options.onExpired === 'refile';
+    return (
+      outcome.decision === 'require_approval' &&
+      outcome.approval?.status === 'expired' &&
+      this.options.onExpired === 'refile'
+    );
   }
 
   /**
@@ -179,17 +187,28 @@ class Attempt {
   private async settle(approval: Approval, fresh: DecisionBody): Promise<GateResult | undefined> {
     switch (approval.status) {
       case 'pending':
-        return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: summary(approval), body: fresh };
+        return {
+          decision: 'require_approval',
+          message: fresh.message,
+          reason: fresh.reason,
+          approval: summary(approval),
+          body: fresh,
+        };
       case 'granted':
       case 'consumed': {
         // consumed: by a redeem whose answer was lost, or by someone else; the server tells
         if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expiresAt);
-        const redeem = { key: `gatehouse-client:${crypto.randomUUID()}`, body: (await loadEntryChecks()).redeemBody(this.call, approval.id) };
+        const redeem = {
+          key: `gatehouse-client:${crypto.randomUUID()}`,
+          body: (await loadEntryChecks()).redeemBody(this.call, approval.id),
+        };
         return this.redeem({ id: approval.id, redeem }, fresh);
       }
       default: {
         // denied, expired, cancelled: deciding again citing it gives the model the reason (or the policy's new answer).
-        const cited = await this.retrying(() => this.deps.routes.decide({ ...this.call, approvalId: approval.id }, this.per()));
+        const cited = await this.retrying(() =>
+          this.deps.routes.decide({ ...this.call, approvalId: approval.id }, this.per()),
+        );
         await this.forget();
         if (cited.decision === 'require_approval' && approval.status === 'expired') {
           // Granted, then not used in time: an expired approval with a decision (a pending one expires undecided).
@@ -206,9 +225,15 @@ class Attempt {
    * not about this approval of this call (an `allow` that is not isConsentFor, a `require_approval`
    * naming no approval or another): the call is then decided afresh, never allowed on it.
    */
-  private async redeem(entry: Entry & { redeem: { key: string; body: string } }, fresh: DecisionBody): Promise<GateResult | undefined> {
+  private async redeem(
+    entry: Entry & { redeem: { key: string; body: string } },
+    fresh: DecisionBody,
+  ): Promise<GateResult | undefined> {
     await this.save(entry);
-    const answer = await this.retrying(() => this.deps.routes.resend(entry.redeem.body, { idempotencyKey: entry.redeem.key, ...this.per() }), true);
+    const answer = await this.retrying(
+      () => this.deps.routes.resend(entry.redeem.body, { idempotencyKey: entry.redeem.key, ...this.per() }),
+      true,
+    );
     // The answer is read (allow, or the reason it cannot be): the grant is settled either way.
     await this.forget();
     const aboutIt =
@@ -225,7 +250,13 @@ class Attempt {
 
   /** What a look answers for a grant it leaves to the call's use. */
   private granted(fresh: DecisionBody, id: string, expiresAt: string | null = null): GateResult {
-    return { decision: 'require_approval', message: fresh.message, reason: fresh.reason, approval: { id, status: 'granted', expiresAt }, body: fresh };
+    return {
+      decision: 'require_approval',
+      message: fresh.message,
+      reason: fresh.reason,
+      approval: { id, status: 'granted', expiresAt },
+      body: fresh,
+    };
   }
 
   /**
@@ -329,7 +360,8 @@ class Attempt {
         return await send();
       } catch (err) {
         if (!(err instanceof GatehouseError)) throw err;
-        const retryable = err.status === 503 || err.code === 'too_many_waits' || (keyed && err.status === 0 && lost++ < 3);
+        const retryable =
+          err.status === 503 || err.code === 'too_many_waits' || (keyed && err.status === 0 && lost++ < 3);
         const delay = err.retryAfterMs ?? 250 * 2 ** lost;
         if (!retryable || Date.now() + delay > this.retryDeadline) throw err;
         await sleep(delay, this.options.signal);
@@ -366,15 +398,28 @@ class Attempt {
 
 function finalOf(body: DecisionBody): GateResult {
   const approval =
-    body.approval?.id === undefined ? undefined : { id: body.approval.id, status: body.approval.status ?? 'pending', expiresAt: body.next?.expiresAt ?? null };
-  return { decision: body.decision, message: body.message, reason: body.reason, ...(approval ? { approval } : {}), body };
+    body.approval?.id === undefined
+      ? undefined
+      : { id: body.approval.id, status: body.approval.status ?? 'pending', expiresAt: body.next?.expiresAt ?? null };
+  return {
+    decision: body.decision,
+    message: body.message,
+    reason: body.reason,
+    ...(approval ? { approval } : {}),
+    body,
+  };
 }
 
 /**
  * An approval that expired before it was used, as the model reads it: not run, why, and what to do (the
  * same call made again files a new approval: gate() forgot this one).
  */
-function expiredResult(tool: string, body: DecisionBody, approval: { id: string; expiresAt: string | null }, granted: boolean): GateResult {
+function expiredResult(
+  tool: string,
+  body: DecisionBody,
+  approval: { id: string; expiresAt: string | null },
+  granted: boolean,
+): GateResult {
   const why = granted
     ? 'an operator granted its approval, but the grant expired before the call could use it'
     : 'the approval requested for it expired before an operator answered';

@@ -28,7 +28,13 @@ export interface Answer {
 /** What the transport asks of `fetch`: Node's global fetch is one, ./node-http.ts another. */
 export type Fetch = (
   url: string,
-  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body: string | null; signal: AbortSignal; redirect: 'error' },
+  init: {
+    method: 'GET' | 'POST';
+    headers: Record<string, string>;
+    body: string | null;
+    signal: AbortSignal;
+    redirect: 'error';
+  },
 ) => Promise<FetchResponse>;
 
 export interface FetchResponse {
@@ -63,8 +69,10 @@ export class GatehouseError extends Error {
 }
 
 export function createTransport(options: TransportOptions): Transport {
-  if (typeof options.url !== 'string' || !/^https?:\/\//.test(options.url)) throw new TypeError('createClient: `url` must be an http(s) URL');
-  if (options.token === undefined && options.getToken === undefined) throw new TypeError('createClient: give `token` or `getToken`');
+  if (typeof options.url !== 'string' || !/^https?:\/\//.test(options.url))
+    throw new TypeError('createClient: `url` must be an http(s) URL');
+  if (options.token === undefined && options.getToken === undefined)
+    throw new TypeError('createClient: give `token` or `getToken`');
   const base = options.url.replace(/\/+$/, '');
   const timeoutMs = wholeMs(options.timeoutMs ?? 10_000, 'createClient');
   const fetchImpl: Fetch = options.fetch ?? globalThis.fetch;
@@ -72,10 +80,15 @@ export function createTransport(options: TransportOptions): Transport {
 
   return {
     async request(method, path, o = {}) {
-      const limitMs = (o.timeoutMs === undefined ? timeoutMs : wholeMs(o.timeoutMs, `${method} ${path}`)) + (o.holdMs ?? 0);
+      const limitMs =
+        (o.timeoutMs === undefined ? timeoutMs : wholeMs(o.timeoutMs, `${method} ${path}`)) + (o.holdMs ?? 0);
       const timeout = AbortSignal.timeout(limitMs);
       const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
-      const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${await tokenOf()}`, ...o.headers };
+      const headers: Record<string, string> = {
+        accept: 'application/json',
+        authorization: `Bearer ${await tokenOf()}`,
+        ...o.headers,
+      };
       const payload = o.rawBody ?? (o.body === undefined ? null : JSON.stringify(o.body));
       if (payload !== null) headers['content-type'] = 'application/json';
       let res: FetchResponse;
@@ -92,14 +105,19 @@ export function createTransport(options: TransportOptions): Transport {
       try {
         body = text === '' ? undefined : JSON.parse(text);
       } catch {
-        throw new GatehouseError(`Gatehouse answered ${res.status} with a body that is not JSON (${method} ${path})`, res.status, 'bad_answer');
+        throw new GatehouseError(
+          `Gatehouse answered ${res.status} with a body that is not JSON (${method} ${path})`,
+          res.status,
+          'bad_answer',
+        );
       }
       const ok = (res.status >= 200 && res.status < 300) || (o.accept?.includes(res.status) ?? false);
       const isProblem = res.headers.get('content-type')?.startsWith('application/problem+json') ?? false;
       if (ok && !isProblem) return { status: res.status, body, headers: res.headers };
       const problem = body as { code?: unknown; detail?: unknown; title?: unknown } | undefined;
       const code = typeof problem?.code === 'string' ? problem.code : `http_${res.status}`;
-      const detail = typeof problem?.detail === 'string' ? problem.detail : typeof problem?.title === 'string' ? problem.title : '';
+      const detail =
+        typeof problem?.detail === 'string' ? problem.detail : typeof problem?.title === 'string' ? problem.title : '';
       throw new GatehouseError(
         `Gatehouse answered ${res.status} ${code} (${method} ${path})${detail ? `: ${detail}` : ''}`,
         res.status,

@@ -26,7 +26,8 @@ export const nodeHttpFetch: Fetch = async (url, init) => {
         : undefined;
   if (request === undefined) throw new TypeError(`not an http(s) URL: ${target.protocol}`);
   init.signal.throwIfAborted();
-  const headers = init.body === null ? init.headers : { ...init.headers, 'content-length': String(Buffer.byteLength(init.body)) };
+  const headers =
+    init.body === null ? init.headers : { ...init.headers, 'content-length': String(Buffer.byteLength(init.body)) };
   const options: RequestOptions = { method: init.method, headers, signal: init.signal };
   return new Promise<FetchResponse>((resolve, reject) => {
     const req = request(target, options, (res: IncomingMessage) => {

@@ -108,10 +108,15 @@ export function gatehouseNeedsApproval<Context = unknown>(
       askedCalls.set(runContext, calls.set(callId, asked));
     }
     const ask = await askGatehouse(client, pausedCall(name, args, gateOptions, runContext), step);
-    if (ask.kind === 'refuse' && ask.approval?.status === 'expired') asked.expired = { message: ask.message, approval: ask.approval };
+    if (ask.kind === 'refuse' && ask.approval?.status === 'expired')
+      asked.expired = { message: ask.message, approval: ask.approval };
     return ask.kind !== 'run';
   };
-  const marking: Marking = { tool: name, step, callOf: (args, runContext) => pausedCall(name, args, gateOptions, runContext as RunContext<Context>) };
+  const marking: Marking = {
+    tool: name,
+    step,
+    callOf: (args, runContext) => pausedCall(name, args, gateOptions, runContext as RunContext<Context>),
+  };
   Object.defineProperty(needsApproval, GATEHOUSE, { value: marking });
   return needsApproval;
 }
@@ -136,11 +141,20 @@ export function gatedTool<
   client: GatehouseClient,
   gateOptions: GatedToolOptions<Context> = {},
 ): ReturnType<typeof tool<TParameters, Context, Result, TOutputSchema>> {
-  if (options.needsApproval !== undefined) throw new TypeError(`gatedTool("${options.name}"): needsApproval is Gatehouse's to answer; leave it out`);
+  if (options.needsApproval !== undefined)
+    throw new TypeError(`gatedTool("${options.name}"): needsApproval is Gatehouse's to answer; leave it out`);
   const name = options.name;
-  const original = options.execute as (input: unknown, runContext?: RunContext<Context>, details?: { signal?: AbortSignal }) => unknown;
+  const original = options.execute as (
+    input: unknown,
+    runContext?: RunContext<Context>,
+    details?: { signal?: AbortSignal },
+  ) => unknown;
   const hasOutputSchema = options.outputSchema !== undefined;
-  const execute = async (input: unknown, runContext?: RunContext<Context>, details?: { signal?: AbortSignal }): Promise<unknown> => {
+  const execute = async (
+    input: unknown,
+    runContext?: RunContext<Context>,
+    details?: { signal?: AbortSignal },
+  ): Promise<unknown> => {
     const args = argsOf(input);
     if (args === undefined) return refuse(new GatehouseRefusalError(notAnObject(name), name, 'deny'));
     const call = pausedCall(name, args, gateOptions, runContext);
@@ -171,7 +185,11 @@ export function gatedTool<
       : async (runContext: RunContext<Context>, error: unknown, details?: unknown): Promise<unknown> => {
           if (error instanceof GatehouseAbortError) throw error;
           return userErrorFunction
-            ? await (userErrorFunction as (c: RunContext<Context>, e: unknown, d?: unknown) => unknown)(runContext, error, details)
+            ? await (userErrorFunction as (c: RunContext<Context>, e: unknown, d?: unknown) => unknown)(
+                runContext,
+                error,
+                details,
+              )
             : SDK_DEFAULT_TOOL_ERROR;
         };
   return tool<TParameters, Context, Result, TOutputSchema>({
@@ -230,7 +248,13 @@ export async function settleInterruptions(
     const asked = askedCalls.get(result.runContext)?.get(callId);
     if (asked?.expired !== undefined) {
       result.state.reject(item, { message: asked.expired.message });
-      settled.push({ item, tool: name, outcome: 'rejected', message: asked.expired.message, approval: asked.expired.approval });
+      settled.push({
+        item,
+        tool: name,
+        outcome: 'rejected',
+        message: asked.expired.message,
+        approval: asked.expired.approval,
+      });
       continue;
     }
     const args = asked?.args ?? parsedArguments(item.arguments);
@@ -249,11 +273,22 @@ export async function settleInterruptions(
     switch (answer.kind) {
       case 'run':
         result.state.approve(item);
-        settled.push({ item, tool: name, outcome: 'approved', ...(answer.approval ? { approval: answer.approval } : {}) });
+        settled.push({
+          item,
+          tool: name,
+          outcome: 'approved',
+          ...(answer.approval ? { approval: answer.approval } : {}),
+        });
         break;
       case 'refuse':
         result.state.reject(item, { message: answer.message });
-        settled.push({ item, tool: name, outcome: 'rejected', message: answer.message, ...(answer.approval ? { approval: answer.approval } : {}) });
+        settled.push({
+          item,
+          tool: name,
+          outcome: 'rejected',
+          message: answer.message,
+          ...(answer.approval ? { approval: answer.approval } : {}),
+        });
         break;
       case 'abort':
         throw new GatehouseAbortError(answer.message, name);
@@ -281,8 +316,14 @@ function pausedCall<Context>(
   options: AgentsGateOptions<Context>,
   runContext: RunContext<Context> | undefined,
 ): PausedCall {
-  const runId = typeof options.runId === 'function' ? (runContext ? options.runId(runContext) : undefined) : options.runId;
-  return { tool, args, ...(options.context !== undefined ? { context: options.context } : {}), ...(runId !== undefined ? { runId } : {}) };
+  const runId =
+    typeof options.runId === 'function' ? (runContext ? options.runId(runContext) : undefined) : options.runId;
+  return {
+    tool,
+    args,
+    ...(options.context !== undefined ? { context: options.context } : {}),
+    ...(runId !== undefined ? { runId } : {}),
+  };
 }
 
 /**

@@ -16,7 +16,8 @@ export function createRunLog(): RunLog {
   return {
     view(call, runId) {
       if (runId === undefined) return { call, record: () => {} };
-      if (call.run?.steps !== undefined) return { call: { ...call, run: { ...call.run, id: runId } }, record: () => {} };
+      if (call.run?.steps !== undefined)
+        return { call: { ...call, run: { ...call.run, id: runId } }, record: () => {} };
       const steps = runs.get(runId) ?? [];
       const sent: ToolCall = { ...call, run: { ...call.run, id: runId, steps: [...steps] } };
       return {

@@ -41,11 +41,15 @@ export interface Field {
 export type Shape = { readonly [wireName: string]: Field };
 
 /** `decisionNote` → `decision_note`, as a type. */
-type Snake<S extends string> = S extends `${infer Head}${infer Tail}` ? `${Head extends Lowercase<Head> ? Head : `_${Lowercase<Head>}`}${Snake<Tail>}` : S;
+type Snake<S extends string> = S extends `${infer Head}${infer Tail}`
+  ? `${Head extends Lowercase<Head> ? Head : `_${Lowercase<Head>}`}${Snake<Tail>}`
+  : S;
 
 /** A shape that names exactly the fields of `T`, in wire case, optional exactly where `T`'s are. */
 export type ShapeOf<T> = {
-  readonly [K in keyof T & string as Snake<K>]-?: Record<never, never> extends Pick<T, K> ? Field & { optional: true } : Field & { optional: false };
+  readonly [K in keyof T & string as Snake<K>]-?: Record<never, never> extends Pick<T, K>
+    ? Field & { optional: true }
+    : Field & { optional: false };
 };
 
 /** `decision_note` → `decisionNote`. */
@@ -62,9 +66,18 @@ const maybeListOf = <S extends Shape>(shape: S) => ({ optional: true, shape, lis
 
 export const RUN_STEP = { tool: one, decision: maybe, approval_id: maybe } as const satisfies ShapeOf<RunStep>;
 export const RUN_APPROVAL = { id: one, kind: maybe, status: maybe } as const satisfies ShapeOf<RunApproval>;
-export const RUN_VIEW = { id: maybe, steps: maybeListOf(RUN_STEP), approvals: maybeListOf(RUN_APPROVAL) } as const satisfies ShapeOf<RunView>;
+export const RUN_VIEW = {
+  id: maybe,
+  steps: maybeListOf(RUN_STEP),
+  approvals: maybeListOf(RUN_APPROVAL),
+} as const satisfies ShapeOf<RunView>;
 /** The body of POST /approvals (and of /explain). */
-export const TOOL_CALL = { tool: one, args: maybe, run: maybeNested(RUN_VIEW), context: maybe } as const satisfies ShapeOf<ToolCall>;
+export const TOOL_CALL = {
+  tool: one,
+  args: maybe,
+  run: maybeNested(RUN_VIEW),
+  context: maybe,
+} as const satisfies ShapeOf<ToolCall>;
 /** The body of POST /decide. */
 export const DECIDE_REQUEST = { ...TOOL_CALL, approval_id: maybe } as const satisfies ShapeOf<DecideCall>;
 export const GRANT_REQUEST = { note: maybe } as const satisfies ShapeOf<GrantTexts>;
@@ -154,8 +167,19 @@ export const APPROVAL = {
   policies: listOf(POLICY_IDENTITY),
   presentation_label: one,
 } as const satisfies ShapeOf<Approval>;
-export const APPROVAL_PAGE = { items: listOf(APPROVAL_SUMMARY), next_cursor: one, count: maybe } as const satisfies ShapeOf<ApprovalPage>;
-export const TOOL_ENTRY = { name: one, policy: one, kind: one, tags: one, status: one, rules: one } as const satisfies ShapeOf<ToolEntry>;
+export const APPROVAL_PAGE = {
+  items: listOf(APPROVAL_SUMMARY),
+  next_cursor: one,
+  count: maybe,
+} as const satisfies ShapeOf<ApprovalPage>;
+export const TOOL_ENTRY = {
+  name: one,
+  policy: one,
+  kind: one,
+  tags: one,
+  status: one,
+  rules: one,
+} as const satisfies ShapeOf<ToolEntry>;
 export const TOOLS_RESPONSE = { env: one, tools: listOf(TOOL_ENTRY) } as const satisfies ShapeOf<ToolsResponse>;
 
 // ---- the conversion -------------------------------------------------------------------------------
@@ -179,7 +203,12 @@ function convert(shape: Shape, value: unknown, names: (wire: string) => [from: s
     if (!Object.hasOwn(source, from) || source[from] === undefined) continue;
     const v = source[from];
     const inner = field.shape;
-    out[to] = inner === undefined ? v : field.list && Array.isArray(v) ? v.map((item) => convert(inner, item, names)) : convert(inner, v, names);
+    out[to] =
+      inner === undefined
+        ? v
+        : field.list && Array.isArray(v)
+          ? v.map((item) => convert(inner, item, names))
+          : convert(inner, v, names);
   }
   return out;
 }

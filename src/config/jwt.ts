@@ -54,7 +54,8 @@ export function jwtSettings(read: Reader, production: boolean): JwtSettings {
     algorithm = 'HS256';
   } else if (publicKey !== null) {
     algorithm = algorithmOf(publicKey);
-    if (algorithm === null) problems.push('JWT_PUBLIC_KEY must be a PEM public key: RSA (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)');
+    if (algorithm === null)
+      problems.push('JWT_PUBLIC_KEY must be a PEM public key: RSA (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)');
   } else if (production) {
     problems.push('NODE_ENV=production needs JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL');
   }

@@ -18,7 +18,12 @@ export interface Reader {
   str(name: string, fallback?: string | null): string | null;
   int(name: string, fallback: number, min: number, max: number, unit?: 'milliseconds' | 'seconds'): number;
   /** Milliseconds. */
-  duration(name: string, fallback: string, range: DurationRange, options?: { allowZero?: boolean; wholeSeconds?: boolean }): number;
+  duration(
+    name: string,
+    fallback: string,
+    range: DurationRange,
+    options?: { allowZero?: boolean; wholeSeconds?: boolean },
+  ): number;
   /** Whole seconds. */
   seconds(name: string, fallback: string, range: DurationRange, options?: { allowZero?: boolean }): number;
   bool(name: string): boolean;
@@ -49,14 +54,20 @@ export function createReader(env: Env, problems: string[]): Reader {
   // timeout may get there, and a bound refuses most values written in milliseconds where a bare
   // number is seconds. `allowZero` lets "0" mean "off"; `wholeSeconds` is for settings kept in
   // seconds (JWT times).
-  const duration = (name: string, fallback: string, range: DurationRange, options: { allowZero?: boolean; wholeSeconds?: boolean } = {}): number => {
+  const duration = (
+    name: string,
+    fallback: string,
+    range: DurationRange,
+    options: { allowZero?: boolean; wholeSeconds?: boolean } = {},
+  ): number => {
     const raw = str(name, fallback)!;
     if (options.allowZero === true && raw.trim() === '0') return 0;
     const ms = parseDuration(raw);
     if (ms === null || ms < parseDuration(range.min)! || ms > parseDuration(range.max)!) {
       const zero = options.allowZero === true ? ', or 0 (off)' : '';
       // Digits alone are echoed (a number is no secret): a value meant as milliseconds is then plain to see.
-      const bare = ms !== null && isBareNumber(raw) ? ` (${raw.trim()} is read as seconds; ${raw.trim()}ms is milliseconds)` : '';
+      const bare =
+        ms !== null && isBareNumber(raw) ? ` (${raw.trim()} is read as seconds; ${raw.trim()}ms is milliseconds)` : '';
       problems.push(`${name} must be a duration from ${range.min} to ${range.max}${zero}: ${DURATION_FORMAT}${bare}`);
       return parseDuration(fallback)!;
     }
@@ -66,8 +77,12 @@ export function createReader(env: Env, problems: string[]): Reader {
     }
     return ms;
   };
-  const seconds = (name: string, fallback: string, range: DurationRange, options: { allowZero?: boolean } = {}): number =>
-    duration(name, fallback, range, { ...options, wholeSeconds: true }) / 1000;
+  const seconds = (
+    name: string,
+    fallback: string,
+    range: DurationRange,
+    options: { allowZero?: boolean } = {},
+  ): number => duration(name, fallback, range, { ...options, wholeSeconds: true }) / 1000;
   const bool = (name: string): boolean => {
     const raw = str(name, 'false');
     if (raw !== 'true' && raw !== 'false') problems.push(`${name} must be true or false`);
@@ -80,7 +95,12 @@ export function createReader(env: Env, problems: string[]): Reader {
  * A comma-separated list of roles (spaces around each are ignored); unset, `fallback` (deduplicated).
  * An empty entry is refused rather than skipped: `admin,` is more likely a mistake than a list of one.
  */
-export function roleList(name: string, raw: string | null, fallback: readonly string[], problems: string[]): readonly string[] {
+export function roleList(
+  name: string,
+  raw: string | null,
+  fallback: readonly string[],
+  problems: string[],
+): readonly string[] {
   if (raw === null) return [...new Set(fallback)];
   const roles = raw.split(',').map((r) => r.trim());
   if (roles.some((r) => r === '')) {

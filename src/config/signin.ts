@@ -24,7 +24,8 @@ export function publicUrlOf(text: string | null, problems: string[]): string | n
     problems.push('PUBLIC_URL must be an absolute http:// or https:// URL, like https://gatehouse.example.com');
     return null;
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.push('PUBLIC_URL must be an http:// or https:// URL');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    problems.push('PUBLIC_URL must be an http:// or https:// URL');
   else if (url.username !== '' || url.password !== '') problems.push('PUBLIC_URL must not carry credentials');
   else if (url.search !== '' || url.hash !== '') problems.push('PUBLIC_URL must not have a query or a fragment');
   else return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
@@ -46,7 +47,9 @@ export function oidcConfig(
 ): OidcConfig | null {
   const issuer = str('OIDC_ISSUER')?.trim() ?? null;
   if (issuer === null) {
-    for (const name of OIDC_NAMES) if (str(name) !== null) problems.push(`${name} is set but OIDC_ISSUER is not: set OIDC_ISSUER to turn sign-in on`);
+    for (const name of OIDC_NAMES)
+      if (str(name) !== null)
+        problems.push(`${name} is set but OIDC_ISSUER is not: set OIDC_ISSUER to turn sign-in on`);
     return null;
   }
   const { production, publicUrl } = context;
@@ -69,13 +72,26 @@ export function oidcConfig(
   const clientSecret = str('OIDC_CLIENT_SECRET');
   if (clientId === null) problems.push('OIDC_ISSUER needs OIDC_CLIENT_ID');
   if (clientSecret === null) problems.push('OIDC_ISSUER needs OIDC_CLIENT_SECRET');
-  if (env.PUBLIC_URL === undefined || env.PUBLIC_URL === '') problems.push('OIDC_ISSUER needs PUBLIC_URL (the redirect URI is PUBLIC_URL/auth/callback)');
-  else if (publicUrl !== null && production && !publicUrl.startsWith('https://') && !isLoopbackHost(new URL(publicUrl).hostname)) {
+  if (env.PUBLIC_URL === undefined || env.PUBLIC_URL === '')
+    problems.push('OIDC_ISSUER needs PUBLIC_URL (the redirect URI is PUBLIC_URL/auth/callback)');
+  else if (
+    publicUrl !== null &&
+    production &&
+    !publicUrl.startsWith('https://') &&
+    !isLoopbackHost(new URL(publicUrl).hostname)
+  ) {
     problems.push('NODE_ENV=production with OIDC_ISSUER needs an https:// PUBLIC_URL: the session cookie is Secure');
   }
   const scopes = (str('OIDC_SCOPES') ?? 'openid').trim().split(/\s+/);
   if (!scopes.includes('openid')) problems.push('OIDC_SCOPES must include openid');
-  if (scopes.some((s) => !/^[\x21\x23-\x5B\x5D-\x7E]+$/.test(s))) problems.push('OIDC_SCOPES must be scope names separated by spaces (RFC 6749 section 3.3)');
+  if (scopes.some((s) => !/^[\x21\x23-\x5B\x5D-\x7E]+$/.test(s)))
+    problems.push('OIDC_SCOPES must be scope names separated by spaces (RFC 6749 section 3.3)');
   if (problems.length > before || clientId === null || clientSecret === null) return null;
-  return { issuer, clientId, clientSecret, scopes: scopes.join(' '), rolesClaim: str('OIDC_ROLES_CLAIM') ?? context.rolesClaim };
+  return {
+    issuer,
+    clientId,
+    clientSecret,
+    scopes: scopes.join(' '),
+    rolesClaim: str('OIDC_ROLES_CLAIM') ?? context.rolesClaim,
+  };
 }

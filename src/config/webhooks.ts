@@ -1,7 +1,12 @@
 // WEBHOOKS and how they are delivered (docs/configuration.md, docs/spec.md section 5.8).
 import { parseJson } from '../json/parse.js';
 import { isJsonObject, type JsonValue } from '../json/value.js';
-import { WEBHOOK_EVENT_TYPES, type WebhookEndpoint, type WebhookEventType, type WebhookFormat } from '../webhooks/events.js';
+import {
+  WEBHOOK_EVENT_TYPES,
+  type WebhookEndpoint,
+  type WebhookEventType,
+  type WebhookFormat,
+} from '../webhooks/events.js';
 import { isLoopbackHost } from './jwt.js';
 import type { Reader } from './read.js';
 
@@ -83,19 +88,26 @@ function webhookEndpoints(text: string | null, production: boolean, problems: st
       }
     }
     if (url !== null) {
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.push(`${at}.url must be an http:// or https:// URL`);
-      else if (url.username !== '' || url.password !== '') problems.push(`${at}.url must not carry credentials (the signature authenticates Gatehouse)`);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        problems.push(`${at}.url must be an http:// or https:// URL`);
+      else if (url.username !== '' || url.password !== '')
+        problems.push(`${at}.url must not carry credentials (the signature authenticates Gatehouse)`);
       else if (production && url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
         problems.push(`NODE_ENV=production needs an https:// ${at}.url (plain http only to a loopback address)`);
       }
     }
     const secret = item.secret;
     if (format === 'slack') {
-      if (secret !== undefined) problems.push(`${at}.secret must not be set with format "slack": Slack incoming webhooks are not signed`);
+      if (secret !== undefined)
+        problems.push(`${at}.secret must not be set with format "slack": Slack incoming webhooks are not signed`);
     } else if (typeof secret !== 'string') {
-      problems.push(`${at}.secret is required: a Standard Webhooks secret, "whsec_" and the base64 of 24 to 64 random bytes`);
+      problems.push(
+        `${at}.secret is required: a Standard Webhooks secret, "whsec_" and the base64 of 24 to 64 random bytes`,
+      );
     } else if (!isWebhookSecret(secret)) {
-      problems.push(`${at}.secret must be "whsec_" and the base64 of 24 to 64 random bytes (like whsec_ followed by the output of openssl rand -base64 32)`);
+      problems.push(
+        `${at}.secret must be "whsec_" and the base64 of 24 to 64 random bytes (like whsec_ followed by the output of openssl rand -base64 32)`,
+      );
     }
     let events: WebhookEventType[] | null = null;
     if (item.events !== undefined) {
@@ -120,10 +132,18 @@ function webhookEndpoints(text: string | null, production: boolean, problems: st
           : `${at}.name must be 1 to 64 of A-Z a-z 0-9 _ . : - [ ]`,
       );
     } else if (names.has(name)) {
-      problems.push(`${at} is named "${name}" like an earlier entry: give each a distinct "name" (events are queued per name)`);
+      problems.push(
+        `${at} is named "${name}" like an earlier entry: give each a distinct "name" (events are queued per name)`,
+      );
     } else names.add(name);
     if (problems.length > before || typeof name !== 'string') return;
-    out.push({ name, url: url.href, format: format as WebhookFormat, secret: format === 'slack' ? null : (secret as string), events });
+    out.push({
+      name,
+      url: url.href,
+      format: format as WebhookFormat,
+      secret: format === 'slack' ? null : (secret as string),
+      events,
+    });
   });
   return out;
 }

@@ -21,7 +21,23 @@
 
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { access, chmod, chown, cp, lstat, mkdir, mkdtemp, readFile, readlink, realpath, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import {
+  access,
+  chmod,
+  chown,
+  cp,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readlink,
+  realpath,
+  rename,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { createServer } from 'node:net';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
@@ -101,8 +117,10 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const owner = asRoot ? await postgresUser() : null;
   const base = options.rootBaseDir ?? '/var/lib/gatehouse';
   let binaryDir = options.binaryDir ?? (await installedBinaryDir());
-  if (owner !== null && !(await reachable(owner, join(binaryDir, 'bin', 'postgres')))) binaryDir = await copyBinaries(binaryDir, base);
-  const dataDir = owner === null ? resolve(options.dataDir) : await reachableDataDir(owner, resolve(options.dataDir), base);
+  if (owner !== null && !(await reachable(owner, join(binaryDir, 'bin', 'postgres'))))
+    binaryDir = await copyBinaries(binaryDir, base);
+  const dataDir =
+    owner === null ? resolve(options.dataDir) : await reachableDataDir(owner, resolve(options.dataDir), base);
   const port = options.port ?? (await freePort());
   const database = options.database ?? 'gatehouse';
   const tail: string[] = [];
@@ -115,7 +133,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const shown = dataDir === resolve(options.dataDir) ? dataDir : `${resolve(options.dataDir)} (${dataDir})`;
   const failure = (what: string, error: unknown): Error => {
     const detail = error instanceof Error ? error.message : String(error);
-    return new Error(`embedded PostgreSQL failed to ${what} in ${shown}: ${detail}\n${tail.join('')}`, { cause: error });
+    return new Error(`embedded PostgreSQL failed to ${what} in ${shown}: ${detail}\n${tail.join('')}`, {
+      cause: error,
+    });
   };
 
   const stoppedOrphan = await claimDataDir(dataDir, shown);
@@ -135,7 +155,13 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     ...options.settings,
     [STARTED_BY]: String(process.pid),
   };
-  const args = ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
+  const args = [
+    '-D',
+    dataDir,
+    '-p',
+    String(port),
+    ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+  ];
   let server: Server;
   try {
     server = await startServer(join(binaryDir, 'bin', 'postgres'), args, owner, log);
@@ -193,7 +219,16 @@ async function initialise(
     // length checks refuse valid non-ASCII text.
     await runToEnd(
       join(binaryDir, 'bin', 'initdb'),
-      [`--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', '--lc-messages=C', ...flags],
+      [
+        `--pgdata=${dataDir}`,
+        '--auth=scram-sha-256',
+        `--username=${USER}`,
+        `--pwfile=${pwfile}`,
+        '--encoding=UTF8',
+        '--locale=C',
+        '--lc-messages=C',
+        ...flags,
+      ],
       owner,
       log,
     );
@@ -209,21 +244,37 @@ async function initialise(
 // SIGINT, a hang-up's SIGHUP) reaches Gatehouse alone, which stops the server after the requests in
 // flight are answered.
 function spawnAs(command: string, args: readonly string[], owner: Owner | null, detached = false): ChildProcess {
-  return spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached, ...(owner === null ? {} : { uid: owner.uid, gid: owner.gid }) });
+  return spawn(command, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached,
+    ...(owner === null ? {} : { uid: owner.uid, gid: owner.gid }),
+  });
 }
 
-function runToEnd(command: string, args: readonly string[], owner: Owner | null, log: (line: string) => void): Promise<void> {
+function runToEnd(
+  command: string,
+  args: readonly string[],
+  owner: Owner | null,
+  log: (line: string) => void,
+): Promise<void> {
   return new Promise((resolvePromise, reject) => {
     const child = spawnAs(command, args, owner);
     child.stdout?.on('data', (chunk: Buffer) => log(chunk.toString('utf8')));
     child.stderr?.on('data', (chunk: Buffer) => log(chunk.toString('utf8')));
     child.once('error', reject);
-    child.once('close', (code, signal) => (code === 0 ? resolvePromise() : reject(new Error(`${basename(command)} exited with ${code ?? signal}`))));
+    child.once('close', (code, signal) =>
+      code === 0 ? resolvePromise() : reject(new Error(`${basename(command)} exited with ${code ?? signal}`)),
+    );
   });
 }
 
 /** The server, once it says it accepts connections; rejects if it exits first. */
-function startServer(command: string, args: readonly string[], owner: Owner | null, log: (line: string) => void): Promise<Server> {
+function startServer(
+  command: string,
+  args: readonly string[],
+  owner: Owner | null,
+  log: (line: string) => void,
+): Promise<Server> {
   return new Promise((resolvePromise, reject) => {
     const child = spawnAs(command, args, owner, true);
     let exited = false;
@@ -292,7 +343,8 @@ async function claimDataDir(dataDir: string, shown: string): Promise<number | nu
   if (holder === null) return null;
   const starter = holder.info === null ? null : startedBy(holder.info.args, dataDir);
   // Without a way to read the process (no /proc, no ps) nothing tells an orphan: trust the lock.
-  if (holder.info === null || holder.info.ppid === starter) throw new DataDirInUseError(shown, holder.pid, await ownerOf(holder.pid));
+  if (holder.info === null || holder.info.ppid === starter)
+    throw new DataDirInUseError(shown, holder.pid, await ownerOf(holder.pid));
   if (starter === null) throw new DataDirInUseError(shown, holder.pid, await ownerOf(holder.pid), 'foreign');
   await stopOrphan(holder.pid, shown);
   return holder.pid;
@@ -325,7 +377,10 @@ async function stopOrphan(pid: number, shown: string): Promise<void> {
     if (await gone(5000)) return;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ESRCH') return; // it went by itself meanwhile
-    throw new Error(`cannot stop the orphaned PostgreSQL process ${pid} holding ${shown}: ${(error as Error).message}`, { cause: error });
+    throw new Error(
+      `cannot stop the orphaned PostgreSQL process ${pid} holding ${shown}: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   throw new Error(`the orphaned PostgreSQL process ${pid} holding ${shown} did not stop`);
 }
@@ -386,7 +441,9 @@ interface Owner {
 async function postgresUser(): Promise<Owner> {
   const lookup = async (): Promise<Owner | null> => {
     try {
-      const [uid, gid, groups] = await Promise.all(['-u', '-g', '-G'].map((flag) => run('id', [flag, USER]).then((r) => r.stdout.trim())));
+      const [uid, gid, groups] = await Promise.all(
+        ['-u', '-g', '-G'].map((flag) => run('id', [flag, USER]).then((r) => r.stdout.trim())),
+      );
       return { uid: Number(uid), gid: Number(gid), groups: groups!.split(/\s+/).map(Number) };
     } catch {
       return null;
@@ -419,7 +476,12 @@ async function reachable(owner: Owner, path: string): Promise<boolean> {
     } catch {
       return false;
     }
-    const bits = info.uid === owner.uid ? (info.mode >> 6) & 7 : owner.groups.includes(info.gid) ? (info.mode >> 3) & 7 : info.mode & 7;
+    const bits =
+      info.uid === owner.uid
+        ? (info.mode >> 6) & 7
+        : owner.groups.includes(info.gid)
+          ? (info.mode >> 3) & 7
+          : info.mode & 7;
     if ((bits & 1) === 0) return false;
     const parent = dirname(dir);
     if (parent === dir) return true;
@@ -441,7 +503,8 @@ async function copyBinaries(from: string, base: string): Promise<string> {
   await mkdir(dirname(target), { recursive: true, mode: 0o755 });
   const staging = await mkdtemp(`${target}.partial-`);
   await chmod(staging, 0o755);
-  for (const part of ['bin', 'lib', 'share']) await cp(join(from, part), join(staging, part), { recursive: true, verbatimSymlinks: true });
+  for (const part of ['bin', 'lib', 'share'])
+    await cp(join(from, part), join(staging, part), { recursive: true, verbatimSymlinks: true });
   try {
     await rename(staging, target);
   } catch (error) {
@@ -491,7 +554,9 @@ async function rootBase(base: string): Promise<string> {
 async function trusted(dir: string): Promise<void> {
   const info = await stat(dir);
   if (info.uid !== 0 || (info.mode & 0o022) !== 0) {
-    throw new Error(`${dir} must be owned by root and writable by nobody else (the embedded PostgreSQL runs code from it)`);
+    throw new Error(
+      `${dir} must be owned by root and writable by nobody else (the embedded PostgreSQL runs code from it)`,
+    );
   }
 }
 

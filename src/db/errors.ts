@@ -99,7 +99,11 @@ export function unavailableFrom(error: unknown): StoreUnavailableError | null {
   if (CONNECTION_CODES.has(code)) return new StoreUnavailableError('connection', code, { cause: error });
   if (!SQLSTATE.test(code)) return null;
   if (CONTENTION_STATES.has(code)) return new StoreUnavailableError('contention', code, { cause: error });
-  if (UNAVAILABLE_STATES.has(code) || UNAVAILABLE_CLASSES.has(code.slice(0, 2)) || isStalePreparedStatement(code, error)) {
+  if (
+    UNAVAILABLE_STATES.has(code) ||
+    UNAVAILABLE_CLASSES.has(code.slice(0, 2)) ||
+    isStalePreparedStatement(code, error)
+  ) {
     return new StoreUnavailableError('server', code, { cause: error });
   }
   return null;

@@ -54,7 +54,11 @@ export interface Lanes {
    * order given: the caller's lock order), committed only when `accept` says so of their rows, else
    * rolled back: all or nothing. Resolves with the rows and whether they were committed.
    */
-  runAlone(ms: number, statements: (c: Sql) => PendingQuery<Row[]>[], accept: (rows: Row[][]) => boolean): Promise<{ rows: Row[][]; committed: boolean }>;
+  runAlone(
+    ms: number,
+    statements: (c: Sql) => PendingQuery<Row[]>[],
+    accept: (rows: Row[][]) => boolean,
+  ): Promise<{ rows: Row[][]; committed: boolean }>;
   end(): Promise<void>;
 }
 
@@ -83,7 +87,8 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
     while (idle.length > 0 && queue.length > 0) {
       // A call that runs alone takes a transaction to itself; the others share one, in arrival order.
       let n = 1;
-      if (queue[0]!.accept === undefined) while (n < queue.length && n < MAX_BATCH && queue[n]!.accept === undefined) n++;
+      if (queue[0]!.accept === undefined)
+        while (n < queue.length && n < MAX_BATCH && queue[n]!.accept === undefined) n++;
       void runBatch(idle.pop()!, queue.splice(0, n)); // idle is not empty
     }
   };

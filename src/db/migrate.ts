@@ -78,7 +78,9 @@ export async function migrate(sql: Sql, dir: string, options: MigrateOptions = {
 async function checkEncoding(tx: TransactionSql): Promise<void> {
   const [row] = await tx<{ encoding: string }[]>`select current_setting('server_encoding') as encoding`;
   if (row?.encoding !== 'UTF8') {
-    throw new MigrationError(`the database encoding is ${row?.encoding ?? 'unknown'}; Gatehouse needs a UTF8 database (CREATE DATABASE … ENCODING 'UTF8')`);
+    throw new MigrationError(
+      `the database encoding is ${row?.encoding ?? 'unknown'}; Gatehouse needs a UTF8 database (CREATE DATABASE … ENCODING 'UTF8')`,
+    );
   }
 }
 
@@ -88,7 +90,9 @@ async function readMigrations(dir: string): Promise<MigrationFile[]> {
   for (const name of entries) {
     const match = FILE_NAME.exec(name);
     if (match === null) {
-      throw new MigrationError(`migration file name ${JSON.stringify(name)} is not NNNN_name.sql (lowercase, digits, _)`);
+      throw new MigrationError(
+        `migration file name ${JSON.stringify(name)} is not NNNN_name.sql (lowercase, digits, _)`,
+      );
     }
     const text = await readFile(join(dir, name), 'utf8');
     const checksum = createHash('sha256').update(text, 'utf8').digest('hex');
@@ -114,7 +118,8 @@ function checkApplied(rows: readonly AppliedRow[], files: readonly MigrationFile
     }
     if (file.name !== row.name || file.checksum !== row.checksum) {
       throw new MigrationError(
-        `migration ${file.name} differs from the applied ${row.name} (checksum or name changed); ` + 'applied migrations are never edited: add a new one',
+        `migration ${file.name} differs from the applied ${row.name} (checksum or name changed); ` +
+          'applied migrations are never edited: add a new one',
       );
     }
   }

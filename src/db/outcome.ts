@@ -26,7 +26,8 @@ export interface TransactionMark {
 export const MARK = 'select pg_current_xact_id_if_assigned()::text as xid, pg_backend_pid() as pid';
 
 /** The server ends a transaction idle longer than `ms` (so a COMMIT that arrives later never commits). */
-export const idleLimit = (ms: number): string => `set local idle_in_transaction_session_timeout = ${Math.max(1, Math.ceil(ms))}`;
+export const idleLimit = (ms: number): string =>
+  `set local idle_in_transaction_session_timeout = ${Math.max(1, Math.ceil(ms))}`;
 
 export function readMark(rows: readonly unknown[] | undefined): TransactionMark | null {
   const row = rows?.[0] as { xid?: unknown; pid?: unknown } | undefined;
@@ -38,7 +39,11 @@ export function readMark(rows: readonly unknown[] | undefined): TransactionMark 
  * The outcome of the transaction `marked` names, asked on `sql` (not the transaction's connection),
  * within `ms` (waiting for the mark included). A transaction that wrote nothing lost nothing: its answer stands as if committed.
  */
-export async function commitOutcome(sql: Sql, marked: Promise<TransactionMark | null>, ms: number): Promise<CommitOutcome> {
+export async function commitOutcome(
+  sql: Sql,
+  marked: Promise<TransactionMark | null>,
+  ms: number,
+): Promise<CommitOutcome> {
   let timer: NodeJS.Timeout | undefined;
   let over = false;
   const late = new Promise<'unknown'>((resolve) => {

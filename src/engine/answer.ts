@@ -19,8 +19,19 @@ export type Answer =
     }
   | (StoredAnswer & { readonly kind: 'text'; readonly replayed: boolean });
 
-export function decided(result: DecisionResult, decisionId: string, extra?: Record<string, unknown>, exact = false): Answer {
-  return { kind: 'decision', result, decisionId, ...(extra !== undefined ? { extra } : {}), ...(exact ? { exact } : {}) };
+export function decided(
+  result: DecisionResult,
+  decisionId: string,
+  extra?: Record<string, unknown>,
+  exact = false,
+): Answer {
+  return {
+    kind: 'decision',
+    result,
+    decisionId,
+    ...(extra !== undefined ? { extra } : {}),
+    ...(exact ? { exact } : {}),
+  };
 }
 
 export function written(answer: StoredAnswer & { replayed: boolean }): Answer {
@@ -40,7 +51,11 @@ export function decisionBody(result: DecisionResult, decisionId: string): Record
   };
 }
 
-export function decisionPayload(result: DecisionResult, decisionId: string, extra: Record<string, unknown> | undefined): Record<string, unknown> {
+export function decisionPayload(
+  result: DecisionResult,
+  decisionId: string,
+  extra: Record<string, unknown> | undefined,
+): Record<string, unknown> {
   const body = decisionBody(result, decisionId);
   return extra ? { ...body, ...extra } : body;
 }
@@ -50,7 +65,11 @@ export function decisionStatus(result: DecisionResult): number {
 }
 
 /** A decision as the text a route sends, for an Idempotency-Key to keep (not for an internal failure). */
-export function decisionText(result: DecisionResult, decisionId: string, extra?: Record<string, unknown>): StoredAnswer {
+export function decisionText(
+  result: DecisionResult,
+  decisionId: string,
+  extra?: Record<string, unknown>,
+): StoredAnswer {
   const payload = decisionPayload(result, decisionId, extra);
   const body = result.approval === undefined ? JSON.stringify(payload) : canonicalize(payload as unknown as JsonObject); // all JSON data
   return { status: decisionStatus(result), body };
@@ -67,7 +86,8 @@ const FILE_NEW = Object.freeze({ action: 'file_new', url: '/approvals' });
 /** What a client does to resume a require_approval (docs/spec.md section 5.3, "What to do next"). */
 export function nextStep(cited: CitedApproval | null): Readonly<Record<string, string>> {
   if (cited === null) return FILE;
-  if (cited.sameRequest && cited.status === 'pending') return { action: 'wait', url: `/approvals/${cited.id}?wait=60`, expires_at: cited.expiresAt };
+  if (cited.sameRequest && cited.status === 'pending')
+    return { action: 'wait', url: `/approvals/${cited.id}?wait=60`, expires_at: cited.expiresAt };
   // Spent (consumed, expired, cancelled) or asked for another request: it can never redeem this call.
   return FILE_NEW;
 }
@@ -79,7 +99,11 @@ const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instruct
  * decision's note, which is for the record, is shown to approvers only.
  */
 export function approvalView(a: Approval, seesNotes: boolean): JsonObject {
-  return { ...a, ...(seesNotes ? {} : { decision_note: null }), presentation_label: PRESENTATION_LABEL } as unknown as JsonObject; // every field is JSON data
+  return {
+    ...a,
+    ...(seesNotes ? {} : { decision_note: null }),
+    presentation_label: PRESENTATION_LABEL,
+  } as unknown as JsonObject; // every field is JSON data
 }
 
 /** A summary as lists and the stream show it: the note for approvers only. */

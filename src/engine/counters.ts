@@ -10,7 +10,11 @@ import type { Identity, Limit } from '../policy/model.js';
 import { limitsOf } from './limits.js';
 import type { EngineParts } from './parts.js';
 
-export async function standingsOf(parts: EngineParts, identity: Identity, options: { admin: boolean; max: number }): Promise<JsonObject> {
+export async function standingsOf(
+  parts: EngineParts,
+  identity: Identity,
+  options: { admin: boolean; max: number },
+): Promise<JsonObject> {
   const set = parts.policies.current();
   const limits = options.admin ? set.limits : limitsForCaller(set, identity);
   const body: JsonObject = { env: set.env, limits: [] };
@@ -34,7 +38,8 @@ export async function standingsOf(parts: EngineParts, identity: Identity, option
       } else {
         const key = counterKey(limit.scope, identity, undefined);
         // A team (or agent) budget for a caller whose token has none: every call it selects is refused.
-        item.counters = key === null ? [] : [counterObject(limit, { key, standing: await service.store.read(tx, limit, key) })];
+        item.counters =
+          key === null ? [] : [counterObject(limit, { key, standing: await service.store.read(tx, limit, key) })];
         if (key === null) item.countable = false;
       }
       out.push(item);
@@ -46,7 +51,13 @@ export async function standingsOf(parts: EngineParts, identity: Identity, option
 
 /** A limit as GET /budgets shows it: what it counts and where, never the teams, users or agents it selects. */
 function describe(limit: Limit): JsonObject {
-  const out: JsonObject = { id: limit.id, type: limit.type, policy: limit.policy, scope: limit.scope, on_exceed: limit.onExceed };
+  const out: JsonObject = {
+    id: limit.id,
+    type: limit.type,
+    policy: limit.policy,
+    scope: limit.scope,
+    on_exceed: limit.onExceed,
+  };
   if (limit.type === 'rate_limit') {
     out.calls = limit.calls;
     out.per = limit.perText;

@@ -8,7 +8,17 @@ import type { KeptAnswer, StoredAnswer } from '../db/idempotency.js';
 import { decide } from '../policy/decide.js';
 import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import { decided, decisionText, nextOf, written, type Answer } from './answer.js';
-import { approvalsOf, answerInTransaction, isCounted, keysOf, limitsOf, RolledBack, settleDecision, settleOnLanes, type Settled } from './limits.js';
+import {
+  approvalsOf,
+  answerInTransaction,
+  isCounted,
+  keysOf,
+  limitsOf,
+  RolledBack,
+  settleDecision,
+  settleOnLanes,
+  type Settled,
+} from './limits.js';
 import { decisionLine, kindOf, writeRecord, type Asked, type Beside } from './record.js';
 import { keptOfDecision, replayedDecision } from './replays.js';
 import { decideInShadow } from './shadow.js';
@@ -31,13 +41,21 @@ export function decideCall(parts: EngineParts, call: DecideCall): Answer | Promi
   if (parts.shadow !== null) decideInShadow(parts.shadow, parts.metrics, call.log, decisionId, req, identity, fresh);
   const asked: Asked = { decisionId, request: req, set, identity, durationUs, approvalId };
   const record = (decision: DecisionResult['decision'], rule: string, beside?: Beside): void =>
-    writeRecord(call.log, parts.metrics, parts.records?.writer ?? null, decisionLine(asked, decision, rule, parts.logArgs, beside), durationUs);
+    writeRecord(
+      call.log,
+      parts.metrics,
+      parts.records?.writer ?? null,
+      decisionLine(asked, decision, rule, parts.logArgs, beside),
+      durationUs,
+    );
   if (!isCounted(fresh) && (approvalId === undefined || fresh.internalError)) {
     // The hot path: no database, no closure awaited.
     record(fresh.decision, fresh.rule, kindOf(fresh));
     return decided(fresh, decisionId, nextOf(fresh, null));
   }
-  return isCounted(fresh) ? counted(parts, call, fresh, decisionId, record) : redeemed(parts, call, fresh, decisionId, record);
+  return isCounted(fresh)
+    ? counted(parts, call, fresh, decisionId, record)
+    : redeemed(parts, call, fresh, decisionId, record);
 }
 
 type Recorder = (decision: DecisionResult['decision'], rule: string, beside?: Beside) => void;
@@ -85,7 +103,13 @@ async function counted(
 }
 
 /** A cited approval (`approval_id`) on a call no limit selects. */
-async function redeemed(parts: EngineParts, call: DecideCall, fresh: DecisionResult, decisionId: string, record: Recorder): Promise<Answer> {
+async function redeemed(
+  parts: EngineParts,
+  call: DecideCall,
+  fresh: DecisionResult,
+  decisionId: string,
+  record: Recorder,
+): Promise<Answer> {
   const { request: req, identity } = call;
   const claim = call.claim();
   const approvals = approvalsOf(parts.approvals);
@@ -100,12 +124,16 @@ async function redeemed(parts: EngineParts, call: DecideCall, fresh: DecisionRes
       async (tx) => {
         const r = await approvals.redeem(fresh, req, approvalId, identity, tx);
         result = r.result;
-        return { answer: decisionText(result, decisionId, nextOf(result, r.cited)), kept: keptOfDecision(result, decisionId, false) };
+        return {
+          answer: decisionText(result, decisionId, nextOf(result, r.cited)),
+          kept: keptOfDecision(result, decisionId, false),
+        };
       },
       keyed.replay,
     );
     const r = answer.replayed ? keyed.replayed : undefined;
-    if (r !== undefined) record(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId });
+    if (r !== undefined)
+      record(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId });
     else record(result.decision, result.rule);
     return written(answer);
   }
@@ -123,12 +151,17 @@ function keyedReplay(
   fresh: DecisionResult,
   req: DecideRequest,
   identity: Identity,
-): { replay: (tx: TransactionSql, kept: KeptAnswer) => Promise<StoredAnswer | null>; readonly replayed: Replayed | undefined } {
+): {
+  replay: (tx: TransactionSql, kept: KeptAnswer) => Promise<StoredAnswer | null>;
+  readonly replayed: Replayed | undefined;
+} {
   let replayed: Replayed | undefined;
   return {
     async replay(tx, kept) {
       replayed = (await replayedDecision(parts.approvals, tx, kept, fresh, req, identity)) ?? undefined;
-      return replayed === undefined ? null : decisionText(replayed.result, replayed.decisionId, nextOf(replayed.result, null));
+      return replayed === undefined
+        ? null
+        : decisionText(replayed.result, replayed.decisionId, nextOf(replayed.result, null));
     },
     get replayed() {
       return replayed;
@@ -144,10 +177,17 @@ type Replayed = { result: DecisionResult; decisionId: string };
  * be counted in), and its counter as read or left (null: undecidable).
  */
 function countedLimits(settled: Settled): NonNullable<Beside['budgets']> {
-  const charges = [...settled.outcome.standings.keys(), ...settled.outcome.refusals.filter((r) => r.standing === null).map((r) => r.charge)];
+  const charges = [
+    ...settled.outcome.standings.keys(),
+    ...settled.outcome.refusals.filter((r) => r.standing === null).map((r) => r.charge),
+  ];
   return charges.map((charge) => ({
     id: charge.limit.id,
-    counted: settled.counted && charge.key !== null && charge.amount !== null && !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure),
+    counted:
+      settled.counted &&
+      charge.key !== null &&
+      charge.amount !== null &&
+      !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure),
     standing: settled.outcome.standings.get(charge)?.counted.text ?? null,
   }));
 }

@@ -1,7 +1,12 @@
 // What the engine and the stores under it refuse, as domain errors: src/http/errors.ts maps each to
 // its status in one table. The engine's own is NotConfiguredError; the others are the stores',
 // named here so that the HTTP layer knows them without reaching into a store.
-export { ApprovalInputError, ApprovalTooLargeError, PendingLimitError, RecentlyDeniedError } from '../approvals/errors.js';
+export {
+  ApprovalInputError,
+  ApprovalTooLargeError,
+  PendingLimitError,
+  RecentlyDeniedError,
+} from '../approvals/errors.js';
 export { WaitLimitError } from '../approvals/notify.js';
 export { OutcomeUnknownError, StoreUnavailableError } from '../db/errors.js';
 export { IdempotencyKeyReusedError, IdempotencyLimitError } from '../db/idempotency.js';

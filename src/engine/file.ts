@@ -48,17 +48,28 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
       tx,
     );
     const run = req.run?.id !== undefined ? { run_id: req.run.id } : {};
-    call.log.info({ approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user, ...run }, 'approval requested');
+    call.log.info(
+      { approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user, ...run },
+      'approval requested',
+    );
     const status = created ? 201 : 200;
-    return { answer: { status, body: canonicalize(approvalView(approval, call.seesNotes)) }, kept: { kind: 'filed', status, approvalId: approval.id } };
+    return {
+      answer: { status, body: canonicalize(approvalView(approval, call.seesNotes)) },
+      kept: { kind: 'filed', status, approvalId: approval.id },
+    };
   };
   // A retry is decided again first (`fresh`, for its own identity); what its key kept answers it
   // only when that decision stands behind it (./replays.ts): the approval as it stands now, or the
   // counted allow's 409 under its first decision id.
   const replay = async (tx: TransactionSql, kept: KeptAnswer): Promise<StoredAnswer | null> => {
-    if (kept.kind === 'allow') return fresh.decision === 'allow' ? { status: kept.status, body: JSON.stringify(decisionBody(fresh, kept.decisionId)) } : null;
+    if (kept.kind === 'allow')
+      return fresh.decision === 'allow'
+        ? { status: kept.status, body: JSON.stringify(decisionBody(fresh, kept.decisionId)) }
+        : null;
     const approval = await replayedFiling(approvals, tx, kept, fresh, req, identity);
-    return approval === null ? null : { status: kept.status, body: canonicalize(approvalView(approval, call.seesNotes)) };
+    return approval === null
+      ? null
+      : { status: kept.status, body: canonicalize(approvalView(approval, call.seesNotes)) };
   };
   // Budgets and rate limits select the call: their counters say whether it needs an approval (and a
   // call found allowed is counted: its 409 says allow).

@@ -17,7 +17,9 @@ import type { Charge, DecideRequest, DecisionResult, Identity } from '../policy/
 import { NotConfiguredError } from './errors.js';
 
 /** Whether a decision needs the stateful step: budgets or rate limits select a call that may be allowed. */
-export function isCounted(result: DecisionResult): result is DecisionResult & { charges: NonNullable<DecisionResult['charges']> } {
+export function isCounted(
+  result: DecisionResult,
+): result is DecisionResult & { charges: NonNullable<DecisionResult['charges']> } {
   return result.charges !== undefined && (result.decision === 'allow' || result.decision === 'require_approval');
 }
 
@@ -33,7 +35,8 @@ export interface Settled {
 
 /** The limit service, or NotConfiguredError: without a database no counted call is answered (fail closed). */
 export function limitsOf(limits: LimitService | null): LimitService {
-  if (limits === null) throw new NotConfiguredError('budgets and rate limits need the database, which is not configured');
+  if (limits === null)
+    throw new NotConfiguredError('budgets and rate limits need the database, which is not configured');
   limits.ensureReady();
   return limits;
 }
@@ -107,7 +110,14 @@ export function settleOnLanes(
   if (fresh.charges.length === 1 && charge !== undefined) {
     const counting = limits.countOne(charge);
     return counting?.then((after) =>
-      after !== null ? { result: fresh, cited: null, outcome: { refusals: [], standings: new Map([[charge, after]]) }, counted: true } : refusedOnes([charge]),
+      after !== null
+        ? {
+            result: fresh,
+            cited: null,
+            outcome: { refusals: [], standings: new Map([[charge, after]]) },
+            counted: true,
+          }
+        : refusedOnes([charge]),
     );
   }
   return limits

@@ -24,7 +24,13 @@ export interface Asked {
 /** What the record adds to the outcome: a replay, a counted call's limits, a require_approval's kind. */
 export type Beside = Pick<DecisionLine, 'kind' | 'replayed' | 'replayed_decision_id' | 'budgets'>;
 
-export function decisionLine(asked: Asked, decision: DecisionResult['decision'], rule: string, logArgs: boolean, beside?: Beside): DecisionLine {
+export function decisionLine(
+  asked: Asked,
+  decision: DecisionResult['decision'],
+  rule: string,
+  logArgs: boolean,
+  beside?: Beside,
+): DecisionLine {
   const { request: req, set, identity } = asked;
   return {
     decision_id: asked.decisionId,
@@ -51,7 +57,9 @@ function facts(logArgs: boolean, env: string | null, req: DecideRequest, identit
     args: redactObject(req.args),
     claims: redactObject((identity.claims ?? {}) as JsonObject),
     ...(req.context !== undefined ? { context: redactObject(req.context) } : {}),
-    ...(req.run !== undefined ? { run: redactSecrets(req.run as unknown as JsonObject) as unknown as DecisionLine['run'] } : {}), // a run view is JSON data
+    ...(req.run !== undefined
+      ? { run: redactSecrets(req.run as unknown as JsonObject) as unknown as DecisionLine['run'] }
+      : {}), // a run view is JSON data
   };
 }
 
@@ -64,7 +72,13 @@ export function kindOf(result: DecisionResult): Beside | undefined {
 }
 
 /** Logs the record (before the answer is sent), queues it for the store, counts it. */
-export function writeRecord(log: CallLog, metrics: Metrics, records: DecisionRecords | null, line: DecisionLine, durationUs: number): void {
+export function writeRecord(
+  log: CallLog,
+  metrics: Metrics,
+  records: DecisionRecords | null,
+  line: DecisionLine,
+  durationUs: number,
+): void {
   metrics.decisions.inc({ decision: line.decision, rule: line.rule });
   metrics.decideSeconds.observe(durationUs / 1e6);
   log.info(line, 'decision');

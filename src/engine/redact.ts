@@ -17,7 +17,9 @@ export function redactSecrets(value: JsonValue, depth = 0): JsonValue {
   if (typeof value === 'string') return redactCredentials(value);
   if (Array.isArray(value)) return value.map((v) => redactSecrets(v, depth + 1));
   if (value === null || typeof value !== 'object') return value;
-  const secretPair = PAIR_NAMES.some((k) => Object.hasOwn(value, k) && typeof value[k] === 'string' && isSecretName(value[k]));
+  const secretPair = PAIR_NAMES.some(
+    (k) => Object.hasOwn(value, k) && typeof value[k] === 'string' && isSecretName(value[k]),
+  );
   const out: JsonObject = {};
   for (const key of Object.keys(value)) {
     const hidden = isSecretName(key) || (secretPair && PAIR_VALUES.includes(key));

@@ -6,7 +6,12 @@ import type { Metrics } from './metrics.js';
 
 export type ReloadOutcome = { ok: true } | { ok: false; problems: string[] };
 
-export async function reloadAndReport(policies: LivePolicies, shadow: LivePolicies | null, metrics: Metrics, log: Logger): Promise<ReloadOutcome> {
+export async function reloadAndReport(
+  policies: LivePolicies,
+  shadow: LivePolicies | null,
+  metrics: Metrics,
+  log: Logger,
+): Promise<ReloadOutcome> {
   const [outcome] = await Promise.all([policies.reload(), reloadShadow(shadow, metrics, log)]);
   metrics.reloads.inc({ result: outcome.ok ? 'success' : 'failure' });
   if (outcome.ok) log.info({ policies: policies.current().identities }, 'policies reloaded');
@@ -20,5 +25,9 @@ async function reloadShadow(shadow: LivePolicies | null, metrics: Metrics, log: 
   const outcome = await shadow.reload();
   metrics.shadowReloads.inc({ result: outcome.ok ? 'success' : 'failure' });
   if (outcome.ok) log.info({ shadow_policies: shadow.current().identities }, 'shadow policies reloaded');
-  else log.error({ problems: outcome.problems }, 'shadow policy reload failed; the previous shadow set keeps deciding beside');
+  else
+    log.error(
+      { problems: outcome.problems },
+      'shadow policy reload failed; the previous shadow set keeps deciding beside',
+    );
 }

@@ -41,7 +41,11 @@ export async function replayedDecision(
   // Allowed now without it, the call needs no grant (and was counted, the grant spent, the first
   // time). Asking for it, the retry never outlives the grant: only within the time it could have
   // been redeemed in.
-  if (fresh.decision !== 'allow' && !(approvalCovers(a, fresh, request) && (await approvals.store.stillAhead(a.expires_at, tx)))) return null;
+  if (
+    fresh.decision !== 'allow' &&
+    !(approvalCovers(a, fresh, request) && (await approvals.store.stillAhead(a.expires_at, tx)))
+  )
+    return null;
   // Asked for exactly what the files ask now: the answer as first given. Otherwise the call's limits
   // asked too, and the approval holds what they asked (their standing as it was filed).
   if (fresh.decision === 'require_approval' && fresh.approval?.hash === a.hash) {
@@ -68,7 +72,12 @@ export async function replayedFiling(
   return a !== null && approvalCovers(a, fresh, request) ? a : null;
 }
 
-async function ownApproval(approvals: ApprovalService, tx: TransactionSql, id: string, identity: Identity): Promise<Approval | null> {
+async function ownApproval(
+  approvals: ApprovalService,
+  tx: TransactionSql,
+  id: string,
+  identity: Identity,
+): Promise<Approval | null> {
   const a = await approvals.store.get(id, tx);
   return a !== null && a.requester.sub === identity.user ? a : null;
 }

@@ -26,7 +26,12 @@ import { toolsRoute } from './routes/tools.js';
 import { uiRoutes } from './routes/ui.js';
 import { usageRoute } from './routes/usage.js';
 import { webhooksRoute } from './routes/webhooks.js';
-import { createSessionAuthenticator, sessionCookies, type SessionAuthenticator, type SignInSettings } from './session.js';
+import {
+  createSessionAuthenticator,
+  sessionCookies,
+  type SessionAuthenticator,
+  type SignInSettings,
+} from './session.js';
 
 export interface AppOptions {
   readonly bodyLimit: number;

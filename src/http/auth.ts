@@ -68,7 +68,12 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
     verify: {
       algorithms: [options.algorithm],
       // fast-jwt skips the iss/aud check when the claim is absent: require them when configured.
-      requiredClaims: ['exp', 'sub', ...(options.issuer !== null ? ['iss'] : []), ...(options.audience !== null ? ['aud'] : [])],
+      requiredClaims: [
+        'exp',
+        'sub',
+        ...(options.issuer !== null ? ['iss'] : []),
+        ...(options.audience !== null ? ['aud'] : []),
+      ],
       // fast-jwt takes milliseconds here; @fastify/jwt only converts maxAge.
       clockTolerance: options.clockToleranceSec * 1000,
       ...(options.issuer !== null ? { allowedIss: options.issuer } : {}),
@@ -97,15 +102,25 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
   const cache = new Map<string, { identity: Identity; expiresAtMs: number }>();
   const toleranceMs = options.clockToleranceSec * 1000;
   // A NaN here would switch the lifetime check off and the cache with it: refuse it at start.
-  if (!Number.isSafeInteger(options.maxLifetimeSec) || options.maxLifetimeSec <= 0) throw new RangeError('maxLifetimeSec must be a positive integer');
+  if (!Number.isSafeInteger(options.maxLifetimeSec) || options.maxLifetimeSec <= 0)
+    throw new RangeError('maxLifetimeSec must be a positive integer');
   const maxLifetimeMs = options.maxLifetimeSec * 1000;
-  const checks: ClaimChecks = { issuer: options.issuer, audience: options.audience, toleranceMs, maxLifetimeMs, claims: options.claims };
+  const checks: ClaimChecks = {
+    issuer: options.issuer,
+    audience: options.audience,
+    toleranceMs,
+    maxLifetimeMs,
+    claims: options.claims,
+  };
   const keys = options.jwks;
   let cacheGeneration = keys?.generation() ?? 0;
 
   const remember = (token: string, verified: Verified, now: number): Identity => {
     if (cache.size >= TOKEN_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-    cache.set(token, { identity: verified.identity, expiresAtMs: Math.min(verified.expMs, now + maxLifetimeMs) + toleranceMs });
+    cache.set(token, {
+      identity: verified.identity,
+      expiresAtMs: Math.min(verified.expMs, now + maxLifetimeMs) + toleranceMs,
+    });
     return verified.identity;
   };
 
@@ -113,7 +128,8 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
     const kid = header.kid;
     if (kid === undefined) {
       // jose would pick the one key of the token's type; with several keys a token must say which.
-      if (jwks.size() !== 1) throw new HttpError('unauthorized', 'the token names no key (`kid`) and the key set holds several');
+      if (jwks.size() !== 1)
+        throw new HttpError('unauthorized', 'the token names no key (`kid`) and the key set holds several');
     } else if (typeof kid !== 'string') {
       throw new HttpError('unauthorized', 'the token is not valid');
     } else if (!jwks.hasKid(kid)) {
@@ -132,7 +148,10 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
       }));
     } catch (err) {
       if (!(err instanceof joseErrors.JOSEError)) throw err; // a bug: 500, nothing authenticated
-      throw new HttpError('unauthorized', err.code === 'ERR_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid');
+      throw new HttpError(
+        'unauthorized',
+        err.code === 'ERR_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid',
+      );
     }
     const now = Date.now();
     const verified = verifiedIdentity(header, payload, now, checks);
@@ -145,7 +164,8 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
     if (header === undefined) throw new HttpError('unauthorized', 'send Authorization: Bearer <token>');
     // Node keeps the first of repeated Authorization headers and drops the rest; a proxy may keep
     // another. Two credentials are ambiguous: refuse rather than pick one.
-    if (headerCount(request.raw.rawHeaders, 'authorization') > 1) throw new HttpError('unauthorized', 'send exactly one Authorization header');
+    if (headerCount(request.raw.rawHeaders, 'authorization') > 1)
+      throw new HttpError('unauthorized', 'send exactly one Authorization header');
     if (header.length > MAX_TOKEN_LENGTH + 7) throw new HttpError('unauthorized', 'the token is too long');
     const m = BEARER.exec(header);
     if (!m) throw new HttpError('unauthorized', 'the Authorization header is not a bearer token');
@@ -162,7 +182,9 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
     }
     if (keys !== undefined && !keys.loaded()) {
       // Not the token's fault: the keys to check it with have not arrived yet.
-      throw new HttpError('unavailable', 'the token signing keys (JWT_JWKS_URL) are not loaded yet; retry', { retryAfterSec: 2 });
+      throw new HttpError('unavailable', 'the token signing keys (JWT_JWKS_URL) are not loaded yet; retry', {
+        retryAfterSec: 2,
+      });
     }
     const segments = strictHeader(token);
     if (segments === null) throw new HttpError('unauthorized', 'the token is not valid');
@@ -174,7 +196,10 @@ export function createAuthenticator(app: FastifyInstance, options: AuthOptions):
       payload = app.jwt.verify(token);
     } catch (err) {
       const code = (err as { code?: string }).code;
-      throw new HttpError('unauthorized', code === 'FAST_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid');
+      throw new HttpError(
+        'unauthorized',
+        code === 'FAST_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid',
+      );
     }
     return (request.identity = remember(token, verifiedIdentity(segments, payload, now, checks), now));
   };
@@ -247,7 +272,8 @@ export function verifiedIdentity(header: JsonObject, payload: unknown, nowMs: nu
   if (Object.hasOwn(p, 'iat') && !(isNumericDate(p.iat) && p.iat * 1000 <= nowMs + tol)) {
     throw new HttpError('unauthorized', "the token's `iat` must be a NumericDate not in the future");
   }
-  if (checks.issuer !== null && p.iss !== checks.issuer) throw new HttpError('unauthorized', 'the token is not from the configured issuer (`iss`)');
+  if (checks.issuer !== null && p.iss !== checks.issuer)
+    throw new HttpError('unauthorized', 'the token is not from the configured issuer (`iss`)');
   if (checks.audience !== null && !hasAudience(p.aud, checks.audience)) {
     throw new HttpError('unauthorized', 'the token is not meant for this service (`aud`)');
   }
@@ -281,7 +307,8 @@ function bearerIdentity(payload: JsonObject, claims: ClaimNames): Identity {
  * roles at all: nobody passes.
  */
 export function requireRole(...roles: readonly string[]) {
-  const needed = roles.length === 1 ? `the role "${roles[0]}"` : `one of the roles ${roles.map((r) => `"${r}"`).join(', ')}`;
+  const needed =
+    roles.length === 1 ? `the role "${roles[0]}"` : `one of the roles ${roles.map((r) => `"${r}"`).join(', ')}`;
   const forbidden = `this needs ${needed}`;
   return (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
     const held = (request.identity as Identity).roles;

@@ -32,13 +32,17 @@ export function registerStrictBodies(app: FastifyInstance, bodyLimit: number): v
     if (!hasBody) return done(null, payload);
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-      return done(new HttpError('unsupported_media_type', 'Content-Encoding: compressed bodies are not accepted (only identity)'));
+      return done(
+        new HttpError('unsupported_media_type', 'Content-Encoding: compressed bodies are not accepted (only identity)'),
+      );
     }
     // A transfer coding is the other way to say the body is compressed (`gzip, chunked`, RFC 9112
     // section 6.1). Node removes only the chunking: the parser would get the compressed bytes.
     const transfer = request.headers['transfer-encoding'];
     if (transfer !== undefined && transfer.toLowerCase() !== 'chunked') {
-      return done(new HttpError('unsupported_media_type', 'Transfer-Encoding: compressed bodies are not accepted (only chunked)'));
+      return done(
+        new HttpError('unsupported_media_type', 'Transfer-Encoding: compressed bodies are not accepted (only chunked)'),
+      );
     }
     const type = request.headers['content-type'];
     if (type === undefined || !JSON_MEDIA_TYPE.test(type)) {

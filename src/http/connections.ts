@@ -72,7 +72,11 @@ export function registerDrain(app: FastifyInstance): ReadonlyMap<Socket, ServerR
  * idle, bounded by KEEP_ALIVE_TIMEOUT, and each request by Node's own clock.) One timer per
  * connection, none per request: `connections` already records each connection's first request.
  */
-export function registerFirstHeadersDeadline(app: FastifyInstance, connections: ReadonlyMap<Socket, ServerResponse | null>, ms: number): void {
+export function registerFirstHeadersDeadline(
+  app: FastifyInstance,
+  connections: ReadonlyMap<Socket, ServerResponse | null>,
+  ms: number,
+): void {
   app.server.on('connection', (socket: Socket) => {
     if (socket.destroyed) return; // refused by the drain
     const timer = setTimeout(() => {

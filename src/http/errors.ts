@@ -96,7 +96,15 @@ export function sendProblem(reply: FastifyReply, err: HttpError): FastifyReply {
 const BODY_FIELDS: ReadonlySet<string> = new Set(['args', 'note', 'message', 'reason']);
 
 /** The names a body may never use: hosts set identity from the verified token (docs/spec.md section 5). */
-export const IDENTITY_FIELDS: ReadonlySet<string> = new Set(['user', 'sub', 'team', 'agent', 'roles', 'identity', 'claims']);
+export const IDENTITY_FIELDS: ReadonlySet<string> = new Set([
+  'user',
+  'sub',
+  'team',
+  'agent',
+  'roles',
+  'identity',
+  'claims',
+]);
 
 /** Map anything thrown in a request to a problem. Unknown errors become a 500 with no details. */
 export function toHttpError(err: unknown): HttpError {
@@ -120,15 +128,26 @@ export function toHttpError(err: unknown): HttpError {
     );
   }
   if (err instanceof ApprovalTooLargeError) {
-    return new HttpError('approval_too_large', `an approval holds at most ${err.limit} bytes of canonical arguments (APPROVAL_MAX_BYTES); nothing was stored`, {
-      body: { limit: err.limit },
-    });
+    return new HttpError(
+      'approval_too_large',
+      `an approval holds at most ${err.limit} bytes of canonical arguments (APPROVAL_MAX_BYTES); nothing was stored`,
+      {
+        body: { limit: err.limit },
+      },
+    );
   }
   if (err instanceof IdempotencyKeyReusedError) {
-    const by = err.what === 'body' ? 'with another body' : "by another identity of the same sub (the token's other claims differ)";
-    return new HttpError('idempotency_key_reused', `this Idempotency-Key was already used, within 24 hours, ${by}: use a new key for a new request`, {
-      errors: [{ pointer: '', message: 'idempotency_key_reused' }],
-    });
+    const by =
+      err.what === 'body'
+        ? 'with another body'
+        : "by another identity of the same sub (the token's other claims differ)";
+    return new HttpError(
+      'idempotency_key_reused',
+      `this Idempotency-Key was already used, within 24 hours, ${by}: use a new key for a new request`,
+      {
+        errors: [{ pointer: '', message: 'idempotency_key_reused' }],
+      },
+    );
   }
   if (err instanceof IdempotencyLimitError) {
     const setting = err.limit === 'keys' ? 'IDEMPOTENCY_MAX_KEYS' : 'IDEMPOTENCY_MAX_BYTES';
@@ -140,9 +159,13 @@ export function toHttpError(err: unknown): HttpError {
   }
   if (err instanceof PendingLimitError) {
     // A place frees up only when an operator decides or an approval expires: minutes, not seconds.
-    return new HttpError('too_many_pending', `you already have ${err.limit} pending approvals; wait until operators decide some, or they expire`, {
-      retryAfterSec: 60,
-    });
+    return new HttpError(
+      'too_many_pending',
+      `you already have ${err.limit} pending approvals; wait until operators decide some, or they expire`,
+      {
+        retryAfterSec: 60,
+      },
+    );
   }
   if (err instanceof RecentlyDeniedError) {
     return new HttpError(
@@ -157,13 +180,27 @@ export function toHttpError(err: unknown): HttpError {
   }
   if (err instanceof WaitLimitError && err.what === 'streams') {
     return err.scope === 'caller'
-      ? new HttpError('too_many_waits', `you already hold ${err.limit} streams (MAX_WAITS_PER_CALLER); close one first`, { retryAfterSec: 5 })
-      : new HttpError('unavailable', 'this replica holds as many streams as it may (MAX_WAITS); retry', { retryAfterSec: 5 });
+      ? new HttpError(
+          'too_many_waits',
+          `you already hold ${err.limit} streams (MAX_WAITS_PER_CALLER); close one first`,
+          { retryAfterSec: 5 },
+        )
+      : new HttpError('unavailable', 'this replica holds as many streams as it may (MAX_WAITS); retry', {
+          retryAfterSec: 5,
+        });
   }
   if (err instanceof WaitLimitError) {
     return err.scope === 'caller'
-      ? new HttpError('too_many_waits', `you already hold ${err.limit} waits (MAX_WAITS_PER_CALLER); wait on fewer approvals at once`, { retryAfterSec: 5 })
-      : new HttpError('unavailable', 'this replica holds as many waits as it may (MAX_WAITS); retry, or poll without wait', { retryAfterSec: 5 });
+      ? new HttpError(
+          'too_many_waits',
+          `you already hold ${err.limit} waits (MAX_WAITS_PER_CALLER); wait on fewer approvals at once`,
+          { retryAfterSec: 5 },
+        )
+      : new HttpError(
+          'unavailable',
+          'this replica holds as many waits as it may (MAX_WAITS); retry, or poll without wait',
+          { retryAfterSec: 5 },
+        );
   }
   // The store refused a value from the token's claims. Authentication refuses every claim the store
   // would (auth.ts), so this is a safety net: the token's fault, never a 500 or a body error.
@@ -174,7 +211,9 @@ export function toHttpError(err: unknown): HttpError {
   // the body field when it is one (`args`, a grant's `note`, a denial's `reason`).
   if (err instanceof ApprovalInputError) {
     const pointer = BODY_FIELDS.has(err.field) ? `/${err.field}` : '';
-    return new HttpError('invalid_body', `${err.field} cannot be stored`, { errors: [{ pointer, message: 'cannot be stored' }] });
+    return new HttpError('invalid_body', `${err.field} cannot be stored`, {
+      errors: [{ pointer, message: 'cannot be stored' }],
+    });
   }
   // A list filter the store refused: 400 pointing at the query parameter at fault.
   if (err instanceof ListQueryError) {
@@ -198,7 +237,8 @@ export function toHttpError(err: unknown): HttpError {
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return new HttpError('uri_too_long', 'a path parameter is longer than 128 characters');
   }
-  if (typeof e.code === 'string' && e.code.startsWith('FST_JWT_')) return new HttpError('unauthorized', jwtDetail(e.code));
+  if (typeof e.code === 'string' && e.code.startsWith('FST_JWT_'))
+    return new HttpError('unauthorized', jwtDetail(e.code));
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     if (e.statusCode === 404) return new HttpError('not_found', 'no such resource');
     if (e.statusCode === 405) return new HttpError('method_not_allowed', 'method not allowed');
@@ -233,9 +273,12 @@ function validationError(err: FastifyError): HttpError {
     errors.push({ pointer, message });
   }
   if (identity !== null) {
-    return new HttpError('identity_in_body', `the body may not set "${identity}": identity comes from the token`, { errors });
+    return new HttpError('identity_in_body', `the body may not set "${identity}": identity comes from the token`, {
+      errors,
+    });
   }
-  if (where === 'querystring' || where === 'params') return new HttpError('invalid_query', `invalid ${where}`, { errors });
+  if (where === 'querystring' || where === 'params')
+    return new HttpError('invalid_query', `invalid ${where}`, { errors });
   return new HttpError('invalid_body', 'the body does not match the schema of this route', { errors });
 }
 

@@ -9,15 +9,26 @@ import { HttpError } from './errors.js';
 import { headerCount } from './headers.js';
 
 /** The claim of this request's Idempotency-Key, or undefined without one; 400 for a malformed or repeated one. */
-export function idempotencyClaim(request: FastifyRequest, route: IdempotentRoute, identity: Identity): IdempotencyClaim | undefined {
+export function idempotencyClaim(
+  request: FastifyRequest,
+  route: IdempotentRoute,
+  identity: Identity,
+): IdempotencyClaim | undefined {
   const key = request.headers['idempotency-key'];
   if (key === undefined) return undefined;
   if (typeof key !== 'string' || headerCount(request.raw.rawHeaders, 'idempotency-key') > 1) {
     throw new HttpError('bad_request', 'send one Idempotency-Key header');
   }
-  if (!IDEMPOTENCY_KEY.test(key)) throw new HttpError('bad_request', 'an Idempotency-Key is 1 to 255 visible ASCII characters');
+  if (!IDEMPOTENCY_KEY.test(key))
+    throw new HttpError('bad_request', 'an Idempotency-Key is 1 to 255 visible ASCII characters');
   // The body as parsed strictly, numbers as written: `150` and `150.0` are two bodies.
-  return { sub: identity.user, route, key, bodyHash: sha256(canonicalize(request.body as JsonObject)), identityHash: identityDigest(identity) };
+  return {
+    sub: identity.user,
+    route,
+    key,
+    bodyHash: sha256(canonicalize(request.body as JsonObject)),
+    identityHash: identityDigest(identity),
+  };
 }
 
 /**
@@ -34,6 +45,15 @@ const TOKEN_INSTANCE_CLAIMS: ReadonlySet<string> = new Set(['exp', 'nbf', 'iat',
  */
 export function identityDigest(identity: Identity): string {
   const claims: JsonObject = {};
-  for (const [name, value] of Object.entries(identity.claims ?? {})) if (!TOKEN_INSTANCE_CLAIMS.has(name)) claims[name] = value;
-  return sha256(canonicalize({ user: identity.user, team: identity.team, agent: identity.agent, roles: [...identity.roles], claims }));
+  for (const [name, value] of Object.entries(identity.claims ?? {}))
+    if (!TOKEN_INSTANCE_CLAIMS.has(name)) claims[name] = value;
+  return sha256(
+    canonicalize({
+      user: identity.user,
+      team: identity.team,
+      agent: identity.agent,
+      roles: [...identity.roles],
+      claims,
+    }),
+  );
 }

@@ -11,7 +11,19 @@ import type { Logger } from 'pino';
  * public key's bytes (algorithm confusion, RFC 8725 section 2.1) never verifies. jose also ties each
  * to its key type and curve (RS*, PS* → RSA; ES256/384/512 → P-256/384/521; EdDSA, Ed25519 → Ed25519).
  */
-export const JWKS_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
+export const JWKS_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
 
 export interface JwksOptions {
   readonly url: string;
@@ -82,12 +94,18 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
       next = keySetOf(await fetchDocument(options.url, timeoutMs));
     } catch (err) {
       // The URL is configuration, not a secret; the keys kept are the last good ones.
-      log?.warn({ url: options.url, reason: (err as Error).message, keys: current === null ? 'none yet' : 'kept' }, 'the JWKS could not be fetched');
+      log?.warn(
+        { url: options.url, reason: (err as Error).message, keys: current === null ? 'none yet' : 'kept' },
+        'the JWKS could not be fetched',
+      );
       return current !== null;
     }
     if (current === null || current.text !== next.text) {
       generation++;
-      log?.info({ url: options.url, keys: next.keys.length }, current === null ? 'loaded the JWKS' : 'the JWKS changed');
+      log?.info(
+        { url: options.url, keys: next.keys.length },
+        current === null ? 'loaded the JWKS' : 'the JWKS changed',
+      );
     }
     current = next;
     return true;
@@ -184,14 +202,23 @@ export function keySetOf(document: unknown): KeySet {
 function isUsable(jwk: unknown): jwk is JWK {
   if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) return false;
   const k = jwk as Record<string, unknown>;
-  const algorithms = typeof k.kty === 'string' && Object.hasOwn(ALGORITHMS_OF_KTY, k.kty) ? ALGORITHMS_OF_KTY[k.kty]! : null;
+  const algorithms =
+    typeof k.kty === 'string' && Object.hasOwn(ALGORITHMS_OF_KTY, k.kty) ? ALGORITHMS_OF_KTY[k.kty]! : null;
   if (algorithms === null) return false;
   if (PRIVATE_MEMBERS.some((m) => Object.hasOwn(k, m))) return false;
   if (k.use !== undefined && k.use !== 'sig') return false;
   if (k.key_ops !== undefined && !(Array.isArray(k.key_ops) && k.key_ops.includes('verify'))) return false;
   if (k.kid !== undefined && typeof k.kid !== 'string') return false;
   if (k.alg !== undefined && !(typeof k.alg === 'string' && algorithms.includes(k.alg))) return false;
-  if (k.kty === 'EC' && !(typeof k.crv === 'string' && Object.hasOwn(EC_CURVES, k.crv) && (k.alg === undefined || EC_CURVES[k.crv] === k.alg))) return false;
+  if (
+    k.kty === 'EC' &&
+    !(
+      typeof k.crv === 'string' &&
+      Object.hasOwn(EC_CURVES, k.crv) &&
+      (k.alg === undefined || EC_CURVES[k.crv] === k.alg)
+    )
+  )
+    return false;
   if (k.kty === 'OKP' && k.crv !== 'Ed25519') return false;
   try {
     const key = createPublicKey({ key: k as JsonWebKeyInput['key'], format: 'jwk' });

@@ -22,7 +22,10 @@ export interface RelyingParty {
    * The provider's answer at the callback (`callbackUrl`: PUBLIC_URL/auth/callback with the query
    * received), checked against the transaction: the validated ID token's claims, and the token itself.
    */
-  finish(callbackUrl: URL, transaction: LoginTransaction): Promise<{ claims: Record<string, unknown>; idToken: string }>;
+  finish(
+    callbackUrl: URL,
+    transaction: LoginTransaction,
+  ): Promise<{ claims: Record<string, unknown>; idToken: string }>;
   /** Where to send the browser to end the provider's session too; null when the provider has no end_session_endpoint. */
   endSessionUrl(idToken: string | null): Promise<string | null>;
 }
@@ -60,7 +63,12 @@ export function createRelyingParty(options: RelyingPartyOptions): RelyingParty {
       const methods = found.serverMetadata().token_endpoint_auth_methods_supported;
       const basic = methods === undefined || methods.includes('client_secret_basic');
       const auth = basic ? client.ClientSecretBasic(oidc.clientSecret) : client.ClientSecretPost(oidc.clientSecret);
-      const configured = new client.Configuration(found.serverMetadata(), oidc.clientId, { client_secret: oidc.clientSecret }, auth);
+      const configured = new client.Configuration(
+        found.serverMetadata(),
+        oidc.clientId,
+        { client_secret: oidc.clientSecret },
+        auth,
+      );
       for (const run of execute) run(configured);
       configured.timeout = timeout;
       return configured;
@@ -82,7 +90,11 @@ export function createRelyingParty(options: RelyingPartyOptions): RelyingParty {
   return {
     async start() {
       const config = await discover();
-      const transaction = { state: client.randomState(), nonce: client.randomNonce(), verifier: client.randomPKCECodeVerifier() };
+      const transaction = {
+        state: client.randomState(),
+        nonce: client.randomNonce(),
+        verifier: client.randomPKCECodeVerifier(),
+      };
       const url = client.buildAuthorizationUrl(config, {
         redirect_uri: options.redirectUri,
         response_type: 'code',
@@ -109,7 +121,8 @@ export function createRelyingParty(options: RelyingPartyOptions): RelyingParty {
         throw callbackError(err, options.log);
       }
       const claims = tokens.claims();
-      if (claims === undefined || tokens.id_token === undefined) throw new HttpError('signin_failed', 'the identity provider sent no ID token: sign in again');
+      if (claims === undefined || tokens.id_token === undefined)
+        throw new HttpError('signin_failed', 'the identity provider sent no ID token: sign in again');
       return { claims: { ...claims }, idToken: tokens.id_token };
     },
 
@@ -121,7 +134,10 @@ export function createRelyingParty(options: RelyingPartyOptions): RelyingParty {
         return null; // signed out here all the same; the provider's session is the provider's
       }
       if (config.serverMetadata().end_session_endpoint === undefined) return null;
-      const parameters: Record<string, string> = { client_id: oidc.clientId, post_logout_redirect_uri: options.postLogoutRedirectUri };
+      const parameters: Record<string, string> = {
+        client_id: oidc.clientId,
+        post_logout_redirect_uri: options.postLogoutRedirectUri,
+      };
       if (idToken !== null) parameters.id_token_hint = idToken;
       return client.buildEndSessionUrl(config, parameters).href;
     },
@@ -129,7 +145,9 @@ export function createRelyingParty(options: RelyingPartyOptions): RelyingParty {
 }
 
 function unreachable(): HttpError {
-  return new HttpError('unavailable', 'the identity provider (OIDC_ISSUER) cannot be reached; retry', { retryAfterSec: RETRY_AFTER_SEC });
+  return new HttpError('unavailable', 'the identity provider (OIDC_ISSUER) cannot be reached; retry', {
+    retryAfterSec: RETRY_AFTER_SEC,
+  });
 }
 
 /** An OAuth error code as RFC 6749 section 4.1.2.1 spells them; anything else is not echoed. */
@@ -148,10 +166,14 @@ function callbackError(err: unknown, log: Logger): HttpError {
     return new HttpError('signin_failed', `the identity provider refused the sign-in${code}: sign in again`);
   }
   if (err instanceof client.ClientError) {
-    return new HttpError('signin_failed', `the identity provider's answer did not pass the checks (${err.code ?? 'invalid'}): sign in again`);
+    return new HttpError(
+      'signin_failed',
+      `the identity provider's answer did not pass the checks (${err.code ?? 'invalid'}): sign in again`,
+    );
   }
   // fetch's network failures (TypeError) and timeouts (AbortSignal.timeout: DOMException).
-  if (err instanceof TypeError || (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))) return unreachable();
+  if (err instanceof TypeError || (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')))
+    return unreachable();
   return new HttpError('internal', 'the sign-in failed');
 }
 

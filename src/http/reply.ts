@@ -11,12 +11,17 @@ import type { JsonObject } from '../json/value.js';
 import type { DecisionResult } from '../policy/model.js';
 import { HttpError, sendProblem } from './errors.js';
 
-export function sendCanonical(reply: FastifyReply, body: JsonObject, type = 'application/json; charset=utf-8'): FastifyReply {
+export function sendCanonical(
+  reply: FastifyReply,
+  body: JsonObject,
+  type = 'application/json; charset=utf-8',
+): FastifyReply {
   return reply.type(type).send(canonicalize(body));
 }
 
 export function sendAnswer(reply: FastifyReply, answer: Answer): FastifyReply {
-  if (answer.kind === 'decision') return sendDecision(reply, answer.result, answer.decisionId, answer.extra, answer.exact);
+  if (answer.kind === 'decision')
+    return sendDecision(reply, answer.result, answer.decisionId, answer.extra, answer.exact);
   // A kept one says so in `Idempotent-Replayed`.
   if (answer.replayed) reply.header('idempotent-replayed', 'true');
   return reply.code(answer.status).type('application/json; charset=utf-8').send(answer.body);
@@ -26,7 +31,13 @@ export function sendAnswer(reply: FastifyReply, answer: Answer): FastifyReply {
  * Send a decision: 200 only for allow; an internal failure is a 500 problem that allows nothing.
  * `exact`: `extra` holds numbers as counted (a counter's standing), written as canonical JSON too.
  */
-function sendDecision(reply: FastifyReply, result: DecisionResult, decisionId: string, extra?: Record<string, unknown>, exact = false): FastifyReply {
+function sendDecision(
+  reply: FastifyReply,
+  result: DecisionResult,
+  decisionId: string,
+  extra?: Record<string, unknown>,
+  exact = false,
+): FastifyReply {
   if (result.internalError) {
     return sendProblem(
       reply,

@@ -67,8 +67,15 @@ export function sessionCookies(publicUrl: string, ttlMs: number): SessionCookies
   const prefix = secure ? '__Host-' : '';
   const base = { path: '/', httpOnly: true, secure } as const;
   return {
-    session: { name: `${prefix}gatehouse-session`, options: { ...base, sameSite: 'strict', maxAge: Math.floor(ttlMs / 1000) } },
-    login: { name: `${prefix}gatehouse-login`, options: { ...base, sameSite: 'lax', maxAge: LOGIN_MAX_AGE_SEC }, maxAgeSec: LOGIN_MAX_AGE_SEC },
+    session: {
+      name: `${prefix}gatehouse-session`,
+      options: { ...base, sameSite: 'strict', maxAge: Math.floor(ttlMs / 1000) },
+    },
+    login: {
+      name: `${prefix}gatehouse-login`,
+      options: { ...base, sameSite: 'lax', maxAge: LOGIN_MAX_AGE_SEC },
+      maxAgeSec: LOGIN_MAX_AGE_SEC,
+    },
   };
 }
 
@@ -111,7 +118,8 @@ export function createSessionAuthenticator(
     async authenticate(request) {
       const secret = secretOf(request) ?? '';
       const session = await store.find(secret);
-      if (session === null) throw new HttpError('unauthorized', 'the session has ended (expired or signed out): sign in again');
+      if (session === null)
+        throw new HttpError('unauthorized', 'the session has ended (expired or signed out): sign in again');
       if (!SAFE_METHODS.has(request.method)) checkCsrf(request, session.csrfToken);
       const identity = sessionIdentity(session);
       request.identity = identity;
@@ -136,5 +144,6 @@ export function checkCsrf(request: FastifyRequest, expected: string): void {
   }
   const a = Buffer.from(sent);
   const b = Buffer.from(expected);
-  if (a.length !== b.length || !timingSafeEqual(a, b)) throw new HttpError('csrf_rejected', "the X-CSRF-Token is not this session's");
+  if (a.length !== b.length || !timingSafeEqual(a, b))
+    throw new HttpError('csrf_rejected', "the X-CSRF-Token is not this session's");
 }

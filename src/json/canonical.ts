@@ -115,7 +115,10 @@ function approvalHashParts(input: ApprovalHashInput | ApprovalRequirementsHashIn
   const t = canonicalAt(tool, ['tool']);
   // A grant under one context is never redeemed under another: the context is part of what was
   // granted. Without one (or an empty one) the text is exactly what it was before contexts existed.
-  const context = input.context !== undefined && Object.keys(input.context).length > 0 ? canonicalAt(input.context, ['context']) : undefined;
+  const context =
+    input.context !== undefined && Object.keys(input.context).length > 0
+      ? canonicalAt(input.context, ['context'])
+      : undefined;
   const out: string[] = ['{"args":', a];
   const part = (o: JsonObject, at: string[]): void => {
     if (isDefaultShape(o, tool, args)) out.push('{"args":', a, `,"tool":${t}}`);

@@ -104,7 +104,13 @@ function maxDepthOf(options: ParseOptions | undefined): number {
   return maxDepth;
 }
 
-function scanText(text: string, fromString: boolean, maxDepth: number, maxKeys: number, sites: Sites | null): JsonValue {
+function scanText(
+  text: string,
+  fromString: boolean,
+  maxDepth: number,
+  maxKeys: number,
+  sites: Sites | null,
+): JsonValue {
   // Decoded bytes are always well-formed; only a JS string can carry a raw lone surrogate.
   const rawSurrogates = fromString && !isWellFormed(text);
   try {

@@ -165,7 +165,11 @@ export function scan(text: string, options: ScanOptions): JsonValue {
           }
           continue;
         }
-        fail('syntax', i, i >= len ? 'unexpected end of input' : Array.isArray(cur) ? 'expected "," or "]"' : 'expected "," or "}"');
+        fail(
+          'syntax',
+          i,
+          i >= len ? 'unexpected end of input' : Array.isArray(cur) ? 'expected "," or "]"' : 'expected "," or "}"',
+        );
       }
     }
   } catch (e) {
@@ -192,7 +196,14 @@ export function scan(text: string, options: ScanOptions): JsonValue {
  * Parses `"name" :` at i into scannedKey, rejecting a duplicate of a member already in obj, and
  * returns the index where the member's value starts.
  */
-function scanKey(text: string, i: number, obj: JsonObject, rawSurrogates: boolean, sites: Sites | null, objPtr: string): number {
+function scanKey(
+  text: string,
+  i: number,
+  obj: JsonObject,
+  rawSurrogates: boolean,
+  sites: Sites | null,
+  objPtr: string,
+): number {
   const len = text.length;
   if (text.charCodeAt(i) !== QUOTE) {
     fail('syntax', i, i >= len ? 'unexpected end of input' : 'expected a string key');

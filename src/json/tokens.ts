@@ -117,7 +117,10 @@ function scanEscapedString(text: string, start: number, i: number): string {
         if (cu < 0) fail('syntax', i, 'invalid \\u escape');
         if (cu >= 0xd800 && cu <= 0xdfff) {
           // Only an escaped high surrogate directly followed by an escaped low one is a character.
-          const low = cu <= 0xdbff && text.charCodeAt(i + 6) === BACKSLASH && text.charCodeAt(i + 7) === 0x75 ? hex4(text, i + 8) : -1;
+          const low =
+            cu <= 0xdbff && text.charCodeAt(i + 6) === BACKSLASH && text.charCodeAt(i + 7) === 0x75
+              ? hex4(text, i + 8)
+              : -1;
           if (low < 0xdc00 || low > 0xdfff) fail('lone_surrogate', i, 'lone surrogate escape');
           out += String.fromCharCode(cu, low);
           i += 6;

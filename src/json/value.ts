@@ -62,7 +62,12 @@ export function setOwn(obj: JsonObject, key: string, value: JsonValue): void {
  * Copies from[fromKey] into to[toKey] with its number lexeme, if any. Use it when building a new
  * object from parsed values (e.g. an approval capability) so numbers still hash as written.
  */
-export function copyMember(from: JsonObject | JsonValue[], fromKey: string | number, to: JsonObject, toKey: string): void {
+export function copyMember(
+  from: JsonObject | JsonValue[],
+  fromKey: string | number,
+  to: JsonObject,
+  toKey: string,
+): void {
   // Own members only: an inherited name such as "toString" is not a member of parsed JSON.
   if (!Object.hasOwn(from, fromKey)) return;
   const value = Array.isArray(from) ? from[Number(fromKey)] : from[String(fromKey)];

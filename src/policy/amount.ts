@@ -28,13 +28,19 @@ export const REPORT_DECIMALS = 12;
  * reader of the body holds (as amountAt). Otherwise the rule it breaks, worded as a problem's
  * message (never the value). The cap is checked before the rest, so `1e308` is "above the cap".
  */
-export function reportedSpend(container: object, key: string | number, value: number, cap: Amount): { amount: Amount } | { rule: string } {
+export function reportedSpend(
+  container: object,
+  key: string | number,
+  value: number,
+  cap: Amount,
+): { amount: Amount } | { rule: string } {
   const written = Number.isFinite(value) ? decimalAt(container, key, value) : null;
   if (written === null) return { rule: 'must be a finite decimal number' };
   if (written.negative || written.digits === '') return { rule: 'must be greater than 0' };
   const max = decimalOf(cap.text);
   if (max === null || compareDecimals(written, max) > 0) return { rule: `must be at most ${cap.text} (USAGE_MAX_USD)` };
-  if (written.digits.length - written.exponent > REPORT_DECIMALS) return { rule: `must have at most ${REPORT_DECIMALS} digits after the decimal point` };
+  if (written.digits.length - written.exponent > REPORT_DECIMALS)
+    return { rule: `must have at most ${REPORT_DECIMALS} digits after the decimal point` };
   const amount = amountAt(container, key, value);
   if (amount === null) return { rule: 'must be written as a double holds it (not exact)' };
   return { amount };

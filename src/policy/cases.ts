@@ -13,7 +13,14 @@ import { compileGlob, GlobError, type Glob } from './glob.js';
 import { buildPolicySet, isPolicyTestFileName, readPolicyFiles, type FileBytes } from './load.js';
 import { settleCharges, wouldCross, type Refusal } from './limits.js';
 import type { Amount, Decision, DecisionResult, Identity, PolicySet, RunView } from './model.js';
-import { type CallerSpec, checkTarget, type NeverProperty, type PropertyTarget, selectTargets, type TargetCheck } from './never.js';
+import {
+  type CallerSpec,
+  checkTarget,
+  type NeverProperty,
+  type PropertyTarget,
+  selectTargets,
+  type TargetCheck,
+} from './never.js';
 import { argsSchema, hasDotSegment, runViewSchema, toDecideRequest, toolNameSchema } from './request.js';
 import type { KeyPath, Location } from './source/common.js';
 import { keyPathOf, readSource } from './source/read.js';
@@ -162,7 +169,9 @@ function propertyWarnings(p: NeverProperty, checks: readonly (TargetCheck & { en
     if (c.counterexample !== undefined || c.problem !== undefined) continue;
     const where = `${c.target}${c.env === null ? '' : ` in ${c.env}`}`;
     if (c.matched === 0) {
-      out.push(`${where}: \`when\` held for none of the ${c.runs} generated requests: the property checked nothing there`);
+      out.push(
+        `${where}: \`when\` held for none of the ${c.runs} generated requests: the property checked nothing there`,
+      );
       continue;
     }
     const rules = (c.unreached ?? []).map((u) => `"${u.rule}" (${u.policy})`);
@@ -215,7 +224,13 @@ interface CaseDoc {
 }
 
 function identityOf(claims: Claims | undefined): Identity {
-  return { user: claims?.sub ?? 'test-user', team: claims?.team ?? null, agent: claims?.agent ?? null, roles: claims?.roles ?? [], claims: claims ?? {} };
+  return {
+    user: claims?.sub ?? 'test-user',
+    team: claims?.team ?? null,
+    agent: claims?.agent ?? null,
+    roles: claims?.roles ?? [],
+    claims: claims ?? {},
+  };
 }
 
 export interface CaseFile {
@@ -229,15 +244,28 @@ export function readCaseFile(path: string, bytes: Uint8Array): CaseFile {
   if (!read.source) return { cases: [], properties: [], problems: read.problems };
   const { value, locate } = read.source;
   const { doc, wrapped } = normaliseLists(value);
-  const problemAt = (keyPath: KeyPath, message: string): LoadProblem => ({ file: path, ...locate(keyPath), key: keyPath.join('.'), message });
+  const problemAt = (keyPath: KeyPath, message: string): LoadProblem => ({
+    file: path,
+    ...locate(keyPath),
+    key: keyPath.join('.'),
+    message,
+  });
   if (!validateCaseFile(doc)) {
     const problems = (validateCaseFile.errors ?? []).map((e) => {
       let keyPath = keyPathOf(doc, e.instancePath);
       // `decision: maybe` was checked as `[maybe]`: place the problem on what is written.
-      if (keyPath[0] === 'never' && keyPath.length >= 4 && keyPath[3] === 0 && wrapped.has(`${String(keyPath[1])}.${String(keyPath[2])}`)) {
+      if (
+        keyPath[0] === 'never' &&
+        keyPath.length >= 4 &&
+        keyPath[3] === 0 &&
+        wrapped.has(`${String(keyPath[1])}.${String(keyPath[2])}`)
+      ) {
         keyPath = [...keyPath.slice(0, 3), ...keyPath.slice(4)];
       }
-      const extra = e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : '';
+      const extra =
+        e.keyword === 'additionalProperties'
+          ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})`
+          : '';
       return problemAt(keyPath, `${e.message ?? 'invalid'}${extra}`);
     });
     return { cases: [], properties: [], problems };
@@ -254,7 +282,8 @@ export function readCaseFile(path: string, bytes: Uint8Array): CaseFile {
     const out = new Map<string, Amount>();
     for (const [id, n] of Object.entries(c.counters)) {
       const amount = amountAt(written, id, n);
-      if (amount === null) problems.push(problemAt(['cases', i, 'counters', id], 'a number a double cannot hold exactly'));
+      if (amount === null)
+        problems.push(problemAt(['cases', i, 'counters', id], 'a number a double cannot hold exactly'));
       else out.set(id, amount);
     }
     return out;
@@ -288,7 +317,9 @@ export function readCaseFile(path: string, bytes: Uint8Array): CaseFile {
     });
     const callerLists = (['users', 'teams', 'agents', 'roles'] as const).filter((key) => n[key] !== undefined);
     if (n.claims !== undefined && callerLists.length > 0) {
-      problems.push(problemAt(at('claims'), `claims give one caller: they cannot be combined with ${callerLists.join(', ')}`));
+      problems.push(
+        problemAt(at('claims'), `claims give one caller: they cannot be combined with ${callerLists.join(', ')}`),
+      );
     }
     const caller: CallerSpec =
       n.claims !== undefined
@@ -327,7 +358,10 @@ export function readCaseFile(path: string, bytes: Uint8Array): CaseFile {
       runs: n.runs ?? DEFAULT_PROPERTY_RUNS,
       seed: propertySeed(path, name),
     };
-    const envs = n.env?.map((env, k): PropertyEnv => ({ env, at: { ...locate(item('env', k)), key: item('env', k).join('.') } })) ?? null;
+    const envs =
+      n.env?.map(
+        (env, k): PropertyEnv => ({ env, at: { ...locate(item('env', k)), key: item('env', k).join('.') } }),
+      ) ?? null;
     return { property, envs, fileEnv: file.env ?? null };
   });
   if (problems.length > 0) return { cases: [], properties: [], problems };
@@ -340,7 +374,8 @@ export function readCaseFile(path: string, bytes: Uint8Array): CaseFile {
  */
 function normaliseLists(value: JsonValue): { doc: JsonValue; wrapped: Set<string> } {
   const wrapped = new Set<string>();
-  if (typeof value !== 'object' || value === null || Array.isArray(value) || !Array.isArray(value.never)) return { doc: value, wrapped };
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !Array.isArray(value.never))
+    return { doc: value, wrapped };
   const never = value.never.map((entry, i) => {
     if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return entry;
     const copy: JsonObject = { ...entry };
@@ -392,7 +427,8 @@ export function runCase(set: PolicySet, c: PolicyCase): CaseResult {
     for (const charge of got.charges) {
       const counted = c.counters?.get(charge.limit.id) ?? ZERO;
       if (!wouldCross(charge, counted)) continue;
-      const standing = charge.key === null || charge.amount === null ? null : { counted, windowStart: '', windowEnd: '' };
+      const standing =
+        charge.key === null || charge.amount === null ? null : { counted, windowStart: '', windowEnd: '' };
       refusals.push({ charge, standing });
     }
     got = settleCharges(got, request, refusals);
@@ -400,8 +436,10 @@ export function runCase(set: PolicySet, c: PolicyCase): CaseResult {
   const failures: string[] = [];
   if (got.decision !== c.want) failures.push(`decision: want ${c.want}, got ${got.decision}`);
   if (c.rule !== undefined && got.rule !== c.rule) failures.push(`rule: want ${c.rule}, got ${got.rule}`);
-  if (c.kind !== undefined && got.approval?.kind !== c.kind) failures.push(`kind: want ${c.kind}, got ${got.approval?.kind ?? '(none)'}`);
-  if (c.reason !== undefined && !got.reason.includes(c.reason)) failures.push(`reason: want it to contain ${JSON.stringify(c.reason)}`);
+  if (c.kind !== undefined && got.approval?.kind !== c.kind)
+    failures.push(`kind: want ${c.kind}, got ${got.approval?.kind ?? '(none)'}`);
+  if (c.reason !== undefined && !got.reason.includes(c.reason))
+    failures.push(`reason: want it to contain ${JSON.stringify(c.reason)}`);
   return { case: c, got, failures };
 }
 
@@ -433,7 +471,8 @@ export async function runPolicyTests(dir: string, opts: PolicyTestOptions = {}):
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     return failed([{ file: dir, line: 1, column: 1, key: '', message: `cannot read this directory (${code})` }]);
   }
-  if (names.length === 0) return failed([{ file: dir, line: 1, column: 1, key: '', message: 'no *.test.yaml files here' }]);
+  if (names.length === 0)
+    return failed([{ file: dir, line: 1, column: 1, key: '', message: 'no *.test.yaml files here' }]);
   const problems: LoadProblem[] = [];
   const cases: PolicyCase[] = [];
   const propertyCases: PropertyCase[] = [];
@@ -460,7 +499,10 @@ export async function runPolicyTests(dir: string, opts: PolicyTestOptions = {}):
   };
   try {
     // Every property's tools are selected before anything runs: one that selects none is a load problem.
-    const planned: { property: NeverProperty; checks: { env: string | null; set: PolicySet; targets: PropertyTarget[] }[] }[] = [];
+    const planned: {
+      property: NeverProperty;
+      checks: { env: string | null; set: PolicySet; targets: PropertyTarget[] }[];
+    }[] = [];
     for (const pc of propertyCases) {
       const property = opts.seed === undefined ? pc.property : { ...pc.property, seed: opts.seed };
       const envs = pc.envs ?? [{ env: pc.fileEnv ?? defaultEnv }];
@@ -484,7 +526,9 @@ export async function runPolicyTests(dir: string, opts: PolicyTestOptions = {}):
     if (problems.length > 0) return failed(problems);
     const results = cases.map((c) => runCase(setFor(c.env ?? defaultEnv), c));
     const properties = planned.map(({ property, checks }): PropertyResult => {
-      const done = checks.flatMap(({ env, set, targets }) => targets.map((t) => ({ ...checkTarget(set, property, t), env })));
+      const done = checks.flatMap(({ env, set, targets }) =>
+        targets.map((t) => ({ ...checkTarget(set, property, t), env })),
+      );
       return {
         property,
         runs: done.reduce((n, c) => n + c.runs, 0),

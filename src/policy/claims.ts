@@ -78,6 +78,7 @@ const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}]/u;
 
 function checkClaimText(name: string, value: string): void {
   if (CONTROL.test(value)) throw new ClaimError(`the claim "${name}" contains a control character`);
-  if (INVISIBLE.test(value)) throw new ClaimError(`the claim "${name}" contains an invisible format or separator character`);
+  if (INVISIBLE.test(value))
+    throw new ClaimError(`the claim "${name}" contains an invisible format or separator character`);
   if (!isWellFormed(value)) throw new ClaimError(`the claim "${name}" contains a lone surrogate`);
 }

@@ -45,7 +45,10 @@ class Problems {
   constructor(private readonly source: PolicySource) {}
   add(where: KeyPath, message: string, atKey = false): void {
     // A list written as one string (`on: results`) is named as written: `guards.0.on`, not `guards.0.on.0`.
-    const path = where.at(-1) === 0 && typeof valueAt(this.source.value, where.slice(0, -1)) === 'string' ? where.slice(0, -1) : where;
+    const path =
+      where.at(-1) === 0 && typeof valueAt(this.source.value, where.slice(0, -1)) === 'string'
+        ? where.slice(0, -1)
+        : where;
     const at = this.source.locate(path, atKey);
     this.list.push({ file: this.source.file, line: at.line, column: at.column, key: path.join('.'), message });
   }
@@ -60,7 +63,13 @@ function valueAt(root: JsonValue, path: KeyPath): JsonValue | undefined {
   let node: JsonValue | undefined = root;
   for (const seg of path) {
     if (node === null || typeof node !== 'object') return undefined;
-    node = Array.isArray(node) ? (typeof seg === 'number' ? node[seg] : undefined) : Object.hasOwn(node, seg) ? node[seg] : undefined;
+    node = Array.isArray(node)
+      ? typeof seg === 'number'
+        ? node[seg]
+        : undefined
+      : Object.hasOwn(node, seg)
+        ? node[seg]
+        : undefined;
   }
   return node;
 }
@@ -68,7 +77,11 @@ function valueAt(root: JsonValue, path: KeyPath): JsonValue | undefined {
 const validateFile = createStrictAjv(true).compile(policyFileSchema);
 
 /** Compile one parsed file for the active environment; `ajv` compiles its tool schemas. */
-export function compilePolicyFile(source: PolicySource, env: string | null, ajv: Ajv2020): { file?: PolicyFile; problems: LoadProblem[] } {
+export function compilePolicyFile(
+  source: PolicySource,
+  env: string | null,
+  ajv: Ajv2020,
+): { file?: PolicyFile; problems: LoadProblem[] } {
   const problems = new Problems(source);
   const doc = withListsSpelledOut(source.value);
   if (!validateFile(doc)) {
@@ -78,20 +91,29 @@ export function compilePolicyFile(source: PolicySource, env: string | null, ajv:
   const d = doc as PolicyDoc;
   // Without `policy`, the file's name without its extension is its identity (docs/spec.md section 2.2).
   const policy = d.policy ?? fileStem(source.file);
-  checkIdentityText(problems, ['policy'], policy, d.policy === undefined ? 'the policy name (the file name, as `policy` is not given)' : 'policy');
+  checkIdentityText(
+    problems,
+    ['policy'],
+    policy,
+    d.policy === undefined ? 'the policy name (the file name, as `policy` is not given)' : 'policy',
+  );
   if (d.version !== undefined) checkIdentityText(problems, ['version'], d.version, 'version');
   const environments = d.environments ?? [];
   checkEnvironments(problems, environments, env);
   const defaultMode = resolveDefault(problems, d, environments, env);
   const scope = d.scope === undefined ? undefined : compileSelectors(problems, ['scope'], environments, d.scope);
   const catalogue = d.tools ?? {};
-  const tools = Object.keys(catalogue).map((pattern, order) => compileTool(problems, ajv, policy, pattern, order, catalogue[pattern]!));
+  const tools = Object.keys(catalogue).map((pattern, order) =>
+    compileTool(problems, ajv, policy, pattern, order, catalogue[pattern]!),
+  );
   const ruleIds = new Set<string>();
   const rules = (d.rules ?? []).map((r, i) => compileRule(problems, policy, environments, r, i, ruleIds));
   const guards = (d.guards ?? []).map((g, i) => compileGuard(problems, policy, environments, g, i));
   // Budgets and rate limits share the rules' ids: a decision's `rule` names one of them.
   const budgets = (d.budgets ?? []).map((b, i) => compileBudget(problems, source, policy, environments, b, i, ruleIds));
-  const rateLimits = (d.rate_limits ?? []).map((r, i) => compileRateLimit(problems, policy, environments, r, i, ruleIds));
+  const rateLimits = (d.rate_limits ?? []).map((r, i) =>
+    compileRateLimit(problems, policy, environments, r, i, ruleIds),
+  );
 
   let digest = '';
   try {
@@ -197,14 +219,25 @@ function checkIdentityText(problems: Problems, path: KeyPath, text: string, what
 }
 
 function checkEnvironments(problems: Problems, environments: readonly string[], env: string | null): void {
-  if (new Set(environments).size !== environments.length) problems.add(['environments'], 'environments are listed twice');
+  if (new Set(environments).size !== environments.length)
+    problems.add(['environments'], 'environments are listed twice');
   if (environments.length === 0) return;
   const declared = environments.join(', ');
-  if (env === null) problems.add(['environments'], `this file declares environments (${declared}): set POLICY_ENV (CLI: --env) to one of them`);
-  else if (!environments.includes(env)) problems.add(['environments'], `POLICY_ENV "${env}" is not among the declared environments (${declared})`);
+  if (env === null)
+    problems.add(
+      ['environments'],
+      `this file declares environments (${declared}): set POLICY_ENV (CLI: --env) to one of them`,
+    );
+  else if (!environments.includes(env))
+    problems.add(['environments'], `POLICY_ENV "${env}" is not among the declared environments (${declared})`);
 }
 
-function resolveDefault(problems: Problems, d: PolicyDoc, environments: readonly string[], env: string | null): DefaultMode {
+function resolveDefault(
+  problems: Problems,
+  d: PolicyDoc,
+  environments: readonly string[],
+  env: string | null,
+): DefaultMode {
   const def = d.default;
   if (def === undefined) return 'side_effects';
   if (typeof def === 'string') return def;
@@ -213,7 +246,8 @@ function resolveDefault(problems: Problems, d: PolicyDoc, environments: readonly
     return 'deny';
   }
   for (const name of Object.keys(def)) {
-    if (!environments.includes(name)) problems.add(['default', name], 'this environment is not declared in environments', true);
+    if (!environments.includes(name))
+      problems.add(['default', name], 'this environment is not declared in environments', true);
   }
   for (const name of environments) {
     if (!Object.hasOwn(def, name)) problems.add(['default'], `no default for environment "${name}"`);
@@ -221,10 +255,18 @@ function resolveDefault(problems: Problems, d: PolicyDoc, environments: readonly
   return (env !== null && Object.hasOwn(def, env) ? def[env] : undefined) ?? 'deny';
 }
 
-function compileTool(problems: Problems, ajv: Ajv2020, policy: string, pattern: string, order: number, doc: ToolDoc): CatalogueEntry | null {
+function compileTool(
+  problems: Problems,
+  ajv: Ajv2020,
+  policy: string,
+  pattern: string,
+  order: number,
+  doc: ToolDoc,
+): CatalogueEntry | null {
   const path = ['tools', pattern];
   const glob = globOrProblem(problems, path, pattern, true);
-  if (doc.confirm === false) problems.add([...path, 'confirm'], '`confirm: false` is refused: a policy can only add confirmation');
+  if (doc.confirm === false)
+    problems.add([...path, 'confirm'], '`confirm: false` is refused: a policy can only add confirmation');
   let validate: ValidateFunction | undefined;
   if (doc.schema !== undefined) {
     for (const at of inexactNumbers(doc.schema)) {
@@ -257,7 +299,9 @@ function inexactNumbers(root: unknown): KeyPath[] {
   const found: KeyPath[] = [];
   const walk = (node: unknown, at: KeyPath): void => {
     if (node === null || typeof node !== 'object') return;
-    const entries: [string | number, unknown][] = Array.isArray(node) ? node.map((v, i) => [i, v]) : Object.entries(node);
+    const entries: [string | number, unknown][] = Array.isArray(node)
+      ? node.map((v, i) => [i, v])
+      : Object.entries(node);
     for (const [key, value] of entries) {
       if (typeof value === 'number') {
         const written = decimalAt(node, key, value);
@@ -303,18 +347,26 @@ function declaredNames(schema: unknown): ReadonlySet<string> {
   return names;
 }
 
-function compileSelectors(problems: Problems, base: KeyPath, environments: readonly string[], doc: SelectorDoc): Selectors {
+function compileSelectors(
+  problems: Problems,
+  base: KeyPath,
+  environments: readonly string[],
+  doc: SelectorDoc,
+): Selectors {
   const sel: { -readonly [K in keyof Selectors]: Selectors[K] } = {};
   for (const key of SELECTOR_KEYS) {
     const list = doc[key];
     if (list === undefined) continue;
     if (key === 'tools') {
-      sel.tools = list.map((p, i) => globOrProblem(problems, [...base, 'tools', i], p, false)).filter((g): g is Glob => g !== null);
+      sel.tools = list
+        .map((p, i) => globOrProblem(problems, [...base, 'tools', i], p, false))
+        .filter((g): g is Glob => g !== null);
       continue;
     }
     if (key === 'envs') {
       list.forEach((e, i) => {
-        if (!environments.includes(e)) problems.add([...base, 'envs', i], 'this environment is not declared in environments');
+        if (!environments.includes(e))
+          problems.add([...base, 'envs', i], 'this environment is not declared in environments');
       });
     }
     sel[key] = new Set(list);
@@ -322,7 +374,14 @@ function compileSelectors(problems: Problems, base: KeyPath, environments: reado
   return sel;
 }
 
-function compileRule(problems: Problems, policy: string, environments: readonly string[], doc: RuleDoc, index: number, ids: Set<string>): Rule | null {
+function compileRule(
+  problems: Problems,
+  policy: string,
+  environments: readonly string[],
+  doc: RuleDoc,
+  index: number,
+  ids: Set<string>,
+): Rule | null {
   const base: KeyPath = ['rules', index];
   if (doc.id !== undefined) checkOwnId(problems, [...base, 'id'], doc.id);
   const id = doc.id ?? `${policy}#${index}`;
@@ -332,29 +391,42 @@ function compileRule(problems: Problems, policy: string, environments: readonly 
 
   let effect: RuleEffect | null = null;
   if (doc.abort === false) problems.add([...base, 'abort'], '`abort: false` means nothing: remove it');
-  if (doc.abort === true && doc.allow !== undefined) problems.add([...base, 'abort'], 'a rule has either `allow` or `abort`, not both');
+  if (doc.abort === true && doc.allow !== undefined)
+    problems.add([...base, 'abort'], 'a rule has either `allow` or `abort`, not both');
   else if (doc.abort === true) effect = 'abort';
   else if (doc.allow !== undefined) effect = doc.allow ? 'allow' : 'deny';
   // Confirm-only: it adds an approval to what other rules or the default allow, and allows nothing.
   else if (doc.confirm !== undefined && doc.confirm !== false) effect = 'confirm';
-  else if (doc.confirm === undefined) problems.add(base, 'a rule needs `allow: true`, `allow: false`, `abort: true` or `confirm`');
+  else if (doc.confirm === undefined)
+    problems.add(base, 'a rule needs `allow: true`, `allow: false`, `abort: true` or `confirm`');
 
   const when = doc.when === undefined ? undefined : conditionOrProblem(problems, [...base, 'when'], doc.when);
   let confirm: true | CompiledCondition | undefined;
   if (doc.confirm !== undefined) {
-    if (doc.confirm === false) problems.add([...base, 'confirm'], '`confirm: false` is refused: a policy can only add confirmation');
+    if (doc.confirm === false)
+      problems.add([...base, 'confirm'], '`confirm: false` is refused: a policy can only add confirmation');
     else if (effect === 'deny' || effect === 'abort')
-      problems.add([...base, 'confirm'], '`confirm` cannot go with `allow: false` or `abort`: a rule that asks never denies');
+      problems.add(
+        [...base, 'confirm'],
+        '`confirm` cannot go with `allow: false` or `abort`: a rule that asks never denies',
+      );
     else confirm = doc.confirm === true ? true : conditionOrProblem(problems, [...base, 'confirm'], doc.confirm);
   }
   let approval: ApprovalShape | undefined;
   if (doc.approval !== undefined) {
     if (effect === 'deny' || effect === 'abort')
-      problems.add([...base, 'approval'], '`approval` cannot go with `allow: false` or `abort`: only a rule that asks has an approval');
+      problems.add(
+        [...base, 'approval'],
+        '`approval` cannot go with `allow: false` or `abort`: only a rule that asks has an approval',
+      );
     approval = {
       ...(doc.approval.kind !== undefined ? { kind: doc.approval.kind } : {}),
-      ...(doc.approval.capability ? { capability: argPaths(problems, [...base, 'approval', 'capability'], doc.approval.capability) } : {}),
-      ...(doc.approval.presentation ? { presentation: argPaths(problems, [...base, 'approval', 'presentation'], doc.approval.presentation) } : {}),
+      ...(doc.approval.capability
+        ? { capability: argPaths(problems, [...base, 'approval', 'capability'], doc.approval.capability) }
+        : {}),
+      ...(doc.approval.presentation
+        ? { presentation: argPaths(problems, [...base, 'approval', 'presentation'], doc.approval.presentation) }
+        : {}),
     };
   }
   if (effect === null) return null;
@@ -370,18 +442,30 @@ function compileRule(problems: Problems, policy: string, environments: readonly 
   };
 }
 
-function compileGuard(problems: Problems, policy: string, environments: readonly string[], doc: GuardDoc, index: number): Guard | null {
+function compileGuard(
+  problems: Problems,
+  policy: string,
+  environments: readonly string[],
+  doc: GuardDoc,
+  index: number,
+): Guard | null {
   const base: KeyPath = ['guards', index];
   if (doc.id !== undefined) checkOwnId(problems, [...base, 'id'], doc.id);
   const selectors = compileSelectors(problems, base, environments, doc);
   doc.on?.forEach((what, i) => {
-    if (what !== 'args') problems.add([...base, 'on', i], 'Gatehouse sees only the arguments of a call: `on` can only be `args`');
+    if (what !== 'args')
+      problems.add([...base, 'on', i], 'Gatehouse sees only the arguments of a call: `on` can only be `args`');
   });
   if (!(GUARD_NAMES as readonly string[]).includes(doc.guard)) {
     problems.add([...base, 'guard'], `unknown guard (known: ${GUARD_NAMES.join(', ')})`);
     return null;
   }
-  return { id: doc.id ?? `${policy}#guards.${index}`, guard: doc.guard as GuardName, selectors, action: doc.action ?? 'deny' };
+  return {
+    id: doc.id ?? `${policy}#guards.${index}`,
+    guard: doc.guard as GuardName,
+    selectors,
+    action: doc.action ?? 'deny',
+  };
 }
 
 // Windows longer than a year would keep counters for longer than anyone reads them.
@@ -400,7 +484,8 @@ function windowSeconds(per: string | number, what: string): number | { problem: 
 }
 
 function checkLimitId(problems: Problems, path: KeyPath, id: string, ids: Set<string>): void {
-  if (ids.has(id)) problems.add(path, 'this id is used twice in this file (rules, budgets and rate limits share one set of ids)');
+  if (ids.has(id))
+    problems.add(path, 'this id is used twice in this file (rules, budgets and rate limits share one set of ids)');
   ids.add(id);
 }
 
@@ -423,7 +508,8 @@ function compileBudget(
     problems.add(path, message);
     ok = false;
   };
-  if (doc.max !== undefined && doc.max_usd !== undefined) refuse([...base, 'max_usd'], 'a budget has `max` or `max_usd`, not both');
+  if (doc.max !== undefined && doc.max_usd !== undefined)
+    refuse([...base, 'max_usd'], 'a budget has `max` or `max_usd`, not both');
   if (doc.max === undefined && doc.max_usd === undefined)
     refuse(base, 'a budget needs `max` (with `sum`, or counting calls) or `max_usd` (spend reported to POST /usage)');
   if (doc.sum !== undefined && doc.max === undefined && doc.max_usd !== undefined) {
@@ -439,9 +525,15 @@ function compileBudget(
   const key = doc.max_usd !== undefined ? 'max_usd' : 'max';
   const written = valueAt(source.value, base);
   const maxValue = doc[key];
-  const max = maxValue === undefined || written === undefined || written === null || typeof written !== 'object' ? null : amountAt(written, key, maxValue);
+  const max =
+    maxValue === undefined || written === undefined || written === null || typeof written !== 'object'
+      ? null
+      : amountAt(written, key, maxValue);
   if (maxValue !== undefined && max === null) {
-    refuse([...base, key], 'a number a double cannot hold exactly: counters compare exact decimals, so it would not mean what is written');
+    refuse(
+      [...base, key],
+      'a number a double cannot hold exactly: counters compare exact decimals, so it would not mean what is written',
+    );
   }
   let per: BudgetWindow | null = null;
   if (typeof doc.per === 'string' && CALENDAR_UNITS.has(doc.per)) {
@@ -503,14 +595,19 @@ function compileRateLimit(
 // `builtin#default`, `internal` (an evaluation error). A rule or guard written with one would pass
 // its answers off as another file's default or as an internal error.
 function checkOwnId(problems: Problems, path: KeyPath, id: string): void {
-  if (id.includes('#') || id === 'internal') problems.add(path, 'an id cannot contain "#" or be "internal": Gatehouse writes those ids itself');
+  if (id.includes('#') || id === 'internal')
+    problems.add(path, 'an id cannot contain "#" or be "internal": Gatehouse writes those ids itself');
 }
 
 function globOrProblem(problems: Problems, path: KeyPath, pattern: string, atKey: boolean): Glob | null {
   // No request may name such a tool (request.ts): the entry or selector could never apply, and
   // reads as if `..` meant something.
   if (hasDotSegment(pattern)) {
-    problems.add(path, 'a tool name or glob cannot have a "." or ".." path segment: requests naming one are refused', atKey);
+    problems.add(
+      path,
+      'a tool name or glob cannot have a "." or ".." path segment: requests naming one are refused',
+      atKey,
+    );
     return null;
   }
   try {
@@ -547,18 +644,25 @@ function reportSchemaErrors(problems: Problems, doc: unknown, errors: readonly E
   // An anyOf failure comes with one error per branch; report the anyOf alone.
   const anyOf = errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath);
   for (const e of errors) {
-    if (e.keyword !== 'anyOf' && anyOf.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`))) continue;
+    if (e.keyword !== 'anyOf' && anyOf.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`)))
+      continue;
     const path = keyPathOf(doc, e.instancePath);
     switch (e.keyword) {
       case 'additionalProperties': {
         const key = String((e.params as { additionalProperty: string }).additionalProperty);
         // Another runtime's policy files name where their budgets are kept; Gatehouse's are in its database.
-        const why = key === 'store' && path.length === 2 && path[0] === 'budgets' ? ': Gatehouse keeps budget counters in its PostgreSQL; remove `store`' : '';
+        const why =
+          key === 'store' && path.length === 2 && path[0] === 'budgets'
+            ? ': Gatehouse keeps budget counters in its PostgreSQL; remove `store`'
+            : '';
         problems.add([...path, key], `unknown key${why}`, true);
         break;
       }
       case 'required':
-        problems.add(path, `missing required key "${String((e.params as { missingProperty: string }).missingProperty)}"`);
+        problems.add(
+          path,
+          `missing required key "${String((e.params as { missingProperty: string }).missingProperty)}"`,
+        );
         break;
       case 'anyOf':
         problems.add(
@@ -574,7 +678,10 @@ function reportSchemaErrors(problems: Problems, doc: unknown, errors: readonly E
         problems.add(path, `must be one of: ${((e.params as { allowedValues: unknown[] }).allowedValues).join(', ')}`);
         break;
       case 'minItems':
-        problems.add(path, (e.params as { limit: number }).limit === 1 ? 'must not be empty' : `${e.message ?? 'too few items'}`);
+        problems.add(
+          path,
+          (e.params as { limit: number }).limit === 1 ? 'must not be empty' : `${e.message ?? 'too few items'}`,
+        );
         break;
       case 'minProperties':
         problems.add(
@@ -587,7 +694,10 @@ function reportSchemaErrors(problems: Problems, doc: unknown, errors: readonly E
         );
         break;
       case 'type':
-        problems.add(path, isStringListPath(path) ? 'must be a string or a list of strings' : (e.message ?? 'wrong type'));
+        problems.add(
+          path,
+          isStringListPath(path) ? 'must be a string or a list of strings' : (e.message ?? 'wrong type'),
+        );
         break;
       case 'propertyNames':
         problems.add(path, `has an invalid key: ${e.message ?? ''}`);

@@ -103,7 +103,12 @@ export function decide(set: PolicySet, request: DecideRequest, identity: Identit
 
 /** decide() with the trace of every rule of every file considered. */
 export function explain(set: PolicySet, request: DecideRequest, identity: Identity): ExplainResult {
-  const trace: Trace = { tool: request.tool, catalogue: { entry: null, policy: null, kind: 'unknown', tags: [] }, schema: 'none', files: [] };
+  const trace: Trace = {
+    tool: request.tool,
+    catalogue: { entry: null, policy: null, kind: 'unknown', tags: [] },
+    schema: 'none',
+    files: [],
+  };
   try {
     return { ...evaluate(set, request, identity, trace), trace };
   } catch {
@@ -159,16 +164,29 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
       const where = safeInstancePath(e?.instancePath ?? '', [entry]);
       // docs/spec.md section 2, step 2: the failing path and keyword (and ajv's text, which never quotes the value).
       const reason = `the arguments do not match the schema of ${JSON.stringify(request.tool)}: ${where} ${e?.message ?? 'is invalid'} (keyword ${e?.keyword ?? 'unknown'})`;
-      return result(set, request, { decision: 'deny', reason, rule: `${entry.policy}#tools.${entry.pattern}.schema` }, true);
+      return result(
+        set,
+        request,
+        { decision: 'deny', reason, rule: `${entry.policy}#tools.${entry.pattern}.schema` },
+        true,
+      );
     }
   }
   // A guard's scan depends on the arguments alone: run once per request, however many files and
   // descriptions ask for it (a 1 MiB body is scanned once, not once per file and view).
   const findings: GuardFindings = {};
   // One subject per description, built once for every file (usually a single one).
-  const subjects = views.map((view): Subject => ({ tool: request.tool, kind: view.kind, tags: view.tags, env: set.env, identity }));
+  const subjects = views.map(
+    (view): Subject => ({ tool: request.tool, kind: view.kind, tags: view.tags, env: set.env, identity }),
+  );
   // What conditions read, built once per request.
-  const input: ConditionInput = { args: request.args, caller: identity, context: request.context, run: request.run, env: set.env };
+  const input: ConditionInput = {
+    args: request.args,
+    caller: identity,
+    context: request.context,
+    run: request.run,
+    env: set.env,
+  };
   // Each file answers under every description of the tool its scope selects; its most severe answer
   // counts (the first description among equals). A file whose scope selects none gives no answer.
   const fileAnswer = (file: PolicyFile, i: number | null): Outcome | null => {
@@ -183,11 +201,25 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
         continue;
       }
       // Decide evaluates only the plan's candidates; explain evaluates every rule (selectors re-checked).
-      const outcome = evaluateFile(file, plan, ft ? file.rules : filePlan.rules, ft ? file.guards : filePlan.guards, subject, request, input, findings, ft);
+      const outcome = evaluateFile(
+        file,
+        plan,
+        ft ? file.rules : filePlan.rules,
+        ft ? file.guards : filePlan.guards,
+        subject,
+        request,
+        input,
+        findings,
+        ft,
+      );
       if (fileBest !== null && SEVERITY[outcome.decision] <= SEVERITY[fileBest.decision]) continue;
       fileBest = outcome;
       if (ft) {
-        Object.assign(ft, { decision: outcome.decision, reason: outcome.reason, rule: outcome.rule }, views.length > 1 ? { view: v } : {});
+        Object.assign(
+          ft,
+          { decision: outcome.decision, reason: outcome.reason, rule: outcome.rule },
+          views.length > 1 ? { view: v } : {},
+        );
         fileTrace = ft;
       }
     }
@@ -197,7 +229,8 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
   const answers = set.files.map((file, i) => ({ policy: file.identity.policy, outcome: fileAnswer(file, i) }));
   // No file answered (none is loaded, or every one is scoped out): the built-in default
   // (docs/spec.md section 2.7), fail closed.
-  if (answers.every((a) => a.outcome === null)) answers.push({ policy: BUILTIN.identity.policy, outcome: fileAnswer(BUILTIN, null) });
+  if (answers.every((a) => a.outcome === null))
+    answers.push({ policy: BUILTIN.identity.policy, outcome: fileAnswer(BUILTIN, null) });
   let best: Outcome | null = null;
   // Every file that asks for approval, in load order: when that is the answer, the approval carries
   // all of them, so one grant never satisfies a requirement the operator was not shown.
@@ -223,10 +256,19 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
 
 function traceLimits(plan: ToolPlan, subject: Subject, request: DecideRequest, identity: Identity): LimitTrace[] {
   return plan.limits.map(({ limit, fileScope }) => {
-    const selectors = [...(fileScope ? traceSelectors(fileScope, subject).filter((t) => CALLER_SELECTORS.includes(t.selector)) : [])];
+    const selectors = [
+      ...(fileScope ? traceSelectors(fileScope, subject).filter((t) => CALLER_SELECTORS.includes(t.selector)) : []),
+    ];
     selectors.push(...traceSelectors(limit.selectors, subject).filter((t) => CALLER_SELECTORS.includes(t.selector)));
     const selected = selectors.every((t) => t.matched);
-    const out: LimitTrace = { id: limit.id, type: limit.type, policy: limit.policy, selectors, selected, scope: limit.scope };
+    const out: LimitTrace = {
+      id: limit.id,
+      type: limit.type,
+      policy: limit.policy,
+      selectors,
+      selected,
+      scope: limit.scope,
+    };
     if (selected) {
       const [charge] = chargesFor([{ limit, fileScope: undefined }], request, identity, subject);
       if (charge?.key === null) out.undecidable = 'scope';
@@ -267,7 +309,12 @@ function safeInstancePath(pointer: string, entries: readonly CatalogueEntry[]): 
 }
 
 function describeView(view: ToolView): CatalogueTrace {
-  return { entry: view.entry?.pattern ?? null, policy: view.entry?.policy ?? null, kind: view.kind, tags: [...view.tags] };
+  return {
+    entry: view.entry?.pattern ?? null,
+    policy: view.entry?.policy ?? null,
+    kind: view.kind,
+    tags: [...view.tags],
+  };
 }
 
 /** Each guard's finding on this request's arguments, once run. */
@@ -299,10 +346,12 @@ function evaluateFile(
     if (rt) ft!.rules.push(rt);
     if (applies === 'no') continue;
     if (rule.effect === 'abort') {
-      if (abort === undefined || (abortUndecided && applies === 'yes')) [abort, abortUndecided] = [rule, applies === 'undecidable'];
+      if (abort === undefined || (abortUndecided && applies === 'yes'))
+        [abort, abortUndecided] = [rule, applies === 'undecidable'];
       if (!ft && !abortUndecided) break; // nothing is more severe than an abort whose condition held
     } else if (rule.effect === 'deny') {
-      if (deny === undefined || (denyUndecided && applies === 'yes')) [deny, denyUndecided] = [rule, applies === 'undecidable'];
+      if (deny === undefined || (denyUndecided && applies === 'yes'))
+        [deny, denyUndecided] = [rule, applies === 'undecidable'];
     } else {
       // A confirm-only rule never allows: it only asks about what something else allows.
       if (applies === 'yes' && rule.effect === 'allow') allow ??= rule;
@@ -312,12 +361,25 @@ function evaluateFile(
 
   let out: Outcome;
   if (abort)
-    out = { decision: 'abort', reason: abortUndecided ? undecidedReason(abort, input) : (abort.reason ?? `rule "${abort.id}" ends the run`), rule: abort.id };
+    out = {
+      decision: 'abort',
+      reason: abortUndecided ? undecidedReason(abort, input) : (abort.reason ?? `rule "${abort.id}" ends the run`),
+      rule: abort.id,
+    };
   else if (deny)
-    out = { decision: 'deny', reason: denyUndecided ? undecidedReason(deny, input) : (deny.reason ?? `rule "${deny.id}" denies it`), rule: deny.id };
+    out = {
+      decision: 'deny',
+      reason: denyUndecided ? undecidedReason(deny, input) : (deny.reason ?? `rule "${deny.id}" denies it`),
+      rule: deny.id,
+    };
   // A rule that can ask gives its `reason` for asking; allowed without asking, it says so plainly
   // (docs/spec.md section 2.2).
-  else if (allow) out = { decision: 'allow', reason: (allow.confirm ? undefined : allow.reason) ?? `rule "${allow.id}" allows it`, rule: allow.id };
+  else if (allow)
+    out = {
+      decision: 'allow',
+      reason: (allow.confirm ? undefined : allow.reason) ?? `rule "${allow.id}" allows it`,
+      rule: allow.id,
+    };
   else out = byDefault(file, subject);
 
   // Step 5: an allowed call asks when the catalogue or an applicable rule says so.
@@ -347,17 +409,29 @@ function evaluateFile(
     const steps = request.run?.steps?.length ?? 0;
     if (ft) ft.limits = { max_calls: file.maxCalls, steps };
     if (steps >= file.maxCalls && out.decision !== 'abort') {
-      out = { decision: 'abort', reason: `the run reached its limit of ${file.maxCalls} calls`, rule: `${file.identity.policy}#limits.max_calls` };
+      out = {
+        decision: 'abort',
+        reason: `the run reached its limit of ${file.maxCalls} calls`,
+        rule: `${file.identity.policy}#limits.max_calls`,
+      };
     }
   }
 
   // Step 7: guards only matter where they would make the answer more severe.
   for (const guard of guards) {
     const gt: GuardTrace | null = ft
-      ? { id: guard.id, guard: guard.guard, action: guard.action, selectors: traceSelectors(guard.selectors, subject), finding: 'not_run' }
+      ? {
+          id: guard.id,
+          guard: guard.guard,
+          action: guard.action,
+          selectors: traceSelectors(guard.selectors, subject),
+          finding: 'not_run',
+        }
       : null;
     if (gt) ft!.guards.push(gt);
-    const matches = gt ? gt.selectors.every((s) => s.matched) : selectorsMatch(guard.selectors, subject, CALLER_SELECTORS);
+    const matches = gt
+      ? gt.selectors.every((s) => s.matched)
+      : selectorsMatch(guard.selectors, subject, CALLER_SELECTORS);
     if (!matches || (!gt && SEVERITY[guard.action] <= SEVERITY[out.decision])) continue;
     let finding = findings[guard.guard];
     if (finding === undefined) finding = findings[guard.guard] = runGuard(guard.guard, args);
@@ -378,7 +452,12 @@ function evaluateFile(
 }
 
 /** 'yes', 'no', or 'undecidable' (its `when` could not be decided: it applies where it restricts). */
-function ruleApplies(rule: Rule, subject: Subject, input: ConditionInput, rt: RuleTrace | null): 'yes' | 'no' | 'undecidable' {
+function ruleApplies(
+  rule: Rule,
+  subject: Subject,
+  input: ConditionInput,
+  rt: RuleTrace | null,
+): 'yes' | 'no' | 'undecidable' {
   let selected: boolean;
   if (rt) {
     rt.selectors = traceSelectors(rule.selectors, subject);
@@ -398,7 +477,14 @@ function ruleApplies(rule: Rule, subject: Subject, input: ConditionInput, rt: Ru
   }
   // docs/spec.md section 3: an undecidable `when` applies a restricting rule (allow: false, abort, confirm)
   // and does not apply an allowing one: fail closed both ways.
-  const applies = !selected || when === false ? 'no' : when === true ? 'yes' : rule.effect !== 'allow' || rule.confirm ? 'undecidable' : 'no';
+  const applies =
+    !selected || when === false
+      ? 'no'
+      : when === true
+        ? 'yes'
+        : rule.effect !== 'allow' || rule.confirm
+          ? 'undecidable'
+          : 'no';
   if (rt) rt.applies = applies === 'undecidable' ? (rule.effect === 'allow' ? 'restricts_only' : 'yes') : applies;
   return applies;
 }
@@ -453,12 +539,22 @@ function byDefault(file: PolicyFile, subject: Subject): Outcome {
         case 'destructive':
           return { decision: 'deny', reason: 'no rule matched; destructive tools are denied by default', rule };
         case 'unknown':
-          return { decision: 'deny', reason: 'the tool is not in the catalogue; unknown tools are denied by default', rule };
+          return {
+            decision: 'deny',
+            reason: 'the tool is not in the catalogue; unknown tools are denied by default',
+            rule,
+          };
       }
   }
 }
 
-function result(set: PolicySet, request: DecideRequest, out: Outcome, schemaRefused: boolean, asks: readonly Requirement[] | null = null): DecisionResult {
+function result(
+  set: PolicySet,
+  request: DecideRequest,
+  out: Outcome,
+  schemaRefused: boolean,
+  asks: readonly Requirement[] | null = null,
+): DecisionResult {
   const res: DecisionResult = {
     decision: out.decision,
     reason: out.reason,
@@ -491,12 +587,25 @@ function approvalFor(request: DecideRequest, asks: readonly Requirement[]): Appr
   const first = requirements[0];
   if (first === undefined) throw new Error('require_approval without a requirement'); // caught: internal error, nothing allowed
   const { kind, capability, presentation } = first;
-  return { kind, capability, presentation, requirements, hash: approvalHash({ tool, args, context: request.context, requirements }) };
+  return {
+    kind,
+    capability,
+    presentation,
+    requirements,
+    hash: approvalHash({ tool, args, context: request.context, requirements }),
+  };
 }
 
 function internalError(set: PolicySet, tool: string): DecisionResult {
   const reason = 'an internal error stopped the policy evaluation';
-  return { decision: 'deny', reason, rule: 'internal', policies: set.identities, message: modelMessage('deny', tool, reason, false), internalError: true };
+  return {
+    decision: 'deny',
+    reason,
+    rule: 'internal',
+    policies: set.identities,
+    message: modelMessage('deny', tool, reason, false),
+    internalError: true,
+  };
 }
 
 function newFileTrace(file: PolicyFile): FileTrace {

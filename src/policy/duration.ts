@@ -7,7 +7,8 @@ const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as co
 const DURATION = /^([0-9]{1,15})(ms|s|m|h|d)?$/;
 
 /** The grammar in words, for messages. */
-export const DURATION_FORMAT = 'a whole number with a unit, ms, s, m, h or d (like 500ms, 30s, 5m, 1h, 7d); a bare number is seconds';
+export const DURATION_FORMAT =
+  'a whole number with a unit, ms, s, m, h or d (like 500ms, 30s, 5m, 1h, 7d); a bare number is seconds';
 
 /**
  * A duration in milliseconds, or null when `value` is not one (zero, negative, fractional, an

@@ -15,7 +15,10 @@ export function formatProblem(p: LoadProblem): string {
 }
 
 export function sortProblems(problems: LoadProblem[]): LoadProblem[] {
-  return problems.sort((a, b) => cmp(a.file, b.file) || a.line - b.line || a.column - b.column || cmp(a.key, b.key) || cmp(a.message, b.message));
+  return problems.sort(
+    (a, b) =>
+      cmp(a.file, b.file) || a.line - b.line || a.column - b.column || cmp(a.key, b.key) || cmp(a.message, b.message),
+  );
 }
 
 function cmp(a: string, b: string): number {

@@ -30,7 +30,9 @@ export function isStringListPath(path: KeyPath): boolean {
       if (top === 'budgets' || top === 'rate_limits') return RULE_LISTS.includes(String(third));
       return false;
     case 4:
-      return top === 'rules' && typeof second === 'number' && third === 'approval' && APPROVAL_LISTS.includes(String(fourth));
+      return (
+        top === 'rules' && typeof second === 'number' && third === 'approval' && APPROVAL_LISTS.includes(String(fourth))
+      );
     default:
       return false;
   }
@@ -49,7 +51,8 @@ export function withListsSpelledOut(doc: JsonValue): JsonValue {
   if (isObject(out['tools'])) {
     const tools: JsonObject = { ...out['tools'] };
     for (const [name, entry] of Object.entries(tools)) {
-      if (isObject(entry) && typeof entry['tags'] === 'string') Object.defineProperty(tools, name, own(listify({ ...entry }, ['tags'])));
+      if (isObject(entry) && typeof entry['tags'] === 'string')
+        Object.defineProperty(tools, name, own(listify({ ...entry }, ['tags'])));
     }
     out['tools'] = tools;
   }
@@ -61,10 +64,12 @@ export function withListsSpelledOut(doc: JsonValue): JsonValue {
       return copy;
     });
   }
-  if (Array.isArray(out['guards'])) out['guards'] = out['guards'].map((guard) => (isObject(guard) ? listify({ ...guard }, GUARD_LISTS) : guard));
+  if (Array.isArray(out['guards']))
+    out['guards'] = out['guards'].map((guard) => (isObject(guard) ? listify({ ...guard }, GUARD_LISTS) : guard));
   for (const key of ['budgets', 'rate_limits']) {
     const list = out[key];
-    if (Array.isArray(list)) out[key] = list.map((entry) => (isObject(entry) ? listify({ ...entry }, RULE_LISTS) : entry));
+    if (Array.isArray(list))
+      out[key] = list.map((entry) => (isObject(entry) ? listify({ ...entry }, RULE_LISTS) : entry));
   }
   return out;
 }

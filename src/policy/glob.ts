@@ -43,7 +43,8 @@ const REFUSED: Readonly<Record<string, string>> = {
 
 export function compileGlob(pattern: string): Glob {
   if (pattern.length === 0) throw new GlobError(0, 'a tool glob cannot be empty');
-  if (pattern.length > MAX_GLOB_LENGTH) throw new GlobError(MAX_GLOB_LENGTH, `a tool glob is at most ${MAX_GLOB_LENGTH} characters`);
+  if (pattern.length > MAX_GLOB_LENGTH)
+    throw new GlobError(MAX_GLOB_LENGTH, `a tool glob is at most ${MAX_GLOB_LENGTH} characters`);
   if (pattern[0] === '!') throw new GlobError(0, 'negated globs are not supported');
   const atoms = tokenize(pattern);
   const literal = atoms.every((a) => a.type === 'char');
@@ -63,7 +64,8 @@ function tokenize(pattern: string): GlobAtom[] {
     const code = pattern.charCodeAt(i);
     if (code < 0x20 || code === 0x7f) throw new GlobError(i, 'control characters are not allowed in a tool glob');
     if (ch === '*') {
-      if (pattern[i + 1] === '*') throw new GlobError(i, "'**' is not supported; a single '*' already matches any characters");
+      if (pattern[i + 1] === '*')
+        throw new GlobError(i, "'**' is not supported; a single '*' already matches any characters");
       atoms.push({ type: 'star' });
       i++;
     } else if (ch === '?') {

@@ -34,8 +34,12 @@ export type FindingKind = DetectorOf<GuardName>['kind'];
 export type GuardFinding = Finding<FindingKind>;
 
 // Set up once, at load: each guard's scan, and the text of each kind.
-const SCANS = new Map<GuardName, (args: JsonObject) => GuardFinding | null>(GUARD_NAMES.map((name) => [name, createScan<FindingKind>(GUARDS[name])]));
-const TEXTS = new Map<FindingKind, string>(GUARD_NAMES.flatMap((name) => GUARDS[name].map((d) => [d.kind, d.text] as const)));
+const SCANS = new Map<GuardName, (args: JsonObject) => GuardFinding | null>(
+  GUARD_NAMES.map((name) => [name, createScan<FindingKind>(GUARDS[name])]),
+);
+const TEXTS = new Map<FindingKind, string>(
+  GUARD_NAMES.flatMap((name) => GUARDS[name].map((d) => [d.kind, d.text] as const)),
+);
 
 export function runGuard(name: GuardName, args: JsonObject): GuardFinding | null {
   const scan = SCANS.get(name);

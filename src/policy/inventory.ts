@@ -114,15 +114,22 @@ function namesFor(set: PolicySet, fileIndex: number, entry: CatalogueEntry): { n
   // Another entry describes a name (docs/spec.md section 2.3, step 1) when another file catalogues
   // it, or this file has it as an exact name or under an earlier glob.
   const excluded = set.files.flatMap((file, i) =>
-    file.tools.filter((e) => e !== entry && (i !== fileIndex || e.glob.literal || e.order < entry.order)).map((e) => e.pattern),
+    file.tools
+      .filter((e) => e !== entry && (i !== fileIndex || e.glob.literal || e.order < entry.order))
+      .map((e) => e.pattern),
   );
   // The names this entry alone describes all have its kind and tags: what tells them apart is which
   // `tools` selectors match them, of the rules, guards and scopes that select that kind and those tags.
   const subject: Subject = { tool: '', kind: entry.kind, tags: entry.tags, env: set.env };
   const selectors = new Set<string>();
   for (const file of set.files) {
-    for (const sel of [...(file.scope ? [file.scope] : []), ...file.rules.map((r) => r.selectors), ...file.guards.map((g) => g.selectors)]) {
-      if (sel.tools !== undefined && selectorsMatch(sel, subject, DESCRIPTION_SELECTORS)) for (const g of sel.tools) selectors.add(g.source);
+    for (const sel of [
+      ...(file.scope ? [file.scope] : []),
+      ...file.rules.map((r) => r.selectors),
+      ...file.guards.map((g) => g.selectors),
+    ]) {
+      if (sel.tools !== undefined && selectorsMatch(sel, subject, DESCRIPTION_SELECTORS))
+        for (const g of sel.tools) selectors.add(g.source);
     }
   }
   const found = nameClasses({ glob: entry.pattern, excluded, selectors: [...selectors] });
@@ -142,7 +149,10 @@ function statusOf(prepared: Prepared, tool: string, identity: Identity): { statu
   const high = decide(prepared.strict, { tool, args: STRICT_ARGS }, identity);
   // A failed evaluation allows nothing: ask /decide, which fails closed too.
   if (low.internalError || high.internalError) return { status: 'depends', rules: [] };
-  return { status: low.decision === high.decision ? low.decision : 'depends', rules: low.rule === high.rule ? [low.rule] : [low.rule, high.rule] };
+  return {
+    status: low.decision === high.decision ? low.decision : 'depends',
+    rules: low.rule === high.rule ? [low.rule] : [low.rule, high.rule],
+  };
 }
 
 type Way = 'lenient' | 'strict';
@@ -182,7 +192,8 @@ function pinnedRule(rule: Rule, way: Way): Rule {
   const restricts = rule.effect !== 'allow';
   const { when, confirm, ...rest } = rule;
   let pinnedWhen = when;
-  if (whenVaries) pinnedWhen = pin(when!, strict ? (restricts ? true : confirm !== undefined ? 'undecidable' : false) : !restricts);
+  if (whenVaries)
+    pinnedWhen = pin(when!, strict ? (restricts ? true : confirm !== undefined ? 'undecidable' : false) : !restricts);
   let pinnedConfirm = confirmVaries ? pin(confirm as CompiledCondition, strict) : confirm;
   if (!strict && whenVaries && !restricts) pinnedConfirm = undefined;
   return { ...rest, ...(pinnedWhen ? { when: pinnedWhen } : {}), ...(pinnedConfirm ? { confirm: pinnedConfirm } : {}) };

@@ -45,7 +45,12 @@ export interface Refusal {
  * The budgets and rate limits of `planned` that select this caller (their caller selectors and their
  * file's scope), each with its counter key and amount. Pure; an empty list when none does.
  */
-export function chargesFor(planned: readonly PlannedLimit[], request: DecideRequest, identity: Identity, subject: Subject): Charge[] {
+export function chargesFor(
+  planned: readonly PlannedLimit[],
+  request: DecideRequest,
+  identity: Identity,
+  subject: Subject,
+): Charge[] {
   const out: Charge[] = [];
   for (const { limit, fileScope } of planned) {
     if (fileScope !== undefined && !selectorsMatch(fileScope, subject, CALLER_SELECTORS)) continue;
@@ -82,7 +87,9 @@ export function limitsForCaller(set: PolicySet, identity: Identity): Limit[] {
   const subject: Subject = { tool: '', kind: 'unknown', tags: new Set(), env: set.env, identity };
   const matches = (sel: Parameters<typeof selectorsMatch>[0] | undefined): boolean =>
     sel === undefined || (selectorsMatch(sel, subject, CALLER_SELECTORS) && selectorsMatch(sel, subject, ['envs']));
-  return set.files.flatMap((f) => (matches(f.scope) ? [...f.budgets, ...f.rateLimits].filter((l) => matches(l.selectors)) : []));
+  return set.files.flatMap((f) =>
+    matches(f.scope) ? [...f.budgets, ...f.rateLimits].filter((l) => matches(l.selectors)) : [],
+  );
 }
 
 /**
@@ -99,7 +106,9 @@ export function counterKey(scope: LimitScope, identity: Identity, runId: string 
       return identity.agent === null ? null : `agent:${identity.agent}`;
     case 'run':
       // The run view is the runtime's text: one a database column cannot hold is no run id.
-      return runId === undefined || runId === '' || !runId.isWellFormed() || /\p{Cc}/u.test(runId) ? null : `run:${identity.user}\n${runId}`;
+      return runId === undefined || runId === '' || !runId.isWellFormed() || /\p{Cc}/u.test(runId)
+        ? null
+        : `run:${identity.user}\n${runId}`;
     case 'global':
       return 'global';
   }
@@ -133,7 +142,11 @@ export function wouldCross(charge: Charge, standing: Amount): boolean {
  * does not redeem it once it crosses one), each showing the limit, this call's amount and the
  * standing, which the hash does not cover (docs/spec.md section 4.3).
  */
-export function settleCharges(result: DecisionResult, request: DecideRequest, refusals: readonly Refusal[]): DecisionResult {
+export function settleCharges(
+  result: DecisionResult,
+  request: DecideRequest,
+  refusals: readonly Refusal[],
+): DecisionResult {
   if (refusals.length === 0) return result;
   let worst = refusals[0]!;
   for (const r of refusals) if (SEVERITY[r.charge.limit.onExceed] > SEVERITY[worst.charge.limit.onExceed]) worst = r;
@@ -230,7 +243,13 @@ export function putAmount(obj: JsonObject, key: string, amount: Amount): void {
   if (String(amount.value) !== amount.written) setNumberLexeme(obj, key, amount.written);
 }
 
-const SCOPE_TEXT: Readonly<Record<LimitScope, string>> = { user: 'per user', team: 'per team', agent: 'per agent', run: 'per run', global: 'for everyone' };
+const SCOPE_TEXT: Readonly<Record<LimitScope, string>> = {
+  user: 'per user',
+  team: 'per team',
+  agent: 'per agent',
+  run: 'per run',
+  global: 'for everyone',
+};
 
 /** The budget's window in words: `per day (UTC)`, `per 3600 s`. */
 export function windowText(budget: Budget): string {
@@ -242,7 +261,8 @@ export function refusalReason({ charge, standing }: Refusal): string {
   const { limit } = charge;
   const what = limit.type === 'rate_limit' ? `rate limit "${limit.id}"` : `budget "${limit.id}"`;
   if (charge.key === null) {
-    const missing = limit.scope === 'run' ? 'the call has no run id (run.id)' : `the caller's token has no ${limit.scope}`;
+    const missing =
+      limit.scope === 'run' ? 'the call has no run id (run.id)' : `the caller's token has no ${limit.scope}`;
     return `${what} counts ${SCOPE_TEXT[limit.scope]}, and ${missing}`;
   }
   if (charge.amount === null && limit.type === 'budget' && 'sum' in limit.measure) {

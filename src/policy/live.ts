@@ -20,7 +20,11 @@ export interface LivePolicies {
   reload(): Promise<{ ok: true } | { ok: false; problems: string[] }>;
 }
 
-export async function createLivePolicies(dir: string, env: string | null, now: () => Date = () => new Date()): Promise<LivePolicies> {
+export async function createLivePolicies(
+  dir: string,
+  env: string | null,
+  now: () => Date = () => new Date(),
+): Promise<LivePolicies> {
   let set = await loadPolicies(dir, { env });
   let loadedAt = now();
   let failure: ReloadFailure | null = null;

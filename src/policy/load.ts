@@ -53,7 +53,8 @@ export async function loadPolicies(target: string, options: LoadOptions = {}): P
 }
 
 export async function readPolicyFiles(target: string): Promise<FileBytes[]> {
-  const problem = (file: string, message: string): PolicyLoadError => new PolicyLoadError([{ file, line: 1, column: 1, key: '', message }]);
+  const problem = (file: string, message: string): PolicyLoadError =>
+    new PolicyLoadError([{ file, line: 1, column: 1, key: '', message }]);
   let info: Stats;
   try {
     info = await stat(target);
@@ -74,7 +75,13 @@ export async function readPolicyFiles(target: string): Promise<FileBytes[]> {
     const link = await lstat(path).catch(() => null);
     if (link === null) {
       // Listed, then gone (a file replaced while the directory is read): this load fails, the next one sees it.
-      problems.push({ file: path, line: 1, column: 1, key: '', message: 'cannot read: the file changed while the directory was read' });
+      problems.push({
+        file: path,
+        line: 1,
+        column: 1,
+        key: '',
+        message: 'cannot read: the file changed while the directory was read',
+      });
       continue;
     }
     if (link.isSymbolicLink()) {
@@ -83,7 +90,13 @@ export async function readPolicyFiles(target: string): Promise<FileBytes[]> {
       const real = await realpath(path).catch(() => null);
       const rel = real === null ? '..' : relative(root, real);
       if (rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) {
-        problems.push({ file: path, line: 1, column: 1, key: '', message: 'symbolic link leads outside the policy directory' });
+        problems.push({
+          file: path,
+          line: 1,
+          column: 1,
+          key: '',
+          message: 'symbolic link leads outside the policy directory',
+        });
         continue;
       }
     }
@@ -91,7 +104,13 @@ export async function readPolicyFiles(target: string): Promise<FileBytes[]> {
     if (!s?.isFile()) continue;
     // Checked before reading: a huge file is refused without being loaded into memory.
     if (s.size > MAX_FILE_BYTES) {
-      problems.push({ file: path, line: 1, column: 1, key: '', message: `file is larger than ${MAX_FILE_BYTES} bytes` });
+      problems.push({
+        file: path,
+        line: 1,
+        column: 1,
+        key: '',
+        message: `file is larger than ${MAX_FILE_BYTES} bytes`,
+      });
       continue;
     }
     try {
@@ -106,7 +125,10 @@ export async function readPolicyFiles(target: string): Promise<FileBytes[]> {
 }
 
 /** A file's bytes; an unreadable file (permissions, removed meanwhile) is a load problem, not a crash. */
-async function readBytes(path: string, problem: (file: string, message: string) => PolicyLoadError): Promise<Uint8Array> {
+async function readBytes(
+  path: string,
+  problem: (file: string, message: string) => PolicyLoadError,
+): Promise<Uint8Array> {
   try {
     return await readFile(path);
   } catch {
@@ -157,7 +179,12 @@ function crossFileProblems(files: readonly { file: PolicyFile; source: PolicySou
     const name = basename(file.path);
     const first = policies.get(file.identity.policy);
     const written = isJsonObject(source.value) && Object.hasOwn(source.value, 'policy');
-    if (first) at(source, ['policy'], `this policy name${written ? '' : ' (the file name, as `policy` is not given)'} is also used by ${first}`);
+    if (first)
+      at(
+        source,
+        ['policy'],
+        `this policy name${written ? '' : ' (the file name, as `policy` is not given)'} is also used by ${first}`,
+      );
     else policies.set(file.identity.policy, name);
     for (const entry of file.tools) {
       const other = tools.get(entry.pattern);
@@ -174,7 +201,11 @@ function crossFileProblems(files: readonly { file: PolicyFile; source: PolicySou
       const other = ruleIds.get(limit.id);
       const key = limit.type === 'budget' ? 'budgets' : 'rate_limits';
       if (other && other !== name)
-        at(source, [key, limit.index, 'id'], `this id is also used in ${other} (rules, budgets and rate limits share one set of ids)`);
+        at(
+          source,
+          [key, limit.index, 'id'],
+          `this id is also used in ${other} (rules, budgets and rate limits share one set of ids)`,
+        );
       else ruleIds.set(limit.id, name);
     }
   }

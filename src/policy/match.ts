@@ -15,7 +15,8 @@ export interface Subject {
 
 type Check = (sel: Selectors, s: Subject) => boolean;
 
-const has = (set: ReadonlySet<string> | undefined, value: string | null | undefined): boolean => set === undefined || (value != null && set.has(value));
+const has = (set: ReadonlySet<string> | undefined, value: string | null | undefined): boolean =>
+  set === undefined || (value != null && set.has(value));
 
 export const CHECKS: Readonly<Record<SelectorName, Check>> = {
   tools: (sel, s) => sel.tools === undefined || sel.tools.some((g) => g.test(s.tool)),
@@ -71,7 +72,9 @@ export function traceSelectors(sel: Selectors, subject: Subject): SelectorTrace[
 
 /** A selector's list as written (globs by their source). */
 export function listOf(sel: Selectors, name: SelectorName): string[] {
-  return name === 'tools' ? (sel.tools ?? []).map((g) => g.source) : [...((sel[name] as ReadonlySet<string> | undefined) ?? [])];
+  return name === 'tools'
+    ? (sel.tools ?? []).map((g) => g.source)
+    : [...((sel[name] as ReadonlySet<string> | undefined) ?? [])];
 }
 
 export function countUsers(n: number): string {

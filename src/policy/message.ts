@@ -10,7 +10,9 @@ export function modelMessage(decision: Decision, tool: string, why: string, sche
       return `${action} is allowed by policy.`;
     case 'deny':
       return `${action} was not approved by policy. Reason: ${reason}. ${
-        schemaRefused ? 'Correct the arguments and try again.' : 'Tell the user it was declined; do not retry it unchanged.'
+        schemaRefused
+          ? 'Correct the arguments and try again.'
+          : 'Tell the user it was declined; do not retry it unchanged.'
       }`;
     case 'abort':
       return `${action} crossed a hard limit of this run (${reason}). Stop the run now and tell the user why; do not try to work around it.`;
@@ -24,7 +26,8 @@ export function modelMessage(decision: Decision, tool: string, why: string, sche
  * (consumed: single use; expired): waiting cannot help, a new approval is needed (docs/spec.md section 5.3).
  */
 export function spentApprovalMessage(tool: string, why: string, status: 'consumed' | 'expired' | 'cancelled'): string {
-  const spent = status === 'consumed' ? 'has already been used' : status === 'expired' ? 'has expired' : 'was withdrawn';
+  const spent =
+    status === 'consumed' ? 'has already been used' : status === 'expired' ? 'has expired' : 'was withdrawn';
   return `The ${JSON.stringify(tool)} action needs an operator's approval (${trimEnd(why)}). The approval you cited ${spent} and cannot be used again: a new approval is needed. Request one, then try again; waiting for the old one will not help.`;
 }
 

@@ -126,7 +126,9 @@ export type CalendarUnit = 'minute' | 'hour' | 'day' | 'week' | 'month';
 export const CALENDAR_UNITS: ReadonlySet<string> = new Set<CalendarUnit>(['minute', 'hour', 'day', 'week', 'month']);
 
 /** A budget's window: a UTC calendar unit, or a fixed length in seconds (windows aligned to the Unix epoch). */
-export type BudgetWindow = { readonly calendar: CalendarUnit; readonly text: string } | { readonly seconds: number; readonly text: string };
+export type BudgetWindow =
+  | { readonly calendar: CalendarUnit; readonly text: string }
+  | { readonly seconds: number; readonly text: string };
 
 /** An exact non-negative decimal: `text` for SQL (`numeric`), `value` the double, `written` its JSON text. */
 export interface Amount {

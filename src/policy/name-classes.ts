@@ -153,7 +153,8 @@ function characterClasses(globs: readonly (readonly GlobAtom[])[]): string[] {
   for (const ch of ALPHABET) {
     const code = ch.charCodeAt(0);
     let signature = `${ch === '.' ? 1 : 0}${ch === '/' ? 1 : 0}${FIRST.test(ch) ? 1 : 0}`;
-    for (const atoms of globs) for (const atom of atoms) if (atom.type !== 'star') signature += atomTakes(atom, code) ? '1' : '0';
+    for (const atoms of globs)
+      for (const atom of atoms) if (atom.type !== 'star') signature += atomTakes(atom, code) ? '1' : '0';
     groups.set(signature, groups.get(signature) ?? ch);
   }
   return [...groups.values()];
@@ -202,9 +203,16 @@ export function nameClasses(space: NameSpace, limits: WalkLimits = DEFAULT_WALK_
 
   for (let at = 0; at < nodes.length; at++) {
     const node = nodes[at]!;
-    const isMember = node.depth > 0 && isName(node.validity) && entry.accepts(node.entry) && node.excluded.every(([i, s]) => !excluded[i]!.accepts(s));
+    const isMember =
+      node.depth > 0 &&
+      isName(node.validity) &&
+      entry.accepts(node.entry) &&
+      node.excluded.every(([i, s]) => !excluded[i]!.accepts(s));
     if (isMember) {
-      const matched = [...node.always, ...node.selectors.filter(([i, s]) => selectors[i]!.accepts(s)).map(([i]) => i)].sort((a, b) => a - b);
+      const matched = [
+        ...node.always,
+        ...node.selectors.filter(([i, s]) => selectors[i]!.accepts(s)).map(([i]) => i),
+      ].sort((a, b) => a - b);
       const signature = matched.join(',');
       if (!seenClasses.has(signature)) {
         if (seenClasses.size >= limits.classes) return { names, complete: false };

@@ -191,7 +191,16 @@ export function checkTarget(set: PolicySet, p: NeverProperty, target: PropertyTa
         : 'arguments could not be generated from the schema of this tool';
     return { ...base, problem };
   }
-  return { ...base, counterexample: { tool: found.tool, args: found.args, identity: found.identity, ...(found.run ? { run: found.run } : {}), got } };
+  return {
+    ...base,
+    counterexample: {
+      tool: found.tool,
+      args: found.args,
+      identity: found.identity,
+      ...(found.run ? { run: found.run } : {}),
+      got,
+    },
+  };
 }
 
 /**
@@ -203,7 +212,10 @@ export function checkTarget(set: PolicySet, p: NeverProperty, target: PropertyTa
  * Traced with explain() on at most COVERAGE_SAMPLES requests, and only until one is reached.
  */
 class Reach {
-  private readonly candidates = new Map<string, { policy: string; rule: string; when: CompiledCondition | undefined; decided: boolean }>();
+  private readonly candidates = new Map<
+    string,
+    { policy: string; rule: string; when: CompiledCondition | undefined; decided: boolean }
+  >();
   private reached = false;
   private traced = 0;
 
@@ -223,7 +235,8 @@ class Reach {
         view.files.forEach((plan, i) => {
           const policy = set.files[i]!.identity.policy;
           for (const rule of plan?.rules ?? [])
-            if (forbids(rule.effect)) this.candidates.set(`${policy}\n${rule.id}`, { policy, rule: rule.id, when: rule.when, decided: false });
+            if (forbids(rule.effect))
+              this.candidates.set(`${policy}\n${rule.id}`, { policy, rule: rule.id, when: rule.when, decided: false });
         });
       }
     }
@@ -234,7 +247,13 @@ class Reach {
   see(request: Parameters<typeof explain>[1], identity: Identity): void {
     if (this.reached || this.traced >= COVERAGE_SAMPLES) return;
     this.traced++;
-    const input: ConditionInput = { args: request.args, caller: identity, context: request.context, run: request.run, env: this.set.env };
+    const input: ConditionInput = {
+      args: request.args,
+      caller: identity,
+      context: request.context,
+      run: request.run,
+      env: this.set.env,
+    };
     for (const f of explain(this.set, request, identity).trace.files) {
       for (const rt of f.rules) {
         const entry = this.candidates.get(`${f.policy}\n${rt.id}`);
@@ -279,7 +298,12 @@ const STRING_LITERAL = /"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'/g;
 const NUMBER_LITERAL = /(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])/g;
 
 /** The paths and literals of the conditions of every rule that could decide these names, and of the property's `when`. */
-function hintsFor(set: PolicySet, names: readonly string[], when: CompiledCondition | undefined, context: JsonObject | undefined): ValueHints {
+function hintsFor(
+  set: PolicySet,
+  names: readonly string[],
+  when: CompiledCondition | undefined,
+  context: JsonObject | undefined,
+): ValueHints {
   const paths = new Set<string>();
   const numbers = new Set<number>();
   const strings = new Set<string>();
@@ -348,8 +372,13 @@ function runArbitrary(set: PolicySet, names: readonly string[]): fc.Arbitrary<Ru
     { requiredKeys: ['tool'] },
   );
   const view = (minLength: number, maxLength: number): fc.Arbitrary<RunView> =>
-    fc.record({ id: fc.constantFrom('run-1', 'run-2'), steps: fc.array(step, { minLength, maxLength }) }, { requiredKeys: ['steps'] });
-  const limits = [...new Set(set.files.map((f) => f.maxCalls).filter((m): m is number => m !== undefined && m <= MAX_STEPS))].sort((a, b) => a - b);
+    fc.record(
+      { id: fc.constantFrom('run-1', 'run-2'), steps: fc.array(step, { minLength, maxLength }) },
+      { requiredKeys: ['steps'] },
+    );
+  const limits = [
+    ...new Set(set.files.map((f) => f.maxCalls).filter((m): m is number => m !== undefined && m <= MAX_STEPS)),
+  ].sort((a, b) => a - b);
   // Crossing shrinks a counterexample's run towards none, where the run is not what broke it.
   return fc.oneof(
     { withCrossShrink: true },

@@ -62,13 +62,18 @@ function overlapFor(set: PolicySet, i: number, tool: string): Omit<DefaultOverla
 
 function defaultAnswer(mode: DefaultMode, kind: EffectiveKind): 'allow' | 'require_approval' | 'deny' {
   if (mode !== 'side_effects') return mode;
-  return kind === 'read_only' || kind === 'local_mutation' ? 'allow' : kind === 'remote_mutation' ? 'require_approval' : 'deny';
+  return kind === 'read_only' || kind === 'local_mutation'
+    ? 'allow'
+    : kind === 'remote_mutation'
+      ? 'require_approval'
+      : 'deny';
 }
 
 /** Tool names the files speak of (that a request can name): exact catalogue names, then exact names in rules' `tools`, once each. */
 function exampleTools(files: readonly PolicyFile[]): string[] {
   const names = new Set<string>();
   for (const f of files) for (const e of f.tools) if (e.glob.literal) names.add(e.pattern);
-  for (const f of files) for (const r of f.rules) for (const g of r.selectors.tools ?? []) if (g.literal) names.add(g.source);
+  for (const f of files)
+    for (const r of f.rules) for (const g of r.selectors.tools ?? []) if (g.literal) names.add(g.source);
   return [...names].filter((name) => TOOL_NAME.test(name));
 }

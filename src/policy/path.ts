@@ -59,7 +59,10 @@ export function readPath(
  * Copy the named paths into a new object keyed by the path text (docs/spec.md section 2: approval
  * capability and presentation). A missing path is absent; number lexemes travel with the value.
  */
-export function pickPaths(args: JsonObject, paths: readonly { text: string; segments: readonly string[] }[]): JsonObject {
+export function pickPaths(
+  args: JsonObject,
+  paths: readonly { text: string; segments: readonly string[] }[],
+): JsonObject {
   const out: JsonObject = {};
   for (const p of paths) {
     const hit = readPath(args, p.segments);

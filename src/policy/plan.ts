@@ -2,7 +2,17 @@
 // the rules and guards each file could apply to it, computed once per name from indexes built at load.
 import type { Glob } from './glob.js';
 import { selectorsMatch, TOOL_SELECTORS, type Subject } from './match.js';
-import type { CatalogueEntry, FilePlan, Limit, PlannedLimit, PolicyFile, PolicySet, Rule, ToolPlan, ToolView } from './model.js';
+import type {
+  CatalogueEntry,
+  FilePlan,
+  Limit,
+  PlannedLimit,
+  PolicyFile,
+  PolicySet,
+  Rule,
+  ToolPlan,
+  ToolView,
+} from './model.js';
 
 const PLAN_CACHE_SIZE = 10_000;
 const NO_TAGS: ReadonlySet<string> = new Set();
@@ -21,7 +31,9 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
   const limits: readonly Limit[] = files.flatMap((f): Limit[] => [...f.budgets, ...f.rateLimits]);
 
   const computePlan = (tool: string): ToolPlan => {
-    const entries = catalogues.map((c) => c.exact.get(tool) ?? firstMatch(c.globs.candidates(tool), tool)).filter((e) => e !== undefined);
+    const entries = catalogues
+      .map((c) => c.exact.get(tool) ?? firstMatch(c.globs.candidates(tool), tool))
+      .filter((e) => e !== undefined);
     // One view per distinct description (kind and tags) of the tool, in load order; `unknown` when none.
     const described: Description[] = entries.length === 0 ? [{ entry: null, kind: 'unknown', tags: NO_TAGS }] : [];
     for (const e of entries) addDescription(described, { entry: e, kind: e.kind, tags: e.tags });
@@ -33,7 +45,9 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
       addDescription(described, { entry: null, kind, tags: new Set(entries.flatMap((e) => [...e.tags])) });
     }
     const candidates = indexes.map((index) =>
-      [...(index.exact.get(tool) ?? []), ...index.globbed.candidates(tool), ...index.untooled].sort((a, b) => a.index - b.index),
+      [...(index.exact.get(tool) ?? []), ...index.globbed.candidates(tool), ...index.untooled].sort(
+        (a, b) => a.index - b.index,
+      ),
     );
     const views = described.map(({ entry, kind, tags }): ToolView => {
       const subject: Subject = { tool, kind, tags, env };
@@ -76,12 +90,19 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
  * that their file's scope selects, in load order. Limits only restrict: one that matches under any
  * description applies (as a restricting rule counts under its most severe description).
  */
-function planLimits(files: readonly PolicyFile[], views: readonly ToolView[], tool: string, env: string | null): readonly PlannedLimit[] {
+function planLimits(
+  files: readonly PolicyFile[],
+  views: readonly ToolView[],
+  tool: string,
+  env: string | null,
+): readonly PlannedLimit[] {
   const out: PlannedLimit[] = [];
   files.forEach((file, i) => {
     for (const limit of [...file.budgets, ...file.rateLimits]) {
       const selected = views.some(
-        (view) => view.files[i]?.inScope === true && selectorsMatch(limit.selectors, { tool, kind: view.kind, tags: view.tags, env }, TOOL_SELECTORS),
+        (view) =>
+          view.files[i]?.inScope === true &&
+          selectorsMatch(limit.selectors, { tool, kind: view.kind, tags: view.tags, env }, TOOL_SELECTORS),
       );
       if (selected) out.push({ limit, fileScope: file.scope });
     }
@@ -119,7 +140,10 @@ class PrefixIndex<T> {
 }
 
 /** One file's catalogue: exact names, then its globs (the first in file order wins: docs/spec.md section 2). */
-function indexCatalogue(file: PolicyFile): { exact: ReadonlyMap<string, CatalogueEntry>; globs: PrefixIndex<CatalogueEntry> } {
+function indexCatalogue(file: PolicyFile): {
+  exact: ReadonlyMap<string, CatalogueEntry>;
+  globs: PrefixIndex<CatalogueEntry>;
+} {
   const exact = new Map<string, CatalogueEntry>();
   const globs = new PrefixIndex<CatalogueEntry>();
   for (const entry of file.tools) {
@@ -178,7 +202,12 @@ function addDescription(list: Description[], d: Description): void {
 }
 
 // Most severe last; `unknown` never reaches here (it is the description of no entry).
-const KIND_SEVERITY: Readonly<Record<CatalogueEntry['kind'], number>> = { read_only: 0, local_mutation: 1, remote_mutation: 2, destructive: 3 };
+const KIND_SEVERITY: Readonly<Record<CatalogueEntry['kind'], number>> = {
+  read_only: 0,
+  local_mutation: 1,
+  remote_mutation: 2,
+  destructive: 3,
+};
 
 function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   return a.size === b.size && [...a].every((x) => b.has(x));

@@ -97,8 +97,12 @@ const TAILS = ['', '', '', '', ' | sh', ' > out.txt', ' && x', '\nx', ' $(x)'];
 function commandArbitrary(s: PathSamples): fc.Arbitrary<string> {
   // The templates' words too: `argv(c).0 == "git" and argv(c).1 == "status"` needs both in one command.
   const pool = [...new Set([...s.words, ...s.templates.flat().filter((w) => w !== 'x'), ...COMMON_WORDS])];
-  const word = fc.oneof({ arbitrary: fc.constantFrom(...pool), weight: 3 }, { arbitrary: fc.string({ minLength: 1, maxLength: 6 }), weight: 1 });
-  const start: fc.Arbitrary<string[]> = s.templates.length > 0 ? fc.constantFrom(...s.templates) : fc.array(word, { minLength: 1, maxLength: 1 });
+  const word = fc.oneof(
+    { arbitrary: fc.constantFrom(...pool), weight: 3 },
+    { arbitrary: fc.string({ minLength: 1, maxLength: 6 }), weight: 1 },
+  );
+  const start: fc.Arbitrary<string[]> =
+    s.templates.length > 0 ? fc.constantFrom(...s.templates) : fc.array(word, { minLength: 1, maxLength: 1 });
   return fc
     .tuple(start, fc.array(word, { maxLength: 3 }), fc.nat(), fc.constantFrom(...TAILS))
     .map(([first, rest, quoting, tail]) => commandOf([...first, ...rest], quoting) + tail);

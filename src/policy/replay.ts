@@ -109,7 +109,14 @@ export function replay(records: Iterable<DecisionRecord>, sets: ReplaySets): Rep
     const key = JSON.stringify([before.decision, after.decision, before.rule, after.rule]);
     let flip = flips.get(key);
     if (flip === undefined) {
-      flip = { from: before.decision, to: after.decision, baselineRule: before.rule, candidateRule: after.rule, count: 0, examples: [] };
+      flip = {
+        from: before.decision,
+        to: after.decision,
+        baselineRule: before.rule,
+        candidateRule: after.rule,
+        count: 0,
+        examples: [],
+      };
       flips.set(key, flip);
     }
     flip.count++;

@@ -88,5 +88,10 @@ export interface ToolCall {
 
 /** The request decide() takes: absent arguments are `{}`. */
 export function toDecideRequest(call: ToolCall): DecideRequest {
-  return { tool: call.tool, args: call.args ?? {}, ...(call.run ? { run: call.run } : {}), ...(call.context ? { context: call.context } : {}) };
+  return {
+    tool: call.tool,
+    args: call.args ?? {},
+    ...(call.run ? { run: call.run } : {}),
+    ...(call.context ? { context: call.context } : {}),
+  };
 }

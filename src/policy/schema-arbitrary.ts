@@ -70,7 +70,10 @@ export function jsonArbitrary(hints: ValueHints = NO_HINTS): fc.Arbitrary<JsonVa
 
 function objectOf(values: fc.Arbitrary<JsonValue>, hints: ValueHints): fc.Arbitrary<JsonObject> {
   const firstSegments = [...new Set(hints.paths.map((p) => p.split('.')[0]!))];
-  const key = firstSegments.length > 0 ? fc.oneof(CROSS, fc.constantFrom(...firstSegments), fc.string({ maxLength: 8 })) : fc.string({ maxLength: 8 });
+  const key =
+    firstSegments.length > 0
+      ? fc.oneof(CROSS, fc.constantFrom(...firstSegments), fc.string({ maxLength: 8 }))
+      : fc.string({ maxLength: 8 });
   return fc.uniqueArray(fc.tuple(key, values), { maxLength: 3, selector: ([k]) => k }).map(toObject);
 }
 
@@ -102,7 +105,9 @@ function pathsArbitrary(hints: ValueHints): fc.Arbitrary<JsonObject> {
   const build = (node: Node, at: string): fc.Arbitrary<JsonValue> => {
     if (node.children.size === 0) {
       const targeted = hints.at?.get(at);
-      return targeted === undefined ? scalar : fc.oneof(CROSS, { arbitrary: scalar, weight: 1 }, { arbitrary: targeted, weight: 3 });
+      return targeted === undefined
+        ? scalar
+        : fc.oneof(CROSS, { arbitrary: scalar, weight: 1 }, { arbitrary: targeted, weight: 3 });
     }
     const keys = [...node.children.keys()];
     if (keys.every((k) => /^\d+$/.test(k))) {
@@ -114,14 +119,18 @@ function pathsArbitrary(hints: ValueHints): fc.Arbitrary<JsonObject> {
       });
       return fc.oneof(CROSS, fc.tuple(...slots), scalar);
     }
-    const members = keys.map((k) => fc.option(fc.tuple(fc.constant(k), build(node.children.get(k)!, `${at}.${k}`)), { nil: undefined }));
+    const members = keys.map((k) =>
+      fc.option(fc.tuple(fc.constant(k), build(node.children.get(k)!, `${at}.${k}`)), { nil: undefined }),
+    );
     return fc.oneof(
       CROSS,
       fc.tuple(...members).map((m) => toObject(m.filter((e) => e !== undefined))),
       scalar,
     );
   };
-  const members = [...root.children.keys()].map((k) => fc.option(fc.tuple(fc.constant(k), build(root.children.get(k)!, k)), { nil: undefined }));
+  const members = [...root.children.keys()].map((k) =>
+    fc.option(fc.tuple(fc.constant(k), build(root.children.get(k)!, k)), { nil: undefined }),
+  );
   return fc.tuple(...members).map((m) => toObject(m.filter((e) => e !== undefined)));
 }
 
@@ -190,7 +199,8 @@ function typesOf(s: Schema): string[] {
   if (['properties', 'required', 'additionalProperties'].some((k) => k in s)) implied.push('object');
   if (['items', 'prefixItems', 'minItems', 'maxItems'].some((k) => k in s)) implied.push('array');
   if (['minLength', 'maxLength', 'pattern', 'format'].some((k) => k in s)) implied.push('string');
-  if (['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'].some((k) => k in s)) implied.push('number');
+  if (['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'].some((k) => k in s))
+    implied.push('number');
   return implied;
 }
 
@@ -213,7 +223,8 @@ function merge(a: Schema, b: unknown): Schema {
   if (b === true || !isSchema(b)) return a;
   const out: Record<string, unknown> = { ...a, ...b };
   if (isSchema(a.properties) && isSchema(b.properties)) out.properties = { ...a.properties, ...b.properties };
-  if (Array.isArray(a.required) && Array.isArray(b.required)) out.required = [...new Set([...a.required, ...b.required])];
+  if (Array.isArray(a.required) && Array.isArray(b.required))
+    out.required = [...new Set([...a.required, ...b.required])];
   return out;
 }
 
@@ -277,7 +288,8 @@ function integerArbitrary(s: Schema, hints: ValueHints): fc.Arbitrary<JsonValue>
   if (r === null) return fc.constant(num(s.minimum) ?? 0); // no such integer: refused by the check
   const kLo = Math.ceil(r.lo / r.step);
   const kHi = Math.floor(r.hi / r.step);
-  const multiples = (lo: number, hi: number): fc.Arbitrary<number> => fc.integer({ min: lo, max: hi }).map((k) => k * r.step);
+  const multiples = (lo: number, hi: number): fc.Arbitrary<number> =>
+    fc.integer({ min: lo, max: hi }).map((k) => k * r.step);
   // Small numbers near zero are what most rules compare against.
   const simplest = simplestInteger(r) / r.step;
   const arbs: fc.WeightedArbitrary<number>[] = [
@@ -294,7 +306,14 @@ function numberArbitrary(s: Schema, hints: ValueHints): fc.Arbitrary<JsonValue> 
   const b = boundsOf(s);
   const r = integerRange(s);
   const simplest = within(b, 0) ? 0 : r !== null ? simplestInteger(r) : b.lo + (b.hi - b.lo) / 2;
-  const double = fc.double({ min: b.lo, max: b.hi, minExcluded: b.loOpen, maxExcluded: b.hiOpen, noNaN: true, noDefaultInfinity: true });
+  const double = fc.double({
+    min: b.lo,
+    max: b.hi,
+    minExcluded: b.loOpen,
+    maxExcluded: b.hiOpen,
+    noNaN: true,
+    noDefaultInfinity: true,
+  });
   const arbs: fc.WeightedArbitrary<number>[] = [
     { arbitrary: fc.constant(simplest), weight: 1 },
     { arbitrary: integerArbitrary(s, hints) as fc.Arbitrary<number>, weight: 4 },
@@ -303,7 +322,8 @@ function numberArbitrary(s: Schema, hints: ValueHints): fc.Arbitrary<JsonValue> 
   ];
   // A fractional multipleOf: its multiples (those ajv's division check accepts pass).
   const step = num(s.multipleOf);
-  if (step !== undefined && step > 0 && !Number.isInteger(step)) arbs.push({ arbitrary: multiplesOf(step, b), weight: 4 });
+  if (step !== undefined && step > 0 && !Number.isInteger(step))
+    arbs.push({ arbitrary: multiplesOf(step, b), weight: 4 });
   const near = numberHints(hints, b, false);
   if (near.length > 0) arbs.push({ arbitrary: fc.constantFrom(...near), weight: 2 });
   return fc.oneof(CROSS, ...arbs).map(noNegativeZero);
@@ -360,7 +380,8 @@ function stringArbitrary(s: Schema, hints: ValueHints, at?: string): fc.Arbitrar
       pattern = null;
     }
   }
-  const fits = (t: string): boolean => codePoints(t) >= minLength && codePoints(t) <= maxLength && (pattern === null || pattern.test(t));
+  const fits = (t: string): boolean =>
+    codePoints(t) >= minLength && codePoints(t) <= maxLength && (pattern === null || pattern.test(t));
   const format = typeof s.format === 'string' ? s.format : undefined;
   let main: fc.Arbitrary<string>;
   if (format !== undefined && Object.hasOwn(FORMATS, format)) main = FORMATS[format]!();
@@ -370,7 +391,12 @@ function stringArbitrary(s: Schema, hints: ValueHints, at?: string): fc.Arbitrar
       CROSS,
       { arbitrary: fc.string({ minLength, maxLength }), weight: 4 },
       // Any script; a schema counts code points (as ajv does), fast-check here graphemes.
-      { arbitrary: fc.string({ minLength, maxLength, unit: 'grapheme' }).map((t) => [...t].slice(0, maxLength).join('')), weight: 1 },
+      {
+        arbitrary: fc
+          .string({ minLength, maxLength, unit: 'grapheme' })
+          .map((t) => [...t].slice(0, maxLength).join('')),
+        weight: 1,
+      },
     );
   // A format's strings are its own; other strings are sometimes the policies' literals or PII.
   const samples = format === undefined ? [...new Set([...hints.strings, ...PII_SAMPLES])].filter(fits) : [];
@@ -380,7 +406,8 @@ function stringArbitrary(s: Schema, hints: ValueHints, at?: string): fc.Arbitrar
   // `argv(command) startswith [...]` is never tried on a command that starts so.
   // They are held to the schema's own bounds, not to the short strings generated otherwise.
   const schemaMax = num(s.maxLength) ?? Number.POSITIVE_INFINITY;
-  const allowed = (t: string): boolean => codePoints(t) >= minLength && codePoints(t) <= schemaMax && (pattern === null || pattern.test(t));
+  const allowed = (t: string): boolean =>
+    codePoints(t) >= minLength && codePoints(t) <= schemaMax && (pattern === null || pattern.test(t));
   const targeted = at === undefined || format !== undefined ? undefined : hints.at?.get(at);
   if (targeted !== undefined && fc.sample(targeted, { seed: 0, numRuns: 20 }).filter(allowed).length >= 5) {
     arbs.push({ arbitrary: targeted.filter(allowed), weight: 6 });
@@ -406,7 +433,9 @@ function matching(pattern: RegExp, minLength: number, maxLength: number): fc.Arb
 }
 
 function arrayArbitrary(s: Schema, ctx: Context, depth: number, at: string | undefined): fc.Arbitrary<JsonValue> {
-  const prefix = Array.isArray(s.prefixItems) ? s.prefixItems.map((p, i) => fromSchema(p, ctx, depth + 1, member(at, String(i)))) : [];
+  const prefix = Array.isArray(s.prefixItems)
+    ? s.prefixItems.map((p, i) => fromSchema(p, ctx, depth + 1, member(at, String(i))))
+    : [];
   const minItems = Math.max(0, Math.floor(num(s.minItems) ?? 0));
   const maxItems = Math.max(minItems, Math.floor(num(s.maxItems) ?? minItems + MAX_EXTRA_ITEMS));
   const extra = depth >= SHALLOW_DEPTH ? 0 : MAX_EXTRA_ITEMS;
@@ -428,7 +457,9 @@ function member(at: string | undefined, key: string): string | undefined {
 
 function objectArbitrary(s: Schema, ctx: Context, depth: number, at: string | undefined): fc.Arbitrary<JsonValue> {
   const properties = isSchema(s.properties) ? s.properties : {};
-  const required = new Set(Array.isArray(s.required) ? s.required.filter((k): k is string => typeof k === 'string') : []);
+  const required = new Set(
+    Array.isArray(s.required) ? s.required.filter((k): k is string => typeof k === 'string') : [],
+  );
   const declared = Object.keys(properties);
   const extraSchema = s.additionalProperties === undefined ? true : s.additionalProperties;
   // Every declared property, present or (unless required) not; required ones the schema does not
@@ -445,6 +476,9 @@ function objectArbitrary(s: Schema, ctx: Context, depth: number, at: string | un
   if (extraSchema === false || shallow) return fixed.map(toObject);
   const known = new Set([...declared, ...required]);
   const extraKey = fc.string({ maxLength: 8 }).filter((k) => !known.has(k));
-  const extras = fc.uniqueArray(fc.tuple(extraKey, fromSchema(extraSchema, ctx, depth + 1)), { maxLength: MAX_EXTRA_KEYS, selector: ([k]) => k });
+  const extras = fc.uniqueArray(fc.tuple(extraKey, fromSchema(extraSchema, ctx, depth + 1)), {
+    maxLength: MAX_EXTRA_KEYS,
+    selector: ([k]) => k,
+  });
   return fc.tuple(fixed, extras).map(([f, e]) => toObject([...f, ...e]));
 }

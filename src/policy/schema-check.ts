@@ -13,7 +13,10 @@ import type { CatalogueEntry, PolicyFile } from './model.js';
 import type { PolicySource } from './source/common.js';
 
 /** Every rule's conditions against every catalogued tool with a schema that the rule can apply to. */
-export function schemaProblems(files: readonly { file: PolicyFile; source: PolicySource }[], env: string | null): LoadProblem[] {
+export function schemaProblems(
+  files: readonly { file: PolicyFile; source: PolicySource }[],
+  env: string | null,
+): LoadProblem[] {
   const entries = files.flatMap((f) => f.file.tools).filter((e) => e.schema !== undefined);
   const problems: LoadProblem[] = [];
   if (entries.length === 0) return problems;
@@ -82,7 +85,18 @@ interface Resolved {
 const UNKNOWN: Resolved = { types: ANY };
 const INDEX = /^(0|[1-9][0-9]*)$/;
 /** Keywords past which this check does not follow a schema: the value could be many things. */
-const OPAQUE = ['$ref', '$dynamicRef', 'allOf', 'anyOf', 'oneOf', 'not', 'if', 'dependentSchemas', 'patternProperties', 'unevaluatedItems'];
+const OPAQUE = [
+  '$ref',
+  '$dynamicRef',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'if',
+  'dependentSchemas',
+  'patternProperties',
+  'unevaluatedItems',
+];
 
 function resolve(schema: JsonObject | boolean | undefined, segments: readonly string[]): Resolved {
   let node: unknown = schema;

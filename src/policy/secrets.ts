@@ -50,13 +50,29 @@ interface Detector {
 
 const DETECTORS: readonly Detector[] = [
   // A JWS or JWT: a base64url JSON header (`{"` is `eyJ`), a payload and a signature (empty for alg none).
-  { kind: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/dg, hints: ['eyJ'] },
+  {
+    kind: 'jwt',
+    pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/dg,
+    hints: ['eyJ'],
+  },
   // RFC 6750 section 2.1: `Bearer` and a b64token; the scheme is case-insensitive (RFC 9110 section 11.1).
   { kind: 'bearer', pattern: /(?<![A-Za-z0-9_-])bearer[ \t]+([A-Za-z0-9._~+/-]{8,}=*)/dgi, hints: /bearer/i },
-  { kind: 'aws_access_key', pattern: /(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])/dg, hints: ['AKIA', 'ASIA', 'ABIA', 'ACCA'] },
-  { kind: 'github_token', pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})/dg, hints: ['gh', 'github_pat_'] },
+  {
+    kind: 'aws_access_key',
+    pattern: /(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])/dg,
+    hints: ['AKIA', 'ASIA', 'ABIA', 'ACCA'],
+  },
+  {
+    kind: 'github_token',
+    pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})/dg,
+    hints: ['gh', 'github_pat_'],
+  },
   { kind: 'slack_token', pattern: /(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}/dg, hints: ['xox'] },
-  { kind: 'stripe_key', pattern: /(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{10,}/dg, hints: ['k_live_', 'k_test_'] },
+  {
+    kind: 'stripe_key',
+    pattern: /(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{10,}/dg,
+    hints: ['k_live_', 'k_test_'],
+  },
   { kind: 'google_api_key', pattern: /(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35,}/dg, hints: ['AIza'] },
   // scheme://user:password@host: the password.
   {
@@ -142,7 +158,8 @@ function privateKeys(text: string): Credential[] {
   if (!text.includes('-----BEGIN ')) return [];
   const ends: { start: number; end: number }[] = [];
   PEM_END.lastIndex = 0;
-  for (let m = PEM_END.exec(text); m !== null; m = PEM_END.exec(text)) ends.push({ start: m.index, end: m.index + m[0].length });
+  for (let m = PEM_END.exec(text); m !== null; m = PEM_END.exec(text))
+    ends.push({ start: m.index, end: m.index + m[0].length });
   const out: Credential[] = [];
   let e = 0;
   let covered = 0;

@@ -42,13 +42,25 @@ export function undecidableRules(set: PolicySet): UndecidableRule[] {
       const when = rule.when;
       // The common input in the arguments the built-in reads, the plain one in all others.
       const input = (builtin: 'argv' | 'path' | null, value: string): ConditionInput =>
-        inputFor(when.paths, (path) => (builtin !== null && when.parsed[builtin].includes(path) ? value : PLAIN), set.env);
+        inputFor(
+          when.paths,
+          (path) => (builtin !== null && when.parsed[builtin].includes(path) ? value : PLAIN),
+          set.env,
+        );
       if (when.evaluate(input(null, PLAIN)) === 'undecidable') continue;
-      const hits = COMMON.filter(([builtin, , value]) => when.parsed[builtin].length > 0 && when.evaluate(input(builtin, value)) === 'undecidable');
+      const hits = COMMON.filter(
+        ([builtin, , value]) =>
+          when.parsed[builtin].length > 0 && when.evaluate(input(builtin, value)) === 'undecidable',
+      );
       const first = hits[0];
       if (first === undefined) continue;
       const why = when.explain(input(first[0], first[2])).why;
-      out.push({ file, rule, inputs: hits.map(([, label]) => label), why: why.startsWith('undecidable: ') ? why.slice('undecidable: '.length) : why });
+      out.push({
+        file,
+        rule,
+        inputs: hits.map(([, label]) => label),
+        why: why.startsWith('undecidable: ') ? why.slice('undecidable: '.length) : why,
+      });
     }
   }
   return out;

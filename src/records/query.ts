@@ -44,7 +44,8 @@ function records(rows: readonly DecisionRow[]): StoredDecision[] {
 /** One page, newest first; throws ListQueryError for a cursor this service did not issue, or one of the oldest-first approval lists. */
 export async function listDecisions(sql: Sql, q: DecisionQuery): Promise<DecisionPage> {
   const after = q.cursor === undefined ? null : decodeCursor(q.cursor);
-  if (after !== null && after.order !== 'newest') throw new ListQueryError('invalid_cursor', 'cursor', 'cursor is not one of this list');
+  if (after !== null && after.order !== 'newest')
+    throw new ListQueryError('invalid_cursor', 'cursor', 'cursor is not one of this list');
   const rows = await sql<(DecisionRow & { at: string })[]>`
     select ${columns(sql)} from decisions
      where true
@@ -58,11 +59,18 @@ export async function listDecisions(sql: Sql, q: DecisionQuery): Promise<Decisio
      limit ${q.limit + 1}`;
   const page = rows.slice(0, q.limit);
   const last = page.at(-1);
-  return { items: records(page), nextCursor: rows.length > q.limit && last !== undefined ? encodeCursor(last.at, last.id) : null };
+  return {
+    items: records(page),
+    nextCursor: rows.length > q.limit && last !== undefined ? encodeCursor(last.at, last.id) : null,
+  };
 }
 
 /** Every decision in [since, until), oldest first (replay reads them all). */
-export async function allDecisions(sql: Sql, since: Date | undefined, until: Date | undefined): Promise<DecisionRecord[]> {
+export async function allDecisions(
+  sql: Sql,
+  since: Date | undefined,
+  until: Date | undefined,
+): Promise<DecisionRecord[]> {
   const rows = await sql<DecisionRow[]>`
     select ${columns(sql)} from decisions
      where true
@@ -75,6 +83,8 @@ export async function allDecisions(sql: Sql, since: Date | undefined, until: Dat
 /** The decision `id` (its first row: an Idempotency-Key retry's row has another id), or null. */
 export async function decisionById(sql: Sql, id: string): Promise<DecisionRecord | null> {
   if (!isUuid(id)) return null;
-  const rows = await sql<DecisionRow[]>`select ${columns(sql)} from decisions where id = ${id}::uuid and not replayed limit 1`;
+  const rows = await sql<
+    DecisionRow[]
+  >`select ${columns(sql)} from decisions where id = ${id}::uuid and not replayed limit 1`;
   return records(rows)[0] ?? null;
 }

@@ -65,7 +65,8 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
     if (dayOf(at) === maintainedDay) return;
     await ensurePartitions(sql, at);
     const dropped = await dropExpiredPartitions(sql, at, retentionMs);
-    if (dropped.length > 0) log.info({ partitions: dropped }, 'decision records: dropped partitions past DECISION_RETENTION');
+    if (dropped.length > 0)
+      log.info({ partitions: dropped }, 'decision records: dropped partitions past DECISION_RETENTION');
     maintainedDay = dayOf(at);
   };
 
@@ -106,7 +107,10 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
           // Refused for one of its rows (a check, a day outside every partition): each row alone,
           // so only the refused ones are lost.
           alone = batch.length;
-          log.warn({ err, count: batch.length }, 'decision records: the database refused a batch; writing its rows one by one');
+          log.warn(
+            { err, count: batch.length },
+            'decision records: the database refused a batch; writing its rows one by one',
+          );
           continue;
         }
         // Writing it again would refuse it again.

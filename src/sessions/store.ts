@@ -77,7 +77,8 @@ function toSession(row: SessionRow): OperatorSession {
 }
 
 export function createSessionStore(sql: Sql, options: SessionStoreOptions): SessionStore {
-  if (!Number.isSafeInteger(options.ttlMs) || options.ttlMs <= 0) throw new RangeError('ttlMs must be a positive integer');
+  if (!Number.isSafeInteger(options.ttlMs) || options.ttlMs <= 0)
+    throw new RangeError('ttlMs must be a positive integer');
   const ttl = `${options.ttlMs} milliseconds`;
   const schemaReady = options.schemaReady ?? (() => true);
   const run = <T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> => {
@@ -93,7 +94,8 @@ export function createSessionStore(sql: Sql, options: SessionStoreOptions): Sess
       return run(async (tx) => {
         // Housekeeping, bounded by the sign-ins since the last one: nothing reads an expired row.
         await tx`delete from operator_sessions where expires_at <= now()`;
-        if (replacing !== undefined && SESSION_SECRET_FORMAT.test(replacing)) await tx`delete from operator_sessions where id = ${keyOf(replacing)}`;
+        if (replacing !== undefined && SESSION_SECRET_FORMAT.test(replacing))
+          await tx`delete from operator_sessions where id = ${keyOf(replacing)}`;
         const [row] = await tx<SessionRow[]>`
           insert into operator_sessions (id, sub, team, agent, roles, csrf_token, id_token, expires_at)
           values (${keyOf(secret)}, ${input.sub}, ${input.team}, ${input.agent}, ${tx.json([...input.roles])}, ${random()}, ${idToken},
@@ -105,14 +107,18 @@ export function createSessionStore(sql: Sql, options: SessionStoreOptions): Sess
     find(secret) {
       if (!SESSION_SECRET_FORMAT.test(secret)) return Promise.resolve(null);
       return run(async (tx) => {
-        const [row] = await tx<SessionRow[]>`select ${columns} from operator_sessions where id = ${keyOf(secret)} and expires_at > now()`;
+        const [row] = await tx<
+          SessionRow[]
+        >`select ${columns} from operator_sessions where id = ${keyOf(secret)} and expires_at > now()`;
         return row === undefined ? null : toSession(row);
       });
     },
     end(secret) {
       if (!SESSION_SECRET_FORMAT.test(secret)) return Promise.resolve(null);
       return run(async (tx) => {
-        const [row] = await tx<SessionRow[]>`delete from operator_sessions where id = ${keyOf(secret)} returning ${columns}, expires_at > now() as live`;
+        const [row] = await tx<
+          SessionRow[]
+        >`delete from operator_sessions where id = ${keyOf(secret)} returning ${columns}, expires_at > now() as live`;
         return row === undefined || !(row as SessionRow & { live: boolean }).live ? null : toSession(row);
       });
     },

@@ -70,18 +70,31 @@ export function standardBody(event: OutboxEvent): string {
  */
 export function slackBody(event: OutboxEvent): string {
   const d = JSON.parse(event.data) as WebhookEventData;
-  const who = [d.requester.sub, d.requester.team && `team ${d.requester.team}`, d.requester.agent && `agent ${d.requester.agent}`]
+  const who = [
+    d.requester.sub,
+    d.requester.team && `team ${d.requester.team}`,
+    d.requester.agent && `agent ${d.requester.agent}`,
+  ]
     .filter((x): x is string => typeof x === 'string' && x !== '')
     .map(slackEscape);
   const head = SLACK_HEADLINES[event.type];
-  const by = d.decided_by !== null && (event.type === 'approval.granted' || event.type === 'approval.denied') ? ` by ${slackEscape(d.decided_by)}` : '';
-  const lines = [`*${head}${by}*: \`${slackEscape(d.tool)}\` requested by ${who[0]}${who.length > 1 ? ` (${who.slice(1).join(', ')})` : ''}`];
+  const by =
+    d.decided_by !== null && (event.type === 'approval.granted' || event.type === 'approval.denied')
+      ? ` by ${slackEscape(d.decided_by)}`
+      : '';
+  const lines = [
+    `*${head}${by}*: \`${slackEscape(d.tool)}\` requested by ${who[0]}${who.length > 1 ? ` (${who.slice(1).join(', ')})` : ''}`,
+  ];
   lines.push(`Reason: ${slackEscape(d.reason)}`);
   if (d.decision_note !== null && (event.type === 'approval.granted' || event.type === 'approval.denied')) {
     lines.push(`${event.type === 'approval.granted' ? 'Note' : 'Denial'}: ${slackEscape(d.decision_note)}`);
   }
   // A relative link is not clickable in Slack: without PUBLIC_URL the message names the approval.
-  lines.push(/^https?:\/\//.test(d.url) ? `<${d.url}|Open approval ${d.id}>` : `Approval ${d.id} (${slackEscape(d.url)} on Gatehouse)`);
+  lines.push(
+    /^https?:\/\//.test(d.url)
+      ? `<${d.url}|Open approval ${d.id}>`
+      : `Approval ${d.id} (${slackEscape(d.url)} on Gatehouse)`,
+  );
   return JSON.stringify({ text: lines.join('\n') });
 }
 

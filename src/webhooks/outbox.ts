@@ -31,7 +31,9 @@ export interface OutboxTargets {
  * The approval store's onTransition for these targets (src/approvals/store.ts): each transition's
  * events queued in its transaction; none without endpoints.
  */
-export function queueEventsOf(targets: OutboxTargets): { onTransition?: (tx: TransactionSql, moved: readonly ApprovalSummary[]) => Promise<void> } {
+export function queueEventsOf(targets: OutboxTargets): {
+  onTransition?: (tx: TransactionSql, moved: readonly ApprovalSummary[]) => Promise<void>;
+} {
   return targets.endpoints.length === 0 ? {} : { onTransition: (tx, moved) => enqueue(tx, targets, moved) };
 }
 
@@ -39,7 +41,11 @@ export function queueEventsOf(targets: OutboxTargets): { onTransition?: (tx: Tra
  * Queues one event per approval that moved (its summary as it now stands) and endpoint that takes
  * that type, in `tx`: the transition's own transaction.
  */
-export async function enqueue(tx: TransactionSql, targets: OutboxTargets, moved: readonly ApprovalSummary[]): Promise<void> {
+export async function enqueue(
+  tx: TransactionSql,
+  targets: OutboxTargets,
+  moved: readonly ApprovalSummary[],
+): Promise<void> {
   const rows: { id: string; endpoint: string; type: WebhookEventType; approval_id: string; data: string }[] = [];
   for (const summary of moved) {
     const type = eventTypeOf(summary.status);
@@ -110,7 +116,8 @@ interface OutboxRow {
 
 // Endpoint names hold no comma (config.ts), so a list of them travels as one text parameter
 // (postgres.js sends array parameters only when it knows the array type, which the pool does not fetch).
-const nameList = (tx: TransactionSql, names: readonly string[]): PendingQuery<Row[]> => tx`string_to_array(${names.join(',')}, ',')`;
+const nameList = (tx: TransactionSql, names: readonly string[]): PendingQuery<Row[]> =>
+  tx`string_to_array(${names.join(',')}, ',')`;
 const ms = (n: number): string => `${Math.max(0, Math.round(n))} milliseconds`;
 
 export function createOutbox(sql: Sql, options: { deadlineMs: number }) {
@@ -181,7 +188,12 @@ export function createOutbox(sql: Sql, options: { deadlineMs: number }) {
    * over (another replica may still know it until then); delivered rows older than keepDeliveredMs
    * and failed ones older than keepFailedMs are deleted. Returns how many failed and were deleted.
    */
-  function housekeep(o: { names: readonly string[]; retryForMs: number; keepDeliveredMs: number; keepFailedMs: number }): Promise<{
+  function housekeep(o: {
+    names: readonly string[];
+    retryForMs: number;
+    keepDeliveredMs: number;
+    keepFailedMs: number;
+  }): Promise<{
     failed: OutboxCount[];
     deleted: number;
   }> {
@@ -199,7 +211,10 @@ export function createOutbox(sql: Sql, options: { deadlineMs: number }) {
          where (status = 'delivered' and delivered_at < now() - ${ms(o.keepDeliveredMs)}::interval)
             or (status = 'failed' and created_at < now() - ${ms(o.keepFailedMs)}::interval)
         returning 1`;
-      return { failed: failed.map((f) => ({ endpoint: f.endpoint, status: 'failed' as const, count: f.count })), deleted: deleted.length };
+      return {
+        failed: failed.map((f) => ({ endpoint: f.endpoint, status: 'failed' as const, count: f.count })),
+        deleted: deleted.length,
+      };
     });
   }
 
@@ -218,7 +233,12 @@ export function createOutbox(sql: Sql, options: { deadlineMs: number }) {
     return run(async (tx) => {
       const before = q.cursor === undefined ? tx`` : tx`and id < ${q.cursor}::uuid`;
       // A literal status, never a parameter: the planner must see it to use the partial indexes.
-      const status = q.status === 'failed' ? tx`status = 'failed'` : q.status === 'pending' ? tx`status = 'pending'` : tx`status = 'delivered'`;
+      const status =
+        q.status === 'failed'
+          ? tx`status = 'failed'`
+          : q.status === 'pending'
+            ? tx`status = 'pending'`
+            : tx`status = 'delivered'`;
       const rows = await tx<OutboxRow[]>`
         select id, endpoint, type, approval_id, status, attempts, created_at, next_attempt_at, last_attempt_at,
                last_status, last_error, delivered_at

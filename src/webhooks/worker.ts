@@ -65,13 +65,22 @@ export const DAY_MS = 86_400_000;
  * retryMax, then jittered to 50–100 % of that ("equal jitter"), so receivers coming back are not
  * hit by every replica's retries at the same instant.
  */
-export function retryDelayMs(attempts: number, retryMinMs: number, retryMaxMs: number, random: () => number = Math.random): number {
+export function retryDelayMs(
+  attempts: number,
+  retryMinMs: number,
+  retryMaxMs: number,
+  random: () => number = Math.random,
+): number {
   const exponent = Math.min(Math.max(attempts - 1, 0), 40);
   const base = Math.min(retryMaxMs, retryMinMs * 2 ** exponent);
   return base / 2 + (random() * base) / 2;
 }
 
-export function createWebhookWorker(outbox: Outbox, listenOn: Sql | null, options: WebhookWorkerOptions): WebhookWorker {
+export function createWebhookWorker(
+  outbox: Outbox,
+  listenOn: Sql | null,
+  options: WebhookWorkerOptions,
+): WebhookWorker {
   const { endpoints, timeoutMs, retryForMs, retryMinMs, retryMaxMs } = options;
   const pollMs = options.pollMs ?? 1000;
   const batch = options.batch ?? 16;
@@ -108,7 +117,8 @@ export function createWebhookWorker(outbox: Outbox, listenOn: Sql | null, option
           if (unreachable) log?.info('webhook outbox reachable again: delivering');
           unreachable = false;
         } catch (err) {
-          if (!unreachable) log?.warn({ err }, 'webhook outbox unreachable: deliveries wait until the database answers');
+          if (!unreachable)
+            log?.warn({ err }, 'webhook outbox unreachable: deliveries wait until the database answers');
           unreachable = true;
           return;
         }
@@ -143,24 +153,42 @@ export function createWebhookWorker(outbox: Outbox, listenOn: Sql | null, option
       options.onOutcome?.(endpoint.name, now);
       if (now === 'failed') {
         log?.warn(
-          { endpoint: endpoint.name, webhook_id: row.id, approval_id: row.approvalId, type: row.type, attempts: row.attempts, error },
+          {
+            endpoint: endpoint.name,
+            webhook_id: row.id,
+            approval_id: row.approvalId,
+            type: row.type,
+            attempts: row.attempts,
+            error,
+          },
           'webhook delivery failed: its retry window is over',
         );
       }
     } catch (err) {
       // The database did not take the outcome: the lease runs out and the row is attempted again
       // (a receiver that got it sees the same webhook-id twice: at least once).
-      log?.warn({ err, endpoint: endpoint.name, webhook_id: row.id }, 'webhook attempt not recorded; it will be attempted again');
+      log?.warn(
+        { err, endpoint: endpoint.name, webhook_id: row.id },
+        'webhook attempt not recorded; it will be attempted again',
+      );
     }
   }
 
   const housekeep = (): void => {
     if (closed || !schemaReady()) return;
     outbox
-      .housekeep({ names, retryForMs, keepDeliveredMs: options.keepDeliveredMs ?? 7 * DAY_MS, keepFailedMs: options.keepFailedMs ?? 30 * DAY_MS })
+      .housekeep({
+        names,
+        retryForMs,
+        keepDeliveredMs: options.keepDeliveredMs ?? 7 * DAY_MS,
+        keepFailedMs: options.keepFailedMs ?? 30 * DAY_MS,
+      })
       .then(({ failed }) => {
         for (const f of failed) {
-          log?.warn({ endpoint: f.endpoint, count: f.count }, 'webhook deliveries failed: no endpoint of this name is configured');
+          log?.warn(
+            { endpoint: f.endpoint, count: f.count },
+            'webhook deliveries failed: no endpoint of this name is configured',
+          );
         }
       })
       .catch(() => undefined); // a down database: the claims report it
@@ -194,7 +222,12 @@ export function createWebhookWorker(outbox: Outbox, listenOn: Sql | null, option
 }
 
 /** POSTs the event; resolves with the receiver's HTTP status as soon as it answers (its body is discarded). */
-function post(endpoint: WebhookEndpoint, row: ClaimedDelivery, signer: Webhook | null, timeoutMs: number): Promise<number> {
+function post(
+  endpoint: WebhookEndpoint,
+  row: ClaimedDelivery,
+  signer: Webhook | null,
+  timeoutMs: number,
+): Promise<number> {
   const body = endpoint.format === 'slack' ? slackBody(row) : standardBody(row);
   const headers: Record<string, string> = {
     'content-type': 'application/json',

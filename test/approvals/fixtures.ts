@@ -25,10 +25,24 @@ export function request(spec: RequestSpec = {}): CreateApprovalInput {
   const args = json(spec.args ?? '{"order":"A1","amount":120.50}');
   const kind = spec.kind ?? 'refund_over_cap';
   const capability = json('{"amount":120.50}');
-  const presentation = spec.presentation === undefined ? json('{"summary":"refund 120.50 on A1"}') : json(spec.presentation);
-  const requirement = { policy: 'payments', rule: 'refund-support', kind, reason: 'refund over 100 needs an operator', capability, presentation };
+  const presentation =
+    spec.presentation === undefined ? json('{"summary":"refund 120.50 on A1"}') : json(spec.presentation);
+  const requirement = {
+    policy: 'payments',
+    rule: 'refund-support',
+    kind,
+    reason: 'refund over 100 needs an operator',
+    capability,
+    presentation,
+  };
   return {
-    descriptor: { kind, capability, presentation, requirements: [requirement], hash: approvalHash({ tool, args, kind, capability, presentation }) },
+    descriptor: {
+      kind,
+      capability,
+      presentation,
+      requirements: [requirement],
+      hash: approvalHash({ tool, args, kind, capability, presentation }),
+    },
     tool,
     args,
     requester: { sub: spec.sub ?? 'agent-user-1', team: 'support', agent: 'helpdesk' },

@@ -104,17 +104,32 @@ test('a malformed cursor or limit is a typed error (400), never an SQL error', a
     Buffer.from(decoded.replace('T', ' '), 'utf8').toString('base64url'),
   ];
   for (const cursor of bad) {
-    await expect(store.list({ limit: 3, cursor }), cursor).rejects.toMatchObject({ name: 'ListQueryError', code: 'invalid_cursor' });
+    await expect(store.list({ limit: 3, cursor }), cursor).rejects.toMatchObject({
+      name: 'ListQueryError',
+      code: 'invalid_cursor',
+    });
   }
   for (const limit of [0, 201, 1.5, Number.NaN]) {
     await expect(store.list({ limit })).rejects.toBeInstanceOf(ListQueryError);
   }
-  await expect(store.list({ limit: 3, tool: 'a\u0000b' })).rejects.toMatchObject({ code: 'invalid_filter', field: 'tool' });
-  await expect(store.list({ limit: 3, requesterSub: 'x'.repeat(513) })).rejects.toMatchObject({ code: 'invalid_filter', field: 'requesterSub' });
+  await expect(store.list({ limit: 3, tool: 'a\u0000b' })).rejects.toMatchObject({
+    code: 'invalid_filter',
+    field: 'tool',
+  });
+  await expect(store.list({ limit: 3, requesterSub: 'x'.repeat(513) })).rejects.toMatchObject({
+    code: 'invalid_filter',
+    field: 'requesterSub',
+  });
   // @ts-expect-error: a status outside the union, as an unchecked caller might pass
-  await expect(store.list({ limit: 3, status: 'nope' })).rejects.toMatchObject({ code: 'invalid_status', field: 'status' });
+  await expect(store.list({ limit: 3, status: 'nope' })).rejects.toMatchObject({
+    code: 'invalid_status',
+    field: 'status',
+  });
   await expect(store.list({ limit: 0 })).rejects.toMatchObject({ code: 'invalid_limit', field: 'limit' });
-  await expect(store.list({ limit: 3, cursor: 'garbage' })).rejects.toMatchObject({ code: 'invalid_cursor', field: 'cursor' });
+  await expect(store.list({ limit: 3, cursor: 'garbage' })).rejects.toMatchObject({
+    code: 'invalid_cursor',
+    field: 'cursor',
+  });
 });
 
 test('a cursor instant outside years 0001–9999 is refused before it reaches PostgreSQL', async () => {
@@ -122,8 +137,12 @@ test('a cursor instant outside years 0001–9999 is refused before it reaches Po
   const cursorAt = (at: string): string => Buffer.from(`${at} ${id}`, 'utf8').toString('base64url');
   // JS Date accepts year 0000 and round-trips it; PostgreSQL's timestamptz answers 22008.
   expect(new Date('0000-01-01T00:00:00.000Z').toISOString()).toBe('0000-01-01T00:00:00.000Z');
-  await expect(store.list({ limit: 3, cursor: cursorAt('0000-01-01T00:00:00.000000Z') })).rejects.toMatchObject({ code: 'invalid_cursor' });
-  await expect(store.list({ limit: 3, cursor: cursorAt('0000-12-31T23:59:59.999999Z') })).rejects.toMatchObject({ code: 'invalid_cursor' });
+  await expect(store.list({ limit: 3, cursor: cursorAt('0000-01-01T00:00:00.000000Z') })).rejects.toMatchObject({
+    code: 'invalid_cursor',
+  });
+  await expect(store.list({ limit: 3, cursor: cursorAt('0000-12-31T23:59:59.999999Z') })).rejects.toMatchObject({
+    code: 'invalid_cursor',
+  });
   // The ends of the range are real instants PostgreSQL holds: a page, not an error.
   expect((await store.list({ limit: 3, cursor: cursorAt('0001-01-01T00:00:00.000000Z') })).items).toEqual([]);
   expect((await store.list({ limit: 3, cursor: cursorAt('9999-12-31T23:59:59.999999Z') })).items).toHaveLength(3);
@@ -141,7 +160,11 @@ test('rows created in the same millisecond, or at the same instant, are each on 
     returning id`;
   const want = inserted.map((r) => r.id).sort();
   for (const status of [undefined, 'pending'] as const) {
-    const { ids, pages } = await allPages({ requesterSub: 'same-instant', limit: 7, ...(status === undefined ? {} : { status }) });
+    const { ids, pages } = await allPages({
+      requesterSub: 'same-instant',
+      limit: 7,
+      ...(status === undefined ? {} : { status }),
+    });
     expect(pages, String(status)).toBe(6);
     expect([...ids].sort(), String(status)).toEqual(want);
   }

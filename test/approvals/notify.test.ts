@@ -86,7 +86,10 @@ test('several waits on one approval, and waits on others, each get their own ans
   try {
     const a = await pending();
     const b = await pending();
-    const waits = [...Array.from({ length: 6 }, () => local.waitForChange(a, 20_000, as('x'))), local.waitForChange(b, 20_000, as('y'))];
+    const waits = [
+      ...Array.from({ length: 6 }, () => local.waitForChange(a, 20_000, as('x'))),
+      local.waitForChange(b, 20_000, as('y')),
+    ];
     await sleep(50);
     await replica.deny(a.id, { sub: 'operator' }, 'no');
     await replica.grant(b.id, { sub: 'operator' }, null);

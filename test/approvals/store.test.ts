@@ -44,7 +44,15 @@ function must<T>(value: T | null | undefined): T {
   return value;
 }
 
-type State = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed' | 'cancelled' | 'pending-lapsed' | 'granted-lapsed';
+type State =
+  | 'pending'
+  | 'granted'
+  | 'denied'
+  | 'expired'
+  | 'consumed'
+  | 'cancelled'
+  | 'pending-lapsed'
+  | 'granted-lapsed';
 
 async function inState(state: State): Promise<{ approval: Approval; sub: string }> {
   const sub = newSub();
@@ -235,7 +243,10 @@ describe('state table', () => {
 
 describe('create', () => {
   test('stores the request so it re-hashes to its hash (number lexemes kept)', async () => {
-    const input = request({ sub: newSub(), args: '{"amount":1.0,"big":12345678901234567890,"e":1e2,"s":"a&&b\\u0000"}' });
+    const input = request({
+      sub: newSub(),
+      args: '{"amount":1.0,"big":12345678901234567890,"e":1e2,"s":"a&&b\\u0000"}',
+    });
     const { approval, created } = await store.create(input);
     expect(created).toBe(true);
     const read = must(await store.get(approval.id));
@@ -253,7 +264,9 @@ describe('create', () => {
       consumed_at: null,
     });
     expect(Date.parse(read.expires_at) - Date.parse(read.created_at)).toBe(60 * 60_000);
-    expect(await store.events(approval.id)).toMatchObject([{ actor: input.requester.sub, from_status: null, to_status: 'pending', note: null }]);
+    expect(await store.events(approval.id)).toMatchObject([
+      { actor: input.requester.sub, from_status: null, to_status: 'pending', note: null },
+    ]);
   });
 
   test('20 concurrent identical creates → one row, one id, one creation event', async () => {
@@ -277,7 +290,9 @@ describe('create', () => {
     expect(ids.has(old.id)).toBe(false);
     expect(await storedStatus(old.id)).toBe('expired');
     const events = await store.events(old.id);
-    expect(events.filter((e) => e.to_status === 'expired')).toEqual([expect.objectContaining({ actor: 'system', from_status: 'pending' })]);
+    expect(events.filter((e) => e.to_status === 'expired')).toEqual([
+      expect.objectContaining({ actor: 'system', from_status: 'pending' }),
+    ]);
   });
 
   test('the same request from another sub, or with another presentation, is another approval', async () => {
@@ -291,10 +306,16 @@ describe('create', () => {
 
   test('refuses a descriptor whose hash is not the request’s, and text PostgreSQL cannot hold', async () => {
     const input = request({ sub: newSub() });
-    await expect(store.create({ ...input, descriptor: { ...input.descriptor, hash: 'sha256:' + '1'.repeat(64) } })).rejects.toThrow(/hash does not match/);
-    await expect(store.create({ ...input, requester: { ...input.requester, sub: 'a\u0000b' } })).rejects.toBeInstanceOf(ApprovalInputError);
+    await expect(
+      store.create({ ...input, descriptor: { ...input.descriptor, hash: 'sha256:' + '1'.repeat(64) } }),
+    ).rejects.toThrow(/hash does not match/);
+    await expect(store.create({ ...input, requester: { ...input.requester, sub: 'a\u0000b' } })).rejects.toBeInstanceOf(
+      ApprovalInputError,
+    );
     const longReason = { ...input.descriptor.requirements[0]!, reason: 'x'.repeat(2001) };
-    await expect(store.create({ ...input, descriptor: { ...input.descriptor, requirements: [longReason] } })).rejects.toBeInstanceOf(ApprovalInputError);
+    await expect(
+      store.create({ ...input, descriptor: { ...input.descriptor, requirements: [longReason] } }),
+    ).rejects.toBeInstanceOf(ApprovalInputError);
     const { approval } = await store.create(input);
     await expect(store.grant(approval.id, OPERATOR, 'n'.repeat(2001))).rejects.toBeInstanceOf(ApprovalInputError);
     expect(await storedStatus(approval.id)).toBe('pending');
@@ -303,7 +324,12 @@ describe('create', () => {
 
 describe('the pending cap per requester (MAX_PENDING_APPROVALS)', () => {
   const capped = (): ApprovalStore =>
-    createApprovalStore(db.sql, { approvalTtlMs: 60 * 60_000, grantTtlMs: GRANT_TTL_MS, deadlineMs: 10_000, maxPendingPerRequester: 3 });
+    createApprovalStore(db.sql, {
+      approvalTtlMs: 60 * 60_000,
+      grantTtlMs: GRANT_TTL_MS,
+      deadlineMs: 10_000,
+      maxPendingPerRequester: 3,
+    });
   const nth = (sub: string, n: number) => request({ sub, args: `{"order":"A${n}","amount":120.50}` });
 
   test('the cap+1st distinct request is refused; a re-request of a pending one still returns it', async () => {
@@ -340,7 +366,14 @@ describe('the pending cap per requester (MAX_PENDING_APPROVALS)', () => {
     for (let n = 1; n <= 100; n++) await store.create(nth(sub, n));
     await expect(store.create(nth(sub, 101))).rejects.toThrow('the requester already has 100 pending approvals');
     for (const bad of [0, -1, 1.5, Number.NaN]) {
-      expect(() => createApprovalStore(db.sql, { approvalTtlMs: 1000, grantTtlMs: 1000, deadlineMs: 1000, maxPendingPerRequester: bad })).toThrow(RangeError);
+      expect(() =>
+        createApprovalStore(db.sql, {
+          approvalTtlMs: 1000,
+          grantTtlMs: 1000,
+          deadlineMs: 1000,
+          maxPendingPerRequester: bad,
+        }),
+      ).toThrow(RangeError);
     }
   });
 });
@@ -363,7 +396,9 @@ describe('grant and deny', () => {
   test('20 concurrent grants and denies by different operators → exactly one winner, one decision event', async () => {
     const { approval } = await inState('pending');
     const calls = Array.from({ length: 20 }, (_, i) =>
-      i % 2 === 0 ? store.grant(approval.id, { sub: `op-${i}` }, null) : store.deny(approval.id, { sub: `op-${i}` }, 'no'),
+      i % 2 === 0
+        ? store.grant(approval.id, { sub: `op-${i}` }, null)
+        : store.deny(approval.id, { sub: `op-${i}` }, 'no'),
     );
     const results = await Promise.all(calls);
     const winners = results.filter((r) => r.ok);
@@ -398,7 +433,9 @@ describe('grant and deny', () => {
 describe('consume', () => {
   test('20 concurrent consumes of one grant → exactly one succeeds, one event', async () => {
     const { approval, sub } = await inState('granted');
-    const results = await Promise.all(Array.from({ length: 20 }, () => store.consume(approval.id, { sub }, approval.hash)));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => store.consume(approval.id, { sub }, approval.hash)),
+    );
     expect(results.filter((r) => r.ok)).toHaveLength(1);
     for (const r of results) expect(must(r.approval).status).toBe('consumed');
     const consumed = (await store.events(approval.id)).filter((e) => e.to_status === 'consumed');
@@ -438,7 +475,11 @@ describe('expiry by the database clock', () => {
     expect(await storedStatus(approval.id)).toBe('pending'); // nothing written yet
     expect(await store.sweep()).toBeGreaterThanOrEqual(1);
     expect(await storedStatus(approval.id)).toBe('expired');
-    expect((await store.events(approval.id)).at(-1)).toMatchObject({ actor: 'system', from_status: 'pending', to_status: 'expired' });
+    expect((await store.events(approval.id)).at(-1)).toMatchObject({
+      actor: 'system',
+      from_status: 'pending',
+      to_status: 'expired',
+    });
     expect(await store.sweep()).toBe(0);
   });
 
@@ -453,14 +494,26 @@ describe('expiry by the database clock', () => {
 describe('the schema is the backstop', () => {
   test('events are append-only; hashed columns are immutable; illegal transitions are refused', async () => {
     const { approval } = await inState('denied');
-    await expect(db.sql`update approval_events set note = 'x' where approval_id = ${approval.id}`).rejects.toThrow(/append-only/);
+    await expect(db.sql`update approval_events set note = 'x' where approval_id = ${approval.id}`).rejects.toThrow(
+      /append-only/,
+    );
     await expect(db.sql`delete from approval_events where approval_id = ${approval.id}`).rejects.toThrow(/append-only/);
     await expect(db.sql`truncate approval_events cascade`).rejects.toThrow(/append-only/);
-    await expect(db.sql`update approvals set presentation = '{}' where id = ${approval.id}`).rejects.toThrow(/immutable/);
-    await expect(db.sql`update approvals set status = 'granted' where id = ${approval.id}`).rejects.toThrow(/illegal transition/);
-    await expect(db.sql`update approvals set requester_sub = 'someone-else' where id = ${approval.id}`).rejects.toThrow(/immutable/);
-    await expect(db.sql`update approvals set run_id = 'another-run' where id = ${approval.id}`).rejects.toThrow(/immutable/);
-    await expect(db.sql`update approvals set context = '{"a":1}' where id = ${approval.id}`).rejects.toThrow(/immutable/);
+    await expect(db.sql`update approvals set presentation = '{}' where id = ${approval.id}`).rejects.toThrow(
+      /immutable/,
+    );
+    await expect(db.sql`update approvals set status = 'granted' where id = ${approval.id}`).rejects.toThrow(
+      /illegal transition/,
+    );
+    await expect(db.sql`update approvals set requester_sub = 'someone-else' where id = ${approval.id}`).rejects.toThrow(
+      /immutable/,
+    );
+    await expect(db.sql`update approvals set run_id = 'another-run' where id = ${approval.id}`).rejects.toThrow(
+      /immutable/,
+    );
+    await expect(db.sql`update approvals set context = '{"a":1}' where id = ${approval.id}`).rejects.toThrow(
+      /immutable/,
+    );
     await expect(db.sql`update approvals set args = args || '' where id = ${approval.id}`).resolves.toHaveLength(0); // same value
     for (const [from, to] of [
       ['granted', 'denied'],
@@ -474,30 +527,43 @@ describe('the schema is the backstop', () => {
       ['expired', 'cancelled'],
     ] as const) {
       const { approval: row } = await inState(from);
-      await expect(db.sql`update approvals set status = ${to} where id = ${row.id}`, `${from} -> ${to}`).rejects.toThrow(
-        `approvals: illegal transition ${from} -> ${to}`,
-      );
+      await expect(
+        db.sql`update approvals set status = ${to} where id = ${row.id}`,
+        `${from} -> ${to}`,
+      ).rejects.toThrow(`approvals: illegal transition ${from} -> ${to}`);
     }
     // A decision is final: no rewriting who decided, when, or why, nor when it was consumed.
     for (const state of ['granted', 'denied', 'consumed'] as const) {
       const { approval: row } = await inState(state);
-      for (const set of [db.sql`decided_by = 'someone-else'`, db.sql`decided_at = now() - interval '1 day'`, db.sql`decision_note = 'rewritten'`]) {
-        await expect(db.sql`update approvals set ${set} where id = ${row.id}`, state).rejects.toThrow(`approvals: a decision is final (the row is ${state})`);
+      for (const set of [
+        db.sql`decided_by = 'someone-else'`,
+        db.sql`decided_at = now() - interval '1 day'`,
+        db.sql`decision_note = 'rewritten'`,
+      ]) {
+        await expect(db.sql`update approvals set ${set} where id = ${row.id}`, state).rejects.toThrow(
+          `approvals: a decision is final (the row is ${state})`,
+        );
       }
     }
     const { approval: consumedRow } = await inState('consumed');
-    await expect(db.sql`update approvals set consumed_at = now() + interval '1 hour' where id = ${consumedRow.id}`).rejects.toThrow('a decision is final');
+    await expect(
+      db.sql`update approvals set consumed_at = now() + interval '1 hour' where id = ${consumedRow.id}`,
+    ).rejects.toThrow('a decision is final');
     const { approval: expiredRow } = await inState('expired');
-    await expect(db.sql`update approvals set decided_by = 'op', decided_at = now() where id = ${expiredRow.id}`).rejects.toThrow('a decision is final');
+    await expect(
+      db.sql`update approvals set decided_by = 'op', decided_at = now() where id = ${expiredRow.id}`,
+    ).rejects.toThrow('a decision is final');
     const { approval: pendingRow } = await inState('pending');
     await expect(
       db.sql`update approvals set status = 'consumed', consumed_at = now(), decided_by = 'op', decided_at = now() where id = ${pendingRow.id}`,
     ).rejects.toThrow('approvals: illegal transition pending -> consumed');
     const { approval: pending, sub } = await inState('pending');
-    await expect(db.sql`update approvals set status = 'granted', decided_by = ${sub}, decided_at = now() where id = ${pending.id}`).rejects.toThrow(
-      /approvals_not_self_decided/,
+    await expect(
+      db.sql`update approvals set status = 'granted', decided_by = ${sub}, decided_at = now() where id = ${pending.id}`,
+    ).rejects.toThrow(/approvals_not_self_decided/);
+    await expect(db.sql`update approvals set status = 'granted' where id = ${pending.id}`).rejects.toThrow(
+      /approvals_decided_fields/,
     );
-    await expect(db.sql`update approvals set status = 'granted' where id = ${pending.id}`).rejects.toThrow(/approvals_decided_fields/);
   });
 
   test('every value rule holds for a hand-run write, each named by its domain', async () => {
@@ -521,10 +587,10 @@ describe('the schema is the backstop', () => {
     ];
     const copy = (column: string, value: string) => {
       const values = columns.map((c) => (c === column ? value : c === 'hash' ? `'sha256:' || repeat('e', 64)` : c));
-      return db.sql.unsafe(`insert into approvals (id, ${columns.join(', ')}) select $1, ${values.join(', ')} from approvals where id = $2`, [
-        randomUUID(),
-        approval.id,
-      ]);
+      return db.sql.unsafe(
+        `insert into approvals (id, ${columns.join(', ')}) select $1, ${values.join(', ')} from approvals where id = $2`,
+        [randomUUID(), approval.id],
+      );
     };
     await expect(copy('kind', `'another kind'`)).resolves.toHaveLength(0); // the copy itself is valid
     const refused: [string, string, RegExp][] = [
@@ -538,18 +604,18 @@ describe('the schema is the backstop', () => {
       ['policies', `'{}'::jsonb`, /policy_list_array/],
     ];
     for (const [column, value, rule] of refused) await expect(copy(column, value), column).rejects.toThrow(rule);
-    await expect(db.sql`insert into approval_events (approval_id, actor, to_status) values (${approval.id}, '', 'pending')`).rejects.toThrow(
-      /name_text_length/,
-    );
-    await expect(db.sql`insert into approval_events (approval_id, actor, to_status) values (${approval.id}, 'x', 'gone')`).rejects.toThrow(
-      /approval_status_valid/,
-    );
+    await expect(
+      db.sql`insert into approval_events (approval_id, actor, to_status) values (${approval.id}, '', 'pending')`,
+    ).rejects.toThrow(/name_text_length/);
+    await expect(
+      db.sql`insert into approval_events (approval_id, actor, to_status) values (${approval.id}, 'x', 'gone')`,
+    ).rejects.toThrow(/approval_status_valid/);
     await expect(
       db.sql`update approvals set status = 'denied', decided_by = 'operator-1', decided_at = now(), decision_note = ${'n'.repeat(2001)} where id = ${approval.id}`,
     ).rejects.toThrow(/note_text_length/);
-    await expect(db.sql`update approvals set status = 'denied', decided_by = ${'o'.repeat(513)}, decided_at = now() where id = ${approval.id}`).rejects.toThrow(
-      /name_text_length/,
-    );
+    await expect(
+      db.sql`update approvals set status = 'denied', decided_by = ${'o'.repeat(513)}, decided_at = now() where id = ${approval.id}`,
+    ).rejects.toThrow(/name_text_length/);
     expect(await storedStatus(approval.id)).toBe('pending');
   });
 

@@ -29,14 +29,31 @@ beforeAll(async () => {
   try {
     const support = token({ sub: 'agent-7', team: 'support', agent: 'bot-1', roles: ['agent'] });
     const calls: [string, unknown, string][] = [
-      ['lookup', { tool: 'lookup_order', args: { order: 'A1' }, run: { id: 'run-1', steps: [{ tool: 'lookup_order', decision: 'allow' }] } }, support],
-      ['big-refund', { tool: 'refund', args: { order: 'A1', amount: 120, note: 'late' }, context: { tenant: 't-1' } }, support],
+      [
+        'lookup',
+        {
+          tool: 'lookup_order',
+          args: { order: 'A1' },
+          run: { id: 'run-1', steps: [{ tool: 'lookup_order', decision: 'allow' }] },
+        },
+        support,
+      ],
+      [
+        'big-refund',
+        { tool: 'refund', args: { order: 'A1', amount: 120, note: 'late' }, context: { tenant: 't-1' } },
+        support,
+      ],
       ['sales-refund', { tool: 'refund', args: { order: 'A1', amount: 40 } }, token({ sub: 'agent-9', team: 'sales' })],
       ['wipe', { tool: 'wipe_orders', args: {} }, support],
       ['pii', { tool: 'send_note', args: { to: 'ops', text: 'write to jane@example.com' } }, support],
     ];
-    for (const [name, body, tok] of calls) ids[name] = ((await post(app.app, '/decide', body, tok)).json() as { decision_id: string }).decision_id;
-    ids['no-args'] = ((await post(noArgs.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } })).json() as { decision_id: string }).decision_id;
+    for (const [name, body, tok] of calls)
+      ids[name] = ((await post(app.app, '/decide', body, tok)).json() as { decision_id: string }).decision_id;
+    ids['no-args'] = (
+      (await post(noArgs.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } })).json() as {
+        decision_id: string;
+      }
+    ).decision_id;
   } finally {
     await app.close();
     await noArgs.close();
@@ -58,7 +75,11 @@ describe('gatehouse cases --from --id', () => {
   it('prints a case with the recorded request, caller and answer', async () => {
     const r = await run('cases', '--from', log, '--id', ids['big-refund']!);
     expect(r).toMatchObject({ code: 0, err: '' });
-    expect(r.out).toMatch(new RegExp(`^# From decision ${ids['big-refund']}, \\d{4}-\\d\\d-\\d\\dT[^,]+, decided by sha256:[0-9a-f]{64}\\.\\n`));
+    expect(r.out).toMatch(
+      new RegExp(
+        `^# From decision ${ids['big-refund']}, \\d{4}-\\d\\d-\\d\\dT[^,]+, decided by sha256:[0-9a-f]{64}\\.\\n`,
+      ),
+    );
     const doc = parse(r.out) as { cases: Record<string, unknown>[] };
     expect(doc.cases).toHaveLength(1);
     expect(doc.cases[0]).toMatchObject({

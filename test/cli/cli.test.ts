@@ -71,9 +71,15 @@ describe('gatehouse check', () => {
     // the decision names that file's default.
     const who = { user: 'ann', team: 'support', agent: null, roles: [] };
     const trap = await loadPolicies('test/cli/fixtures/trap');
-    expect(decide(trap, { tool: 'refund', args: { amount: 5 } }, who)).toMatchObject({ decision: 'require_approval', rule: 'vendor#default' });
+    expect(decide(trap, { tool: 'refund', args: { amount: 5 } }, who)).toMatchObject({
+      decision: 'require_approval',
+      rule: 'vendor#default',
+    });
     const scoped = await loadPolicies('test/cli/fixtures/scoped');
-    expect(decide(scoped, { tool: 'refund', args: { amount: 5 } }, who)).toMatchObject({ decision: 'allow', rule: 'refund-support' });
+    expect(decide(scoped, { tool: 'refund', args: { amount: 5 } }, who)).toMatchObject({
+      decision: 'allow',
+      rule: 'refund-support',
+    });
   });
 
   it("with scopes in place: no warning, and each file's scope in the summary (users counted)", async () => {
@@ -86,16 +92,28 @@ describe('gatehouse check', () => {
     const any = await run('check', 'test/cli/fixtures/scoped', '--tool', 'dispatch_vendor');
     expect(any.code).toBe(0);
     golden('check-tool-scope.txt', any.out);
-    const given = await run('check', 'test/cli/fixtures/scoped', '--tool', 'refund', '--user', 'ann', '--team', 'support');
+    const given = await run(
+      'check',
+      'test/cli/fixtures/scoped',
+      '--tool',
+      'refund',
+      '--user',
+      'ann',
+      '--team',
+      'support',
+    );
     expect(given.out).toContain('caller: team support, user (given), agent (any)');
     expect(given.out).toContain('outside the scope for this tool: the file gives no answer');
     const outsider = await run('check', 'test/cli/fixtures/scoped', '--tool', 'dispatch_vendor', '--user', 'zed');
     expect(outsider.out).toContain('outside the scope for this caller: the file gives no answer');
     const unknown = await run('check', 'test/cli/fixtures/scoped', '--tool', 'shell_exec');
-    expect(unknown.out).toMatch(/no file's scope selects this call: the built-in default answers, side_effects → deny \(kind unknown\)\n$/);
+    expect(unknown.out).toMatch(
+      /no file's scope selects this call: the built-in default answers, side_effects → deny \(kind unknown\)\n$/,
+    );
     const rules = await run('check', 'test/cli/fixtures/trap', '--tool', 'refund');
     expect(rules.out).toContain('(only for teams [support]; only for 3 users)');
-    for (const r of [any, given, outsider, unknown, rules]) for (const id of ['ann', 'ben', 'cy', 'zed']) expect(r.out).not.toMatch(new RegExp(`\\b${id}\\b`));
+    for (const r of [any, given, outsider, unknown, rules])
+      for (const id of ['ann', 'ben', 'cy', 'zed']) expect(r.out).not.toMatch(new RegExp(`\\b${id}\\b`));
   });
 
   it('marks rules that depend on a caller it was not told', async () => {
@@ -118,7 +136,9 @@ describe('gatehouse check', () => {
       const r = await run('check', EXAMPLE_POLICIES);
       expect(r.code).toBe(0);
       expect(r.out).toMatch(/\nok: 1 file for environment dev\n$/);
-      expect(r.err).toBe('POLICY_ENV is not set: loading the "dev" environment, as npm start serves it outside production (--env E for another)\n');
+      expect(r.err).toBe(
+        'POLICY_ENV is not set: loading the "dev" environment, as npm start serves it outside production (--env E for another)\n',
+      );
       // Policies that declare no environments need none: nothing to say.
       expect(await run('check', 'test/cli/fixtures/scoped')).toMatchObject({ code: 0, err: '' });
     } finally {
@@ -132,7 +152,9 @@ describe('gatehouse check', () => {
     try {
       const r = await run('check', EXAMPLE_POLICIES);
       expect(r.code).toBe(2);
-      expect(r.err).toMatch(/payments\/payments\.yaml:\d+:\d+: environments: this file declares environments \(dev, prod\): set POLICY_ENV \(CLI: --env\)/);
+      expect(r.err).toMatch(
+        /payments\/payments\.yaml:\d+:\d+: environments: this file declares environments \(dev, prod\): set POLICY_ENV \(CLI: --env\)/,
+      );
       const other = await run('check', EXAMPLE_POLICIES, '--env', 'staging');
       expect(other.code).toBe(2);
       expect(other.err).toContain('POLICY_ENV "staging" is not among the declared environments (dev, prod)');
@@ -157,8 +179,14 @@ describe('gatehouse check', () => {
   it('reads POLICY_ENV as the service does when --env is not given (and --env wins)', async () => {
     vi.stubEnv('POLICY_ENV', 'prod');
     try {
-      expect(await run('check', EXAMPLE_POLICIES)).toMatchObject({ code: 0, out: expect.stringMatching(/for environment prod\n$/) });
-      expect(await run('check', EXAMPLE_POLICIES, '--env', 'dev')).toMatchObject({ code: 0, out: expect.stringMatching(/for environment dev\n$/) });
+      expect(await run('check', EXAMPLE_POLICIES)).toMatchObject({
+        code: 0,
+        out: expect.stringMatching(/for environment prod\n$/),
+      });
+      expect(await run('check', EXAMPLE_POLICIES, '--env', 'dev')).toMatchObject({
+        code: 0,
+        out: expect.stringMatching(/for environment dev\n$/),
+      });
     } finally {
       vi.unstubAllEnvs();
     }
@@ -227,7 +255,9 @@ describe('gatehouse test', () => {
       writeFileSync(join(dir, 'q.yaml'), 'policy: q\ntools:\n  "a/./b": {kind: read_only}\n');
       const policy = await run('test', dir);
       expect(policy.code).toBe(2);
-      expect(policy.err).toMatch(/q\.yaml:3:3: tools\.a\/\.\/b: a tool name or glob cannot have a "\." or "\.\." path segment/);
+      expect(policy.err).toMatch(
+        /q\.yaml:3:3: tools\.a\/\.\/b: a tool name or glob cannot have a "\." or "\.\." path segment/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -283,7 +313,10 @@ describe('gatehouse test', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-never-'));
     try {
       writeFileSync(join(dir, 'p.yaml'), 'policy: p\ntools:\n  lookup: {kind: read_only}\n');
-      writeFileSync(join(dir, 'p.test.yaml'), 'never:\n  - {name: no destructive tool here, kinds: destructive, decision: allow}\n');
+      writeFileSync(
+        join(dir, 'p.test.yaml'),
+        'never:\n  - {name: no destructive tool here, kinds: destructive, decision: allow}\n',
+      );
       const r = await run('test', dir);
       expect(r.code).toBe(2);
       expect(r.err).toBe(
@@ -303,7 +336,16 @@ describe('gatehouse hash', () => {
   });
 
   it('decides a request as /decide would and prints its approval hash: the same as the hand-written input', async () => {
-    const r = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', EXAMPLE_POLICIES, '--env', 'prod', '--team', 'support');
+    const r = await run(
+      'hash',
+      'test/cli/fixtures/refund-request.json',
+      '--policies',
+      EXAMPLE_POLICIES,
+      '--env',
+      'prod',
+      '--team',
+      'support',
+    );
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
     // refund-support's approval shape (kind refund_over_cap, capability [order, amount], presentation
@@ -315,8 +357,24 @@ describe('gatehouse hash', () => {
     vi.stubEnv('POLICY_ENV', '');
     vi.stubEnv('NODE_ENV', '');
     try {
-      const r = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', EXAMPLE_POLICIES, '--team', 'support');
-      const dev = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', EXAMPLE_POLICIES, '--team', 'support', '--env', 'dev');
+      const r = await run(
+        'hash',
+        'test/cli/fixtures/refund-request.json',
+        '--policies',
+        EXAMPLE_POLICIES,
+        '--team',
+        'support',
+      );
+      const dev = await run(
+        'hash',
+        'test/cli/fixtures/refund-request.json',
+        '--policies',
+        EXAMPLE_POLICIES,
+        '--team',
+        'support',
+        '--env',
+        'dev',
+      );
       expect(r.code).toBe(dev.code);
       expect(r.out).toBe(dev.out);
       expect(r.err).toContain('POLICY_ENV is not set: loading the "dev" environment');
@@ -326,11 +384,19 @@ describe('gatehouse hash', () => {
   });
 
   it('hashes every requirement of an approval several policy files ask for, as the service does', async () => {
-    const vector = JSON.parse(readFileSync('test/fixtures/canonical/approval-two-requirements.json', 'utf8')) as { canonical: string; hash: string };
+    const vector = JSON.parse(readFileSync('test/fixtures/canonical/approval-two-requirements.json', 'utf8')) as {
+      canonical: string;
+      hash: string;
+    };
     const input = await run('hash', 'test/cli/fixtures/two-requirements.json');
     expect(input.err).toBe('');
     expect(input.out).toBe(`${vector.canonical}\n${vector.hash}\n`);
-    const decided = await run('hash', 'test/cli/fixtures/refund-request.json', '--policies', 'test/fixtures/policies/two-askers');
+    const decided = await run(
+      'hash',
+      'test/cli/fixtures/refund-request.json',
+      '--policies',
+      'test/fixtures/policies/two-askers',
+    );
     expect(decided.code).toBe(0);
     expect(decided.out).toMatch(
       /^\{"args":\{[^\n]*\},"requirements":\[\{"capability":\{"amount":120\.0,"order":"A1"\},"kind":"refund_over_cap",[^\n]*\},\{"capability":\{"args":/,

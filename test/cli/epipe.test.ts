@@ -17,11 +17,17 @@ const casesDir = join(dir, 'cases');
 beforeAll(async () => {
   mkdirSync(rulesDir);
   mkdirSync(casesDir);
-  const rules = Array.from({ length: 6000 }, (_, i) => `  - id: rule-${String(i).padStart(5, '0')}\n    tools: ["t"]\n    allow: true\n`).join('');
+  const rules = Array.from(
+    { length: 6000 },
+    (_, i) => `  - id: rule-${String(i).padStart(5, '0')}\n    tools: ["t"]\n    allow: true\n`,
+  ).join('');
   writeFileSync(join(rulesDir, 'many.yaml'), `policy: many\nrules:\n${rules}`);
   // Every case disagrees (the policy denies everything): a long table, and exit 1.
   writeFileSync(join(casesDir, 'closed.yaml'), 'policy: closed\ndefault: deny\n');
-  const cases = Array.from({ length: 3000 }, (_, i) => `  - {name: case ${i} wants allow, tool: t, want: allow}\n`).join('');
+  const cases = Array.from(
+    { length: 3000 },
+    (_, i) => `  - {name: case ${i} wants allow, tool: t, want: allow}\n`,
+  ).join('');
   writeFileSync(join(casesDir, 'closed.test.yaml'), `cases:\n${cases}`);
   await ensureBuilt();
 }, 180_000);
@@ -40,7 +46,11 @@ function firstLineThenClose(argv: string[]): Promise<{ code: number; line: strin
   return new Promise((resolve, reject) => {
     execFile('bash', ['-c', script], { cwd: ROOT, env: serverEnv({}), timeout: 60_000 }, (err, stdout) => {
       if (err) return reject(err);
-      resolve({ code: Number(readFileSync(codeFile, 'utf8').trim()), line: stdout.replace(/\n$/, ''), stderr: readFileSync(errFile, 'utf8') });
+      resolve({
+        code: Number(readFileSync(codeFile, 'utf8').trim()),
+        line: stdout.replace(/\n$/, ''),
+        stderr: readFileSync(errFile, 'utf8'),
+      });
     });
   });
 }

@@ -56,15 +56,29 @@ interface HookRun {
   stdout: string;
   stderr: string;
   /** The parsed stdout, when it is JSON. */
-  output?: { continue?: boolean; hookSpecificOutput: { hookEventName: string; permissionDecision: string; permissionDecisionReason: string } };
+  output?: {
+    continue?: boolean;
+    hookSpecificOutput: { hookEventName: string; permissionDecision: string; permissionDecisionReason: string };
+  };
 }
 
 /** `node [NODE_ARGS] dist/main.js hook claude-code ARGS` with `stdin` written to it, in the given environment. */
-function hook(stdin: string | object, args: string[] = [], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<HookRun> {
+function hook(
+  stdin: string | object,
+  args: string[] = [],
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<HookRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...nodeArgs, CLI, 'hook', 'claude-code', ...args], {
       cwd: ROOT,
-      env: serverEnv({ GATEHOUSE_URL: base, GATEHOUSE_TOKEN: AGENT, GATEHOUSE_STATE_DIR: state, CLAUDE_PROJECT_DIR: PROJECT, ...env }),
+      env: serverEnv({
+        GATEHOUSE_URL: base,
+        GATEHOUSE_TOKEN: AGENT,
+        GATEHOUSE_STATE_DIR: state,
+        CLAUDE_PROJECT_DIR: PROJECT,
+        ...env,
+      }),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -95,7 +109,11 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     const r = await hook(preToolUse('Bash', { command: 'git status', description: 'Show the working tree status' }));
     expect(r.code).toBe(0);
     expect(r.output).toEqual({
-      hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow', permissionDecisionReason: 'The "Bash" action is allowed by policy.' },
+      hookSpecificOutput: {
+        hookEventName: 'PreToolUse',
+        permissionDecision: 'allow',
+        permissionDecisionReason: 'The "Bash" action is allowed by policy.',
+      },
     });
   });
 
@@ -104,7 +122,10 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     // what it loads is most of what it costs; bench/hook.mjs times it).
     const list = join(state, 'modules.txt');
     const record = pathToFileURL(join(ROOT, 'test/cli/fixtures/modules/record.mjs')).href;
-    const r = await hook(preToolUse('Bash', { command: 'git status' }), [], { RECORD_MODULES_TO: list }, ['--import', record]);
+    const r = await hook(preToolUse('Bash', { command: 'git status' }), [], { RECORD_MODULES_TO: list }, [
+      '--import',
+      record,
+    ]);
     expect(decisionOf(r)).toBe('allow');
     const loaded = [
       ...new Set(
@@ -139,9 +160,13 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
   });
 
   it('writes under the project are allowed, outside it denied; without CLAUDE_PROJECT_DIR the project is the cwd', async () => {
-    expect(decisionOf(await hook(preToolUse('Write', { file_path: `${PROJECT}/src/cart.ts`, content: 'x' })))).toBe('allow');
+    expect(decisionOf(await hook(preToolUse('Write', { file_path: `${PROJECT}/src/cart.ts`, content: 'x' })))).toBe(
+      'allow',
+    );
     expect(decisionOf(await hook(preToolUse('Write', { file_path: '/home/ann/.bashrc', content: 'x' })))).toBe('deny');
-    expect(decisionOf(await hook(preToolUse('Write', { file_path: `${PROJECT}/../shop-admin/x`, content: 'x' })))).toBe('deny');
+    expect(decisionOf(await hook(preToolUse('Write', { file_path: `${PROJECT}/../shop-admin/x`, content: 'x' })))).toBe(
+      'deny',
+    );
     const inTmp = preToolUse('Write', { file_path: '/tmp/work/x.ts', content: 'x' }, { cwd: '/tmp/work' });
     expect(decisionOf(await hook(inTmp))).toBe('deny');
     expect(decisionOf(await hook(inTmp, [], { CLAUDE_PROJECT_DIR: '' }))).toBe('allow');
@@ -153,7 +178,9 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     expect(first.code).toBe(0);
     expect(decisionOf(first)).toBe('deny');
     const id = approvalIdIn(reasonOf(first));
-    expect(reasonOf(first)).toContain(`(Gatehouse approval ${id}: pending.) Once an operator grants it, retry the same call unchanged`);
+    expect(reasonOf(first)).toContain(
+      `(Gatehouse approval ${id}: pending.) Once an operator grants it, retry the same call unchanged`,
+    );
     const filed = await approval(id);
     expect(filed).toMatchObject({ status: 'pending', tool: 'mcp__github__create_issue', run_id: input.session_id });
     expect(filed.context).toEqual({ cwd: `${PROJECT}/`, project_dir: `${PROJECT}/` });
@@ -178,7 +205,9 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
   it("an operator's denial is a deny with the operator's reason", async () => {
     const input = preToolUse('mcp__github__delete_branch', { branch: 'main' });
     const id = approvalIdIn(reasonOf(await hook(input, ['--wait', '1'])));
-    expect((await callJson(base, 'POST', `/approvals/${id}/deny`, OPERATOR, { reason: 'main is protected' })).status).toBe(200);
+    expect(
+      (await callJson(base, 'POST', `/approvals/${id}/deny`, OPERATOR, { reason: 'main is protected' })).status,
+    ).toBe(200);
     const r = await hook(input, ['--wait', '1']);
     expect(decisionOf(r)).toBe('deny');
     expect(reasonOf(r)).toContain('main is protected');
@@ -186,7 +215,9 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
 
   it('a redeem whose answer is lost is sent again under its Idempotency-Key: allowed once, the grant not burnt', async () => {
     let cut = 0;
-    const proxy = await startFaultProxy(base, (_req, body) => (body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward'));
+    const proxy = await startFaultProxy(base, (_req, body) =>
+      body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward',
+    );
     try {
       const input = preToolUse('mcp__github__create_issue', { repo: 'acme/shop', title: 'Lost answers' });
       const id = approvalIdIn(reasonOf(await hook(input, ['--wait', '0'], { GATEHOUSE_URL: proxy.url })));
@@ -204,17 +235,28 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
   });
 
   it('--on-pending ask hands a pending approval to the person at the keyboard', async () => {
-    const r = await hook(preToolUse('mcp__slack__post_message', { channel: '#ops', text: 'deploying' }), ['--wait', '0', '--on-pending', 'ask']);
+    const r = await hook(preToolUse('mcp__slack__post_message', { channel: '#ops', text: 'deploying' }), [
+      '--wait',
+      '0',
+      '--on-pending',
+      'ask',
+    ]);
     expect(r.code).toBe(0);
     expect(decisionOf(r)).toBe('ask');
-    expect(reasonOf(r)).toMatch(/^Gatehouse approval [0-9a-f-]{36} is still pending\. The "mcp__slack__post_message" action needs an operator's approval/);
+    expect(reasonOf(r)).toMatch(
+      /^Gatehouse approval [0-9a-f-]{36} is still pending\. The "mcp__slack__post_message" action needs an operator's approval/,
+    );
   });
 
   it('Gatehouse unreachable: deny, never allow', async () => {
-    const r = await hook(preToolUse('Bash', { command: 'git status' }), [], { GATEHOUSE_URL: `http://127.0.0.1:${await freeTcpPort()}` });
+    const r = await hook(preToolUse('Bash', { command: 'git status' }), [], {
+      GATEHOUSE_URL: `http://127.0.0.1:${await freeTcpPort()}`,
+    });
     expect(r.code).toBe(0);
     expect(decisionOf(r)).toBe('deny');
-    expect(reasonOf(r)).toBe('The "Bash" action was not run: Gatehouse could not check it against policy (unreachable). Tell the user; do not work around it.');
+    expect(reasonOf(r)).toBe(
+      'The "Bash" action was not run: Gatehouse could not check it against policy (unreachable). Tell the user; do not work around it.',
+    );
   });
 
   it('a Gatehouse that never answers: deny once the deadline passes (a hook Claude Code times out would let the call run)', async () => {
@@ -222,7 +264,9 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     try {
       const port = (silent.address() as { port: number }).port;
-      const r = await hook(preToolUse('Bash', { command: 'git status' }), ['--wait', '0'], { GATEHOUSE_URL: `http://127.0.0.1:${port}` });
+      const r = await hook(preToolUse('Bash', { command: 'git status' }), ['--wait', '0'], {
+        GATEHOUSE_URL: `http://127.0.0.1:${port}`,
+      });
       expect(r.code).toBe(0);
       expect(decisionOf(r)).toBe('deny');
     } finally {
@@ -239,7 +283,12 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
   });
 
   it('malformed stdin, or another event: exit 2 with the reason on stderr (Claude Code blocks the call)', async () => {
-    for (const input of ['{"tool_name": "Bash",', '[]', '', JSON.stringify(preToolUse('Bash', { command: 'ls' }, { hook_event_name: 'PostToolUse' }))]) {
+    for (const input of [
+      '{"tool_name": "Bash",',
+      '[]',
+      '',
+      JSON.stringify(preToolUse('Bash', { command: 'ls' }, { hook_event_name: 'PostToolUse' })),
+    ]) {
       const r = await hook(input);
       expect(r.code, input).toBe(2);
       expect(r.stdout, input).toBe('');
@@ -264,7 +313,13 @@ describe('a planted state file', () => {
   type Input = ReturnType<typeof preToolUse>;
   /** The store key of this hook input's call: where the hook looks for its entry. */
   const keyOf = (input: Input): Promise<string> =>
-    callKey(input.session_id, toolCallOf({ sessionId: input.session_id, cwd: input.cwd, toolName: input.tool_name, toolInput: input.tool_input }, PROJECT));
+    callKey(
+      input.session_id,
+      toolCallOf(
+        { sessionId: input.session_id, cwd: input.cwd, toolName: input.tool_name, toolInput: input.tool_input },
+        PROJECT,
+      ),
+    );
   const plant = async (input: Input, value: string) => approvals.set(await keyOf(input), value);
   const context = { cwd: `${PROJECT}/`, project_dir: `${PROJECT}/` };
   const deleteRepo = () => preToolUse('mcp__github__delete_repo', { repo: 'acme/shop' });
@@ -286,7 +341,11 @@ describe('a planted state file', () => {
     const id = approvalIdIn(reasonOf(r));
     expect(id).not.toBe('');
     for (const other of not) expect(id).not.toBe(other);
-    expect(await approval(id)).toMatchObject({ status: 'pending', tool: 'mcp__github__delete_repo', args: { repo: 'acme/shop' } });
+    expect(await approval(id)).toMatchObject({
+      status: 'pending',
+      tool: 'mcp__github__delete_repo',
+      args: { repo: 'acme/shop' },
+    });
   }
 
   it('a redeem body of a harmless call, planted under delete_repo: not allowed; decided afresh (a new approval for delete_repo)', async () => {
@@ -294,7 +353,10 @@ describe('a planted state file', () => {
     const harmless = { tool: 'Bash', args: { command: 'git status' }, context, run: runOf(input) };
     await plant(
       input,
-      JSON.stringify({ id: '0190a3b4-0000-7000-8000-000000000001', redeem: { key: 'gatehouse-client:planted-1', body: JSON.stringify(harmless) } }),
+      JSON.stringify({
+        id: '0190a3b4-0000-7000-8000-000000000001',
+        redeem: { key: 'gatehouse-client:planted-1', body: JSON.stringify(harmless) },
+      }),
     );
     await expectFreshApproval(await hook(input, ['--wait', '0']));
   });
@@ -302,8 +364,17 @@ describe('a planted state file', () => {
   it("a redeem body citing another call's granted approval: not allowed, and that grant is not spent", async () => {
     const other = await grantedElsewhere();
     const input = deleteRepo();
-    const body = { tool: other.input.tool_name, args: other.input.tool_input, context, run: runOf(input), approval_id: other.id };
-    await plant(input, JSON.stringify({ id: other.id, redeem: { key: 'gatehouse-client:planted-2', body: JSON.stringify(body) } }));
+    const body = {
+      tool: other.input.tool_name,
+      args: other.input.tool_input,
+      context,
+      run: runOf(input),
+      approval_id: other.id,
+    };
+    await plant(
+      input,
+      JSON.stringify({ id: other.id, redeem: { key: 'gatehouse-client:planted-2', body: JSON.stringify(body) } }),
+    );
     await expectFreshApproval(await hook(input, ['--wait', '0']), [other.id]);
     expect((await approval(other.id)).status).toBe('granted');
   });
@@ -312,7 +383,10 @@ describe('a planted state file', () => {
     const other = await grantedElsewhere();
     const input = deleteRepo();
     const body = { tool: input.tool_name, args: input.tool_input, context, run: runOf(input), approval_id: other.id };
-    await plant(input, JSON.stringify({ id: other.id, redeem: { key: 'gatehouse-client:planted-3', body: JSON.stringify(body) } }));
+    await plant(
+      input,
+      JSON.stringify({ id: other.id, redeem: { key: 'gatehouse-client:planted-3', body: JSON.stringify(body) } }),
+    );
     await expectFreshApproval(await hook(input, ['--wait', '0']), [other.id]);
     expect((await approval(other.id)).status).toBe('granted');
   });
@@ -324,7 +398,10 @@ describe('a planted state file', () => {
     expect(denied.status).toBe(200);
     const input = deleteRepo();
     const body = { tool: input.tool_name, args: input.tool_input, context, run: runOf(input), approval_id: otherId };
-    await plant(input, JSON.stringify({ id: otherId, redeem: { key: 'gatehouse-client:planted-5', body: JSON.stringify(body) } }));
+    await plant(
+      input,
+      JSON.stringify({ id: otherId, redeem: { key: 'gatehouse-client:planted-5', body: JSON.stringify(body) } }),
+    );
     const r = await hook(input, ['--wait', '0']);
     expect(reasonOf(r)).not.toContain('not that issue');
     await expectFreshApproval(r, [otherId]);
@@ -385,13 +462,16 @@ describe('a planted state file', () => {
 
 describe('the Claude Code mapping', () => {
   it('parses a PreToolUse input and refuses what is not one', () => {
-    expect(parseHookInput(JSON.stringify(preToolUse('Edit', { file_path: '/a' }, { session_id: 's1', cwd: '/w' })))).toEqual({
+    expect(
+      parseHookInput(JSON.stringify(preToolUse('Edit', { file_path: '/a' }, { session_id: 's1', cwd: '/w' }))),
+    ).toEqual({
       sessionId: 's1',
       cwd: '/w',
       toolName: 'Edit',
       toolInput: { file_path: '/a' },
     });
-    const problem = (o: object | string) => (parseHookInput(typeof o === 'string' ? o : JSON.stringify(o)) as { problem?: string }).problem;
+    const problem = (o: object | string) =>
+      (parseHookInput(typeof o === 'string' ? o : JSON.stringify(o)) as { problem?: string }).problem;
     expect(problem('nope')).toMatch(/not JSON/);
     expect(problem({ ...preToolUse('Bash', {}), tool_input: 'ls' })).toMatch(/tool_input/);
     expect(problem({ ...preToolUse('Bash', {}), tool_name: '' })).toMatch(/tool_name/);
@@ -409,7 +489,11 @@ describe('the Claude Code mapping', () => {
     expect(directory('')).toBeUndefined();
     expect(directory('/a\0b')).toBeUndefined();
     const input = { sessionId: 's', cwd: '/w/sub', toolName: 'Bash', toolInput: { command: 'ls' } };
-    expect(toolCallOf(input, '/w')).toEqual({ tool: 'Bash', args: { command: 'ls' }, context: { cwd: '/w/sub/', project_dir: '/w/' } });
+    expect(toolCallOf(input, '/w')).toEqual({
+      tool: 'Bash',
+      args: { command: 'ls' },
+      context: { cwd: '/w/sub/', project_dir: '/w/' },
+    });
     expect(toolCallOf(input, undefined).context).toEqual({ cwd: '/w/sub/', project_dir: '/w/sub/' });
     expect(toolCallOf({ ...input, cwd: 'rel' }, 'also-rel').context).toEqual({});
   });
@@ -417,13 +501,20 @@ describe('the Claude Code mapping', () => {
   it('maps each gate() result to a permission decision; abort also stops Claude Code', () => {
     const base = { message: 'M.', reason: 'R' };
     expect(hookOutputOf({ ...base, decision: 'allow' }, 'deny').hookSpecificOutput.permissionDecision).toBe('allow');
-    expect(hookOutputOf({ ...base, decision: 'deny' }, 'ask').hookSpecificOutput).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: 'M.' });
+    expect(hookOutputOf({ ...base, decision: 'deny' }, 'ask').hookSpecificOutput).toMatchObject({
+      permissionDecision: 'deny',
+      permissionDecisionReason: 'M.',
+    });
     expect(hookOutputOf({ ...base, decision: 'abort' }, 'deny')).toEqual({
       continue: false,
       stopReason: "Gatehouse ended this session's run: R",
       hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: 'M.' },
     });
-    const pending = { ...base, decision: 'require_approval' as const, approval: { id: 'A1', status: 'pending' as const, expiresAt: null } };
+    const pending = {
+      ...base,
+      decision: 'require_approval' as const,
+      approval: { id: 'A1', status: 'pending' as const, expiresAt: null },
+    };
     expect(hookOutputOf(pending, 'ask').hookSpecificOutput.permissionDecision).toBe('ask');
     expect(hookOutputOf(pending, 'deny').hookSpecificOutput.permissionDecisionReason).toBe(
       'M. (Gatehouse approval A1: pending.) Once an operator grants it, retry the same call unchanged: the grant is used once.',
@@ -434,8 +525,12 @@ describe('the Claude Code mapping', () => {
       permissionDecision: 'deny',
       permissionDecisionReason: 'M. (Gatehouse approval A1: expired.)',
     });
-    expect(hookOutputOf({ ...base, decision: 'require_approval' }, 'ask').hookSpecificOutput.permissionDecision).toBe('deny');
+    expect(hookOutputOf({ ...base, decision: 'require_approval' }, 'ask').hookSpecificOutput.permissionDecision).toBe(
+      'deny',
+    );
     // A decision this version does not know never allows.
-    expect(hookOutputOf({ ...base, decision: 'maybe' as 'allow' }, 'ask').hookSpecificOutput.permissionDecision).toBe('deny');
+    expect(hookOutputOf({ ...base, decision: 'maybe' as 'allow' }, 'ask').hookSpecificOutput.permissionDecision).toBe(
+      'deny',
+    );
   });
 });

@@ -15,7 +15,17 @@ import { runCli } from '../../src/main.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { listenLoopback } from '../helpers/http.js';
-import { alive, CLI, callJson, childPids, ensureBuilt, eventually, freeTcpPort, ROOT, serverEnv } from '../helpers/process.js';
+import {
+  alive,
+  CLI,
+  callJson,
+  childPids,
+  ensureBuilt,
+  eventually,
+  freeTcpPort,
+  ROOT,
+  serverEnv,
+} from '../helpers/process.js';
 
 const UPSTREAM = join(ROOT, 'test/fixtures/mcp/upstream.mjs');
 const POLICIES = 'test/fixtures/policies/mcp-proxy';
@@ -50,7 +60,10 @@ let ledgers = 0;
 /** The proxy (node dist/main.js mcp-proxy …) under a real SDK Client, with its own ledger. */
 async function startProxy(options: { url?: string; upstreamUrl?: string; ledger?: string } = {}): Promise<Proxy> {
   const ledger = options.ledger ?? join(dir, `ledger-${++ledgers}.jsonl`);
-  const upstream = options.upstreamUrl !== undefined ? ['--upstream', options.upstreamUrl] : ['--', process.execPath, UPSTREAM, ledger];
+  const upstream =
+    options.upstreamUrl !== undefined
+      ? ['--upstream', options.upstreamUrl]
+      : ['--', process.execPath, UPSTREAM, ledger];
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, 'mcp-proxy', '--prefix', 'demo.', '--progress-interval', '1', ...upstream],
@@ -93,7 +106,8 @@ function progressWatch(): { onprogress: (p: Progress) => void; seen: Progress[];
   };
 }
 
-const approval = async (id: string): Promise<Record<string, unknown>> => (await callJson(base, 'GET', `/approvals/${id}`, OPERATOR)).body;
+const approval = async (id: string): Promise<Record<string, unknown>> =>
+  (await callJson(base, 'GET', `/approvals/${id}`, OPERATOR)).body;
 
 describe('mcp-proxy over stdio', () => {
   let p: Proxy;
@@ -168,15 +182,22 @@ describe('mcp-proxy over stdio', () => {
     const r = (await call) as CallToolResult;
     expect(r.isError).toBeFalsy();
     expect(r.structuredContent).toEqual({ tool: 'refund', args: { order: 'R1', amount: 120 } });
-    expect(ran(p.ledger).filter((c) => c.tool === 'refund')).toEqual([{ tool: 'refund', args: { order: 'R1', amount: 120 } }]);
+    expect(ran(p.ledger).filter((c) => c.tool === 'refund')).toEqual([
+      { tool: 'refund', args: { order: 'R1', amount: 120 } },
+    ]);
     expect((await approval(id)).status).toBe('consumed');
   });
 
   it("an operator's denial reaches the model as isError text with the operator's reason; nothing runs", async () => {
     const watch = progressWatch();
-    const call = p.client.callTool({ name: 'refund', arguments: { order: 'R2', amount: 500 } }, undefined, { onprogress: watch.onprogress });
+    const call = p.client.callTool({ name: 'refund', arguments: { order: 'R2', amount: 500 } }, undefined, {
+      onprogress: watch.onprogress,
+    });
     const id = await watch.approvalId;
-    expect((await callJson(base, 'POST', `/approvals/${id}/deny`, OPERATOR, { reason: 'that order was already refunded' })).status).toBe(200);
+    expect(
+      (await callJson(base, 'POST', `/approvals/${id}/deny`, OPERATOR, { reason: 'that order was already refunded' }))
+        .status,
+    ).toBe(200);
     const r = (await call) as CallToolResult;
     expect(r.isError).toBe(true);
     expect(textOf(r)).toContain('that order was already refunded');
@@ -213,9 +234,13 @@ describe('mcp-proxy: an abort ends the session', () => {
     const fault = await startFaultProxy(base, () => 'forward');
     try {
       const p = await startProxy({ url: fault.url });
-      expect(((await p.client.callTool({ name: 'lookup', arguments: { order: 'B1' } })) as CallToolResult).isError).toBeFalsy();
+      expect(
+        ((await p.client.callTool({ name: 'lookup', arguments: { order: 'B1' } })) as CallToolResult).isError,
+      ).toBeFalsy();
       const watch = progressWatch();
-      const waiting = p.client.callTool({ name: 'refund', arguments: { order: 'B2', amount: 700 } }, undefined, { onprogress: watch.onprogress });
+      const waiting = p.client.callTool({ name: 'refund', arguments: { order: 'B2', amount: 700 } }, undefined, {
+        onprogress: watch.onprogress,
+      });
       const id = await watch.approvalId;
 
       const aborted = (await p.client.callTool({ name: 'launch', arguments: { target: 'moon' } })) as CallToolResult;
@@ -261,7 +286,11 @@ describe('mcp-proxy across a crash and a lost answer', () => {
   it('a proxy killed while an approval is pending: the next proxy waits on the same approval, and the call runs once', async () => {
     const first = await startProxy();
     const watch = progressWatch();
-    void first.client.callTool({ name: 'refund', arguments: { order: 'R4', amount: 300 } }, undefined, { onprogress: watch.onprogress }).catch(() => undefined);
+    void first.client
+      .callTool({ name: 'refund', arguments: { order: 'R4', amount: 300 } }, undefined, {
+        onprogress: watch.onprogress,
+      })
+      .catch(() => undefined);
     const id = await watch.approvalId;
     const pid = (first.client.transport as StdioClientTransport | undefined)?.pid;
     expect(pid).toBeTypeOf('number');
@@ -271,7 +300,9 @@ describe('mcp-proxy across a crash and a lost answer', () => {
 
     const second = await startProxy({ ledger: first.ledger });
     const again = progressWatch();
-    const call = second.client.callTool({ name: 'refund', arguments: { order: 'R4', amount: 300 } }, undefined, { onprogress: again.onprogress });
+    const call = second.client.callTool({ name: 'refund', arguments: { order: 'R4', amount: 300 } }, undefined, {
+      onprogress: again.onprogress,
+    });
     expect(await again.approvalId).toBe(id);
     expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(200);
     expect(((await call) as CallToolResult).isError).toBeFalsy();
@@ -281,11 +312,15 @@ describe('mcp-proxy across a crash and a lost answer', () => {
 
   it('a redeem whose answer is lost is retried under its Idempotency-Key: the call runs once', async () => {
     let cut = 0;
-    const fault = await startFaultProxy(base, (_req, body) => (body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward'));
+    const fault = await startFaultProxy(base, (_req, body) =>
+      body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward',
+    );
     try {
       const p = await startProxy({ url: fault.url });
       const watch = progressWatch();
-      const call = p.client.callTool({ name: 'refund', arguments: { order: 'R5', amount: 300 } }, undefined, { onprogress: watch.onprogress });
+      const call = p.client.callTool({ name: 'refund', arguments: { order: 'R5', amount: 300 } }, undefined, {
+        onprogress: watch.onprogress,
+      });
       const id = await watch.approvalId;
       expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(200);
       expect(((await call) as CallToolResult).isError).toBeFalsy();
@@ -314,7 +349,11 @@ describe('mcp-proxy with Gatehouse unreachable', () => {
 describe('mcp-proxy --upstream (Streamable HTTP)', () => {
   it('forwards an allowed call to the HTTP upstream and keeps a denied one from it', async () => {
     const ledger = join(dir, 'ledger-http.jsonl');
-    const upstream = spawn(process.execPath, [UPSTREAM, ledger, '--http'], { cwd: ROOT, env: serverEnv({}), stdio: ['ignore', 'pipe', 'inherit'] });
+    const upstream = spawn(process.execPath, [UPSTREAM, ledger, '--http'], {
+      cwd: ROOT,
+      env: serverEnv({}),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     children.push(upstream);
     let out = '';
     upstream.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
@@ -373,17 +412,28 @@ describe('mcp-proxy before it starts anything', () => {
 
 describe('mcp-proxy as a process', () => {
   /** The proxy spawned directly, its upstream's pid once it has connected. */
-  async function spawnProxy(): Promise<{ proxy: ChildProcess; upstreamPid: number; exit: Promise<number | null>; stderr: () => string }> {
-    const proxy = spawn(process.execPath, [CLI, 'mcp-proxy', '--', process.execPath, UPSTREAM, join(dir, 'ledger-process.jsonl')], {
-      cwd: ROOT,
-      env: serverEnv({ GATEHOUSE_URL: base, GATEHOUSE_TOKEN: AGENT }),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+  async function spawnProxy(): Promise<{
+    proxy: ChildProcess;
+    upstreamPid: number;
+    exit: Promise<number | null>;
+    stderr: () => string;
+  }> {
+    const proxy = spawn(
+      process.execPath,
+      [CLI, 'mcp-proxy', '--', process.execPath, UPSTREAM, join(dir, 'ledger-process.jsonl')],
+      {
+        cwd: ROOT,
+        env: serverEnv({ GATEHOUSE_URL: base, GATEHOUSE_TOKEN: AGENT }),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     children.push(proxy);
     let stderr = '';
     proxy.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
     const exit = new Promise<number | null>((resolve) => proxy.once('exit', (code) => resolve(code)));
-    await eventually('the proxy to connect its upstream', 20_000, async () => (stderr.includes('relaying demo-upstream') ? true : undefined));
+    await eventually('the proxy to connect its upstream', 20_000, async () =>
+      stderr.includes('relaying demo-upstream') ? true : undefined,
+    );
     const [upstreamPid] = childPids(proxy.pid!);
     expect(upstreamPid).toBeGreaterThan(0);
     return { proxy, upstreamPid: upstreamPid!, exit, stderr: () => stderr };

@@ -19,7 +19,15 @@ const inventory = (...tools: ReturnType<typeof entry>[]): ToolsResponse => ({ en
 
 describe('visibilityOf', () => {
   it('lists what can run (allow, require_approval, depends) and hides what never does (deny, abort)', () => {
-    const see = visibilityOf(inventory(entry('a', 'allow'), entry('b', 'require_approval'), entry('c', 'depends'), entry('d', 'deny'), entry('e', 'abort')));
+    const see = visibilityOf(
+      inventory(
+        entry('a', 'allow'),
+        entry('b', 'require_approval'),
+        entry('c', 'depends'),
+        entry('d', 'deny'),
+        entry('e', 'abort'),
+      ),
+    );
     expect(['a', 'b', 'c', 'd', 'e'].map((n) => see(n).listed)).toEqual([true, true, true, false, false]);
     expect(see('d')).toEqual({ listed: false, why: 'never_runs' });
   });
@@ -37,17 +45,38 @@ describe('visibilityOf', () => {
   });
 
   it('an exact item speaks for its name, whatever a glob matching it says', () => {
-    expect(visibilityOf(inventory(entry('github.*', 'deny'), entry('github.get_issue', 'allow')))('github.get_issue').listed).toBe(true);
-    expect(visibilityOf(inventory(entry('github.*', 'allow', 'a'), entry('github.delete_repo', 'abort', 'b')))('github.delete_repo').listed).toBe(false);
-    expect(visibilityOf(inventory(entry('github.*', 'deny', 'a'), entry('github.get_issue', 'depends', 'b')))('github.get_issue').listed).toBe(true);
+    expect(
+      visibilityOf(inventory(entry('github.*', 'deny'), entry('github.get_issue', 'allow')))('github.get_issue').listed,
+    ).toBe(true);
+    expect(
+      visibilityOf(inventory(entry('github.*', 'allow', 'a'), entry('github.delete_repo', 'abort', 'b')))(
+        'github.delete_repo',
+      ).listed,
+    ).toBe(false);
+    expect(
+      visibilityOf(inventory(entry('github.*', 'deny', 'a'), entry('github.get_issue', 'depends', 'b')))(
+        'github.get_issue',
+      ).listed,
+    ).toBe(true);
   });
 
   it('a name several globs match (which the inventory does not speak for) is hidden when any of them never runs', () => {
-    expect(visibilityOf(inventory(entry('g*', 'deny'), entry('github.*', 'allow')))('github.get_issue').listed).toBe(false);
-    expect(visibilityOf(inventory(entry('github.*', 'allow', 'a'), entry('github.get_*', 'abort', 'b')))('github.get_issue').listed).toBe(false);
-    expect(visibilityOf(inventory(entry('github.*', 'allow', 'a'), entry('github.delete_*', 'deny', 'b')))('github.get_issue').listed).toBe(true);
+    expect(visibilityOf(inventory(entry('g*', 'deny'), entry('github.*', 'allow')))('github.get_issue').listed).toBe(
+      false,
+    );
+    expect(
+      visibilityOf(inventory(entry('github.*', 'allow', 'a'), entry('github.get_*', 'abort', 'b')))('github.get_issue')
+        .listed,
+    ).toBe(false);
+    expect(
+      visibilityOf(inventory(entry('github.*', 'allow', 'a'), entry('github.delete_*', 'deny', 'b')))(
+        'github.get_issue',
+      ).listed,
+    ).toBe(true);
     // A glob shadowed by an earlier one of its file describes no name: `depends`, which hides nothing.
-    expect(visibilityOf(inventory(entry('x.*', 'require_approval'), entry('x.*y', 'depends')))('x.ay').listed).toBe(true);
+    expect(visibilityOf(inventory(entry('x.*', 'require_approval'), entry('x.*y', 'depends')))('x.ay').listed).toBe(
+      true,
+    );
   });
 
   it('hides a status it does not know (a newer service): fail closed', () => {
@@ -56,7 +85,8 @@ describe('visibilityOf', () => {
 
   it('hides a name the service refuses as a tool name (spec 5.1), whatever the catalogue says', () => {
     const see = visibilityOf(inventory(entry('*', 'allow')));
-    for (const name of ['has space', 'a/../b', 'a/.', '', 'x'.repeat(129), 'é']) expect(see(name), name).toEqual({ listed: false, why: 'not_a_tool_name' });
+    for (const name of ['has space', 'a/../b', 'a/.', '', 'x'.repeat(129), 'é'])
+      expect(see(name), name).toEqual({ listed: false, why: 'not_a_tool_name' });
     expect(see('x'.repeat(128)).listed).toBe(true);
   });
 });
@@ -64,7 +94,11 @@ describe('visibilityOf', () => {
 describe('visibleTools', () => {
   it('names each tool to Gatehouse as prefix + upstream name, and keeps the listed ones untouched, in order', () => {
     const tools = [
-      { name: 'create_issue', inputSchema: { type: 'object', additionalProperties: false }, annotations: { destructiveHint: false } },
+      {
+        name: 'create_issue',
+        inputSchema: { type: 'object', additionalProperties: false },
+        annotations: { destructiveHint: false },
+      },
       { name: 'delete_repo', inputSchema: { type: 'object' } },
       { name: 'get_issue', inputSchema: { type: 'object' } },
     ];
@@ -99,9 +133,16 @@ describe('refusalText', () => {
     expect(refusalText({ decision: 'abort', message: 'Stop.', reason: 'r' })).toBe(
       'Stop. Gatehouse answered abort: this run must end now; make no further tool calls in it.',
     );
-    expect(refusalText({ decision: 'require_approval', message: 'Wait.', reason: 'r', approval: { id: 'A-1', status: 'pending', expiresAt: null } })).toBe(
-      'Wait. (approval A-1: pending)',
+    expect(
+      refusalText({
+        decision: 'require_approval',
+        message: 'Wait.',
+        reason: 'r',
+        approval: { id: 'A-1', status: 'pending', expiresAt: null },
+      }),
+    ).toBe('Wait. (approval A-1: pending)');
+    expect(refusalText({ decision: 'deny', message: '', reason: 'r' })).toBe(
+      'Gatehouse answered deny: the call was not run.',
     );
-    expect(refusalText({ decision: 'deny', message: '', reason: 'r' })).toBe('Gatehouse answered deny: the call was not run.');
   });
 });

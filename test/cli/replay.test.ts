@@ -33,8 +33,16 @@ async function record(dir: string): Promise<Recorded> {
   const withoutArgs = await createTestApp({ policyDir: BASELINE, logs: quiet });
   try {
     const calls: [string, { tool: string; args?: Record<string, unknown> }, string][] = [
-      ['lookup', { tool: 'lookup_order', args: { order: 'A1' } }, token({ sub: 'agent-1', team: 'support', tier: 'paid' })],
-      ['trial-lookup', { tool: 'lookup_order', args: { order: 'A2' } }, token({ sub: 'agent-2', team: 'support', tier: 'trial' })],
+      [
+        'lookup',
+        { tool: 'lookup_order', args: { order: 'A1' } },
+        token({ sub: 'agent-1', team: 'support', tier: 'paid' }),
+      ],
+      [
+        'trial-lookup',
+        { tool: 'lookup_order', args: { order: 'A2' } },
+        token({ sub: 'agent-2', team: 'support', tier: 'trial' }),
+      ],
       ['trial-lookup-2', { tool: 'lookup_order', args: { order: 'A3' } }, token({ sub: 'agent-3', tier: 'trial' })],
       ['refund-80', { tool: 'refund', args: { amount: 80 } }, token({ sub: 'agent-1', team: 'support' })],
       ['refund-200', { tool: 'refund', args: { amount: 200 } }, token({ sub: 'agent-1', team: 'support' })],
@@ -46,7 +54,12 @@ async function record(dir: string): Promise<Recorded> {
       const res = await post(withArgs.app, '/decide', body, tok);
       ids[name] = (res.json() as { decision_id: string }).decision_id;
     }
-    const res = await post(withoutArgs.app, '/decide', { tool: 'lookup_order', args: { order: 'A4' } }, token({ sub: 'agent-4', tier: 'trial' }));
+    const res = await post(
+      withoutArgs.app,
+      '/decide',
+      { tool: 'lookup_order', args: { order: 'A4' } },
+      token({ sub: 'agent-4', tier: 'trial' }),
+    );
     ids['no-args'] = (res.json() as { decision_id: string }).decision_id;
   } finally {
     await withArgs.close();
@@ -56,7 +69,10 @@ async function record(dir: string): Promise<Recorded> {
   expect(lines).toHaveLength(9);
   // A log holds other lines too: another message, and a line that is not JSON (a crash's trace).
   const file = join(dir, 'decisions.jsonl');
-  writeFileSync(file, `${JSON.stringify({ level: 30, msg: 'policies reloaded' })}\n${lines.slice(0, 4).join('\n')}\nnot json\n${lines.slice(4).join('\n')}\n`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ level: 30, msg: 'policies reloaded' })}\n${lines.slice(0, 4).join('\n')}\nnot json\n${lines.slice(4).join('\n')}\n`,
+  );
   return { file, ids };
 }
 
@@ -81,7 +97,13 @@ describe('the decision log line', () => {
         token({ sub: 'a', roles: ['x'], password: 'CANARY' }),
       );
       const line = logs.find((x) => x.msg === 'decision')!;
-      expect(line).toMatchObject({ env: 'prod', roles: ['x'], args: { order: 'A1' }, run, context: { repo: 'shop', api_key: '[redacted]' } });
+      expect(line).toMatchObject({
+        env: 'prod',
+        roles: ['x'],
+        args: { order: 'A1' },
+        run,
+        context: { repo: 'shop', api_key: '[redacted]' },
+      });
       expect(line.claims).toMatchObject({ sub: 'a', roles: ['x'], password: '[redacted]' });
       expect(JSON.stringify(logs)).not.toContain('CANARY');
     } finally {
@@ -93,7 +115,12 @@ describe('the decision log line', () => {
     const logs: Record<string, unknown>[] = [];
     const l = await createTestApp({ policyDir: BASELINE, logs });
     try {
-      await post(l.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' }, context: { repo: 'shop' } }, token({ sub: 'a', tier: 'trial' }));
+      await post(
+        l.app,
+        '/decide',
+        { tool: 'lookup_order', args: { order: 'A1' }, context: { repo: 'shop' } },
+        token({ sub: 'a', tier: 'trial' }),
+      );
       const line = logs.find((x) => x.msg === 'decision')!;
       expect(line).toMatchObject({ env: 'prod', roles: [] });
       for (const key of ['args', 'claims', 'context', 'run']) expect(line).not.toHaveProperty(key);
@@ -114,7 +141,11 @@ describe('gatehouse replay --from', () => {
     expect(r.out).toContain('unreadable lines: 1 (the first, line 6: not a JSON line)');
     const rows = r.out.split('\n').filter((l) => l.includes(' → '));
     expect(rows).toHaveLength(3);
-    expect(rows[0]).toMatch(new RegExp(`^allow → deny\\s+lookups\\s+no-trial-lookups\\s+2\\s+${ids['trial-lookup']}, ${ids['trial-lookup-2']}$`));
+    expect(rows[0]).toMatch(
+      new RegExp(
+        `^allow → deny\\s+lookups\\s+no-trial-lookups\\s+2\\s+${ids['trial-lookup']}, ${ids['trial-lookup-2']}$`,
+      ),
+    );
     expect(rows[1]).toMatch(new RegExp(`^allow → require_approval\\s+refunds\\s+refunds\\s+1\\s+${ids['refund-80']}$`));
     expect(rows[2]).toMatch(new RegExp(`^deny → allow\\s+shop#default\\s+ops-deletes\\s+1\\s+${ids['ops-delete']}$`));
     expect(r.out).toMatch(/\n4 decisions flip\n$/);
@@ -150,15 +181,33 @@ describe('gatehouse replay --from', () => {
         count: 2,
         examples: [rec.ids['trial-lookup'], rec.ids['trial-lookup-2']],
       },
-      { from: 'allow', to: 'require_approval', baselineRule: 'refunds', candidateRule: 'refunds', count: 1, examples: [rec.ids['refund-80']] },
-      { from: 'deny', to: 'allow', baselineRule: 'shop#default', candidateRule: 'ops-deletes', count: 1, examples: [rec.ids['ops-delete']] },
+      {
+        from: 'allow',
+        to: 'require_approval',
+        baselineRule: 'refunds',
+        candidateRule: 'refunds',
+        count: 1,
+        examples: [rec.ids['refund-80']],
+      },
+      {
+        from: 'deny',
+        to: 'allow',
+        baselineRule: 'shop#default',
+        candidateRule: 'ops-deletes',
+        count: 1,
+        examples: [rec.ids['ops-delete']],
+      },
     ]);
   });
 
   it('--baseline DIR: decided under both; the set that decided matches by digest, so nothing is reported as another set', async () => {
     const r = await run('replay', '--policies', CANDIDATE, '--baseline', BASELINE, '--from', rec.file, '--json');
     expect(r.code).toBe(1);
-    const report = JSON.parse(r.out) as { flipped: number; otherSet: { count: number }; notReproduced: { count: number } };
+    const report = JSON.parse(r.out) as {
+      flipped: number;
+      otherSet: { count: number };
+      notReproduced: { count: number };
+    };
     expect(report).toMatchObject({ flipped: 4, otherSet: { count: 0 }, notReproduced: { count: 0 } });
   });
 
@@ -187,7 +236,10 @@ describe('gatehouse replay --from', () => {
       'gatehouse replay: no decision was decided again: 0 of 1 recorded decision, 1 not replayable (recorded without arguments: LOG_ARGS=true records them); --allow-empty accepts this\n',
     );
     expect(await run('replay', '--policies', CANDIDATE, '--from', quiet, '--accept')).toMatchObject({ code: 1 });
-    expect(await run('replay', '--policies', CANDIDATE, '--from', quiet, '--allow-empty')).toMatchObject({ code: 0, err: '' });
+    expect(await run('replay', '--policies', CANDIDATE, '--from', quiet, '--allow-empty')).toMatchObject({
+      code: 0,
+      err: '',
+    });
     const none = await run('replay', '--policies', CANDIDATE, '--from', empty, '--json');
     expect(none.code).toBe(1);
     expect(JSON.parse(none.out)).toMatchObject({ records: 0, compared: 0, flipped: 0 });

@@ -58,7 +58,10 @@ describe('a minted token', () => {
     const sales = await tokenFor(['--sub', 'agent-9', '--team', 'sales']);
     const small = { tool: 'refund', args: { order: 'A1', amount: 40 } };
     // refund-support allows a small refund to team support only: the team claim was read.
-    expect((await post(app.app, '/decide', small, support)).json()).toMatchObject({ decision: 'allow', rule: 'refund-support' });
+    expect((await post(app.app, '/decide', small, support)).json()).toMatchObject({
+      decision: 'allow',
+      rule: 'refund-support',
+    });
     expect((await post(app.app, '/decide', small, sales)).json()).toMatchObject({ decision: 'deny' });
     const refused = await post(other.app, '/decide', small, support);
     expect(refused.statusCode).toBe(401);
@@ -76,7 +79,10 @@ describe('a minted token', () => {
     const self = await post(app.app, `/approvals/${id}/grant`, {}, agent);
     expect(self.statusCode).toBe(403);
     expect(self.json()).toMatchObject({ detail: 'an approver cannot decide an approval it requested' });
-    expect((await post(app.app, `/approvals/${id}/grant`, {}, approver)).json()).toMatchObject({ status: 'granted', decided_by: 'bob' });
+    expect((await post(app.app, `/approvals/${id}/grant`, {}, approver)).json()).toMatchObject({
+      status: 'granted',
+      decided_by: 'bob',
+    });
     // Roles hold as given: both roles read the policies.
     expect((await app.app.inject({ method: 'GET', url: '/policies', headers: bearer(approver) })).statusCode).toBe(200);
   });
@@ -93,7 +99,14 @@ describe('a minted token', () => {
     const { header, claims } = decode(token);
     expect(header).toEqual({ alg: 'HS256', typ: 'JWT' });
     expect(Object.keys(claims).sort()).toEqual(['aud', 'azp', 'exp', 'grp', 'iat', 'iss', 'scope', 'sub']);
-    expect(claims).toMatchObject({ sub: 'u', grp: 't', azp: 'a', scope: ['r1', 'r2'], iss: 'https://idp.example', aud: 'gatehouse' });
+    expect(claims).toMatchObject({
+      sub: 'u',
+      grp: 't',
+      azp: 'a',
+      scope: ['r1', 'r2'],
+      iss: 'https://idp.example',
+      aud: 'gatehouse',
+    });
     const now = Math.floor(Date.now() / 1000);
     expect(Math.abs((claims.iat as number) - now)).toBeLessThanOrEqual(5);
     expect((claims.exp as number) - (claims.iat as number)).toBe(3600); // the default lifetime
@@ -118,7 +131,9 @@ describe('a minted token', () => {
     for (const ttl of ['1.5h', '0s', '1500ms', 'soon', '']) {
       const bad = await mint(['--sub', 'u', '--ttl', ttl], { JWT_SECRET: SECRET });
       expect(bad, ttl).toMatchObject({ code: 2, out: '' });
-      expect(bad.err, ttl).toMatch(/gatehouse token: --ttl must be a whole number of seconds, or one with a unit: 90s, 30m, 1h, 24h\n$/);
+      expect(bad.err, ttl).toMatch(
+        /gatehouse token: --ttl must be a whole number of seconds, or one with a unit: 90s, 30m, 1h, 24h\n$/,
+      );
     }
     // A token living JWT_MAX_LIFETIME is accepted by a server with that maximum (the test app's: 24 h).
     const day = await tokenFor(['--sub', 'agent-7', '--team', 'support', '--ttl', '24h']);
@@ -137,7 +152,9 @@ describe('a minted token', () => {
     expect(readFileSync(file, 'utf8').trim()).toBe(secret);
     const dev = await createTestApp({ env: 'prod', key: secret });
     try {
-      expect((await post(dev.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } }, r.out.trimEnd())).statusCode).toBe(200);
+      expect(
+        (await post(dev.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } }, r.out.trimEnd())).statusCode,
+      ).toBe(200);
     } finally {
       await dev.close();
     }
@@ -169,12 +186,24 @@ describe('refusals (exit 2, nothing on stdout, never the secret)', () => {
   it('with an asymmetric key or a JWKS, which it cannot sign for', async () => {
     const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
     await refused(['--sub', 'u'], { JWT_PUBLIC_KEY: pem }, /^gatehouse token: refused: JWT_PUBLIC_KEY is set/);
-    await refused(['--sub', 'u'], { JWT_JWKS_URL: 'https://idp.example/jwks.json' }, /^gatehouse token: refused: JWT_JWKS_URL is set/);
+    await refused(
+      ['--sub', 'u'],
+      { JWT_JWKS_URL: 'https://idp.example/jwks.json' },
+      /^gatehouse token: refused: JWT_JWKS_URL is set/,
+    );
   });
 
   it('with a configuration the service would refuse, naming the problem', async () => {
-    await refused(['--sub', 'u'], { JWT_SECRET: 'short' }, /invalid configuration:\n {2}- JWT_SECRET must be at least 32 bytes/);
-    await refused(['--sub', 'u'], { JWT_SECRET: SECRET, JWT_MAX_LIFETIME: 'long' }, /JWT_MAX_LIFETIME must be a duration from 60s to 365d/);
+    await refused(
+      ['--sub', 'u'],
+      { JWT_SECRET: 'short' },
+      /invalid configuration:\n {2}- JWT_SECRET must be at least 32 bytes/,
+    );
+    await refused(
+      ['--sub', 'u'],
+      { JWT_SECRET: SECRET, JWT_MAX_LIFETIME: 'long' },
+      /JWT_MAX_LIFETIME must be a duration from 60s to 365d/,
+    );
   });
 
   it('claims the service would refuse: an empty team, a control character, an over-long sub', async () => {
@@ -205,19 +234,23 @@ describe('the command', () => {
 
   it('prints the token alone on stdout, so export T=$(gatehouse token ...) works', async () => {
     const dataDir = join(dir, 'process');
-    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile(
-        process.execPath,
-        [CLI, 'token', '--sub', 'bob', '--team', 'support', '--role', 'approver'],
-        { cwd: ROOT, env: serverEnv({ DATA_DIR: dataDir }), timeout: 30_000 },
-        (err, stdout, stderr) => {
-          resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-        },
-      );
-    });
+    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+      (resolve) => {
+        execFile(
+          process.execPath,
+          [CLI, 'token', '--sub', 'bob', '--team', 'support', '--role', 'approver'],
+          { cwd: ROOT, env: serverEnv({ DATA_DIR: dataDir }), timeout: 30_000 },
+          (err, stdout, stderr) => {
+            resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+          },
+        );
+      },
+    );
     expect(code, stderr).toBe(0);
     expect(stdout).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\n$/);
     expect(decode(stdout.trim()).claims).toMatchObject({ sub: 'bob', team: 'support', roles: ['approver'] });
-    expect(stderr).toMatch(/^gatehouse token: a token for sub bob, team support, roles \[approver\], valid 1 h, signed with the development secret in /);
+    expect(stderr).toMatch(
+      /^gatehouse token: a token for sub bob, team support, roles \[approver\], valid 1 h, signed with the development secret in /,
+    );
   });
 });

@@ -17,7 +17,19 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; err:
   return { code, out, err };
 }
 
-const COMMANDS = ['check', 'test', 'hash', 'token', 'replay', 'cases', 'serve', 'mcp-proxy', 'hook', 'version', 'help'] as const;
+const COMMANDS = [
+  'check',
+  'test',
+  'hash',
+  'token',
+  'replay',
+  'cases',
+  'serve',
+  'mcp-proxy',
+  'hook',
+  'version',
+  'help',
+] as const;
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 
 describe('help', () => {
@@ -27,7 +39,9 @@ describe('help', () => {
       expect(r, argv.join(' ')).toMatchObject({ code: 0, err: '' });
       expect(r.out).toMatch(/^usage: gatehouse <command> \[options\]\n/);
       for (const name of COMMANDS) expect(r.out).toMatch(new RegExp(`\\n  ${name} `));
-      expect(r.out).toContain('exit status: 0 ok; 1 a failing policy test or a refused decision; 2 a usage error or invalid input');
+      expect(r.out).toContain(
+        'exit status: 0 ok; 1 a failing policy test or a refused decision; 2 a usage error or invalid input',
+      );
     }
   });
 
@@ -48,7 +62,11 @@ describe('help', () => {
       }
       expect(outs.size, name).toBe(1);
     }
-    const each = await Promise.all(['check', 'test', 'hash', 'token', 'serve', 'mcp-proxy', 'hook'].map(async (name) => (await run(name, '--help')).out));
+    const each = await Promise.all(
+      ['check', 'test', 'hash', 'token', 'serve', 'mcp-proxy', 'hook'].map(
+        async (name) => (await run(name, '--help')).out,
+      ),
+    );
     for (const out of each) {
       expect(out).toMatch(/\noptions:\n/);
       expect(out).toMatch(/\nexit status: 0 /);
@@ -65,7 +83,8 @@ describe('help', () => {
 
 describe('version', () => {
   it('--version, -v and version print the version from package.json, exit 0', async () => {
-    for (const argv of [['--version'], ['-v'], ['version']]) expect(await run(...argv)).toEqual({ code: 0, out: `${VERSION}\n`, err: '' });
+    for (const argv of [['--version'], ['-v'], ['version']])
+      expect(await run(...argv)).toEqual({ code: 0, out: `${VERSION}\n`, err: '' });
     expect(await run('version', 'extra')).toMatchObject({ code: 2, out: '' });
   });
 });
@@ -77,8 +96,16 @@ describe('usage errors: the usage and the problem on stderr, exit 2', () => {
     [['--frobnicate'], /^usage: gatehouse <command>/, /\ngatehouse: unknown option '--frobnicate'\n$/],
     [['help', 'frobnicate'], /^usage: gatehouse <command>/, /\ngatehouse help: unknown command 'frobnicate'\n$/],
     [['check', '--bogus'], /^usage: gatehouse check /, /\ngatehouse check: unknown option '--bogus'\n$/],
-    [['check', EXAMPLE_POLICIES, '--env'], /^usage: gatehouse check /, /\ngatehouse check: option '--env <value>' argument missing\n$/],
-    [['check', EXAMPLE_POLICIES, 'more'], /^usage: gatehouse check /, /\ngatehouse check: unexpected argument 'more'\n$/],
+    [
+      ['check', EXAMPLE_POLICIES, '--env'],
+      /^usage: gatehouse check /,
+      /\ngatehouse check: option '--env <value>' argument missing\n$/,
+    ],
+    [
+      ['check', EXAMPLE_POLICIES, 'more'],
+      /^usage: gatehouse check /,
+      /\ngatehouse check: unexpected argument 'more'\n$/,
+    ],
     [['test', '--bogus'], /^usage: gatehouse test /, /\ngatehouse test: unknown option '--bogus'\n$/],
     [['test', 'a', 'b'], /^usage: gatehouse test /, /\ngatehouse test: unexpected argument 'b'\n$/],
     [['hash'], /^usage: gatehouse hash /, /\ngatehouse hash: missing FILE\.json \(or - for standard input\)\n$/],
@@ -86,15 +113,27 @@ describe('usage errors: the usage and the problem on stderr, exit 2', () => {
     [['token'], /^usage: gatehouse token /, /\ngatehouse token: --sub is required\n$/],
     [['serve', '--port', '1'], /^usage: gatehouse serve\n/, /\ngatehouse serve: unknown option '--port'\n$/],
     [['serve', 'now'], /^usage: gatehouse serve\n/, /\ngatehouse serve: unexpected argument 'now'\n$/],
-    [['mcp-proxy'], /^usage: gatehouse mcp-proxy /, /\ngatehouse mcp-proxy: missing the upstream server: -- COMMAND \[ARGS\.\.\.\] or --upstream URL\n$/],
+    [
+      ['mcp-proxy'],
+      /^usage: gatehouse mcp-proxy /,
+      /\ngatehouse mcp-proxy: missing the upstream server: -- COMMAND \[ARGS\.\.\.\] or --upstream URL\n$/,
+    ],
     [['mcp-proxy', '--'], /^usage: gatehouse mcp-proxy /, /\ngatehouse mcp-proxy: missing COMMAND after --\n$/],
-    [['mcp-proxy', 'npx', 'server'], /^usage: gatehouse mcp-proxy /, /\ngatehouse mcp-proxy: unexpected argument 'npx'\n$/],
+    [
+      ['mcp-proxy', 'npx', 'server'],
+      /^usage: gatehouse mcp-proxy /,
+      /\ngatehouse mcp-proxy: unexpected argument 'npx'\n$/,
+    ],
     [
       ['mcp-proxy', '--upstream', 'http://127.0.0.1:1/mcp', '--', 'npx'],
       /^usage: gatehouse mcp-proxy /,
       /\ngatehouse mcp-proxy: give either -- COMMAND or --upstream URL, not both\n$/,
     ],
-    [['mcp-proxy', '--upstream', 'file:///mcp'], /^usage: gatehouse mcp-proxy /, /\ngatehouse mcp-proxy: --upstream must be an http:\/\/ or https:\/\/ URL\n$/],
+    [
+      ['mcp-proxy', '--upstream', 'file:///mcp'],
+      /^usage: gatehouse mcp-proxy /,
+      /\ngatehouse mcp-proxy: --upstream must be an http:\/\/ or https:\/\/ URL\n$/,
+    ],
     [
       ['mcp-proxy', '--wait', '1m', '--', 'npx'],
       /^usage: gatehouse mcp-proxy /,
@@ -106,8 +145,16 @@ describe('usage errors: the usage and the problem on stderr, exit 2', () => {
       /\ngatehouse mcp-proxy: --progress-interval must be a whole number of seconds from 1 to 50\n$/,
     ],
     [['hook'], /^usage: gatehouse hook /, /\ngatehouse hook: missing the agent whose hook this is \(claude-code\)\n$/],
-    [['hook', 'cursor'], /^usage: gatehouse hook /, /\ngatehouse hook: unknown agent 'cursor': the one hook is claude-code\n$/],
-    [['hook', 'claude-code', '--wait', '3601'], /^usage: gatehouse hook /, /\ngatehouse hook: --wait must be a whole number of seconds from 0 to 3600\n$/],
+    [
+      ['hook', 'cursor'],
+      /^usage: gatehouse hook /,
+      /\ngatehouse hook: unknown agent 'cursor': the one hook is claude-code\n$/,
+    ],
+    [
+      ['hook', 'claude-code', '--wait', '3601'],
+      /^usage: gatehouse hook /,
+      /\ngatehouse hook: --wait must be a whole number of seconds from 0 to 3600\n$/,
+    ],
   ];
   for (const [argv, usage, problem] of cases) {
     it(`gatehouse ${argv.join(' ')}`, async () => {
@@ -124,7 +171,11 @@ describe('invalid input exits 2, like a usage error', () => {
   it('hash of a directory or a missing file, check of a missing directory', async () => {
     const dir = await run('hash', 'test/cli/fixtures');
     expect(dir).toMatchObject({ code: 2, out: '', err: 'test/cli/fixtures: cannot read it (EISDIR)\n' });
-    expect(await run('hash', 'test/cli/fixtures/nothing.json')).toMatchObject({ code: 2, out: '', err: 'test/cli/fixtures/nothing.json: no such file\n' });
+    expect(await run('hash', 'test/cli/fixtures/nothing.json')).toMatchObject({
+      code: 2,
+      out: '',
+      err: 'test/cli/fixtures/nothing.json: no such file\n',
+    });
     const check = await run('check', 'test/cli/fixtures/no-such-dir');
     expect(check).toMatchObject({ code: 2, out: '' });
   });
@@ -138,9 +189,14 @@ interface Exited {
 
 function cli(argv: string[], env: Record<string, string> = {}): Promise<Exited> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...argv], { cwd: ROOT, env: serverEnv(env), timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [CLI, ...argv],
+      { cwd: ROOT, env: serverEnv(env), timeout: 30_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr });
+      },
+    );
   });
 }
 

@@ -5,7 +5,12 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ApprovalSummary, type ClientOptions, createClient, type GatehouseClient } from '../../src/client/index.js';
+import {
+  type ApprovalSummary,
+  type ClientOptions,
+  createClient,
+  type GatehouseClient,
+} from '../../src/client/index.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { listenLoopback } from '../helpers/http.js';
 

@@ -9,14 +9,28 @@ import { generateText, type ModelMessage, streamText, tool } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { GatehouseAbortError, gatehouseToolApproval, gateTools, type PendingRequest, settleApprovalRequests } from '../../src/client/ai-sdk.js';
+import {
+  GatehouseAbortError,
+  gatehouseToolApproval,
+  gateTools,
+  type PendingRequest,
+  settleApprovalRequests,
+} from '../../src/client/ai-sdk.js';
 import { fileMemory, type GatehouseClient } from '../../src/client/index.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
-import { expiredMessage, firstPending, type Gatehouse, loseFirstRedeemAnswer, newRunId, startGatehouse } from './adapters-fixture.js';
+import {
+  expiredMessage,
+  firstPending,
+  type Gatehouse,
+  loseFirstRedeemAnswer,
+  newRunId,
+  startGatehouse,
+} from './adapters-fixture.js';
 
 type LanguageModelV4GenerateResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
 type Prompt = MockLanguageModelV4['doGenerateCalls'][number]['prompt'];
-type StreamPart = Awaited<ReturnType<MockLanguageModelV4['doStream']>>['stream'] extends ReadableStream<infer P> ? P : never;
+type StreamPart =
+  Awaited<ReturnType<MockLanguageModelV4['doStream']>>['stream'] extends ReadableStream<infer P> ? P : never;
 
 let gh: Gatehouse;
 beforeAll(async () => {
@@ -69,7 +83,12 @@ const usage = {
 let calls = 0;
 /** A model step that calls these tools. */
 const callTools = (...list: { name: string; input: Record<string, unknown> }[]): LanguageModelV4GenerateResult => ({
-  content: list.map((c) => ({ type: 'tool-call', toolCallId: `call-${++calls}`, toolName: c.name, input: JSON.stringify(c.input) })),
+  content: list.map((c) => ({
+    type: 'tool-call',
+    toolCallId: `call-${++calls}`,
+    toolName: c.name,
+    input: JSON.stringify(c.input),
+  })),
   finishReason: { unified: 'tool-calls', raw: undefined },
   usage,
   warnings: [],
@@ -94,9 +113,13 @@ function scripted(...steps: LanguageModelV4GenerateResult[]): MockLanguageModelV
 }
 
 /** The tool outputs the model was shown in a prompt, by tool name. */
-function toolOutputs(prompt: Prompt): { toolName: string; output: { type: string; value?: unknown; reason?: string } }[] {
+function toolOutputs(
+  prompt: Prompt,
+): { toolName: string; output: { type: string; value?: unknown; reason?: string } }[] {
   return prompt.flatMap((m) =>
-    m.role === 'tool' ? m.content.flatMap((p) => (p.type === 'tool-result' ? [{ toolName: p.toolName, output: p.output }] : [])) : [],
+    m.role === 'tool'
+      ? m.content.flatMap((p) => (p.type === 'tool-result' ? [{ toolName: p.toolName, output: p.output }] : []))
+      : [],
   );
 }
 
@@ -121,16 +144,24 @@ describe('toolApproval + gateTools: the decisions without a human', () => {
     expect(ledger).toEqual(['lookup_order A1']);
     expect(result.text).toBe('The order shipped; I may not wipe orders.');
     const shown = toolOutputs(promptOf(model, 1));
-    expect(shown).toContainEqual({ toolName: 'lookup_order', output: { type: 'json', value: { order: 'A1', status: 'shipped' } } });
+    expect(shown).toContainEqual({
+      toolName: 'lookup_order',
+      output: { type: 'json', value: { order: 'A1', status: 'shipped' } },
+    });
     const denial = shown.find((s) => s.toolName === 'wipe_orders')!.output;
     expect(denial.type).toBe('execution-denied');
-    expect(denial.reason).toMatch(/^The "wipe_orders" action was not approved by policy\. Reason: never from an agent\./);
+    expect(denial.reason).toMatch(
+      /^The "wipe_orders" action was not approved by policy\. Reason: never from an agent\./,
+    );
   });
 
   it('an abort ends the run: generateText rejects with GatehouseAbortError, no tool ran, no further step', async () => {
     const ledger: string[] = [];
     const client = gh.agent();
-    const model = scripted(callTools({ name: 'lookup_order', input: { order: 'A2' } }, { name: 'drop_database', input: {} }), say('unreachable'));
+    const model = scripted(
+      callTools({ name: 'lookup_order', input: { order: 'A2' } }, { name: 'drop_database', input: {} }),
+      say('unreachable'),
+    );
     const run = generateText({
       model,
       prompt: 'Drop the database.',
@@ -139,7 +170,9 @@ describe('toolApproval + gateTools: the decisions without a human', () => {
       stopWhen: () => false,
     });
     await expect(run).rejects.toBeInstanceOf(GatehouseAbortError);
-    await expect(run).rejects.toThrow(/^The "drop_database" action crossed a hard limit of this run \(dropping the database ends the run\)/);
+    await expect(run).rejects.toThrow(
+      /^The "drop_database" action crossed a hard limit of this run \(dropping the database ends the run\)/,
+    );
     expect(ledger).toEqual([]); // not even the allowed call of the same step: the run ended before any ran
     expect(model.doGenerateCalls).toHaveLength(1);
   });
@@ -168,7 +201,12 @@ describe('gateTools alone: execute is the enforcement point', () => {
   it('a denied call throws GatehouseRefusalError, which the model reads as the tool error', async () => {
     const ledger: string[] = [];
     const model = scripted(callTools({ name: 'wipe_orders', input: {} }), say('I may not.'));
-    await generateText({ model, prompt: 'Wipe.', tools: gateTools(fixtureTools(ledger), gh.agent()), stopWhen: () => false });
+    await generateText({
+      model,
+      prompt: 'Wipe.',
+      tools: gateTools(fixtureTools(ledger), gh.agent()),
+      stopWhen: () => false,
+    });
     expect(ledger).toEqual([]);
     const [shown] = toolOutputs(promptOf(model, 1));
     expect(shown?.output.type).toBe('error-text');
@@ -227,7 +265,13 @@ async function stopForOperator(client: GatehouseClient, ledger: string[], runId:
 }
 
 /** Resume the run with the approval responses. */
-function resume(model: MockLanguageModelV4, client: GatehouseClient, ledger: string[], runId: string, messages: ModelMessage[]) {
+function resume(
+  model: MockLanguageModelV4,
+  client: GatehouseClient,
+  ledger: string[],
+  runId: string,
+  messages: ModelMessage[],
+) {
   return generateText({
     model,
     messages,
@@ -245,7 +289,10 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     const { model, first, messages } = await stopForOperator(client, ledger, runId, 'R1');
     const requests = first.content.filter((p) => p.type === 'tool-approval-request');
     expect(requests).toHaveLength(1);
-    expect(requests[0]).toMatchObject({ toolCall: { toolName: 'refund' }, reason: expect.stringMatching(/^The "refund" action needs an operator's approval/) });
+    expect(requests[0]).toMatchObject({
+      toolCall: { toolName: 'refund' },
+      reason: expect.stringMatching(/^The "refund" action needs an operator's approval/),
+    });
     expect(ledger).toEqual([]);
     const [filed] = await gh.approvalsOf(runId);
     expect(filed?.status).toBe('pending');
@@ -258,12 +305,16 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     await gh.operator.approvals.grant(filed!.id, { note: 'customer called' });
     const { responses, pending } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
     expect(pending).toEqual([]);
-    expect(responses).toEqual([{ type: 'tool-approval-response', approvalId: requests[0]!.approvalId, approved: true }]);
+    expect(responses).toEqual([
+      { type: 'tool-approval-response', approvalId: requests[0]!.approvalId, approved: true },
+    ]);
 
     const done = await resume(model, client, ledger, runId, [...messages, { role: 'tool', content: responses }]);
     expect(ledger).toEqual(['refund R1 150']);
     expect(done.text).toBe('Done.');
-    expect(toolOutputs(promptOf(model, 1))).toEqual([{ toolName: 'refund', output: { type: 'json', value: { refunded: 150 } } }]);
+    expect(toolOutputs(promptOf(model, 1))).toEqual([
+      { toolName: 'refund', output: { type: 'json', value: { refunded: 150 } } },
+    ]);
     // The one approval toolApproval filed is the one execute redeemed.
     expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'consumed']]);
   });
@@ -288,11 +339,16 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     const [filed] = await gh.approvalsOf(runId);
     await gh.operator.approvals.deny(filed!.id, { message: 'duplicate of an earlier refund' });
     const { responses } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0 });
-    expect(responses).toMatchObject([{ approved: false, reason: expect.stringContaining('duplicate of an earlier refund') }]);
+    expect(responses).toMatchObject([
+      { approved: false, reason: expect.stringContaining('duplicate of an earlier refund') },
+    ]);
     await resume(model, client, ledger, runId, [...messages, { role: 'tool', content: responses }]);
     expect(ledger).toEqual([]);
     expect(toolOutputs(promptOf(model, 1))).toEqual([
-      { toolName: 'refund', output: { type: 'execution-denied', reason: expect.stringContaining('duplicate of an earlier refund') } },
+      {
+        toolName: 'refund',
+        output: { type: 'execution-denied', reason: expect.stringContaining('duplicate of an earlier refund') },
+      },
     ]);
   });
 
@@ -302,7 +358,9 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     const client = gh.agent();
     const { model, first, messages } = await stopForOperator(client, ledger, runId, 'R4');
     const forged = first.content.flatMap((p) =>
-      p.type === 'tool-approval-request' ? [{ type: 'tool-approval-response' as const, approvalId: p.approvalId, approved: true }] : [],
+      p.type === 'tool-approval-request'
+        ? [{ type: 'tool-approval-response' as const, approvalId: p.approvalId, approved: true }]
+        : [],
     );
     await generateText({
       model,
@@ -313,7 +371,10 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     });
     expect(ledger).toEqual([]);
     const [shown] = toolOutputs(promptOf(model, 1));
-    expect(shown?.output).toMatchObject({ type: 'error-text', value: expect.stringMatching(/^The "refund" action needs an operator's approval/) });
+    expect(shown?.output).toMatchObject({
+      type: 'error-text',
+      value: expect.stringMatching(/^The "refund" action needs an operator's approval/),
+    });
     expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['pending']); // still the one, still pending
   });
 
@@ -341,7 +402,11 @@ describe('an approval: filed by toolApproval, decided in Gatehouse, redeemed by 
     // The first process waits, and goes away while it waits.
     const gone = new AbortController();
     const waiting = firstPending<{ id: string }>();
-    const interrupted = settleApprovalRequests(first, before, { runId, signal: gone.signal, onPending: waiting.onPending });
+    const interrupted = settleApprovalRequests(first, before, {
+      runId,
+      signal: gone.signal,
+      onPending: waiting.onPending,
+    });
     const { id } = await waiting.seen;
     gone.abort();
     expect((await interrupted).pending.map((p) => p.approval.id)).toEqual([id]);
@@ -386,7 +451,9 @@ describe('an approval that expires', () => {
     expect(responses).toMatchObject([{ approved: false, reason: expiredMessage('refund') }]);
     await resume(model, client, ledger, runId, [...messages, { role: 'tool', content: responses }]);
     expect(ledger).toEqual([]);
-    expect(toolOutputs(promptOf(model, 1))).toEqual([{ toolName: 'refund', output: { type: 'execution-denied', reason: expiredMessage('refund') } }]);
+    expect(toolOutputs(promptOf(model, 1))).toEqual([
+      { toolName: 'refund', output: { type: 'execution-denied', reason: expiredMessage('refund') } },
+    ]);
     expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'expired']]);
   });
 
@@ -405,7 +472,9 @@ describe('an approval that expires', () => {
     await gh.expire(id);
     await run;
     expect(ledger).toEqual([]);
-    expect(toolOutputs(promptOf(model, 1))).toEqual([{ toolName: 'refund', output: { type: 'error-text', value: expiredMessage('refund') } }]);
+    expect(toolOutputs(promptOf(model, 1))).toEqual([
+      { toolName: 'refund', output: { type: 'error-text', value: expiredMessage('refund') } },
+    ]);
     expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[id, 'expired']]);
   });
 
@@ -419,7 +488,9 @@ describe('an approval that expires', () => {
     const again = await stopForOperator(client, ledger, runId, 'E3');
     // Denied by the approval step itself (the SDK records that as an automatic request): nothing for a person.
     expect(again.first.content.filter((p) => p.type === 'tool-approval-request' && !p.isAutomatic)).toEqual([]);
-    expect(toolOutputs(promptOf(again.model, 1))).toEqual([{ toolName: 'refund', output: { type: 'execution-denied', reason: expiredMessage('refund') } }]);
+    expect(toolOutputs(promptOf(again.model, 1))).toEqual([
+      { toolName: 'refund', output: { type: 'execution-denied', reason: expiredMessage('refund') } },
+    ]);
     expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['expired']);
     const third = await stopForOperator(client, ledger, runId, 'E3');
     expect(third.first.content.filter((p) => p.type === 'tool-approval-request' && !p.isAutomatic)).toHaveLength(1);
@@ -434,7 +505,11 @@ describe('an approval that expires', () => {
     const { first } = await stopForOperator(client, ledger, runId, 'E4');
     const [filed] = await gh.approvalsOf(runId);
     await gh.expire(filed!.id);
-    const { responses, pending } = await settleApprovalRequests(first, client, { runId, maxWaitMs: 0, onExpired: 'refile' });
+    const { responses, pending } = await settleApprovalRequests(first, client, {
+      runId,
+      maxWaitMs: 0,
+      onExpired: 'refile',
+    });
     expect(responses).toEqual([]);
     expect(pending).toHaveLength(1);
     const statuses = (await gh.approvalsOf(runId)).map((a) => [a.id, a.status]);
@@ -448,7 +523,9 @@ describe('an approval that expires', () => {
 describe('a 503 in the approval step', () => {
   it('is retried per its Retry-After: the call is decided, not denied', async () => {
     let decides = 0;
-    const proxy = await startFaultProxy(gh.url, (req) => (req.url === '/decide' && decides++ === 0 ? 'unavailable' : 'forward'));
+    const proxy = await startFaultProxy(gh.url, (req) =>
+      req.url === '/decide' && decides++ === 0 ? 'unavailable' : 'forward',
+    );
     try {
       const ledger: string[] = [];
       const client = gh.agent({ url: proxy.url });
@@ -473,7 +550,10 @@ describe('a 503 in the approval step', () => {
     try {
       const ledger: string[] = [];
       const client = gh.agent({ url: proxy.url });
-      const model = scripted(callTools({ name: 'lookup_order', input: { order: 'U2' } }), say('Gatehouse is unavailable.'));
+      const model = scripted(
+        callTools({ name: 'lookup_order', input: { order: 'U2' } }),
+        say('Gatehouse is unavailable.'),
+      );
       await generateText({
         model,
         prompt: 'Look up U2.',
@@ -502,7 +582,12 @@ describe('streaming', () => {
     const streams: StreamPart[][] = [
       [
         { type: 'stream-start', warnings: [] },
-        { type: 'tool-call', toolCallId: `call-${++calls}`, toolName: 'refund', input: JSON.stringify({ order: 'T1', amount: 150 }) },
+        {
+          type: 'tool-call',
+          toolCallId: `call-${++calls}`,
+          toolName: 'refund',
+          input: JSON.stringify({ order: 'T1', amount: 150 }),
+        },
         { type: 'finish', usage, finishReason: { unified: 'tool-calls', raw: undefined } },
       ],
       [
@@ -513,7 +598,9 @@ describe('streaming', () => {
         { type: 'finish', usage, finishReason: { unified: 'stop', raw: undefined } },
       ],
     ];
-    const model = new MockLanguageModelV4({ doStream: async () => ({ stream: convertArrayToReadableStream(streams.shift() ?? []) }) });
+    const model = new MockLanguageModelV4({
+      doStream: async () => ({ stream: convertArrayToReadableStream(streams.shift() ?? []) }),
+    });
     const options = {
       model,
       tools: gateTools(fixtureTools(ledger), client, { runId }),
@@ -528,7 +615,10 @@ describe('streaming', () => {
     await gh.operator.approvals.grant(filed!.id);
     const { responses, pending } = await settleApprovalRequests({ content }, client, { runId, maxWaitMs: 0 });
     expect(pending).toEqual([]);
-    const second = streamText({ ...options, messages: [...messages, ...(await first.response).messages, { role: 'tool', content: responses }] });
+    const second = streamText({
+      ...options,
+      messages: [...messages, ...(await first.response).messages, { role: 'tool', content: responses }],
+    });
     expect(await second.text).toBe('Refunded.');
     expect(ledger).toEqual(['refund T1 150']);
     expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['consumed']);
@@ -553,10 +643,20 @@ describe('streaming', () => {
         },
       }),
     };
-    const model = scripted(callTools({ name: 'lookup_order', input: { order: 'A9' } }, { name: 'wipe_orders', input: {} }), say('Done.'));
-    const result = await generateText({ model, prompt: 'Look up A9, wipe.', tools: gateTools(streaming, gh.agent()), stopWhen: () => false });
+    const model = scripted(
+      callTools({ name: 'lookup_order', input: { order: 'A9' } }, { name: 'wipe_orders', input: {} }),
+      say('Done.'),
+    );
+    const result = await generateText({
+      model,
+      prompt: 'Look up A9, wipe.',
+      tools: gateTools(streaming, gh.agent()),
+      stopWhen: () => false,
+    });
     expect(ledger).toEqual(['lookup_order A9 started']);
-    expect(result.steps[0]!.toolResults.map((r) => [r.toolName, r.output])).toEqual([['lookup_order', 'order A9: shipped']]);
+    expect(result.steps[0]!.toolResults.map((r) => [r.toolName, r.output])).toEqual([
+      ['lookup_order', 'order A9: shipped'],
+    ]);
     const shown = toolOutputs(promptOf(model, 1));
     expect(shown.find((s) => s.toolName === 'wipe_orders')?.output.type).toBe('error-text');
   });

@@ -8,7 +8,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createClient, fileMemory, type GatehouseClient, processMemory, type ToolCall } from '../../src/client/index.js';
+import {
+  createClient,
+  fileMemory,
+  type GatehouseClient,
+  processMemory,
+  type ToolCall,
+} from '../../src/client/index.js';
 import { callKey } from '../../src/client/memory.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { startFaultProxy, startServer } from '../helpers/fault-proxy.js';
@@ -32,7 +38,8 @@ afterAll(async () => {
   dirs = [];
 });
 
-const client = (o: Partial<Parameters<typeof createClient>[0]> = {}): GatehouseClient => createClient({ url, token: SUPPORT, ...o });
+const client = (o: Partial<Parameters<typeof createClient>[0]> = {}): GatehouseClient =>
+  createClient({ url, token: SUPPORT, ...o });
 const operator = (): GatehouseClient => createClient({ url, token: OPERATOR });
 const tempDir = async (): Promise<string> => {
   const d = await mkdtemp(join(tmpdir(), 'gatehouse-client-'));
@@ -75,7 +82,11 @@ describe('decide', () => {
   });
 
   it('throws a GatehouseError with the problem code for what is not a decision', async () => {
-    await expect(client({ token: 'not-a-jwt' }).decide(BIG_REFUND)).rejects.toMatchObject({ name: 'GatehouseError', status: 401, code: 'unauthorized' });
+    await expect(client({ token: 'not-a-jwt' }).decide(BIG_REFUND)).rejects.toMatchObject({
+      name: 'GatehouseError',
+      status: 401,
+      code: 'unauthorized',
+    });
   });
 
   it('refuses options it cannot work with', () => {
@@ -89,7 +100,10 @@ describe('gate', () => {
     const c = client();
     const allowed = await c.gate({ tool: 'lookup_order', args: { order: 'A1' } });
     expect(allowed).toMatchObject({ decision: 'allow', message: 'The "lookup_order" action is allowed by policy.' });
-    const denied = await createClient({ url, token: agentToken('agent-9', { team: 'sales' }) }).gate({ tool: 'refund', args: { order: 'A1', amount: 40 } });
+    const denied = await createClient({ url, token: agentToken('agent-9', { team: 'sales' }) }).gate({
+      tool: 'refund',
+      args: { order: 'A1', amount: 40 },
+    });
     expect(denied.decision).toBe('deny');
     expect(denied.message).toMatch(/^The "refund" action was not approved by policy/);
     const aborted = await c.gate({ tool: 'wipe_orders' });
@@ -113,7 +127,10 @@ describe('gate', () => {
   it("an operator denial reaches the model with its message, never the operators' note", async () => {
     const pending = pendingId();
     const result = client().gate(refund(), { onPending: pending.onPending });
-    await operator().approvals.deny(await pending.id, { note: 'card flagged for chargebacks', message: 'the order was already refunded' });
+    await operator().approvals.deny(await pending.id, {
+      note: 'card flagged for chargebacks',
+      message: 'the order was already refunded',
+    });
     const final = await result;
     expect(final.decision).toBe('deny');
     expect(final.message).toContain('the order was already refunded');
@@ -127,7 +144,10 @@ describe('gate', () => {
       const base = `http://127.0.0.1:${await listenLoopback(cooled.app)}`;
       const call = refund();
       const first = await createClient({ url: base, token: SUPPORT }).gate(call, { maxWaitMs: 0 });
-      await createClient({ url: base, token: OPERATOR }).approvals.deny(first.approval!.id, { note: 'card flagged', message: 'duplicate of R-7' });
+      await createClient({ url: base, token: OPERATOR }).approvals.deny(first.approval!.id, {
+        note: 'card flagged',
+        message: 'duplicate of R-7',
+      });
       // A new process: its memory holds nothing, so it files, and is told the call was just denied.
       const again = await createClient({ url: base, token: SUPPORT }).gate(call, { maxWaitMs: 0 });
       expect(again).toMatchObject({ decision: 'deny', error: { code: 'recently_denied' } });
@@ -169,7 +189,10 @@ describe('gate', () => {
     expect(look.approval?.status).toBe('pending');
     await operator().approvals.grant(look.approval!.id);
     const again = await c.gate(call, { runId: 'run-look', maxWaitMs: 0, redeem: false });
-    expect(again).toMatchObject({ decision: 'require_approval', approval: { id: look.approval!.id, status: 'granted' } });
+    expect(again).toMatchObject({
+      decision: 'require_approval',
+      approval: { id: look.approval!.id, status: 'granted' },
+    });
     expect((await operator().approvals.get(look.approval!.id)).status).toBe('granted');
     const use = await c.gate(call, { runId: 'run-look' });
     expect(use).toMatchObject({ decision: 'allow', approval: { id: look.approval!.id, status: 'consumed' } });
@@ -204,7 +227,11 @@ describe('gate', () => {
     await memory.set(await callKey('run-planted', call), JSON.stringify({ id: otherId }));
     const heard: string[] = [];
     const abort = new AbortController();
-    const result = client({ memory }).gate(call, { runId: 'run-planted', signal: abort.signal, onPending: (p) => heard.push(p.id) });
+    const result = client({ memory }).gate(call, {
+      runId: 'run-planted',
+      signal: abort.signal,
+      onPending: (p) => heard.push(p.id),
+    });
     await vi.waitFor(() => expect(heard.length).toBeGreaterThan(0), { timeout: 10_000 });
     abort.abort();
     const own = (await result).approval!.id;
@@ -242,7 +269,11 @@ describe('an approval that expires', () => {
     const id = await pending.id;
     await expire(id);
     const final = await result;
-    expect(final).toMatchObject({ decision: 'require_approval', message: UNANSWERED, approval: { id, status: 'expired' } });
+    expect(final).toMatchObject({
+      decision: 'require_approval',
+      message: UNANSWERED,
+      approval: { id, status: 'expired' },
+    });
     expect(final.error).toBeUndefined();
     expect(await approvalsOf('run-expiry')).toEqual([[id, 'expired']]);
     // Forgotten: the same call made again is a new request, with a new approval.
@@ -261,7 +292,11 @@ describe('an approval that expires', () => {
     const first = await c.gate(call, { runId: 'run-expiry-later', maxWaitMs: 0 });
     await expire(first.approval!.id);
     const later = await c.gate(call, { runId: 'run-expiry-later', maxWaitMs: 0 });
-    expect(later).toMatchObject({ decision: 'require_approval', message: UNANSWERED, approval: { id: first.approval!.id, status: 'expired' } });
+    expect(later).toMatchObject({
+      decision: 'require_approval',
+      message: UNANSWERED,
+      approval: { id: first.approval!.id, status: 'expired' },
+    });
     expect(await approvalsOf('run-expiry-later')).toEqual([[first.approval!.id, 'expired']]);
   });
 
@@ -272,7 +307,11 @@ describe('an approval that expires', () => {
     await operator().approvals.grant(look.approval!.id);
     await expire(look.approval!.id);
     const use = await c.gate(call, { runId: 'run-grant-lapsed' });
-    expect(use).toMatchObject({ decision: 'require_approval', message: UNUSED, approval: { id: look.approval!.id, status: 'expired' } });
+    expect(use).toMatchObject({
+      decision: 'require_approval',
+      message: UNUSED,
+      approval: { id: look.approval!.id, status: 'expired' },
+    });
     expect(await approvalsOf('run-grant-lapsed')).toEqual([[look.approval!.id, 'expired']]);
   });
 
@@ -291,7 +330,11 @@ describe('an approval that expires', () => {
     await operator().approvals.grant(look.approval!.id);
     const use = await c.gate(call, { runId: 'run-redeem-lapsed' });
     expect(lapsed).toBe(1);
-    expect(use).toMatchObject({ decision: 'require_approval', message: UNUSED, approval: { id: look.approval!.id, status: 'expired' } });
+    expect(use).toMatchObject({
+      decision: 'require_approval',
+      message: UNUSED,
+      approval: { id: look.approval!.id, status: 'expired' },
+    });
     expect(await approvalsOf('run-redeem-lapsed')).toEqual([[look.approval!.id, 'expired']]);
   });
 
@@ -325,7 +368,10 @@ describe('failing closed', () => {
     await new Promise<void>((r) => dead.listen(0, '127.0.0.1', r));
     const port = (dead.address() as AddressInfo).port;
     await new Promise<void>((r) => dead.close(() => r()));
-    const result = await createClient({ url: `http://127.0.0.1:${port}`, token: SUPPORT }).gate({ tool: 'lookup_order', args: { order: 'A1' } });
+    const result = await createClient({ url: `http://127.0.0.1:${port}`, token: SUPPORT }).gate({
+      tool: 'lookup_order',
+      args: { order: 'A1' },
+    });
     expect(result.decision).toBe('deny');
     expect(result.error?.code).toBe('unreachable');
     expect(result.message).toMatch(/was not run/);
@@ -366,9 +412,14 @@ describe('failing closed', () => {
 
   it('a 503 is retried after its Retry-After while the wait allows', async () => {
     let refused = 0;
-    const proxy = await startFaultProxy(url, (req) => (req.url === '/decide' && refused++ === 0 ? 'unavailable' : 'forward'));
+    const proxy = await startFaultProxy(url, (req) =>
+      req.url === '/decide' && refused++ === 0 ? 'unavailable' : 'forward',
+    );
     try {
-      const result = await createClient({ url: proxy.url, token: SUPPORT }).gate({ tool: 'lookup_order', args: { order: 'A1' } }, { maxWaitMs: 5000 });
+      const result = await createClient({ url: proxy.url, token: SUPPORT }).gate(
+        { tool: 'lookup_order', args: { order: 'A1' } },
+        { maxWaitMs: 5000 },
+      );
       expect(result.decision).toBe('allow');
       expect(refused).toBe(2);
     } finally {
@@ -378,9 +429,14 @@ describe('failing closed', () => {
 
   it('a look that files and returns (maxWaitMs 0) retries a 503 too, within maxRetryMs', async () => {
     let refused = 0;
-    const proxy = await startFaultProxy(url, (req) => (req.url === '/approvals' && refused++ === 0 ? 'unavailable' : 'forward'));
+    const proxy = await startFaultProxy(url, (req) =>
+      req.url === '/approvals' && refused++ === 0 ? 'unavailable' : 'forward',
+    );
     try {
-      const result = await createClient({ url: proxy.url, token: SUPPORT }).gate(refund(), { maxWaitMs: 0, redeem: false });
+      const result = await createClient({ url: proxy.url, token: SUPPORT }).gate(refund(), {
+        maxWaitMs: 0,
+        redeem: false,
+      });
       expect(result).toMatchObject({ decision: 'require_approval', approval: { status: 'pending' } });
       expect(proxy.seen.filter((s) => s.url === '/approvals')).toHaveLength(2);
     } finally {
@@ -408,7 +464,9 @@ describe('failing closed', () => {
 describe('a redeem whose answer is lost', () => {
   it('is retried with the same Idempotency-Key and reads the kept allow: the grant is not burnt', async () => {
     let cut = 0;
-    const proxy = await startFaultProxy(url, (_req, body) => (body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward'));
+    const proxy = await startFaultProxy(url, (_req, body) =>
+      body.includes('"approval_id"') && cut++ === 0 ? 'lose-answer' : 'forward',
+    );
     try {
       const pending = pendingId();
       const result = createClient({ url: proxy.url, token: SUPPORT }).gate(refund(), { onPending: pending.onPending });
@@ -429,21 +487,34 @@ describe('a redeem whose answer is lost', () => {
   it('after a restart too: the stored attempt is sent again as it was, and the call is allowed', async () => {
     const dir = await tempDir();
     let losing = true;
-    const proxy = await startFaultProxy(url, (_req, body) => (body.includes('"approval_id"') && losing ? 'lose-answer' : 'forward'));
+    const proxy = await startFaultProxy(url, (_req, body) =>
+      body.includes('"approval_id"') && losing ? 'lose-answer' : 'forward',
+    );
     try {
       const call = refund();
-      const first = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, { runId: 'r', maxWaitMs: 0 });
+      const first = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, {
+        runId: 'r',
+        maxWaitMs: 0,
+      });
       await operator().approvals.grant(first.approval!.id);
       // Every answer to the redeem is lost: the process gives up, failing closed.
-      const lost = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, { runId: 'r', maxWaitMs: 5000 });
+      const lost = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, {
+        runId: 'r',
+        maxWaitMs: 5000,
+      });
       expect(lost.decision).toBe('deny');
       expect(lost.error?.code).toBe('unreachable');
       expect((await operator().approvals.get(first.approval!.id)).status).toBe('consumed');
       losing = false;
-      const resumed = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, { runId: 'r' });
+      const resumed = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, {
+        runId: 'r',
+      });
       expect(resumed).toMatchObject({ decision: 'allow', approval: { id: first.approval!.id, status: 'consumed' } });
       // The memory forgets a settled call: the same call again needs a new approval.
-      const again = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, { runId: 'r', maxWaitMs: 0 });
+      const again = await createClient({ url: proxy.url, token: SUPPORT, memory: fileMemory(dir) }).gate(call, {
+        runId: 'r',
+        maxWaitMs: 0,
+      });
       expect(again.decision).toBe('require_approval');
       expect(again.approval?.id).not.toBe(first.approval!.id);
     } finally {

@@ -51,7 +51,8 @@ interface ObjectView {
 function objectView(...schemas: JsonSchema[]): ObjectView {
   const views = schemas.map((s) => collect(s));
   const properties = new Map<string, JsonSchema>();
-  for (const v of views) for (const [name, schema] of v.properties) if (!properties.has(name)) properties.set(name, schema);
+  for (const v of views)
+    for (const [name, schema] of v.properties) if (!properties.has(name)) properties.set(name, schema);
   const required = new Set([...properties.keys()].filter((name) => views.every((v) => v.required.has(name))));
   return { properties, required };
 }
@@ -93,7 +94,8 @@ function disagreements(shape: Shape, schemas: JsonSchema[], where: string, excep
   const view = objectView(...schemas);
   const problems: string[] = [];
   const documented = [...view.properties.keys()].filter((n) => !except.includes(n));
-  for (const name of documented) if (!Object.hasOwn(shape, name)) problems.push(`${where}.${name}: in openapi.yaml, not in the client`);
+  for (const name of documented)
+    if (!Object.hasOwn(shape, name)) problems.push(`${where}.${name}: in openapi.yaml, not in the client`);
   for (const [name, field] of Object.entries(shape) as [string, Field][]) {
     const schema = view.properties.get(name);
     if (schema === undefined || except.includes(name)) {
@@ -107,14 +109,18 @@ function disagreements(shape: Shape, schemas: JsonSchema[], where: string, excep
     }
     const kind = kindOf(schema);
     if (kind.nested === undefined) {
-      if (field.shape !== undefined) problems.push(`${where}.${name}: the client reads named fields, openapi.yaml has none`);
+      if (field.shape !== undefined)
+        problems.push(`${where}.${name}: the client reads named fields, openapi.yaml has none`);
       continue;
     }
     if (field.shape === undefined) {
-      problems.push(`${where}.${name}: openapi.yaml names its fields, the client passes it unread (its names would keep the wire's case)`);
+      problems.push(
+        `${where}.${name}: openapi.yaml names its fields, the client passes it unread (its names would keep the wire's case)`,
+      );
       continue;
     }
-    if ((field.list ?? false) !== (kind.list ?? false)) problems.push(`${where}.${name}: a list in one, not in the other`);
+    if ((field.list ?? false) !== (kind.list ?? false))
+      problems.push(`${where}.${name}: a list in one, not in the other`);
     problems.push(...disagreements(field.shape, [kind.nested], `${where}.${name}${kind.list ? '[]' : ''}`));
   }
   return problems;
@@ -149,8 +155,20 @@ const headerNames = (method: string, path: string): string[] =>
 
 /** Each method of the client, the route it wraps, and the shapes it sends and reads. */
 const ROUTES = {
-  decide: { method: 'post', path: '/decide', body: DECIDE_REQUEST, answers: { DECISION: ['200', '403'] }, idempotent: true },
-  gate: { method: 'post', path: '/decide', body: DECIDE_REQUEST, answers: { DECISION: ['200', '403'] }, idempotent: false },
+  decide: {
+    method: 'post',
+    path: '/decide',
+    body: DECIDE_REQUEST,
+    answers: { DECISION: ['200', '403'] },
+    idempotent: true,
+  },
+  gate: {
+    method: 'post',
+    path: '/decide',
+    body: DECIDE_REQUEST,
+    answers: { DECISION: ['200', '403'] },
+    idempotent: false,
+  },
   tools: { method: 'get', path: '/tools', answers: { TOOLS_RESPONSE: ['200'] }, idempotent: false },
   'approvals.file': {
     method: 'post',
@@ -160,10 +178,33 @@ const ROUTES = {
     idempotent: true,
   },
   'approvals.get': { method: 'get', path: '/approvals/x', answers: { APPROVAL: ['200'] }, idempotent: false },
-  'approvals.list': { method: 'get', path: '/approvals', query: LIST_QUERY, answers: { APPROVAL_PAGE: ['200'] }, idempotent: false },
-  'approvals.grant': { method: 'post', path: '/approvals/x/grant', body: GRANT_REQUEST, answers: { APPROVAL: ['200'] }, idempotent: false },
-  'approvals.deny': { method: 'post', path: '/approvals/x/deny', body: DENY_REQUEST, answers: { APPROVAL: ['200'] }, idempotent: false },
-  'approvals.cancel': { method: 'post', path: '/approvals/x/cancel', answers: { APPROVAL: ['200'] }, idempotent: false },
+  'approvals.list': {
+    method: 'get',
+    path: '/approvals',
+    query: LIST_QUERY,
+    answers: { APPROVAL_PAGE: ['200'] },
+    idempotent: false,
+  },
+  'approvals.grant': {
+    method: 'post',
+    path: '/approvals/x/grant',
+    body: GRANT_REQUEST,
+    answers: { APPROVAL: ['200'] },
+    idempotent: false,
+  },
+  'approvals.deny': {
+    method: 'post',
+    path: '/approvals/x/deny',
+    body: DENY_REQUEST,
+    answers: { APPROVAL: ['200'] },
+    idempotent: false,
+  },
+  'approvals.cancel': {
+    method: 'post',
+    path: '/approvals/x/cancel',
+    answers: { APPROVAL: ['200'] },
+    idempotent: false,
+  },
 } as const;
 
 // A decision that needs no approval (the 409 of POST /approvals) never says what to do next.
@@ -173,7 +214,10 @@ const SHAPES: Record<string, Shape> = { DECISION, DECISION_WITHOUT_NEXT, TOOLS_R
 describe('the client shapes are the schemas of openapi.yaml', () => {
   it('covers every method of the client', () => {
     const client = createClient({ url: 'http://127.0.0.1:1', token: 't' });
-    const methods = [...Object.keys(client).filter((k) => k !== 'approvals'), ...Object.keys(client.approvals).map((k) => `approvals.${k}`)].sort();
+    const methods = [
+      ...Object.keys(client).filter((k) => k !== 'approvals'),
+      ...Object.keys(client.approvals).map((k) => `approvals.${k}`),
+    ].sort();
     expect(methods).toEqual(Object.keys(ROUTES).sort());
   });
 
@@ -188,14 +232,24 @@ describe('the client shapes are the schemas of openapi.yaml', () => {
         problems.push(...disagreements(route.body, [requestBody(route.method, route.path)], `${where} body`, except));
       }
       for (const [shape, statuses] of Object.entries(route.answers)) {
-        problems.push(...disagreements(SHAPES[shape]!, responseBodies(route.method, route.path, [...statuses]), `${where} ${statuses.join('/')}`));
+        problems.push(
+          ...disagreements(
+            SHAPES[shape]!,
+            responseBodies(route.method, route.path, [...statuses]),
+            `${where} ${statuses.join('/')}`,
+          ),
+        );
       }
       expect(problems).toEqual([]);
     });
   }
 
   it('GET /approvals: each query parameter is a ListQuery option of the same name, and no other', () => {
-    const problems = disagreements(LIST_QUERY, [parameterObjectSchema('get', '/approvals', 'query')], 'GET /approvals query');
+    const problems = disagreements(
+      LIST_QUERY,
+      [parameterObjectSchema('get', '/approvals', 'query')],
+      'GET /approvals query',
+    );
     expect(problems).toEqual([]);
     expect(Object.keys(LIST_QUERY).map(camelName).sort()).toEqual(queryNames('get', '/approvals'));
   });
@@ -219,7 +273,11 @@ describe('the client shapes are the schemas of openapi.yaml', () => {
     const schema: JsonSchema = {
       type: 'object',
       required: ['a_b', 'c'],
-      properties: { a_b: { type: 'string' }, c: { type: 'object', required: ['d_e'], properties: { d_e: { type: 'string' } } }, f: { type: 'string' } },
+      properties: {
+        a_b: { type: 'string' },
+        c: { type: 'object', required: ['d_e'], properties: { d_e: { type: 'string' } } },
+        f: { type: 'string' },
+      },
     };
     const shape: Shape = { a_b: { optional: true }, c: { optional: false }, g: { optional: true } };
     expect(disagreements(shape, [schema], 'x')).toEqual([
@@ -258,7 +316,11 @@ function checkedFetch(sent: Sent[], problems: string[]): Fetch {
     sent.push({ method, path: u.pathname, query, headers: init.headers, body });
     const where = `${init.method} ${u.pathname}${u.search}`;
     const found = findOperation(method, u.pathname);
-    const queryCheck = compileDocumentSchema(parameterObjectSchema(method, u.pathname, 'query'), `query ${method} ${found.path}`, coercing);
+    const queryCheck = compileDocumentSchema(
+      parameterObjectSchema(method, u.pathname, 'query'),
+      `query ${method} ${found.path}`,
+      coercing,
+    );
     if (!queryCheck({ ...query })) problems.push(`${where}: query ${JSON.stringify(queryCheck.errors)}`);
     if (body !== undefined) {
       const bodyCheck = requestValidatorFor(method, u.pathname);
@@ -282,7 +344,10 @@ function checkedFetch(sent: Sent[], problems: string[]): Fetch {
 function keysOf(value: unknown, path = ''): string[] {
   if (Array.isArray(value)) return value.flatMap((v, i) => keysOf(v, `${path}[${i}]`));
   if (value === null || typeof value !== 'object') return [];
-  return Object.entries(value).flatMap(([k, v]) => [`${path}.${k}`, ...(DATA_FIELDS.has(k) ? [] : keysOf(v, `${path}.${k}`))]);
+  return Object.entries(value).flatMap(([k, v]) => [
+    `${path}.${k}`,
+    ...(DATA_FIELDS.has(k) ? [] : keysOf(v, `${path}.${k}`)),
+  ]);
 }
 
 const snakeKeys = (value: unknown): string[] => keysOf(value).filter((p) => /_/.test(p.split('.').at(-1)!));
@@ -320,8 +385,17 @@ describe('what the client sends is what openapi.yaml accepts; what it answers is
     const call = refund();
     const filed = await agent.approvals.file(call, { idempotencyKey: 'contract-2' });
     const approval = filed.approval!;
-    expect(approval).toMatchObject({ status: 'pending', runId: 'run-contract', args: call.args, context: call.context, argsBytes: expect.any(Number) });
-    expect(await agent.approvals.get(approval.id, { waitSeconds: 1 })).toMatchObject({ id: approval.id, status: 'pending' });
+    expect(approval).toMatchObject({
+      status: 'pending',
+      runId: 'run-contract',
+      args: call.args,
+      context: call.context,
+      argsBytes: expect.any(Number),
+    });
+    expect(await agent.approvals.get(approval.id, { waitSeconds: 1 })).toMatchObject({
+      id: approval.id,
+      status: 'pending',
+    });
     const allowed = await agent.approvals.file({ tool: 'lookup_order', args: { order: 'A1' } });
     expect(allowed.decision?.decision).toBe('allow');
 
@@ -338,7 +412,8 @@ describe('what the client sends is what openapi.yaml accepts; what it answers is
     });
     expect(page.count).toBeGreaterThanOrEqual(1);
     expect(page.items).toHaveLength(1);
-    if (page.nextCursor !== null) await operator.approvals.list({ status: 'pending', order: 'oldest', limit: 1, cursor: page.nextCursor });
+    if (page.nextCursor !== null)
+      await operator.approvals.list({ status: 'pending', order: 'oldest', limit: 1, cursor: page.nextCursor });
 
     const granted = await operator.approvals.grant(approval.id, { note: 'checked' });
     expect(granted).toMatchObject({ status: 'granted', decisionNote: 'checked', decisionMessage: null });
@@ -346,8 +421,15 @@ describe('what the client sends is what openapi.yaml accepts; what it answers is
     expect(cancelled.status).toBe('cancelled');
 
     const second = (await agent.approvals.file(refund())).approval!;
-    const denied = await operator.approvals.deny(second.id, { note: 'card flagged for chargebacks', message: 'Declined by an operator.' });
-    expect(denied).toMatchObject({ status: 'denied', decisionNote: 'card flagged for chargebacks', decisionMessage: 'Declined by an operator.' });
+    const denied = await operator.approvals.deny(second.id, {
+      note: 'card flagged for chargebacks',
+      message: 'Declined by an operator.',
+    });
+    expect(denied).toMatchObject({
+      status: 'denied',
+      decisionNote: 'card flagged for chargebacks',
+      decisionMessage: 'Declined by an operator.',
+    });
 
     const tools = await agent.tools();
     expect(tools.tools.length).toBeGreaterThan(0);
@@ -358,21 +440,33 @@ describe('what the client sends is what openapi.yaml accepts; what it answers is
     expect(answers.flatMap((a) => snakeKeys(a))).toEqual([]);
     // The data kept its own names, both ways.
     expect(approval.context).toEqual({ tenant_id: 'acme' });
-    expect(sent.find((s) => s.path === '/approvals' && s.method === 'post')?.body).toMatchObject({ context: { tenant_id: 'acme' } });
+    expect(sent.find((s) => s.path === '/approvals' && s.method === 'post')?.body).toMatchObject({
+      context: { tenant_id: 'acme' },
+    });
   });
 
   it('deny: the note stays with the operators, the message reaches the agent when it cites the approval', async () => {
     const call = refund();
     const id = (await agent.approvals.file(call)).approval!.id;
-    await operator.approvals.deny(id, { note: 'card flagged for chargebacks', message: 'Declined: the order was already refunded.' });
+    await operator.approvals.deny(id, {
+      note: 'card flagged for chargebacks',
+      message: 'Declined: the order was already refunded.',
+    });
     const seen = await agent.approvals.get(id);
-    expect(seen).toMatchObject({ status: 'denied', decisionNote: null, decisionMessage: 'Declined: the order was already refunded.' });
+    expect(seen).toMatchObject({
+      status: 'denied',
+      decisionNote: null,
+      decisionMessage: 'Declined: the order was already refunded.',
+    });
     const cited = await agent.decide({ ...call, approvalId: id });
     expect(cited.decision).toBe('deny');
     expect(cited.message).toContain('Declined: the order was already refunded.');
     expect(cited.message).not.toContain('chargebacks');
     const redeem = sent.findLast((s) => s.path === '/decide');
-    expect(redeem?.body).toMatchObject({ approval_id: id, run: { id: 'run-contract', steps: [{ tool: 'lookup_order', decision: 'allow' }] } });
+    expect(redeem?.body).toMatchObject({
+      approval_id: id,
+      run: { id: 'run-contract', steps: [{ tool: 'lookup_order', decision: 'allow' }] },
+    });
     expect(problems).toEqual([]);
   });
 
@@ -391,7 +485,9 @@ describe('what the client sends is what openapi.yaml accepts; what it answers is
     await expect(agent.tools({ signal: abort.signal })).rejects.toThrow('stopped by the caller');
     await expect(agent.approvals.list({}, { signal: abort.signal })).rejects.toThrow('stopped by the caller');
     const slow: Fetch = (_u, init) =>
-      new Promise((_resolve, reject) => init.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+      new Promise((_resolve, reject) =>
+        init.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+      );
     const hanging = createClient({ url, token: SUPPORT, fetch: slow, timeoutMs: 60_000 });
     await expect(hanging.tools({ timeoutMs: 1.5 })).rejects.toThrow(/timeoutMs/);
     expect(() => createClient({ url, token: SUPPORT, timeoutMs: -1 })).toThrow(/timeoutMs/);

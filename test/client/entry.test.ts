@@ -28,16 +28,22 @@ describe('entryFor: an entry is used only for the call it was written for', () =
     expect(entryFor(entry(reordered), CALL)?.redeem?.body).toBe(reordered);
     // Absent and empty are the same arguments and context, as /decide reads them.
     const bare: ToolCall = { tool: 'Bash', run: { id: 'r' } };
-    expect(entryFor(entry(JSON.stringify({ tool: 'Bash', args: {}, context: {}, run: { id: 'r' }, approval_id: ID })), bare)).toBeDefined();
+    expect(
+      entryFor(entry(JSON.stringify({ tool: 'Bash', args: {}, context: {}, run: { id: 'r' }, approval_id: ID })), bare),
+    ).toBeDefined();
   });
 
-  const other = (patch: Record<string, unknown>) => entry(JSON.stringify({ ...JSON.parse(redeemBody(CALL, ID)), ...patch }));
+  const other = (patch: Record<string, unknown>) =>
+    entry(JSON.stringify({ ...JSON.parse(redeemBody(CALL, ID)), ...patch }));
   const discarded: [string, string][] = [
     ['another tool', other({ tool: 'Bash' })],
     ['other arguments', other({ args: { repo: 'acme/other', force: true, depth: 2 } })],
     ['an argument more', other({ args: { ...CALL.args, extra: 1 } })],
     ['an argument less', other({ args: { repo: 'acme/shop', force: true } })],
-    ['a number written otherwise (2.0 is not 2 in the canonical form)', entry(redeemBody(CALL, ID).replace('"depth":2', '"depth":2.0'))],
+    [
+      'a number written otherwise (2.0 is not 2 in the canonical form)',
+      entry(redeemBody(CALL, ID).replace('"depth":2', '"depth":2.0')),
+    ],
     ['another context', other({ context: { cwd: '/tmp/', project_dir: '/tmp/' } })],
     ['no context', other({ context: undefined })],
     ['another run', other({ run: { id: 'session-2', steps: [] } })],
@@ -46,7 +52,10 @@ describe('entryFor: an entry is used only for the call it was written for', () =
     ['another approval cited', other({ approval_id: 'another' })],
     ['no approval cited', other({ approval_id: undefined })],
     ['a field a call does not have', other({ user: 'admin' })],
-    ['a repeated key (first and last readings differ)', entry(redeemBody(CALL, ID).replace('{"tool":', '{"tool":"Bash","tool":'))],
+    [
+      'a repeated key (first and last readings differ)',
+      entry(redeemBody(CALL, ID).replace('{"tool":', '{"tool":"Bash","tool":')),
+    ],
     ['a body that is not JSON', entry('{"tool":')],
     ['a body that is not an object', entry('[]')],
     ['an entry that is not JSON', '{"id":'],
@@ -67,7 +76,8 @@ describe('entryFor: an entry is used only for the call it was written for', () =
 describe("isConsentFor: a redeem's allow counts only as this approval consumed for this call's hash", () => {
   const HASH = 'sha256:0f0e';
   const fresh = { decision: 'require_approval', approval: { kind: 'confirm', hash: HASH } } as DecisionBody;
-  const allow = (approval: Record<string, unknown> | undefined) => ({ decision: 'allow', ...(approval ? { approval } : {}) }) as DecisionBody;
+  const allow = (approval: Record<string, unknown> | undefined) =>
+    ({ decision: 'allow', ...(approval ? { approval } : {}) }) as DecisionBody;
 
   it('consumed, the approval cited, the hash of this call: consent', () => {
     expect(isConsentFor(allow({ id: ID, status: 'consumed', kind: 'confirm', hash: HASH }), ID, fresh)).toBe(true);
@@ -75,7 +85,10 @@ describe("isConsentFor: a redeem's allow counts only as this approval consumed f
 
   it.each([
     ['another approval', allow({ id: 'other', status: 'consumed', hash: HASH })],
-    ['another hash (another call, or what the policy asks changed)', allow({ id: ID, status: 'consumed', hash: 'sha256:beef' })],
+    [
+      'another hash (another call, or what the policy asks changed)',
+      allow({ id: ID, status: 'consumed', hash: 'sha256:beef' }),
+    ],
     ['not consumed', allow({ id: ID, status: 'granted', hash: HASH })],
     ['no approval: an allow that used no grant', allow(undefined)],
   ])('not %s', (_what, answer) => {
@@ -86,7 +99,10 @@ describe("isConsentFor: a redeem's allow counts only as this approval consumed f
     const consumed = allow({ id: ID, status: 'consumed', hash: HASH });
     expect(isConsentFor(consumed, ID, { ...fresh, approval: undefined })).toBe(false);
     expect(
-      isConsentFor(allow({ id: ID, status: 'consumed', hash: '' }), ID, { ...fresh, approval: { kind: 'confirm', hash: '' } as DecisionBody['approval'] }),
+      isConsentFor(allow({ id: ID, status: 'consumed', hash: '' }), ID, {
+        ...fresh,
+        approval: { kind: 'confirm', hash: '' } as DecisionBody['approval'],
+      }),
     ).toBe(false);
     expect(isConsentFor({ ...consumed, decision: 'deny' }, ID, fresh)).toBe(false);
   });

@@ -39,7 +39,11 @@ describe('nodeHttpFetch', () => {
       });
     });
     const res = await nodeHttpFetch(`${url}/decide`, init());
-    expect(seen).toMatchObject({ method: 'POST', body: '{"tool":"x"}', headers: { authorization: 'Bearer t', 'content-length': '12' } });
+    expect(seen).toMatchObject({
+      method: 'POST',
+      body: '{"tool":"x"}',
+      headers: { authorization: 'Bearer t', 'content-length': '12' },
+    });
     expect(res.status).toBe(403);
     expect(res.headers.get('Content-Type')).toBe('application/json');
     expect(res.headers.get('Retry-After')).toBe('3');

@@ -12,7 +12,14 @@ import { z } from 'zod';
 import { fileMemory, type GatehouseClient } from '../../src/client/index.js';
 import { GatehouseAbortError, gatedTool, settleInterruptions } from '../../src/client/openai-agents.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
-import { expiredMessage, firstPending, type Gatehouse, loseFirstRedeemAnswer, newRunId, startGatehouse } from './adapters-fixture.js';
+import {
+  expiredMessage,
+  firstPending,
+  type Gatehouse,
+  loseFirstRedeemAnswer,
+  newRunId,
+  startGatehouse,
+} from './adapters-fixture.js';
 
 let gh: Gatehouse;
 beforeAll(async () => {
@@ -90,32 +97,47 @@ let calls = 0;
 const call = (name: string, args: Record<string, unknown>) => functionCall(name, args, { callId: `call-${++calls}` });
 
 function agentWith(client: GatehouseClient, ledger: string[], model: ScriptedModel) {
-  return new Agent<RunCtx>({ name: 'support', instructions: 'Help the customer.', model, tools: fixtureTools(client, ledger) });
+  return new Agent<RunCtx>({
+    name: 'support',
+    instructions: 'Help the customer.',
+    model,
+    tools: fixtureTools(client, ledger),
+  });
 }
 
 /** The function call outputs the model was given in its call number `i`, by tool name. */
 function outputsIn(model: ScriptedModel, i: number): { name: string; output: unknown }[] {
   const input = model.calls[i]!.request.input;
   if (typeof input === 'string') return [];
-  return input.flatMap((item) => (item.type === 'function_call_result' ? [{ name: item.name, output: item.output }] : []));
+  return input.flatMap((item) =>
+    item.type === 'function_call_result' ? [{ name: item.name, output: item.output }] : [],
+  );
 }
 
 /** An output's text (the SDK sends a string output as `{type: 'text', text}`). */
-const textOf = (output: unknown): string => (typeof output === 'string' ? output : ((output as { text?: string }).text ?? JSON.stringify(output)));
+const textOf = (output: unknown): string =>
+  typeof output === 'string' ? output : ((output as { text?: string }).text ?? JSON.stringify(output));
 
 describe('the decisions without a human', () => {
   it('runs the allowed tool; a denied call interrupts, is rejected with the message, and the model reads it', async () => {
     const ledger: string[] = [];
     const runId = newRunId();
     const client = gh.agent();
-    const model = new ScriptedModel([[call('lookup_order', { order: 'A1' }), call('wipe_orders', {})], [assistantMessage('A1 shipped; I may not wipe.')]]);
+    const model = new ScriptedModel([
+      [call('lookup_order', { order: 'A1' }), call('wipe_orders', {})],
+      [assistantMessage('A1 shipped; I may not wipe.')],
+    ]);
     const agent = agentWith(client, ledger, model);
     const first = await runner.run(agent, 'Look up A1 and wipe all orders.', { context: { runId } });
     expect(first.interruptions.map((i) => i.name)).toEqual(['wipe_orders']);
     const { settled, pending } = await settleInterruptions(first, client, { maxWaitMs: 0 });
     expect(pending).toBe(false);
     expect(settled).toMatchObject([
-      { tool: 'wipe_orders', outcome: 'rejected', message: expect.stringMatching(/^The "wipe_orders" action was not approved by policy/) },
+      {
+        tool: 'wipe_orders',
+        outcome: 'rejected',
+        message: expect.stringMatching(/^The "wipe_orders" action was not approved by policy/),
+      },
     ]);
     const done = await runner.run(agent, first.state);
     expect(done.finalOutput).toBe('A1 shipped; I may not wipe.');
@@ -135,7 +157,9 @@ describe('the decisions without a human', () => {
     const agent = agentWith(client, ledger, model);
     const first = await runner.run(agent, 'Drop it.', { context: { runId: newRunId() } });
     await expect(settleInterruptions(first, client)).rejects.toThrow(GatehouseAbortError);
-    await expect(settleInterruptions(first, client)).rejects.toThrow(/^The "drop_database" action crossed a hard limit of this run/);
+    await expect(settleInterruptions(first, client)).rejects.toThrow(
+      /^The "drop_database" action crossed a hard limit of this run/,
+    );
     expect(ledger).toEqual([]);
     expect(model.calls).toHaveLength(1);
   });
@@ -154,7 +178,9 @@ describe('the decisions without a human', () => {
     // The SDK wraps what a tool throws past its errorFunction in a ToolCallError.
     expect(error).toBeInstanceOf(ToolCallError);
     expect((error as ToolCallError).error).toBeInstanceOf(GatehouseAbortError);
-    expect((error as ToolCallError).error.message).toMatch(/^The "drop_database" action crossed a hard limit of this run/);
+    expect((error as ToolCallError).error.message).toMatch(
+      /^The "drop_database" action crossed a hard limit of this run/,
+    );
     expect(ledger).toEqual([]);
     expect(model.calls).toHaveLength(1);
   });
@@ -162,12 +188,18 @@ describe('the decisions without a human', () => {
   it('Gatehouse unreachable: the call interrupts and is rejected (fails closed), nothing runs', async () => {
     const ledger: string[] = [];
     const down = gh.agent({ url: 'http://127.0.0.1:1' });
-    const model = new ScriptedModel([[call('lookup_order', { order: 'A3' })], [assistantMessage('Gatehouse is down.')]]);
+    const model = new ScriptedModel([
+      [call('lookup_order', { order: 'A3' })],
+      [assistantMessage('Gatehouse is down.')],
+    ]);
     const agent = agentWith(down, ledger, model);
     const first = await runner.run(agent, 'Look up A3.', { context: { runId: newRunId() } });
     const { settled } = await settleInterruptions(first, down);
     expect(settled).toMatchObject([
-      { outcome: 'rejected', message: expect.stringMatching(/not run: Gatehouse could not check it against policy \(unreachable\)/) },
+      {
+        outcome: 'rejected',
+        message: expect.stringMatching(/not run: Gatehouse could not check it against policy \(unreachable\)/),
+      },
     ]);
     await runner.run(agent, first.state);
     expect(ledger).toEqual([]);
@@ -228,7 +260,9 @@ describe('an approval: filed by needsApproval, decided in Gatehouse, redeemed by
     const [filed] = await gh.approvalsOf(runId);
     await gh.operator.approvals.deny(filed!.id, { message: 'duplicate of an earlier refund' });
     const { settled } = await settleInterruptions(first, client, { maxWaitMs: 0 });
-    expect(settled).toMatchObject([{ outcome: 'rejected', message: expect.stringContaining('duplicate of an earlier refund') }]);
+    expect(settled).toMatchObject([
+      { outcome: 'rejected', message: expect.stringContaining('duplicate of an earlier refund') },
+    ]);
     await runner.run(agent, first.state);
     expect(ledger).toEqual([]);
     expect(textOf(outputsIn(model, 1)[0]?.output)).toContain('duplicate of an earlier refund');
@@ -328,14 +362,19 @@ describe('an approval that expires', () => {
     const ledger: string[] = [];
     const runId = newRunId();
     const client = gh.agent();
-    const model = new ScriptedModel([[call('refund', { order: 'E1', amount: 150 })], [assistantMessage('It expired.')]]);
+    const model = new ScriptedModel([
+      [call('refund', { order: 'E1', amount: 150 })],
+      [assistantMessage('It expired.')],
+    ]);
     const agent = agentWith(client, ledger, model);
     const first = await runner.run(agent, 'Refund E1.', { context: { runId } });
     const [filed] = await gh.approvalsOf(runId);
     await gh.expire(filed!.id);
     const { settled, pending } = await settleInterruptions(first, client, { maxWaitMs: 0 });
     expect(pending).toBe(false);
-    expect(settled).toMatchObject([{ outcome: 'rejected', message: expiredMessage('refund'), approval: { id: filed!.id, status: 'expired' } }]);
+    expect(settled).toMatchObject([
+      { outcome: 'rejected', message: expiredMessage('refund'), approval: { id: filed!.id, status: 'expired' } },
+    ]);
     await runner.run(agent, first.state);
     expect(ledger).toEqual([]);
     expect(textOf(outputsIn(model, 1)[0]?.output)).toBe(expiredMessage('refund'));
@@ -359,7 +398,9 @@ describe('an approval that expires', () => {
     const again = await runner.run(agent, 'Refund E2.', { context: { runId } });
     expect(again.interruptions.map((i) => i.name)).toEqual(['refund']);
     const { settled } = await settleInterruptions(again, client, { maxWaitMs: 0 });
-    expect(settled).toMatchObject([{ outcome: 'rejected', message: expiredMessage('refund'), approval: { id: filed!.id, status: 'expired' } }]);
+    expect(settled).toMatchObject([
+      { outcome: 'rejected', message: expiredMessage('refund'), approval: { id: filed!.id, status: 'expired' } },
+    ]);
     await runner.run(agent, again.state);
     expect(ledger).toEqual([]);
     expect(textOf(outputsIn(model, 2)[0]?.output)).toBe(expiredMessage('refund'));
@@ -370,12 +411,16 @@ describe('an approval that expires', () => {
 describe('a 503 in needsApproval', () => {
   it('is retried per its Retry-After: the allowed call runs without an interruption', async () => {
     let decides = 0;
-    const proxy = await startFaultProxy(gh.url, (req) => (req.url === '/decide' && decides++ === 0 ? 'unavailable' : 'forward'));
+    const proxy = await startFaultProxy(gh.url, (req) =>
+      req.url === '/decide' && decides++ === 0 ? 'unavailable' : 'forward',
+    );
     try {
       const ledger: string[] = [];
       const client = gh.agent({ url: proxy.url });
       const model = new ScriptedModel([[call('lookup_order', { order: 'U1' })], [assistantMessage('Shipped.')]]);
-      const done = await runner.run(agentWith(client, ledger, model), 'Look up U1.', { context: { runId: newRunId() } });
+      const done = await runner.run(agentWith(client, ledger, model), 'Look up U1.', {
+        context: { runId: newRunId() },
+      });
       expect(done.interruptions).toEqual([]);
       expect(ledger).toEqual(['lookup_order U1']);
       expect(decides).toBe(3); // needsApproval's /decide twice (a 503, then its answer), then execute's
@@ -387,9 +432,12 @@ describe('a 503 in needsApproval', () => {
 
 describe('gatedTool', () => {
   it('refuses a needsApproval of its own: Gatehouse decides when a human is needed', () => {
-    expect(() => gatedTool({ name: 'x', description: 'x', parameters: z.object({}), needsApproval: true, execute: async () => 'x' }, gh.agent())).toThrow(
-      /needsApproval is Gatehouse's/,
-    );
+    expect(() =>
+      gatedTool(
+        { name: 'x', description: 'x', parameters: z.object({}), needsApproval: true, execute: async () => 'x' },
+        gh.agent(),
+      ),
+    ).toThrow(/needsApproval is Gatehouse's/);
   });
 
   it('leaves the interruptions of tools it did not gate to the host', async () => {
@@ -399,7 +447,15 @@ describe('gatedTool', () => {
     const agent = new Agent({
       name: 'x',
       model,
-      tools: [tool({ name: 'own', description: 'own', parameters: z.object({}), needsApproval: true, execute: async () => ledger.push('own') })],
+      tools: [
+        tool({
+          name: 'own',
+          description: 'own',
+          parameters: z.object({}),
+          needsApproval: true,
+          execute: async () => ledger.push('own'),
+        }),
+      ],
     });
     const first = await runner.run(agent, 'go');
     const { settled, pending } = await settleInterruptions(first, client, { maxWaitMs: 0 });

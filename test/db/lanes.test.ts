@@ -35,7 +35,9 @@ describe('lanes', () => {
   it('the calls waiting when a lane comes free share its transaction: every one committed, in fewer transactions than calls', async () => {
     const lanes: Lanes = createLanes(db.url, 1);
     try {
-      const rows = await Promise.all(Array.from({ length: 40 }, (_, i) => lanes.run(5_000, `k${i}`, bump(`batch-${i % 10}`))));
+      const rows = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => lanes.run(5_000, `k${i}`, bump(`batch-${i % 10}`))),
+      );
       expect(rows.every((r) => r.length === 1)).toBe(true);
       for (let i = 0; i < 10; i++) expect((await rowOf(`batch-${i}`))?.n).toBe(4);
       const transactions = new Set(rows.map((r) => (r[0] as { xid: string }).xid));

@@ -63,7 +63,9 @@ test('the real migrations apply once; a second run applies nothing', async () =>
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
   // the tables as they grow, until autovacuum analyzed them.
-  const [stats] = await db.sql<{ reltuples: number }[]>`select reltuples::int from pg_class where relname = 'approvals'`;
+  const [stats] = await db.sql<
+    { reltuples: number }[]
+  >`select reltuples::int from pg_class where relname = 'approvals'`;
   expect(stats?.reltuples).toBe(-1);
 });
 
@@ -71,7 +73,9 @@ test('a database that is not UTF8 is refused before anything is applied', async 
   const db = await createTestDatabase({ migrate: false, encoding: 'SQL_ASCII' });
   cleanup.push(() => db.drop());
   await expect(migrate(db.sql, MIGRATIONS_DIR)).rejects.toThrow(MigrationError);
-  await expect(migrate(db.sql, MIGRATIONS_DIR)).rejects.toThrow(/encoding is SQL_ASCII; Gatehouse needs a UTF8 database/);
+  await expect(migrate(db.sql, MIGRATIONS_DIR)).rejects.toThrow(
+    /encoding is SQL_ASCII; Gatehouse needs a UTF8 database/,
+  );
   const [row] = await db.sql<{ t: string | null }[]>`select to_regclass('approvals')::text as t`;
   expect(row?.t).toBeNull();
 });
@@ -116,9 +120,14 @@ test('new files apply in order after the applied ones, each once', async () => {
 
 test('a failing file rolls back the whole run: nothing half-applied', async () => {
   const db = await emptyDatabase();
-  const dir = await migrationsDir({ '0001_a.sql': 'create table a (x int);', '0002_b.sql': 'create table b (x int); selec 1;' });
+  const dir = await migrationsDir({
+    '0001_a.sql': 'create table a (x int);',
+    '0002_b.sql': 'create table b (x int); selec 1;',
+  });
   await expect(migrate(db.sql, dir)).rejects.toMatchObject({ code: '42601' });
-  expect(await db.sql`select to_regclass('a') as a, to_regclass('schema_migrations') as m`).toEqual([{ a: null, m: null }]);
+  expect(await db.sql`select to_regclass('a') as a, to_regclass('schema_migrations') as m`).toEqual([
+    { a: null, m: null },
+  ]);
 });
 
 test('refuses a gap, a repeat, or a malformed name, before touching the database', async () => {
@@ -159,7 +168,9 @@ test('refuses an edited applied file and an applied file missing from disk', asy
 
 test('0002 to 0013 on a database holding approvals: the rows stay as they were and keep moving', async () => {
   const db = await emptyDatabase();
-  const first = await migrationsDir({ '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8') });
+  const first = await migrationsDir({
+    '0001_approvals.sql': await readFile(join(MIGRATIONS_DIR, '0001_approvals.sql'), 'utf8'),
+  });
   await migrate(db.sql, first);
   // Rows as a replica of 0001's time wrote them: one requirement, in kind/reason/rule/capability/presentation.
   const old = request({ sub: 'agent-a' });
@@ -201,11 +212,19 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
-  expect(after.map(({ requirements, context, run_id, decision_message, ...rest }) => ({ requirements, context, run_id, decision_message, rest }))).toEqual(
-    before.map((rest) => ({ requirements: null, context: null, run_id: null, decision_message: null, rest })),
-  );
+  expect(
+    after.map(({ requirements, context, run_id, decision_message, ...rest }) => ({
+      requirements,
+      context,
+      run_id,
+      decision_message,
+      rest,
+    })),
+  ).toEqual(before.map((rest) => ({ requirements: null, context: null, run_id: null, decision_message: null, rest })));
   // The change of types discarded the columns' statistics; the migration gathered them again.
-  const stats = await db.sql<{ attname: string }[]>`select attname from pg_stats where tablename = 'approvals' order by attname`;
+  const stats = await db.sql<
+    { attname: string }[]
+  >`select attname from pg_stats where tablename = 'approvals' order by attname`;
   expect(stats.map((r) => r.attname)).toEqual(expect.arrayContaining(['hash', 'requester_sub', 'status', 'tool']));
   // That pool's first read after the migration is a 503 (postgres.js drops the statement); the next
   // one prepares it afresh.
@@ -213,11 +232,21 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
   expect((await store.list({ limit: 10 })).items.map((a) => a.id)).toEqual([grantedId, pendingId]);
   // An old row reads as one requirement, from its own columns, and still re-hashes to its hash.
   const legacy = await store.get(pendingId);
-  expect(legacy).toMatchObject({ status: 'pending', requirements: old.descriptor.requirements, capability: old.descriptor.capability });
+  expect(legacy).toMatchObject({
+    status: 'pending',
+    requirements: old.descriptor.requirements,
+    capability: old.descriptor.capability,
+  });
   const { tool, args, kind, capability, presentation } = legacy!;
   expect(approvalHash({ tool, args, kind, capability, presentation })).toBe(old.descriptor.hash);
-  expect(await store.consume(grantedId, { sub: 'agent-b' }, old.descriptor.hash)).toMatchObject({ ok: true, approval: { status: 'consumed' } });
-  expect(await store.deny(pendingId, { sub: 'operator-1' }, 'no')).toMatchObject({ ok: true, approval: { status: 'denied' } });
+  expect(await store.consume(grantedId, { sub: 'agent-b' }, old.descriptor.hash)).toMatchObject({
+    ok: true,
+    approval: { status: 'consumed' },
+  });
+  expect(await store.deny(pendingId, { sub: 'operator-1' }, 'no')).toMatchObject({
+    ok: true,
+    approval: { status: 'denied' },
+  });
   // New rows go in beside them, and the idempotent create still finds the live row.
   const again = await store.create(request({ sub: 'agent-c' }));
   expect(await store.create(request({ sub: 'agent-c' }))).toEqual({ approval: again.approval, created: false });
@@ -272,10 +301,18 @@ test('0010: a denial written before it keeps its reason as the message for the a
     { id: grantedId, decision_note: 'fine', decision_message: null },
   ]);
   // Final, like the other decision fields; and only a denial carries a message.
-  await expect(db.sql`update approvals set decision_message = 'rewritten' where id = ${deniedId}`).rejects.toThrow(/a decision is final/);
-  await expect(db.sql`update approvals set decision_message = 'added' where id = ${grantedId}`).rejects.toThrow(/a decision is final/);
+  await expect(db.sql`update approvals set decision_message = 'rewritten' where id = ${deniedId}`).rejects.toThrow(
+    /a decision is final/,
+  );
+  await expect(db.sql`update approvals set decision_message = 'added' where id = ${grantedId}`).rejects.toThrow(
+    /a decision is final/,
+  );
   const store = createApprovalStore(db.sql, { approvalTtlMs: 3_600_000, grantTtlMs: 600_000, deadlineMs: 10_000 });
-  expect(await store.get(deniedId)).toMatchObject({ status: 'denied', decision_note: 'not this order', decision_message: 'not this order' });
+  expect(await store.get(deniedId)).toMatchObject({
+    status: 'denied',
+    decision_note: 'not this order',
+    decision_message: 'not this order',
+  });
   const { approval } = await store.create(request({ sub: 'agent-c' }));
   await expect(db.sql`update approvals set decision_message = 'sneaked in' where id = ${approval.id}`).rejects.toThrow(
     /approvals_(pending_undecided|message_on_denial)/,
@@ -297,7 +334,10 @@ test('0014: decision records written as jsonb read back the same as json, and th
     values (${id}, '2026-03-04T05:06:07.123456Z', 'refund', 'alice', '["agent"]', 'allow', 'small',
             '["sha256:${db.sql.unsafe('a'.repeat(64))}"]', '{"amount": 12.50, "order": "A-1"}', '{"sub": "alice"}', null, null)`;
 
-  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0014_decision_records_json.sql', '0015_idempotency_references.sql']);
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual([
+    '0014_decision_records_json.sql',
+    '0015_idempotency_references.sql',
+  ]);
   const types = await db.sql<{ column_name: string; data_type: string }[]>`
     select column_name, data_type from information_schema.columns
      where table_name = 'decisions' and column_name in ('roles', 'policies', 'args', 'claims', 'context', 'run') order by column_name`;

@@ -30,7 +30,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const exists = async (k: string): Promise<boolean> => (await db.sql`select 1 from outcome_rows where k = ${k}`).length === 1;
+const exists = async (k: string): Promise<boolean> =>
+  (await db.sql`select 1 from outcome_rows where k = ${k}`).length === 1;
 
 /** Resolves once no session of the database holds an open transaction (a held COMMIT's session ended). */
 async function noOpenTransaction(): Promise<void> {
@@ -54,7 +55,8 @@ function lanes(): Lanes {
   return made;
 }
 
-const insert = (k: string) => (c: Sql) => c`insert into outcome_rows (k) select ${k} where ${c.unsafe(IN_TRANSACTION)} returning k`;
+const insert = (k: string) => (c: Sql) =>
+  c`insert into outcome_rows (k) select ${k} where ${c.unsafe(IN_TRANSACTION)} returning k`;
 
 describe('withDeadline', () => {
   it('COMMIT reached the server and its answer was lost: the value, since it committed (not 503)', async () => {

@@ -33,7 +33,10 @@ describe('BENCHMARKS.md', () => {
   });
 
   it('every link into BENCHMARKS.md or docs/performance.md names a heading that exists', () => {
-    const targets = { 'BENCHMARKS.md': anchors(read('BENCHMARKS.md')), 'docs/performance.md': anchors(read('docs/performance.md')) };
+    const targets = {
+      'BENCHMARKS.md': anchors(read('BENCHMARKS.md')),
+      'docs/performance.md': anchors(read('docs/performance.md')),
+    };
     const sources = [
       'README.md',
       'BENCHMARKS.md',
@@ -48,10 +51,12 @@ describe('BENCHMARKS.md', () => {
       for (const m of text.matchAll(/\]\(([^)\s#]*)#([^)\s]+)\)/g)) {
         const [, file = '', anchor = ''] = m;
         // A link resolved from the source's folder; an empty path is the source itself.
-        const resolved = file === '' ? source : join(source.includes('/') ? 'docs' : '', file).replace(/^docs\/\.\.\//, '');
+        const resolved =
+          file === '' ? source : join(source.includes('/') ? 'docs' : '', file).replace(/^docs\/\.\.\//, '');
         if (!(resolved in targets)) continue;
         checked++;
-        if (!targets[resolved as keyof typeof targets].has(anchor)) broken.push(`${source}: ${file || '(itself)'}#${anchor}`);
+        if (!targets[resolved as keyof typeof targets].has(anchor))
+          broken.push(`${source}: ${file || '(itself)'}#${anchor}`);
       }
     }
     expect(checked).toBeGreaterThan(5);

@@ -120,7 +120,8 @@ interface Finding {
 
 function citations(file: string): (Finding & { sections: string[] })[] {
   const { flat, lineAt } = joined(read(file));
-  const patterns = file === 'docs/spec.md' ? [SPEC_CITATION, SHORT_CITATION, OWN_CITATION] : [SPEC_CITATION, SHORT_CITATION];
+  const patterns =
+    file === 'docs/spec.md' ? [SPEC_CITATION, SHORT_CITATION, OWN_CITATION] : [SPEC_CITATION, SHORT_CITATION];
   const out: (Finding & { sections: string[] })[] = [];
   for (const pattern of patterns) {
     for (const m of flat.matchAll(pattern)) {
@@ -172,7 +173,9 @@ function broken(link: Link): string | undefined {
   if (relative(ROOT, path).startsWith('..')) return 'outside the repository';
   if (!existsSync(path) || !statSync(path).isFile()) return `${link.target} does not exist`;
   if (link.anchor === undefined || link.anchor === '') return undefined;
-  return anchorsIn(link.target).has(decodeURIComponent(link.anchor)) ? undefined : `${link.target} has no heading #${link.anchor}`;
+  return anchorsIn(link.target).has(decodeURIComponent(link.anchor))
+    ? undefined
+    : `${link.target} has no heading #${link.anchor}`;
 }
 
 /** `docs/operations.md "Logs"`, `docs/client.md, "One approval per call per run"`: a file and a part of it, by its title. */
@@ -208,7 +211,9 @@ describe('citations of docs/spec.md name its numbered headings', () => {
   it('every citation in src/, test/, docs/, openapi.yaml and README.md resolves', () => {
     const all = CITING.flatMap(citations);
     expect(all.length).toBeGreaterThan(200);
-    const unresolved = all.flatMap((c) => c.sections.filter((n) => !SPEC_SECTIONS.has(n)).map((n) => `${c.where}: "${c.text}": no section ${n}`));
+    const unresolved = all.flatMap((c) =>
+      c.sections.filter((n) => !SPEC_SECTIONS.has(n)).map((n) => `${c.where}: "${c.text}": no section ${n}`),
+    );
     expect(unresolved).toEqual([]);
   });
 });
@@ -225,7 +230,9 @@ describe('links to documents name a file and a heading in it', () => {
   });
 
   it('every docs/….md#anchor written in src/ and test/ resolves', () => {
-    const all = [...filesUnder('src'), ...filesUnder('test')].flatMap((f) => links(f).filter((l) => l.target.startsWith('docs/') && !l.text.startsWith(']')));
+    const all = [...filesUnder('src'), ...filesUnder('test')].flatMap((f) =>
+      links(f).filter((l) => l.target.startsWith('docs/') && !l.text.startsWith(']')),
+    );
     const bad = all.flatMap((l) => {
       const why = broken(l);
       return why === undefined ? [] : [`${l.where}: ${l.text}: ${why}`];
@@ -274,6 +281,8 @@ describe("the checks' own rules", () => {
     expect(sample('// see docs/spec.md\n// section 5.3, and')).toEqual(['5.3']);
     expect(sample(' * spec.md, sections 2.7 and 2.9')).toEqual(['2.7 and 2.9']);
     expect([...'spec 5.3, 5.4 and spec 2 files'.matchAll(SHORT_CITATION)].map((m) => m[1])).toEqual(['5.3, 5.4']);
-    expect([...'as RFC 8785 section 3.2.2.2 says (section 4.1)'.matchAll(OWN_CITATION)].map((m) => m[1])).toEqual(['4.1']);
+    expect([...'as RFC 8785 section 3.2.2.2 says (section 4.1)'.matchAll(OWN_CITATION)].map((m) => m[1])).toEqual([
+      '4.1',
+    ]);
   });
 });

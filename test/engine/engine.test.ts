@@ -11,7 +11,12 @@ import type { DecisionLine } from '../../src/policy/record.js';
 import { createTestParts, type TestEngineParts } from '../helpers/app.js';
 import { policyDir } from '../helpers/process.js';
 
-const AGENT: Identity = Object.freeze({ user: 'engine-agent', team: 'support', agent: 'bot', roles: Object.freeze([]) });
+const AGENT: Identity = Object.freeze({
+  user: 'engine-agent',
+  team: 'support',
+  agent: 'bot',
+  roles: Object.freeze([]),
+});
 const OPERATOR = { sub: 'engine-operator' };
 
 /** A call's log: collects the lines the engine writes for one call. */
@@ -19,7 +24,9 @@ function callLog(): CallLog & { lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
   const write = (level: string) => (o: object, msg: string) => lines.push({ ...o, msg, level });
   // The engine logs an object and a message, never pino's other call forms.
-  return { lines, info: write('info'), error: write('error') } as unknown as CallLog & { lines: Record<string, unknown>[] };
+  return { lines, info: write('info'), error: write('error') } as unknown as CallLog & {
+    lines: Record<string, unknown>[];
+  };
 }
 
 async function settled(answer: Answer | Promise<Answer>): Promise<Answer> {
@@ -28,7 +35,8 @@ async function settled(answer: Answer | Promise<Answer>): Promise<Answer> {
 
 /** The decision an answer carries, as its body says it. */
 function decisionOf(answer: Answer): { status: number; body: Record<string, unknown> } {
-  if (answer.kind === 'text') return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
+  if (answer.kind === 'text')
+    return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
   return {
     status: answer.result.decision === 'allow' ? 200 : 403,
     body: { decision: answer.result.decision, rule: answer.result.rule, decision_id: answer.decisionId },
@@ -43,7 +51,10 @@ describe('the engine against PostgreSQL', () => {
   beforeAll(async () => {
     built = await createTestParts({ database: true, env: 'prod' });
     // The decision store's queue, observed: what the engine hands it is the record it logs.
-    engine = createEngine({ ...built.parts, records: { writer: { push: (line) => queued.push(line) }, sql: built.db!.sql } });
+    engine = createEngine({
+      ...built.parts,
+      records: { writer: { push: (line) => queued.push(line) }, sql: built.db!.sql },
+    });
   });
   afterAll(async () => {
     await built.close();
@@ -52,7 +63,12 @@ describe('the engine against PostgreSQL', () => {
   it('a call that asks for no state is answered without awaiting, and recorded once, the same in the log and the store', () => {
     const log = callLog();
     queued.length = 0;
-    const answer = engine.decide({ request: { tool: 'lookup_order', args: { order: 'A1' } }, identity: AGENT, claim: () => undefined, log });
+    const answer = engine.decide({
+      request: { tool: 'lookup_order', args: { order: 'A1' } },
+      identity: AGENT,
+      claim: () => undefined,
+      log,
+    });
     expect(answer).not.toBeInstanceOf(Promise);
     expect(decisionOf(answer as Answer)).toMatchObject({ status: 200, body: { decision: 'allow', rule: 'lookups' } });
     const records = log.lines.filter((l) => l.msg === 'decision');
@@ -60,7 +76,14 @@ describe('the engine against PostgreSQL', () => {
     expect(queued).toHaveLength(1);
     const { msg: _msg, level: _level, ...line } = records[0]!;
     expect(line).toEqual(queued[0]);
-    expect(queued[0]).toMatchObject({ tool: 'lookup_order', decision: 'allow', rule: 'lookups', user: 'engine-agent', team: 'support', env: 'prod' });
+    expect(queued[0]).toMatchObject({
+      tool: 'lookup_order',
+      decision: 'allow',
+      rule: 'lookups',
+      user: 'engine-agent',
+      team: 'support',
+      env: 'prod',
+    });
   });
 
   it('never reads the Idempotency-Key of a call that needs none', () => {
@@ -69,34 +92,65 @@ describe('the engine against PostgreSQL', () => {
       read++;
       return undefined;
     };
-    const answer = engine.decide({ request: { tool: 'wipe_orders', args: {} }, identity: AGENT, claim, log: callLog() });
+    const answer = engine.decide({
+      request: { tool: 'wipe_orders', args: {} },
+      identity: AGENT,
+      claim,
+      log: callLog(),
+    });
     expect(decisionOf(answer as Answer).body.decision).toBe('abort'); // no-destructive-in-prod
     expect(read).toBe(0);
   });
 
   it('files, then redeems a granted approval once: allow, then require_approval again', async () => {
     const request = { tool: 'refund', args: { order: 'E1', amount: 120 } };
-    const asked = decisionOf(await settled(engine.decide({ request, identity: AGENT, claim: () => undefined, log: callLog() })));
+    const asked = decisionOf(
+      await settled(engine.decide({ request, identity: AGENT, claim: () => undefined, log: callLog() })),
+    );
     expect(asked.body).toMatchObject({ decision: 'require_approval', rule: 'refund-support' });
-    const filed = await engine.file({ request, identity: AGENT, claim: () => undefined, log: callLog(), seesNotes: false });
+    const filed = await engine.file({
+      request,
+      identity: AGENT,
+      claim: () => undefined,
+      log: callLog(),
+      seesNotes: false,
+    });
     expect(filed.kind === 'text' && filed.status).toBe(201);
     const id = (decisionOf(filed).body as { id: string }).id;
     expect((await engine.approvals().store.grant(id, OPERATOR, null)).ok).toBe(true);
     const log = callLog();
-    const redeemed = decisionOf(await settled(engine.decide({ request, identity: AGENT, approvalId: id, claim: () => undefined, log })));
+    const redeemed = decisionOf(
+      await settled(engine.decide({ request, identity: AGENT, approvalId: id, claim: () => undefined, log })),
+    );
     expect(redeemed).toMatchObject({ status: 200, body: { decision: 'allow' } });
     expect(log.lines.find((l) => l.msg === 'decision')).toMatchObject({ decision: 'allow', approval_id: id });
-    const again = decisionOf(await settled(engine.decide({ request, identity: AGENT, approvalId: id, claim: () => undefined, log: callLog() })));
+    const again = decisionOf(
+      await settled(
+        engine.decide({ request, identity: AGENT, approvalId: id, claim: () => undefined, log: callLog() }),
+      ),
+    );
     expect(again.body.decision).toBe('require_approval');
     expect((await engine.approvals().store.get(id))?.status).toBe('consumed');
   });
 
   it('an Idempotency-Key retry of a redeem is answered as first given, under the first decision id, and consumes nothing more', async () => {
     const request = { tool: 'refund', args: { order: 'E2', amount: 150 } };
-    const filed = await engine.file({ request, identity: AGENT, claim: () => undefined, log: callLog(), seesNotes: false });
+    const filed = await engine.file({
+      request,
+      identity: AGENT,
+      claim: () => undefined,
+      log: callLog(),
+      seesNotes: false,
+    });
     const id = (decisionOf(filed).body as { id: string }).id;
     await engine.approvals().store.grant(id, OPERATOR, null);
-    const claim = () => ({ sub: AGENT.user, route: 'decide' as const, key: `engine-${id}`, bodyHash: sha256(id), identityHash: sha256('same') });
+    const claim = () => ({
+      sub: AGENT.user,
+      route: 'decide' as const,
+      key: `engine-${id}`,
+      bodyHash: sha256(id),
+      identityHash: sha256('same'),
+    });
     const first = await settled(engine.decide({ request, identity: AGENT, approvalId: id, claim, log: callLog() }));
     const log = callLog();
     const retry = await settled(engine.decide({ request, identity: AGENT, approvalId: id, claim, log }));
@@ -106,9 +160,11 @@ describe('the engine against PostgreSQL', () => {
   });
 
   it('reloads the serving set and counts it', async () => {
-    const before = (await engine.parts.metrics.reloads.get()).values.find((v) => v.labels.result === 'success')?.value ?? 0;
+    const before =
+      (await engine.parts.metrics.reloads.get()).values.find((v) => v.labels.result === 'success')?.value ?? 0;
     expect(await engine.reload()).toEqual({ ok: true });
-    const after = (await engine.parts.metrics.reloads.get()).values.find((v) => v.labels.result === 'success')?.value ?? 0;
+    const after =
+      (await engine.parts.metrics.reloads.get()).values.find((v) => v.labels.result === 'success')?.value ?? 0;
     expect(after).toBe(before + 1);
   });
 });
@@ -117,7 +173,9 @@ describe('the engine counting a rate limit', () => {
   let built: TestEngineParts;
   let engine: Engine;
   beforeAll(async () => {
-    const dir = await policyDir({ 'r.yaml': 'policy: r\ndefault: allow\nrate_limits:\n  - {id: two, calls: 2, per: 60, scope: user}\n' });
+    const dir = await policyDir({
+      'r.yaml': 'policy: r\ndefault: allow\nrate_limits:\n  - {id: two, calls: 2, per: 60, scope: user}\n',
+    });
     built = await createTestParts({ policyDir: dir, env: null, database: true });
     engine = createEngine(built.parts);
   });
@@ -129,7 +187,12 @@ describe('the engine counting a rate limit', () => {
     const identity = { ...AGENT, user: 'engine-counted' };
     const logs = [callLog(), callLog(), callLog()];
     const answers: { status: number; body: Record<string, unknown> }[] = [];
-    for (const log of logs) answers.push(decisionOf(await settled(engine.decide({ request: { tool: 't', args: {} }, identity, claim: () => undefined, log }))));
+    for (const log of logs)
+      answers.push(
+        decisionOf(
+          await settled(engine.decide({ request: { tool: 't', args: {} }, identity, claim: () => undefined, log })),
+        ),
+      );
     expect(answers.map((a) => a.body.decision)).toEqual(['allow', 'allow', 'deny']);
     const budgets = logs.map((l) => l.lines.find((x) => x.msg === 'decision')?.budgets);
     expect(budgets).toEqual([
@@ -147,7 +210,12 @@ describe('the engine without a database', () => {
     const built = await createTestParts({ env: 'prod' });
     const engine = createEngine(built.parts);
     try {
-      const lookup = engine.decide({ request: { tool: 'lookup_order', args: {} }, identity: AGENT, claim: () => undefined, log: callLog() });
+      const lookup = engine.decide({
+        request: { tool: 'lookup_order', args: {} },
+        identity: AGENT,
+        claim: () => undefined,
+        log: callLog(),
+      });
       expect(decisionOf(await settled(lookup)).body.decision).toBe('allow');
       const cited = engine.decide({
         request: { tool: 'refund', args: { order: 'E3', amount: 120 } },

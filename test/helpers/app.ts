@@ -9,7 +9,13 @@ import { createApprovalStore } from '../../src/approvals/store.js';
 import type { SqlOptions } from '../../src/db/connect.js';
 import { createLanes } from '../../src/db/lanes.js';
 import { createLimitService } from '../../src/budgets/service.js';
-import { DEFAULT_JWT_MAX_LIFETIME_SEC, loadConfig, type ConnectionLimits, type JwtAlgorithm, type UsageSettings } from '../../src/config.js';
+import {
+  DEFAULT_JWT_MAX_LIFETIME_SEC,
+  loadConfig,
+  type ConnectionLimits,
+  type JwtAlgorithm,
+  type UsageSettings,
+} from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AppContext } from '../../src/http/context.js';
 import { createEngine, type EngineParts } from '../../src/engine/index.js';
@@ -88,7 +94,10 @@ export interface TestWebhooks extends Partial<Omit<WebhookWorkerOptions, 'endpoi
 }
 
 /** The engine's parts, and what the routes read beside the engine (the test's handles on them). */
-export type TestParts = EngineParts & { readonly webhooks: AppContext['webhooks']; readonly decisionStore: EngineParts['records'] };
+export type TestParts = EngineParts & {
+  readonly webhooks: AppContext['webhooks'];
+  readonly decisionStore: EngineParts['records'];
+};
 
 export interface TestApp {
   app: FastifyInstance;
@@ -114,10 +123,18 @@ export interface TestEngineParts {
 
 export async function createTestParts(options: TestAppOptions = {}): Promise<TestEngineParts> {
   const logs = options.logs;
-  const log = pino({ level: logs ? 'info' : 'silent' }, { write: (line: string) => logs?.push(JSON.parse(line) as Record<string, unknown>) });
-  const policies = await createLivePolicies(options.policyDir ?? EXAMPLE_POLICIES, options.env === undefined ? 'prod' : options.env);
+  const log = pino(
+    { level: logs ? 'info' : 'silent' },
+    { write: (line: string) => logs?.push(JSON.parse(line) as Record<string, unknown>) },
+  );
+  const policies = await createLivePolicies(
+    options.policyDir ?? EXAMPLE_POLICIES,
+    options.env === undefined ? 'prod' : options.env,
+  );
   const shadow =
-    options.shadowPolicyDir === undefined ? null : await createLivePolicies(options.shadowPolicyDir, options.env === undefined ? 'prod' : options.env);
+    options.shadowPolicyDir === undefined
+      ? null
+      : await createLivePolicies(options.shadowPolicyDir, options.env === undefined ? 'prod' : options.env);
   let db: TestDatabase | null = null;
   let approvals: EngineParts['approvals'] = null;
   let limits: EngineParts['limits'] = null;
@@ -129,7 +146,9 @@ export async function createTestParts(options: TestAppOptions = {}): Promise<Tes
     db = options.database === true ? await createTestDatabase() : options.database;
     const publicUrl = hooks?.publicUrl ?? null;
     const store = createApprovalStore(db.sql, {
-      ...(hooks !== undefined ? queueEventsOf({ endpoints: hooks.endpoints, link: (id: string) => approvalLink(publicUrl, id) }) : {}),
+      ...(hooks !== undefined
+        ? queueEventsOf({ endpoints: hooks.endpoints, link: (id: string) => approvalLink(publicUrl, id) })
+        : {}),
       approvalTtlMs: options.approvalTtlMs ?? 86_400_000,
       grantTtlMs: options.grantTtlMs ?? 3_600_000,
       deadlineMs: options.deadlineMs ?? 5_000,
@@ -137,7 +156,10 @@ export async function createTestParts(options: TestAppOptions = {}): Promise<Tes
       ...(options.approvalMaxBytes !== undefined ? { maxArgsBytes: options.approvalMaxBytes } : {}),
       ...(options.deniedCooldownMs !== undefined ? { deniedCooldownMs: options.deniedCooldownMs } : {}),
     });
-    keys = createKeys(db.sql, { deadlineMs: options.deadlineMs ?? 5_000, ...(options.keyCaps !== undefined ? { caps: options.keyCaps } : {}) });
+    keys = createKeys(db.sql, {
+      deadlineMs: options.deadlineMs ?? 5_000,
+      ...(options.keyCaps !== undefined ? { caps: options.keyCaps } : {}),
+    });
     const waiter = createApprovalWaiter(db.sql, store, {
       recheckMs: 200,
       ...(options.maxWaitsPerCaller !== undefined ? { maxPerCaller: options.maxWaitsPerCaller } : {}),
@@ -150,10 +172,16 @@ export async function createTestParts(options: TestAppOptions = {}): Promise<Tes
       ...(options.sweepMs !== undefined ? { sweepMs: options.sweepMs } : {}),
       ...(lanes !== undefined ? { lanes } : {}),
     });
-    webhooks = { endpoints: hooks?.endpoints ?? [], outbox: createOutbox(db.sql, { deadlineMs: options.deadlineMs ?? 5_000 }) };
+    webhooks = {
+      endpoints: hooks?.endpoints ?? [],
+      outbox: createOutbox(db.sql, { deadlineMs: options.deadlineMs ?? 5_000 }),
+    };
   }
   const outbox = webhooks?.outbox;
-  const metrics = createMetrics(policies, { defaultMetrics: false, ...(outbox !== undefined ? { webhookCounts: () => outbox.counts() } : {}) });
+  const metrics = createMetrics(policies, {
+    defaultMetrics: false,
+    ...(outbox !== undefined ? { webhookCounts: () => outbox.counts() } : {}),
+  });
   if (db !== null && hooks !== undefined && hooks.worker !== false) {
     const { endpoints, publicUrl: _, worker: __, ...rest } = hooks;
     worker = createWebhookWorker(createOutbox(db.sql, { deadlineMs: options.deadlineMs ?? 5_000 }), db.sql, {
@@ -186,7 +214,17 @@ export async function createTestParts(options: TestAppOptions = {}): Promise<Tes
     });
     decisionStore = { writer, sql: o.sql };
   }
-  const parts: EngineParts = { policies, shadow, approvals, limits, keys, records: decisionStore, metrics, log, logArgs: options.logArgs ?? false };
+  const parts: EngineParts = {
+    policies,
+    shadow,
+    approvals,
+    limits,
+    keys,
+    records: decisionStore,
+    metrics,
+    log,
+    logArgs: options.logArgs ?? false,
+  };
   return {
     parts,
     webhooks,
@@ -221,13 +259,20 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   if (signin !== undefined && db === null) throw new Error('signin needs a database (the session store)');
   const app = await buildApp(appCtx, {
     ...(signin !== undefined && db !== null
-      ? { signin: { settings: signin, store: createSessionStore(db.sql, { ttlMs: signin.sessionTtlMs, deadlineMs: options.deadlineMs ?? 5_000 }) } }
+      ? {
+          signin: {
+            settings: signin,
+            store: createSessionStore(db.sql, { ttlMs: signin.sessionTtlMs, deadlineMs: options.deadlineMs ?? 5_000 }),
+          },
+        }
       : {}),
     bodyLimit: options.bodyLimit ?? 1_048_576,
     connections: { ...loadConfig({}).connections, ...options.connections },
     logger: parts.log,
     auth: {
-      ...(options.jwks !== undefined ? { jwks: options.jwks } : { key: options.key ?? SECRET, algorithm: options.algorithm ?? 'HS256' }),
+      ...(options.jwks !== undefined
+        ? { jwks: options.jwks }
+        : { key: options.key ?? SECRET, algorithm: options.algorithm ?? 'HS256' }),
       issuer: options.issuer ?? null,
       audience: options.audience ?? null,
       clockToleranceSec: 30,
@@ -252,7 +297,10 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
 const b64url = (data: string | Buffer): string => Buffer.from(data).toString('base64url');
 
 /** Sign a compact JWT. `key`: the HMAC secret, or a private key for RS256/ES256/EdDSA. */
-export function signJwt(payload: Record<string, unknown>, options: { key?: string | KeyObject; alg?: string; header?: Record<string, unknown> } = {}): string {
+export function signJwt(
+  payload: Record<string, unknown>,
+  options: { key?: string | KeyObject; alg?: string; header?: Record<string, unknown> } = {},
+): string {
   const alg = options.alg ?? 'HS256';
   const head = b64url(JSON.stringify({ alg, typ: 'JWT', ...options.header }));
   const body = b64url(JSON.stringify(payload));
@@ -278,7 +326,9 @@ export function signJwt(payload: Record<string, unknown>, options: { key?: strin
 }
 
 /** A valid token for the test secret: sub, team, agent and roles as given, expiring in an hour. */
-export function token(claims: { sub?: string; team?: string; agent?: string; roles?: string[]; [k: string]: unknown } = {}): string {
+export function token(
+  claims: { sub?: string; team?: string; agent?: string; roles?: string[]; [k: string]: unknown } = {},
+): string {
   const now = Math.floor(Date.now() / 1000);
   return signJwt({ sub: 'agent-1', team: 'support', agent: 'bot', roles: [], iat: now, exp: now + 3600, ...claims });
 }
@@ -299,7 +349,12 @@ export function bearer(t: string): Record<string, string> {
 
 /** POST a JSON body with a bearer token. */
 export function post(app: FastifyInstance, url: string, body: unknown, tok: string = agentToken()) {
-  return app.inject({ method: 'POST', url, headers: { ...bearer(tok), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+  return app.inject({
+    method: 'POST',
+    url,
+    headers: { ...bearer(tok), 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
 }
 
 export function keyPairs() {

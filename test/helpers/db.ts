@@ -27,7 +27,9 @@ export interface TestDatabase {
  * A new uniquely named database, migrated (unless migrate: false), with a pool on it. drop() ends the
  * pool and removes the database.
  */
-export async function createTestDatabase(options: SqlOptions & { migrate?: boolean; encoding?: string } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(
+  options: SqlOptions & { migrate?: boolean; encoding?: string } = {},
+): Promise<TestDatabase> {
   const adminUrl = inject('databaseUrl');
   const name = `gatehouse_test_${randomBytes(6).toString('hex')}`;
   const { migrate: migrated = true, encoding, ...sqlOptions } = options;

@@ -1,7 +1,13 @@
 // A loopback HTTP server, and a proxy in front of a real Gatehouse that injects the faults a client
 // must survive: a 503 instead of the answer, or the answer lost on the way back after the server
 // acted (the connection reset once the whole answer arrived from upstream).
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export async function startServer(
@@ -37,16 +43,19 @@ export async function startFaultProxy(url: string, fault: (req: IncomingMessage,
         return;
       }
       const headers = { ...req.headers, host: target.host };
-      const upstream = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers }, (answer) => {
-        const parts: Buffer[] = [];
-        answer.on('data', (c: Buffer) => parts.push(c));
-        answer.on('end', () => {
-          if (what === 'lose-answer') return req.socket.destroy(); // the server acted; the client never hears
-          if (answer.headers['idempotent-replayed'] === 'true') replayed++;
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          res.end(Buffer.concat(parts));
-        });
-      });
+      const upstream = httpRequest(
+        { host: target.hostname, port: target.port, path: req.url, method: req.method, headers },
+        (answer) => {
+          const parts: Buffer[] = [];
+          answer.on('data', (c: Buffer) => parts.push(c));
+          answer.on('end', () => {
+            if (what === 'lose-answer') return req.socket.destroy(); // the server acted; the client never hears
+            if (answer.headers['idempotent-replayed'] === 'true') replayed++;
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            res.end(Buffer.concat(parts));
+          });
+        },
+      );
       upstream.end(body);
     });
   });

@@ -179,7 +179,9 @@ export function rawPost(token: string | null, body: Buffer | string, options: Ra
   if (options.chunks) {
     lines.push('Transfer-Encoding: chunked');
     const head = Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
-    const framed = options.chunks.map((c) => Buffer.concat([Buffer.from(`${c.length.toString(16)}\r\n`, 'latin1'), c, Buffer.from('\r\n', 'latin1')]));
+    const framed = options.chunks.map((c) =>
+      Buffer.concat([Buffer.from(`${c.length.toString(16)}\r\n`, 'latin1'), c, Buffer.from('\r\n', 'latin1')]),
+    );
     return [head, ...framed, Buffer.from('0\r\n\r\n', 'latin1')];
   }
   if (options.contentLength !== 'none') lines.push(`Content-Length: ${options.contentLength ?? bytes.length}`);

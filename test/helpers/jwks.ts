@@ -27,8 +27,12 @@ export async function startJwksServer(keys: JWK[] = []): Promise<JwksServer> {
   const server: Server = createServer((_req, res) => {
     hits++;
     if (mode === 'error') res.writeHead(500, { 'content-type': 'text/plain' }).end('oops');
-    else if (mode === 'garbage') res.writeHead(200, { 'content-type': 'application/json' }).end('<html>maintenance</html>');
-    else res.writeHead(200, { 'content-type': 'application/jwk-set+json' }).end(JSON.stringify({ keys: mode === 'empty' ? [] : published }));
+    else if (mode === 'garbage')
+      res.writeHead(200, { 'content-type': 'application/json' }).end('<html>maintenance</html>');
+    else
+      res
+        .writeHead(200, { 'content-type': 'application/jwk-set+json' })
+        .end(JSON.stringify({ keys: mode === 'empty' ? [] : published }));
   });
   const listen = (port: number): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -65,7 +69,11 @@ export interface SigningKey {
   readonly jwk: JWK;
 }
 
-export async function signingKey(alg: 'RS256' | 'PS256' | 'ES256' | 'ES384' | 'EdDSA', kid: string, options: { withAlg?: boolean } = {}): Promise<SigningKey> {
+export async function signingKey(
+  alg: 'RS256' | 'PS256' | 'ES256' | 'ES384' | 'EdDSA',
+  kid: string,
+  options: { withAlg?: boolean } = {},
+): Promise<SigningKey> {
   const { publicKey, privateKey } = await generateKeyPair(alg, { extractable: true });
   const jwk = { ...(await exportJWK(publicKey)), kid, use: 'sig', ...(options.withAlg === false ? {} : { alg }) };
   return { kid, alg, privateKey, jwk };
@@ -74,10 +82,15 @@ export async function signingKey(alg: 'RS256' | 'PS256' | 'ES256' | 'ES384' | 'E
 const nowSec = (): number => Math.floor(Date.now() / 1000);
 
 /** A token signed with `key`: kid and alg from the key unless the header says otherwise. */
-export async function signWith(key: SigningKey, claims: Record<string, unknown> = {}, header: Record<string, unknown> = {}): Promise<string> {
+export async function signWith(
+  key: SigningKey,
+  claims: Record<string, unknown> = {},
+  header: Record<string, unknown> = {},
+): Promise<string> {
   const now = nowSec();
   const protectedHeader = { alg: key.alg, kid: key.kid, typ: 'JWT', ...header };
-  for (const [name, value] of Object.entries(protectedHeader)) if (value === undefined) delete (protectedHeader as Record<string, unknown>)[name];
+  for (const [name, value] of Object.entries(protectedHeader))
+    if (value === undefined) delete (protectedHeader as Record<string, unknown>)[name];
   return new SignJWT({ sub: 'agent-1', team: 'support', agent: 'bot', roles: [], iat: now, exp: now + 3600, ...claims })
     .setProtectedHeader(protectedHeader as { alg: string })
     .sign(key.privateKey);

@@ -51,6 +51,11 @@ export function signRawJwt(
 }
 
 /** A compact JWS of these objects: header is `{alg, typ: 'JWT', ...header}`. */
-export function forgeJwt(payload: Record<string, unknown>, alg: string, key: string | Buffer | KeyObject, header: Record<string, unknown> = {}): string {
+export function forgeJwt(
+  payload: Record<string, unknown>,
+  alg: string,
+  key: string | Buffer | KeyObject,
+  header: Record<string, unknown> = {},
+): string {
   return signRawJwt(JSON.stringify({ alg, typ: 'JWT', ...header }), JSON.stringify(payload), alg, key);
 }

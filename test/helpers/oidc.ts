@@ -120,7 +120,9 @@ export class CookieJar {
   /** The Cookie header for a request to `url`, or undefined when no cookie applies. */
   header(url: string): string | undefined {
     const path = new URL(url).pathname;
-    const applies = [...this.cookies.values()].filter((c) => path === c.path || path.startsWith(c.path.endsWith('/') ? c.path : `${c.path}/`));
+    const applies = [...this.cookies.values()].filter(
+      (c) => path === c.path || path.startsWith(c.path.endsWith('/') ? c.path : `${c.path}/`),
+    );
     return applies.length === 0 ? undefined : applies.map((c) => `${c.name}=${c.value}`).join('; ');
   }
 
@@ -153,7 +155,12 @@ export async function browse(jar: CookieJar, url: string, init: RequestInit = {}
  * redirects, fill in its login form with `account` (any password: devInteractions) and confirm its
  * consent form. Returns the URL the provider sends the browser to (PUBLIC_URL/auth/callback?…).
  */
-export async function authenticateAtProvider(jar: CookieJar, authorizationUrl: string, account: string, publicUrl: string): Promise<URL> {
+export async function authenticateAtProvider(
+  jar: CookieJar,
+  authorizationUrl: string,
+  account: string,
+  publicUrl: string,
+): Promise<URL> {
   let url = authorizationUrl;
   for (let step = 0; step < 20; step++) {
     if (url.startsWith(publicUrl)) return new URL(url);
@@ -166,14 +173,16 @@ export async function authenticateAtProvider(jar: CookieJar, authorizationUrl: s
     if (res.status !== 200) throw new Error(`the provider answered ${res.status} at ${url}: ${html.slice(0, 300)}`);
     const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
     const prompt = /name="prompt" value="([a-z]+)"/.exec(html)?.[1];
-    if (action === undefined || prompt === undefined) throw new Error(`no interaction form at ${url}: ${html.slice(0, 300)}`);
+    if (action === undefined || prompt === undefined)
+      throw new Error(`no interaction form at ${url}: ${html.slice(0, 300)}`);
     const form = new URLSearchParams(prompt === 'login' ? { prompt, login: account, password: 'any' } : { prompt });
     const posted = await browse(jar, new URL(action, url).href, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: form.toString(),
     });
-    if (posted.status < 300 || posted.status >= 400) throw new Error(`the provider answered ${posted.status} to the ${prompt} form`);
+    if (posted.status < 300 || posted.status >= 400)
+      throw new Error(`the provider answered ${posted.status} to the ${prompt} form`);
     url = new URL(posted.headers.get('location')!, url).href;
   }
   throw new Error('too many steps at the provider');

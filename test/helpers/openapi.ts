@@ -94,7 +94,11 @@ export function externalize<T>(value: T): T {
 }
 
 /** Compile a schema of the document (its `#/...` refs resolve against the document). Cached by key. */
-export function compileDocumentSchema(schema: JsonSchema, key: string = JSON.stringify(schema), withAjv: Ajv2020 = ajv): ValidateFunction {
+export function compileDocumentSchema(
+  schema: JsonSchema,
+  key: string = JSON.stringify(schema),
+  withAjv: Ajv2020 = ajv,
+): ValidateFunction {
   let validate = withAjv === ajv ? compiled.get(key) : undefined;
   if (validate === undefined) {
     validate = withAjv.compile(externalize(schema));
@@ -109,7 +113,8 @@ export function resolvePointer(ref: string): unknown {
   let node: unknown = openApi;
   for (const raw of ref.slice(2).split('/')) {
     const part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, part)) throw new Error(`unresolved $ref ${ref}`);
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, part))
+      throw new Error(`unresolved $ref ${ref}`);
     node = (node as Record<string, unknown>)[part];
   }
   return node;
@@ -118,7 +123,11 @@ export function resolvePointer(ref: string): unknown {
 /** Follow a Reference Object (a response, parameter, example or header) to what it names. */
 export function deref<T extends object>(value: unknown): T {
   let v: unknown = value;
-  for (let i = 0; i < 10 && v !== null && typeof v === 'object' && typeof (v as { $ref?: unknown }).$ref === 'string'; i++) {
+  for (
+    let i = 0;
+    i < 10 && v !== null && typeof v === 'object' && typeof (v as { $ref?: unknown }).$ref === 'string';
+    i++
+  ) {
     v = resolvePointer((v as { $ref: string }).$ref);
   }
   return v as T;
@@ -147,7 +156,9 @@ export function openApiOperations(): FoundOperation[] {
 function templateRegExp(template: string): RegExp {
   const source = template
     .split(/(\{[^}]+\})/)
-    .map((part) => (part.startsWith('{') ? `(?<${part.slice(1, -1)}>[^/]+)` : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .map((part) =>
+      part.startsWith('{') ? `(?<${part.slice(1, -1)}>[^/]+)` : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+    )
     .join('');
   return new RegExp(`^${source}$`);
 }
@@ -163,9 +174,12 @@ export function findOperation(method: string, url: string): FoundOperation {
   if (candidates.length === 0) throw new Error(`openapi.yaml documents no path matching ${path}`);
   for (const c of candidates) {
     const operation = c.pathItem[m];
-    if (operation) return { path: c.template, method: m, operation, pathItem: c.pathItem, params: { ...c.match!.groups } };
+    if (operation)
+      return { path: c.template, method: m, operation, pathItem: c.pathItem, params: { ...c.match!.groups } };
   }
-  throw new Error(`openapi.yaml documents no ${method.toUpperCase()} on ${candidates.map((c) => c.template).join(', ')}`);
+  throw new Error(
+    `openapi.yaml documents no ${method.toUpperCase()} on ${candidates.map((c) => c.template).join(', ')}`,
+  );
 }
 
 /** The response object documented for a status (exact, then `4XX`-style, then `default`). */
@@ -216,11 +230,14 @@ export function assertMatchesOpenApi(
   const content = response.content ?? {};
   const mediaType = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
   if (Object.keys(content).length === 0) {
-    if (body !== undefined && body !== '') throw new Error(`${where}: openapi.yaml documents no body, got ${excerpt(body)}`);
+    if (body !== undefined && body !== '')
+      throw new Error(`${where}: openapi.yaml documents no body, got ${excerpt(body)}`);
   } else {
     const media = content[mediaType];
     if (media === undefined) {
-      throw new Error(`${where}: content type ${JSON.stringify(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`);
+      throw new Error(
+        `${where}: content type ${JSON.stringify(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`,
+      );
     }
     let value = body;
     if (isJsonMediaType(mediaType) && typeof body === 'string') {
@@ -234,7 +251,9 @@ export function assertMatchesOpenApi(
       const schemaKey = `${found.method} ${found.path} ${key} ${mediaType}`;
       const validate = compileDocumentSchema(media.schema, schemaKey);
       if (!validate(value)) {
-        throw new Error(`${where} ${mediaType}: the body does not match openapi.yaml\n${describeErrors(validate)}\nbody: ${excerpt(value)}`);
+        throw new Error(
+          `${where} ${mediaType}: the body does not match openapi.yaml\n${describeErrors(validate)}\nbody: ${excerpt(value)}`,
+        );
       }
     }
   }
@@ -249,7 +268,9 @@ export function assertMatchesOpenApi(
       if (header.schema) {
         const validate = compileDocumentSchema(header.schema, `header ${JSON.stringify(header.schema)}`);
         if (!validate(String(raw)))
-          throw new Error(`${where}: header ${name}: ${JSON.stringify(raw)} does not match openapi.yaml\n${describeErrors(validate)}`);
+          throw new Error(
+            `${where}: header ${name}: ${JSON.stringify(raw)} does not match openapi.yaml\n${describeErrors(validate)}`,
+          );
       }
     }
   }
@@ -265,7 +286,14 @@ export interface InjectedResponse {
 /** assertMatchesOpenApi for an inject() response; returns the parsed JSON body (or the text). */
 export function assertResponseMatchesOpenApi(method: string, url: string, res: InjectedResponse): unknown {
   const contentType = res.headers['content-type'];
-  assertMatchesOpenApi(method, url, res.statusCode, contentType === undefined ? undefined : String(contentType), res.body, res.headers);
+  assertMatchesOpenApi(
+    method,
+    url,
+    res.statusCode,
+    contentType === undefined ? undefined : String(contentType),
+    res.body,
+    res.headers,
+  );
   const mediaType = String(contentType ?? '')
     .split(';')[0]!
     .trim();
@@ -276,7 +304,8 @@ export function assertResponseMatchesOpenApi(method: string, url: string, res: I
 export function requestSchemaFor(method: string, path: string): JsonSchema {
   const found = findOperation(method, path);
   const schema = found.operation.requestBody?.content?.['application/json']?.schema;
-  if (schema === undefined) throw new Error(`openapi.yaml: ${method.toUpperCase()} ${found.path} documents no application/json request body`);
+  if (schema === undefined)
+    throw new Error(`openapi.yaml: ${method.toUpperCase()} ${found.path} documents no application/json request body`);
   return externalize(schema);
 }
 
@@ -289,7 +318,9 @@ export function requestValidatorFor(method: string, path: string): ValidateFunct
 /** The parameters of an operation (path item and operation level, refs followed). */
 export function parametersFor(method: string, path: string): ParameterObject[] {
   const found = findOperation(method, path);
-  return [...(found.pathItem.parameters ?? []), ...(found.operation.parameters ?? [])].map((p) => deref<ParameterObject>(p));
+  return [...(found.pathItem.parameters ?? []), ...(found.operation.parameters ?? [])].map((p) =>
+    deref<ParameterObject>(p),
+  );
 }
 
 /**

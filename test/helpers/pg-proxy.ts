@@ -59,7 +59,11 @@ function framer(untypedFirst: boolean) {
       if (buffer.length - at < 5) break;
       const length = buffer.readInt32BE(at + 1);
       if (buffer.length - at < 1 + length) break;
-      each(String.fromCharCode(buffer[at]!), buffer.subarray(at + 5, at + 1 + length), buffer.subarray(at, at + 1 + length));
+      each(
+        String.fromCharCode(buffer[at]!),
+        buffer.subarray(at + 5, at + 1 + length),
+        buffer.subarray(at, at + 1 + length),
+      );
       at += 1 + length;
     }
     buffer = buffer.subarray(at);

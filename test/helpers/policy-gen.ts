@@ -73,11 +73,54 @@ export interface GenSet {
 // The universe
 
 /** Tool names a request can name. */
-export const REQUEST_TOOLS = ['t0', 't1', 't2', 't3', 't4', 't5', 'tx', 'ax', 'bx', 'cx', 'g_a', 'g_b', 'g_c', 'zz'] as const;
+export const REQUEST_TOOLS = [
+  't0',
+  't1',
+  't2',
+  't3',
+  't4',
+  't5',
+  'tx',
+  'ax',
+  'bx',
+  'cx',
+  'g_a',
+  'g_b',
+  'g_c',
+  'zz',
+] as const;
 /** Names and globs a catalogue can define (each at most once across all files). */
-export const CATALOGUE_PATTERNS = ['t0', 't1', 't2', 't3', 't4', 't5', 'ax', 'bx', 'g_*', 't?', '[ab]x', '*x', 'g_[ab]'] as const;
+export const CATALOGUE_PATTERNS = [
+  't0',
+  't1',
+  't2',
+  't3',
+  't4',
+  't5',
+  'ax',
+  'bx',
+  'g_*',
+  't?',
+  '[ab]x',
+  '*x',
+  'g_[ab]',
+] as const;
 /** Names and globs a rule's or guard's `tools` can list. */
-export const RULE_TOOLS = ['t0', 't1', 't2', 't3', 'ax', 'g_a', 'g_*', 't?', '[ab]x', '*', '?x', 't[0-2]', '[!t]*'] as const;
+export const RULE_TOOLS = [
+  't0',
+  't1',
+  't2',
+  't3',
+  'ax',
+  'g_a',
+  'g_*',
+  't?',
+  '[ab]x',
+  '*',
+  '?x',
+  't[0-2]',
+  '[!t]*',
+] as const;
 export const KINDS: readonly Kind[] = ['read_only', 'local_mutation', 'remote_mutation', 'destructive'];
 export const SELECTOR_KINDS = [...KINDS, 'unknown'] as const;
 export const TAGS = ['money', 'mcp', 'ops'] as const;
@@ -111,7 +154,12 @@ export const CONDITIONS = [
 export const APPROVAL_PATHS = ['a', 'b', 'c', 'x.y', 'items.0.sku', 'note', 'zz'] as const;
 export const REASONS = ['operator reason one', 'not for agents', 'needs a human'] as const;
 /** Tool argument schemas the reference evaluator can check by hand (see `schemaAccepts`). */
-export const SCHEMAS: readonly unknown[] = [{ type: 'object', properties: { a: { type: 'number' } } }, { type: 'object', required: ['b'] }, true, false];
+export const SCHEMAS: readonly unknown[] = [
+  { type: 'object', properties: { a: { type: 'number' } } },
+  { type: 'object', required: ['b'] },
+  true,
+  false,
+];
 export const PII = 'jane@example.com';
 
 /** What the generated SCHEMAS accept, written out by hand (no ajv). */
@@ -127,10 +175,14 @@ export function schemaAccepts(schema: unknown, args: JsonObject): boolean {
 // ---------------------------------------------------------------------------------------------------
 // Policy documents
 
-const some = <T>(items: readonly T[], max = 2): fc.Arbitrary<T[]> => fc.array(fc.constantFrom(...items), { minLength: 1, maxLength: max });
+const some = <T>(items: readonly T[], max = 2): fc.Arbitrary<T[]> =>
+  fc.array(fc.constantFrom(...items), { minLength: 1, maxLength: max });
 /** `arb` with probability `p`, else undefined (which is what it shrinks to). */
 const maybe = <T>(arb: fc.Arbitrary<T>, p: number): fc.Arbitrary<T | undefined> =>
-  fc.oneof({ arbitrary: fc.constant(undefined), weight: Math.round((1 - p) * 20) }, { arbitrary: arb, weight: Math.round(p * 20) });
+  fc.oneof(
+    { arbitrary: fc.constant(undefined), weight: Math.round((1 - p) * 20) },
+    { arbitrary: arb, weight: Math.round(p * 20) },
+  );
 
 /** Drop keys whose value is undefined (so documents compare and print cleanly). */
 function clean<T extends object>(o: T): T {
@@ -243,7 +295,8 @@ function docArb(policy: string, declareEnvs: boolean, maxRules: number): fc.Arbi
       if (declareEnvs) doc.environments = [...ENVS];
       if (def !== undefined) doc.default = def;
       if (rules.length > 0) doc.rules = rules.map((r, i) => (r.id === undefined ? r : { ...r, id: `${policy}-r${i}` }));
-      if (guards.length > 0) doc.guards = guards.map((g, i) => (g.id === undefined ? g : { ...g, id: `${policy}-g${i}` }));
+      if (guards.length > 0)
+        doc.guards = guards.map((g, i) => (g.id === undefined ? g : { ...g, id: `${policy}-g${i}` }));
       if (limits !== undefined) doc.limits = limits;
       return doc;
     });
@@ -268,11 +321,18 @@ export function setArb(options: SetOptions = {}): fc.Arbitrary<GenSet> {
     .chain(({ env, n }) =>
       fc.record({
         env: fc.constant(env),
-        docs: fc.tuple(...Array.from({ length: n }, (_, i) => fc.boolean().chain((declare) => docArb(`p${i}`, env !== null && declare, maxRules)))),
-        catalogue: fc.uniqueArray(fc.record({ pattern: fc.constantFrom(...CATALOGUE_PATTERNS), file: fc.nat(), tool: toolArb(schemaP) }), {
-          selector: (e) => e.pattern,
-          maxLength: n === 0 ? 0 : 8,
-        }),
+        docs: fc.tuple(
+          ...Array.from({ length: n }, (_, i) =>
+            fc.boolean().chain((declare) => docArb(`p${i}`, env !== null && declare, maxRules)),
+          ),
+        ),
+        catalogue: fc.uniqueArray(
+          fc.record({ pattern: fc.constantFrom(...CATALOGUE_PATTERNS), file: fc.nat(), tool: toolArb(schemaP) }),
+          {
+            selector: (e) => e.pattern,
+            maxLength: n === 0 ? 0 : 8,
+          },
+        ),
       }),
     )
     .map(({ env, docs, catalogue }) => {
@@ -291,7 +351,16 @@ export function setArb(options: SetOptions = {}): fc.Arbitrary<GenSet> {
 export function argsArb(value: fc.Arbitrary<string> = fc.constantFrom('x', 'y', 'z')): fc.Arbitrary<JsonObject> {
   return fc
     .record({
-      a: maybe(fc.oneof(fc.integer({ min: 0, max: 8 }), fc.integer({ min: 0, max: 8 }), fc.constant(1.5), fc.constant('5'), fc.constant(null)), 0.75),
+      a: maybe(
+        fc.oneof(
+          fc.integer({ min: 0, max: 8 }),
+          fc.integer({ min: 0, max: 8 }),
+          fc.constant(1.5),
+          fc.constant('5'),
+          fc.constant(null),
+        ),
+        0.75,
+      ),
       b: maybe(fc.oneof(value, value, fc.constant(3), fc.constant(PII)), 0.75),
       c: maybe(fc.oneof(fc.boolean(), fc.boolean(), fc.constant('true')), 0.6),
       note: maybe(fc.oneof(value, fc.constant(`mail ${PII}`)), 0.2),
@@ -302,7 +371,10 @@ export function argsArb(value: fc.Arbitrary<string> = fc.constantFrom('x', 'y', 
 }
 
 export const runArb: fc.Arbitrary<RunView | undefined> = maybe(
-  fc.record({ id: fc.constant('run-1'), steps: fc.array(fc.record({ tool: fc.constantFrom(...REQUEST_TOOLS) }), { maxLength: 5 }) }),
+  fc.record({
+    id: fc.constant('run-1'),
+    steps: fc.array(fc.record({ tool: fc.constantFrom(...REQUEST_TOOLS) }), { maxLength: 5 }),
+  }),
   0.6,
 );
 
@@ -358,5 +430,7 @@ export function toPolicySet(gen: GenSet): PolicySet {
 /** Every catalogue pattern of the set with its file, in load order (file-name order, then key order). */
 export function cataloguePatterns(gen: GenSet): { pattern: string; file: GenFile; tool: GenTool }[] {
   const files = [...gen.files].sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
-  return files.flatMap((file) => Object.entries(file.doc.tools ?? {}).map(([pattern, tool]) => ({ pattern, file, tool })));
+  return files.flatMap((file) =>
+    Object.entries(file.doc.tools ?? {}).map(([pattern, tool]) => ({ pattern, file, tool })),
+  );
 }

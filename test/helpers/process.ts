@@ -31,7 +31,9 @@ export async function ensureBuilt(): Promise<void> {
   );
   if (built > (await newestMtimeUnder(join(ROOT, 'src')))) return;
   const output = await new Promise<string>((resolve) => {
-    execFile('npm', ['run', 'build'], { cwd: ROOT, env: serverEnv({}), timeout: 120_000 }, (_err, stdout, stderr) => resolve(`${stdout}${stderr}`));
+    execFile('npm', ['run', 'build'], { cwd: ROOT, env: serverEnv({}), timeout: 120_000 }, (_err, stdout, stderr) =>
+      resolve(`${stdout}${stderr}`),
+    );
   });
   // tsc emits even with type errors in files others are editing; what matters is a fresh dist.
   const after = await stat(CLI).then(
@@ -97,7 +99,11 @@ export function serverEnv(env: Record<string, string>): Record<string, string> {
  * "gatehouse is serving", rejects if it exits first or takes longer than startMs. `at` runs another
  * copy (an installed package's bin) from another directory.
  */
-export async function startServer(env: Record<string, string>, startMs = 30_000, at: { cli?: string; cwd?: string } = {}): Promise<ServerProcess> {
+export async function startServer(
+  env: Record<string, string>,
+  startMs = 30_000,
+  at: { cli?: string; cwd?: string } = {},
+): Promise<ServerProcess> {
   const port = env.PORT !== undefined ? Number(env.PORT) : await freeTcpPort();
   const proc = spawn(process.execPath, [at.cli ?? CLI, 'serve'], {
     cwd: at.cwd ?? ROOT,
@@ -123,7 +129,9 @@ export async function startServer(env: Record<string, string>, startMs = 30_000,
     exited: (ms) =>
       Promise.race([
         exit,
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the server did not exit within ${ms} ms:\n${out}\n${err}`)), ms).unref()),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`the server did not exit within ${ms} ms:\n${out}\n${err}`)), ms).unref(),
+        ),
       ]),
     async kill() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
@@ -131,7 +139,10 @@ export async function startServer(env: Record<string, string>, startMs = 30_000,
     },
   };
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start within ${startMs} ms:\n${out}\n${err}`)), startMs);
+    const timer = setTimeout(
+      () => reject(new Error(`the server did not start within ${startMs} ms:\n${out}\n${err}`)),
+      startMs,
+    );
     const check = (): void => {
       if (out.includes('gatehouse is serving')) {
         clearTimeout(timer);
@@ -158,20 +169,40 @@ export interface JsonResponse {
 }
 
 /** One HTTP call with a JSON body and a bearer token; throws on a network error or a non-JSON body. */
-export async function callJson(base: string, method: string, path: string, token: string | null, body?: unknown, timeoutMs = 15_000): Promise<JsonResponse> {
+export async function callJson(
+  base: string,
+  method: string,
+  path: string,
+  token: string | null,
+  body?: unknown,
+  timeoutMs = 15_000,
+): Promise<JsonResponse> {
   const started = performance.now();
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     signal: AbortSignal.timeout(timeoutMs),
   });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, body: JSON.parse(text) as Record<string, unknown>, ms: performance.now() - started };
+  return {
+    status: res.status,
+    headers: res.headers,
+    body: JSON.parse(text) as Record<string, unknown>,
+    ms: performance.now() - started,
+  };
 }
 
 /** Polls `fn` until it returns a value other than undefined; rejects after ms. */
-export async function eventually<T>(what: string, ms: number, fn: () => Promise<T | undefined>, everyMs = 50): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  ms: number,
+  fn: () => Promise<T | undefined>,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + ms;
   let last: unknown;
   for (;;) {

@@ -20,7 +20,9 @@ function readScale(raw: string | undefined): number {
   if (raw === undefined || raw.trim() === '') return DEFAULT_SCALE;
   const scale = Number(raw);
   if (!Number.isFinite(scale) || scale <= 0)
-    throw new Error(`GATEHOUSE_PROPERTY_RUNS must be a positive number (a multiplier of the deep counts), got ${JSON.stringify(raw)}`);
+    throw new Error(
+      `GATEHOUSE_PROPERTY_RUNS must be a positive number (a multiplier of the deep counts), got ${JSON.stringify(raw)}`,
+    );
   return scale;
 }
 

@@ -76,7 +76,14 @@ export async function startWebhookReceiver(secret: string | null, port = 0): Pro
               verified = false;
             }
           } else payload = JSON.parse(body);
-          const record: ReceivedWebhook = { headers: req.headers, body, payload, verified, answered: null, at: Date.now() };
+          const record: ReceivedWebhook = {
+            headers: req.headers,
+            body,
+            payload,
+            verified,
+            answered: null,
+            at: Date.now(),
+          };
           receiver.received.push(record);
           const status = receiver.answer;
           if (status === 'hang') return;

@@ -3,7 +3,16 @@
 // the API; a rule always granted is pointed out; who may read it.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, agentToken, approverToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
+import {
+  adminToken,
+  agentToken,
+  approverToken,
+  bearer,
+  createTestApp,
+  post,
+  token,
+  type TestApp,
+} from '../helpers/app.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -51,7 +60,9 @@ describe('GET /approvals/stats', () => {
     const mine = agent();
     const cancelledRes = await post(t.app, '/approvals', note(), mine);
     const cancelled = (cancelledRes.json() as { id: string }).id;
-    expect((await t.app.inject({ method: 'POST', url: `/approvals/${cancelled}/cancel`, headers: bearer(mine) })).statusCode).toBe(200);
+    expect(
+      (await t.app.inject({ method: 'POST', url: `/approvals/${cancelled}/cancel`, headers: bearer(mine) })).statusCode,
+    ).toBe(200);
     const lapsed = await file(note());
     await t.db!.sql`update approvals set expires_at = now() - interval '1 second' where id = ${lapsed}`;
     await file(note());
@@ -73,9 +84,20 @@ describe('GET /approvals/stats', () => {
     expect(refunds.decide_p50_seconds).toBeGreaterThanOrEqual(0);
     expect(refunds.decide_p90_seconds as number).toBeGreaterThanOrEqual(refunds.decide_p50_seconds as number);
     const notes = [...byRule.values()].find((r) => r.kind === 'pii')!;
-    expect(notes).toMatchObject({ filed: 5, granted: 1, denied: 1, expired: 1, cancelled: 1, pending: 1, fast_grants: 1, suggestion: null });
+    expect(notes).toMatchObject({
+      filed: 5,
+      granted: 1,
+      denied: 1,
+      expired: 1,
+      cancelled: 1,
+      pending: 1,
+      fast_grants: 1,
+      suggestion: null,
+    });
     // Nothing filed after now.
-    expect((await stats(`?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).rules).toEqual([]);
+    expect((await stats(`?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).rules).toEqual(
+      [],
+    );
   });
 
   it('FAST_GRANT_SECONDS=0: no grant is too fast', async () => {
@@ -93,8 +115,15 @@ describe('GET /approvals/stats', () => {
   });
 
   it('is for approvers and admins: an agent gets 403; a since that is not a date-time is 400', async () => {
-    expect((await t.app.inject({ method: 'GET', url: '/approvals/stats', headers: bearer(agentToken()) })).statusCode).toBe(403);
-    expect((await t.app.inject({ method: 'GET', url: '/approvals/stats', headers: bearer(adminToken()) })).statusCode).toBe(200);
-    expect((await t.app.inject({ method: 'GET', url: '/approvals/stats?since=yesterday', headers: bearer(approverToken()) })).statusCode).toBe(400);
+    expect(
+      (await t.app.inject({ method: 'GET', url: '/approvals/stats', headers: bearer(agentToken()) })).statusCode,
+    ).toBe(403);
+    expect(
+      (await t.app.inject({ method: 'GET', url: '/approvals/stats', headers: bearer(adminToken()) })).statusCode,
+    ).toBe(200);
+    expect(
+      (await t.app.inject({ method: 'GET', url: '/approvals/stats?since=yesterday', headers: bearer(approverToken()) }))
+        .statusCode,
+    ).toBe(400);
   });
 });

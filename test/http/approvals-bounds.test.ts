@@ -35,7 +35,10 @@ afterAll(async () => {
 let seq = 0;
 const newSub = (): string => `agent-${++seq}-${randomUUID().slice(0, 8)}`;
 const agent = (sub: string): string => token({ sub, team: 'support', agent: 'bot' });
-const refund = (extra: Record<string, unknown> = {}) => ({ tool: 'refund', args: { order: `O-${++seq}`, amount: 120, ...extra } });
+const refund = (extra: Record<string, unknown> = {}) => ({
+  tool: 'refund',
+  args: { order: `O-${++seq}`, amount: 120, ...extra },
+});
 const get = (app: TestApp, url: string, tok: string) => app.app.inject({ method: 'GET', url, headers: bearer(tok) });
 
 function expectProblem(res: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
@@ -85,7 +88,9 @@ describe('arguments are stored once', () => {
     try {
       const blob = 'z'.repeat(3000);
       const { id } = await file(sub, refund({ blob }), two);
-      const [row] = await db.sql<{ args: number; capability: number | null; presentation: number | null; requirements: number }[]>`
+      const [row] = await db.sql<
+        { args: number; capability: number | null; presentation: number | null; requirements: number }[]
+      >`
         select octet_length(args) as args, octet_length(capability) as capability, octet_length(presentation) as presentation,
                octet_length(requirements) as requirements
           from approvals where id = ${id}`;
@@ -93,7 +98,10 @@ describe('arguments are stored once', () => {
       expect(row!.args).toBeGreaterThan(3000);
       expect(row!.requirements).toBeLessThan(600); // names, reasons and the small picked shape: never the blob
       // Read back whole, the default shape is {tool, args} again, and re-hashes (a grant redeems).
-      const whole = (await get(two, `/approvals/${id}`, agent(sub))).json() as { requirements: { capability: unknown }[]; args: unknown };
+      const whole = (await get(two, `/approvals/${id}`, agent(sub))).json() as {
+        requirements: { capability: unknown }[];
+        args: unknown;
+      };
       expect(whole.requirements[1]?.capability).toEqual({ tool: 'refund', args: whole.args });
     } finally {
       await two.close();
@@ -151,7 +159,13 @@ describe('DENIED_COOLDOWN: a denied request cannot be filed again at once', () =
     const again = await post(t.app, '/approvals', body, agent(sub));
     const problem = expectProblem(again, 409, 'recently_denied');
     // The requester is told the message for the agent, never the operators' note.
-    expect(problem.approval).toMatchObject({ id, status: 'denied', decided_by: 'operator-1', decision_note: null, decision_message: denial.message });
+    expect(problem.approval).toMatchObject({
+      id,
+      status: 'denied',
+      decided_by: 'operator-1',
+      decision_note: null,
+      decision_message: denial.message,
+    });
     expect(problem.approval).not.toHaveProperty('args');
     const retryAfter = Number(again.headers['retry-after']);
     expect(retryAfter).toBeGreaterThan(590);
@@ -246,7 +260,11 @@ describe('several files asking for one approval', () => {
     expect(decision.approval.requirements).toEqual(requirements);
     const { id, hash } = await file(sub, body, two);
     expect(hash).toBe(decision.approval.hash);
-    expect((await get(two, `/approvals/${id}`, approverToken())).json()).toMatchObject({ requirements, kind: 'refund_over_cap', rule: 'refund-cap' });
+    expect((await get(two, `/approvals/${id}`, approverToken())).json()).toMatchObject({
+      requirements,
+      kind: 'refund_over_cap',
+      rule: 'refund-cap',
+    });
     // Granted and redeemed as one.
     expect((await post(two.app, `/approvals/${id}/grant`, {}, approverToken())).statusCode).toBe(200);
     const redeemed = await post(two.app, '/decide', { ...body, approval_id: id }, agent(sub));

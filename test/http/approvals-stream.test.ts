@@ -28,9 +28,17 @@ afterAll(async () => {
 
 const agent = (sub: string): string => token({ sub, team: 'support', agent: 'bot' });
 const refund = (order: string) => ({ tool: 'refund', args: { order, amount: 300 } });
-const approvalOf = (e: SseEvent): { id: string; status: string; decision_note: string | null; decision_message: string | null; requester: { sub: string } } =>
-  JSON.parse(e.data);
-const about = (id: string, status: string) => (e: SseEvent) => e.event === 'approval' && approvalOf(e).id === id && approvalOf(e).status === status;
+const approvalOf = (
+  e: SseEvent,
+): {
+  id: string;
+  status: string;
+  decision_note: string | null;
+  decision_message: string | null;
+  requester: { sub: string };
+} => JSON.parse(e.data);
+const about = (id: string, status: string) => (e: SseEvent) =>
+  e.event === 'approval' && approvalOf(e).id === id && approvalOf(e).status === status;
 
 async function ready(s: SseStream): Promise<void> {
   expect(s.status).toBe(200);
@@ -49,12 +57,22 @@ describe('the stream', () => {
       expect(approvalOf(await s.next(about(filed.id, 'pending')))).toMatchObject({ requester: { sub } });
       await post(b.app, `/approvals/${filed.id}/grant`, { note: 'checked' }, approverToken());
       expect(approvalOf(await s.next(about(filed.id, 'granted')))).toMatchObject({ decision_note: 'checked' });
-      expect((await post(b.app, '/decide', { ...refund('S1'), approval_id: filed.id }, agent(sub))).statusCode).toBe(200);
+      expect((await post(b.app, '/decide', { ...refund('S1'), approval_id: filed.id }, agent(sub))).statusCode).toBe(
+        200,
+      );
       await s.next(about(filed.id, 'consumed'));
 
       const second = (await post(b.app, '/approvals', refund('S2'), agent(sub))).json() as { id: string };
-      await post(b.app, `/approvals/${second.id}/deny`, { note: 'fraud pattern', message: 'Declined.' }, approverToken());
-      expect(approvalOf(await s.next(about(second.id, 'denied')))).toMatchObject({ decision_note: 'fraud pattern', decision_message: 'Declined.' });
+      await post(
+        b.app,
+        `/approvals/${second.id}/deny`,
+        { note: 'fraud pattern', message: 'Declined.' },
+        approverToken(),
+      );
+      expect(approvalOf(await s.next(about(second.id, 'denied')))).toMatchObject({
+        decision_note: 'fraud pattern',
+        decision_message: 'Declined.',
+      });
       const third = (await post(b.app, '/approvals', refund('S3'), agent(sub))).json() as { id: string };
       await post(b.app, `/approvals/${third.id}/cancel`, {}, agent(sub));
       await s.next(about(third.id, 'cancelled'));
@@ -70,9 +88,16 @@ describe('the stream', () => {
     const s = await openStream(`${base}/approvals/stream`, agent(mine));
     try {
       await ready(s);
-      const other = (await post(b.app, '/approvals', refund('O1'), agent(`agent-${randomUUID()}`))).json() as { id: string };
+      const other = (await post(b.app, '/approvals', refund('O1'), agent(`agent-${randomUUID()}`))).json() as {
+        id: string;
+      };
       const own = (await post(b.app, '/approvals', refund('M1'), agent(mine))).json() as { id: string };
-      await post(b.app, `/approvals/${own.id}/deny`, { note: 'do not tell them', message: 'Declined by an operator.' }, approverToken());
+      await post(
+        b.app,
+        `/approvals/${own.id}/deny`,
+        { note: 'do not tell them', message: 'Declined by an operator.' },
+        approverToken(),
+      );
       const denied = approvalOf(await s.next(about(own.id, 'denied')));
       expect(denied).toMatchObject({ decision_note: null, decision_message: 'Declined by an operator.' });
       expect(s.events.some((e) => e.data.includes(other.id))).toBe(false);
@@ -91,7 +116,9 @@ describe('the stream', () => {
          where datname = current_database() and query ilike 'listen%'`;
       expect(killed!.n).toBeGreaterThan(0);
       await s.next((e) => e.event === 'reset');
-      const filed = (await post(b.app, '/approvals', refund('R1'), agent(`agent-${randomUUID()}`))).json() as { id: string };
+      const filed = (await post(b.app, '/approvals', refund('R1'), agent(`agent-${randomUUID()}`))).json() as {
+        id: string;
+      };
       await s.next(about(filed.id, 'pending'));
     } finally {
       s.close();
@@ -120,7 +147,11 @@ describe('limits and shutdown', () => {
       await ready(again);
       // Streams and long-polls take the same places: op-a holds its one.
       const { id } = (await post(capped.app, '/approvals', refund('W1'), agent('agent-w'))).json() as { id: string };
-      const wait = await capped.app.inject({ method: 'GET', url: `/approvals/${id}?wait=5`, headers: { authorization: `Bearer ${approverToken('op-a')}` } });
+      const wait = await capped.app.inject({
+        method: 'GET',
+        url: `/approvals/${id}?wait=5`,
+        headers: { authorization: `Bearer ${approverToken('op-a')}` },
+      });
       expect(wait.statusCode).toBe(429);
       expect(wait.json()).toMatchObject({ code: 'too_many_waits' });
       again.close();
@@ -137,7 +168,10 @@ describe('limits and shutdown', () => {
 
   it('ends with the server: close() ends every open stream', async () => {
     const closing = await createTestApp({ database: a.db! });
-    const s = await openStream(`http://127.0.0.1:${await listenLoopback(closing.app)}/approvals/stream`, approverToken());
+    const s = await openStream(
+      `http://127.0.0.1:${await listenLoopback(closing.app)}/approvals/stream`,
+      approverToken(),
+    );
     await ready(s);
     await closing.close();
     await s.ended;

@@ -7,7 +7,16 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApprovalInputError } from '../../src/approvals/errors.js';
 import { ListQueryError } from '../../src/kernel/errors.js';
 import { createSql } from '../../src/db/connect.js';
-import { agentToken, approverToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
+import {
+  agentToken,
+  approverToken,
+  bearer,
+  createTestApp,
+  post,
+  signJwt,
+  token,
+  type TestApp,
+} from '../helpers/app.js';
 import { startPrivatePostgres, type PrivatePostgres, type TestDatabase } from '../helpers/db.js';
 
 interface ApprovalBody {
@@ -54,10 +63,16 @@ const bigRefund = (extra: Record<string, unknown> = {}) => ({
 });
 
 const get = (app: TestApp, url: string, tok: string) => app.app.inject({ method: 'GET', url, headers: bearer(tok) });
-const grant = (id: string, tok = approverToken(), body: unknown = { note: 'ok' }, app = t) => post(app.app, `/approvals/${id}/grant`, body, tok);
-const deny = (id: string, tok = approverToken(), body: unknown = { reason: 'no' }, app = t) => post(app.app, `/approvals/${id}/deny`, body, tok);
+const grant = (id: string, tok = approverToken(), body: unknown = { note: 'ok' }, app = t) =>
+  post(app.app, `/approvals/${id}/grant`, body, tok);
+const deny = (id: string, tok = approverToken(), body: unknown = { reason: 'no' }, app = t) =>
+  post(app.app, `/approvals/${id}/deny`, body, tok);
 
-async function requestApproval(sub: string, body = bigRefund(), app = t): Promise<{ approval: ApprovalBody; body: typeof body }> {
+async function requestApproval(
+  sub: string,
+  body = bigRefund(),
+  app = t,
+): Promise<{ approval: ApprovalBody; body: typeof body }> {
   const res = await post(app.app, '/approvals', body, agent(sub));
   expect(res.statusCode, res.body).toBe(201);
   return { approval: res.json() as ApprovalBody, body };
@@ -67,11 +82,17 @@ function expectProblem(res: LightMyRequestResponse, status: number): Record<stri
   expect(res.statusCode, res.body).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   const body = res.json() as Record<string, unknown>;
-  expect(body).toMatchObject({ status, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+  expect(body).toMatchObject({
+    status,
+    type: expect.any(String),
+    title: expect.any(String),
+    detail: expect.any(String),
+  });
   return body;
 }
 
-const statusOf = async (id: string): Promise<string> => ((await get(t, `/approvals/${id}`, approverToken())).json() as ApprovalBody).status;
+const statusOf = async (id: string): Promise<string> =>
+  ((await get(t, `/approvals/${id}`, approverToken())).json() as ApprovalBody).status;
 
 describe('the full loop', () => {
   it('decide → require_approval → create → pending → grant → redeem once → require_approval again', async () => {
@@ -80,7 +101,11 @@ describe('the full loop', () => {
     const first = await post(t.app, '/decide', body, agent(sub));
     expect(first.statusCode).toBe(403);
     const firstBody = first.json() as DecisionBody;
-    expect(firstBody).toMatchObject({ decision: 'require_approval', rule: 'refund-support', approval: { kind: 'refund_over_cap' } });
+    expect(firstBody).toMatchObject({
+      decision: 'require_approval',
+      rule: 'refund-support',
+      approval: { kind: 'refund_over_cap' },
+    });
     expect(firstBody.approval).not.toHaveProperty('id');
 
     const created = await post(t.app, '/approvals', body, agent(sub));
@@ -119,7 +144,10 @@ describe('the full loop', () => {
 
     const redeemed = await post(t.app, '/decide', { ...body, approval_id: a.id }, agent(sub));
     expect(redeemed.statusCode).toBe(200);
-    expect(redeemed.json()).toMatchObject({ decision: 'allow', approval: { id: a.id, status: 'consumed', hash: a.hash } });
+    expect(redeemed.json()).toMatchObject({
+      decision: 'allow',
+      approval: { id: a.id, status: 'consumed', hash: a.hash },
+    });
 
     const again = await post(t.app, '/decide', { ...body, approval_id: a.id }, agent(sub));
     expect(again.statusCode).toBe(403);
@@ -148,7 +176,12 @@ describe('POST /approvals', () => {
     expect(res.json()).toMatchObject({ decision: 'allow', rule: 'refund-support' });
   });
   it('a denied request is 409 with the decision body', async () => {
-    const res = await post(t.app, '/approvals', { tool: 'dispatch_vendor', args: { unitId: 'U1', estimateUsd: 5000 } }, agent(newSub()));
+    const res = await post(
+      t.app,
+      '/approvals',
+      { tool: 'dispatch_vendor', args: { unitId: 'U1', estimateUsd: 5000 } },
+      agent(newSub()),
+    );
     expect(res.statusCode).toBe(409);
     expect(res.json()).toMatchObject({ decision: 'deny', rule: 'vendor-hard-cap' });
   });
@@ -191,7 +224,9 @@ describe('POST /approvals', () => {
     expect(statuses.filter((s) => s === 201)).toHaveLength(1);
     expect(statuses.filter((s) => s === 200)).toHaveLength(19);
     expect(new Set(results.map((r) => (r.json() as ApprovalBody).id)).size).toBe(1);
-    const [row] = await t.db!.sql<{ n: number }[]>`select count(*)::int as n from approvals where requester_sub = ${sub}`;
+    const [row] = await t.db!.sql<
+      { n: number }[]
+    >`select count(*)::int as n from approvals where requester_sub = ${sub}`;
     expect(row!.n).toBe(1);
   });
 
@@ -203,7 +238,16 @@ describe('POST /approvals', () => {
     expect(b.approval.hash).toBe(a.approval.hash);
   });
 
-  for (const field of ['capability', 'presentation', 'kind', 'hash', 'status', 'approval_id', 'requester', 'expires_at']) {
+  for (const field of [
+    'capability',
+    'presentation',
+    'kind',
+    'hash',
+    'status',
+    'approval_id',
+    'requester',
+    'expires_at',
+  ]) {
     it(`"${field}" in the body is refused (422 unknown field): the policy decides it`, async () => {
       const body = { ...bigRefund(), [field]: field === 'approval_id' ? randomUUID() : { order: 'Z9', amount: 1 } };
       const res = await post(t.app, '/approvals', body, agent(newSub()));
@@ -215,18 +259,30 @@ describe('POST /approvals', () => {
     const sub = newSub();
     const order = `O-${++seq}`;
     const payload = `{"tool":"refund","args":{"order":"${order}","amount":120.50,"note":"n"}}`;
-    const decided = await t.app.inject({ method: 'POST', url: '/decide', payload, headers: { ...bearer(agent(sub)), 'content-type': 'application/json' } });
+    const decided = await t.app.inject({
+      method: 'POST',
+      url: '/decide',
+      payload,
+      headers: { ...bearer(agent(sub)), 'content-type': 'application/json' },
+    });
     expect(decided.statusCode).toBe(403);
     expect(decided.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(decided.body).toMatch(/"capability":\{"amount":120\.50,/);
-    const created = await t.app.inject({ method: 'POST', url: '/approvals', payload, headers: { ...bearer(agent(sub)), 'content-type': 'application/json' } });
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/approvals',
+      payload,
+      headers: { ...bearer(agent(sub)), 'content-type': 'application/json' },
+    });
     expect(created.statusCode).toBe(201);
     expect(created.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(created.body).toContain('"amount":120.50');
     const { id } = created.json() as ApprovalBody;
     expect((await get(t, `/approvals/${id}`, approverToken())).body).toContain('"amount":120.50');
     // A list carries summaries: no arguments to misquote.
-    const listed = (await get(t, '/approvals?status=pending&limit=200', approverToken())).json() as { items: Record<string, unknown>[] };
+    const listed = (await get(t, '/approvals?status=pending&limit=200', approverToken())).json() as {
+      items: Record<string, unknown>[];
+    };
     expect(listed.items.find((a) => a.id === id)).not.toHaveProperty('args');
     const granted = await grant(id);
     expect(granted.statusCode).toBe(200);
@@ -288,7 +344,11 @@ describe('who may grant or deny', () => {
   });
   it('a grant without a body is accepted (no note)', async () => {
     const a = (await requestApproval(newSub())).approval;
-    const res = await t.app.inject({ method: 'POST', url: `/approvals/${a.id}/grant`, headers: bearer(approverToken()) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/approvals/${a.id}/grant`,
+      headers: bearer(approverToken()),
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ status: 'granted', decision_note: null });
   });
@@ -316,7 +376,10 @@ describe('flooding: MAX_PENDING_APPROVALS per requester', () => {
       const first = (await requestApproval(sub, bigRefund(), capped)).approval;
       const second = await requestApproval(sub, bigRefund(), capped);
       const refused = await post(capped.app, '/approvals', bigRefund(), agent(sub));
-      expect(expectProblem(refused, 429)).toMatchObject({ code: 'too_many_pending', type: 'urn:gatehouse:problem:too_many_pending' });
+      expect(expectProblem(refused, 429)).toMatchObject({
+        code: 'too_many_pending',
+        type: 'urn:gatehouse:problem:too_many_pending',
+      });
       expect(refused.headers['retry-after']).toBe('60');
       // Re-requesting one that is pending is still the idempotent 200.
       const again = await post(capped.app, '/approvals', second.body, agent(sub));
@@ -348,7 +411,9 @@ describe('self-approval', () => {
     const sub = newSub('dual');
     const { approval } = await requestApproval(sub);
     const self = token({ sub, roles: ['approver'] });
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? grant(approval.id, self) : deny(approval.id, self))));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? grant(approval.id, self) : deny(approval.id, self))),
+    );
     expect(results.map((r) => r.statusCode)).toEqual(Array(10).fill(403));
     expect(await statusOf(approval.id)).toBe('pending');
     // Another approver still can.
@@ -378,7 +443,9 @@ describe('visibility', () => {
     expect(otherList.items.map((a) => a.id)).not.toContain(id);
     const ownerList = (await get(t, '/approvals?limit=200', agent(owner))).json() as { items: ApprovalBody[] };
     expect(ownerList.items.map((a) => a.id)).toEqual([id]);
-    expect((await get(t, `/approvals/${id}`, agent(owner))).json()).toMatchObject({ presentation_label: expect.stringMatching(/model-chosen/i) });
+    expect((await get(t, `/approvals/${id}`, agent(owner))).json()).toMatchObject({
+      presentation_label: expect.stringMatching(/model-chosen/i),
+    });
   });
   it("approvers see everyone's", async () => {
     expect((await get(t, `/approvals/${id}`, approverToken('viewer'))).statusCode).toBe(200);
@@ -406,7 +473,9 @@ describe('races', () => {
     const { approval } = await requestApproval(newSub());
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        i % 2 === 0 ? grant(approval.id, approverToken(`op-${i}`)) : deny(approval.id, approverToken(`op-${i}`), { reason: `r${i}` }),
+        i % 2 === 0
+          ? grant(approval.id, approverToken(`op-${i}`))
+          : deny(approval.id, approverToken(`op-${i}`), { reason: `r${i}` }),
       ),
     );
     const winners = results.filter((r) => r.statusCode === 200);
@@ -440,13 +509,18 @@ describe('races', () => {
     const sub = newSub();
     const { approval, body } = await requestApproval(sub);
     expect((await grant(approval.id)).statusCode).toBe(200);
-    const results = await Promise.all(Array.from({ length: 20 }, () => post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub))),
+    );
     const allowed = results.filter((r) => r.statusCode === 200);
     expect(allowed).toHaveLength(1);
     expect(allowed[0]!.json()).toMatchObject({ decision: 'allow', approval: { status: 'consumed' } });
     for (const r of results.filter((x) => x.statusCode !== 200)) {
       expect(r.statusCode).toBe(403);
-      expect(r.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'consumed' } });
+      expect(r.json()).toMatchObject({
+        decision: 'require_approval',
+        approval: { id: approval.id, status: 'consumed' },
+      });
     }
     expect(await statusOf(approval.id)).toBe('consumed');
   });
@@ -479,7 +553,10 @@ describe('redeeming with approval_id', () => {
     const allowed = await post(t.app, '/decide', { ...small, approval_id: approval.id }, agent(sub));
     expect(allowed.statusCode).toBe(200);
     expect(allowed.json()).toMatchObject({ decision: 'allow', rule: 'refund-support' });
-    expect((await post(t.app, '/decide', small, agent(sub))).json()).toMatchObject({ decision: 'allow', rule: 'refund-support' });
+    expect((await post(t.app, '/decide', small, agent(sub))).json()).toMatchObject({
+      decision: 'allow',
+      rule: 'refund-support',
+    });
   });
 
   it('a pending approval answers require_approval with status pending', async () => {
@@ -487,7 +564,10 @@ describe('redeeming with approval_id', () => {
     const { approval, body } = await requestApproval(sub);
     const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
     expect(res.statusCode).toBe(403);
-    expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'pending', hash: approval.hash } });
+    expect(res.json()).toMatchObject({
+      decision: 'require_approval',
+      approval: { id: approval.id, status: 'pending', hash: approval.hash },
+    });
     // Still pending: waiting is what helps.
     expect(res.json().message).toMatch(/Wait for the approval, then try again\./);
   });
@@ -575,7 +655,12 @@ describe('redeeming with approval_id', () => {
     const sub = newSub();
     const { approval } = await requestApproval(sub);
     expect((await grant(approval.id)).statusCode).toBe(200);
-    const res = await post(t.app, '/decide', { tool: 'refund', args: { order: 'A1', amount: 40 }, approval_id: approval.id }, agent(sub));
+    const res = await post(
+      t.app,
+      '/decide',
+      { tool: 'refund', args: { order: 'A1', amount: 40 }, approval_id: approval.id },
+      agent(sub),
+    );
     expect(res.statusCode).toBe(200);
     expect(await statusOf(approval.id)).toBe('granted');
   });
@@ -593,8 +678,13 @@ describe('expiry (database clock)', () => {
     expect(expectProblem(await deny(approval.id), 409).approval).toMatchObject({ status: 'expired' });
     const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
     expect(res.statusCode).toBe(403);
-    expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'expired' } });
-    expect(res.json().message).toMatch(/\. The approval you cited has expired and cannot be used again: a new approval is needed\. /);
+    expect(res.json()).toMatchObject({
+      decision: 'require_approval',
+      approval: { id: approval.id, status: 'expired' },
+    });
+    expect(res.json().message).toMatch(
+      /\. The approval you cited has expired and cannot be used again: a new approval is needed\. /,
+    );
     expect(res.json().message).not.toContain('Wait for the approval');
     // A new request for the same thing makes a new approval.
     const renewed = await post(t.app, '/approvals', body, agent(sub));
@@ -609,8 +699,13 @@ describe('expiry (database clock)', () => {
     await age(approval.id);
     const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
     expect(res.statusCode).toBe(403);
-    expect(res.json()).toMatchObject({ decision: 'require_approval', approval: { id: approval.id, status: 'expired' } });
-    expect(res.json().message).toMatch(/The approval you cited has expired and cannot be used again: a new approval is needed/);
+    expect(res.json()).toMatchObject({
+      decision: 'require_approval',
+      approval: { id: approval.id, status: 'expired' },
+    });
+    expect(res.json().message).toMatch(
+      /The approval you cited has expired and cannot be used again: a new approval is needed/,
+    );
     expect(await statusOf(approval.id)).toBe('expired');
   });
 
@@ -642,7 +737,9 @@ describe('GET /approvals/:id?wait=N', () => {
     const { approval } = await requestApproval(sub);
     const waiting = get(t, `/approvals/${approval.id}?wait=30`, agent(sub));
     await new Promise((r) => setTimeout(r, 300));
-    expect((await grant(approval.id, approverToken('operator-replica'), { note: 'from replica 2' }, second)).statusCode).toBe(200);
+    expect(
+      (await grant(approval.id, approverToken('operator-replica'), { note: 'from replica 2' }, second)).statusCode,
+    ).toBe(200);
     // Bounded: the wait asked for 30 s; the grant must end it long before.
     const guard = new Promise<'timed out'>((r) => setTimeout(() => r('timed out'), 15_000).unref());
     const res = await Promise.race([waiting, guard]);
@@ -688,7 +785,12 @@ describe('GET /approvals: filters and keyset pagination', () => {
   let vendorId: string;
   beforeAll(async () => {
     for (let i = 0; i < 5; i++) ids.push((await requestApproval(sub)).approval.id);
-    const v = await post(t.app, '/approvals', { tool: 'dispatch_vendor', args: { unitId: 'U1', estimateUsd: 320 } }, agent(sub));
+    const v = await post(
+      t.app,
+      '/approvals',
+      { tool: 'dispatch_vendor', args: { unitId: 'U1', estimateUsd: 320 } },
+      agent(sub),
+    );
     expect(v.statusCode).toBe(201);
     vendorId = (v.json() as ApprovalBody).id;
     ids.push(vendorId);
@@ -742,7 +844,10 @@ describe('GET /approvals: filters and keyset pagination', () => {
   });
   for (const [name, query] of [
     ['a bad cursor', '?cursor=not-a-cursor'],
-    ['a cursor with a bad date', `?cursor=${Buffer.from(`2024-13-40T00:00:00.000000Z ${randomUUID()}`).toString('base64url')}`],
+    [
+      'a cursor with a bad date',
+      `?cursor=${Buffer.from(`2024-13-40T00:00:00.000000Z ${randomUUID()}`).toString('base64url')}`,
+    ],
     ['limit=0', '?limit=0'],
     ['limit=201', '?limit=201'],
     ['limit=abc', '?limit=abc'],
@@ -755,12 +860,17 @@ describe('GET /approvals: filters and keyset pagination', () => {
   }
   const cursorAt = (at: string): string => Buffer.from(`${at} ${randomUUID()}`).toString('base64url');
   it('a forged cursor in year 0000 (JS Date accepts it, PostgreSQL does not) → 400 invalid_cursor, not 500', async () => {
-    const body = expectProblem(await get(t, `/approvals?cursor=${cursorAt('0000-01-01T00:00:00.000000Z')}`, agent(sub)), 400);
+    const body = expectProblem(
+      await get(t, `/approvals?cursor=${cursorAt('0000-01-01T00:00:00.000000Z')}`, agent(sub)),
+      400,
+    );
     expect(body).toMatchObject({ code: 'invalid_query', errors: [{ pointer: '/cursor', message: 'invalid_cursor' }] });
   });
   it('cursors at the ends of the range PostgreSQL holds are accepted', async () => {
     expect((await list(`?cursor=${cursorAt('0001-01-01T00:00:00.000000Z')}`)).items).toEqual([]);
-    expect((await list(`?limit=200&cursor=${cursorAt('9999-12-31T23:59:59.999999Z')}`)).items.map((a) => a.id)).toEqual([...ids].reverse());
+    expect((await list(`?limit=200&cursor=${cursorAt('9999-12-31T23:59:59.999999Z')}`)).items.map((a) => a.id)).toEqual(
+      [...ids].reverse(),
+    );
   });
   it('a filter the store refuses points at its own parameter', async () => {
     const body = expectProblem(await get(t, '/approvals?tool=%00', agent(sub)), 400);
@@ -774,12 +884,31 @@ describe('GET /approvals: kind, requester, search, history, order and count', ()
   const made: ApprovalBody[] = [];
   beforeAll(async () => {
     // alice: two refunds and a vendor dispatch (another kind); bob: one refund, run "run-x7".
-    made.push((await requestApproval(alice, { tool: 'refund', args: { order: 'Q-100%_', amount: 120, note: 'first' } })).approval);
-    made.push((await requestApproval(alice, { tool: 'refund', args: { order: 'Q-2', amount: 130, note: 'second' } })).approval);
-    const v = await post(t.app, '/approvals', { tool: 'dispatch_vendor', args: { unitId: 'U9', estimateUsd: 320 } }, agent(alice));
+    made.push(
+      (await requestApproval(alice, { tool: 'refund', args: { order: 'Q-100%_', amount: 120, note: 'first' } }))
+        .approval,
+    );
+    made.push(
+      (await requestApproval(alice, { tool: 'refund', args: { order: 'Q-2', amount: 130, note: 'second' } })).approval,
+    );
+    const v = await post(
+      t.app,
+      '/approvals',
+      { tool: 'dispatch_vendor', args: { unitId: 'U9', estimateUsd: 320 } },
+      agent(alice),
+    );
     made.push(v.json() as ApprovalBody);
-    made.push((await requestApproval(bob, { ...bigRefund(), run: { id: 'run-x7' } } as ReturnType<typeof bigRefund>)).approval);
-    expect((await deny(made[1]!.id, approverToken('op-history'), { note: 'Duplicate of Q-1, internal', message: 'Declined.' })).statusCode).toBe(200);
+    made.push(
+      (await requestApproval(bob, { ...bigRefund(), run: { id: 'run-x7' } } as ReturnType<typeof bigRefund>)).approval,
+    );
+    expect(
+      (
+        await deny(made[1]!.id, approverToken('op-history'), {
+          note: 'Duplicate of Q-1, internal',
+          message: 'Declined.',
+        })
+      ).statusCode,
+    ).toBe(200);
     expect((await grant(made[0]!.id, approverToken('op-history'), { note: 'Verified by phone' })).statusCode).toBe(200);
   });
   const ids = async (query: string, tok = approverToken()): Promise<string[]> => {
@@ -815,7 +944,8 @@ describe('GET /approvals: kind, requester, search, history, order and count', ()
 
   it('decided=true is the history: what an operator decided, with who, when and the note', async () => {
     const res = await get(t, `/approvals?requester=${alice}&decided=true`, approverToken());
-    const items = (res.json() as { items: (ApprovalBody & { decided_at: string; decision_message: string | null })[] }).items;
+    const items = (res.json() as { items: (ApprovalBody & { decided_at: string; decision_message: string | null })[] })
+      .items;
     expect(items.map((a) => [a.id, a.status, a.decided_by, a.decision_note, a.decision_message])).toEqual([
       [made[1]!.id, 'denied', 'op-history', 'Duplicate of Q-1, internal', 'Declined.'],
       [made[0]!.id, 'granted', 'op-history', 'Verified by phone', null],
@@ -825,24 +955,43 @@ describe('GET /approvals: kind, requester, search, history, order and count', ()
 
   it('order=oldest walks the same approvals the other way, page by page; count counts all pages', async () => {
     const query = `?requester=${alice}&order=oldest&limit=2&count=true`;
-    const first = (await get(t, `/approvals${query}`, approverToken())).json() as { items: ApprovalBody[]; next_cursor: string; count: number };
+    const first = (await get(t, `/approvals${query}`, approverToken())).json() as {
+      items: ApprovalBody[];
+      next_cursor: string;
+      count: number;
+    };
     expect(first.items.map((a) => a.id)).toEqual(at(0, 1));
     expect(first.count).toBe(3);
-    const rest = (await get(t, `/approvals${query}&cursor=${first.next_cursor}`, approverToken())).json() as { items: ApprovalBody[]; next_cursor: null };
+    const rest = (await get(t, `/approvals${query}&cursor=${first.next_cursor}`, approverToken())).json() as {
+      items: ApprovalBody[];
+      next_cursor: null;
+    };
     expect(rest.items.map((a) => a.id)).toEqual(at(2));
     expect(rest.next_cursor).toBeNull();
     // Without count=true, no count.
     expect((await get(t, `/approvals?requester=${alice}`, approverToken())).json()).not.toHaveProperty('count');
-    expect(((await get(t, `/approvals?requester=${alice}&status=pending&count=true&limit=1`, approverToken())).json() as { count: number }).count).toBe(1);
+    expect(
+      (
+        (await get(t, `/approvals?requester=${alice}&status=pending&count=true&limit=1`, approverToken())).json() as {
+          count: number;
+        }
+      ).count,
+    ).toBe(1);
     // A cursor of one order is refused by the other.
-    const wrong = expectProblem(await get(t, `/approvals?requester=${alice}&cursor=${first.next_cursor}`, approverToken()), 400);
+    const wrong = expectProblem(
+      await get(t, `/approvals?requester=${alice}&cursor=${first.next_cursor}`, approverToken()),
+      400,
+    );
     expect(wrong).toMatchObject({ errors: [{ pointer: '/cursor', message: 'invalid_cursor' }] });
   });
 
   it('a filter value the store cannot hold points at its parameter', async () => {
     for (const name of ['kind', 'requester', 'q']) {
       const body = expectProblem(await get(t, `/approvals?${name}=%00`, approverToken()), 400);
-      expect(body).toMatchObject({ code: 'invalid_query', errors: [{ pointer: `/${name}`, message: 'invalid_filter' }] });
+      expect(body).toMatchObject({
+        code: 'invalid_query',
+        errors: [{ pointer: `/${name}`, message: 'invalid_filter' }],
+      });
     }
   });
 });
@@ -859,10 +1008,19 @@ describe("a decision's two texts: the note for the record, the message for the a
     expect(d.decision).toBe('deny');
     expect(d.message).toContain(message);
     expect(`${d.message} ${d.reason}`).not.toContain('fraud');
-    expect((await get(t, `/approvals/${approval.id}`, agent(sub))).json()).toMatchObject({ decision_note: null, decision_message: message });
-    expect((await get(t, `/approvals/${approval.id}`, approverToken('operator-2'))).json()).toMatchObject({ decision_note: note, decision_message: message });
+    expect((await get(t, `/approvals/${approval.id}`, agent(sub))).json()).toMatchObject({
+      decision_note: null,
+      decision_message: message,
+    });
+    expect((await get(t, `/approvals/${approval.id}`, approverToken('operator-2'))).json()).toMatchObject({
+      decision_note: note,
+      decision_message: message,
+    });
     const listed = (await get(t, '/approvals?status=denied', agent(sub))).json() as { items: ApprovalBody[] };
-    expect(listed.items.find((a) => a.id === approval.id)).toMatchObject({ decision_note: null, decision_message: message });
+    expect(listed.items.find((a) => a.id === approval.id)).toMatchObject({
+      decision_note: null,
+      decision_message: message,
+    });
     const events = await t.db!.sql<{ note: string | null; message: string | null }[]>`
       select note, message from approval_events where approval_id = ${approval.id} and to_status = 'denied'`;
     expect(events).toEqual([{ note, message }]);
@@ -885,14 +1043,21 @@ describe("a decision's two texts: the note for the record, the message for the a
       decision_message: 'frozen this week',
     });
     const second = await requestApproval(sub);
-    expect((await deny(second.approval.id, approverToken(), { note: 'n', reason: 'r' })).json()).toMatchObject({ decision_note: 'n', decision_message: 'r' });
+    expect((await deny(second.approval.id, approverToken(), { note: 'n', reason: 'r' })).json()).toMatchObject({
+      decision_note: 'n',
+      decision_message: 'r',
+    });
   });
 
   it("a grant's note is for the record: the requester does not see it", async () => {
     const sub = newSub();
     const { approval } = await requestApproval(sub);
     await grant(approval.id, approverToken(), { note: 'called the customer' });
-    expect((await get(t, `/approvals/${approval.id}`, agent(sub))).json()).toMatchObject({ status: 'granted', decision_note: null, decision_message: null });
+    expect((await get(t, `/approvals/${approval.id}`, agent(sub))).json()).toMatchObject({
+      status: 'granted',
+      decision_note: null,
+      decision_message: null,
+    });
   });
 
   it('a message the store cannot hold is 422 naming it', async () => {
@@ -976,7 +1141,9 @@ describe('the database goes away and comes back', () => {
       }
       return fn();
     };
-    expect((await retry(() => get(a, `/approvals/${approval.id}`, agent(sub)))).json()).toMatchObject({ status: 'granted' });
+    expect((await retry(() => get(a, `/approvals/${approval.id}`, agent(sub)))).json()).toMatchObject({
+      status: 'granted',
+    });
     expect((await retry(() => grant(spare.id, approverToken(), {}, a))).statusCode).toBe(200);
     const redeemed = await retry(() => post(a.app, '/decide', { ...body, approval_id: approval.id }, agent(sub)));
     expect(redeemed.statusCode).toBe(200);
@@ -1014,9 +1181,15 @@ describe('token edge cases on approval routes', () => {
     const approvals = t.ctx.approvals!;
     const spies = [
       vi.spyOn(approvals, 'redeem').mockRejectedValue(new ApprovalInputError('requester.sub', 'contains U+0000')),
-      vi.spyOn(approvals.store, 'create').mockRejectedValue(new ApprovalInputError('requester.team', 'contains U+0000')),
+      vi
+        .spyOn(approvals.store, 'create')
+        .mockRejectedValue(new ApprovalInputError('requester.team', 'contains U+0000')),
       vi.spyOn(approvals.store, 'grant').mockRejectedValue(new ApprovalInputError('approver.sub', 'contains U+0000')),
-      vi.spyOn(approvals.store, 'list').mockRejectedValue(new ListQueryError('invalid_filter', 'requesterSub', 'requesterSub is not a possible value')),
+      vi
+        .spyOn(approvals.store, 'list')
+        .mockRejectedValue(
+          new ListQueryError('invalid_filter', 'requesterSub', 'requesterSub is not a possible value'),
+        ),
     ];
     try {
       for (const res of [
@@ -1059,10 +1232,16 @@ describe('what to do next, withdrawing, and the run', () => {
       expires_at: approval.expires_at,
     });
     // Someone else's, or an unknown id: as if none was cited.
-    expect(await nextOf({ ...body, approval_id: approval.id }, newSub())).toEqual({ action: 'file', url: '/approvals' });
+    expect(await nextOf({ ...body, approval_id: approval.id }, newSub())).toEqual({
+      action: 'file',
+      url: '/approvals',
+    });
     expect(await nextOf({ ...body, approval_id: randomUUID() }, sub)).toEqual({ action: 'file', url: '/approvals' });
     // Another request: the cited approval can never redeem it.
-    expect(await nextOf({ ...body, args: { ...body.args, amount: 130 }, approval_id: approval.id }, sub)).toEqual({ action: 'file_new', url: '/approvals' });
+    expect(await nextOf({ ...body, args: { ...body.args, amount: 130 }, approval_id: approval.id }, sub)).toEqual({
+      action: 'file_new',
+      url: '/approvals',
+    });
     // Spent: consumed.
     expect((await grant(approval.id)).statusCode).toBe(200);
     expect((await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub))).statusCode).toBe(200);
@@ -1081,19 +1260,32 @@ describe('what to do next, withdrawing, and the run', () => {
       const first = (await post(capped.app, '/approvals', bigRefund(), agent(sub))).json() as ApprovalBody;
       expect((await post(capped.app, '/approvals', bigRefund(), agent(sub))).statusCode).toBe(429);
       // A long-poll on it is answered by the withdrawal.
-      const waiting = capped.app.inject({ method: 'GET', url: `/approvals/${first.id}?wait=30`, headers: bearer(agent(sub)) });
-      for (let i = 0; i < 500 && capped.ctx.approvals!.waiter.size === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      const waiting = capped.app.inject({
+        method: 'GET',
+        url: `/approvals/${first.id}?wait=30`,
+        headers: bearer(agent(sub)),
+      });
+      for (let i = 0; i < 500 && capped.ctx.approvals!.waiter.size === 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
       // No body at all: cancel takes none.
-      const cancelled = await capped.app.inject({ method: 'POST', url: `/approvals/${first.id}/cancel`, headers: bearer(agent(sub)) });
+      const cancelled = await capped.app.inject({
+        method: 'POST',
+        url: `/approvals/${first.id}/cancel`,
+        headers: bearer(agent(sub)),
+      });
       expect(cancelled.statusCode).toBe(200);
       expect(cancelled.json()).toMatchObject({ id: first.id, status: 'cancelled', decided_by: null });
       expect(((await waiting).json() as ApprovalBody).status).toBe('cancelled');
       // Not counted against the cap any more, and gone from the operators' pending queue.
       const second = await post(capped.app, '/approvals', bigRefund(), agent(sub));
       expect(second.statusCode).toBe(201);
-      const queue = (await get(capped, '/approvals?status=pending&limit=200', approverToken())).json() as { items: { id: string }[] };
+      const queue = (await get(capped, '/approvals?status=pending&limit=200', approverToken())).json() as {
+        items: { id: string }[];
+      };
       expect(queue.items.map((i) => i.id)).not.toContain(first.id);
-      const listed = (await get(capped, '/approvals?status=cancelled&limit=200', approverToken())).json() as { items: { id: string }[] };
+      const listed = (await get(capped, '/approvals?status=cancelled&limit=200', approverToken())).json() as {
+        items: { id: string }[];
+      };
       expect(listed.items.map((i) => i.id)).toContain(first.id);
       // Final: no grant, no second cancel, and the event log says who and from what.
       expect((await grant(first.id, approverToken(), { note: 'ok' }, capped)).statusCode).toBe(409);
@@ -1113,7 +1305,10 @@ describe('what to do next, withdrawing, and the run', () => {
     const sub = newSub();
     const { approval, body } = await requestApproval(sub);
     expect((await grant(approval.id)).statusCode).toBe(200);
-    expect((await post(t.app, `/approvals/${approval.id}/cancel`, {}, agent(sub))).json()).toMatchObject({ status: 'cancelled', decided_by: 'operator-1' });
+    expect((await post(t.app, `/approvals/${approval.id}/cancel`, {}, agent(sub))).json()).toMatchObject({
+      status: 'cancelled',
+      decided_by: 'operator-1',
+    });
     const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(sub));
     expect(res.statusCode).toBe(403);
     const d = res.json() as DecisionBody & { next: unknown };
@@ -1126,7 +1321,10 @@ describe('what to do next, withdrawing, and the run', () => {
     for (let round = 0; round < 5; round++) {
       const sub = newSub();
       const pending = await requestApproval(sub);
-      const [c, d] = await Promise.all([post(t.app, `/approvals/${pending.approval.id}/cancel`, {}, agent(sub)), deny(pending.approval.id)]);
+      const [c, d] = await Promise.all([
+        post(t.app, `/approvals/${pending.approval.id}/cancel`, {}, agent(sub)),
+        deny(pending.approval.id),
+      ]);
       expect([c.statusCode, d.statusCode].sort()).toEqual([200, 409]);
       expect(await statusOf(pending.approval.id)).toBe(c.statusCode === 200 ? 'cancelled' : 'denied');
 
@@ -1156,13 +1354,20 @@ describe('what to do next, withdrawing, and the run', () => {
     try {
       const sub = newSub();
       const body = { ...bigRefund(), run: { id: 'run-42', steps: [] } };
-      const created = (await post(logged.app, '/approvals', body, agent(sub))).json() as ApprovalBody & { run_id: string | null };
+      const created = (await post(logged.app, '/approvals', body, agent(sub))).json() as ApprovalBody & {
+        run_id: string | null;
+      };
       expect(created.run_id).toBe('run-42');
-      const listed = (await get(logged, '/approvals?limit=200', agent(sub))).json() as { items: { id: string; run_id: string | null }[] };
+      const listed = (await get(logged, '/approvals?limit=200', agent(sub))).json() as {
+        items: { id: string; run_id: string | null }[];
+      };
       expect(listed.items.find((i) => i.id === created.id)?.run_id).toBe('run-42');
       await post(logged.app, '/decide', body, agent(sub));
       expect(logs.find((l) => l.msg === 'decision')).toMatchObject({ run_id: 'run-42', user: sub });
-      expect(logs.find((l) => l.msg === 'approval requested')).toMatchObject({ run_id: 'run-42', approval_id: created.id });
+      expect(logs.find((l) => l.msg === 'approval requested')).toMatchObject({
+        run_id: 'run-42',
+        approval_id: created.id,
+      });
       // Without a run, null.
       const plain = (await post(logged.app, '/approvals', bigRefund(), agent(sub))).json() as { run_id: string | null };
       expect(plain.run_id).toBeNull();

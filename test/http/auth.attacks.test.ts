@@ -302,7 +302,9 @@ describe('issuer and audience variants, when configured', () => {
     expect401(await decide(ia, forgeJwt(claimSet(), 'HS256', SECRET)));
   });
   it('the app without iss/aud configured ignores them (control)', async () => {
-    expect((await decide(hs, forgeJwt(claimSet({ iss: 'anything', aud: 'other' }), 'HS256', SECRET))).statusCode).toBe(200);
+    expect((await decide(hs, forgeJwt(claimSet({ iss: 'anything', aud: 'other' }), 'HS256', SECRET))).statusCode).toBe(
+      200,
+    );
   });
 });
 
@@ -310,7 +312,9 @@ describe('key-locating headers are never followed', () => {
   let listener: CountingServer;
   beforeAll(async () => {
     listener = await startCountingServer(
-      JSON.stringify({ keys: [{ ...attackerRsa.publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' }] }),
+      JSON.stringify({
+        keys: [{ ...attackerRsa.publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' }],
+      }),
     );
   });
   afterAll(async () => listener?.close());
@@ -335,7 +339,11 @@ describe('key-locating headers are never followed', () => {
     [
       'jku on the ES256 app, ES256 signed by the attacker',
       () => es,
-      () => forgeJwt(claimSet(), 'ES256', attackerEc.privateKey, { jku: `${listener.url}/jwks.json`, x5u: `${listener.url}/x` }),
+      () =>
+        forgeJwt(claimSet(), 'ES256', attackerEc.privateKey, {
+          jku: `${listener.url}/jwks.json`,
+          x5u: `${listener.url}/x`,
+        }),
     ],
     [
       'embedded jwk (attacker RSA public key), RS256 signed by the attacker',
@@ -347,18 +355,49 @@ describe('key-locating headers are never followed', () => {
       () => es,
       () => forgeJwt(claimSet(), 'ES256', attackerEc.privateKey, { jwk: attackerJwk(attackerEc.publicKey) }),
     ],
-    ['embedded jwk as an oct key holding the HMAC secret', () => hs, () => forgeJwt(claimSet(), 'HS256', 'k', { jwk: { kty: 'oct', k: b64url('k') } })],
+    [
+      'embedded jwk as an oct key holding the HMAC secret',
+      () => hs,
+      () => forgeJwt(claimSet(), 'HS256', 'k', { jwk: { kty: 'oct', k: b64url('k') } }),
+    ],
     [
       'x5c with the attacker key, RS256 signed by the attacker',
       () => rs,
-      () => forgeJwt(claimSet(), 'RS256', attackerRsa.privateKey, { x5c: [spkiDer(attackerRsa.publicKey).toString('base64')] }),
+      () =>
+        forgeJwt(claimSet(), 'RS256', attackerRsa.privateKey, {
+          x5c: [spkiDer(attackerRsa.publicKey).toString('base64')],
+        }),
     ],
-    ['kid ../../../dev/null, HS256 keyed with the empty file', () => hs, () => forgeJwt(claimSet(), 'HS256', Buffer.alloc(0), { kid: '../../../dev/null' })],
-    ['kid /dev/null on the RS256 app, HS256 keyed with ""', () => rs, () => forgeJwt(claimSet(), 'HS256', Buffer.alloc(0), { kid: '/dev/null' })],
-    ["kid ' OR '1'='1", () => hs, () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { kid: "' OR '1'='1" })],
-    ['kid *)(uid=*', () => hs, () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { kid: '*)(uid=*' })],
-    ['kid with NUL bytes', () => hs, () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { kid: 'a\u0000b' })],
-    ['kid an object', () => hs, () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { kid: { $ne: null } })],
+    [
+      'kid ../../../dev/null, HS256 keyed with the empty file',
+      () => hs,
+      () => forgeJwt(claimSet(), 'HS256', Buffer.alloc(0), { kid: '../../../dev/null' }),
+    ],
+    [
+      'kid /dev/null on the RS256 app, HS256 keyed with ""',
+      () => rs,
+      () => forgeJwt(claimSet(), 'HS256', Buffer.alloc(0), { kid: '/dev/null' }),
+    ],
+    [
+      "kid ' OR '1'='1",
+      () => hs,
+      () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { kid: "' OR '1'='1" }),
+    ],
+    [
+      'kid *)(uid=*',
+      () => hs,
+      () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { kid: '*)(uid=*' }),
+    ],
+    [
+      'kid with NUL bytes',
+      () => hs,
+      () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { kid: 'a\u0000b' }),
+    ],
+    [
+      'kid an object',
+      () => hs,
+      () => forgeJwt(claimSet(), 'HS256', 'attacker-secret-attacker-secret-0123', { kid: { $ne: null } }),
+    ],
     ['kid of 100 KB', () => hs, () => forgeJwt(claimSet(), 'HS256', SECRET, { kid: 'k'.repeat(100_000) })],
   ];
   for (const [name, app, tok] of cases) {
@@ -369,7 +408,12 @@ describe('key-locating headers are never followed', () => {
     });
   }
   it('a token signed by the REAL key with jku/x5u/jwk headers is verified by the configured key only: no connection', async () => {
-    const headers = { jku: `${listener.url}/jwks.json`, x5u: `${listener.url}/c`, kid: 'k1', jwk: attackerJwk(attackerRsa.publicKey) };
+    const headers = {
+      jku: `${listener.url}/jwks.json`,
+      x5u: `${listener.url}/c`,
+      kid: 'k1',
+      jwk: attackerJwk(attackerRsa.publicKey),
+    };
     const res = await decide(rs, forgeJwt(claimSet(), 'RS256', keys.rsa.privateKey, headers));
     expect(res.statusCode).toBe(200); // the header is ignored, not used: the configured key decided
     expect(listener.connections()).toBe(0);
@@ -466,9 +510,16 @@ describe('malformed compact forms', () => {
     ['a header that is null, MAC valid', () => macd(b64url('null'), b64url(JSON.stringify(claimSet())))],
     [
       'a payload with a UTF-8 BOM, MAC valid',
-      () => macd(b64url(headerText), b64url(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(claimSet()))]))),
+      () =>
+        macd(
+          b64url(headerText),
+          b64url(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(claimSet()))])),
+        ),
     ],
-    ['a payload with trailing data, MAC valid', () => macd(b64url(headerText), b64url(`${JSON.stringify(claimSet())} x`))],
+    [
+      'a payload with trailing data, MAC valid',
+      () => macd(b64url(headerText), b64url(`${JSON.stringify(claimSet())} x`)),
+    ],
     ['a payload that is an array, MAC valid', () => macd(b64url(headerText), b64url(JSON.stringify([claimSet()])))],
     ['a 1 MB token', () => forgeJwt(claimSet({ pad: 'p'.repeat(1_000_000) }), 'HS256', SECRET)],
     [
@@ -491,12 +542,18 @@ describe('payload JSON that is not strict JSON, validly signed', () => {
   const exp = () => nowSec() + 3600;
   const cases: [string, () => string | Buffer][] = [
     ['duplicate sub {"sub":"a","sub":"b"}', () => `{"sub":"agent-a","sub":"agent-b","team":"support","exp":${exp()}}`],
-    ['duplicate roles, the last one privileged', () => `{"sub":"agent-1","roles":[],"roles":["approver","admin"],"exp":${exp()}}`],
+    [
+      'duplicate roles, the last one privileged',
+      () => `{"sub":"agent-1","roles":[],"roles":["approver","admin"],"exp":${exp()}}`,
+    ],
     ['duplicate team', () => `{"sub":"agent-1","team":"sales","team":"support","exp":${exp()}}`],
     ['duplicate exp, the last one far in the future', () => `{"sub":"agent-1","exp":1,"exp":${exp()}}`],
     ['escaped twin keys (sub and s\\u0075b)', () => `{"sub":"agent-a","s\\u0075b":"agent-b","exp":${exp()}}`],
     ['a lone surrogate in sub', () => `{"sub":"agent-\\ud800","exp":${exp()}}`],
-    ['invalid UTF-8 in sub', () => Buffer.concat([Buffer.from('{"sub":"agent-'), Buffer.from([0xff]), Buffer.from(`","exp":${exp()}}`)])],
+    [
+      'invalid UTF-8 in sub',
+      () => Buffer.concat([Buffer.from('{"sub":"agent-'), Buffer.from([0xff]), Buffer.from(`","exp":${exp()}}`)]),
+    ],
   ];
   for (const [name, payload] of cases) {
     it(`${name} → 401`, async () => {
@@ -508,7 +565,10 @@ describe('payload JSON that is not strict JSON, validly signed', () => {
     expect401(await decide(hs, signRawJwt(h, JSON.stringify(claimSet()), 'HS256', SECRET)));
   });
   it('control: the same payload text without duplicates is accepted', async () => {
-    expect((await decide(hs, signRawJwt(header, `{"sub":"agent-b","team":"support","exp":${exp()}}`, 'HS256', SECRET))).statusCode).toBe(200);
+    expect(
+      (await decide(hs, signRawJwt(header, `{"sub":"agent-b","team":"support","exp":${exp()}}`, 'HS256', SECRET)))
+        .statusCode,
+    ).toBe(200);
   });
 });
 
@@ -516,17 +576,35 @@ describe('token placement', () => {
   const tok = () => forgeJwt(claimSet({ roles: ['approver', 'admin'] }), 'HS256', SECRET);
   const placements: [string, () => { url: string; headers: Record<string, string> }][] = [
     ['query access_token on GET /policies', () => ({ url: `/policies?access_token=${tok()}`, headers: {} })],
-    ['query authorization=Bearer… on GET /approvals', () => ({ url: `/approvals?authorization=Bearer%20${tok()}`, headers: {} })],
-    ['cookie on GET /policies', () => ({ url: '/policies', headers: { cookie: `access_token=${tok()}; token=${tok()}` } })],
+    [
+      'query authorization=Bearer… on GET /approvals',
+      () => ({ url: `/approvals?authorization=Bearer%20${tok()}`, headers: {} }),
+    ],
+    [
+      'cookie on GET /policies',
+      () => ({ url: '/policies', headers: { cookie: `access_token=${tok()}; token=${tok()}` } }),
+    ],
     ['X-Access-Token header', () => ({ url: '/policies', headers: { 'x-access-token': tok() } })],
-    ['X-Forwarded-Authorization header', () => ({ url: '/policies', headers: { 'x-forwarded-authorization': `Bearer ${tok()}` } })],
+    [
+      'X-Forwarded-Authorization header',
+      () => ({ url: '/policies', headers: { 'x-forwarded-authorization': `Bearer ${tok()}` } }),
+    ],
     ['Proxy-Authorization header', () => ({ url: '/policies', headers: { 'proxy-authorization': `Bearer ${tok()}` } })],
-    ['Authorization: bearer (lowercase scheme)', () => ({ url: '/policies', headers: { authorization: `bearer ${tok()}` } })],
+    [
+      'Authorization: bearer (lowercase scheme)',
+      () => ({ url: '/policies', headers: { authorization: `bearer ${tok()}` } }),
+    ],
     ['Authorization: BEARER', () => ({ url: '/policies', headers: { authorization: `BEARER ${tok()}` } })],
-    ['Authorization: Bearer with a trailing space', () => ({ url: '/policies', headers: { authorization: `Bearer ${tok()} ` } })],
+    [
+      'Authorization: Bearer with a trailing space',
+      () => ({ url: '/policies', headers: { authorization: `Bearer ${tok()} ` } }),
+    ],
     ['Authorization: Bearer with a tab', () => ({ url: '/policies', headers: { authorization: `Bearer\t${tok()}` } })],
     ['Authorization: token in quotes', () => ({ url: '/policies', headers: { authorization: `Bearer "${tok()}"` } })],
-    ['Authorization: two tokens, comma-separated', () => ({ url: '/policies', headers: { authorization: `Bearer ${tok()}, Bearer ${tok()}` } })],
+    [
+      'Authorization: two tokens, comma-separated',
+      () => ({ url: '/policies', headers: { authorization: `Bearer ${tok()}, Bearer ${tok()}` } }),
+    ],
   ];
   for (const [name, req] of placements) {
     it(`${name} → 401`, async () => {
@@ -547,7 +625,9 @@ describe('token placement', () => {
     });
     afterAll(async () => wire?.close());
     const get = (headerLines: string[]) =>
-      rawHttp(port, [`GET /policies HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${headerLines.map((l) => `${l}\r\n`).join('')}\r\n`]);
+      rawHttp(port, [
+        `GET /policies HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${headerLines.map((l) => `${l}\r\n`).join('')}\r\n`,
+      ]);
 
     it('control: one Authorization header is accepted', async () => {
       const r = await get([`Authorization: Bearer ${tok()}`]);
@@ -566,7 +646,9 @@ describe('token placement', () => {
       }
     });
     it('a token in the query string and a cookie over the wire → 401', async () => {
-      const r = await rawHttp(port, [`GET /policies?access_token=${tok()} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: token=${tok()}\r\n\r\n`]);
+      const r = await rawHttp(port, [
+        `GET /policies?access_token=${tok()} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: token=${tok()}\r\n\r\n`,
+      ]);
       expect401(r.responses[0]!);
     });
   });

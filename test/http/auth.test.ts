@@ -9,7 +9,17 @@ import { DEFAULT_JWT_MAX_LIFETIME_SEC } from '../../src/config.js';
 import { createAuthenticator, registerAuth, type AuthOptions } from '../../src/http/auth.js';
 import { ClaimError, identityFromClaims, MAX_CLAIM_LENGTH } from '../../src/policy/claims.js';
 import { registerErrorHandling } from '../../src/http/errors.js';
-import { SECRET, agentToken, bearer, createTestApp, keyPairs, post, signJwt, token, type TestApp } from '../helpers/app.js';
+import {
+  SECRET,
+  agentToken,
+  bearer,
+  createTestApp,
+  keyPairs,
+  post,
+  signJwt,
+  token,
+  type TestApp,
+} from '../helpers/app.js';
 
 const now = (): number => Math.floor(Date.now() / 1000);
 const claims = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
@@ -34,7 +44,8 @@ function expect401(res: LightMyRequestResponse): void {
 }
 
 const b64 = (o: unknown): string => Buffer.from(typeof o === 'string' ? o : JSON.stringify(o)).toString('base64url');
-const hs = (input: string, key: string | Buffer, bits = 256): string => createHmac(`sha${bits}`, key).update(input).digest('base64url');
+const hs = (input: string, key: string | Buffer, bits = 256): string =>
+  createHmac(`sha${bits}`, key).update(input).digest('base64url');
 
 let t: TestApp;
 beforeAll(async () => {
@@ -43,7 +54,12 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 const decideWith = (headers: Record<string, string>, url = '/decide') =>
-  t.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(LOOKUP) });
+  t.app.inject({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/json', ...headers },
+    payload: JSON.stringify(LOOKUP),
+  });
 
 describe('HS256 app: malformed and forged tokens are 401', () => {
   it('control: a valid token decides', async () => {
@@ -88,7 +104,10 @@ describe('HS256 app: malformed and forged tokens are 401', () => {
         return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
       },
     ],
-    ['bad signature (another secret)', () => ({ authorization: `Bearer ${signJwt(claims(), { key: 'another-secret-0123456789abcdef0123' })}` })],
+    [
+      'bad signature (another secret)',
+      () => ({ authorization: `Bearer ${signJwt(claims(), { key: 'another-secret-0123456789abcdef0123' })}` }),
+    ],
     [
       'bad signature (payload swapped after signing)',
       () => {
@@ -112,8 +131,14 @@ describe('HS256 app: malformed and forged tokens are 401', () => {
         return { authorization: `Bearer ${input}.${hs(input, SECRET)}` };
       },
     ],
-    ['validly signed HS384 (non-pinned alg)', () => ({ authorization: `Bearer ${signJwt(claims(), { alg: 'HS384' })}` })],
-    ['validly signed HS512 (non-pinned alg)', () => ({ authorization: `Bearer ${signJwt(claims(), { alg: 'HS512' })}` })],
+    [
+      'validly signed HS384 (non-pinned alg)',
+      () => ({ authorization: `Bearer ${signJwt(claims(), { alg: 'HS384' })}` }),
+    ],
+    [
+      'validly signed HS512 (non-pinned alg)',
+      () => ({ authorization: `Bearer ${signJwt(claims(), { alg: 'HS512' })}` }),
+    ],
     [
       'header says HS256 but the MAC is HS512',
       () => {
@@ -122,7 +147,10 @@ describe('HS256 app: malformed and forged tokens are 401', () => {
       },
     ],
     ['a token longer than 8 KiB', () => ({ authorization: `Bearer ${signJwt(claims({ pad: 'x'.repeat(9000) }))}` })],
-    ['crit header naming an unknown extension', () => ({ authorization: `Bearer ${signJwt(claims(), { header: { crit: ['exp2'], exp2: 1 } })}` })],
+    [
+      'crit header naming an unknown extension',
+      () => ({ authorization: `Bearer ${signJwt(claims(), { header: { crit: ['exp2'], exp2: 1 } })}` }),
+    ],
   ];
   for (const [name, headers] of cases) {
     it(name, async () => {
@@ -160,7 +188,9 @@ describe('iat and the typ header', () => {
   const IAT = "the token's `iat` must be a NumericDate not in the future";
   it('iat within the clock tolerance, in the past, or absent is accepted', async () => {
     for (const iat of [now(), now() - 86_400, now() + 10, 0, undefined]) {
-      expect((await post(t.app, '/decide', LOOKUP, signJwt(claims({ iat })))).statusCode, `iat ${String(iat)}`).toBe(200);
+      expect((await post(t.app, '/decide', LOOKUP, signJwt(claims({ iat })))).statusCode, `iat ${String(iat)}`).toBe(
+        200,
+      );
     }
   });
   for (const [name, iat] of [
@@ -180,7 +210,17 @@ describe('iat and the typ header', () => {
     });
   }
   it('typ JWT or at+jwt in any case, with or without application/, or no typ, is accepted', async () => {
-    for (const typ of ['JWT', 'jwt', 'Jwt', 'at+jwt', 'AT+JWT', 'application/jwt', 'application/at+jwt', 'APPLICATION/AT+JWT', undefined]) {
+    for (const typ of [
+      'JWT',
+      'jwt',
+      'Jwt',
+      'at+jwt',
+      'AT+JWT',
+      'application/jwt',
+      'application/at+jwt',
+      'APPLICATION/AT+JWT',
+      undefined,
+    ]) {
       const res = await post(t.app, '/decide', LOOKUP, signJwt(claims(), { header: { typ } }));
       expect(res.statusCode, `typ ${String(typ)}: ${res.body}`).toBe(200);
     }
@@ -314,7 +354,9 @@ describe('identity claims with control characters or lone surrogates', () => {
       ['agent', { agent: 'x\ud83d' }],
       ['roles', { roles: ['\ud800'] }],
     ] as const) {
-      expect(() => identityFromClaims(claims(extra), names), claim).toThrow(new ClaimError(`the claim "${claim}" contains a lone surrogate`));
+      expect(() => identityFromClaims(claims(extra), names), claim).toThrow(
+        new ClaimError(`the claim "${claim}" contains a lone surrogate`),
+      );
     }
     // A well-formed pair is an ordinary character.
     expect(identityFromClaims(claims({ sub: 'ann \ud83d\ude00' }), names).user).toBe('ann \ud83d\ude00');
@@ -322,14 +364,24 @@ describe('identity claims with control characters or lone surrogates', () => {
 
   it('the configured claim names are the ones checked', () => {
     const names = { team: 'grp', agent: 'azp', roles: 'scope' };
-    expect(() => identityFromClaims(claims({ grp: 'a\u0000' }), names)).toThrow('the claim "grp" contains a control character');
-    expect(() => identityFromClaims(claims({ scope: ['\u0001'] }), names)).toThrow('the claim "scope" contains a control character');
+    expect(() => identityFromClaims(claims({ grp: 'a\u0000' }), names)).toThrow(
+      'the claim "grp" contains a control character',
+    );
+    expect(() => identityFromClaims(claims({ scope: ['\u0001'] }), names)).toThrow(
+      'the claim "scope" contains a control character',
+    );
   });
 
   it('everything authentication accepts fits the approval store (sub, team, agent)', () => {
     expect(MAX_CLAIM_LENGTH).toBeLessThanOrEqual(LIMITS.name);
     const longest = 'x'.repeat(MAX_CLAIM_LENGTH);
-    expect(identityFromClaims(claims({ sub: longest, team: longest, agent: longest }), { team: 'team', agent: 'agent', roles: 'roles' })).toMatchObject({
+    expect(
+      identityFromClaims(claims({ sub: longest, team: longest, agent: longest }), {
+        team: 'team',
+        agent: 'agent',
+        roles: 'roles',
+      }),
+    ).toMatchObject({
       user: longest,
       team: longest,
       agent: longest,
@@ -372,7 +424,9 @@ describe('identity claims with invisible format characters (bidi, isolates, zero
         ['agent', { agent: `${ch}bot` }],
         ['roles', { roles: ['reader', `approver${ch}`] }],
       ] as const) {
-        expect(() => identityFromClaims(claims(extra), names), `${name} in ${claim}`).toThrow(new ClaimError(FORMAT.replace('%s', claim)));
+        expect(() => identityFromClaims(claims(extra), names), `${name} in ${claim}`).toThrow(
+          new ClaimError(FORMAT.replace('%s', claim)),
+        );
       }
     });
   }
@@ -452,7 +506,8 @@ describe('maximum token lifetime (JWT_MAX_LIFETIME)', () => {
     const whoami = (tok: string) => app.inject({ method: 'GET', url: '/whoami', headers: bearer(tok) });
 
     it('refuses to build an authenticator without a usable maximum (NaN would turn the check off)', () => {
-      for (const bad of [Number.NaN, 0, -1, 1.5]) expect(() => createAuthenticator(app, options(bad))).toThrow(RangeError);
+      for (const bad of [Number.NaN, 0, -1, 1.5])
+        expect(() => createAuthenticator(app, options(bad))).toThrow(RangeError);
     });
 
     it('accepts a token within it (plus the clock tolerance) and refuses one beyond it', async () => {
@@ -501,7 +556,9 @@ describe('issuer and audience, when configured', () => {
 
   it('the right iss and aud are accepted (aud as a string or an array holding ours)', async () => {
     expect((await post(ia.app, '/decide', LOOKUP, signJwt(claims(ok)))).statusCode).toBe(200);
-    expect((await post(ia.app, '/decide', LOOKUP, signJwt(claims({ ...ok, aud: ['other', 'gatehouse'] })))).statusCode).toBe(200);
+    expect(
+      (await post(ia.app, '/decide', LOOKUP, signJwt(claims({ ...ok, aud: ['other', 'gatehouse'] })))).statusCode,
+    ).toBe(200);
   });
   const bad: [string, Record<string, unknown>][] = [
     ['another issuer', { ...ok, iss: 'https://evil.example.com' }],
@@ -525,7 +582,8 @@ describe('issuer and audience, when configured', () => {
 
 describe('asymmetric keys: each app accepts its own key and algorithm only', () => {
   const keys = keyPairs();
-  const pem = (k: { export(o: { type: 'spki'; format: 'pem' }): string | Buffer }): string => String(k.export({ type: 'spki', format: 'pem' }));
+  const pem = (k: { export(o: { type: 'spki'; format: 'pem' }): string | Buffer }): string =>
+    String(k.export({ type: 'spki', format: 'pem' }));
   const setups = [
     { name: 'RS256', alg: 'RS256', pair: keys.rsa, other: keys.ec, otherAlg: 'ES256' },
     { name: 'ES256', alg: 'ES256', pair: keys.ec, other: keys.ed, otherAlg: 'EdDSA' },
@@ -547,7 +605,9 @@ describe('asymmetric keys: each app accepts its own key and algorithm only', () 
         expect(res.json()).toMatchObject({ decision: 'allow' });
       });
       it('refuses a token signed by another key pair of another algorithm', async () => {
-        expect401(await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: s.otherAlg, key: s.other.privateKey })));
+        expect401(
+          await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: s.otherAlg, key: s.other.privateKey })),
+        );
       });
       it('refuses HS256 signed with the public key PEM as the HMAC secret (key confusion)', async () => {
         expect401(await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: 'HS256', key: publicPem })));
@@ -567,7 +627,10 @@ describe('asymmetric keys: each app accepts its own key and algorithm only', () 
     const a = await createTestApp({ key: pem(keys.rsa.publicKey), algorithm: 'RS256' });
     try {
       expect401(await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: 'RS512', key: keys.rsa.privateKey })));
-      expect((await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: 'RS256', key: keys.rsa.privateKey }))).statusCode).toBe(200);
+      expect(
+        (await post(a.app, '/decide', LOOKUP, signJwt(claims(), { alg: 'RS256', key: keys.rsa.privateKey })))
+          .statusCode,
+      ).toBe(200);
     } finally {
       await a.close();
     }
@@ -598,7 +661,11 @@ describe('every authenticated route refuses a request without a valid token', ()
     ['garbage', () => ({ authorization: 'Bearer garbage' })],
     ['alg none', () => bearer(signJwt(claims({ roles: ['admin', 'approver'] }), { alg: 'none' }))],
     ['expired', () => bearer(signJwt(claims({ exp: now() - 3600, roles: ['admin', 'approver'] })))],
-    ['bad signature', () => bearer(signJwt(claims({ roles: ['admin', 'approver'] }), { key: 'wrong-secret-wrong-secret-wrong-secret' }))],
+    [
+      'bad signature',
+      () =>
+        bearer(signJwt(claims({ roles: ['admin', 'approver'] }), { key: 'wrong-secret-wrong-secret-wrong-secret' })),
+    ],
     ['HS512', () => bearer(signJwt(claims({ roles: ['admin', 'approver'] }), { alg: 'HS512' }))],
   ];
   for (const r of routes) {
@@ -615,7 +682,12 @@ describe('every authenticated route refuses a request without a valid token', ()
     }
   }
   it('authentication runs before the body is read: a broken body without a token is still 401', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/decide', headers: { 'content-type': 'text/plain' }, payload: '{{{' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/decide',
+      headers: { 'content-type': 'text/plain' },
+      payload: '{{{',
+    });
     expect401(res);
   });
 });

@@ -29,13 +29,19 @@ afterEach(() => expectPrototypeClean());
 
 let seq = 0;
 const newSub = (label = 'agent'): string => `${label}-${++seq}-${randomUUID().slice(0, 8)}`;
-const agent = (sub: string, extra: Record<string, unknown> = {}): string => token({ sub, team: 'support', agent: 'bot', ...extra });
+const agent = (sub: string, extra: Record<string, unknown> = {}): string =>
+  token({ sub, team: 'support', agent: 'bot', ...extra });
 const bigRefund = () => ({ tool: 'refund', args: { order: `O-${++seq}`, amount: 150, note: 'twice' } });
 const get = (url: string, tok: string) => t.app.inject({ method: 'GET', url, headers: bearer(tok) });
-const grant = (id: string, tok: string, body: unknown = { note: 'ok' }) => post(t.app, `/approvals/${id}/grant`, body, tok);
-const deny = (id: string, tok: string, body: unknown = { reason: 'no' }) => post(t.app, `/approvals/${id}/deny`, body, tok);
+const grant = (id: string, tok: string, body: unknown = { note: 'ok' }) =>
+  post(t.app, `/approvals/${id}/grant`, body, tok);
+const deny = (id: string, tok: string, body: unknown = { reason: 'no' }) =>
+  post(t.app, `/approvals/${id}/deny`, body, tok);
 
-async function create(sub: string, body = bigRefund()): Promise<{ approval: ApprovalBody; body: ReturnType<typeof bigRefund> }> {
+async function create(
+  sub: string,
+  body = bigRefund(),
+): Promise<{ approval: ApprovalBody; body: ReturnType<typeof bigRefund> }> {
   const res = await post(t.app, '/approvals', body, agent(sub));
   expect(res.statusCode, res.body).toBe(201);
   return { approval: res.json() as ApprovalBody, body };
@@ -43,8 +49,12 @@ async function create(sub: string, body = bigRefund()): Promise<{ approval: Appr
 
 /** Database truth, read directly: not through the API under test. */
 async function row(id: string): Promise<{ status: string; decided_by: string | null; events: number }> {
-  const [r] = await t.db!.sql<{ status: string; decided_by: string | null }[]>`select status, decided_by from approvals where id = ${id}`;
-  const [e] = await t.db!.sql<{ n: number }[]>`select count(*)::int as n from approval_events where approval_id = ${id}`;
+  const [r] = await t.db!.sql<
+    { status: string; decided_by: string | null }[]
+  >`select status, decided_by from approvals where id = ${id}`;
+  const [e] = await t.db!.sql<
+    { n: number }[]
+  >`select count(*)::int as n from approval_events where approval_id = ${id}`;
   return { status: r!.status, decided_by: r!.decided_by, events: e!.n };
 }
 async function totals(): Promise<{ approvals: number; events: number }> {
@@ -59,7 +69,11 @@ async function expectUntouched(id: string): Promise<void> {
 
 const IDENTITY_FIELDS = ['user', 'sub', 'team', 'agent', 'roles', 'identity', 'claims'] as const;
 const identityValue = (field: string): unknown =>
-  field === 'roles' ? ['approver', 'admin'] : field === 'identity' || field === 'claims' ? { sub: 'root', roles: ['approver'] } : 'root';
+  field === 'roles'
+    ? ['approver', 'admin']
+    : field === 'identity' || field === 'claims'
+      ? { sub: 'root', roles: ['approver'] }
+      : 'root';
 
 describe('identity fields in a body are refused on EVERY body route', () => {
   let pendingId: string;
@@ -67,7 +81,12 @@ describe('identity fields in a body are refused on EVERY body route', () => {
     pendingId = (await create(newSub())).approval.id;
   });
   const routes: [string, () => string, (field: string) => Record<string, unknown>, () => string][] = [
-    ['/decide', () => '/decide', (f) => ({ tool: 'lookup_order', args: {}, [f]: identityValue(f) }), () => agent(newSub())],
+    [
+      '/decide',
+      () => '/decide',
+      (f) => ({ tool: 'lookup_order', args: {}, [f]: identityValue(f) }),
+      () => agent(newSub()),
+    ],
     [
       '/explain (as a policy reader)',
       () => '/explain',
@@ -75,9 +94,24 @@ describe('identity fields in a body are refused on EVERY body route', () => {
       () => agent(newSub(), { roles: ['approver'] }),
     ],
     ['/approvals', () => '/approvals', (f) => ({ ...bigRefund(), [f]: identityValue(f) }), () => agent(newSub())],
-    ['grant (as an approver)', () => `/approvals/${pendingId}/grant`, (f) => ({ note: 'ok', [f]: identityValue(f) }), () => approverToken('op-id')],
-    ['grant (as an approver)', () => `/approvals/${pendingId}/grant`, (f) => ({ [f]: identityValue(f) }), () => approverToken('op-id-g')],
-    ['deny (as an approver)', () => `/approvals/${pendingId}/deny`, (f) => ({ reason: 'no', [f]: identityValue(f) }), () => approverToken('op-id')],
+    [
+      'grant (as an approver)',
+      () => `/approvals/${pendingId}/grant`,
+      (f) => ({ note: 'ok', [f]: identityValue(f) }),
+      () => approverToken('op-id'),
+    ],
+    [
+      'grant (as an approver)',
+      () => `/approvals/${pendingId}/grant`,
+      (f) => ({ [f]: identityValue(f) }),
+      () => approverToken('op-id-g'),
+    ],
+    [
+      'deny (as an approver)',
+      () => `/approvals/${pendingId}/deny`,
+      (f) => ({ reason: 'no', [f]: identityValue(f) }),
+      () => approverToken('op-id'),
+    ],
   ];
   for (const [name, url, body, tok] of routes) {
     for (const field of IDENTITY_FIELDS) {
@@ -92,7 +126,10 @@ describe('identity fields in a body are refused on EVERY body route', () => {
   }
   it('grant as an agent with identity fields: refused before its body is read (403), nothing moved', async () => {
     for (const field of IDENTITY_FIELDS) {
-      expectProblemJson(await post(t.app, `/approvals/${pendingId}/grant`, { [field]: identityValue(field) }, agent(newSub())), 403);
+      expectProblemJson(
+        await post(t.app, `/approvals/${pendingId}/grant`, { [field]: identityValue(field) }, agent(newSub())),
+        403,
+      );
     }
   });
   it('the grant target stayed pending with only its creation event', async () => {
@@ -109,18 +146,40 @@ describe('identity fields in a body are refused on EVERY body route', () => {
     const raw = (url: string, payload: string, tok: string) =>
       t.app.inject({ method: 'POST', url, headers: { ...bearer(tok), 'content-type': 'application/json' }, payload });
     expectProblemJson(
-      await raw('/decide', '{"tool":"refund","args":{"order":"A1","amount":40},"__proto__":{"team":"support"}}', token({ sub: newSub(), team: 'sales' })),
+      await raw(
+        '/decide',
+        '{"tool":"refund","args":{"order":"A1","amount":40},"__proto__":{"team":"support"}}',
+        token({ sub: newSub(), team: 'sales' }),
+      ),
       422,
     );
     // An agent never gets as far as the body (403); an approver's smuggled fields are unknown fields.
-    expectProblemJson(await raw(`/approvals/${pendingId}/grant`, '{"__proto__":{"roles":["approver"]}}', agent(newSub())), 403);
-    expectProblemJson(await raw(`/approvals/${pendingId}/grant`, '{"__proto__":{"roles":["approver"]}}', approverToken('op-proto')), 422);
-    expectProblemJson(await raw(`/approvals/${pendingId}/grant`, '{"constructor":{"prototype":{"roles":["approver"]}}}', approverToken('op-proto')), 422);
+    expectProblemJson(
+      await raw(`/approvals/${pendingId}/grant`, '{"__proto__":{"roles":["approver"]}}', agent(newSub())),
+      403,
+    );
+    expectProblemJson(
+      await raw(`/approvals/${pendingId}/grant`, '{"__proto__":{"roles":["approver"]}}', approverToken('op-proto')),
+      422,
+    );
+    expectProblemJson(
+      await raw(
+        `/approvals/${pendingId}/grant`,
+        '{"constructor":{"prototype":{"roles":["approver"]}}}',
+        approverToken('op-proto'),
+      ),
+      422,
+    );
     await expectUntouched(pendingId);
   });
   it('args.team is data: a sales token with args.team "support" is still not the support team', async () => {
     // refund-support selects team support; the payments refund schema refuses extra args, so use /explain's rule.
-    const res = await post(t.app, '/decide', { tool: 'refund', args: { order: 'A1', amount: 40 } }, token({ sub: newSub(), team: 'sales' }));
+    const res = await post(
+      t.app,
+      '/decide',
+      { tool: 'refund', args: { order: 'A1', amount: 40 } },
+      token({ sub: newSub(), team: 'sales' }),
+    );
     expect(res.statusCode).toBe(403);
     expect(res.json()).toMatchObject({ decision: 'deny', rule: 'payments#default' });
   });
@@ -196,14 +255,18 @@ describe('self-approval', () => {
     const sub = newSub('dual');
     const { approval } = await create(sub);
     const self = token({ sub, roles: ['approver'] });
-    const calls = Array.from({ length: 11 }, (_, i) => (i === 5 ? grant(approval.id, approverToken('op-real')) : grant(approval.id, self)));
+    const calls = Array.from({ length: 11 }, (_, i) =>
+      i === 5 ? grant(approval.id, approverToken('op-real')) : grant(approval.id, self),
+    );
     const results = await Promise.all(calls);
     expect(results[5]!.statusCode).toBe(200);
     results.forEach((r, i) => {
       if (i !== 5) expectProblemJson(r, 403, 'forbidden');
     });
     expect(await row(approval.id)).toEqual({ status: 'granted', decided_by: 'op-real', events: 2 });
-    const events = await t.db!.sql<{ actor: string }[]>`select actor from approval_events where approval_id = ${approval.id} order by id`;
+    const events = await t.db!.sql<
+      { actor: string }[]
+    >`select actor from approval_events where approval_id = ${approval.id} order by id`;
     expect(events.map((e) => e.actor)).toEqual([sub, 'op-real']);
   });
   it('a self-grant after a real grant is still 403 (not 409): no state disclosure, no move', async () => {
@@ -275,13 +338,18 @@ describe("other callers' approvals", () => {
       expect(items.map((a) => a.id)).not.toContain(id);
     }
     // The far-future cursor pages through everything before it: exactly the caller's own three.
-    const all = (await get(`/approvals?limit=200&cursor=${encodeURIComponent(cursors[2]!)}`, agent(other))).json() as { items: ApprovalBody[] };
+    const all = (await get(`/approvals?limit=200&cursor=${encodeURIComponent(cursors[2]!)}`, agent(other))).json() as {
+      items: ApprovalBody[];
+    };
     expect(all.items).toHaveLength(3);
   });
   it("an approver (another sub) cannot redeem the owner's granted approval by id: require_approval, untouched", async () => {
     const { approval, body } = await create(owner);
     expect((await grant(approval.id, approverToken('op-g'))).statusCode).toBe(200);
-    for (const tok of [approverToken('op-thief'), token({ sub: 'op-thief', team: 'support', roles: ['approver', 'admin'] })]) {
+    for (const tok of [
+      approverToken('op-thief'),
+      token({ sub: 'op-thief', team: 'support', roles: ['approver', 'admin'] }),
+    ]) {
       const res = await post(t.app, '/decide', { ...body, approval_id: approval.id }, tok);
       expect(res.statusCode).toBe(403);
       expect(res.json()).toMatchObject({ decision: expect.not.stringMatching(/^allow$/) });
@@ -304,7 +372,9 @@ describe("other callers' approvals", () => {
     expect(d.approval).not.toHaveProperty('status');
     // And 10 concurrent attempts by others: none allowed, still exactly three events.
     const tries = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(`${other}-${i}`))),
+      Array.from({ length: 10 }, (_, i) =>
+        post(t.app, '/decide', { ...body, approval_id: approval.id }, agent(`${other}-${i}`)),
+      ),
     );
     for (const r of tries) {
       expect(r.statusCode).toBe(403);
@@ -329,17 +399,31 @@ describe('mass assignment: server-owned fields in a body', () => {
     it(`create with "${field}" → 422, nothing stored`, async () => {
       const sub = newSub();
       const before = await totals();
-      const problem = expectProblemJson(await post(t.app, '/approvals', { ...bigRefund(), [field]: value }, agent(sub)), 422, 'invalid_body');
+      const problem = expectProblemJson(
+        await post(t.app, '/approvals', { ...bigRefund(), [field]: value }, agent(sub)),
+        422,
+        'invalid_body',
+      );
       expect(problem.errors).toContainEqual({ pointer: `/${field}`, message: 'unknown field' });
       expect(await totals()).toEqual(before);
-      const [n] = await t.db!.sql<{ n: number }[]>`select count(*)::int as n from approvals where requester_sub = ${sub}`;
+      const [n] = await t.db!.sql<
+        { n: number }[]
+      >`select count(*)::int as n from approvals where requester_sub = ${sub}`;
       expect(n!.n).toBe(0);
     });
     it(`grant and deny with "${field}" → 422, the approval untouched`, async () => {
       const { approval } = await create(newSub());
       const before = await totals();
-      expectProblemJson(await grant(approval.id, approverToken('op-m'), { note: 'ok', [field]: value }), 422, 'invalid_body');
-      expectProblemJson(await deny(approval.id, approverToken('op-m'), { reason: 'no', [field]: value }), 422, 'invalid_body');
+      expectProblemJson(
+        await grant(approval.id, approverToken('op-m'), { note: 'ok', [field]: value }),
+        422,
+        'invalid_body',
+      );
+      expectProblemJson(
+        await deny(approval.id, approverToken('op-m'), { reason: 'no', [field]: value }),
+        422,
+        'invalid_body',
+      );
       expectProblemJson(await grant(approval.id, approverToken('op-m'), { [field]: value }), 422, 'invalid_body');
       expect(await totals()).toEqual(before);
       await expectUntouched(approval.id);

@@ -7,7 +7,15 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { agentToken, approverToken, bearer, createTestApp, type TestApp } from '../helpers/app.js';
-import { expectProblemJson, expectPrototypeClean, listenLoopback, rawHttp, rawPost, type RawOptions, type RawResult } from '../helpers/http.js';
+import {
+  expectProblemJson,
+  expectPrototypeClean,
+  listenLoopback,
+  rawHttp,
+  rawPost,
+  type RawOptions,
+  type RawResult,
+} from '../helpers/http.js';
 
 /** The body limit of the app under test: raised so that 50,000 keys fit. */
 const BODY_LIMIT = 4 * 1024 * 1024;
@@ -85,7 +93,11 @@ for (const [name, bytes] of INVALID_UTF8) {
   );
 }
 utf8Cases.push(
-  ...bothFramings('truncated 3-byte sequence at the very end', cat(lookup('{}'), [0xe2, 0x82]), badJson('invalid_utf8')),
+  ...bothFramings(
+    'truncated 3-byte sequence at the very end',
+    cat(lookup('{}'), [0xe2, 0x82]),
+    badJson('invalid_utf8'),
+  ),
   ...bothFramings(
     'truncated 4-byte sequence at a chunk edge, never completed',
     cat('{"tool":"lookup_order","args":{"x":"', [0xf0, 0x9f, 0x98], '"}}'),
@@ -108,36 +120,71 @@ const surrogateCases: WireCase[] = [
   ...bothFramings('reversed pair in a value', B(lookup('{"x":"\\udc00\\ud800"}')), badJson('lone_surrogate')),
   ...bothFramings('lone high surrogate in a key', B(lookup('{"\\ud83d":1}')), badJson('lone_surrogate')),
   ...bothFramings('reversed pair in a key', B(lookup('{"\\ude00\\ud83d":1}')), badJson('lone_surrogate')),
-  ...bothFramings('high surrogate followed by a non-surrogate escape', B(lookup('{"x":"\\ud800\\u0041"}')), badJson('lone_surrogate')),
-  ...bothFramings('lone surrogate at the top level key', B('{"tool":"lookup_order","\\udfff":1}'), badJson('lone_surrogate')),
+  ...bothFramings(
+    'high surrogate followed by a non-surrogate escape',
+    B(lookup('{"x":"\\ud800\\u0041"}')),
+    badJson('lone_surrogate'),
+  ),
+  ...bothFramings(
+    'lone surrogate at the top level key',
+    B('{"tool":"lookup_order","\\udfff":1}'),
+    badJson('lone_surrogate'),
+  ),
   ...bothFramings('valid escaped pair (control)', B(lookup('{"x":"\\ud83d\\ude00","\\ud83d\\ude00":1}')), OK),
 ];
 
 // Duplicate keys, including escaped twins.
 const duplicateCases: WireCase[] = [
-  ...bothFramings('duplicate tool at the top level', B('{"tool":"lookup_order","tool":"wipe_orders"}'), badJson('duplicate_key')),
-  ...bothFramings('tool and \\u0074\\u006f\\u006f\\u006c', B('{"tool":"lookup_order","\\u0074\\u006f\\u006f\\u006c":"wipe_orders"}'), badJson('duplicate_key')),
-  ...bothFramings('args and \\u0061rgs', B('{"tool":"lookup_order","args":{},"\\u0061rgs":{"x":1}}'), badJson('duplicate_key')),
+  ...bothFramings(
+    'duplicate tool at the top level',
+    B('{"tool":"lookup_order","tool":"wipe_orders"}'),
+    badJson('duplicate_key'),
+  ),
+  ...bothFramings(
+    'tool and \\u0074\\u006f\\u006f\\u006c',
+    B('{"tool":"lookup_order","\\u0074\\u006f\\u006f\\u006c":"wipe_orders"}'),
+    badJson('duplicate_key'),
+  ),
+  ...bothFramings(
+    'args and \\u0061rgs',
+    B('{"tool":"lookup_order","args":{},"\\u0061rgs":{"x":1}}'),
+    badJson('duplicate_key'),
+  ),
   ...bothFramings('"é" and "\\u00e9" in args', B(lookup('{"é":1,"\\u00e9":2}')), badJson('duplicate_key')),
   ...bothFramings('"a/" and "a\\/" in args', B(lookup('{"a/":1,"a\\/":2}')), badJson('duplicate_key')),
-  ...bothFramings('"__proto__" and "\\u005f_proto__" in args', B(lookup('{"__proto__":{},"\\u005f_proto__":{"polluted":1}}')), badJson('duplicate_key')),
-  ...bothFramings('duplicates deep in an array in args', B(lookup('{"a":[{"b":{"c":1,"c":1}}]}')), badJson('duplicate_key')),
+  ...bothFramings(
+    '"__proto__" and "\\u005f_proto__" in args',
+    B(lookup('{"__proto__":{},"\\u005f_proto__":{"polluted":1}}')),
+    badJson('duplicate_key'),
+  ),
+  ...bothFramings(
+    'duplicates deep in an array in args',
+    B(lookup('{"a":[{"b":{"c":1,"c":1}}]}')),
+    badJson('duplicate_key'),
+  ),
   ...bothFramings('"é" (NFC) and "e\\u0301" (NFD) are different keys (control)', B(lookup('{"é":1,"e\\u0301":2}')), OK),
 ];
 
 // Depth: the limit is 256.
-const nestedObjects = (depth: number): string => `{"tool":"lookup_order","args":${'{"a":'.repeat(depth - 1)}1${'}'.repeat(depth - 1)}}`;
-const nestedArrays = (depth: number): string => `{"tool":"lookup_order","args":{"a":${'['.repeat(depth - 2)}${']'.repeat(depth - 2)}}}`;
+const nestedObjects = (depth: number): string =>
+  `{"tool":"lookup_order","args":${'{"a":'.repeat(depth - 1)}1${'}'.repeat(depth - 1)}}`;
+const nestedArrays = (depth: number): string =>
+  `{"tool":"lookup_order","args":{"a":${'['.repeat(depth - 2)}${']'.repeat(depth - 2)}}}`;
 const depthCases: WireCase[] = [
   ...bothFramings('depth 256 of objects (control)', B(nestedObjects(256)), OK),
   ...bothFramings('depth 257 of objects', B(nestedObjects(257)), badJson('too_deep')),
   ...bothFramings('depth 257 of arrays', B(nestedArrays(257)), badJson('too_deep')),
   ...bothFramings('depth 100,000 of arrays', B(nestedArrays(100_000)), badJson('too_deep'), [50_000]),
-  ...bothFramings('depth 100,000 of objects, unterminated', B(`{"tool":"lookup_order","args":${'{"a":'.repeat(100_000)}`), badJson('too_deep')),
+  ...bothFramings(
+    'depth 100,000 of objects, unterminated',
+    B(`{"tool":"lookup_order","args":${'{"a":'.repeat(100_000)}`),
+    badJson('too_deep'),
+  ),
 ];
 
 // Width: a body holds at most 10,000 object keys (src/http/body.ts MAX_BODY_KEYS).
-const wide = (n: number, extra = ''): string => lookup(`{${Array.from({ length: n }, (_, i) => `"k${i}":${i}`).join(',')}${extra}}`);
+const wide = (n: number, extra = ''): string =>
+  lookup(`{${Array.from({ length: n }, (_, i) => `"k${i}":${i}`).join(',')}${extra}}`);
 const widthCases: WireCase[] = [
   ...bothFramings('9,000 keys (control)', B(wide(9_000)), OK),
   ...bothFramings('50,000 keys', B(wide(50_000)), badJson('too_many_keys'), [200_000, 400_000]),
@@ -149,8 +196,16 @@ const numberCases: WireCase[] = [
   ...bothFramings('1e400', B(lookup('{"n":1e400}')), badJson('number_out_of_range')),
   ...bothFramings('-1e400', B(lookup('{"n":-1e400}')), badJson('number_out_of_range')),
   ...bothFramings('a 400-digit integer', B(lookup(`{"n":${'9'.repeat(400)}}`)), badJson('number_out_of_range')),
-  ...bothFramings('1e400 as the refund amount', B('{"tool":"refund","args":{"order":"A1","amount":1e400}}'), badJson('number_out_of_range')),
-  ...bothFramings('-0, 1.0, 1e2, 1E+2, 0.1e1 are accepted', B(lookup('{"a":-0,"b":1.0,"c":1e2,"d":1E+2,"e":0.1e1}')), OK),
+  ...bothFramings(
+    '1e400 as the refund amount',
+    B('{"tool":"refund","args":{"order":"A1","amount":1e400}}'),
+    badJson('number_out_of_range'),
+  ),
+  ...bothFramings(
+    '-0, 1.0, 1e2, 1E+2, 0.1e1 are accepted',
+    B(lookup('{"a":-0,"b":1.0,"c":1e2,"d":1E+2,"e":0.1e1}')),
+    OK,
+  ),
   ...bothFramings('NaN', B(lookup('{"n":NaN}')), badJson('syntax')),
   ...bothFramings('Infinity', B(lookup('{"n":-Infinity}')), badJson('syntax')),
   ...bothFramings('0x10', B(lookup('{"n":0x10}')), badJson('syntax')),
@@ -173,13 +228,21 @@ const protoCases: WireCase[] = [
     ),
     OK,
   ),
-  ...bothFramings('escaped \\u005f_proto__ in args: data, allowed', B(lookup('{"\\u005f_proto__":{"polluted":true}}')), OK),
+  ...bothFramings(
+    'escaped \\u005f_proto__ in args: data, allowed',
+    B(lookup('{"\\u005f_proto__":{"polluted":true}}')),
+    OK,
+  ),
   ...bothFramings(
     '__proto__ at the top level: an unknown field',
     B('{"tool":"lookup_order","__proto__":{"polluted":1,"tool":"wipe_orders"}}'),
     problem(422, 'invalid_body'),
   ),
-  ...bothFramings('__proto__ carrying the tool: not a tool', B('{"__proto__":{"tool":"lookup_order"}}'), problem(422, 'invalid_body')),
+  ...bothFramings(
+    '__proto__ carrying the tool: not a tool',
+    B('{"__proto__":{"tool":"lookup_order"}}'),
+    problem(422, 'invalid_body'),
+  ),
   ...bothFramings(
     'toString, hasOwnProperty, valueOf as data',
     B(lookup('{"toString":"x","hasOwnProperty":1,"valueOf":null,"__defineGetter__":[],"isPrototypeOf":{}}')),
@@ -201,11 +264,21 @@ const framingCases: WireCase[] = [
     parts: rawPost(TOKEN, B(lookup('{"order":"A1","note":"yyyyyyyyyyyyyyyy"}')), { contentLength: 20 }),
     want: { kind: 'refused' },
   },
-  { name: 'Content-Length 10 GB', parts: rawPost(TOKEN, VALID, { contentLength: 10_000_000_000 }), want: problem(413, 'body_too_large') },
-  { name: 'a body over BODY_LIMIT', parts: rawPost(TOKEN, B(lookup(`{"p":"${'p'.repeat(BODY_LIMIT)}"}`))), want: problem(413, 'body_too_large') },
+  {
+    name: 'Content-Length 10 GB',
+    parts: rawPost(TOKEN, VALID, { contentLength: 10_000_000_000 }),
+    want: problem(413, 'body_too_large'),
+  },
+  {
+    name: 'a body over BODY_LIMIT',
+    parts: rawPost(TOKEN, B(lookup(`{"p":"${'p'.repeat(BODY_LIMIT)}"}`))),
+    want: problem(413, 'body_too_large'),
+  },
   {
     name: 'chunked, over BODY_LIMIT',
-    parts: rawPost(TOKEN, Buffer.alloc(0), { chunks: [B('{"tool":"lookup_order","args":{"p":"'), Buffer.alloc(BODY_LIMIT, 0x70), B('"}}')] }),
+    parts: rawPost(TOKEN, Buffer.alloc(0), {
+      chunks: [B('{"tool":"lookup_order","args":{"p":"'), Buffer.alloc(BODY_LIMIT, 0x70), B('"}}')],
+    }),
     want: problem(413, 'body_too_large'),
   },
   {
@@ -213,13 +286,24 @@ const framingCases: WireCase[] = [
     parts: rawPost(TOKEN, VALID, { headers: [['Transfer-Encoding', 'chunked']] }),
     want: problem(400, 'bad_request'),
   },
-  { name: 'two different Content-Lengths', parts: rawPost(TOKEN, VALID, { headers: [['Content-Length', '5']] }), want: problem(400, 'bad_request') },
-  { name: 'a negative Content-Length', parts: rawPost(TOKEN, VALID, { contentLength: -1 }), want: problem(400, 'bad_request') },
+  {
+    name: 'two different Content-Lengths',
+    parts: rawPost(TOKEN, VALID, { headers: [['Content-Length', '5']] }),
+    want: problem(400, 'bad_request'),
+  },
+  {
+    name: 'a negative Content-Length',
+    parts: rawPost(TOKEN, VALID, { contentLength: -1 }),
+    want: problem(400, 'bad_request'),
+  },
   {
     name: 'Transfer-Encoding: gzip, chunked (gzip bytes reach the strict parser)',
     parts: (() => {
       const [head, ...rest] = rawPost(TOKEN, Buffer.alloc(0), { chunks: [gzipSync(VALID)] });
-      return [B(head!.toString('latin1').replace('Transfer-Encoding: chunked', 'Transfer-Encoding: gzip, chunked')), ...rest];
+      return [
+        B(head!.toString('latin1').replace('Transfer-Encoding: chunked', 'Transfer-Encoding: gzip, chunked')),
+        ...rest,
+      ];
     })(),
     want: { kind: 'refused' },
   },
@@ -286,16 +370,31 @@ const mediaCases: WireCase[] = [];
 for (const [type, status] of WIRE_MEDIA_TYPES) {
   const want = status === 422 ? problem(422, 'invalid_body') : problem(415, 'unsupported_media_type');
   mediaCases.push(
-    { name: `Content-Type ${JSON.stringify(type)} [Content-Length]`, parts: rawPost(TOKEN, SCHEMA_INVALID, { contentType: type }), want },
-    { name: `Content-Type ${JSON.stringify(type)} [chunked]`, parts: rawPost(TOKEN, SCHEMA_INVALID, { contentType: type, chunks: [SCHEMA_INVALID] }), want },
+    {
+      name: `Content-Type ${JSON.stringify(type)} [Content-Length]`,
+      parts: rawPost(TOKEN, SCHEMA_INVALID, { contentType: type }),
+      want,
+    },
+    {
+      name: `Content-Type ${JSON.stringify(type)} [chunked]`,
+      parts: rawPost(TOKEN, SCHEMA_INVALID, { contentType: type, chunks: [SCHEMA_INVALID] }),
+      want,
+    },
   );
 }
 mediaCases.push(
-  { name: 'no Content-Type with a body', parts: rawPost(TOKEN, SCHEMA_INVALID, { contentType: null }), want: problem(415, 'unsupported_media_type') },
+  {
+    name: 'no Content-Type with a body',
+    parts: rawPost(TOKEN, SCHEMA_INVALID, { contentType: null }),
+    want: problem(415, 'unsupported_media_type'),
+  },
   // Node reads the first of repeated Content-Types, a proxy may read another: refused, whichever comes first.
   {
     name: 'two Content-Types (text/plain first): 400',
-    parts: rawPost(TOKEN, SCHEMA_INVALID, { contentType: 'text/plain', headers: [['Content-Type', 'application/json']] }),
+    parts: rawPost(TOKEN, SCHEMA_INVALID, {
+      contentType: 'text/plain',
+      headers: [['Content-Type', 'application/json']],
+    }),
     want: problem(400, 'bad_request'),
   },
   {
@@ -305,7 +404,10 @@ mediaCases.push(
   },
   {
     name: 'two identical Content-Types of a valid body: 400, not 200',
-    parts: rawPost(TOKEN, VALID_LOOKUP, { contentType: 'application/json', headers: [['content-type', 'application/json']] }),
+    parts: rawPost(TOKEN, VALID_LOOKUP, {
+      contentType: 'application/json',
+      headers: [['content-type', 'application/json']],
+    }),
     want: problem(400, 'bad_request'),
   },
 );
@@ -366,7 +468,12 @@ describe('the same bodies through inject()', () => {
     it(c.name.replace(' [Content-Length]', ''), async () => {
       const raw = c.parts[0]!;
       const body = raw.subarray(raw.indexOf('\r\n\r\n') + 4);
-      const res = await t.app.inject({ method: 'POST', url: '/decide', headers: { ...bearer(TOKEN), 'content-type': 'application/json' }, payload: body });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/decide',
+        headers: { ...bearer(TOKEN), 'content-type': 'application/json' },
+        payload: body,
+      });
       if (c.want.kind === 'ok') {
         expect(res.statusCode, res.body.slice(0, 300)).toBe(200);
         return;
@@ -411,7 +518,12 @@ describe('media types on every body route (inject: header values exactly as writ
   for (const [routeName, url, tok, payload] of routes) {
     for (const [type, status] of INJECT_MEDIA_TYPES) {
       it(`${routeName}: ${JSON.stringify(type)} → ${status}`, async () => {
-        const res = await t.app.inject({ method: 'POST', url, headers: { ...bearer(tok()), 'content-type': type }, payload });
+        const res = await t.app.inject({
+          method: 'POST',
+          url,
+          headers: { ...bearer(tok()), 'content-type': type },
+          payload,
+        });
         expect(res.statusCode).not.toBe(200);
         expectProblemJson(res, status, status === 422 ? 'invalid_body' : 'unsupported_media_type');
       });
@@ -447,8 +559,14 @@ describe('numbers are kept as written: -0, 1.0, 1e2 are accepted and hash differ
     });
   }
   it('a __proto__ key is data in the hash: it changes the hash and reaches no prototype', async () => {
-    const withProto = await rawHttp(port, rawPost(TOKEN, '{"tool":"dispatch_vendor","args":{"unitId":"U1","estimateUsd":300,"__proto__":{"x":1}}}'));
-    const without = await rawHttp(port, rawPost(TOKEN, '{"tool":"dispatch_vendor","args":{"unitId":"U1","estimateUsd":300}}'));
+    const withProto = await rawHttp(
+      port,
+      rawPost(TOKEN, '{"tool":"dispatch_vendor","args":{"unitId":"U1","estimateUsd":300,"__proto__":{"x":1}}}'),
+    );
+    const without = await rawHttp(
+      port,
+      rawPost(TOKEN, '{"tool":"dispatch_vendor","args":{"unitId":"U1","estimateUsd":300}}'),
+    );
     const h1 = (JSON.parse(withProto.responses[0]!.body) as { approval: { hash: string } }).approval.hash;
     const h2 = (JSON.parse(without.responses[0]!.body) as { approval: { hash: string } }).approval.hash;
     expect(h1).not.toBe(h2);
@@ -473,11 +591,15 @@ describe('the whole matrix as one batch: bounded, and the event loop never block
         histogram.disable();
         check(c, r);
         const maxMs = histogram.max / 1e6;
-        if (maxMs >= 50 && (blocking === null || blocking.has(c.name))) over.set(c.name, Math.min(maxMs, blocking?.get(c.name) ?? Infinity));
+        if (maxMs >= 50 && (blocking === null || blocking.has(c.name)))
+          over.set(c.name, Math.min(maxMs, blocking?.get(c.name) ?? Infinity));
       }
       blocking = over;
     }
-    expect(Object.fromEntries(blocking ?? []), 'cases that blocked the event loop for 50 ms or more in every pass (ms)').toEqual({});
+    expect(
+      Object.fromEntries(blocking ?? []),
+      'cases that blocked the event loop for 50 ms or more in every pass (ms)',
+    ).toEqual({});
   });
   it('Object.prototype is untouched after everything', () => {
     expectPrototypeClean();

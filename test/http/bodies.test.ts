@@ -22,7 +22,11 @@ afterEach(() => {
   expect(Object.keys(Object.prototype)).toEqual([]);
 });
 
-function raw(payload: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }, app = t.app) {
+function raw(
+  payload: string | Buffer,
+  headers: Record<string, string> = { 'content-type': 'application/json' },
+  app = t.app,
+) {
   return app.inject({ method: 'POST', url: '/decide', headers: { ...bearer(agentToken()), ...headers }, payload });
 }
 
@@ -54,16 +58,28 @@ const lookup = (args: string): string => `{"tool":"lookup_order","args":${args}}
 
 describe('strict JSON: 400 bad_json naming the problem and where', () => {
   const cases: [string, string | Buffer, string][] = [
-    ['duplicate key at the top level', `{"tool":"lookup_order","tool":"wipe_orders","args":{"x":"${CANARY}"}}`, 'duplicate_key'],
+    [
+      'duplicate key at the top level',
+      `{"tool":"lookup_order","tool":"wipe_orders","args":{"x":"${CANARY}"}}`,
+      'duplicate_key',
+    ],
     ['duplicate key nested in args', lookup(`{"order":"${CANARY}","order":"${CANARY}"}`), 'duplicate_key'],
     ['duplicate key deep in args', lookup(`{"a":{"b":[{"c":"${CANARY}","c":1}]}}`), 'duplicate_key'],
-    ['duplicate key written with an escape (t\\u006fol)', `{"tool":"lookup_order","t\\u006fol":"wipe_orders","args":{"x":"${CANARY}"}}`, 'duplicate_key'],
+    [
+      'duplicate key written with an escape (t\\u006fol)',
+      `{"tool":"lookup_order","t\\u006fol":"wipe_orders","args":{"x":"${CANARY}"}}`,
+      'duplicate_key',
+    ],
     ['lone high surrogate in a value', lookup(`{"note":"${CANARY}\\ud800"}`), 'lone_surrogate'],
     ['lone low surrogate in a value', lookup(`{"note":"\\udead${CANARY}"}`), 'lone_surrogate'],
     ['reversed surrogate pair', lookup(`{"note":"${CANARY}\\udc00\\ud800"}`), 'lone_surrogate'],
     ['lone surrogate in a key', lookup(`{"\\ud800":"${CANARY}"}`), 'lone_surrogate'],
     ['lone surrogate in the tool name', `{"tool":"lookup_\\ud800","args":{"x":"${CANARY}"}}`, 'lone_surrogate'],
-    ['a BOM before the JSON', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(lookup(`{"x":"${CANARY}"}`))]), 'syntax'],
+    [
+      'a BOM before the JSON',
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(lookup(`{"x":"${CANARY}"}`))]),
+      'syntax',
+    ],
     ['trailing data', `${lookup(`{"x":"${CANARY}"}`)} {"tool":"wipe_orders"}`, 'trailing_data'],
     ['trailing garbage', `${lookup(`{"x":"${CANARY}"}`)}x`, 'trailing_data'],
     ['two values', `${lookup('{}')}${lookup('{}')}`, 'trailing_data'],
@@ -98,7 +114,8 @@ describe('strict JSON: 400 bad_json naming the problem and where', () => {
 
 describe('nesting', () => {
   /** A /decide body whose total nesting (the outer object counts 1) is `depth`. */
-  const nested = (depth: number): string => `{"tool":"lookup_order","args":${'{"a":'.repeat(depth - 1)}1${'}'.repeat(depth - 1)}}`;
+  const nested = (depth: number): string =>
+    `{"tool":"lookup_order","args":${'{"a":'.repeat(depth - 1)}1${'}'.repeat(depth - 1)}}`;
 
   it('depth 256 is accepted (control)', async () => {
     const res = await raw(nested(256));
@@ -131,13 +148,21 @@ describe('invalid UTF-8 bytes (sent as a Buffer): 400 invalid_utf8, never U+FFFD
   ];
   for (const [name, bytes] of cases) {
     it(`in a value: ${name}`, async () => {
-      const payload = Buffer.concat([Buffer.from(`{"tool":"lookup_order","args":{"x":"${CANARY}`), Buffer.from(bytes), Buffer.from('"}}')]);
+      const payload = Buffer.concat([
+        Buffer.from(`{"tool":"lookup_order","args":{"x":"${CANARY}`),
+        Buffer.from(bytes),
+        Buffer.from('"}}'),
+      ]);
       const body = expectProblem(await raw(payload), 400, 'bad_json');
       expect(body.errors?.[0]?.message).toBe('invalid_utf8');
     });
   }
   it('in a key', async () => {
-    const payload = Buffer.concat([Buffer.from('{"tool":"lookup_order","args":{"'), Buffer.from([0xc3, 0x28]), Buffer.from(`":"${CANARY}"}}`)]);
+    const payload = Buffer.concat([
+      Buffer.from('{"tool":"lookup_order","args":{"'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from(`":"${CANARY}"}}`),
+    ]);
     const body = expectProblem(await raw(payload), 400, 'bad_json');
     expect(body.errors?.[0]?.message).toBe('invalid_utf8');
   });
@@ -147,7 +172,10 @@ describe('invalid UTF-8 bytes (sent as a Buffer): 400 invalid_utf8, never U+FFFD
     expect(body.errors?.[0]?.message).toBe('invalid_utf8');
   });
   it('truncated multibyte sequence inside an unterminated string at the end', async () => {
-    const payload = Buffer.concat([Buffer.from(`{"tool":"lookup_order","args":{"x":"${CANARY}`), Buffer.from([0xe2, 0x82])]);
+    const payload = Buffer.concat([
+      Buffer.from(`{"tool":"lookup_order","args":{"x":"${CANARY}`),
+      Buffer.from([0xe2, 0x82]),
+    ]);
     const body = expectProblem(await raw(payload), 400, 'bad_json');
     expect(body.errors?.[0]?.message).toBe('invalid_utf8');
   });
@@ -264,30 +292,55 @@ describe('size: BODY_LIMIT', () => {
 
 describe('schema: refused, never coerced or stripped', () => {
   it('an unknown top-level field → 422 with its pointer', async () => {
-    const body = expectProblem(await post(t.app, '/decide', { tool: 'lookup_order', args: {}, extra: CANARY }), 422, 'invalid_body');
+    const body = expectProblem(
+      await post(t.app, '/decide', { tool: 'lookup_order', args: {}, extra: CANARY }),
+      422,
+      'invalid_body',
+    );
     expect(body.errors).toContainEqual({ pointer: '/extra', message: 'unknown field' });
   });
   it('an unknown field in run → 422 with its pointer', async () => {
-    const body = expectProblem(await post(t.app, '/decide', { tool: 'lookup_order', run: { id: 'r', admin: CANARY } }), 422, 'invalid_body');
+    const body = expectProblem(
+      await post(t.app, '/decide', { tool: 'lookup_order', run: { id: 'r', admin: CANARY } }),
+      422,
+      'invalid_body',
+    );
     expect(body.errors).toContainEqual({ pointer: '/run/admin', message: 'unknown field' });
   });
   for (const field of ['team', 'user', 'agent', 'roles', 'sub', 'identity', 'claims']) {
     it(`"${field}" in the body → 422 identity_in_body (never silently stripped)`, async () => {
       const value = field === 'roles' ? [CANARY, 'approver'] : CANARY;
-      const body = expectProblem(await post(t.app, '/decide', { tool: 'lookup_order', args: {}, [field]: value }), 422, 'identity_in_body');
+      const body = expectProblem(
+        await post(t.app, '/decide', { tool: 'lookup_order', args: {}, [field]: value }),
+        422,
+        'identity_in_body',
+      );
       expect(body.errors).toContainEqual({ pointer: `/${field}`, message: 'unknown field' });
       expect(body.detail).toContain(`"${field}"`);
     });
   }
   it('identity fields are refused on /explain and /approvals too', async () => {
-    expectProblem(await post(t.app, '/explain', { tool: 'lookup_order', team: CANARY }, approverToken()), 422, 'identity_in_body');
+    expectProblem(
+      await post(t.app, '/explain', { tool: 'lookup_order', team: CANARY }, approverToken()),
+      422,
+      'identity_in_body',
+    );
     // No database here: the body is validated before the route would answer 503.
-    expectProblem(await post(t.app, '/approvals', { tool: 'refund', args: { order: 'A1', amount: 120 }, user: CANARY }), 422, 'identity_in_body');
+    expectProblem(
+      await post(t.app, '/approvals', { tool: 'refund', args: { order: 'A1', amount: 120 }, user: CANARY }),
+      422,
+      'identity_in_body',
+    );
   });
   it("args.team is plain data: accepted, and the principal is the token's", async () => {
     const refund = { tool: 'refund', args: { order: 'A1', amount: 40 } };
     // The payments refund schema has additionalProperties:false, so look at a lookup for acceptance…
-    const res = await post(t.app, '/decide', { tool: 'lookup_order', args: { team: 'support', user: 'admin', roles: ['admin'] } }, token({ team: 'sales' }));
+    const res = await post(
+      t.app,
+      '/decide',
+      { tool: 'lookup_order', args: { team: 'support', user: 'admin', roles: ['admin'] } },
+      token({ team: 'sales' }),
+    );
     expect(res.statusCode).toBe(200);
     // …and at /explain for the principal: the refund rule for team support does not match a sales token.
     const ex = await post(t.app, '/explain', { ...refund }, token({ team: 'sales', roles: ['approver'] }));
@@ -332,7 +385,16 @@ describe('schema: refused, never coerced or stripped', () => {
   }
   // A `.` or `..` path segment: `lookup_*` would allow lookup_/../wipe_orders, which a tool mapping
   // names to paths or routes may resolve to wipe_orders.
-  const dotSegments = ['lookup_/../wipe_orders', 'lookup_/./order', 'a/./b', 'a/..', 'a/.', 'lookup_/..', 'lookup_x/../../wipe_orders', 'a/../'];
+  const dotSegments = [
+    'lookup_/../wipe_orders',
+    'lookup_/./order',
+    'a/./b',
+    'a/..',
+    'a/.',
+    'lookup_/..',
+    'lookup_x/../../wipe_orders',
+    'a/../',
+  ];
   for (const tool of dotSegments) {
     it(`a tool name with a dot segment is 422 naming /tool on /decide, /explain and /approvals: ${tool}`, async () => {
       for (const [url, tok] of [
@@ -349,12 +411,23 @@ describe('schema: refused, never coerced or stripped', () => {
     });
   }
   it('dots that are not a whole path segment are ordinary characters', async () => {
-    for (const tool of ['github.get_issue', 'v1.2', 'lookup_.order', 'lookup_/.hidden', 'lookup_/...', 'lookup_..order', 'mcp:fs/read.file']) {
+    for (const tool of [
+      'github.get_issue',
+      'v1.2',
+      'lookup_.order',
+      'lookup_/.hidden',
+      'lookup_/...',
+      'lookup_..order',
+      'mcp:fs/read.file',
+    ]) {
       const res = await post(t.app, '/decide', { tool });
       expect(res.statusCode, `${tool}: ${res.body}`).not.toBe(422);
     }
     // Still matched by the glob as before: lookup_* allows lookup_.order.
-    expect((await post(t.app, '/decide', { tool: 'lookup_.order' })).json()).toMatchObject({ decision: 'allow', rule: 'lookups' });
+    expect((await post(t.app, '/decide', { tool: 'lookup_.order' })).json()).toMatchObject({
+      decision: 'allow',
+      rule: 'lookups',
+    });
   });
   it('a 128-character tool name is inside the grammar (an unknown tool: denied, not refused)', async () => {
     const res = await post(t.app, '/decide', { tool: 'a'.repeat(128) });
@@ -381,7 +454,11 @@ describe('prototype keys are data', () => {
     expectProblem(await raw(lookup(`{"__proto__":1,"\\u005f_proto__":"${CANARY}"}`)), 400, 'bad_json');
   });
   it('__proto__ at the top level is an unknown field, not a prototype', async () => {
-    const body = expectProblem(await raw(`{"tool":"lookup_order","__proto__":{"tool":"wipe_orders","x":"${CANARY}"}}`), 422, 'invalid_body');
+    const body = expectProblem(
+      await raw(`{"tool":"lookup_order","__proto__":{"tool":"wipe_orders","x":"${CANARY}"}}`),
+      422,
+      'invalid_body',
+    );
     expect(body.errors).toContainEqual({ pointer: '/__proto__', message: 'unknown field' });
   });
   it('__proto__ cannot smuggle a tool name past the schema', async () => {
@@ -424,14 +501,22 @@ describe('HTTP framing, over a real socket: refusals are problem+json too', () =
   it('two Content-Type headers are 400 problem+json naming the header, whatever their values or case', async () => {
     // Node keeps the first and drops the rest; a proxy in front may keep another: as with Authorization.
     const payload = lookup('{"order":"A1"}');
-    for (const pair of [['Content-Type: text/plain'], ['content-type: application/json'], ['CONTENT-TYPE: application/json; charset=utf-8']]) {
+    for (const pair of [
+      ['Content-Type: text/plain'],
+      ['content-type: application/json'],
+      ['CONTENT-TYPE: application/json; charset=utf-8'],
+    ]) {
       const res = await only([head(['Host: 127.0.0.1', ...pair, `Content-Length: ${payload.length}`]) + payload]);
       expect(problemOf(res, 400, 'bad_request').detail).toBe('send exactly one Content-Type header');
     }
     // Chunked, and on a GET without a body: refused all the same.
-    const chunked = await only([head(['Host: 127.0.0.1', 'Content-Type: application/json', 'Transfer-Encoding: chunked']) + chunk(payload)]);
+    const chunked = await only([
+      head(['Host: 127.0.0.1', 'Content-Type: application/json', 'Transfer-Encoding: chunked']) + chunk(payload),
+    ]);
     problemOf(chunked, 400, 'bad_request');
-    const get = await only([`GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: a/b\r\ncontent-type: c/d\r\n\r\n`]);
+    const get = await only([
+      `GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: a/b\r\ncontent-type: c/d\r\n\r\n`,
+    ]);
     problemOf(get, 400, 'bad_request');
   });
   it('one Content-Type is parsed (control)', async () => {
@@ -467,7 +552,11 @@ describe('HTTP framing, over a real socket: refusals are problem+json too', () =
   });
   it('Expect: 100-continue gets 100 Continue, then the answer (control)', async () => {
     const payload = lookup('{"order":"A1"}');
-    const result = await rawHttp(port, [head(['Host: 127.0.0.1', 'Expect: 100-continue', `Content-Length: ${payload.length}`]), payload], { gapMs: 20 });
+    const result = await rawHttp(
+      port,
+      [head(['Host: 127.0.0.1', 'Expect: 100-continue', `Content-Length: ${payload.length}`]), payload],
+      { gapMs: 20 },
+    );
     expect(result.responses.map((r) => r.statusCode)).toEqual([100, 200]);
   });
 });

@@ -40,10 +40,21 @@ beforeAll(async () => {
   for (const name of ['replica-a', 'replica-b']) {
     // A pool of its own per replica, as two processes would have.
     const sql = createSql(db.url, { max: 10, applicationName: name });
-    replicas.push(await createTestApp({ policyDir: dir, env: null, database: { url: db.url, sql, drop: () => sql.end({ timeout: 5 }) } }));
+    replicas.push(
+      await createTestApp({
+        policyDir: dir,
+        env: null,
+        database: { url: db.url, sql, drop: () => sql.end({ timeout: 5 }) },
+      }),
+    );
     const poolSql = createSql(db.url, { max: 10, applicationName: `${name}-pool` });
     poolReplicas.push(
-      await createTestApp({ policyDir: dir, env: null, lanes: false, database: { url: db.url, sql: poolSql, drop: () => poolSql.end({ timeout: 5 }) } }),
+      await createTestApp({
+        policyDir: dir,
+        env: null,
+        lanes: false,
+        database: { url: db.url, sql: poolSql, drop: () => poolSql.end({ timeout: 5 }) },
+      }),
     );
   }
 }, 60_000);
@@ -67,7 +78,9 @@ function tally(responses: LightMyRequestResponse[]): { allowed: number; refused:
   let refused = 0;
   const other: string[] = [];
   for (const r of responses) {
-    const decision = r.headers['content-type']?.toString().includes('json') ? (r.json() as { decision?: string }).decision : undefined;
+    const decision = r.headers['content-type']?.toString().includes('json')
+      ? (r.json() as { decision?: string }).decision
+      : undefined;
     if (r.statusCode === 200 && decision === 'allow') allowed++;
     else if (r.statusCode === 403 && decision !== 'allow') refused++;
     else other.push(`${r.statusCode} ${r.body.slice(0, 200)}`);
@@ -76,7 +89,9 @@ function tally(responses: LightMyRequestResponse[]): { allowed: number; refused:
 }
 
 async function counted(budget: string, sub: string): Promise<string | null> {
-  const [row] = await db.sql<{ counted: string }[]>`select counted::text from budget_counters where budget = ${budget} and scope_key = ${`user:${sub}`}`;
+  const [row] = await db.sql<
+    { counted: string }[]
+  >`select counted::text from budget_counters where budget = ${budget} and scope_key = ${`user:${sub}`}`;
   return row?.counted ?? null;
 }
 
@@ -97,7 +112,9 @@ describe('two replicas, 100 concurrent calls', () => {
       const result = tally(responses);
       expect(result, `round ${round}`).toEqual({ allowed: 37, refused: 63, other: [] });
       // Past the room, each asks an operator (nothing counted for those).
-      expect(responses.filter((r) => r.statusCode === 403).every((r) => (r.json() as { rule: string }).rule === 'cents')).toBe(true);
+      expect(
+        responses.filter((r) => r.statusCode === 403).every((r) => (r.json() as { rule: string }).rule === 'cents'),
+      ).toBe(true);
       expect(await counted('cents', sub)).toBe('3.7');
     }
   });
@@ -117,13 +134,19 @@ describe('two replicas, 100 concurrent calls', () => {
   it(`without lanes (each call a transaction of the pool): a budget and a rate limit with room for 37, exactly 37 allowed, ${ROUNDS} times over`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const sub = `pooled-${round}-${randomUUID().slice(0, 8)}`;
-      expect(tally(await storm(() => ({ tool: 'pay', args: { amount: 1 } }), token({ sub }), poolReplicas)), `budget, round ${round}`).toEqual({
+      expect(
+        tally(await storm(() => ({ tool: 'pay', args: { amount: 1 } }), token({ sub }), poolReplicas)),
+        `budget, round ${round}`,
+      ).toEqual({
         allowed: 37,
         refused: 63,
         other: [],
       });
       expect(await counted('room-37', sub)).toBe('37');
-      expect(tally(await storm(() => ({ tool: 'ping' }), token({ sub }), poolReplicas)), `rate limit, round ${round}`).toEqual({
+      expect(
+        tally(await storm(() => ({ tool: 'ping' }), token({ sub }), poolReplicas)),
+        `rate limit, round ${round}`,
+      ).toEqual({
         allowed: 37,
         refused: 63,
         other: [],
@@ -137,7 +160,9 @@ describe('two replicas, 100 concurrent calls', () => {
       const team = `team-${round}-${randomUUID().slice(0, 8)}`;
       const result = tally(await storm(() => ({ tool: 'both' }), token({ sub, team })));
       expect(result, `round ${round}`).toEqual({ allowed: 37, refused: 63, other: [] });
-      const [row] = await db.sql<{ counted: string }[]>`select counted::text from budget_counters where budget = 'pair-b' and scope_key = ${`team:${team}`}`;
+      const [row] = await db.sql<
+        { counted: string }[]
+      >`select counted::text from budget_counters where budget = 'pair-b' and scope_key = ${`team:${team}`}`;
       // The 63 refused by pair-a counted in pair-b neither, though pair-b had room for them.
       expect(row?.counted).toBe('37');
     }

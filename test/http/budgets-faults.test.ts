@@ -50,10 +50,23 @@ afterAll(async () => {
 });
 
 /** An app with its own pool and lanes (the counters' connections), named so the test finds their backends. */
-async function openApp(name: string, url: string, sqlOptions: SqlOptions, deadlineMs: number, lanes: number | false = 4): Promise<TestApp> {
+async function openApp(
+  name: string,
+  url: string,
+  sqlOptions: SqlOptions,
+  deadlineMs: number,
+  lanes: number | false = 4,
+): Promise<TestApp> {
   const options = { applicationName: name, connectTimeoutMs: 1_000, reconnectBackoffMaxMs: 100, ...sqlOptions };
   const sql = createSql(url, options);
-  const app = await createTestApp({ policyDir: dir, env: null, deadlineMs, lanes, laneOptions: options, database: { url, sql, drop: async () => undefined } });
+  const app = await createTestApp({
+    policyDir: dir,
+    env: null,
+    deadlineMs,
+    lanes,
+    laneOptions: options,
+    database: { url, sql, drop: async () => undefined },
+  });
   opened.push({ app, sql });
   return app;
 }
@@ -74,10 +87,16 @@ function uncountedContinuously(app: TestApp): { stop(): Promise<number> } {
     while (running) {
       const lookup = count % 2 === 0;
       const started = performance.now();
-      const res = await post(app.app, '/decide', { tool: lookup ? 'lookup' : 'wipe', args: { n: count } }, token({ sub: 'watcher' }));
+      const res = await post(
+        app.app,
+        '/decide',
+        { tool: lookup ? 'lookup' : 'wipe', args: { n: count } },
+        token({ sub: 'watcher' }),
+      );
       const ms = performance.now() - started;
       const want = lookup ? 200 : 403;
-      if (res.statusCode !== want || ms > 1000) failures.push(`${res.statusCode} ${res.body.slice(0, 120)} in ${Math.round(ms)} ms`);
+      if (res.statusCode !== want || ms > 1000)
+        failures.push(`${res.statusCode} ${res.body.slice(0, 120)} in ${Math.round(ms)} ms`);
       count++;
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -93,7 +112,9 @@ function uncountedContinuously(app: TestApp): { stop(): Promise<number> } {
 }
 
 async function counted(sub: string): Promise<string | null> {
-  const [row] = await admin<{ counted: string }[]>`select counted::text from budget_counters where budget = 'pay-budget' and scope_key = ${`user:${sub}`}`;
+  const [row] = await admin<
+    { counted: string }[]
+  >`select counted::text from budget_counters where budget = 'pay-budget' and scope_key = ${`user:${sub}`}`;
   return row?.counted ?? null;
 }
 
@@ -167,7 +188,9 @@ describe('database faults on counted calls', () => {
   it('every lane busy on a locked counter: the calls queued behind it 503 at the deadline, never sent; the one running rolls back', async () => {
     const app = await openApp('budget-lanes', db.url, { lockTimeoutMs: 10_000, statementTimeoutMs: 10_000 }, 600, 1);
     const blocked = `agent-${randomUUID().slice(0, 8)}`;
-    expect((await post(app.app, '/decide', { tool: 'pay', args: { amount: 10 } }, token({ sub: blocked }))).statusCode).toBe(200);
+    expect(
+      (await post(app.app, '/decide', { tool: 'pay', args: { amount: 10 } }, token({ sub: blocked }))).statusCode,
+    ).toBe(200);
     const lock = await lockCounters(blocked);
     const others = Array.from({ length: 20 }, () => `agent-${randomUUID().slice(0, 8)}`);
     try {
@@ -178,7 +201,9 @@ describe('database faults on counted calls', () => {
           select count(*)::int as n from pg_stat_activity where application_name = 'budget-lanes' and wait_event_type = 'Lock'`;
         return row!.n > 0 ? true : undefined;
       });
-      const queued = await Promise.all(others.map((sub) => post(app.app, '/decide', { tool: 'pay', args: { amount: 1 } }, token({ sub }))));
+      const queued = await Promise.all(
+        others.map((sub) => post(app.app, '/decide', { tool: 'pay', args: { amount: 1 } }, token({ sub }))),
+      );
       for (const res of [await first, ...queued]) expectUnavailable(res, 'a call behind a busy lane');
     } finally {
       await lock.release();
@@ -187,7 +212,9 @@ describe('database faults on counted calls', () => {
     expect(await counted(blocked)).toBe('10');
     for (const sub of others) expect(await counted(sub)).toBeNull();
     // The lane is free again.
-    expect((await post(app.app, '/decide', { tool: 'pay', args: { amount: 1 } }, token({ sub: others[0]! }))).statusCode).toBe(200);
+    expect(
+      (await post(app.app, '/decide', { tool: 'pay', args: { amount: 1 } }, token({ sub: others[0]! }))).statusCode,
+    ).toBe(200);
     expect(await counted(others[0]!)).toBe('1');
   });
 
@@ -207,7 +234,9 @@ describe('database faults on counted calls', () => {
     const watcher = uncountedContinuously(app);
     const started = performance.now();
     const answers = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => post(app.app, '/decide', i % 2 === 0 ? { tool: 'pay', args: { amount: 1 } } : { tool: 'ping' }, tok)),
+      Array.from({ length: 50 }, (_, i) =>
+        post(app.app, '/decide', i % 2 === 0 ? { tool: 'pay', args: { amount: 1 } } : { tool: 'ping' }, tok),
+      ),
     );
     expect(performance.now() - started).toBeLessThan(2_400); // all answered while the holders still sleep
     for (const res of answers) expectUnavailable(res, 'a counted call on an exhausted pool');
@@ -246,7 +275,9 @@ describe('database faults on counted calls', () => {
       });
       expect(back.json()).toMatchObject({ decision: 'allow' });
       const check = createSql(pg.url, { max: 1 });
-      const [row] = await check<{ counted: string }[]>`select counted::text from budget_counters where scope_key = 'user:agent-down'`;
+      const [row] = await check<
+        { counted: string }[]
+      >`select counted::text from budget_counters where scope_key = 'user:agent-down'`;
       await check.end();
       expect(row?.counted).toBe('10');
     } finally {

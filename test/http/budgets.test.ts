@@ -7,7 +7,17 @@ import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { adminToken, approverToken, bearer, createTestApp, post, readerToken, token, USAGE_ROLE, type TestApp } from '../helpers/app.js';
+import {
+  adminToken,
+  approverToken,
+  bearer,
+  createTestApp,
+  post,
+  readerToken,
+  token,
+  USAGE_ROLE,
+  type TestApp,
+} from '../helpers/app.js';
 import { expectProblemJson } from '../helpers/http.js';
 import { eventually, policyDir } from '../helpers/process.js';
 
@@ -23,18 +33,29 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 const unique = (label: string): string => `${label}-${randomUUID().slice(0, 8)}`;
-const caller = (sub: string, extra: Record<string, unknown> = {}): string => token({ sub, team: unique('team'), agent: unique('agent'), ...extra });
-const decide = (body: unknown, tok: string, app = t): Promise<LightMyRequestResponse> => post(app.app, '/decide', body, tok);
+const caller = (sub: string, extra: Record<string, unknown> = {}): string =>
+  token({ sub, team: unique('team'), agent: unique('agent'), ...extra });
+const decide = (body: unknown, tok: string, app = t): Promise<LightMyRequestResponse> =>
+  post(app.app, '/decide', body, tok);
 const refund = (amount: number | string, order = unique('O')) => ({ tool: 'refund', args: { order, amount } });
 /** POST /decide with the body as written (numbers such as 500.00 kept as they are). */
 const decideRaw = (text: string, tok: string): Promise<LightMyRequestResponse> =>
-  t.app.inject({ method: 'POST', url: '/decide', headers: { ...bearer(tok), 'content-type': 'application/json' }, payload: text });
+  t.app.inject({
+    method: 'POST',
+    url: '/decide',
+    headers: { ...bearer(tok), 'content-type': 'application/json' },
+    payload: text,
+  });
 const budgets = (tok: string, app = t) => app.app.inject({ method: 'GET', url: '/budgets', headers: bearer(tok) });
 const usage = (body: unknown, tok: string, key: string | null = randomUUID(), app = t) =>
   app.app.inject({
     method: 'POST',
     url: '/usage',
-    headers: { ...bearer(tok), 'content-type': 'application/json', ...(key === null ? {} : { 'idempotency-key': key }) },
+    headers: {
+      ...bearer(tok),
+      'content-type': 'application/json',
+      ...(key === null ? {} : { 'idempotency-key': key }),
+    },
     payload: JSON.stringify(body),
   });
 
@@ -65,7 +86,11 @@ describe('a sum budget per user per day that asks an operator (sum, max, per: da
     expect(answers).toEqual(['allow', 'allow', ...Array(8).fill('require_approval')]);
     expect(await counterOf(tok, 'refunds-per-user')).toMatchObject({ counted: 1000, for: { user: sub } });
     // One refund of 5,000 asks too: by the rule, and by the budget (both are in the approval).
-    const big = await expectDecision(await decide(refund(5000), caller(unique('honest'), {})), 'require_approval', 'refunds');
+    const big = await expectDecision(
+      await decide(refund(5000), caller(unique('honest'), {})),
+      'require_approval',
+      'refunds',
+    );
     expect(big.approval.requirements.map((r: Body) => [r.rule, r.kind])).toEqual([
       ['refunds', 'confirm'],
       ['refunds-per-user', 'budget'],
@@ -81,11 +106,20 @@ describe('a sum budget per user per day that asks an operator (sum, max, per: da
     const written = `{"tool":"refund","args":{"order":"${order}","amount":500.00}}`;
     const asked = await expectDecision(await decideRaw(written, tok), 'require_approval', 'refunds-per-user');
     expect(asked.next).toEqual({ action: 'file', url: '/approvals' });
-    expect(asked.reason).toBe('budget "refunds-per-user" allows 1000 of `amount` per day (UTC) per user, 900 counted in this window: this call would cross it');
+    expect(asked.reason).toBe(
+      'budget "refunds-per-user" allows 1000 of `amount` per day (UTC) per user, 900 counted in this window: this call would cross it',
+    );
     expect(asked.message).not.toContain('500');
     const [req] = asked.approval.requirements;
     expect(req).toMatchObject({ policy: 'budgets', rule: 'refunds-per-user', kind: 'budget' });
-    expect(req.presentation).toEqual({ amount: 500, budget: 'refunds-per-user', max: 1000, per: 'day', scope: 'user', sum: 'amount' });
+    expect(req.presentation).toEqual({
+      amount: 500,
+      budget: 'refunds-per-user',
+      max: 1000,
+      per: 'day',
+      scope: 'user',
+      sum: 'amount',
+    });
     expect(req.standing).toMatchObject({ counted: 900 });
     expect(Date.parse(req.standing.window_end) - Date.parse(req.standing.window_start)).toBe(86_400_000);
     expect(req.standing.window_start).toMatch(/T00:00:00\.000Z$/);
@@ -99,7 +133,12 @@ describe('a sum budget per user per day that asks an operator (sum, max, per: da
     expect((await decide(call, tok)).json().approval.hash).not.toBe(asked.approval.hash);
 
     // Filing it: 201, the same hash, what the operator reads.
-    const filed = await t.app.inject({ method: 'POST', url: '/approvals', headers: { ...bearer(tok), 'content-type': 'application/json' }, payload: written });
+    const filed = await t.app.inject({
+      method: 'POST',
+      url: '/approvals',
+      headers: { ...bearer(tok), 'content-type': 'application/json' },
+      payload: written,
+    });
     expect(filed.statusCode, filed.body).toBe(201);
     const approval = filed.json() as Body;
     expect(approval).toMatchObject({ hash: asked.approval.hash, kind: 'budget', rule: 'refunds-per-user' });
@@ -113,7 +152,9 @@ describe('a sum budget per user per day that asks an operator (sum, max, per: da
     const cite = written.replace(/}$/, `,"approval_id":"${approval.id}"}`);
     const early = await expectDecision(await decideRaw(cite, tok), 'require_approval');
     expect(early.next.action).toBe('wait');
-    expect((await post(t.app, `/approvals/${approval.id}/grant`, { note: 'customer called' }, approverToken())).statusCode).toBe(200);
+    expect(
+      (await post(t.app, `/approvals/${approval.id}/grant`, { note: 'customer called' }, approverToken())).statusCode,
+    ).toBe(200);
     const redeemed = await expectDecision(await decideRaw(cite, tok), 'allow');
     expect(redeemed.approval).toMatchObject({ id: approval.id, status: 'consumed' });
     // Counted, past the limit: 950 + 500.
@@ -130,7 +171,8 @@ describe('a sum budget per user per day that asks an operator (sum, max, per: da
     const teamTok = caller(unique('agent'), { team });
     await expectDecision(await decide({ tool: 'wipe_orders' }, tok), 'deny', 'no-wipe');
     // The team's month: 4,900 by a teammate (its user budget is its own).
-    for (let i = 0; i < 5; i++) await expectDecision(await decide(refund(980), caller(unique('mate'), { team })), 'allow');
+    for (let i = 0; i < 5; i++)
+      await expectDecision(await decide(refund(980), caller(unique('mate'), { team })), 'allow');
     expect(await counterOf(teamTok, 'refunds-per-team')).toMatchObject({ counted: 4900 });
     // 200 fits the user's day but not the team's month (deny is more severe than the user's approval).
     const refused = await expectDecision(await decide(refund(200), tok), 'deny', 'refunds-per-team');
@@ -161,7 +203,11 @@ describe('a sum budget per user per day that asks an operator (sum, max, per: da
     expect(r.reason).toMatch(/the caller's token has no team/);
     const tok = caller(unique('agent'), {});
     await expectDecision(await decide({ tool: 'payout', args: { amount: 1 } }, tok), 'abort', 'payouts-per-run');
-    const text = await expectDecision(await decide({ tool: 'payout', args: { amount: '5' }, run: { id: 'r1' } }, tok), 'abort', 'payouts-per-run');
+    const text = await expectDecision(
+      await decide({ tool: 'payout', args: { amount: '5' }, run: { id: 'r1' } }, tok),
+      'abort',
+      'payouts-per-run',
+    );
     expect(text.reason).toMatch(/does not carry as a non-negative number/);
     await expectDecision(await decide({ tool: 'payout', args: { amount: -5 }, run: { id: 'r1' } }, tok), 'abort');
     // None of these counted.
@@ -198,7 +244,9 @@ describe('other windows and scopes', () => {
     for (let i = 0; i < 25; i++) await expectDecision(await decide({ tool: 'lookup_order' }, tok), 'allow');
     for (let i = 0; i < 25; i++) await expectDecision(await decide({ tool: 'lookup_customer' }, other), 'allow');
     const refused = await expectDecision(await decide({ tool: 'lookup_order' }, tok), 'deny', 'lookups-per-agent');
-    expect(refused.reason).toBe('budget "lookups-per-agent" allows 50 calls per week (UTC) per agent, 50 counted in this window: this call would cross it');
+    expect(refused.reason).toBe(
+      'budget "lookups-per-agent" allows 50 calls per week (UTC) per agent, 50 counted in this window: this call would cross it',
+    );
     const week = await counterOf(other, 'lookups-per-agent');
     expect(week).toMatchObject({ counted: 50, for: { agent } });
     expect(new Date(week.window_start).getUTCDay()).toBe(1); // ISO weeks start on Monday
@@ -225,7 +273,10 @@ describe('max_usd: spend reported to POST /usage', () => {
     const key = randomUUID();
     const first = await usage({ tool: 'llm', usd: 15.25 }, tok, key);
     expect(first.statusCode, first.body).toBe(200);
-    expect(first.json()).toMatchObject({ usd: 15.25, recorded: [{ id: 'model-spend', policy: 'budgets', counted: 15.25, max_usd: 20, reached: false }] });
+    expect(first.json()).toMatchObject({
+      usd: 15.25,
+      recorded: [{ id: 'model-spend', policy: 'budgets', counted: 15.25, max_usd: 20, reached: false }],
+    });
     // The same report again (a lost answer): the kept answer, nothing added.
     const retry = await usage({ tool: 'llm', usd: 15.25 }, tok, key);
     expect(retry.headers['idempotent-replayed']).toBe('true');
@@ -237,9 +288,13 @@ describe('max_usd: spend reported to POST /usage', () => {
     const reached = await usage({ tool: 'llm', usd: 4.75 }, tok);
     expect(reached.json()).toMatchObject({ recorded: [{ counted: 20, reached: true }] });
     const refused = await expectDecision(await decide({ tool: 'llm' }, tok), 'deny', 'model-spend');
-    expect(refused.reason).toBe('budget "model-spend" allows 20 USD of reported spend per day (UTC) per user, and 20 USD is reported in this window');
+    expect(refused.reason).toBe(
+      'budget "model-spend" allows 20 USD of reported spend per day (UTC) per user, and 20 USD is reported in this window',
+    );
     // Spend already made is still recorded past the budget.
-    expect((await usage({ tool: 'llm', usd: 3 }, tok)).json()).toMatchObject({ recorded: [{ counted: 23, reached: true }] });
+    expect((await usage({ tool: 'llm', usd: 3 }, tok)).json()).toMatchObject({
+      recorded: [{ counted: 23, reached: true }],
+    });
     // Reading the budget counted no call.
     expect(await counterOf(tok, 'model-spend')).toMatchObject({ counted: 23 });
   });
@@ -268,7 +323,9 @@ describe('rate limits: never more than `calls` allowed in any window of `per` se
     const tok = caller(unique('agent'));
     for (let i = 0; i < 10; i++) await expectDecision(await decide({ tool: 'send_email' }, tok), 'allow');
     const refused = await expectDecision(await decide({ tool: 'send_email' }, tok), 'deny', 'email-rate');
-    expect(refused.reason).toBe('rate limit "email-rate" allows 10 calls in any 60 s per user, and 10 were allowed in the last 60 s');
+    expect(refused.reason).toBe(
+      'rate limit "email-rate" allows 10 calls in any 60 s per user, and 10 were allowed in the last 60 s',
+    );
     const counter = await counterOf(tok, 'email-rate');
     expect(counter).toMatchObject({ calls: 10 });
     expect(Date.parse(counter.frees_at) - Date.parse(counter.window_end)).toBeGreaterThan(0);
@@ -280,7 +337,11 @@ describe('rate limits: never more than `calls` allowed in any window of `per` se
     const agent = unique('bot');
     const tok = token({ sub: unique('u'), agent });
     for (let i = 0; i < 100; i++) await expectDecision(await decide({ tool: 'llm', args: { n: i } }, tok), 'allow');
-    const asked = await expectDecision(await decide({ tool: 'llm', args: { n: 100 } }, tok), 'require_approval', 'model-rate');
+    const asked = await expectDecision(
+      await decide({ tool: 'llm', args: { n: 100 } }, tok),
+      'require_approval',
+      'model-rate',
+    );
     expect(asked.approval.requirements[0]).toMatchObject({
       kind: 'rate_limit',
       presentation: { rate_limit: 'model-rate', calls: 100, per: '1m', scope: 'agent' },
@@ -294,7 +355,9 @@ describe('rate limits: never more than `calls` allowed in any window of `per` se
   });
 
   it('the window slides: a full limit frees as its oldest call leaves the window', async () => {
-    const dir = await policyDir({ 'r.yaml': 'policy: r\ndefault: allow\nrate_limits:\n  - {id: two, calls: 2, per: 2, scope: user}\n' });
+    const dir = await policyDir({
+      'r.yaml': 'policy: r\ndefault: allow\nrate_limits:\n  - {id: two, calls: 2, per: 2, scope: user}\n',
+    });
     const app = await createTestApp({ policyDir: dir, env: null, database: t.db! });
     try {
       const tok = caller(unique('agent'));
@@ -344,22 +407,36 @@ describe('GET /budgets and /explain', () => {
       tools: ['refund'],
       counters: [{ for: { user: sub }, counted: 10, window_start: expect.any(String), window_end: expect.any(String) }],
     });
-    expect(mine.limits.find((l: Body) => l.id === 'email-rate')).toMatchObject({ type: 'rate_limit', calls: 10, per: 60, counters: [{ calls: 0 }] });
+    expect(mine.limits.find((l: Body) => l.id === 'email-rate')).toMatchObject({
+      type: 'rate_limit',
+      calls: 10,
+      per: 60,
+      counters: [{ calls: 0 }],
+    });
     // Never the teams, users or agents a limit selects.
     expect(JSON.stringify(mine)).not.toContain('sales');
     // A caller without a team: the team budget applies, and cannot count it.
     const noTeam = (await budgets(token({ sub: unique('x'), team: undefined }))).json() as Body;
-    expect(noTeam.limits.find((l: Body) => l.id === 'refunds-per-team')).toMatchObject({ counters: [], countable: false });
+    expect(noTeam.limits.find((l: Body) => l.id === 'refunds-per-team')).toMatchObject({
+      counters: [],
+      countable: false,
+    });
 
     const all = (await budgets(adminToken())).json() as Body;
     expect(all.limits.map((l: Body) => l.id)).toContain('everyone-money');
     const users = all.limits.find((l: Body) => l.id === 'refunds-per-user');
     expect(users.counters.some((c: Body) => c.for.user === sub && c.counted === 10)).toBe(true);
     expect(users.more).toBe(true === users.counters.length > 100);
-    const few = (await t.app.inject({ method: 'GET', url: '/budgets?limit=1', headers: bearer(adminToken()) })).json() as Body;
+    const few = (
+      await t.app.inject({ method: 'GET', url: '/budgets?limit=1', headers: bearer(adminToken()) })
+    ).json() as Body;
     expect(few.limits.find((l: Body) => l.id === 'refunds-per-user')).toMatchObject({ more: true });
     expect(few.limits.find((l: Body) => l.id === 'refunds-per-user').counters).toHaveLength(1);
-    expectProblemJson(await t.app.inject({ method: 'GET', url: '/budgets?limit=0', headers: bearer(adminToken()) }), 400, 'invalid_query');
+    expectProblemJson(
+      await t.app.inject({ method: 'GET', url: '/budgets?limit=0', headers: bearer(adminToken()) }),
+      400,
+      'invalid_query',
+    );
   });
 
   it('/explain answers as /decide would now, shows the counters it read, and counts nothing', async () => {
@@ -372,7 +449,11 @@ describe('GET /budgets and /explain', () => {
     const body = res.json() as Body;
     expect(body).toMatchObject({ decision: 'require_approval', rule: 'refunds-per-user' });
     const [perUser, perTeam] = body.trace.limits;
-    expect(perUser).toMatchObject({ id: 'refunds-per-user', selected: true, counter: { counted: 800, would_cross: true } });
+    expect(perUser).toMatchObject({
+      id: 'refunds-per-user',
+      selected: true,
+      counter: { counted: 800, would_cross: true },
+    });
     expect(perTeam).toMatchObject({ id: 'refunds-per-team', selected: true, counter: { would_cross: false } });
     expect(JSON.stringify(body.trace.limits)).not.toContain(sub);
     const fits = await post(t.app, '/explain', refund(200), reader);
@@ -427,7 +508,11 @@ describe('without a database', () => {
       // Denied by a rule: no counter involved, no database needed.
       await expectDecision(await decide({ tool: 'wipe_orders' }, tok, app), 'deny', 'no-wipe');
       expectProblemJson(await budgets(tok, app), 503, 'unavailable');
-      expectProblemJson(await usage({ tool: 'llm', usd: 1 }, caller(unique('agent'), { roles: [USAGE_ROLE] }), randomUUID(), app), 503, 'unavailable');
+      expectProblemJson(
+        await usage({ tool: 'llm', usd: 1 }, caller(unique('agent'), { roles: [USAGE_ROLE] }), randomUUID(), app),
+        503,
+        'unavailable',
+      );
       expectProblemJson(await post(app.app, '/explain', refund(1), readerToken()), 503, 'unavailable');
     } finally {
       await app.close();
@@ -450,9 +535,17 @@ describe('a policy set without budgets or rate limits', () => {
     const app = await createTestApp({ env: 'prod', database: true });
     try {
       const limits = app.ctx.limits!;
-      const spies = [vi.spyOn(limits, 'transaction'), vi.spyOn(limits, 'countOne'), vi.spyOn(app.db!.sql, 'begin'), vi.spyOn(app.ctx.keys!, 'once')];
+      const spies = [
+        vi.spyOn(limits, 'transaction'),
+        vi.spyOn(limits, 'countOne'),
+        vi.spyOn(app.db!.sql, 'begin'),
+        vi.spyOn(app.ctx.keys!, 'once'),
+      ];
       await expectDecision(await decide({ tool: 'lookup_order', args: { order: 'A1' } }, token(), app), 'allow');
-      await expectDecision(await decide({ tool: 'refund', args: { order: 'A1', amount: 120 } }, token(), app), 'require_approval');
+      await expectDecision(
+        await decide({ tool: 'refund', args: { order: 'A1', amount: 120 } }, token(), app),
+        'require_approval',
+      );
       await expectDecision(await decide({ tool: 'wipe_orders' }, token(), app), 'abort');
       for (const spy of spies) expect(spy).not.toHaveBeenCalled();
     } finally {

@@ -69,7 +69,9 @@ async function openApp(deadlineMs: number): Promise<TestApp> {
 }
 
 async function counted(sub: string): Promise<string | null> {
-  const [row] = await admin<{ counted: string }[]>`select counted::text from budget_counters where budget = 'pay-budget' and scope_key = ${`user:${sub}`}`;
+  const [row] = await admin<
+    { counted: string }[]
+  >`select counted::text from budget_counters where budget = 'pay-budget' and scope_key = ${`user:${sub}`}`;
   return row?.counted ?? null;
 }
 

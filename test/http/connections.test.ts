@@ -22,7 +22,9 @@ afterEach(async () => {
   }
 });
 
-async function listening(options: Parameters<typeof createTestApp>[0]): Promise<{ port: number; t: TestApp; sockets: Socket[] }> {
+async function listening(
+  options: Parameters<typeof createTestApp>[0],
+): Promise<{ port: number; t: TestApp; sockets: Socket[] }> {
   const t = await createTestApp(options);
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   const entry = { t, sockets: [] as Socket[] };
@@ -31,7 +33,10 @@ async function listening(options: Parameters<typeof createTestApp>[0]): Promise<
 }
 
 /** A raw connection, with what the server sent and a promise of its close (by the server: the client never ends it). */
-async function open(port: number, sockets: Socket[]): Promise<{ socket: Socket; received: () => string; closed: Promise<void> }> {
+async function open(
+  port: number,
+  sockets: Socket[],
+): Promise<{ socket: Socket; received: () => string; closed: Promise<void> }> {
   const socket = connect(port, '127.0.0.1');
   sockets.push(socket);
   let text = '';
@@ -144,7 +149,12 @@ describe('a slow client cannot stretch a request', () => {
   it('an approval long-poll longer than REQUEST_TIMEOUT is answered: only receiving the request is timed', async () => {
     const { port, sockets, t } = await listening({ database: true, env: 'prod', connections: SHORT });
     const agent = token({ sub: 'long-poller', team: 'support', agent: 'bot' });
-    const created = await post(t.app, '/approvals', { tool: 'refund', args: { order: 'LP-1', amount: 120, note: 'n' } }, agent);
+    const created = await post(
+      t.app,
+      '/approvals',
+      { tool: 'refund', args: { order: 'LP-1', amount: 120, note: 'n' } },
+      agent,
+    );
     expect(created.statusCode, created.body).toBe(201);
     const { id } = created.json() as { id: string };
     const c = await open(port, sockets);
@@ -204,7 +214,9 @@ describe('MAX_CONNECTIONS', () => {
     await within(
       (async () => {
         for (;;) {
-          const n = await new Promise<number>((resolve, reject) => t.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))));
+          const n = await new Promise<number>((resolve, reject) =>
+            t.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))),
+          );
           if (n < 2) return;
           await new Promise((resolve) => setTimeout(resolve, 20));
         }

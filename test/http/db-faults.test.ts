@@ -59,8 +59,18 @@ afterAll(async () => {
 
 /** An app on the private database with its own pool (named, so the test can find its backends). */
 async function openApp(name: string, sqlOptions: SqlOptions, deadlineMs: number): Promise<TestApp> {
-  const sql = createSql(pg.url, { applicationName: name, connectTimeoutMs: 1_000, reconnectBackoffMaxMs: 100, ...sqlOptions });
-  const app = await createTestApp({ policyDir: dir, env: null, deadlineMs, database: { url: pg.url, sql, drop: async () => undefined } });
+  const sql = createSql(pg.url, {
+    applicationName: name,
+    connectTimeoutMs: 1_000,
+    reconnectBackoffMaxMs: 100,
+    ...sqlOptions,
+  });
+  const app = await createTestApp({
+    policyDir: dir,
+    env: null,
+    deadlineMs,
+    database: { url: pg.url, sql, drop: async () => undefined },
+  });
   opened.push({ app, sql });
   return app;
 }
@@ -90,7 +100,10 @@ function expectOutcomeUnknown(res: Res, what: string): void {
 
 /** Never `allow` unless `allowed` says this request may be allowed (a lookup, or redeeming a real grant). */
 function expectNotAllowedByFault(res: Res, what: string, allowed = false): void {
-  const body = res.body.length > 0 && res.headers['content-type']?.toString().includes('json') ? (res.json() as Record<string, unknown>) : {};
+  const body =
+    res.body.length > 0 && res.headers['content-type']?.toString().includes('json')
+      ? (res.json() as Record<string, unknown>)
+      : {};
   if (!allowed) {
     expect(body.decision, what).not.toBe('allow');
     expect(res.statusCode === 200 && body.decision === 'allow', what).toBe(false);
@@ -146,9 +159,16 @@ function decideContinuously(app: TestApp): { stop(): Promise<number> } {
 // ---- approvals and database state -------------------------------------------------------------------
 
 const agentSub = (): string => `agent-${randomUUID().slice(0, 8)}`;
-const refund = (n: number | string = randomUUID()): { tool: string; args: Record<string, unknown> } => ({ tool: 'refund', args: { order: String(n) } });
+const refund = (n: number | string = randomUUID()): { tool: string; args: Record<string, unknown> } => ({
+  tool: 'refund',
+  args: { order: String(n) },
+});
 
-async function createApproval(app: TestApp, sub: string, body = refund()): Promise<{ id: string; hash: string; body: typeof body }> {
+async function createApproval(
+  app: TestApp,
+  sub: string,
+  body = refund(),
+): Promise<{ id: string; hash: string; body: typeof body }> {
   const res = await post(app.app, '/approvals', body, agentToken(sub));
   expect(res.statusCode, res.body).toBe(201);
   const a = res.json() as { id: string; hash: string; status: string };
@@ -156,10 +176,16 @@ async function createApproval(app: TestApp, sub: string, body = refund()): Promi
   return { id: a.id, hash: a.hash, body };
 }
 
-const grant = (app: TestApp, id: string): Promise<Res> => post(app.app, `/approvals/${id}/grant`, { note: 'ok' }, approverToken());
-const deny = (app: TestApp, id: string): Promise<Res> => post(app.app, `/approvals/${id}/deny`, { reason: 'no' }, approverToken());
-const redeem = (app: TestApp, sub: string, body: { tool: string; args: Record<string, unknown> }, id: string): Promise<Res> =>
-  post(app.app, '/decide', { ...body, approval_id: id }, agentToken(sub));
+const grant = (app: TestApp, id: string): Promise<Res> =>
+  post(app.app, `/approvals/${id}/grant`, { note: 'ok' }, approverToken());
+const deny = (app: TestApp, id: string): Promise<Res> =>
+  post(app.app, `/approvals/${id}/deny`, { reason: 'no' }, approverToken());
+const redeem = (
+  app: TestApp,
+  sub: string,
+  body: { tool: string; args: Record<string, unknown> },
+  id: string,
+): Promise<Res> => post(app.app, '/decide', { ...body, approval_id: id }, agentToken(sub));
 
 interface RowState {
   status: string;
@@ -171,7 +197,9 @@ interface RowState {
 async function stateOf(id: string): Promise<RowState> {
   const [row] = await admin<{ status: string; decided_by: string | null; consumed_at: Date | null }[]>`
     select status, decided_by, consumed_at from approvals where id = ${id}`;
-  const events = await admin<{ to_status: string }[]>`select to_status from approval_events where approval_id = ${id} order by id`;
+  const events = await admin<
+    { to_status: string }[]
+  >`select to_status from approval_events where approval_id = ${id} order by id`;
   return { ...row!, events: [...events] };
 }
 
@@ -238,8 +266,14 @@ describe('database faults', () => {
     const calls: [string, () => Promise<Res>][] = [
       ['create', () => post(app.app, '/approvals', refund(1), agentToken(sub))],
       ['get', () => app.app.inject({ method: 'GET', url: `/approvals/${someId}`, headers: bearer(agentToken(sub)) })],
-      ['get ?wait', () => app.app.inject({ method: 'GET', url: `/approvals/${someId}?wait=5`, headers: bearer(agentToken(sub)) })],
-      ['list', () => app.app.inject({ method: 'GET', url: '/approvals?status=pending', headers: bearer(approverToken()) })],
+      [
+        'get ?wait',
+        () => app.app.inject({ method: 'GET', url: `/approvals/${someId}?wait=5`, headers: bearer(agentToken(sub)) }),
+      ],
+      [
+        'list',
+        () => app.app.inject({ method: 'GET', url: '/approvals?status=pending', headers: bearer(approverToken()) }),
+      ],
       ['grant', () => grant(app, someId)],
       ['deny', () => deny(app, someId)],
       ['redeem', () => redeem(app, sub, refund(1), someId)],
@@ -323,7 +357,9 @@ describe('database faults', () => {
     const app = await openApp(name, { max: 4 }, DEADLINE);
     const { sql } = opened.at(-1)!;
     const sub = agentSub();
-    const approvals = await Promise.all(Array.from({ length: 100 }, (_, i) => createApproval(app, sub, refund(`pool-${i}`))));
+    const approvals = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => createApproval(app, sub, refund(`pool-${i}`))),
+    );
     const ids = approvals.map((a) => a.id);
 
     const holders = Array.from({ length: 4 }, () => sql`select pg_sleep(3)`.execute());
@@ -355,12 +391,16 @@ describe('database faults', () => {
     // Every abandoned transaction queued behind the holders has had its turn once these have run.
     await Promise.all(Array.from({ length: 8 }, () => sql`select 1`));
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const [moved] = await admin<{ n: number }[]>`select count(*)::int as n from approvals where id in ${admin(ids)} and status <> 'pending'`;
+    const [moved] = await admin<
+      { n: number }[]
+    >`select count(*)::int as n from approvals where id in ${admin(ids)} and status <> 'pending'`;
     const [decided] = await admin<{ n: number }[]>`
       select count(*)::int as n from approval_events where approval_id in ${admin(ids)} and to_status <> 'pending'`;
     expect(moved!.n).toBe(0);
     expect(decided!.n).toBe(0);
-    const [created] = await admin<{ n: number }[]>`select count(*)::int as n from approvals where requester_sub = ${sub}`;
+    const [created] = await admin<
+      { n: number }[]
+    >`select count(*)::int as n from approvals where requester_sub = ${sub}`;
     expect(created!.n).toBe(100); // the create that answered 503 did not insert either
 
     // The pool is healthy again: the same app grants.
@@ -407,7 +447,9 @@ describe('database faults', () => {
     const app = await openApp(name, { max: 4, lockTimeoutMs: 5_000 }, 3_000);
     const decider = decideContinuously(app);
     const sub = agentSub();
-    const seeded = await Promise.all(Array.from({ length: 20 }, (_, i) => createApproval(app, sub, refund(`reset-${i}`))));
+    const seeded = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => createApproval(app, sub, refund(`reset-${i}`))),
+    );
     // One row stays locked, so grants on it are always in flight when the backends are cut.
     const lock = await lockRows([seeded[0]!.id]);
 
@@ -418,15 +460,21 @@ describe('database faults', () => {
         const target = seeded[(w * 7 + i) % seeded.length]!;
         const op = (w + i) % 4;
         if (op === 0) answers.push({ what: 'grant', id: target.id, res: await grant(app, target.id) });
-        else if (op === 1) answers.push({ what: 'grant-locked', id: seeded[0]!.id, res: await grant(app, seeded[0]!.id) });
-        else if (op === 2) answers.push({ what: 'create', res: await post(app.app, '/approvals', refund(`reset-new-${w}-${i}`), agentToken(sub)) });
+        else if (op === 1)
+          answers.push({ what: 'grant-locked', id: seeded[0]!.id, res: await grant(app, seeded[0]!.id) });
+        else if (op === 2)
+          answers.push({
+            what: 'create',
+            res: await post(app.app, '/approvals', refund(`reset-new-${w}-${i}`), agentToken(sub)),
+          });
         else answers.push({ what: 'redeem', id: target.id, res: await redeem(app, sub, target.body, target.id) });
       }
     };
     const workers = Array.from({ length: 6 }, (_, w) => worker(w));
     let kills = 0;
     for (const stopAt = Date.now() + 1_500; Date.now() < stopAt; ) {
-      const killed = await admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${name}`;
+      const killed =
+        await admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${name}`;
       kills += killed.length;
       await new Promise((resolve) => setTimeout(resolve, 60));
     }
@@ -466,7 +514,9 @@ describe('database faults', () => {
 
     // Recovery, same app, same pool: a burst of calls all succeed within a few seconds.
     await eventually('a clean burst after the resets', 5_000, async () => {
-      const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => post(app.app, '/approvals', refund(`after-${i}`), agentToken(sub))));
+      const burst = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => post(app.app, '/approvals', refund(`after-${i}`), agentToken(sub))),
+      );
       return burst.every((r) => r.statusCode === 201 || r.statusCode === 200) ? true : undefined;
     });
     expect(await decider.stop()).toBeGreaterThan(5);
@@ -489,7 +539,9 @@ describe('database faults', () => {
     await pg.stop();
     // Stay down until the traffic has met the outage: a fixed pause could fall between two calls
     // of a loop slowed by a loaded machine, and then nothing would have been tested.
-    await eventually('a 503 while the database is down', 10_000, async () => (answers.some((r) => r.statusCode === 503) ? true : undefined));
+    await eventually('a 503 while the database is down', 10_000, async () =>
+      answers.some((r) => r.statusCode === 503) ? true : undefined,
+    );
     await pg.start();
     await eventually('creates to succeed again', 10_000, async () => {
       const r = await post(app.app, '/approvals', refund('restart-probe'), agentToken(sub));
@@ -526,7 +578,9 @@ describe('database faults', () => {
     expectNotAllowedByFault(during, 'while the database is dead');
     expectUnavailable(during, 'while the database is dead');
     await pg.start();
-    const state = await eventually('the database to answer after the crash', 10_000, async () => stateOf(id).catch(() => undefined));
+    const state = await eventually('the database to answer after the crash', 10_000, async () =>
+      stateOf(id).catch(() => undefined),
+    );
     expect(state.status).toBe('granted');
     expect(state.events.filter((e) => e.to_status === 'granted')).toHaveLength(1);
     const again = await eventually('the grant route to answer', 10_000, async () => {

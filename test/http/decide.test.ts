@@ -11,10 +11,17 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 describe('the example policy table over HTTP', () => {
-  const { cases } = readCaseFile('test/cases/payments/payments.test.yaml', readFileSync('test/cases/payments/payments.test.yaml'));
+  const { cases } = readCaseFile(
+    'test/cases/payments/payments.test.yaml',
+    readFileSync('test/cases/payments/payments.test.yaml'),
+  );
   for (const c of cases.filter((x) => x.env === 'prod')) {
     it(c.name, async () => {
-      const claims = { sub: c.identity.user, ...(c.identity.team ? { team: c.identity.team } : {}), ...(c.identity.agent ? { agent: c.identity.agent } : {}) };
+      const claims = {
+        sub: c.identity.user,
+        ...(c.identity.team ? { team: c.identity.team } : {}),
+        ...(c.identity.agent ? { agent: c.identity.agent } : {}),
+      };
       const tok = token({ ...claims, team: c.identity.team ?? undefined, agent: c.identity.agent ?? undefined });
       const res = await post(t.app, '/decide', { tool: c.tool, args: c.args, ...(c.run ? { run: c.run } : {}) }, tok);
       const body = res.json() as { decision: string; rule: string; message: string; decision_id: string };

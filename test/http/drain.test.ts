@@ -23,7 +23,11 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 function request(body: string, headers: Record<string, string>): string {
-  const lines = Object.entries({ host: 'localhost', 'content-length': String(Buffer.byteLength(body)), ...headers }).map(([k, v]) => `${k}: ${v}`);
+  const lines = Object.entries({
+    host: 'localhost',
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+  }).map(([k, v]) => `${k}: ${v}`);
   return `POST /decide HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 
@@ -89,7 +93,9 @@ function closedWithin(socket: Socket, ms: number, what: string): Promise<void> {
  * Opens connections to a fresh listening app, and destroys whatever is left of them afterwards (so a
  * failing test does not leave app.close() waiting for a request that never finishes).
  */
-async function withApp(fn: (app: TestApp, open: () => Promise<{ socket: Socket; received: () => string }>) => Promise<void>): Promise<void> {
+async function withApp(
+  fn: (app: TestApp, open: () => Promise<{ socket: Socket; received: () => string }>) => Promise<void>,
+): Promise<void> {
   const { t: app, port: at } = await listeningApp();
   const sockets: Socket[] = [];
   const open = async (): Promise<{ socket: Socket; received: () => string }> => {
@@ -120,7 +126,11 @@ test('closing: half-sent headers and idle connections are closed at once; the re
     const idle = await open();
     // In flight: its headers are in (the 'request' event ran the hooks), its body is still arriving.
     const busy = await open();
-    const first = request(lookupBody, { authorization: `Bearer ${agentToken()}`, 'content-type': 'application/json', connection: 'close' });
+    const first = request(lookupBody, {
+      authorization: `Bearer ${agentToken()}`,
+      'content-type': 'application/json',
+      connection: 'close',
+    });
     const cut = first.length - 5;
     const inFlight = new Promise<void>((resolve) => app.app.server.once('request', () => resolve()));
     busy.socket.write(first.slice(0, cut));
@@ -131,7 +141,10 @@ test('closing: half-sent headers and idle connections are closed at once; the re
 
     const closed = app.app.close();
     // Both are closed without waiting for the request in flight, which has not finished arriving.
-    await Promise.all([closedWithin(partial.socket, 5_000, "the half-sent request's connection"), closedWithin(idle.socket, 5_000, 'the idle connection')]);
+    await Promise.all([
+      closedWithin(partial.socket, 5_000, "the half-sent request's connection"),
+      closedWithin(idle.socket, 5_000, 'the idle connection'),
+    ]);
     expect(partial.received()).toBe(''); // no answer: nothing was accepted
     busy.socket.write(first.slice(cut));
     await closedWithin(busy.socket, 5_000, 'the answered connection');
@@ -143,7 +156,10 @@ test('closing: half-sent headers and idle connections are closed at once; the re
 test('closing: a keep-alive connection whose request was in flight is closed once answered (the client need not hang up)', async () => {
   await withApp(async (app, open) => {
     const busy = await open();
-    const keepAlive = request(lookupBody, { authorization: `Bearer ${agentToken()}`, 'content-type': 'application/json' });
+    const keepAlive = request(lookupBody, {
+      authorization: `Bearer ${agentToken()}`,
+      'content-type': 'application/json',
+    });
     const inFlight = new Promise<void>((resolve) => app.app.server.once('request', () => resolve()));
     busy.socket.write(keepAlive.slice(0, keepAlive.length - 5));
     await inFlight;

@@ -5,7 +5,17 @@
 // headers are refused as two Authorization headers are.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { headerCount } from '../../src/http/headers.js';
-import { adminToken, agentToken, approverToken, bearer, createTestApp, post, readerToken, token, type TestApp } from '../helpers/app.js';
+import {
+  adminToken,
+  agentToken,
+  approverToken,
+  bearer,
+  createTestApp,
+  post,
+  readerToken,
+  token,
+  type TestApp,
+} from '../helpers/app.js';
 import { listenLoopback, rawHttp } from '../helpers/http.js';
 
 const REFUND = { tool: 'refund', args: { order: 'H1', amount: 120, note: 'ARG-VALUE-7' } };
@@ -41,10 +51,24 @@ describe('answers that carry arguments: Cache-Control: no-store, X-Content-Type-
     note('GET /approvals/{id}', await t.app.inject({ method: 'GET', url: `/approvals/${id}`, headers: bearer(agent) }));
     note('GET /approvals', await t.app.inject({ method: 'GET', url: '/approvals', headers: bearer(approverToken()) }));
     note('grant', await post(t.app, `/approvals/${id}/grant`, { note: 'ok' }, approverToken()));
-    note('grant again: 409 with the approval', await post(t.app, `/approvals/${id}/grant`, {}, approverToken('operator-2')));
-    note('/decide redeemed (allow with the approval)', await post(t.app, '/decide', { ...REFUND, approval_id: id }, agent));
+    note(
+      'grant again: 409 with the approval',
+      await post(t.app, `/approvals/${id}/grant`, {}, approverToken('operator-2')),
+    );
+    note(
+      '/decide redeemed (allow with the approval)',
+      await post(t.app, '/decide', { ...REFUND, approval_id: id }, agent),
+    );
     const second = await post(t.app, '/approvals', { tool: 'refund', args: { order: 'H2', amount: 300 } }, agent);
-    note('deny', await post(t.app, `/approvals/${(JSON.parse(second.body) as { id: string }).id}/deny`, { reason: 'no' }, approverToken()));
+    note(
+      'deny',
+      await post(
+        t.app,
+        `/approvals/${(JSON.parse(second.body) as { id: string }).id}/deny`,
+        { reason: 'no' },
+        approverToken(),
+      ),
+    );
 
     expect(seen.map(([what, res]) => [what, res.statusCode])).toEqual([
       ['/decide require_approval', 403],
@@ -61,7 +85,13 @@ describe('answers that carry arguments: Cache-Control: no-store, X-Content-Type-
     ]);
     for (const [what, res] of seen) expectNoStore(res.headers, what);
     // They do carry the arguments (which is why they must not be stored).
-    for (const what of ['/explain', 'POST /approvals 201', 'GET /approvals/{id}', 'grant', 'grant again: 409 with the approval']) {
+    for (const what of [
+      '/explain',
+      'POST /approvals 201',
+      'GET /approvals/{id}',
+      'grant',
+      'grant again: 409 with the approval',
+    ]) {
       expect(seen.find(([w]) => w === what)![1].body, what).toContain('H1');
     }
   });
@@ -73,8 +103,16 @@ describe('answers that carry arguments: Cache-Control: no-store, X-Content-Type-
       ['/policies', 200, await t.app.inject({ method: 'GET', url: '/policies', headers: bearer(readerToken()) })],
       ['/tools', 200, await t.app.inject({ method: 'GET', url: '/tools', headers: bearer(agentToken()) })],
       ['/explain 403 forbidden', 403, await post(t.app, '/explain', REFUND, agentToken())],
-      ['/admin/reload 200', 200, await t.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(adminToken()) })],
-      ['/admin/webhooks 200', 200, await t.app.inject({ method: 'GET', url: '/admin/webhooks', headers: bearer(adminToken()) })],
+      [
+        '/admin/reload 200',
+        200,
+        await t.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(adminToken()) }),
+      ],
+      [
+        '/admin/webhooks 200',
+        200,
+        await t.app.inject({ method: 'GET', url: '/admin/webhooks', headers: bearer(adminToken()) }),
+      ],
       ['/budgets 200', 200, await t.app.inject({ method: 'GET', url: '/budgets', headers: bearer(agentToken()) })],
       ['401', 401, await t.app.inject({ method: 'POST', url: '/decide' })],
       ['422', 422, await post(t.app, '/decide', { tool: 'lookup_/../wipe_orders' })],
@@ -113,7 +151,18 @@ describe('answers that carry arguments: Cache-Control: no-store, X-Content-Type-
 
 describe('repeated headers', () => {
   it('headerCount counts a name in any case, and only whole names', () => {
-    const raw = ['Content-Type', 'a', 'content-type', 'b', 'X-Content-Type', 'c', 'Authorization', 'd', 'CONTENT-TYPE', 'e'];
+    const raw = [
+      'Content-Type',
+      'a',
+      'content-type',
+      'b',
+      'X-Content-Type',
+      'c',
+      'Authorization',
+      'd',
+      'CONTENT-TYPE',
+      'e',
+    ];
     expect(headerCount(raw, 'content-type')).toBe(3);
     expect(headerCount(raw, 'authorization')).toBe(1);
     expect(headerCount(raw, 'host')).toBe(0);
@@ -126,7 +175,10 @@ describe('repeated headers', () => {
       `POST /decide HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${agentToken()}\r\nContent-Type: application/json\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`;
     const types = await rawHttp(port, [request('Content-Type: application/json\r\n')]);
     expect(types.responses[0]!.statusCode).toBe(400);
-    expect(JSON.parse(types.responses[0]!.body)).toMatchObject({ code: 'bad_request', detail: 'send exactly one Content-Type header' });
+    expect(JSON.parse(types.responses[0]!.body)).toMatchObject({
+      code: 'bad_request',
+      detail: 'send exactly one Content-Type header',
+    });
     const auths = await rawHttp(port, [request(`Authorization: Bearer ${agentToken('other')}\r\n`)]);
     expect(auths.responses[0]!.statusCode).toBe(401);
     const one = await rawHttp(port, [request('')]);

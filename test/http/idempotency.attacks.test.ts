@@ -57,7 +57,8 @@ afterAll(async () => {
 
 const unique = (label: string): string => `${label}-${randomUUID().slice(0, 8)}`;
 /** A token of `sub`: team support unless said otherwise. */
-const as = (sub: string, claims: Record<string, unknown> = {}): string => token({ sub, team: 'support', agent: 'bot', roles: ['usage_reporter'], ...claims });
+const as = (sub: string, claims: Record<string, unknown> = {}): string =>
+  token({ sub, team: 'support', agent: 'bot', roles: ['usage_reporter'], ...claims });
 
 function send(url: string, body: unknown, tok: string, key?: string, app = t): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = { ...bearer(tok), 'content-type': 'application/json' };
@@ -65,7 +66,11 @@ function send(url: string, body: unknown, tok: string, key?: string, app = t): P
   return app.app.inject({ method: 'POST', url, headers, payload: JSON.stringify(body) });
 }
 
-async function granted(sub: string, note = 'asked twice', app = t): Promise<{ id: string; call: { tool: string; args: Record<string, unknown> } }> {
+async function granted(
+  sub: string,
+  note = 'asked twice',
+  app = t,
+): Promise<{ id: string; call: { tool: string; args: Record<string, unknown> } }> {
   const call = { tool: 'refund', args: { order: unique('O'), amount: 120, note } };
   const filed = await send('/approvals', call, as(sub), undefined, app);
   expect(filed.statusCode, filed.body).toBe(201);
@@ -112,9 +117,17 @@ describe('a redeem retried under its key', () => {
     const { id, call } = await granted(sub);
     const key = randomUUID();
     expect((await send('/decide', { ...call, approval_id: id }, as(sub), key)).statusCode).toBe(200);
-    for (const claims of [{ roles: ['approver'] }, { agent: 'other-bot' }, { tenant: 'acme' }, { auth_time: 1 }, { aud: 'elsewhere' }]) {
+    for (const claims of [
+      { roles: ['approver'] },
+      { agent: 'other-bot' },
+      { tenant: 'acme' },
+      { auth_time: 1 },
+      { aud: 'elsewhere' },
+    ]) {
       const res = await send('/decide', { ...call, approval_id: id }, as(sub, claims), key);
-      expect(expectProblemJson(res, 422, 'idempotency_key_reused').detail, JSON.stringify(claims)).toMatch(/another identity/);
+      expect(expectProblemJson(res, 422, 'idempotency_key_reused').detail, JSON.stringify(claims)).toMatch(
+        /another identity/,
+      );
     }
     expect(await consumed(id)).toBe(1);
   });
@@ -141,7 +154,11 @@ describe('a redeem retried under its key', () => {
     const late = await send('/decide', { ...call, approval_id: id }, as(sub), key);
     expect(late.statusCode).toBe(403);
     expect(late.headers['idempotent-replayed']).toBeUndefined();
-    expect(late.json()).toMatchObject({ decision: 'require_approval', approval: { id, status: 'consumed' }, next: { action: 'file_new' } });
+    expect(late.json()).toMatchObject({
+      decision: 'require_approval',
+      approval: { id, status: 'consumed' },
+      next: { action: 'file_new' },
+    });
     expect(await consumed(id)).toBe(1);
   });
 
@@ -155,13 +172,19 @@ describe('a redeem retried under its key', () => {
     try {
       await writeFile(
         join(dir, 'keyed.yaml'),
-        POLICY.replace('teams: [support]\n    allow: true\n    confirm', 'teams: [nobody]\n    allow: true\n    confirm'),
+        POLICY.replace(
+          'teams: [support]\n    allow: true\n    confirm',
+          'teams: [nobody]\n    allow: true\n    confirm',
+        ),
       );
       expect(await t.ctx.policies.reload()).toEqual({ ok: true });
       const denied = await send('/decide', { ...a.call, approval_id: a.id }, as(sub), ka);
       expect(denied.json()).toMatchObject({ decision: 'deny' });
       // The operator now sees the order only: a grant of what was shown before answers nothing.
-      await writeFile(join(dir, 'keyed.yaml'), POLICY.replace('presentation: [order, amount, note]', 'presentation: [order]'));
+      await writeFile(
+        join(dir, 'keyed.yaml'),
+        POLICY.replace('presentation: [order, amount, note]', 'presentation: [order]'),
+      );
       expect(await t.ctx.policies.reload()).toEqual({ ok: true });
       const asks = await send('/decide', { ...b.call, approval_id: b.id }, as(sub), kb);
       expect(asks.statusCode).toBe(403);
@@ -172,7 +195,9 @@ describe('a redeem retried under its key', () => {
       expect(await t.ctx.policies.reload()).toEqual({ ok: true });
     }
     // The policy as it was: the identical retry gets the same allow again.
-    expect((await send('/decide', { ...b.call, approval_id: b.id }, as(sub), kb)).headers['idempotent-replayed']).toBe('true');
+    expect((await send('/decide', { ...b.call, approval_id: b.id }, as(sub), kb)).headers['idempotent-replayed']).toBe(
+      'true',
+    );
     expect([await consumed(a.id), await consumed(b.id)]).toEqual([1, 1]);
   });
 });
@@ -192,7 +217,11 @@ describe('a counted call retried under its key', () => {
     expect(retry.body).toBe(first.body);
     expect(await counted(sub)).toBe('300');
     // Another role of the same sub is another identity.
-    expectProblemJson(await send('/decide', charge(300), as(sub, { roles: ['x'] }), key), 422, 'idempotency_key_reused');
+    expectProblemJson(
+      await send('/decide', charge(300), as(sub, { roles: ['x'] }), key),
+      422,
+      'idempotency_key_reused',
+    );
     expect(await counted(sub)).toBe('300');
   });
 
@@ -208,7 +237,9 @@ describe('a counted call retried under its key', () => {
     const key = randomUUID();
     const first = await send('/decide', { ...charge(50), approval_id: id }, as(sub), key);
     expect(first.json()).toMatchObject({ decision: 'allow', approval: { id, status: 'consumed' } });
-    expect((await send('/decide', { ...charge(50), approval_id: id }, as(sub, { team: 'sales' }), key)).json()).toMatchObject({ decision: 'deny' });
+    expect(
+      (await send('/decide', { ...charge(50), approval_id: id }, as(sub, { team: 'sales' }), key)).json(),
+    ).toMatchObject({ decision: 'deny' });
     const retry = await send('/decide', { ...charge(50), approval_id: id }, as(sub), key);
     expect(retry.headers['idempotent-replayed']).toBe('true');
     expect(retry.json()).toMatchObject({
@@ -241,7 +272,11 @@ describe('filing and usage under a key', () => {
     const sub = unique('agent');
     const key = randomUUID();
     expect((await send('/usage', { tool: 'llm', usd: 5 }, as(sub), key)).statusCode).toBe(200);
-    expectProblemJson(await send('/usage', { tool: 'llm', usd: 5 }, as(sub, { team: 'sales' }), key), 422, 'idempotency_key_reused');
+    expectProblemJson(
+      await send('/usage', { tool: 'llm', usd: 5 }, as(sub, { team: 'sales' }), key),
+      422,
+      'idempotency_key_reused',
+    );
     expect((await send('/usage', { tool: 'llm', usd: 5 }, as(sub), key)).headers['idempotent-replayed']).toBe('true');
   });
 });
@@ -277,7 +312,12 @@ describe('what a key keeps', () => {
   });
 
   it('one caller keeps at most IDEMPOTENCY_MAX_KEYS keys: beyond, 429 with Retry-After, and nothing is done', async () => {
-    const capped = await createTestApp({ policyDir: dir, env: null, database: t.db!, keyCaps: { maxKeys: 2, maxBytes: 1_048_576 } });
+    const capped = await createTestApp({
+      policyDir: dir,
+      env: null,
+      database: t.db!,
+      keyCaps: { maxKeys: 2, maxBytes: 1_048_576 },
+    });
     try {
       const sub = unique('agent');
       const a = await granted(sub, 'a', capped);
@@ -293,16 +333,25 @@ describe('what a key keeps', () => {
       expect(retryAfter).toBeLessThanOrEqual(86_400);
       expect(await consumed(c.id)).toBe(0);
       // Kept keys still answer; another caller is not affected; without a key the grant is redeemed.
-      expect((await send('/decide', { ...a.call, approval_id: a.id }, as(sub), ka, capped)).headers['idempotent-replayed']).toBe('true');
-      expect((await send('/decide', { ...c.call, approval_id: c.id }, as(sub), undefined, capped)).statusCode).toBe(200);
+      expect(
+        (await send('/decide', { ...a.call, approval_id: a.id }, as(sub), ka, capped)).headers['idempotent-replayed'],
+      ).toBe('true');
+      expect((await send('/decide', { ...c.call, approval_id: c.id }, as(sub), undefined, capped)).statusCode).toBe(
+        200,
+      );
       const other = unique('agent');
       const d = await granted(other, 'd', capped);
       expect((await send('/decide', { ...d.call, approval_id: d.id }, as(other), kc, capped)).statusCode).toBe(200);
       expect(await consumed(c.id)).toBe(1);
       // A key past its 24 hours frees its place.
       const e = await granted(sub, 'e', capped);
-      expectProblemJson(await send('/decide', { ...e.call, approval_id: e.id }, as(sub), kc, capped), 429, 'too_many_idempotency_keys');
-      await t.db!.sql`update idempotency_keys set created_at = now() - interval '25 hours' where sub = ${sub} and key = ${ka}`;
+      expectProblemJson(
+        await send('/decide', { ...e.call, approval_id: e.id }, as(sub), kc, capped),
+        429,
+        'too_many_idempotency_keys',
+      );
+      await t.db!
+        .sql`update idempotency_keys set created_at = now() - interval '25 hours' where sub = ${sub} and key = ${ka}`;
       expect((await send('/decide', { ...e.call, approval_id: e.id }, as(sub), kc, capped)).statusCode).toBe(200);
     } finally {
       await capped.close();
@@ -310,14 +359,20 @@ describe('what a key keeps', () => {
   });
 
   it('one caller keeps at most IDEMPOTENCY_MAX_BYTES of keys and kept answers: beyond, 429', async () => {
-    const capped = await createTestApp({ policyDir: dir, env: null, database: t.db!, keyCaps: { maxKeys: 100, maxBytes: 1024 } });
+    const capped = await createTestApp({
+      policyDir: dir,
+      env: null,
+      database: t.db!,
+      keyCaps: { maxKeys: 100, maxBytes: 1024 },
+    });
     try {
       const sub = unique('agent');
       const team = unique('team');
       const long = (c: string): string => c.repeat(250);
       const answers: number[] = [];
       // A usage answer is kept as its text: bytes of its key and of its body.
-      for (const c of 'abcdef') answers.push((await send('/usage', { tool: 'llm', usd: 1 }, as(sub, { team }), long(c), capped)).statusCode);
+      for (const c of 'abcdef')
+        answers.push((await send('/usage', { tool: 'llm', usd: 1 }, as(sub, { team }), long(c), capped)).statusCode);
       const [row] = await t.db!.sql<{ bytes: number }[]>`
         select sum(octet_length(key) + octet_length(response))::int as bytes from idempotency_keys where sub = ${sub}`;
       const first429 = answers.indexOf(429);

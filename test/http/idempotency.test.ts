@@ -22,7 +22,13 @@ const newSub = (): string => `idem-${++seq}-${randomUUID().slice(0, 8)}`;
 const agent = (sub: string): string => token({ sub, team: 'support', agent: 'bot' });
 const bigRefund = () => ({ tool: 'refund', args: { order: `I-${++seq}`, amount: 120, note: 'asked twice' } });
 
-function send(app: TestApp, url: string, body: unknown, tok: string, key?: string | string[]): Promise<LightMyRequestResponse> {
+function send(
+  app: TestApp,
+  url: string,
+  body: unknown,
+  tok: string,
+  key?: string | string[],
+): Promise<LightMyRequestResponse> {
   const headers: Record<string, string | string[]> = { ...bearer(tok), 'content-type': 'application/json' };
   if (key !== undefined) headers['idempotency-key'] = key;
   return app.app.inject({ method: 'POST', url, headers, payload: JSON.stringify(body) });
@@ -60,7 +66,11 @@ describe('a redeem with an Idempotency-Key', () => {
     expect(await consumeEvents(id)).toBe(1);
     // Without the key (or with another) the request is decided again: the grant is spent.
     const plain = await send(t, '/decide', { ...body, approval_id: id }, agent(sub));
-    expect(plain.json()).toMatchObject({ decision: 'require_approval', approval: { status: 'consumed' }, next: { action: 'file_new' } });
+    expect(plain.json()).toMatchObject({
+      decision: 'require_approval',
+      approval: { status: 'consumed' },
+      next: { action: 'file_new' },
+    });
     const other = await send(t, '/decide', { ...body, approval_id: id }, agent(sub), randomUUID());
     expect(other.statusCode).toBe(403);
   });
@@ -81,7 +91,9 @@ describe('a redeem with an Idempotency-Key', () => {
     const { id, body } = await granted(sub);
     const key = randomUUID();
     const answers = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => send(i % 2 ? replica : t, '/decide', { ...body, approval_id: id }, agent(sub), key)),
+      Array.from({ length: 12 }, (_, i) =>
+        send(i % 2 ? replica : t, '/decide', { ...body, approval_id: id }, agent(sub), key),
+      ),
     );
     expect(answers.map((a) => a.statusCode)).toEqual(Array(12).fill(200));
     expect(new Set(answers.map((a) => a.body)).size).toBe(1);
@@ -119,7 +131,8 @@ describe('a redeem with an Idempotency-Key', () => {
     expect(await consumeEvents(id)).toBe(0);
     // 150 and 150.0 are two bodies: the key is bound to the body as written.
     const k2 = randomUUID();
-    const text = (amount: string) => `{"tool":"refund","args":{"order":"${body.args.order}","amount":${amount},"note":"asked twice"},"approval_id":"${id}"}`;
+    const text = (amount: string) =>
+      `{"tool":"refund","args":{"order":"${body.args.order}","amount":${amount},"note":"asked twice"},"approval_id":"${id}"}`;
     const raw = (amount: string) =>
       t.app.inject({
         method: 'POST',
@@ -170,7 +183,9 @@ describe('a redeem with an Idempotency-Key', () => {
     const twice = await send(t, '/decide', lookup, agent(sub), 'k');
     expect([once.statusCode, twice.statusCode]).toEqual([200, 200]);
     expect(twice.headers['idempotent-replayed']).toBeUndefined();
-    expect((once.json() as { decision_id: string }).decision_id).not.toBe((twice.json() as { decision_id: string }).decision_id);
+    expect((once.json() as { decision_id: string }).decision_id).not.toBe(
+      (twice.json() as { decision_id: string }).decision_id,
+    );
   });
 });
 
@@ -189,7 +204,9 @@ describe('filing with an Idempotency-Key', () => {
     expect((await send(t, '/approvals', body, agent(sub))).statusCode).toBe(200);
     await send(t, `/approvals/${id}/deny`, { reason: 'no' }, approverToken());
     expect((await send(t, '/approvals', body, agent(sub), key)).statusCode).toBe(201);
-    expect((await send(t, '/approvals', { ...body, args: { ...body.args, amount: 121 } }, agent(sub), key)).statusCode).toBe(422);
+    expect(
+      (await send(t, '/approvals', { ...body, args: { ...body.args, amount: 121 } }, agent(sub), key)).statusCode,
+    ).toBe(422);
   });
 
   it('a 429 is not kept: once a place is free, the same key files', async () => {

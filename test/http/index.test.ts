@@ -21,7 +21,13 @@ it('answers 200 JSON naming /ui, /openapi.yaml, /healthz, /readyz, /metrics and 
   expect(res.headers['x-content-type-options']).toBe('nosniff');
   const body = res.json() as { service: string; links: Record<string, string>; docs: string };
   expect(body.service).toBe('gatehouse');
-  expect(body.links).toEqual({ ui: '/ui', openapi: '/openapi.yaml', health: '/healthz', ready: '/readyz', metrics: '/metrics' });
+  expect(body.links).toEqual({
+    ui: '/ui',
+    openapi: '/openapi.yaml',
+    health: '/healthz',
+    ready: '/readyz',
+    metrics: '/metrics',
+  });
   expect(body.docs).toMatch(/README\.md.*docs\/.*Gatehouse repository/);
   assertResponseMatchesOpenApi('GET', '/', res);
   // Each link is a route of this service, open like GET / itself.
@@ -34,7 +40,11 @@ it('answers 200 JSON naming /ui, /openapi.yaml, /healthz, /readyz, /metrics and 
 it('is the same with a token, with a browser Accept header and for HEAD; other paths are still 404', async () => {
   const plain = (await t.app.inject({ method: 'GET', url: '/' })).body;
   expect((await t.app.inject({ method: 'GET', url: '/', headers: bearer(agentToken()) })).body).toBe(plain);
-  const browser = await t.app.inject({ method: 'GET', url: '/', headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+  const browser = await t.app.inject({
+    method: 'GET',
+    url: '/',
+    headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
+  });
   expect(browser.statusCode).toBe(200);
   expect(browser.body).toBe(plain);
   const head = await t.app.inject({ method: 'HEAD', url: '/' });

@@ -59,10 +59,21 @@ interface Setup {
 }
 
 /** A JWKS server publishing `published`, a key set over it (started), and an app using it. */
-async function setup(published: SigningKey[], options: Partial<JwksOptions> = {}, app: { issuer?: string; audience?: string } = {}): Promise<Setup> {
+async function setup(
+  published: SigningKey[],
+  options: Partial<JwksOptions> = {},
+  app: { issuer?: string; audience?: string } = {},
+): Promise<Setup> {
   const server = await startJwksServer(published.map((k) => k.jwk));
   opened.push(() => server.close());
-  const keys = createJwksKeys({ url: server.url, refreshMs: 3_600_000, cooldownMs: 3_600_000, retryMs: 3_600_000, timeoutMs: 5_000, ...options });
+  const keys = createJwksKeys({
+    url: server.url,
+    refreshMs: 3_600_000,
+    cooldownMs: 3_600_000,
+    retryMs: 3_600_000,
+    timeoutMs: 5_000,
+    ...options,
+  });
   opened.push(() => keys.close());
   await keys.start();
   const t = await createTestApp({ env: 'prod', jwks: keys, ...app });
@@ -97,16 +108,27 @@ describe('a token signed with a published key', () => {
     const { t } = await setup([rsa]);
     expect401(await decide(t, await signWith(rsa, { exp: undefined })));
     expect401(await decide(t, await signWith(rsa, { sub: undefined })));
-    expect(expect401(await decide(t, await signWith(rsa, { exp: nowSec() + 86_400 * 30 })))).toBe("the token's lifetime is longer than this server accepts");
+    expect(expect401(await decide(t, await signWith(rsa, { exp: nowSec() + 86_400 * 30 })))).toBe(
+      "the token's lifetime is longer than this server accepts",
+    );
     expect(expect401(await decide(t, await signWith(rsa, { exp: nowSec() - 120 })))).toBe('the token has expired');
-    expect(expect401(await decide(t, await signWith(rsa, { sub: 'alice\u200b' })))).toBe('the claim "sub" contains an invisible format or separator character');
-    expect(expect401(await decide(t, await signWith(rsa, { roles: ['approver\u0000'] })))).toBe('the claim "roles" contains a control character');
+    expect(expect401(await decide(t, await signWith(rsa, { sub: 'alice\u200b' })))).toBe(
+      'the claim "sub" contains an invisible format or separator character',
+    );
+    expect(expect401(await decide(t, await signWith(rsa, { roles: ['approver\u0000'] })))).toBe(
+      'the claim "roles" contains a control character',
+    );
     // crit: signed by hand (jose refuses to sign an unknown critical parameter).
     expect((await decide(t, forgeJwt(claims(), 'RS256', keyObject(rsa), { kid: 'rsa-1' }))).statusCode).toBe(200);
     expect401(await decide(t, forgeJwt(claims(), 'RS256', keyObject(rsa), { kid: 'rsa-1', crit: ['exp2'], exp2: 1 })));
     // Duplicate claim names (the last would win in JSON.parse) are refused before verification.
     const dup = `{"sub":"agent-1","roles":[],"roles":["admin"],"exp":${nowSec() + 600}}`;
-    expect401(await decide(t, signRawJwt(JSON.stringify({ alg: 'RS256', kid: 'rsa-1', typ: 'JWT' }), dup, 'RS256', keyObject(rsa))));
+    expect401(
+      await decide(
+        t,
+        signRawJwt(JSON.stringify({ alg: 'RS256', kid: 'rsa-1', typ: 'JWT' }), dup, 'RS256', keyObject(rsa)),
+      ),
+    );
   });
 
   it('iss and aud, when configured, must match', async () => {
@@ -114,7 +136,12 @@ describe('a token signed with a published key', () => {
     const ok = { iss: 'https://idp.example.com/', aud: 'gatehouse' };
     expect((await decide(t, await signWith(rsa, ok))).statusCode).toBe(200);
     expect((await decide(t, await signWith(rsa, { ...ok, aud: ['crm', 'gatehouse'] }))).statusCode).toBe(200);
-    for (const bad of [{ ...ok, aud: 'crm' }, { ...ok, iss: 'https://evil.example.com/' }, { iss: ok.iss }, { aud: ok.aud }]) {
+    for (const bad of [
+      { ...ok, aud: 'crm' },
+      { ...ok, iss: 'https://evil.example.com/' },
+      { iss: ok.iss },
+      { aud: ok.aud },
+    ]) {
       expect401(await decide(t, await signWith(rsa, bad)));
     }
   });
@@ -136,7 +163,9 @@ describe('rotation and unknown kids', () => {
     const { t, server } = await setup([rsa]);
     const hits = server.hits();
     const attacker = await signingKey('RS256', 'unused');
-    const burst = await Promise.all(Array.from({ length: 40 }, async () => decide(t, await signWith(attacker, {}, { kid: randomUUID() }))));
+    const burst = await Promise.all(
+      Array.from({ length: 40 }, async () => decide(t, await signWith(attacker, {}, { kid: randomUUID() }))),
+    );
     for (const res of burst) expect(expect401(res)).toBe("the token's key (`kid`) is not in the key set");
     expect(server.hits() - hits).toBeLessThanOrEqual(1);
     const after = server.hits();
@@ -266,7 +295,9 @@ describe('algorithm confusion with a JWKS key', () => {
     const listener = await startCountingServer();
     opened.push(() => listener.close());
     const attacker = await signingKey('RS256', 'rsa-1');
-    expect401(await decide(t, await signWith(attacker, {}, { jku: `${listener.url}/jwks.json`, x5u: `${listener.url}/x` })));
+    expect401(
+      await decide(t, await signWith(attacker, {}, { jku: `${listener.url}/jwks.json`, x5u: `${listener.url}/x` })),
+    );
     expect(listener.connections()).toBe(0);
   });
 });
@@ -279,7 +310,9 @@ describe('tokens without kid', () => {
   });
   it('are 401 when the set holds several, even of different types', async () => {
     const { t } = await setup([rsa, ec]);
-    expect(expect401(await decide(t, await signWith(ec, {}, { kid: undefined })))).toBe('the token names no key (`kid`) and the key set holds several');
+    expect(expect401(await decide(t, await signWith(ec, {}, { kid: undefined })))).toBe(
+      'the token names no key (`kid`) and the key set holds several',
+    );
     expect401(await decide(t, await signWith(rsa, {}, { kid: undefined })));
   });
   it('a kid that is not a string is 401', async () => {
@@ -321,7 +354,9 @@ describe('which JWKs of a document are used (keySetOf)', () => {
     for (const [name, jwk] of rejected) {
       expect(keySetOf({ keys: [rsa.jwk, jwk] }).keys, name).toHaveLength(1);
     }
-    const kept = keySetOf({ keys: [rsa.jwk, ec.jwk, ed.jwk, rsaNoAlg.jwk, { ...node(p256.publicKey), kid: 'verify-op', key_ops: ['verify'] }] });
+    const kept = keySetOf({
+      keys: [rsa.jwk, ec.jwk, ed.jwk, rsaNoAlg.jwk, { ...node(p256.publicKey), kid: 'verify-op', key_ops: ['verify'] }],
+    });
     expect(kept.keys.map((k) => k.kid)).toEqual(['rsa-1', 'ec-1', 'ed-1', 'rsa-noalg', 'verify-op']);
   });
 });
@@ -343,14 +378,21 @@ describe('before the first good fetch', () => {
     const res = await decide(t, token);
     expect(res.statusCode).toBe(503);
     expect(res.headers['retry-after']).toBe('2');
-    expect(res.json()).toMatchObject({ status: 503, code: 'unavailable', detail: 'the token signing keys (JWT_JWKS_URL) are not loaded yet; retry' });
+    expect(res.json()).toMatchObject({
+      status: 503,
+      code: 'unavailable',
+      detail: 'the token signing keys (JWT_JWKS_URL) are not loaded yet; retry',
+    });
     // A missing header is still the caller's fault.
     expect((await t.app.inject({ method: 'POST', url: '/decide' })).statusCode).toBe(401);
     const hits = server.hits();
     await until('retries', () => server.hits() >= hits + 2); // retried in the background
     server.setMode('ok');
     await until('/readyz 200', async () => (await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200);
-    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({ status: 'ready', jwt_keys: 'ok' });
+    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+      status: 'ready',
+      jwt_keys: 'ok',
+    });
     expect((await decide(t, token)).statusCode).toBe(200);
   });
 
@@ -369,12 +411,33 @@ describe('before the first good fetch', () => {
 describe('typ and iat on the JWKS path', () => {
   it('typ JWT or at+jwt (any case, application/ prefix allowed) or none is accepted; any other is 401', async () => {
     const { t } = await setup([rsa]);
-    for (const typ of ['JWT', 'jwt', 'at+jwt', 'AT+JWT', 'application/at+jwt', 'application/jwt', 'Application/JWT', undefined]) {
+    for (const typ of [
+      'JWT',
+      'jwt',
+      'at+jwt',
+      'AT+JWT',
+      'application/at+jwt',
+      'application/jwt',
+      'Application/JWT',
+      undefined,
+    ]) {
       const res = await decide(t, await signWith(rsa, {}, { typ }));
       expect(res.statusCode, `typ ${String(typ)}: ${res.body}`).toBe(200);
     }
-    for (const typ of ['JOSE', 'logout+jwt', 'secevent+jwt', 'application/json', 'jwt ', '', 'at+jwt+jwt', 'text/jwt', 'JWT\u0000']) {
-      expect(expect401(await decide(t, await signWith(rsa, {}, { typ }))), `typ ${typ}`).toBe("the token header's `typ` must be JWT or at+jwt");
+    for (const typ of [
+      'JOSE',
+      'logout+jwt',
+      'secevent+jwt',
+      'application/json',
+      'jwt ',
+      '',
+      'at+jwt+jwt',
+      'text/jwt',
+      'JWT\u0000',
+    ]) {
+      expect(expect401(await decide(t, await signWith(rsa, {}, { typ }))), `typ ${typ}`).toBe(
+        "the token header's `typ` must be JWT or at+jwt",
+      );
     }
     expect401(await decide(t, await signWith(rsa, {}, { typ: 1 })));
   });

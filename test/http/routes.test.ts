@@ -6,7 +6,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { PolicySet } from '../../src/policy/model.js';
-import { adminToken, agentToken, approverToken, bearer, createTestApp, post, readerToken, token, type TestApp } from '../helpers/app.js';
+import {
+  adminToken,
+  agentToken,
+  approverToken,
+  bearer,
+  createTestApp,
+  post,
+  readerToken,
+  token,
+  type TestApp,
+} from '../helpers/app.js';
 
 const SUPPORT = token({ sub: 'agent-7', team: 'support' });
 /** The same caller as SUPPORT, with a role that may read /explain and /policies (rules select no roles). */
@@ -19,7 +29,14 @@ interface DecisionBody {
   reason: string;
   rule: string;
   policies: { policy: string; version?: string; digest: string }[];
-  approval?: { kind: string; capability: Record<string, unknown>; presentation: Record<string, unknown>; hash: string; id?: string; status?: string };
+  approval?: {
+    kind: string;
+    capability: Record<string, unknown>;
+    presentation: Record<string, unknown>;
+    hash: string;
+    id?: string;
+    status?: string;
+  };
   message: string;
   decision_id: string;
   trace?: { tool: string; files: { policy: string; rules: { id: string; applies: string }[] }[] };
@@ -38,8 +55,14 @@ describe('POST /decide: the answer', () => {
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     const body = res.json() as DecisionBody;
     expect(Object.keys(body).sort()).toEqual(['decision', 'decision_id', 'message', 'policies', 'reason', 'rule']);
-    expect(body).toMatchObject({ decision: 'allow', rule: 'refund-support', message: 'The "refund" action is allowed by policy.' });
-    expect(body.policies).toEqual([{ policy: 'payments', version: '3', digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) }]);
+    expect(body).toMatchObject({
+      decision: 'allow',
+      rule: 'refund-support',
+      message: 'The "refund" action is allowed by policy.',
+    });
+    expect(body.policies).toEqual([
+      { policy: 'payments', version: '3', digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) },
+    ]);
     expect(body.decision_id).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -79,7 +102,12 @@ describe('POST /decide: the answer', () => {
   });
 
   it('deny by the schema: "Correct the arguments and try again.", naming the path, not the value', async () => {
-    const res = await post(t.app, '/decide', { tool: 'refund', args: { order: 'A1', amount: 'ONE-HUNDRED-AND-TWENTY' } }, SUPPORT);
+    const res = await post(
+      t.app,
+      '/decide',
+      { tool: 'refund', args: { order: 'A1', amount: 'ONE-HUNDRED-AND-TWENTY' } },
+      SUPPORT,
+    );
     expect(res.statusCode).toBe(403);
     const body = res.json() as DecisionBody;
     expect(body.decision).toBe('deny');
@@ -104,12 +132,22 @@ describe('POST /decide: the answer', () => {
   });
 
   it('decision_id is unique per call', async () => {
-    const ids = await Promise.all(Array.from({ length: 50 }, async () => (await post(t.app, '/decide', SMALL_REFUND, SUPPORT)).json().decision_id as string));
+    const ids = await Promise.all(
+      Array.from(
+        { length: 50 },
+        async () => (await post(t.app, '/decide', SMALL_REFUND, SUPPORT)).json().decision_id as string,
+      ),
+    );
     expect(new Set(ids).size).toBe(50);
   });
 
   it('with approval_id but no database: 503, never allow', async () => {
-    const res = await post(t.app, '/decide', { ...BIG_REFUND, approval_id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab' }, SUPPORT);
+    const res = await post(
+      t.app,
+      '/decide',
+      { ...BIG_REFUND, approval_id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab' },
+      SUPPORT,
+    );
     expect(res.statusCode).toBe(503);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(res.headers['retry-after']).toBeDefined();
@@ -141,12 +179,24 @@ describe('POST /explain', () => {
       expect(eb.trace?.files.map((f) => f.policy)).toEqual(['payments']);
       // Every rule of the file is in the trace, not only the candidates.
       expect(eb.trace?.files[0]?.rules.map((x) => x.id)).toEqual(
-        expect.arrayContaining(['lookups', 'refund-support', 'no-wipe', 'no-destructive-in-prod', 'vendor-hard-cap', 'vendor-spend-cap']),
+        expect.arrayContaining([
+          'lookups',
+          'refund-support',
+          'no-wipe',
+          'no-destructive-in-prod',
+          'vendor-hard-cap',
+          'vendor-spend-cap',
+        ]),
       );
     });
   }
   it('the trace says why without quoting argument values', async () => {
-    const res = await post(t.app, '/explain', { tool: 'refund', args: { order: 'ORDER-VALUE-9', amount: 120, note: 'NOTE-VALUE-9' } }, SUPPORT_READER);
+    const res = await post(
+      t.app,
+      '/explain',
+      { tool: 'refund', args: { order: 'ORDER-VALUE-9', amount: 120, note: 'NOTE-VALUE-9' } },
+      SUPPORT_READER,
+    );
     const body = res.json() as DecisionBody;
     const trace = JSON.stringify(body.trace);
     expect(trace).toContain('amount > 100');
@@ -156,7 +206,12 @@ describe('POST /explain', () => {
     expect(body.message).not.toContain('NOTE-VALUE-9');
   });
   it('approval_id is refused: 422 with its pointer', async () => {
-    const res = await post(t.app, '/explain', { ...BIG_REFUND, approval_id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab' }, SUPPORT_READER);
+    const res = await post(
+      t.app,
+      '/explain',
+      { ...BIG_REFUND, approval_id: '018f3c1e-7a2b-7c3d-8e4f-0123456789ab' },
+      SUPPORT_READER,
+    );
     expect(res.statusCode).toBe(422);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(res.json()).toMatchObject({ status: 422, errors: [{ pointer: '/approval_id' }] });
@@ -165,8 +220,14 @@ describe('POST /explain', () => {
 
 describe('/explain and /policies need a policy reader role (POLICY_READER_ROLE)', () => {
   const explain = (app: TestApp, tok: string, payload = JSON.stringify(BIG_REFUND)) =>
-    app.app.inject({ method: 'POST', url: '/explain', headers: { ...bearer(tok), 'content-type': 'application/json' }, payload });
-  const policies = (app: TestApp, tok: string) => app.app.inject({ method: 'GET', url: '/policies', headers: bearer(tok) });
+    app.app.inject({
+      method: 'POST',
+      url: '/explain',
+      headers: { ...bearer(tok), 'content-type': 'application/json' },
+      payload,
+    });
+  const policies = (app: TestApp, tok: string) =>
+    app.app.inject({ method: 'GET', url: '/policies', headers: bearer(tok) });
   const expectForbidden = (res: Awaited<ReturnType<typeof policies>>, detail: RegExp): void => {
     expect(res.statusCode, res.body).toBe(403);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -185,7 +246,10 @@ describe('/explain and /policies need a policy reader role (POLICY_READER_ROLE)'
 
   it('the role is checked before the body is read: a malformed or invalid body from an agent is 403, not 400 or 422', async () => {
     expectForbidden(await explain(t, SUPPORT, '{"tool":'), /roles/);
-    expectForbidden(await explain(t, SUPPORT, JSON.stringify({ tool: 'lookup_/../wipe_orders', team: 'ops' })), /roles/);
+    expectForbidden(
+      await explain(t, SUPPORT, JSON.stringify({ tool: 'lookup_/../wipe_orders', team: 'ops' })),
+      /roles/,
+    );
   });
 
   it('by default the admin and the approver roles may read both', async () => {
@@ -238,7 +302,11 @@ describe('GET /policies', () => {
     expect(body.env).toBe('prod');
     expect(new Date(body.loaded_at).toISOString()).toBe(body.loaded_at);
     expect(body.files).toHaveLength(1);
-    expect(body.files[0]).toMatchObject({ policy: 'payments', version: '3', digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    expect(body.files[0]).toMatchObject({
+      policy: 'payments',
+      version: '3',
+      digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    });
     expect(body.files[0]?.path).toBe('payments.yaml'); // relative to POLICY_DIR (./policies here)
     expect(body.last_reload_error).toBeNull();
     // The digest is the one decisions record.
@@ -343,7 +411,12 @@ describe('POST /admin/reload', () => {
   });
 
   it('needs role admin: 403 for an agent and for an approver', async () => {
-    for (const tok of [agentToken(), approverToken(), token({ roles: ['Admin'] }), token({ roles: ['administrator'] })]) {
+    for (const tok of [
+      agentToken(),
+      approverToken(),
+      token({ roles: ['Admin'] }),
+      token({ roles: ['administrator'] }),
+    ]) {
       const res = await reload(tok);
       expect(res.statusCode).toBe(403);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -383,12 +456,20 @@ describe('POST /admin/reload', () => {
     expect(logs.some((l) => l.msg === 'policies reloaded')).toBe(true);
 
     // Break it: a second file with an unknown key. The reload fails and the old (edited) set serves.
-    await writeFile(join(dir, 'broken.yaml'), 'policy: broken\nrules:\n  - tools: [lookup_order]\n    allow: true\n    alow: false\n');
+    await writeFile(
+      join(dir, 'broken.yaml'),
+      'policy: broken\nrules:\n  - tools: [lookup_order]\n    allow: true\n    alow: false\n',
+    );
     const failuresBefore = await metricValue(/^gatehouse_policy_reloads_total\{result="failure"\}/);
     const bad = await reload();
     expect(bad.statusCode).toBe(422);
     expect(bad.headers['content-type']).toMatch(/^application\/problem\+json/);
-    const badBody = bad.json() as { status: number; code: string; files: { digest: string }[]; last_reload_error: { problems: string[] } };
+    const badBody = bad.json() as {
+      status: number;
+      code: string;
+      files: { digest: string }[];
+      last_reload_error: { problems: string[] };
+    };
     expect(badBody).toMatchObject({ status: 422, code: 'reload_failed' });
     expect(badBody.files.map((f) => f.digest)).toEqual([after.files[0]?.digest]);
     expect(badBody.last_reload_error.problems.join('\n')).toMatch(/broken\.yaml:5:\d+: /);
@@ -400,10 +481,14 @@ describe('POST /admin/reload', () => {
     expect(failed.last_reload_error?.problems.some((p) => /broken\.yaml:\d+:\d+: /.test(p))).toBe(true);
     expect(new Date(failed.last_reload_error!.at).toISOString()).toBe(failed.last_reload_error!.at);
     // Still the previous set: the edited rule decides.
-    expect((await post(r.app, '/decide', SMALL_REFUND, SUPPORT)).json()).toMatchObject({ decision: 'require_approval' });
+    expect((await post(r.app, '/decide', SMALL_REFUND, SUPPORT)).json()).toMatchObject({
+      decision: 'require_approval',
+    });
     expect(await metricValue(/^gatehouse_policy_reloads_total\{result="failure"\}/)).toBe(failuresBefore + 1);
     expect(logs.some((l) => typeof l.msg === 'string' && l.msg.startsWith('policy reload failed'))).toBe(true);
-    const ready = (await r.app.inject({ method: 'GET', url: '/readyz' })).json() as { policies: { reload_error: boolean } };
+    const ready = (await r.app.inject({ method: 'GET', url: '/readyz' })).json() as {
+      policies: { reload_error: boolean };
+    };
     expect(ready.policies.reload_error).toBe(true);
 
     // Fix it and reload: the error is cleared and the original rule is back.
@@ -427,7 +512,11 @@ describe('ops routes (no token)', () => {
   it('/readyz without a database is 503 naming it not_configured', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/readyz' });
     expect(res.statusCode).toBe(503);
-    expect(res.json()).toMatchObject({ status: 'not_ready', database: 'not_configured', policies: { status: 'ok', files: 1 } });
+    expect(res.json()).toMatchObject({
+      status: 'not_ready',
+      database: 'not_configured',
+      policies: { status: 'ok', files: 1 },
+    });
   });
   it('/readyz with a database is 200', async () => {
     const withDb = await createTestApp({ env: 'prod', database: true });
@@ -469,7 +558,12 @@ describe('ops routes (no token)', () => {
       const res = await t.app.inject({ method: 'GET', url: '/nope', headers });
       expect(res.statusCode).toBe(404);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-      expect(res.json()).toMatchObject({ status: 404, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+      expect(res.json()).toMatchObject({
+        status: 404,
+        type: expect.any(String),
+        title: expect.any(String),
+        detail: expect.any(String),
+      });
     }
   });
   it('a wrong method on a known route is a 4xx problem+json', async () => {
@@ -507,7 +601,9 @@ describe('/metrics', () => {
       expect(value(text, 'gatehouse_policy_set_age_seconds')).toBeGreaterThanOrEqual(0);
       expect(value(text, 'gatehouse_policy_files')).toBe(1);
       // A reload is counted by result.
-      expect((await m.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(adminToken()) })).statusCode).toBe(200);
+      expect(
+        (await m.app.inject({ method: 'POST', url: '/admin/reload', headers: bearer(adminToken()) })).statusCode,
+      ).toBe(200);
       expect(value(await scrape(), 'gatehouse_policy_reloads_total{result="success"}')).toBe(1);
     } finally {
       await m.close();
@@ -529,7 +625,12 @@ describe('the decision log', () => {
     const logs: Record<string, unknown>[] = [];
     const l = await createTestApp({ env: 'prod', logs });
     try {
-      const res = await post(l.app, '/decide', { tool: 'lookup_order', args: ARGS }, token({ sub: 'agent-9', team: 'support', agent: 'bot-3' }));
+      const res = await post(
+        l.app,
+        '/decide',
+        { tool: 'lookup_order', args: ARGS },
+        token({ sub: 'agent-9', team: 'support', agent: 'bot-3' }),
+      );
       expect(res.statusCode).toBe(200);
       const id = (res.json() as DecisionBody).decision_id;
       const lines = logs.filter((x) => x.msg === 'decision');
@@ -625,7 +726,13 @@ describe('an internal failure while deciding', () => {
         expect(res.statusCode).toBe(500);
         expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
         const body = res.json() as Record<string, unknown>;
-        expect(body).toMatchObject({ status: 500, decision: 'deny', type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+        expect(body).toMatchObject({
+          status: 500,
+          decision: 'deny',
+          type: expect.any(String),
+          title: expect.any(String),
+          detail: expect.any(String),
+        });
         expect(res.body).not.toContain('SECRET-INTERNAL-DETAIL');
         expect(res.body).not.toContain('"allow"');
       }
@@ -671,7 +778,10 @@ describe("query integers: decimal digits only, never Number()'s other spellings"
       const res = await t.app.inject({ method: 'GET', url, headers: bearer(approverToken()) });
       expect(res.statusCode, res.body).toBe(400);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-      expect(res.json()).toMatchObject({ code: 'invalid_query', errors: [{ pointer, message: 'must be an integer written in decimal digits' }] });
+      expect(res.json()).toMatchObject({
+        code: 'invalid_query',
+        errors: [{ pointer, message: 'must be an integer written in decimal digits' }],
+      });
     });
   }
   for (const url of [`/approvals/${id}?wait=3`, `/approvals/${id}?wait=007`, '/approvals?limit=10']) {
@@ -681,7 +791,11 @@ describe("query integers: decimal digits only, never Number()'s other spellings"
     });
   }
   it('a decimal integer out of range is still refused by the schema, naming the parameter', async () => {
-    const res = await t.app.inject({ method: 'GET', url: `/approvals/${id}?wait=61`, headers: bearer(approverToken()) });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `/approvals/${id}?wait=61`,
+      headers: bearer(approverToken()),
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ code: 'invalid_query', errors: [{ pointer: '/wait' }] });
   });

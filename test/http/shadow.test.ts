@@ -31,12 +31,18 @@ describe('SHADOW_POLICY_DIR', () => {
       expect(refund.statusCode).toBe(200);
       expect(refund.json()).toMatchObject({ decision: 'allow', rule: 'refunds' });
       expect((await post(t.app, '/decide', { tool: 'refund', args: { amount: 30 } }, paid)).statusCode).toBe(200); // agreed
-      expect((await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A2' } }, trial)).statusCode).toBe(200);
+      expect((await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A2' } }, trial)).statusCode).toBe(
+        200,
+      );
 
       const text = await metrics(t.app);
       expect(text).toContain('gatehouse_shadow_decisions_total 4');
-      expect(text).toContain('gatehouse_shadow_disagreements_total{serving="allow",shadow="deny",rule="no-trial-lookups"} 2');
-      expect(text).toContain('gatehouse_shadow_disagreements_total{serving="allow",shadow="require_approval",rule="refunds"} 1');
+      expect(text).toContain(
+        'gatehouse_shadow_disagreements_total{serving="allow",shadow="deny",rule="no-trial-lookups"} 2',
+      );
+      expect(text).toContain(
+        'gatehouse_shadow_disagreements_total{serving="allow",shadow="require_approval",rule="refunds"} 1',
+      );
       expect(text).not.toMatch(/gatehouse_shadow_disagreements_total\{serving="allow",shadow="allow"/);
 
       const lines = logs.filter((l) => l.msg === 'shadow disagreement');
@@ -51,7 +57,12 @@ describe('SHADOW_POLICY_DIR', () => {
         shadow_policies: [expect.stringMatching(/^sha256:/)],
       });
       // The decision lines are the serving set's, one per request.
-      expect(logs.filter((l) => l.msg === 'decision').map((l) => l.decision)).toEqual(['allow', 'allow', 'allow', 'allow']);
+      expect(logs.filter((l) => l.msg === 'decision').map((l) => l.decision)).toEqual([
+        'allow',
+        'allow',
+        'allow',
+        'allow',
+      ]);
     } finally {
       await t.close();
     }
@@ -63,17 +74,25 @@ describe('SHADOW_POLICY_DIR', () => {
     const t = await createTestApp({ policyDir: BASELINE, shadowPolicyDir: dir });
     try {
       await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } }, trial);
-      expect(await metrics(t.app)).toContain('gatehouse_shadow_disagreements_total{serving="allow",shadow="deny",rule="no-trial-lookups"} 1');
+      expect(await metrics(t.app)).toContain(
+        'gatehouse_shadow_disagreements_total{serving="allow",shadow="deny",rule="no-trial-lookups"} 1',
+      );
       // The shadow directory now holds the serving policies: after the reload, nothing disagrees.
       rmSync(join(dir, 'shop.yaml'));
       cpSync(BASELINE, dir, { recursive: true });
-      const reload = await t.app.inject({ method: 'POST', url: '/admin/reload', headers: { authorization: `Bearer ${adminToken()}` } });
+      const reload = await t.app.inject({
+        method: 'POST',
+        url: '/admin/reload',
+        headers: { authorization: `Bearer ${adminToken()}` },
+      });
       expect(reload.statusCode).toBe(200);
       await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } }, trial);
       const text = await metrics(t.app);
       expect(text).toContain('gatehouse_shadow_policy_reloads_total{result="success"} 1');
       expect(text).toContain('gatehouse_shadow_decisions_total 2');
-      expect(text).toContain('gatehouse_shadow_disagreements_total{serving="allow",shadow="deny",rule="no-trial-lookups"} 1');
+      expect(text).toContain(
+        'gatehouse_shadow_disagreements_total{serving="allow",shadow="deny",rule="no-trial-lookups"} 1',
+      );
     } finally {
       await t.close();
       rmSync(dir, { recursive: true, force: true });
@@ -85,7 +104,9 @@ describe('SHADOW_POLICY_DIR', () => {
     const t = await createTestApp({ policyDir: BASELINE, logs });
     try {
       expect(t.ctx.shadow).toBeNull();
-      expect((await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } }, trial)).statusCode).toBe(200);
+      expect((await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A1' } }, trial)).statusCode).toBe(
+        200,
+      );
       expect(await metrics(t.app)).toContain('gatehouse_shadow_decisions_total 0');
       expect(logs.filter((l) => l.msg === 'shadow disagreement')).toEqual([]);
     } finally {

@@ -9,7 +9,15 @@ import { createSql } from '../../src/db/connect.js';
 import { approverToken, createTestApp, token, type TestApp } from '../helpers/app.js';
 import { expectProblemJson, listenLoopback, type AnyResponse } from '../helpers/http.js';
 import { assertMatchesOpenApi, findOperation, openApiOperations } from '../helpers/openapi.js';
-import { authenticateAtProvider, browse, CLIENT_ID, CLIENT_SECRET, CookieJar, startProvider, type TestProvider } from '../helpers/oidc.js';
+import {
+  authenticateAtProvider,
+  browse,
+  CLIENT_ID,
+  CLIENT_SECRET,
+  CookieJar,
+  startProvider,
+  type TestProvider,
+} from '../helpers/oidc.js';
 
 const PUBLIC_URL = 'https://gatehouse.test';
 const SESSION_COOKIE = '__Host-gatehouse-session';
@@ -105,14 +113,25 @@ async function signIn(account: string, idp = new CookieJar()): Promise<SignedIn>
   expect(jar.get(LOGIN_COOKIE)).toBeUndefined();
   const res = await browse(jar, `${base}/auth/session`);
   expect((await asAny(res.clone())).statusCode).toBe(200);
-  return { jar, idp, session: (await res.json()) as SessionBody, loginCookie, sessionCookie: sessionCookie!, authorizationUrl, callback };
+  return {
+    jar,
+    idp,
+    session: (await res.json()) as SessionBody,
+    loginCookie,
+    sessionCookie: sessionCookie!,
+    authorizationUrl,
+    callback,
+  };
 }
 
 /** A pending approval filed by an agent with its bearer token: a refund over 100. */
 async function pendingApproval(): Promise<string> {
   const res = await fetch(`${base}/approvals`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token({ sub: `agent-${randomUUID()}`, team: 'support', agent: 'bot' })}`, 'content-type': 'application/json' },
+    headers: {
+      authorization: `Bearer ${token({ sub: `agent-${randomUUID()}`, team: 'support', agent: 'bot' })}`,
+      'content-type': 'application/json',
+    },
     body: JSON.stringify({ tool: 'refund', args: { order: `O-${randomUUID().slice(0, 8)}`, amount: 120 } }),
   });
   expect(res.status).toBe(201);
@@ -152,17 +171,27 @@ describe('signing in (authorization code + PKCE, real provider)', () => {
     expect(s.callback.searchParams.get('iss')).toBe(provider.issuer);
 
     const session = attributesOf(s.sessionCookie);
-    expect(session).toEqual(expect.arrayContaining(['httponly', 'secure', 'samesite=strict', 'path=/', `max-age=${TTL_MS / 1000}`]));
+    expect(session).toEqual(
+      expect.arrayContaining(['httponly', 'secure', 'samesite=strict', 'path=/', `max-age=${TTL_MS / 1000}`]),
+    );
     expect(session.some((a) => a.startsWith('domain='))).toBe(false); // __Host-: this host only
     expect(s.jar.get(SESSION_COOKIE)).toMatch(/^[A-Za-z0-9_-]{43}$/); // a random secret, no data
     // The sign-in cookie must come back on the provider's cross-site redirect: Lax, ten minutes.
-    expect(attributesOf(s.loginCookie)).toEqual(expect.arrayContaining(['httponly', 'secure', 'samesite=lax', 'path=/', 'max-age=600']));
+    expect(attributesOf(s.loginCookie)).toEqual(
+      expect.arrayContaining(['httponly', 'secure', 'samesite=lax', 'path=/', 'max-age=600']),
+    );
     // Encrypted: neither the state, the nonce nor the PKCE verifier can be read from it.
     const loginValue = decodeURIComponent(s.loginCookie.split(';')[0]!.slice(LOGIN_COOKIE.length + 1));
     expect(loginValue).not.toContain(sent.searchParams.get('state'));
     expect(loginValue).not.toContain(sent.searchParams.get('nonce'));
 
-    expect(s.session).toMatchObject({ sub: 'alice', team: 'ops', agent: null, roles: ['approver'], can: { decide: true } });
+    expect(s.session).toMatchObject({
+      sub: 'alice',
+      team: 'ops',
+      agent: null,
+      roles: ['approver'],
+      can: { decide: true },
+    });
     expect(s.session.csrf_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const expiresIn = Date.parse(s.session.expires_at) - Date.now();
     expect(expiresIn).toBeGreaterThan(TTL_MS - 60_000);
@@ -186,13 +215,29 @@ describe('signing in (authorization code + PKCE, real provider)', () => {
     expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
     await stream.body?.cancel();
 
-    const missing = expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, { note: 'ok' }), 'POST'), 403, 'csrf_rejected');
+    const missing = expectProblemJson(
+      await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, { note: 'ok' }), 'POST'),
+      403,
+      'csrf_rejected',
+    );
     expect(missing.detail).toMatch(/X-CSRF-Token/);
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, { note: 'ok' }, 'A'.repeat(43)), 'POST'), 403, 'csrf_rejected');
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/deny`, {}, s.session.csrf_token.slice(1)), 'POST'), 403, 'csrf_rejected');
+    expectProblemJson(
+      await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, { note: 'ok' }, 'A'.repeat(43)), 'POST'),
+      403,
+      'csrf_rejected',
+    );
+    expectProblemJson(
+      await asAny(await postWithSession(s.jar, `/approvals/${id}/deny`, {}, s.session.csrf_token.slice(1)), 'POST'),
+      403,
+      'csrf_rejected',
+    );
     // Another session's token is not this one's.
     const other = await signIn('alice');
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, other.session.csrf_token), 'POST'), 403, 'csrf_rejected');
+    expectProblemJson(
+      await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, other.session.csrf_token), 'POST'),
+      403,
+      'csrf_rejected',
+    );
     // Twice is ambiguous, like two Authorization headers.
     const twice = await fetch(`${base}/approvals/${id}/grant`, {
       method: 'POST',
@@ -205,19 +250,39 @@ describe('signing in (authorization code + PKCE, real provider)', () => {
       body: '{}',
     });
     expectProblemJson(await asAny(twice, 'POST'), 403, 'csrf_rejected');
-    expect(((await (await browse(s.jar, `${base}/approvals/${id}`)).json()) as { status: string }).status).toBe('pending');
+    expect(((await (await browse(s.jar, `${base}/approvals/${id}`)).json()) as { status: string }).status).toBe(
+      'pending',
+    );
 
-    const granted = await postWithSession(s.jar, `/approvals/${id}/grant`, { note: 'checked the order' }, s.session.csrf_token);
+    const granted = await postWithSession(
+      s.jar,
+      `/approvals/${id}/grant`,
+      { note: 'checked the order' },
+      s.session.csrf_token,
+    );
     expect(granted.status).toBe(200);
-    expect(await granted.json()).toMatchObject({ id, status: 'granted', decided_by: 'alice', decision_note: 'checked the order' });
+    expect(await granted.json()).toMatchObject({
+      id,
+      status: 'granted',
+      decided_by: 'alice',
+      decision_note: 'checked the order',
+    });
   });
 
   it('a person without the approver role: the session says so, a grant is 403 forbidden, the list holds only their own', async () => {
     const s = await signIn('bob');
     expect(s.session).toMatchObject({ sub: 'bob', team: 'support', roles: [], can: { decide: false } });
     const id = await pendingApproval();
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, s.session.csrf_token), 'POST'), 403, 'forbidden');
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/deny`, {}, s.session.csrf_token), 'POST'), 403, 'forbidden');
+    expectProblemJson(
+      await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, s.session.csrf_token), 'POST'),
+      403,
+      'forbidden',
+    );
+    expectProblemJson(
+      await asAny(await postWithSession(s.jar, `/approvals/${id}/deny`, {}, s.session.csrf_token), 'POST'),
+      403,
+      'forbidden',
+    );
     const list = await browse(s.jar, `${base}/approvals?status=pending`);
     expect(((await list.json()) as { items: unknown[] }).items).toEqual([]);
     expect((await browse(s.jar, `${base}/approvals/${id}`)).status).toBe(404);
@@ -246,10 +311,21 @@ describe('what the session cookie opens', () => {
     const id = await pendingApproval();
     const csrf = { 'x-csrf-token': s.session.csrf_token, 'content-type': 'application/json' };
     const refused: [string, Promise<Response>][] = [
-      ['POST', browse(s.jar, `${base}/decide`, { method: 'POST', headers: csrf, body: JSON.stringify({ tool: 'refund', args: { order: 'O-1', amount: 1 } }) })],
       [
         'POST',
-        browse(s.jar, `${base}/approvals`, { method: 'POST', headers: csrf, body: JSON.stringify({ tool: 'refund', args: { order: 'O-1', amount: 120 } }) }),
+        browse(s.jar, `${base}/decide`, {
+          method: 'POST',
+          headers: csrf,
+          body: JSON.stringify({ tool: 'refund', args: { order: 'O-1', amount: 1 } }),
+        }),
+      ],
+      [
+        'POST',
+        browse(s.jar, `${base}/approvals`, {
+          method: 'POST',
+          headers: csrf,
+          body: JSON.stringify({ tool: 'refund', args: { order: 'O-1', amount: 120 } }),
+        }),
       ],
       ['POST', browse(s.jar, `${base}/approvals/${id}/cancel`, { method: 'POST', headers: csrf, body: '{}' })],
       ['GET', browse(s.jar, `${base}/tools`)],
@@ -262,7 +338,9 @@ describe('what the session cookie opens', () => {
     const s = await signIn('alice');
     const id = await pendingApproval();
     // An agent's token with the operator's cookie beside it: the agent's view (its own approvals only).
-    const asAgent = await browse(s.jar, `${base}/approvals/${id}`, { headers: { authorization: `Bearer ${token({ sub: 'someone-else' })}` } });
+    const asAgent = await browse(s.jar, `${base}/approvals/${id}`, {
+      headers: { authorization: `Bearer ${token({ sub: 'someone-else' })}` },
+    });
     expect(asAgent.status).toBe(404);
     const granted = await browse(s.jar, `${base}/approvals/${id}/grant`, {
       method: 'POST',
@@ -278,10 +356,17 @@ describe('the end of a session', () => {
   it("logout needs the CSRF token, ends the session everywhere (a copy of the cookie is refused) and sends the browser to the provider's end_session_endpoint", async () => {
     const s = await signIn('alice');
     const copy = s.jar.header(base)!;
-    expectProblemJson(await asAny(await browse(s.jar, `${base}/auth/logout`, { method: 'POST' }), 'POST'), 403, 'csrf_rejected');
+    expectProblemJson(
+      await asAny(await browse(s.jar, `${base}/auth/logout`, { method: 'POST' }), 'POST'),
+      403,
+      'csrf_rejected',
+    );
     expect((await browse(s.jar, `${base}/auth/session`)).status).toBe(200); // still signed in
 
-    const out = await browse(s.jar, `${base}/auth/logout`, { method: 'POST', headers: { 'x-csrf-token': s.session.csrf_token } });
+    const out = await browse(s.jar, `${base}/auth/logout`, {
+      method: 'POST',
+      headers: { 'x-csrf-token': s.session.csrf_token },
+    });
     expect((await asAny(out.clone(), 'POST')).statusCode).toBe(200);
     const cleared = out.headers.getSetCookie().find((c) => c.startsWith(`${SESSION_COOKIE}=;`));
     expect(cleared).toBeDefined();
@@ -301,7 +386,10 @@ describe('the end of a session', () => {
       const problem = expectProblemJson(await asAny(res), 401, 'unauthorized');
       expect(problem.detail).toMatch(/sign in again/);
     }
-    const replayedLogout = await fetch(`${base}/auth/logout`, { method: 'POST', headers: { cookie: copy, 'x-csrf-token': s.session.csrf_token } });
+    const replayedLogout = await fetch(`${base}/auth/logout`, {
+      method: 'POST',
+      headers: { cookie: copy, 'x-csrf-token': s.session.csrf_token },
+    });
     expectProblemJson(await asAny(replayedLogout, 'POST'), 401, 'unauthorized');
 
     // The provider accepts the logout request (its confirmation form, then back to the page).
@@ -309,7 +397,9 @@ describe('the end of a session', () => {
     expect(confirm.status).toBe(200);
     const html = await confirm.text();
     const action = /<form[^>]*action="([^"]+)"/.exec(html)![1]!;
-    const fields = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    const fields = Object.fromEntries(
+      [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1], m[2]]),
+    );
     const done = await browse(s.idp, new URL(action, provider.issuer).href, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -324,12 +414,17 @@ describe('the end of a session', () => {
     const s = await signIn('alice');
     const secret = s.jar.get(SESSION_COOKIE)!;
     const key = `sha256:${createHash('sha256').update(secret).digest('hex')}`;
-    await t.db!.sql`update operator_sessions set created_at = now() - interval '9 hours', expires_at = now() - interval '1 second' where id = ${key}`;
+    await t.db!
+      .sql`update operator_sessions set created_at = now() - interval '9 hours', expires_at = now() - interval '1 second' where id = ${key}`;
     const id = await pendingApproval();
     const session = expectProblemJson(await asAny(await browse(s.jar, `${base}/auth/session`)), 401, 'unauthorized');
     expect(session.login_url).toBe(`${PUBLIC_URL}/auth/login`);
     expectProblemJson(await asAny(await browse(s.jar, `${base}/approvals`)), 401, 'unauthorized');
-    expectProblemJson(await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, s.session.csrf_token), 'POST'), 401, 'unauthorized');
+    expectProblemJson(
+      await asAny(await postWithSession(s.jar, `/approvals/${id}/grant`, {}, s.session.csrf_token), 'POST'),
+      401,
+      'unauthorized',
+    );
   });
 
   it('a tampered, foreign or malformed session cookie is 401, never an error', async () => {
@@ -359,7 +454,11 @@ describe('callbacks that are refused', () => {
     expect(crossed.detail).toMatch(/did not pass the checks/);
     expect(mine.get(SESSION_COOKIE)).toBeUndefined();
     // No sign-in cookie at all.
-    const none = expectProblemJson(await asAny(await fetch(local(callback.href), { redirect: 'manual' })), 400, 'signin_failed');
+    const none = expectProblemJson(
+      await asAny(await fetch(local(callback.href), { redirect: 'manual' })),
+      400,
+      'signin_failed',
+    );
     expect(none.detail).toMatch(/no sign-in is in progress/);
     // The rightful browser signs in once; the same callback again is refused (its cookie is spent).
     expect((await browse(theirs, local(callback.href))).status).toBe(303);
@@ -382,7 +481,9 @@ describe('callbacks that are refused', () => {
   it("PKCE is enforced: a code issued for another code challenge cannot be redeemed with this browser's verifier", async () => {
     const jar = new CookieJar();
     const { authorizationUrl } = await startLogin(jar);
-    const otherChallenge = createHash('sha256').update('a verifier this browser never held, long enough to count').digest('base64url');
+    const otherChallenge = createHash('sha256')
+      .update('a verifier this browser never held, long enough to count')
+      .digest('base64url');
     authorizationUrl.searchParams.set('code_challenge', otherChallenge);
     const callback = await authenticateAtProvider(new CookieJar(), authorizationUrl.href, 'alice', PUBLIC_URL);
     const problem = expectProblemJson(await asAny(await browse(jar, local(callback.href))), 400, 'signin_failed');
@@ -415,7 +516,12 @@ describe('without a reachable provider, and without OIDC', () => {
   });
 
   it('with the session table out of reach (locked past DB_DEADLINE_MS): 503 at the callback, on /auth/session and on logout, nothing half done', async () => {
-    const replica = await createTestApp({ env: 'prod', database: t.db!, deadlineMs: 300, signin: settings(provider.issuer) });
+    const replica = await createTestApp({
+      env: 'prod',
+      database: t.db!,
+      deadlineMs: 300,
+      signin: settings(provider.issuer),
+    });
     const blocker = createSql(t.db!.url, { max: 1 });
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
@@ -423,7 +529,12 @@ describe('without a reachable provider, and without OIDC', () => {
       const replicaBase = `http://127.0.0.1:${await listenLoopback(replica.app)}`;
       const jar = new CookieJar();
       const login = await browse(jar, `${replicaBase}/auth/login`);
-      const callback = await authenticateAtProvider(new CookieJar(), login.headers.get('location')!, 'alice', PUBLIC_URL);
+      const callback = await authenticateAtProvider(
+        new CookieJar(),
+        login.headers.get('location')!,
+        'alice',
+        PUBLIC_URL,
+      );
       const alive = await signIn('alice');
       await new Promise<void>((locked) => {
         void blocker.begin(async (tx) => {
@@ -436,8 +547,15 @@ describe('without a reachable provider, and without OIDC', () => {
       expectProblemJson(await asAny(refused), 503, 'unavailable');
       expect(jar.get(SESSION_COOKIE)).toBeUndefined();
       const cookie = { cookie: `${SESSION_COOKIE}=${alive.jar.get(SESSION_COOKIE)}` };
-      expectProblemJson(await asAny(await fetch(`${replicaBase}/auth/session`, { headers: cookie })), 503, 'unavailable');
-      const out = await fetch(`${replicaBase}/auth/logout`, { method: 'POST', headers: { ...cookie, 'x-csrf-token': alive.session.csrf_token } });
+      expectProblemJson(
+        await asAny(await fetch(`${replicaBase}/auth/session`, { headers: cookie })),
+        503,
+        'unavailable',
+      );
+      const out = await fetch(`${replicaBase}/auth/logout`, {
+        method: 'POST',
+        headers: { ...cookie, 'x-csrf-token': alive.session.csrf_token },
+      });
       expectProblemJson(await asAny(out, 'POST'), 503, 'unavailable');
       release();
       // Once the database answers again, the session that could not be ended is still signed in.
@@ -470,8 +588,13 @@ describe('without a reachable provider, and without OIDC', () => {
     const plain = await createTestApp({ env: 'prod' });
     try {
       expect((await plain.app.inject({ method: 'GET', url: '/auth/config' })).json()).toEqual({ signin: null });
-      for (const url of ['/auth/session', '/auth/login', '/auth/callback']) expect((await plain.app.inject({ method: 'GET', url })).statusCode).toBe(404);
-      const res = await plain.app.inject({ method: 'GET', url: '/approvals', headers: { cookie: `${SESSION_COOKIE}=${'A'.repeat(43)}` } });
+      for (const url of ['/auth/session', '/auth/login', '/auth/callback'])
+        expect((await plain.app.inject({ method: 'GET', url })).statusCode).toBe(404);
+      const res = await plain.app.inject({
+        method: 'GET',
+        url: '/approvals',
+        headers: { cookie: `${SESSION_COOKIE}=${'A'.repeat(43)}` },
+      });
       expectProblemJson(res, 401, 'unauthorized');
     } finally {
       await plain.close();
@@ -483,7 +606,9 @@ describe('openapi.yaml', () => {
   it('documents every status of the sign-in routes, and each one was seen above as documented', () => {
     const documented = openApiOperations()
       .filter(({ path }) => path.startsWith('/auth/'))
-      .flatMap(({ path, method, operation }) => Object.keys(operation.responses ?? {}).map((status) => `${method} ${path} ${status}`));
+      .flatMap(({ path, method, operation }) =>
+        Object.keys(operation.responses ?? {}).map((status) => `${method} ${path} ${status}`),
+      );
     expect(documented.length).toBeGreaterThanOrEqual(14);
     expect(documented.filter((d) => !covered.has(d))).toEqual([]);
   });

@@ -49,7 +49,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const tools = (tok: string | null, url = '/tools') => t.app.inject({ method: 'GET', url, headers: tok === null ? {} : bearer(tok) });
+const tools = (tok: string | null, url = '/tools') =>
+  t.app.inject({ method: 'GET', url, headers: tok === null ? {} : bearer(tok) });
 
 async function statusesFor(tok: string): Promise<Record<string, [string, string[]]>> {
   const res = await tools(tok);
@@ -60,7 +61,12 @@ async function statusesFor(tok: string): Promise<Record<string, [string, string[
 describe('GET /tools', () => {
   it('needs a valid bearer token: 401 without one, with a bad one, or an expired one', async () => {
     const now = Math.floor(Date.now() / 1000);
-    for (const tok of [null, 'garbage', signJwt({ sub: 'a', exp: now - 3600 }), signJwt({ sub: 'a', exp: now + 3600 }, { alg: 'none' })]) {
+    for (const tok of [
+      null,
+      'garbage',
+      signJwt({ sub: 'a', exp: now - 3600 }),
+      signJwt({ sub: 'a', exp: now + 3600 }, { alg: 'none' }),
+    ]) {
       const res = await tools(tok);
       const body = expectUnauthorized(res);
       expect(JSON.stringify(body)).not.toContain('lookup');
@@ -76,9 +82,23 @@ describe('GET /tools', () => {
       env: null,
       tools: [
         { name: 'lookup', policy: 'shop', kind: 'read_only', tags: [], status: 'allow', rules: ['reads'] },
-        { name: 'refund', policy: 'shop', kind: 'remote_mutation', tags: ['money'], status: 'depends', rules: ['support-refunds'] },
+        {
+          name: 'refund',
+          policy: 'shop',
+          kind: 'remote_mutation',
+          tags: ['money'],
+          status: 'depends',
+          rules: ['support-refunds'],
+        },
         { name: 'wipe', policy: 'shop', kind: 'destructive', tags: [], status: 'abort', rules: ['no-wipe'] },
-        { name: 'mcp__*', policy: 'shop', kind: 'remote_mutation', tags: ['mcp'], status: 'deny', rules: ['shop#default'] },
+        {
+          name: 'mcp__*',
+          policy: 'shop',
+          kind: 'remote_mutation',
+          tags: ['mcp'],
+          status: 'deny',
+          rules: ['shop#default'],
+        },
       ],
     });
     // Query parameters are ignored (docs/spec.md section 5.1), as on the other routes without a closed query.
@@ -88,7 +108,10 @@ describe('GET /tools', () => {
   it("is the caller's own: its team, agent and user decide, never the request", async () => {
     expect((await statusesFor(token({ team: 'sales' })))['refund']).toEqual(['deny', ['shop#default']]);
     expect((await statusesFor(token({ team: 'support', agent: 'ops-bot' })))['mcp__*']).toEqual(['allow', ['mcp-ops']]);
-    expect((await statusesFor(token({ team: 'support', agent: 'helper' })))['mcp__*']).toEqual(['deny', ['shop#default']]);
+    expect((await statusesFor(token({ team: 'support', agent: 'helper' })))['mcp__*']).toEqual([
+      'deny',
+      ['shop#default'],
+    ]);
   });
 
   it('every status that is a decision is what /decide answers that caller', async () => {
@@ -118,7 +141,10 @@ describe('GET /tools', () => {
   it('follows a reload; a failed reload keeps the set serving, and its inventory', async () => {
     const tok = token({ team: 'support' });
     const before = await statusesFor(tok);
-    await writeFile(join(dir, 'shop.yaml'), SHOP.replace('{id: reads, tools: lookup, allow: true}', '{id: reads, tools: lookup, allow: false}'));
+    await writeFile(
+      join(dir, 'shop.yaml'),
+      SHOP.replace('{id: reads, tools: lookup, allow: true}', '{id: reads, tools: lookup, allow: false}'),
+    );
     await writeFile(join(dir, 'zz-extra.yaml'), 'policy: extra\ndefault: allow\ntools: {ping: {kind: read_only}}\n');
     expect((await post(t.app, '/admin/reload', {}, adminToken())).statusCode).toBe(200);
     const after = await statusesFor(tok);

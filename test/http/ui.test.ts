@@ -129,7 +129,15 @@ describe('the approval page', () => {
   });
 
   it('never turns data into HTML: values go through textContent only', () => {
-    for (const sink of ['innerHTML', 'outerHTML', 'insertAdjacentHTML', 'document.write', 'eval(', 'Function(', 'srcdoc']) {
+    for (const sink of [
+      'innerHTML',
+      'outerHTML',
+      'insertAdjacentHTML',
+      'document.write',
+      'eval(',
+      'Function(',
+      'srcdoc',
+    ]) {
       expect(PAGE_JS, sink).not.toContain(sink);
       expect(CARD_JS, sink).not.toContain(sink);
     }
@@ -152,13 +160,22 @@ describe('the approval page', () => {
 
 describe('the card: numbers and strings exactly as written', () => {
   it('keeps every number as its text, and every string a quoted string: no marker can make one the other', () => {
-    const argsText = '{"id":12345678901234567890,"amount":120.50,"tiny":1e-400,"memo":"\\u0000exact:12345","digits":"12345","n":5}';
+    const argsText =
+      '{"id":12345678901234567890,"amount":120.50,"tiny":1e-400,"memo":"\\u0000exact:12345","digits":"12345","n":5}';
     const v = cardView(approvalJson({ argsText }));
     expect(v.argsText).toBe(
       '{\n  "id": 12345678901234567890,\n  "amount": 120.50,\n  "tiny": 1e-400,\n  "memo": "\\u0000exact:12345",\n  "digits": "12345",\n  "n": 5\n}',
     );
-    expect(v.args.filter((x) => x.k === 'num').map((x) => x.text)).toEqual(['12345678901234567890', '120.50', '1e-400', '5']);
-    expect(v.args.filter((x) => x.k === 'str').map((x) => x.parts!.map((p) => p.text).join(''))).toEqual(['"\\u0000exact:12345"', '"12345"']);
+    expect(v.args.filter((x) => x.k === 'num').map((x) => x.text)).toEqual([
+      '12345678901234567890',
+      '120.50',
+      '1e-400',
+      '5',
+    ]);
+    expect(v.args.filter((x) => x.k === 'str').map((x) => x.parts!.map((p) => p.text).join(''))).toEqual([
+      '"\\u0000exact:12345"',
+      '"12345"',
+    ]);
     expect(v.findings).toEqual([{ where: 'args.memo', kind: 'control', text: 'U+0000 NULL (a control character)' }]);
   });
 
@@ -180,7 +197,9 @@ describe('the card: characters that hide or pose as others', () => {
     expect(shown('C-9\u202E0001')).toBe('C-9\\u202E0001');
     expect(shown('A\u200B1')).toBe('A\\u200B1');
     expect(shown('p\u0430ypal')).toBe('p\\u0430ypal');
-    expect(inspect('p\u0430ypal').findings).toEqual([{ kind: 'confusable', text: 'U+0430 (looks like "a", Cyrillic)' }]);
+    expect(inspect('p\u0430ypal').findings).toEqual([
+      { kind: 'confusable', text: 'U+0430 (looks like "a", Cyrillic)' },
+    ]);
     expect(inspect('A\u200B1').parts).toEqual([
       { text: 'A' },
       { text: '\\u200B', esc: true, title: 'U+200B ZERO WIDTH SPACE (invisible, or drawn as a blank)' },
@@ -215,7 +234,9 @@ describe('the card: characters that hide or pose as others', () => {
   it('right-to-left letters are shown as they are, and reported', () => {
     const seen = inspect('שלום 123');
     expect(seen.parts).toEqual([{ text: 'שלום 123' }]);
-    expect(seen.findings).toEqual([{ kind: 'rtl', text: 'right-to-left letters: the order shown may differ from the order stored' }]);
+    expect(seen.findings).toEqual([
+      { kind: 'rtl', text: 'right-to-left letters: the order shown may differ from the order stored' },
+    ]);
   });
 
   it('a line break and a tab are escapes too, but nothing to report', () => {
@@ -262,7 +283,14 @@ describe('the card: every requirement, and the arguments no requirement picks', 
             capability: { amount: 10 },
             presentation: { memo: 'monthly rent' },
           },
-          { policy: 'risk', rule: 'all', kind: 'confirm', reason: 'risk looks at everything', capability: { tool: 'send_payment', args }, presentation: {} },
+          {
+            policy: 'risk',
+            rule: 'all',
+            kind: 'confirm',
+            reason: 'risk looks at everything',
+            capability: { tool: 'send_payment', args },
+            presentation: {},
+          },
         ],
       }),
     );
@@ -275,12 +303,20 @@ describe('the card: every requirement, and the arguments no requirement picks', 
   });
 
   it('flags the keys no shape shows, looking inside values shown only in part (dotted paths, array indexes)', () => {
-    const one = (capability: object, presentation: object, a: object = args) => cardView(approvalJson({ args: a, capability, presentation })).unshown;
+    const one = (capability: object, presentation: object, a: object = args) =>
+      cardView(approvalJson({ args: a, capability, presentation })).unshown;
     expect(one({ amount: 10 }, { amount: 10, memo: 'monthly rent' })).toEqual(['recipient_iban', 'currency']);
     expect(one({}, {})).toEqual(['amount', 'memo', 'recipient_iban', 'currency']);
     expect(one({ tool: 'send_payment', args }, {})).toEqual([]);
-    const nested = { customer: { email: 'a@example.com', iban: 'XX00' }, items: [{ sku: 'A', qty: 1 }, { sku: 'B' }], empty: {} };
-    expect(one({ 'customer.email': 'a@example.com' }, { 'items.0.sku': 'A', items: nested.items }, nested)).toEqual(['customer.iban', 'empty']);
+    const nested = {
+      customer: { email: 'a@example.com', iban: 'XX00' },
+      items: [{ sku: 'A', qty: 1 }, { sku: 'B' }],
+      empty: {},
+    };
+    expect(one({ 'customer.email': 'a@example.com' }, { 'items.0.sku': 'A', items: nested.items }, nested)).toEqual([
+      'customer.iban',
+      'empty',
+    ]);
   });
 });
 
@@ -326,14 +362,21 @@ describe('the card for a real approval whose rule shape shows a subset of the ar
       method: 'POST',
       url: '/approvals',
       headers: { authorization: `Bearer ${token({ sub: 'ui-agent' })}`, 'content-type': 'application/json' },
-      payload: '{"tool":"send_payment","args":{"amount":10.50,"memo":"monthly rent","recipient_iban":"XX00ATTACKER","currency":"BTC"}}',
+      payload:
+        '{"tool":"send_payment","args":{"amount":10.50,"memo":"monthly rent","recipient_iban":"XX00ATTACKER","currency":"BTC"}}',
     });
     expect(created.statusCode, created.body).toBe(201);
     const { id } = created.json() as { id: string };
-    const whole = await a.app.inject({ method: 'GET', url: `/approvals/${id}`, headers: { authorization: `Bearer ${approverToken()}` } });
+    const whole = await a.app.inject({
+      method: 'GET',
+      url: `/approvals/${id}`,
+      headers: { authorization: `Bearer ${approverToken()}` },
+    });
     const v = cardView(whole.body);
     // The API returns args in canonical key order, numbers as written.
-    expect(v.argsText).toBe('{\n  "amount": 10.50,\n  "currency": "BTC",\n  "memo": "monthly rent",\n  "recipient_iban": "XX00ATTACKER"\n}');
+    expect(v.argsText).toBe(
+      '{\n  "amount": 10.50,\n  "currency": "BTC",\n  "memo": "monthly rent",\n  "recipient_iban": "XX00ATTACKER"\n}',
+    );
     expect(v.unshown).toEqual(['currency', 'recipient_iban']);
     expect(v.policies).toMatch(/^pay \(sha256:[0-9a-f]{12}…\)$/);
     expect(v.findings).toEqual([]);

@@ -8,7 +8,18 @@ import { rm } from 'node:fs/promises';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { amountOfText } from '../../src/policy/amount.js';
-import { adminToken, approverToken, bearer, createTestApp, post, readerToken, token, USAGE_ANY_ROLE, USAGE_ROLE, type TestApp } from '../helpers/app.js';
+import {
+  adminToken,
+  approverToken,
+  bearer,
+  createTestApp,
+  post,
+  readerToken,
+  token,
+  USAGE_ANY_ROLE,
+  USAGE_ROLE,
+  type TestApp,
+} from '../helpers/app.js';
 import { expectProblemJson } from '../helpers/http.js';
 import { policyDir } from '../helpers/process.js';
 
@@ -34,7 +45,13 @@ const wideLogs: Record<string, unknown>[] = [];
 beforeAll(async () => {
   dir = await policyDir({ 'spend.yaml': POLICY });
   t = await createTestApp({ policyDir: dir, env: null, database: true });
-  wide = await createTestApp({ policyDir: dir, env: null, database: true, logs: wideLogs, usage: { maxUsd: amountOfText('1000000000')! } });
+  wide = await createTestApp({
+    policyDir: dir,
+    env: null,
+    database: true,
+    logs: wideLogs,
+    usage: { maxUsd: amountOfText('1000000000')! },
+  });
 });
 afterAll(async () => {
   await Promise.all([t?.close(), wide?.close()]);
@@ -42,7 +59,8 @@ afterAll(async () => {
 });
 
 const unique = (label: string): string => `${label}-${randomUUID().slice(0, 8)}`;
-const reporter = (sub = unique('agent'), claims: Record<string, unknown> = {}): string => token({ sub, team: 'support', roles: [USAGE_ROLE], ...claims });
+const reporter = (sub = unique('agent'), claims: Record<string, unknown> = {}): string =>
+  token({ sub, team: 'support', roles: [USAGE_ROLE], ...claims });
 const billing = (): string => token({ sub: unique('billing'), team: 'finance', roles: [USAGE_ANY_ROLE] });
 
 /** POST /usage with the body as written (numbers such as 1e308 kept as they are). */
@@ -94,7 +112,10 @@ describe('who may report spend', () => {
     // A billing pipeline (USAGE_ANY_ROLE) counts into it.
     const counted = await usage({ tool: 'web_search', usd: 4 }, billing());
     expect(counted.statusCode, counted.body).toBe(200);
-    expect(counted.json()).toMatchObject({ usd: 4, recorded: [{ id: 'search-everyone', scope: 'global', counted: 4, reached: false }] });
+    expect(counted.json()).toMatchObject({
+      usd: 4,
+      recorded: [{ id: 'search-everyone', scope: 'global', counted: 4, reached: false }],
+    });
     expect(await countersOf('search-everyone')).toEqual([{ for: {}, counted: 4 }]);
   });
 
@@ -121,8 +142,14 @@ describe('who may report spend', () => {
 
   it('USAGE_ANY_ROLE reports for another identity (`for`) into its counters; USAGE_ROLE may not', async () => {
     const other = unique('agent');
-    const refused = expectProblemJson(await usage({ tool: 'llm', usd: 1, for: { user: other } }, reporter()), 403, 'forbidden');
-    expect(refused.detail).toBe(`reporting spend for another identity ("for") needs the role "${USAGE_ANY_ROLE}" (USAGE_ANY_ROLE)`);
+    const refused = expectProblemJson(
+      await usage({ tool: 'llm', usd: 1, for: { user: other } }, reporter()),
+      403,
+      'forbidden',
+    );
+    expect(refused.detail).toBe(
+      `reporting spend for another identity ("for") needs the role "${USAGE_ANY_ROLE}" (USAGE_ANY_ROLE)`,
+    );
     expect((await countersOf('llm-user')).filter((c) => c.for.user === other)).toEqual([]);
 
     const pipeline = billing();
@@ -132,21 +159,45 @@ describe('who may report spend', () => {
     expect(res.json().recorded.map((r: Body) => r.id)).toEqual(['llm-user', 'llm-sales']);
     // The agent sees it as its own spend; the pipeline's own counter is untouched.
     const mine = (await budgets(token({ sub: other, team: 'sales' }))).json() as Body;
-    expect(mine.limits.find((l: Body) => l.id === 'llm-user').counters).toMatchObject([{ for: { user: other }, counted: 2.5 }]);
+    expect(mine.limits.find((l: Body) => l.id === 'llm-user').counters).toMatchObject([
+      { for: { user: other }, counted: 2.5 },
+    ]);
     const own = (await budgets(pipeline)).json() as Body;
     expect(own.limits.find((l: Body) => l.id === 'llm-user').counters).toMatchObject([{ counted: 0 }]);
 
     // `for` as a token would name the identity: no control or invisible characters, known keys only,
     // and what a selecting budget counts by.
-    const control = expectProblemJson(await usage({ tool: 'llm', usd: 1, for: { user: 'a\nb' } }, pipeline), 422, 'invalid_body');
-    expect(control.errors).toEqual([{ pointer: '/for/user', message: 'must not contain control, invisible or unpaired characters' }]);
-    const bidi = expectProblemJson(await usage({ tool: 'llm', usd: 1, for: { user: 'x', team: 'sa\u202eles' } }, pipeline), 422, 'invalid_body');
-    expect(bidi.errors).toEqual([{ pointer: '/for/team', message: 'must not contain control, invisible or unpaired characters' }]);
-    expect(expectProblemJson(await usage({ tool: 'llm', usd: 1, for: { user: 'x', sub: 'x' } }, pipeline), 422, 'invalid_body').errors).toContainEqual({
+    const control = expectProblemJson(
+      await usage({ tool: 'llm', usd: 1, for: { user: 'a\nb' } }, pipeline),
+      422,
+      'invalid_body',
+    );
+    expect(control.errors).toEqual([
+      { pointer: '/for/user', message: 'must not contain control, invisible or unpaired characters' },
+    ]);
+    const bidi = expectProblemJson(
+      await usage({ tool: 'llm', usd: 1, for: { user: 'x', team: 'sa\u202eles' } }, pipeline),
+      422,
+      'invalid_body',
+    );
+    expect(bidi.errors).toEqual([
+      { pointer: '/for/team', message: 'must not contain control, invisible or unpaired characters' },
+    ]);
+    expect(
+      expectProblemJson(
+        await usage({ tool: 'llm', usd: 1, for: { user: 'x', sub: 'x' } }, pipeline),
+        422,
+        'invalid_body',
+      ).errors,
+    ).toContainEqual({
       pointer: '/for/sub',
       message: 'unknown field',
     });
-    const lost = expectProblemJson(await usage({ tool: 'agent_tool', usd: 1, for: { user: other } }, pipeline), 422, 'usage_unattributable');
+    const lost = expectProblemJson(
+      await usage({ tool: 'agent_tool', usd: 1, for: { user: other } }, pipeline),
+      422,
+      'usage_unattributable',
+    );
     expect(lost.errors).toEqual([{ pointer: '/for', message: 'unattributable' }]);
     expect(await countersOf('per-agent')).toEqual([]);
   });
@@ -206,7 +257,11 @@ describe('usd: a finite decimal above 0, at most USAGE_MAX_USD, checked as writt
   });
 
   it('a number within the cap that a double does not hold as written is refused (USAGE_MAX_USD 1000000000)', async () => {
-    const res = expectProblemJson(await report('{"tool":"big_model","usd":123456789.123456789012}', reporter(), wide), 422, 'invalid_body');
+    const res = expectProblemJson(
+      await report('{"tool":"big_model","usd":123456789.123456789012}', reporter(), wide),
+      422,
+      'invalid_body',
+    );
     expect(res.errors).toEqual([{ pointer: '/usd', message: 'must be written as a double holds it (not exact)' }]);
   });
 
@@ -220,12 +275,14 @@ describe('usd: a finite decimal above 0, at most USAGE_MAX_USD, checked as writt
     try {
       expectProblemJson(await usage({ tool: 'llm', usd: 1 }, reporter(), custom), 403, 'forbidden');
       const writer = token({ sub: unique('agent'), roles: ['spend-writer'] });
-      expect(expectProblemJson(await usage({ tool: 'llm', usd: 6 }, writer, custom), 422, 'invalid_body').errors).toEqual([
-        { pointer: '/usd', message: 'must be at most 5 (USAGE_MAX_USD)' },
-      ]);
+      expect(
+        expectProblemJson(await usage({ tool: 'llm', usd: 6 }, writer, custom), 422, 'invalid_body').errors,
+      ).toEqual([{ pointer: '/usd', message: 'must be at most 5 (USAGE_MAX_USD)' }]);
       expect((await usage({ tool: 'llm', usd: 5 }, writer, custom)).statusCode).toBe(200);
       expectProblemJson(await usage({ tool: 'web_search', usd: 1 }, writer, custom), 403, 'forbidden');
-      expect((await usage({ tool: 'web_search', usd: 1 }, token({ sub: 'ledger-1', roles: ['ledger'] }), custom)).statusCode).toBe(200);
+      expect(
+        (await usage({ tool: 'web_search', usd: 1 }, token({ sub: 'ledger-1', roles: ['ledger'] }), custom)).statusCode,
+      ).toBe(200);
     } finally {
       await custom.close();
     }
@@ -268,7 +325,12 @@ describe('counters are written exactly as counted', () => {
     const mine = await budgets(tok, wide);
     expect(mine.body).toContain(`"counted":${exact}`);
     expect(mine.body).not.toMatch(FLOAT_FORM);
-    const explained = await post(wide.app, '/explain', { tool: 'pay', args: { amount: 1 } }, readerToken({ sub, team: 'support' }));
+    const explained = await post(
+      wide.app,
+      '/explain',
+      { tool: 'pay', args: { amount: 1 } },
+      readerToken({ sub, team: 'support' }),
+    );
     expect(explained.statusCode, explained.body).toBe(200);
     expect(explained.body).toContain(`"counter":{"counted":${exact},`);
     const decisions = wideLogs.filter((l) => l.msg === 'decision' && l.user === sub);

@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { approvalHash, approvalHashText, CanonicalError, canonicalize, isDefaultShape, sha256 } from '../../src/json/canonical.js';
+import {
+  approvalHash,
+  approvalHashText,
+  CanonicalError,
+  canonicalize,
+  isDefaultShape,
+  sha256,
+} from '../../src/json/canonical.js';
 import { parseJson } from '../../src/json/parse.js';
 import { copyMember, isJsonObject, numberLexeme, setNumberLexeme } from '../../src/json/value.js';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
@@ -73,7 +80,8 @@ describe('canonical test vectors (test/fixtures/canonical)', () => {
         const shapeOf = (r: JsonValue | undefined) => {
           if (!isJsonObject(r)) throw new Error('bad vector');
           const { kind, capability, presentation } = r;
-          if (typeof kind !== 'string' || !isJsonObject(capability) || !isJsonObject(presentation)) throw new Error('bad vector');
+          if (typeof kind !== 'string' || !isJsonObject(capability) || !isJsonObject(presentation))
+            throw new Error('bad vector');
           return { kind, capability, presentation };
         };
         // One requirement: {tool, args, kind, capability, presentation}; several: {tool, args, requirements}.
@@ -109,13 +117,18 @@ describe('canonical test vectors (test/fixtures/canonical)', () => {
 describe('canonicalize', () => {
   it('sorts keys by UTF-16 code units and drops whitespace', () => {
     const a = canonicalize(parseJson('{"b":1,"a":[1, 2],"é":"x","\\ue000":0,"\\ud83d\\ude00":0}'));
-    const b = canonicalize(parseJson(' { "\\ud83d\\ude00":0, "\\u00e9" : "x" ,\n "a" : [1,2] , "\\uE000":0, "b" : 1 } '));
+    const b = canonicalize(
+      parseJson(' { "\\ud83d\\ude00":0, "\\u00e9" : "x" ,\n "a" : [1,2] , "\\uE000":0, "b" : 1 } '),
+    );
     expect(a).toBe(b);
     expect(a).toBe('{"a":[1,2],"b":1,"é":"x","😀":0,"\ue000":0}');
   });
 
   it('sorts many keys (the builtin sort path) the same way as few', () => {
-    const keys = Array.from({ length: 40 }, (_, n) => String.fromCodePoint([0x61, 0xe000, 0x1f600, 0xfb01, 0x7a][n % 5] ?? 0x61) + n);
+    const keys = Array.from(
+      { length: 40 },
+      (_, n) => String.fromCodePoint([0x61, 0xe000, 0x1f600, 0xfb01, 0x7a][n % 5] ?? 0x61) + n,
+    );
     const shuffled = [...keys].sort(() => Math.random() - 0.5);
     const text = '{' + shuffled.map((k, n) => `${JSON.stringify(k)}:${n}`).join(',') + '}';
     expect(canonicalize(parseJson(text))).toBe(referenceCanonical(text));
@@ -133,9 +146,13 @@ describe('canonicalize', () => {
   });
 
   it('writes numbers as written, and String(n) otherwise', () => {
-    expect(canonicalize(parseJson('[1.0,1,1e2,-0,0.1,0.10,123456789012345678901234567890]'))).toBe('[1.0,1,1e2,-0,0.1,0.10,123456789012345678901234567890]');
+    expect(canonicalize(parseJson('[1.0,1,1e2,-0,0.1,0.10,123456789012345678901234567890]'))).toBe(
+      '[1.0,1,1e2,-0,0.1,0.10,123456789012345678901234567890]',
+    );
     expect(canonicalize(parseJson('{"n":1.0}'))).not.toBe(canonicalize(parseJson('{"n":1}')));
-    expect(canonicalize({ a: -0, b: 1e21, c: 1e-7, d: 0.1 + 0.2, e: 5 })).toBe('{"a":0,"b":1e+21,"c":1e-7,"d":0.30000000000000004,"e":5}');
+    expect(canonicalize({ a: -0, b: 1e21, c: 1e-7, d: 0.1 + 0.2, e: 5 })).toBe(
+      '{"a":0,"b":1e+21,"c":1e-7,"d":0.30000000000000004,"e":5}',
+    );
     expect(canonicalize(-0)).toBe('0');
   });
 
@@ -240,7 +257,9 @@ describe('sha256 and approvalHash', () => {
     const args = parseJson('{"order":"A-17","amount":150.0}') as JsonObject;
     const input = { tool: 'refund', args, kind: 'refund_over_cap', capability: { order: 'A-17' }, presentation: {} };
     expect(approvalHash(input)).toBe(
-      hex('{"args":{"amount":150.0,"order":"A-17"},"capability":{"order":"A-17"},"kind":"refund_over_cap","presentation":{},"tool":"refund"}'),
+      hex(
+        '{"args":{"amount":150.0,"order":"A-17"},"capability":{"order":"A-17"},"kind":"refund_over_cap","presentation":{},"tool":"refund"}',
+      ),
     );
   });
 
@@ -259,18 +278,24 @@ describe('sha256 and approvalHash', () => {
   });
 
   it('gives the same hash when the default {tool, args} shape shares the args object (the fast path)', () => {
-    const args = parseJson('{"order":"A-17","amount":150.0,"items":[{"sku":"X1","qty":1e0}],"note":"<&&>"}') as JsonObject;
+    const args = parseJson(
+      '{"order":"A-17","amount":150.0,"items":[{"sku":"X1","qty":1e0}],"note":"<&&>"}',
+    ) as JsonObject;
     const tool = 'refund';
     for (const shaped of [
       { tool, args },
       { args, tool },
     ]) {
       const input = { tool, args, kind: 'remote_mutation', capability: shaped, presentation: { tool, args } };
-      const slow = sha256(canonicalize({ args, capability: shaped, kind: 'remote_mutation', presentation: { tool, args }, tool }));
+      const slow = sha256(
+        canonicalize({ args, capability: shaped, kind: 'remote_mutation', presentation: { tool, args }, tool }),
+      );
       expect(approvalHash(input)).toBe(slow);
     }
     // A look-alike with a copy of the args (not the same object) takes the general path, same text.
-    const copy = parseJson('{"order":"A-17","amount":150.0,"items":[{"sku":"X1","qty":1e0}],"note":"<&&>"}') as JsonObject;
+    const copy = parseJson(
+      '{"order":"A-17","amount":150.0,"items":[{"sku":"X1","qty":1e0}],"note":"<&&>"}',
+    ) as JsonObject;
     expect(approvalHash({ tool, args, kind: 'k', capability: { tool, args: copy }, presentation: {} })).toBe(
       sha256(canonicalize({ args, capability: { tool, args: copy }, kind: 'k', presentation: {}, tool })),
     );
@@ -281,7 +306,9 @@ describe('sha256 and approvalHash', () => {
     const tool = 'export';
     const whole = { tool, args };
     const one = { tool, args, kind: 'confirm', capability: whole, presentation: whole };
-    expect(approvalHash(one)).toBe(sha256(canonicalize({ args, capability: whole, kind: 'confirm', presentation: whole, tool })));
+    expect(approvalHash(one)).toBe(
+      sha256(canonicalize({ args, capability: whole, kind: 'confirm', presentation: whole, tool })),
+    );
     const requirements = [
       { kind: 'confirm', capability: whole, presentation: whole },
       { kind: 'pii', capability: {}, presentation: { n: 1 } },
@@ -400,12 +427,16 @@ describe('canonical edges', () => {
       { args },
     ];
     // Inherited args are not args (such an object is no JSON object, and is refused when hashed).
-    expect(isDefaultShape(Object.assign(Object.create({ args }) as JsonObject, { x: 1, tool }), tool, args)).toBe(false);
+    expect(isDefaultShape(Object.assign(Object.create({ args }) as JsonObject, { x: 1, tool }), tool, args)).toBe(
+      false,
+    );
     for (const shape of others) {
       expect(isDefaultShape(shape, tool, args)).toBe(false);
       // Whatever the shortcut decides, the hash is that of the whole canonical text.
       const input = { tool, args, kind: 'k', capability: shape, presentation: shape };
-      expect(approvalHash(input)).toBe(sha256(canonicalize({ args, capability: shape, kind: 'k', presentation: shape, tool })));
+      expect(approvalHash(input)).toBe(
+        sha256(canonicalize({ args, capability: shape, kind: 'k', presentation: shape, tool })),
+      );
     }
   });
 });

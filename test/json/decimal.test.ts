@@ -21,11 +21,13 @@ describe('decimalOf', () => {
       '00004111111111111111.000',
       '41111111111111110e-1',
     ];
-    for (const f of forms) expect(decimalOf(f), f).toEqual({ negative: false, digits: '4111111111111111', exponent: 16 });
+    for (const f of forms)
+      expect(decimalOf(f), f).toEqual({ negative: false, digits: '4111111111111111', exponent: 16 });
   });
 
   it('reads zero, -0 and zeros with any exponent as zero', () => {
-    for (const f of ['0', '-0', '0.000', '0e99999999999999999999', '-0.0E-5']) expect(decimalOf(f), f).toEqual({ negative: false, digits: '', exponent: 0 });
+    for (const f of ['0', '-0', '0.000', '0e99999999999999999999', '-0.0E-5'])
+      expect(decimalOf(f), f).toEqual({ negative: false, digits: '', exponent: 0 });
   });
 
   it('keeps negative values and small fractions exact', () => {
@@ -35,7 +37,8 @@ describe('decimalOf', () => {
   });
 
   it('refuses what is not a lexeme, and exponents too long to compare', () => {
-    for (const f of ['', '-', '1.', '.5', '1e', '+1', 'NaN', 'Infinity', '0x10', '1_000', ' 1']) expect(decimalOf(f), f).toBeNull();
+    for (const f of ['', '-', '1.', '.5', '1e', '+1', 'NaN', 'Infinity', '0x10', '1_000', ' 1'])
+      expect(decimalOf(f), f).toBeNull();
     expect(decimalOf('1e1234567890123456')).toBeNull();
     expect(decimalOf('1e123456789012345')).not.toBeNull();
   });
@@ -50,9 +53,25 @@ describe('compareDecimals', () => {
   });
 
   it('orders signs, magnitudes and fractions', () => {
-    const sorted = ['-1e3', '-100.5', '-100', '-0.5', '0', '2e-324', '0.15', '0.151', '0.2', '1', '1.5', '15', '100', '1e21'];
+    const sorted = [
+      '-1e3',
+      '-100.5',
+      '-100',
+      '-0.5',
+      '0',
+      '2e-324',
+      '0.15',
+      '0.151',
+      '0.2',
+      '1',
+      '1.5',
+      '15',
+      '100',
+      '1e21',
+    ];
     for (let i = 0; i < sorted.length; i++) {
-      for (let j = 0; j < sorted.length; j++) expect(cmp(sorted[i]!, sorted[j]!), `${sorted[i]} vs ${sorted[j]}`).toBe(Math.sign(i - j));
+      for (let j = 0; j < sorted.length; j++)
+        expect(cmp(sorted[i]!, sorted[j]!), `${sorted[i]} vs ${sorted[j]}`).toBe(Math.sign(i - j));
     }
   });
 
@@ -64,7 +83,8 @@ describe('compareDecimals', () => {
 
   it('agrees with double comparison wherever doubles are exact', () => {
     const values = [0, 1, -1, 0.5, 0.25, 3, 1024, -7.75, 1e21, 1e-7, 123456789, 2 ** 53];
-    for (const a of values) for (const b of values) expect(cmp(String(a), String(b)), `${a} vs ${b}`).toBe(Math.sign(a - b));
+    for (const a of values)
+      for (const b of values) expect(cmp(String(a), String(b)), `${a} vs ${b}`).toBe(Math.sign(a - b));
   });
 });
 

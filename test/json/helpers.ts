@@ -58,7 +58,8 @@ export function sameJsonUnordered(a: unknown, b: unknown): boolean {
  * It shares no code with src/json.
  */
 export function referenceCanonical(text: string): string {
-  const token = /[ \t\n\r]*("(?:[^"\\]|\\.)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|[{}[\],:])/y;
+  const token =
+    /[ \t\n\r]*("(?:[^"\\]|\\.)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|[{}[\],:])/y;
   let pos = 0;
   const next = (): string => {
     token.lastIndex = pos;

@@ -221,7 +221,13 @@ describe('parseJson: duplicate keys', () => {
 
   it('does not take inherited names for duplicates', () => {
     const v = parseJson('{"toString":1,"hasOwnProperty":2,"constructor":3,"valueOf":"x","__defineGetter__":4}');
-    expect(Object.keys(v as JsonObject)).toEqual(['toString', 'hasOwnProperty', 'constructor', 'valueOf', '__defineGetter__']);
+    expect(Object.keys(v as JsonObject)).toEqual([
+      'toString',
+      'hasOwnProperty',
+      'constructor',
+      'valueOf',
+      '__defineGetter__',
+    ]);
   });
 
   it('allows the same name in different objects', () => {
@@ -432,7 +438,9 @@ describe('parseJson: __proto__ and other prototype names are plain data', () => 
   });
 
   it('handles escaped, nested and array-held __proto__ and constructor keys', () => {
-    const v = parseJson('{"args":{"a":{"b":{"c":{"\\u005f_proto__":{"x":1},"constructor":{"prototype":{"x":1}}}}}},"list":[{"__proto__":[]}]}') as JsonObject;
+    const v = parseJson(
+      '{"args":{"a":{"b":{"c":{"\\u005f_proto__":{"x":1},"constructor":{"prototype":{"x":1}}}}}},"list":[{"__proto__":[]}]}',
+    ) as JsonObject;
     const c = (((v.args as JsonObject).a as JsonObject).b as JsonObject).c as JsonObject;
     expect(Object.keys(c)).toEqual(['__proto__', 'constructor']);
     expect(Object.getPrototypeOf(c)).toBe(Object.prototype);
@@ -451,7 +459,9 @@ describe('parseJson: __proto__ and other prototype names are plain data', () => 
 
 describe('parseJson: number lexemes', () => {
   it('records the text of numbers that String(n) would not reproduce', () => {
-    const v = parseJson('{"a":1.0,"b":1,"c":[1e2,100,-0,0.10,12345678901234567890,0.5,1E+2,1e-7,0.0000001]}') as JsonObject;
+    const v = parseJson(
+      '{"a":1.0,"b":1,"c":[1e2,100,-0,0.10,12345678901234567890,0.5,1E+2,1e-7,0.0000001]}',
+    ) as JsonObject;
     expect(numberLexeme(v, 'a')).toBe('1.0');
     expect(numberLexeme(v, 'b')).toBeUndefined();
     const c = v.c as JsonValue[];

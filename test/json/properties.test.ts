@@ -10,7 +10,8 @@ import { runs } from '../helpers/runs.js';
 
 // Strings of any UTF-16 code units, so lone surrogates are generated too.
 const anyCodeUnits = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) });
-const wellFormed = (s: string): boolean => !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
+const wellFormed = (s: string): boolean =>
+  !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
 const json = fc.jsonValue({ stringUnit: 'binary', maxDepth: 6 });
 
 function attempt(f: () => unknown): { ok: true; value: unknown } | { ok: false; error: unknown } {
@@ -94,7 +95,9 @@ describe('parseJson agrees with JSON.parse on valid JSON', () => {
         if (mine.ok && theirs.ok) expect(sameJson(mine.value, theirs.value)).toBe(true);
         if (!mine.ok && theirs.ok) {
           // Valid JSON that is not I-JSON, or nothing at all.
-          expect(['duplicate_key', 'lone_surrogate', 'number_out_of_range']).toContain((mine.error as JsonParseError).code);
+          expect(['duplicate_key', 'lone_surrogate', 'number_out_of_range']).toContain(
+            (mine.error as JsonParseError).code,
+          );
         }
       }),
       { numRuns: runs(3000) },
@@ -104,7 +107,10 @@ describe('parseJson agrees with JSON.parse on valid JSON', () => {
 
 describe('UTF-8 validation', () => {
   it('fails with invalid_utf8 exactly when the bytes are not UTF-8, at the first bad sequence', () => {
-    const byte = fc.oneof(fc.integer({ min: 0, max: 255 }), fc.constantFrom(0x22, 0x22, 0x61, 0x80, 0xbf, 0xc2, 0xe0, 0xed, 0xf0, 0xf4, 0xa0, 0x90, 0x8f));
+    const byte = fc.oneof(
+      fc.integer({ min: 0, max: 255 }),
+      fc.constantFrom(0x22, 0x22, 0x61, 0x80, 0xbf, 0xc2, 0xe0, 0xed, 0xf0, 0xf4, 0xa0, 0x90, 0x8f),
+    );
     fc.assert(
       fc.property(fc.array(byte, { maxLength: 12 }), (list) => {
         const bytes = new Uint8Array([0x22, ...list, 0x22]);
@@ -124,7 +130,8 @@ describe('UTF-8 validation', () => {
 });
 
 describe('numbers are kept as written', () => {
-  const digits = (min: number, max: number) => fc.string({ unit: fc.constantFrom(...'0123456789'.split('')), minLength: min, maxLength: max });
+  const digits = (min: number, max: number) =>
+    fc.string({ unit: fc.constantFrom(...'0123456789'.split('')), minLength: min, maxLength: max });
   const lexeme = fc
     .tuple(
       fc.boolean(),
@@ -135,7 +142,10 @@ describe('numbers are kept as written', () => {
       fc.option(digits(1, 20)),
       fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), digits(1, 3))),
     )
-    .map(([neg, int, frac, exp]) => (neg ? '-' : '') + int + (frac === null ? '' : '.' + frac) + (exp === null ? '' : exp.join('')));
+    .map(
+      ([neg, int, frac, exp]) =>
+        (neg ? '-' : '') + int + (frac === null ? '' : '.' + frac) + (exp === null ? '' : exp.join('')),
+    );
 
   it('parses to Number(lexeme), records the lexeme when needed and canonicalizes to the lexeme', () => {
     fc.assert(
@@ -177,7 +187,9 @@ describe('canonical form', () => {
     fc.assert(
       fc.property(fc.dictionary(fc.string({ unit: 'binary' }), json, { maxKeys: 8 }), (o) => {
         const reversed = Object.fromEntries(Object.entries(o).reverse());
-        expect(canonicalize(parseJson(JSON.stringify(reversed, null, 3)))).toBe(canonicalize(parseJson(JSON.stringify(o))));
+        expect(canonicalize(parseJson(JSON.stringify(reversed, null, 3)))).toBe(
+          canonicalize(parseJson(JSON.stringify(o))),
+        );
       }),
       { numRuns: runs(200) },
     );

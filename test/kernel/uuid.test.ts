@@ -17,7 +17,13 @@ test('ids of later milliseconds sort later; ids are distinct', () => {
 
 test('isUuid accepts the textual form only', () => {
   expect(isUuid('0190A0C0-0000-7000-8000-000000000000')).toBe(true);
-  for (const text of ['', 'x', '0190a0c0000070008000000000000000', '{0190a0c0-0000-7000-8000-000000000000}', '0190a0c0-0000-7000-8000-00000000000g']) {
+  for (const text of [
+    '',
+    'x',
+    '0190a0c0000070008000000000000000',
+    '{0190a0c0-0000-7000-8000-000000000000}',
+    '0190a0c0-0000-7000-8000-00000000000g',
+  ]) {
     expect(isUuid(text), text).toBe(false);
   }
 });

@@ -20,7 +20,17 @@ import { explain } from '../../src/policy/decide.js';
 import { buildPolicySet } from '../../src/policy/load.js';
 import type { PolicySet } from '../../src/policy/model.js';
 import { TOOL_NAME_PATTERN } from '../../src/policy/request.js';
-import { adminToken, agentToken, approverToken, bearer, createTestApp, post, signJwt, token, type TestApp } from '../helpers/app.js';
+import {
+  adminToken,
+  agentToken,
+  approverToken,
+  bearer,
+  createTestApp,
+  post,
+  signJwt,
+  token,
+  type TestApp,
+} from '../helpers/app.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { listenLoopback } from '../helpers/http.js';
 import { startJwksServer } from '../helpers/jwks.js';
@@ -88,7 +98,8 @@ const supportReaderToken = (): string => token({ ...SUPPORT, roles: ['approver']
 function* walk(node: unknown, pointer = ''): Generator<[string, unknown]> {
   yield [pointer, node];
   if (node !== null && typeof node === 'object') {
-    for (const [k, v] of Object.entries(node)) yield* walk(v, `${pointer}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+    for (const [k, v] of Object.entries(node))
+      yield* walk(v, `${pointer}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
   }
 }
 
@@ -96,14 +107,17 @@ function* walk(node: unknown, pointer = ''): Generator<[string, unknown]> {
 function mediaTypes(): { where: string; media: MediaTypeObject }[] {
   const out: { where: string; media: MediaTypeObject }[] = [];
   for (const { path, method, operation } of openApiOperations()) {
-    for (const [mt, media] of Object.entries(operation.requestBody?.content ?? {})) out.push({ where: `${method} ${path} request ${mt}`, media });
+    for (const [mt, media] of Object.entries(operation.requestBody?.content ?? {}))
+      out.push({ where: `${method} ${path} request ${mt}`, media });
     for (const [status, r] of Object.entries(operation.responses ?? {})) {
       if (r.$ref) continue; // checked once below, as a component
-      for (const [mt, media] of Object.entries(r.content ?? {})) out.push({ where: `${method} ${path} ${status} ${mt}`, media });
+      for (const [mt, media] of Object.entries(r.content ?? {}))
+        out.push({ where: `${method} ${path} ${status} ${mt}`, media });
     }
   }
   for (const [name, r] of Object.entries(openApi.components['responses'] as Record<string, ResponseObject>)) {
-    for (const [mt, media] of Object.entries(r.content ?? {})) out.push({ where: `components/responses/${name} ${mt}`, media });
+    for (const [mt, media] of Object.entries(r.content ?? {}))
+      out.push({ where: `components/responses/${name} ${mt}`, media });
   }
   return out;
 }
@@ -117,7 +131,10 @@ function inlined(schema: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(s)) {
     if (k === 'description' || k === 'examples' || k === 'title' || k === 'default') continue;
-    out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([p, ps]) => [p, inlined(ps)])) : inlined(v);
+    out[k] =
+      k === 'properties'
+        ? Object.fromEntries(Object.entries(v as object).map(([p, ps]) => [p, inlined(ps)]))
+        : inlined(v);
   }
   return out;
 }
@@ -152,7 +169,13 @@ let plain: TestApp;
 beforeAll(async () => {
   // With sign-in on, so that its routes are served (nothing here reaches the provider: signin.test.ts does).
   const signin = {
-    oidc: { issuer: 'http://127.0.0.1:9', clientId: 'gatehouse', clientSecret: 'secret', scopes: 'openid', rolesClaim: 'roles' },
+    oidc: {
+      issuer: 'http://127.0.0.1:9',
+      clientId: 'gatehouse',
+      clientSecret: 'secret',
+      scopes: 'openid',
+      rolesClaim: 'roles',
+    },
     publicUrl: 'https://gatehouse.example.com',
     sessionSecret: 'session-secret-for-tests-0123456789abcdef',
     sessionTtlMs: 3_600_000,
@@ -196,7 +219,9 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
   });
 
   it('every $ref resolves inside the document', () => {
-    const refs = [...walk(openApi)].filter(([p, v]) => p.endsWith('/$ref') && typeof v === 'string').map(([p, v]) => [p, v as string]);
+    const refs = [...walk(openApi)]
+      .filter(([p, v]) => p.endsWith('/$ref') && typeof v === 'string')
+      .map(([p, v]) => [p, v as string]);
     expect(refs.length).toBeGreaterThan(100);
     for (const [where, ref] of refs) expect(() => resolvePointer(ref!), `${where}: ${ref}`).not.toThrow();
   });
@@ -246,7 +271,10 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
       if (OPEN_ROUTES.includes(path)) expect(operation.security, `${method} ${path}`).toEqual([]);
       else if (isSigninRoute(path)) expect(operation.security, `${method} ${path}`).toEqual([{ sessionCookie: [] }]);
       else if (SESSION_OPERATIONS.has(`${method} ${path}`)) {
-        expect(operation.security, `${method} ${path} takes the bearer token or the session`).toEqual([{ bearerAuth: [] }, { sessionCookie: [] }]);
+        expect(operation.security, `${method} ${path} takes the bearer token or the session`).toEqual([
+          { bearerAuth: [] },
+          { sessionCookie: [] },
+        ]);
       } else {
         expect(operation.security, `${method} ${path} inherits the global bearer requirement`).toBeUndefined();
         expect(operation.responses?.['401'], `${method} ${path} documents 401`).toBeDefined();
@@ -266,7 +294,12 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
   it('the Trace schema holds the traces of scoped files (in scope, out of scope, none answering) and confirm-only rules', () => {
     const enc = (text: string): Uint8Array => new TextEncoder().encode(text);
     const set = buildPolicySet([
-      { path: 'a.yaml', bytes: enc('policy: a\nscope: {tools: "t*", users: [u1, u2]}\ndefault: allow\nrules:\n  - {tools: t1, confirm: "amount > 5"}\n') },
+      {
+        path: 'a.yaml',
+        bytes: enc(
+          'policy: a\nscope: {tools: "t*", users: [u1, u2]}\ndefault: allow\nrules:\n  - {tools: t1, confirm: "amount > 5"}\n',
+        ),
+      },
       { path: 'b.yaml', bytes: enc('policy: b\nscope: {agents: bot}\ndefault: deny\n') },
     ]);
     const validate = compileDocumentSchema({ $ref: '#/components/schemas/Trace' });
@@ -303,10 +336,9 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
       }
     }
     const examplesOf = (method: string, path: string, status: string): number =>
-      Object.values(deref<ResponseObject>(findOperation(method, path).operation.responses![status]!).content ?? {}).reduce(
-        (n, m) => n + Object.keys(m.examples ?? {}).length,
-        0,
-      );
+      Object.values(
+        deref<ResponseObject>(findOperation(method, path).operation.responses![status]!).content ?? {},
+      ).reduce((n, m) => n + Object.keys(m.examples ?? {}).length, 0);
     for (const [m, p, s] of [
       ['post', '/decide', '200'],
       ['post', '/decide', '403'],
@@ -332,7 +364,9 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
       const status = props['status'].const;
       const allowed = (props['code'].enum ?? [props['code'].const]) as (keyof typeof ERRORS)[];
       for (const code of allowed) expect(ERRORS[code]?.status, `${where}: ${code}`).toBe(status);
-      expect(props['type'].enum ?? [props['type'].const], where).toEqual(allowed.map((c) => `urn:gatehouse:problem:${c}`));
+      expect(props['type'].enum ?? [props['type'].const], where).toEqual(
+        allowed.map((c) => `urn:gatehouse:problem:${c}`),
+      );
       pinned++;
     }
     expect(pinned).toBeGreaterThanOrEqual(12);
@@ -356,30 +390,50 @@ describe('openapi.yaml is a sound OpenAPI 3.1 document', () => {
     expect(() => assertMatchesOpenApi('DELETE', '/approvals', 200, 'application/json', {})).toThrow(/no DELETE/);
     expect(() => assertMatchesOpenApi('GET', '/healthz', 404, 'application/json', {})).toThrow(/no 404 response/);
     expect(() => assertMatchesOpenApi('GET', '/healthz', 200, 'text/html', '<p>')).toThrow(/not documented/);
-    expect(() => assertMatchesOpenApi('GET', '/healthz', 200, 'application/json', { status: 'ok', extra: 1 })).toThrow(/does not match/);
+    expect(() => assertMatchesOpenApi('GET', '/healthz', 200, 'application/json', { status: 'ok', extra: 1 })).toThrow(
+      /does not match/,
+    );
     expect(() =>
       assertMatchesOpenApi(
         'POST',
         '/approvals/abc/grant',
         503,
         'application/problem+json',
-        { type: 'urn:gatehouse:problem:unavailable', title: 'A dependency is unavailable', status: 503, detail: 'x', code: 'unavailable' },
+        {
+          type: 'urn:gatehouse:problem:unavailable',
+          title: 'A dependency is unavailable',
+          status: 503,
+          detail: 'x',
+          code: 'unavailable',
+        },
         {},
       ),
     ).toThrow(/Retry-After/);
-    expect(() => assertMatchesOpenApi('GET', '/approvals/abc', 200, 'application/json', { id: 'abc' })).toThrow(/does not match/);
-    const allow = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['AllowDecision']!).value;
-    expect(() => assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'x-content-type-options': 'nosniff' })).toThrow(
-      /Cache-Control is missing/,
+    expect(() => assertMatchesOpenApi('GET', '/approvals/abc', 200, 'application/json', { id: 'abc' })).toThrow(
+      /does not match/,
     );
+    const allow = deref<{ value: Body }>(
+      (openApi.components['examples'] as Record<string, { value: Body }>)['AllowDecision']!,
+    ).value;
     expect(() =>
-      assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }),
+      assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'x-content-type-options': 'nosniff' }),
+    ).toThrow(/Cache-Control is missing/);
+    expect(() =>
+      assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, {
+        'cache-control': 'no-cache',
+        'x-content-type-options': 'nosniff',
+      }),
     ).toThrow(/Cache-Control/);
     expect(() =>
-      assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }),
+      assertMatchesOpenApi('POST', '/decide', 200, 'application/json', allow, {
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+      }),
     ).not.toThrow();
     expect(findOperation('GET', '/approvals?limit=5').path).toBe('/approvals');
-    expect(findOperation('GET', '/approvals/0190c0de-0000-7000-8000-000000000000').params).toEqual({ id: '0190c0de-0000-7000-8000-000000000000' });
+    expect(findOperation('GET', '/approvals/0190c0de-0000-7000-8000-000000000000').params).toEqual({
+      id: '0190c0de-0000-7000-8000-000000000000',
+    });
   });
 });
 
@@ -397,7 +451,11 @@ const DECIDE_SAMPLES: Sample[] = [
   { name: 'tool and args', body: { tool: 'refund', args: { order: 'A1', amount: 120 } }, valid: true },
   { name: 'the README example', body: REFUND, valid: true },
   { name: 'empty args and run', body: { tool: 'github__create_issue', args: {}, run: {} }, valid: true },
-  { name: 'identity-named keys inside args are data', body: { tool: 'lookup_order', args: { user: 'u', team: 't', roles: [] } }, valid: true },
+  {
+    name: 'identity-named keys inside args are data',
+    body: { tool: 'lookup_order', args: { user: 'u', team: 't', roles: [] } },
+    valid: true,
+  },
   {
     name: 'full run view',
     body: {
@@ -416,7 +474,11 @@ const DECIDE_SAMPLES: Sample[] = [
   { name: 'tool of 128 characters', body: { tool: `a${'b'.repeat(127)}` }, valid: true },
   { name: 'tool with every allowed punctuation', body: { tool: '_mcp:server/tool.v1-2' }, valid: true },
   { name: 'approval_id of 64', body: { tool: 'refund', approval_id: '0'.repeat(64) }, valid: true },
-  { name: 'run id of 256 and step tool of 256', body: { tool: 'refund', run: { id: 'r'.repeat(256), steps: [{ tool: 't'.repeat(256) }] } }, valid: true },
+  {
+    name: 'run id of 256 and step tool of 256',
+    body: { tool: 'refund', run: { id: 'r'.repeat(256), steps: [{ tool: 't'.repeat(256) }] } },
+    valid: true,
+  },
   { name: 'no tool', body: {}, valid: false },
   { name: 'empty tool', body: { tool: '' }, valid: false },
   { name: 'tool of 129', body: { tool: 'a'.repeat(129) }, valid: false },
@@ -447,24 +509,55 @@ const DECIDE_SAMPLES: Sample[] = [
   { name: 'run id empty', body: { tool: 'refund', run: { id: '' } }, valid: false },
   { name: 'run id of 257', body: { tool: 'refund', run: { id: 'r'.repeat(257) } }, valid: false },
   { name: 'step without tool', body: { tool: 'refund', run: { steps: [{ decision: 'allow' }] } }, valid: false },
-  { name: 'step with an unknown decision', body: { tool: 'refund', run: { steps: [{ tool: 'a', decision: 'maybe' }] } }, valid: false },
-  { name: 'step with an unknown field', body: { tool: 'refund', run: { steps: [{ tool: 'a', extra: 1 }] } }, valid: false },
+  {
+    name: 'step with an unknown decision',
+    body: { tool: 'refund', run: { steps: [{ tool: 'a', decision: 'maybe' }] } },
+    valid: false,
+  },
+  {
+    name: 'step with an unknown field',
+    body: { tool: 'refund', run: { steps: [{ tool: 'a', extra: 1 }] } },
+    valid: false,
+  },
   { name: 'step tool of 257', body: { tool: 'refund', run: { steps: [{ tool: 't'.repeat(257) }] } }, valid: false },
-  { name: 'step approval_id of 65', body: { tool: 'refund', run: { steps: [{ tool: 'a', approval_id: 'x'.repeat(65) }] } }, valid: false },
+  {
+    name: 'step approval_id of 65',
+    body: { tool: 'refund', run: { steps: [{ tool: 'a', approval_id: 'x'.repeat(65) }] } },
+    valid: false,
+  },
   { name: 'run approval without id', body: { tool: 'refund', run: { approvals: [{ kind: 'k' }] } }, valid: false },
-  { name: 'run approval with an unknown status', body: { tool: 'refund', run: { approvals: [{ id: 'a', status: 'weird' }] } }, valid: false },
-  { name: 'run approval kind of 65', body: { tool: 'refund', run: { approvals: [{ id: 'a', kind: 'k'.repeat(65) }] } }, valid: false },
+  {
+    name: 'run approval with an unknown status',
+    body: { tool: 'refund', run: { approvals: [{ id: 'a', status: 'weird' }] } },
+    valid: false,
+  },
+  {
+    name: 'run approval kind of 65',
+    body: { tool: 'refund', run: { approvals: [{ id: 'a', kind: 'k'.repeat(65) }] } },
+    valid: false,
+  },
   { name: 'empty approval_id', body: { tool: 'refund', approval_id: '' }, valid: false },
   { name: 'approval_id of 65', body: { tool: 'refund', approval_id: 'x'.repeat(65) }, valid: false },
   { name: 'approval_id a number', body: { tool: 'refund', approval_id: 5 }, valid: false },
   { name: 'an array body', body: [], valid: false },
   { name: 'a string body', body: 'refund', valid: false },
   { name: 'a null body', body: null, valid: false },
-  { name: '10001 steps', body: { tool: 'refund', run: { steps: Array.from({ length: 10_001 }, () => ({ tool: 'a' })) } }, valid: false, schemaOnly: true },
-  { name: '10000 steps', body: { tool: 'refund', run: { steps: Array.from({ length: 10_000 }, () => ({ tool: 'a' })) } }, valid: true, schemaOnly: true },
+  {
+    name: '10001 steps',
+    body: { tool: 'refund', run: { steps: Array.from({ length: 10_001 }, () => ({ tool: 'a' })) } },
+    valid: false,
+    schemaOnly: true,
+  },
+  {
+    name: '10000 steps',
+    body: { tool: 'refund', run: { steps: Array.from({ length: 10_000 }, () => ({ tool: 'a' })) } },
+    valid: true,
+    schemaOnly: true,
+  },
 ];
 
-const withApprovalId = (s: Sample): boolean => s.body !== null && typeof s.body === 'object' && !Array.isArray(s.body) && 'approval_id' in s.body;
+const withApprovalId = (s: Sample): boolean =>
+  s.body !== null && typeof s.body === 'object' && !Array.isArray(s.body) && 'approval_id' in s.body;
 
 describe('request schemas: openapi.yaml and the code agree', () => {
   it('DecideRequest is decideBodySchema, keyword for keyword', () => {
@@ -476,8 +569,12 @@ describe('request schemas: openapi.yaml and the code agree', () => {
   });
 
   it('the limits the store enforces are the limits documented', () => {
-    const grant = resolvePointer('#/components/schemas/GrantRequest') as { properties: { note: { maxLength: number } } };
-    const deny = resolvePointer('#/components/schemas/DenyRequest') as { properties: { reason: { maxLength: number } } };
+    const grant = resolvePointer('#/components/schemas/GrantRequest') as {
+      properties: { note: { maxLength: number } };
+    };
+    const deny = resolvePointer('#/components/schemas/DenyRequest') as {
+      properties: { reason: { maxLength: number } };
+    };
     expect(grant.properties.note.maxLength).toBe(LIMITS.note);
     expect(deny.properties.reason.maxLength).toBe(LIMITS.note);
     const limit = parametersFor('get', '/approvals').find((p) => p.name === 'limit')!;
@@ -674,7 +771,12 @@ async function call(t: TestApp, c: Call, status: number): Promise<Body> {
     headers['content-type'] = 'application/json';
   }
   Object.assign(headers, c.headers);
-  const res = await t.app.inject({ method: method as 'GET', url: c.url, headers, ...(payload !== undefined ? { payload } : {}) });
+  const res = await t.app.inject({
+    method: method as 'GET',
+    url: c.url,
+    headers,
+    ...(payload !== undefined ? { payload } : {}),
+  });
   expect(res.statusCode, `${method} ${c.url}: ${res.body.slice(0, 400)}`).toBe(status);
   const body = assertResponseMatchesOpenApi(method, c.url, res);
   if (String(res.headers['content-type']).startsWith('application/problem+json')) {
@@ -752,10 +854,19 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const pending = await createTestApp({ jwks: keys });
     try {
       expect(await keys.start()).toBe(false);
-      expect(await call(pending, { url: '/readyz' }, 503)).toMatchObject({ jwt_keys: 'not_loaded', database: 'not_configured' });
-      for (const { path, method } of openApiOperations().filter((o) => !OPEN_ROUTES.includes(o.path) && !isSigninRoute(o.path))) {
+      expect(await call(pending, { url: '/readyz' }, 503)).toMatchObject({
+        jwt_keys: 'not_loaded',
+        database: 'not_configured',
+      });
+      for (const { path, method } of openApiOperations().filter(
+        (o) => !OPEN_ROUTES.includes(o.path) && !isSigninRoute(o.path),
+      )) {
         const target = path.replace('{id}', randomUUID());
-        const res = await pending.app.inject({ method: method.toUpperCase() as 'GET', url: target, headers: bearer(supportToken()) });
+        const res = await pending.app.inject({
+          method: method.toUpperCase() as 'GET',
+          url: target,
+          headers: bearer(supportToken()),
+        });
         expect(res.statusCode, `${method} ${target}`).toBe(503);
         expect(res.headers['retry-after']).toBe('2');
         assertResponseMatchesOpenApi(method, target, res);
@@ -768,11 +879,17 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
   });
 
   it('POST /decide: the four decisions, redacted reasons, strict bodies', async () => {
-    const lookup = await call(db, { url: '/decide', token: supportToken(), body: { tool: 'lookup_order', args: { order: 'A1' } } }, 200);
+    const lookup = await call(
+      db,
+      { url: '/decide', token: supportToken(), body: { tool: 'lookup_order', args: { order: 'A1' } } },
+      200,
+    );
     expect(lookup.decision).toBe('allow');
     expect(lookup).not.toHaveProperty('approval');
 
-    const example = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['RequireApprovalDecision']!).value;
+    const example = deref<{ value: Body }>(
+      (openApi.components['examples'] as Record<string, { value: Body }>)['RequireApprovalDecision']!,
+    ).value;
     const refund = await call(db, { url: '/decide', token: supportToken(), body: REFUND }, 403);
     expect(refund).toMatchObject({
       decision: 'require_approval',
@@ -782,39 +899,104 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       approval: example.approval,
     });
 
-    expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 80 } } }, 200)).decision).toBe(
-      'allow',
-    );
     expect(
-      (await call(db, { url: '/decide', token: token({ team: 'sales' }), body: { tool: 'refund', args: { order: 'A1', amount: 80 } } }, 403)).decision,
+      (
+        await call(
+          db,
+          { url: '/decide', token: supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 80 } } },
+          200,
+        )
+      ).decision,
+    ).toBe('allow');
+    expect(
+      (
+        await call(
+          db,
+          {
+            url: '/decide',
+            token: token({ team: 'sales' }),
+            body: { tool: 'refund', args: { order: 'A1', amount: 80 } },
+          },
+          403,
+        )
+      ).decision,
     ).toBe('deny');
-    const schema = await call(db, { url: '/decide', token: supportToken(), body: { tool: 'refund', args: { order: 'A1' } } }, 403);
+    const schema = await call(
+      db,
+      { url: '/decide', token: supportToken(), body: { tool: 'refund', args: { order: 'A1' } } },
+      403,
+    );
     expect(schema).toMatchObject({ decision: 'deny', rule: 'payments#tools.refund.schema' });
     expect(schema.message).toContain('Correct the arguments');
-    expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'wipe_orders' } }, 403)).decision).toBe('abort');
+    expect(
+      (await call(db, { url: '/decide', token: supportToken(), body: { tool: 'wipe_orders' } }, 403)).decision,
+    ).toBe('abort');
     const steps = Array.from({ length: 200 }, () => ({ tool: 'lookup_order', decision: 'allow' }));
-    expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'lookup_order', run: { steps } } }, 403)).rule).toBe(
-      'payments#limits.max_calls',
+    expect(
+      (await call(db, { url: '/decide', token: supportToken(), body: { tool: 'lookup_order', run: { steps } } }, 403))
+        .rule,
+    ).toBe('payments#limits.max_calls');
+    const pii = await call(
+      db,
+      {
+        url: '/decide',
+        token: supportToken(),
+        body: { tool: 'send_note', args: { text: 'write to jane@example.com' } },
+      },
+      403,
     );
-    const pii = await call(db, { url: '/decide', token: supportToken(), body: { tool: 'send_note', args: { text: 'write to jane@example.com' } } }, 403);
-    expect(pii).toMatchObject({ decision: 'require_approval', approval: { kind: 'pii', capability: { tool: 'send_note' } } });
+    expect(pii).toMatchObject({
+      decision: 'require_approval',
+      approval: { kind: 'pii', capability: { tool: 'send_note' } },
+    });
     expect(`${pii.reason} ${pii.message}`).not.toContain('jane@example.com');
-    expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'no_such_tool' } }, 403)).decision).toBe('deny');
+    expect(
+      (await call(db, { url: '/decide', token: supportToken(), body: { tool: 'no_such_tool' } }, 403)).decision,
+    ).toBe('deny');
 
     // Every request example of the document, through the real route.
-    for (const [name, ex] of Object.entries(findOperation('post', '/decide').operation.requestBody!.content!['application/json']!.examples!)) {
-      const body = await call(db, { url: '/decide', token: supportToken(), body: deref<{ value: unknown }>(ex).value }, name === 'lookup' ? 200 : 403);
+    for (const [name, ex] of Object.entries(
+      findOperation('post', '/decide').operation.requestBody!.content!['application/json']!.examples!,
+    )) {
+      const body = await call(
+        db,
+        { url: '/decide', token: supportToken(), body: deref<{ value: unknown }>(ex).value },
+        name === 'lookup' ? 200 : 403,
+      );
       expect(body.decision, name).toBe(name === 'lookup' ? 'allow' : 'require_approval');
     }
 
     const bad = await call(
       db,
-      { url: '/decide', token: supportToken(), payload: '{"tool":"a","tool":"b"}', headers: { 'content-type': 'application/json' } },
+      {
+        url: '/decide',
+        token: supportToken(),
+        payload: '{"tool":"a","tool":"b"}',
+        headers: { 'content-type': 'application/json' },
+      },
       400,
     );
     expect(bad.code).toBe('bad_json');
-    await call(db, { url: '/decide', token: supportToken(), payload: '{"tool":"a"} x', headers: { 'content-type': 'application/json' } }, 400);
-    await call(db, { url: '/decide', token: supportToken(), payload: '{"tool":"\\ud800"}', headers: { 'content-type': 'application/json' } }, 400);
+    await call(
+      db,
+      {
+        url: '/decide',
+        token: supportToken(),
+        payload: '{"tool":"a"} x',
+        headers: { 'content-type': 'application/json' },
+      },
+      400,
+    );
+    await call(
+      db,
+      {
+        url: '/decide',
+        token: supportToken(),
+        payload: '{"tool":"\\ud800"}',
+        headers: { 'content-type': 'application/json' },
+      },
+      400,
+    );
     await call(
       db,
       {
@@ -825,15 +1007,37 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       },
       400,
     );
-    await call(db, { url: '/decide', token: supportToken(), payload: '{"tool":"refund"}', headers: { 'content-type': 'text/plain' } }, 415);
     await call(
       db,
-      { url: '/decide', token: supportToken(), payload: '{"tool":"refund"}', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } },
+      {
+        url: '/decide',
+        token: supportToken(),
+        payload: '{"tool":"refund"}',
+        headers: { 'content-type': 'text/plain' },
+      },
       415,
     );
-    await call(db, { url: '/decide', token: supportToken(), body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } }, 413);
-    expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'refund', team: 'support' } }, 422)).code).toBe('identity_in_body');
-    expect((await call(db, { url: '/decide', token: supportToken(), body: { tool: 'réfund' } }, 422)).errors[0].pointer).toBe('/tool');
+    await call(
+      db,
+      {
+        url: '/decide',
+        token: supportToken(),
+        payload: '{"tool":"refund"}',
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      },
+      415,
+    );
+    await call(
+      db,
+      { url: '/decide', token: supportToken(), body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } },
+      413,
+    );
+    expect(
+      (await call(db, { url: '/decide', token: supportToken(), body: { tool: 'refund', team: 'support' } }, 422)).code,
+    ).toBe('identity_in_body');
+    expect(
+      (await call(db, { url: '/decide', token: supportToken(), body: { tool: 'réfund' } }, 422)).errors[0].pointer,
+    ).toBe('/tool');
   });
 
   it('POST /decide and /explain fail closed: 500 with decision deny', async () => {
@@ -843,7 +1047,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       for (const url of ['/decide', '/explain', '/approvals']) {
         const body = await call(
           db,
-          { url, token: url === '/explain' ? supportReaderToken() : supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 120 } } },
+          {
+            url,
+            token: url === '/explain' ? supportReaderToken() : supportToken(),
+            body: { tool: 'refund', args: { order: 'A1', amount: 120 } },
+          },
           500,
         );
         expect(body).toMatchObject({ code: 'internal', decision: 'deny' });
@@ -855,11 +1063,19 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
   });
 
   it('POST /explain needs a policy reader role: an agent gets 403 problem+json, before its body is read', async () => {
-    const example = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['ReaderRoleForbidden']!).value;
+    const example = deref<{ value: Body }>(
+      (openApi.components['examples'] as Record<string, { value: Body }>)['ReaderRoleForbidden']!,
+    ).value;
     expect(await call(db, { url: '/explain', token: supportToken(), body: REFUND }, 403)).toEqual(example);
-    expect((await call(db, { url: '/explain', token: agentToken(), payload: '[', headers: { 'content-type': 'application/json' } }, 403)).code).toBe(
-      'forbidden',
-    );
+    expect(
+      (
+        await call(
+          db,
+          { url: '/explain', token: agentToken(), payload: '[', headers: { 'content-type': 'application/json' } },
+          403,
+        )
+      ).code,
+    ).toBe('forbidden');
     expect((await call(db, { url: '/explain', token: adminToken(), body: REFUND }, 403)).trace).toBeDefined();
   });
 
@@ -868,25 +1084,58 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     expect(refund.trace.files[0].rules.map((r: Body) => r.id)).toContain('refund-support');
     const allow = await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'lookup_order' } }, 200);
     expect(allow.trace.catalogue).toEqual({ entry: 'lookup_*', policy: 'payments', kind: 'read_only', tags: [] });
-    const pii = await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'send_note', args: { to: { email: 'jane@example.com' } } } }, 403);
+    const pii = await call(
+      db,
+      {
+        url: '/explain',
+        token: supportReaderToken(),
+        body: { tool: 'send_note', args: { to: { email: 'jane@example.com' } } },
+      },
+      403,
+    );
     expect(pii.trace.files[0].guards[0].finding).toMatchObject({ kind: 'email' });
-    const failed = await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'refund', args: {} } }, 403);
+    const failed = await call(
+      db,
+      { url: '/explain', token: supportReaderToken(), body: { tool: 'refund', args: {} } },
+      403,
+    );
     expect(failed.trace).toMatchObject({ schema: 'failed', files: [] });
     const vendor = await call(
       db,
-      { url: '/explain', token: supportReaderToken(), body: { tool: 'dispatch_vendor', args: { unitId: 'u', estimateUsd: 2000 } } },
+      {
+        url: '/explain',
+        token: supportReaderToken(),
+        body: { tool: 'dispatch_vendor', args: { unitId: 'u', estimateUsd: 2000 } },
+      },
       403,
     );
     expect(vendor.rule).toBe('vendor-hard-cap');
-    const refused = await call(db, { url: '/explain', token: supportReaderToken(), body: { ...REFUND, approval_id: randomUUID() } }, 422);
+    const refused = await call(
+      db,
+      { url: '/explain', token: supportReaderToken(), body: { ...REFUND, approval_id: randomUUID() } },
+      422,
+    );
     expect(refused.errors).toEqual([{ pointer: '/approval_id', message: 'unknown field' }]);
-    await call(db, { url: '/explain', token: supportReaderToken(), payload: '[', headers: { 'content-type': 'application/json' } }, 400);
     await call(
       db,
-      { url: '/explain', token: supportReaderToken(), payload: 'tool=refund', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+      { url: '/explain', token: supportReaderToken(), payload: '[', headers: { 'content-type': 'application/json' } },
+      400,
+    );
+    await call(
+      db,
+      {
+        url: '/explain',
+        token: supportReaderToken(),
+        payload: 'tool=refund',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      },
       415,
     );
-    await call(db, { url: '/explain', token: supportReaderToken(), body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } }, 413);
+    await call(
+      db,
+      { url: '/explain', token: supportReaderToken(), body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } },
+      413,
+    );
   });
 
   it('POST /explain when two catalogues describe a tool differently: every description, and the one each file answered under', async () => {
@@ -895,7 +1144,10 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       join(dir, 'a.yaml'),
       'policy: a\ndefault: allow\ntools:\n  send_wire: {kind: remote_mutation}\nrules:\n  - {id: no-remote, kinds: [remote_mutation], allow: false}\n',
     );
-    await writeFile(join(dir, 'b.yaml'), 'policy: b\ndefault: allow\ntools:\n  "send_*": {kind: destructive, tags: [money]}\n');
+    await writeFile(
+      join(dir, 'b.yaml'),
+      'policy: b\ndefault: allow\ntools:\n  "send_*": {kind: destructive, tags: [money]}\n',
+    );
     const t = await createTestApp({ policyDir: dir, env: null });
     try {
       const got = await call(t, { url: '/explain', token: supportReaderToken(), body: { tool: 'send_wire' } }, 403);
@@ -923,9 +1175,16 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       expect(builtin).toMatchObject({ decision: 'deny', rule: 'builtin#default', policies: [] });
       expect(builtin.trace.files[0]).toMatchObject({ policy: 'builtin', digest: '', default: 'side_effects' });
       expect((await call(none, { url: '/policies', token: supportReaderToken() }, 200)).files).toEqual([]);
-      const remote = await call(dev, { url: '/decide', token: supportToken(), body: { tool: 'github__create_issue', args: { title: 't' } } }, 403);
+      const remote = await call(
+        dev,
+        { url: '/decide', token: supportToken(), body: { tool: 'github__create_issue', args: { title: 't' } } },
+        403,
+      );
       expect(remote).toMatchObject({ decision: 'require_approval', approval: { kind: 'remote_mutation' } });
-      expect((await call(dev, { url: '/explain', token: supportReaderToken(), body: { tool: 'wipe_orders' } }, 403)).decision).toBe('deny');
+      expect(
+        (await call(dev, { url: '/explain', token: supportReaderToken(), body: { tool: 'wipe_orders' } }, 403))
+          .decision,
+      ).toBe('deny');
     } finally {
       await Promise.all([none.close(), dev.close()]);
       await rm(empty, { recursive: true, force: true });
@@ -933,10 +1192,15 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
   });
 
   it('GET /tools: any caller, its own statuses; the example is the payments policy for team support in prod', async () => {
-    const example = deref<{ value: Body }>((openApi.components['examples'] as Record<string, { value: Body }>)['PaymentsTools']!).value;
+    const example = deref<{ value: Body }>(
+      (openApi.components['examples'] as Record<string, { value: Body }>)['PaymentsTools']!,
+    ).value;
     expect(await call(db, { url: '/tools', token: supportToken() }, 200)).toEqual(example);
     const sales = await call(db, { url: '/tools', token: token({ team: 'sales' }) }, 200);
-    expect(sales.tools.find((t: Body) => t.name === 'refund')).toMatchObject({ status: 'deny', rules: ['payments#default'] });
+    expect(sales.tools.find((t: Body) => t.name === 'refund')).toMatchObject({
+      status: 'deny',
+      rules: ['payments#default'],
+    });
     expect((await call(db, { url: '/tools', token: approverToken() }, 200)).env).toBe('prod');
     const empty = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-tools-'));
     const none = await createTestApp({ policyDir: empty, env: null });
@@ -962,15 +1226,34 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const t = await createTestApp({ policyDir: dir });
     try {
       const before = await call(t, { url: '/policies', token: approverToken() }, 200);
-      expect(before).toMatchObject({ env: 'prod', last_reload_error: null, files: [{ path: 'payments.yaml', policy: 'payments', version: '3' }] });
+      expect(before).toMatchObject({
+        env: 'prod',
+        last_reload_error: null,
+        files: [{ path: 'payments.yaml', policy: 'payments', version: '3' }],
+      });
       expect((await call(t, { url: '/policies', token: adminToken() }, 200)).files).toEqual(before.files);
       expect((await call(t, { url: '/policies', token: agentToken() }, 403)).code).toBe('forbidden');
-      expect(await call(t, { url: '/admin/reload', method: 'POST', token: adminToken() }, 200)).toMatchObject({ reloaded: true });
+      expect(await call(t, { url: '/admin/reload', method: 'POST', token: adminToken() }, 200)).toMatchObject({
+        reloaded: true,
+      });
       await call(t, { url: '/admin/reload', method: 'POST', token: agentToken() }, 403);
       await call(t, { url: '/admin/reload', method: 'POST', token: approverToken() }, 403);
       await call(t, { url: '/admin/reload', token: adminToken(), body: {} }, 200);
-      await call(t, { url: '/admin/reload', token: adminToken(), payload: '{"a":1,"a":2}', headers: { 'content-type': 'application/json' } }, 400);
-      await call(t, { url: '/admin/reload', token: adminToken(), payload: 'reload', headers: { 'content-type': 'text/plain' } }, 415);
+      await call(
+        t,
+        {
+          url: '/admin/reload',
+          token: adminToken(),
+          payload: '{"a":1,"a":2}',
+          headers: { 'content-type': 'application/json' },
+        },
+        400,
+      );
+      await call(
+        t,
+        { url: '/admin/reload', token: adminToken(), payload: 'reload', headers: { 'content-type': 'text/plain' } },
+        415,
+      );
       await call(t, { url: '/admin/reload', token: adminToken(), body: { pad: 'x'.repeat(1_100_000) } }, 413);
 
       await writeFile(join(dir, 'zz-broken.yaml'), 'policy: broken\nrules: [{tools: [], allow: true}]\n');
@@ -981,10 +1264,14 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       expect((await call(t, { url: '/policies', token: approverToken() }, 200)).last_reload_error).not.toBeNull();
       expect((await call(t, { url: '/readyz' }, 503)).policies.reload_error).toBe(true);
       await rm(join(dir, 'zz-broken.yaml'));
-      expect((await call(t, { url: '/admin/reload', method: 'POST', token: adminToken() }, 200)).last_reload_error).toBeNull();
+      expect(
+        (await call(t, { url: '/admin/reload', method: 'POST', token: adminToken() }, 200)).last_reload_error,
+      ).toBeNull();
 
       const reload = vi.spyOn(t.ctx.policies, 'reload').mockRejectedValueOnce(new Error('boom'));
-      expect((await call(t, { url: '/admin/reload', method: 'POST', token: adminToken() }, 500)).detail).not.toContain('boom');
+      expect((await call(t, { url: '/admin/reload', method: 'POST', token: adminToken() }, 500)).detail).not.toContain(
+        'boom',
+      );
       reload.mockRestore();
       const loadedAt = vi.spyOn(t.ctx.policies, 'loadedAt').mockImplementationOnce(() => {
         throw new Error('boom');
@@ -1000,48 +1287,95 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
   it('the approval lifecycle: create, idempotent create, wait, grant, redeem, deny, conflicts', async () => {
     const requester = supportToken('agent-lifecycle');
     const created = await call(db, { url: '/approvals', token: requester, body: REFUND }, 201);
-    expect(created).toMatchObject({ status: 'pending', kind: 'refund_over_cap', capability: { order: 'A1', amount: 120 } });
+    expect(created).toMatchObject({
+      status: 'pending',
+      kind: 'refund_over_cap',
+      capability: { order: 'A1', amount: 120 },
+    });
     const again = await call(db, { url: '/approvals', token: requester, body: REFUND }, 200);
     expect(again.id).toBe(created.id);
-    for (const [name, ex] of Object.entries(findOperation('post', '/approvals').operation.requestBody!.content!['application/json']!.examples!)) {
-      expect((await call(db, { url: '/approvals', token: requester, body: deref<{ value: unknown }>(ex).value }, 200)).id, name).toBe(created.id);
+    for (const [name, ex] of Object.entries(
+      findOperation('post', '/approvals').operation.requestBody!.content!['application/json']!.examples!,
+    )) {
+      expect(
+        (await call(db, { url: '/approvals', token: requester, body: deref<{ value: unknown }>(ex).value }, 200)).id,
+        name,
+      ).toBe(created.id);
     }
 
     // Pending: /decide with the id says where it stands.
-    const pending = await call(db, { url: '/decide', token: requester, body: { ...REFUND, approval_id: created.id } }, 403);
+    const pending = await call(
+      db,
+      { url: '/decide', token: requester, body: { ...REFUND, approval_id: created.id } },
+      403,
+    );
     expect(pending.approval).toMatchObject({ id: created.id, status: 'pending' });
 
     // A long-poll answered by a grant (whichever comes first, the answer is the granted approval).
     const waiting = call(db, { url: `/approvals/${created.id}?wait=30`, token: requester }, 200);
-    const granted = await call(db, { url: `/approvals/${created.id}/grant`, token: approverToken(), body: { note: 'checked the order' } }, 200);
+    const granted = await call(
+      db,
+      { url: `/approvals/${created.id}/grant`, token: approverToken(), body: { note: 'checked the order' } },
+      200,
+    );
     expect(granted).toMatchObject({ status: 'granted', decided_by: 'operator-1', decision_note: 'checked the order' });
     expect((await waiting).status).toBe('granted');
     expect((await call(db, { url: `/approvals/${created.id}?wait=5`, token: requester }, 200)).status).toBe('granted');
 
     // The loser of a second decision gets 409 with the current state.
-    expect((await call(db, { url: `/approvals/${created.id}/grant`, token: approverToken('operator-2') }, 409)).approval.status).toBe('granted');
-    expect((await call(db, { url: `/approvals/${created.id}/deny`, token: approverToken(), body: { reason: 'late' } }, 409)).approval.status).toBe('granted');
+    expect(
+      (await call(db, { url: `/approvals/${created.id}/grant`, token: approverToken('operator-2') }, 409)).approval
+        .status,
+    ).toBe('granted');
+    expect(
+      (await call(db, { url: `/approvals/${created.id}/deny`, token: approverToken(), body: { reason: 'late' } }, 409))
+        .approval.status,
+    ).toBe('granted');
 
     // Redeem once: allow; a second time: require_approval, consumed.
-    const redeemed = await call(db, { url: '/decide', token: requester, body: { ...REFUND, approval_id: created.id } }, 200);
+    const redeemed = await call(
+      db,
+      { url: '/decide', token: requester, body: { ...REFUND, approval_id: created.id } },
+      200,
+    );
     expect(redeemed).toMatchObject({ decision: 'allow', approval: { id: created.id, status: 'consumed' } });
-    const reused = await call(db, { url: '/decide', token: requester, body: { ...REFUND, approval_id: created.id } }, 403);
+    const reused = await call(
+      db,
+      { url: '/decide', token: requester, body: { ...REFUND, approval_id: created.id } },
+      403,
+    );
     expect(reused).toMatchObject({ decision: 'require_approval', approval: { id: created.id, status: 'consumed' } });
     // A changed presentation is a different hash: a new approval is needed.
     const changed = await call(
       db,
-      { url: '/decide', token: requester, body: { ...REFUND, args: { ...REFUND.args, note: 'urgent' }, approval_id: created.id } },
+      {
+        url: '/decide',
+        token: requester,
+        body: { ...REFUND, args: { ...REFUND.args, note: 'urgent' }, approval_id: created.id },
+      },
       403,
     );
     expect(changed.approval.id).toBeUndefined();
 
     // Deny: the operator's reason reaches the model.
-    const second = await call(db, { url: '/approvals', token: requester, body: { tool: 'refund', args: { order: 'B2', amount: 500 } } }, 201);
-    const denied = await call(db, { url: `/approvals/${second.id}/deny`, token: approverToken(), body: { reason: 'already refunded' } }, 200);
+    const second = await call(
+      db,
+      { url: '/approvals', token: requester, body: { tool: 'refund', args: { order: 'B2', amount: 500 } } },
+      201,
+    );
+    const denied = await call(
+      db,
+      { url: `/approvals/${second.id}/deny`, token: approverToken(), body: { reason: 'already refunded' } },
+      200,
+    );
     expect(denied).toMatchObject({ status: 'denied', decision_note: 'already refunded' });
     const refusal = await call(
       db,
-      { url: '/decide', token: requester, body: { tool: 'refund', args: { order: 'B2', amount: 500 }, approval_id: second.id } },
+      {
+        url: '/decide',
+        token: requester,
+        body: { tool: 'refund', args: { order: 'B2', amount: 500 }, approval_id: second.id },
+      },
       403,
     );
     expect(refusal.decision).toBe('deny');
@@ -1049,7 +1383,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     await call(db, { url: `/approvals/${second.id}/grant`, token: approverToken() }, 409);
 
     // The default shape (a guard's approval): capability and presentation are {tool, args}.
-    const pii = await call(db, { url: '/approvals', token: requester, body: { tool: 'send_note', args: { text: 'call +33 6 12 34 56 78' } } }, 201);
+    const pii = await call(
+      db,
+      { url: '/approvals', token: requester, body: { tool: 'send_note', args: { text: 'call +33 6 12 34 56 78' } } },
+      201,
+    );
     expect(pii).toMatchObject({ kind: 'pii', capability: { tool: 'send_note' }, presentation: { tool: 'send_note' } });
     expect(pii.presentation_label).toMatch(/Model-chosen/);
     await call(db, { url: `/approvals/${pii.id}/deny`, token: approverToken() }, 200);
@@ -1057,21 +1395,38 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     // Cancel: the requester withdraws; citing it then says a new approval is needed.
     const third = await call(
       db,
-      { url: '/approvals', token: requester, body: { tool: 'refund', args: { order: 'C3', amount: 500 }, run: { id: 'run-c3' } } },
+      {
+        url: '/approvals',
+        token: requester,
+        body: { tool: 'refund', args: { order: 'C3', amount: 500 }, run: { id: 'run-c3' } },
+      },
       201,
     );
     expect(third.run_id).toBe('run-c3');
     const cited = await call(
       db,
-      { url: '/decide', token: requester, body: { tool: 'refund', args: { order: 'C3', amount: 500 }, approval_id: third.id } },
+      {
+        url: '/decide',
+        token: requester,
+        body: { tool: 'refund', args: { order: 'C3', amount: 500 }, approval_id: third.id },
+      },
       403,
     );
     expect(cited.next).toEqual({ action: 'wait', url: `/approvals/${third.id}?wait=60`, expires_at: third.expires_at });
-    expect(await call(db, { url: `/approvals/${third.id}/cancel`, token: requester }, 200)).toMatchObject({ id: third.id, status: 'cancelled' });
-    expect((await call(db, { url: `/approvals/${third.id}/cancel`, token: requester, body: {} }, 409)).approval.status).toBe('cancelled');
+    expect(await call(db, { url: `/approvals/${third.id}/cancel`, token: requester }, 200)).toMatchObject({
+      id: third.id,
+      status: 'cancelled',
+    });
+    expect(
+      (await call(db, { url: `/approvals/${third.id}/cancel`, token: requester, body: {} }, 409)).approval.status,
+    ).toBe('cancelled');
     const spent = await call(
       db,
-      { url: '/decide', token: requester, body: { tool: 'refund', args: { order: 'C3', amount: 500 }, approval_id: third.id } },
+      {
+        url: '/decide',
+        token: requester,
+        body: { tool: 'refund', args: { order: 'C3', amount: 500 }, approval_id: third.id },
+      },
       403,
     );
     expect(spent).toMatchObject({
@@ -1084,33 +1439,51 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
 
   it('approvals: visibility, roles, self-approval, not found, list and pagination', async () => {
     const mine = supportToken('agent-visibility');
-    const a = await call(db, { url: '/approvals', token: mine, body: { tool: 'refund', args: { order: 'V1', amount: 300 } } }, 201);
-    const b = await call(db, { url: '/approvals', token: mine, body: { tool: 'refund', args: { order: 'V2', amount: 300 } } }, 201);
+    const a = await call(
+      db,
+      { url: '/approvals', token: mine, body: { tool: 'refund', args: { order: 'V1', amount: 300 } } },
+      201,
+    );
+    const b = await call(
+      db,
+      { url: '/approvals', token: mine, body: { tool: 'refund', args: { order: 'V2', amount: 300 } } },
+      201,
+    );
     await call(db, { url: `/approvals/${a.id}`, token: mine }, 200);
     await call(db, { url: `/approvals/${a.id}`, token: approverToken() }, 200);
     await call(db, { url: `/approvals/${a.id}`, token: supportToken('someone-else') }, 404);
     await call(db, { url: `/approvals/${randomUUID()}`, token: approverToken() }, 404);
     await call(db, { url: '/approvals/not-a-uuid', token: approverToken() }, 404);
-    expect((await call(db, { url: `/approvals/${'x'.repeat(65)}`, token: approverToken() }, 400)).errors[0].pointer).toBe('/id');
+    expect(
+      (await call(db, { url: `/approvals/${'x'.repeat(65)}`, token: approverToken() }, 400)).errors[0].pointer,
+    ).toBe('/id');
     await call(db, { url: `/approvals/${a.id}?wait=61`, token: mine }, 400);
     await call(db, { url: `/approvals/${a.id}?since=1`, token: mine }, 400);
     // Refused by the router itself (before authentication), in its own format.
     expect((await call(db, { url: '/approvals/%zz', token: approverToken() }, 400)).code).toBe('bad_request');
-    expect((await call(db, { url: '/approvals/%zz/grant', method: 'POST', token: approverToken() }, 400)).code).toBe('bad_request');
+    expect((await call(db, { url: '/approvals/%zz/grant', method: 'POST', token: approverToken() }, 400)).code).toBe(
+      'bad_request',
+    );
     for (const [method, suffix] of [
       ['GET', ''],
       ['POST', '/grant'],
       ['POST', '/deny'],
       ['POST', '/cancel'],
     ] as const) {
-      expect((await call(db, { url: `/approvals/${'x'.repeat(200)}${suffix}`, method, token: approverToken() }, 414)).code).toBe('uri_too_long');
+      expect(
+        (await call(db, { url: `/approvals/${'x'.repeat(200)}${suffix}`, method, token: approverToken() }, 414)).code,
+      ).toBe('uri_too_long');
     }
 
     // Roles: only approvers decide, never their own request.
     await call(db, { url: `/approvals/${a.id}/grant`, token: mine }, 403);
     await call(db, { url: `/approvals/${a.id}/deny`, token: mine }, 403);
     const selfToken = token({ sub: 'operator-self', team: 'support', roles: ['approver'] });
-    const own = await call(db, { url: '/approvals', token: selfToken, body: { tool: 'refund', args: { order: 'S1', amount: 999 } } }, 201);
+    const own = await call(
+      db,
+      { url: '/approvals', token: selfToken, body: { tool: 'refund', args: { order: 'S1', amount: 999 } } },
+      201,
+    );
     expect((await call(db, { url: `/approvals/${own.id}/grant`, token: selfToken }, 403)).detail).toMatch(/requested/);
     await call(db, { url: `/approvals/${own.id}/deny`, token: selfToken, body: { reason: 'no' } }, 403);
     await call(db, { url: `/approvals/${randomUUID()}/grant`, token: approverToken() }, 404);
@@ -1121,8 +1494,14 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     await call(db, { url: `/approvals/${a.id}/cancel`, token: approverToken() }, 404);
     await call(db, { url: `/approvals/${a.id}/cancel`, token: supportToken('someone-else') }, 404);
     await call(db, { url: `/approvals/${'x'.repeat(65)}/cancel`, token: mine }, 400);
-    expect((await call(db, { url: `/approvals/${a.id}/cancel`, token: mine, body: { reason: 'x' } }, 422)).code).toBe('invalid_body');
-    await call(db, { url: `/approvals/${a.id}/cancel`, token: mine, payload: 'ok', headers: { 'content-type': 'text/plain' } }, 415);
+    expect((await call(db, { url: `/approvals/${a.id}/cancel`, token: mine, body: { reason: 'x' } }, 422)).code).toBe(
+      'invalid_body',
+    );
+    await call(
+      db,
+      { url: `/approvals/${a.id}/cancel`, token: mine, payload: 'ok', headers: { 'content-type': 'text/plain' } },
+      415,
+    );
     await call(
       db,
       {
@@ -1137,27 +1516,81 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     // Bodies of grant and deny.
     for (const verb of ['grant', 'deny']) {
       const field = verb === 'grant' ? 'note' : 'reason';
-      await call(db, { url: `/approvals/${b.id}/${verb}`, token: approverToken(), body: { [field]: 'x'.repeat(2001) } }, 422);
-      const nul = await call(db, { url: `/approvals/${b.id}/${verb}`, token: approverToken(), body: { [field]: 'a\u0000b' } }, 422);
+      await call(
+        db,
+        { url: `/approvals/${b.id}/${verb}`, token: approverToken(), body: { [field]: 'x'.repeat(2001) } },
+        422,
+      );
+      const nul = await call(
+        db,
+        { url: `/approvals/${b.id}/${verb}`, token: approverToken(), body: { [field]: 'a\u0000b' } },
+        422,
+      );
       expect(nul.code).toBe('invalid_body');
       await call(
         db,
-        { url: `/approvals/${b.id}/${verb}`, token: approverToken(), payload: '{"note":"a","note":"b"}', headers: { 'content-type': 'application/json' } },
+        {
+          url: `/approvals/${b.id}/${verb}`,
+          token: approverToken(),
+          payload: '{"note":"a","note":"b"}',
+          headers: { 'content-type': 'application/json' },
+        },
         400,
       );
-      await call(db, { url: `/approvals/${b.id}/${verb}`, token: approverToken(), payload: 'ok', headers: { 'content-type': 'text/plain' } }, 415);
-      await call(db, { url: `/approvals/${b.id}/${verb}`, token: approverToken(), body: { [field]: 'x'.repeat(1_100_000) } }, 413);
+      await call(
+        db,
+        {
+          url: `/approvals/${b.id}/${verb}`,
+          token: approverToken(),
+          payload: 'ok',
+          headers: { 'content-type': 'text/plain' },
+        },
+        415,
+      );
+      await call(
+        db,
+        { url: `/approvals/${b.id}/${verb}`, token: approverToken(), body: { [field]: 'x'.repeat(1_100_000) } },
+        413,
+      );
     }
 
     // POST /approvals: only require_approval creates; the rest is 409 with the decision.
-    expect((await call(db, { url: '/approvals', token: mine, body: { tool: 'lookup_order' } }, 409)).decision).toBe('allow');
-    expect((await call(db, { url: '/approvals', token: mine, body: { tool: 'wipe_orders' } }, 409)).decision).toBe('abort');
-    expect((await call(db, { url: '/approvals', token: mine, body: { tool: 'refund', args: {} } }, 409)).decision).toBe('deny');
-    expect((await call(db, { url: '/approvals', token: mine, body: { ...REFUND, approval_id: a.id } }, 422)).errors[0].pointer).toBe('/approval_id');
-    expect((await call(db, { url: '/approvals', token: mine, body: { tool: 'refund', roles: ['approver'] } }, 422)).code).toBe('identity_in_body');
-    await call(db, { url: '/approvals', token: mine, payload: '{"tool":', headers: { 'content-type': 'application/json' } }, 400);
-    await call(db, { url: '/approvals', token: mine, payload: '{"tool":"refund"}', headers: { 'content-type': 'application/json; charset=latin1' } }, 415);
-    await call(db, { url: '/approvals', token: mine, body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } }, 413);
+    expect((await call(db, { url: '/approvals', token: mine, body: { tool: 'lookup_order' } }, 409)).decision).toBe(
+      'allow',
+    );
+    expect((await call(db, { url: '/approvals', token: mine, body: { tool: 'wipe_orders' } }, 409)).decision).toBe(
+      'abort',
+    );
+    expect((await call(db, { url: '/approvals', token: mine, body: { tool: 'refund', args: {} } }, 409)).decision).toBe(
+      'deny',
+    );
+    expect(
+      (await call(db, { url: '/approvals', token: mine, body: { ...REFUND, approval_id: a.id } }, 422)).errors[0]
+        .pointer,
+    ).toBe('/approval_id');
+    expect(
+      (await call(db, { url: '/approvals', token: mine, body: { tool: 'refund', roles: ['approver'] } }, 422)).code,
+    ).toBe('identity_in_body');
+    await call(
+      db,
+      { url: '/approvals', token: mine, payload: '{"tool":', headers: { 'content-type': 'application/json' } },
+      400,
+    );
+    await call(
+      db,
+      {
+        url: '/approvals',
+        token: mine,
+        payload: '{"tool":"refund"}',
+        headers: { 'content-type': 'application/json; charset=latin1' },
+      },
+      415,
+    );
+    await call(
+      db,
+      { url: '/approvals', token: mine, body: { tool: 'refund', args: { blob: 'x'.repeat(1_100_000) } } },
+      413,
+    );
 
     // Lists: own for agents, everything for approvers, newest first, keyset pages.
     const own2 = await call(db, { url: '/approvals', token: mine }, 200);
@@ -1165,14 +1598,20 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const page1 = await call(db, { url: '/approvals?limit=1', token: approverToken() }, 200);
     expect(page1.items).toHaveLength(1);
     expect(page1.next_cursor).toEqual(expect.any(String));
-    const page2 = await call(db, { url: `/approvals?limit=1&cursor=${encodeURIComponent(page1.next_cursor)}`, token: approverToken() }, 200);
+    const page2 = await call(
+      db,
+      { url: `/approvals?limit=1&cursor=${encodeURIComponent(page1.next_cursor)}`, token: approverToken() },
+      200,
+    );
     expect(page2.items[0].id).not.toBe(page1.items[0].id);
     expect(
-      (await call(db, { url: '/approvals?status=pending&tool=refund&limit=200', token: approverToken() }, 200)).items.every(
-        (x: Body) => x.status === 'pending' && x.tool === 'refund',
-      ),
+      (
+        await call(db, { url: '/approvals?status=pending&tool=refund&limit=200', token: approverToken() }, 200)
+      ).items.every((x: Body) => x.status === 'pending' && x.tool === 'refund'),
     ).toBe(true);
-    expect((await call(db, { url: '/approvals?cursor=bm9wZQ', token: mine }, 400)).errors).toEqual([{ pointer: '/cursor', message: 'invalid_cursor' }]);
+    expect((await call(db, { url: '/approvals?cursor=bm9wZQ', token: mine }, 400)).errors).toEqual([
+      { pointer: '/cursor', message: 'invalid_cursor' },
+    ]);
     await call(db, { url: '/approvals?limit=0', token: mine }, 400);
     await call(db, { url: '/approvals?status=open', token: mine }, 400);
   });
@@ -1182,39 +1621,77 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     try {
       await call(capped, { url: '/approvals', token: supportToken('agent-cap'), body: REFUND }, 201);
       const other = { ...REFUND, args: { ...REFUND.args, order: 'A2' } };
-      expect((await call(capped, { url: '/approvals', token: supportToken('agent-cap'), body: other }, 429)).code).toBe('too_many_pending');
+      expect((await call(capped, { url: '/approvals', token: supportToken('agent-cap'), body: other }, 429)).code).toBe(
+        'too_many_pending',
+      );
     } finally {
       await capped.close();
     }
   });
 
   it('Idempotency-Key: 429 with Retry-After past IDEMPOTENCY_MAX_KEYS, on /usage, /decide and POST /approvals', async () => {
-    const capped = await createTestApp({ policyDir: 'test/cases/budgets', env: null, database: true, keyCaps: { maxKeys: 1, maxBytes: 1_048_576 } });
-    const agent = token({ sub: `keys-${randomUUID().slice(0, 8)}`, team: 'support', agent: 'bot', roles: ['usage_reporter'] });
+    const capped = await createTestApp({
+      policyDir: 'test/cases/budgets',
+      env: null,
+      database: true,
+      keyCaps: { maxKeys: 1, maxBytes: 1_048_576 },
+    });
+    const agent = token({
+      sub: `keys-${randomUUID().slice(0, 8)}`,
+      team: 'support',
+      agent: 'bot',
+      roles: ['usage_reporter'],
+    });
     const key = (): Record<string, string> => ({ 'idempotency-key': randomUUID() });
     try {
       await call(capped, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 200);
-      expect((await call(capped, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 429)).code).toBe('too_many_idempotency_keys');
+      expect(
+        (await call(capped, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 429)).code,
+      ).toBe('too_many_idempotency_keys');
       const refund = (amount: number) => ({ tool: 'refund', args: { order: 'K1', amount } });
-      expect((await call(capped, { url: '/decide', token: agent, body: refund(1), headers: key() }, 429)).code).toBe('too_many_idempotency_keys');
-      expect((await call(capped, { url: '/approvals', token: agent, body: refund(5000), headers: key() }, 429)).code).toBe('too_many_idempotency_keys');
+      expect((await call(capped, { url: '/decide', token: agent, body: refund(1), headers: key() }, 429)).code).toBe(
+        'too_many_idempotency_keys',
+      );
+      expect(
+        (await call(capped, { url: '/approvals', token: agent, body: refund(5000), headers: key() }, 429)).code,
+      ).toBe('too_many_idempotency_keys');
     } finally {
       await capped.close();
     }
   });
 
   it('approvals: 413 past APPROVAL_MAX_BYTES, 409 recently_denied within DENIED_COOLDOWN, 429 past MAX_WAITS_PER_CALLER', async () => {
-    const bounded = await createTestApp({ database: true, approvalMaxBytes: 256, deniedCooldownMs: 60_000, maxWaitsPerCaller: 1 });
+    const bounded = await createTestApp({
+      database: true,
+      approvalMaxBytes: 256,
+      deniedCooldownMs: 60_000,
+      maxWaitsPerCaller: 1,
+    });
     try {
       const big = { ...REFUND, args: { ...REFUND.args, note: 'n'.repeat(300) } };
-      expect((await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: big }, 413)).code).toBe('approval_too_large');
-      const { id } = (await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: REFUND }, 201)) as { id: string };
-      const waiting = bounded.app.inject({ method: 'GET', url: `/approvals/${id}?wait=30`, headers: bearer(supportToken('agent-b')) });
-      for (let i = 0; i < 500 && bounded.ctx.approvals!.waiter.size === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-      expect((await call(bounded, { url: `/approvals/${id}?wait=30`, token: supportToken('agent-b') }, 429)).code).toBe('too_many_waits');
+      expect((await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: big }, 413)).code).toBe(
+        'approval_too_large',
+      );
+      const { id } = (await call(
+        bounded,
+        { url: '/approvals', token: supportToken('agent-b'), body: REFUND },
+        201,
+      )) as { id: string };
+      const waiting = bounded.app.inject({
+        method: 'GET',
+        url: `/approvals/${id}?wait=30`,
+        headers: bearer(supportToken('agent-b')),
+      });
+      for (let i = 0; i < 500 && bounded.ctx.approvals!.waiter.size === 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect((await call(bounded, { url: `/approvals/${id}?wait=30`, token: supportToken('agent-b') }, 429)).code).toBe(
+        'too_many_waits',
+      );
       await call(bounded, { url: `/approvals/${id}/deny`, token: approverToken(), body: { reason: 'no' } }, 200);
       expect((await waiting).statusCode).toBe(200);
-      expect((await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: REFUND }, 409)).code).toBe('recently_denied');
+      expect((await call(bounded, { url: '/approvals', token: supportToken('agent-b'), body: REFUND }, 409)).code).toBe(
+        'recently_denied',
+      );
     } finally {
       await bounded.close();
     }
@@ -1283,13 +1760,20 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
   it('GET /approvals/stream: the stream opens with `ready`; refusals are problems', async () => {
     const port = await listenLoopback(db.app);
     const abort = new AbortController();
-    const res = await fetch(`http://127.0.0.1:${port}/approvals/stream`, { headers: bearer(approverToken()), signal: abort.signal });
+    const res = await fetch(`http://127.0.0.1:${port}/approvals/stream`, {
+      headers: bearer(approverToken()),
+      signal: abort.signal,
+    });
     const reader = res.body!.getReader();
     let text = '';
     while (!text.includes('event: ready\n')) text += new TextDecoder().decode((await reader.read()).value);
     abort.abort();
     expect(text).toBe('retry: 2000\n\nevent: ready\ndata: {}\n\n');
-    assertResponseMatchesOpenApi('GET', '/approvals/stream', { statusCode: res.status, headers: Object.fromEntries(res.headers), body: text });
+    assertResponseMatchesOpenApi('GET', '/approvals/stream', {
+      statusCode: res.status,
+      headers: Object.fromEntries(res.headers),
+      body: text,
+    });
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     covered.add('get /approvals/stream 200');
 
@@ -1328,7 +1812,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       roles: [],
       can: { decide: false, read_policies: false, reload: false },
     });
-    expect((await call(plain, { url: '/me', token: adminToken() }, 200)).can).toEqual({ decide: false, read_policies: true, reload: true });
+    expect((await call(plain, { url: '/me', token: adminToken() }, 200)).can).toEqual({
+      decide: false,
+      read_policies: true,
+      reload: true,
+    });
     await call(plain, { url: '/me?x=1', token: supportToken() }, 400);
   });
 
@@ -1336,14 +1824,28 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const requester = supportToken('agent-filters');
     const made = [];
     for (const order of ['F1', 'F2', 'F3']) {
-      made.push(await call(db, { url: '/approvals', token: requester, body: { tool: 'refund', args: { order, amount: 300 } } }, 201));
+      made.push(
+        await call(
+          db,
+          { url: '/approvals', token: requester, body: { tool: 'refund', args: { order, amount: 300 } } },
+          201,
+        ),
+      );
     }
     const denied = await call(
       db,
-      { url: `/approvals/${made[1].id}/deny`, token: approverToken(), body: { note: 'for the record', message: 'not this one' } },
+      {
+        url: `/approvals/${made[1].id}/deny`,
+        token: approverToken(),
+        body: { note: 'for the record', message: 'not this one' },
+      },
       200,
     );
-    expect(denied).toMatchObject({ status: 'denied', decision_note: 'for the record', decision_message: 'not this one' });
+    expect(denied).toMatchObject({
+      status: 'denied',
+      decision_note: 'for the record',
+      decision_message: 'not this one',
+    });
     const q = 'requester=agent-filters&kind=refund_over_cap&tool=refund&order=oldest&count=true&limit=2';
     const first = await call(db, { url: `/approvals?${q}`, token: approverToken() }, 200);
     expect(first.items.map((a: Body) => a.id)).toEqual([made[0].id, made[1].id]);
@@ -1352,13 +1854,19 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     expect(second.items.map((a: Body) => a.id)).toEqual([made[2].id]);
     // The history, and a search: the requester sees its own, without the note.
     const history = await call(db, { url: '/approvals?decided=true&q=F2', token: requester }, 200);
-    expect(history.items).toEqual([expect.objectContaining({ id: made[1].id, decision_note: null, decision_message: 'not this one' })]);
-    expect((await call(db, { url: '/approvals?q=for the record', token: requester }, 200)).items).toEqual([]);
-    expect((await call(db, { url: '/approvals?q=for the record', token: approverToken() }, 200)).items.map((a: Body) => a.id)).toEqual([made[1].id]);
-    // A cursor continues the order it was issued for.
-    expect((await call(db, { url: `/approvals?cursor=${first.next_cursor}`, token: approverToken() }, 400)).errors).toEqual([
-      { pointer: '/cursor', message: 'invalid_cursor' },
+    expect(history.items).toEqual([
+      expect.objectContaining({ id: made[1].id, decision_note: null, decision_message: 'not this one' }),
     ]);
+    expect((await call(db, { url: '/approvals?q=for the record', token: requester }, 200)).items).toEqual([]);
+    expect(
+      (await call(db, { url: '/approvals?q=for the record', token: approverToken() }, 200)).items.map(
+        (a: Body) => a.id,
+      ),
+    ).toEqual([made[1].id]);
+    // A cursor continues the order it was issued for.
+    expect(
+      (await call(db, { url: `/approvals?cursor=${first.next_cursor}`, token: approverToken() }, 400)).errors,
+    ).toEqual([{ pointer: '/cursor', message: 'invalid_cursor' }]);
   });
 
   it('GET /admin/webhooks: the endpoints, the counts and a page of deliveries (role admin); 400, 403, 500, 503', async () => {
@@ -1375,7 +1883,9 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     ];
     const hooked = await createTestApp({ database: true, webhooks: { endpoints, worker: false } });
     try {
-      const filed = (await call(hooked, { url: '/approvals', token: supportToken(), body: REFUND }, 201)) as { id: string };
+      const filed = (await call(hooked, { url: '/approvals', token: supportToken(), body: REFUND }, 201)) as {
+        id: string;
+      };
       const listed = await call(hooked, { url: '/admin/webhooks?status=pending', token: adminToken() }, 200);
       expect(listed).toMatchObject({ pending: 2, failed: 0, next_cursor: null });
       expect(listed.endpoints.map((e: Body) => [e.name, e.origin, e.pending])).toEqual([
@@ -1389,7 +1899,11 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       ]);
       const page = await call(hooked, { url: '/admin/webhooks?status=pending&limit=1', token: adminToken() }, 200);
       expect(page.items).toHaveLength(1);
-      const rest = await call(hooked, { url: `/admin/webhooks?status=pending&limit=1&cursor=${page.next_cursor}`, token: adminToken() }, 200);
+      const rest = await call(
+        hooked,
+        { url: `/admin/webhooks?status=pending&limit=1&cursor=${page.next_cursor}`, token: adminToken() },
+        200,
+      );
       expect(rest).toMatchObject({ items: [{ id: listed.items[1].id }], next_cursor: null });
       expect((await call(hooked, { url: '/admin/webhooks', token: adminToken() }, 200)).items).toEqual([]); // failed, by default
       await call(hooked, { url: '/admin/webhooks', token: approverToken() }, 403);
@@ -1399,7 +1913,12 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       }
       await call(plain, { url: '/admin/webhooks', token: adminToken() }, 503);
       const outbox = hooked.ctx.webhooks!.outbox;
-      const spies = [vi.spyOn(outbox, 'counts').mockRejectedValueOnce(new StoreUnavailableError('deadline')).mockRejectedValueOnce(new Error('boom'))];
+      const spies = [
+        vi
+          .spyOn(outbox, 'counts')
+          .mockRejectedValueOnce(new StoreUnavailableError('deadline'))
+          .mockRejectedValueOnce(new Error('boom')),
+      ];
       try {
         await call(hooked, { url: '/admin/webhooks', token: adminToken() }, 503);
         expect((await call(hooked, { url: '/admin/webhooks', token: adminToken() }, 500)).detail).not.toContain('boom');
@@ -1415,13 +1934,23 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const store = await createTestDatabase();
     const stored = await createTestApp({ database: store, logArgs: true, decisionStore: { sql: store.sql } });
     try {
-      await call(stored, { method: 'POST', url: '/decide', token: supportToken(), body: { tool: 'refund', args: { order: 'A1', amount: 120 } } }, 403);
+      await call(
+        stored,
+        {
+          method: 'POST',
+          url: '/decide',
+          token: supportToken(),
+          body: { tool: 'refund', args: { order: 'A1', amount: 120 } },
+        },
+        403,
+      );
       await stored.writer!.flush();
       const auditor = token({ sub: 'auditor-1', roles: ['auditor'] });
       const page = await call(stored, { url: '/decisions', token: auditor }, 200);
       expect(page.items).toHaveLength(1);
       await call(stored, { url: '/decisions?decision=allow&limit=1', token: adminToken() }, 200);
-      for (const query of ['since=yesterday', 'other=1', 'limit=0', 'cursor=x']) await call(stored, { url: `/decisions?${query}`, token: auditor }, 400);
+      for (const query of ['since=yesterday', 'other=1', 'limit=0', 'cursor=x'])
+        await call(stored, { url: `/decisions?${query}`, token: auditor }, 400);
       await call(stored, { url: '/decisions', token: approverToken() }, 403);
       await call(db, { url: '/decisions', token: adminToken() }, 404);
       // A table that is gone is a fault, not a dependency down: 500, the database's words kept out.
@@ -1437,9 +1966,14 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     // Earlier cases filed approvals on this database.
     const stats = await call(db, { url: '/approvals/stats', token: approverToken() }, 200);
     expect(stats.rules.length).toBeGreaterThan(0);
-    await call(db, { url: `/approvals/stats?since=${encodeURIComponent(new Date(0).toISOString())}`, token: adminToken() }, 200);
+    await call(
+      db,
+      { url: `/approvals/stats?since=${encodeURIComponent(new Date(0).toISOString())}`, token: adminToken() },
+      200,
+    );
     await call(db, { url: '/approvals/stats', token: supportToken() }, 403);
-    for (const query of ['since=yesterday', 'other=1']) await call(db, { url: `/approvals/stats?${query}`, token: approverToken() }, 400);
+    for (const query of ['since=yesterday', 'other=1'])
+      await call(db, { url: `/approvals/stats?${query}`, token: approverToken() }, 400);
     await call(plain, { url: '/approvals/stats', token: approverToken() }, 503);
     const spy = vi.spyOn(db.ctx.approvals!.store, 'stats').mockRejectedValueOnce(new Error('boom'));
     try {
@@ -1454,7 +1988,12 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const offline = await createTestApp({ policyDir: 'test/cases/budgets', env: null });
     const key = (k = randomUUID()): Record<string, string> => ({ 'idempotency-key': k });
     // A runtime that reports its spend (USAGE_ROLE).
-    const agent = token({ sub: `budget-${randomUUID().slice(0, 8)}`, team: 'support', agent: 'bot', roles: ['usage_reporter'] });
+    const agent = token({
+      sub: `budget-${randomUUID().slice(0, 8)}`,
+      team: 'support',
+      agent: 'bot',
+      roles: ['usage_reporter'],
+    });
     const reader = token({ sub: 'reader-b', team: 'support', agent: 'bot', roles: ['approver'] });
     const refund = (amount: number) => ({ tool: 'refund', args: { order: 'A1', amount } });
     try {
@@ -1473,19 +2012,47 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       await call(counted, { url: '/budgets?limit=0', token: adminToken() }, 400);
       await call(counted, { url: '/budgets?page=2', token: agent }, 400);
 
-      const recorded = await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1.5 }, headers: key() }, 200);
+      const recorded = await call(
+        counted,
+        { url: '/usage', token: agent, body: { tool: 'llm', usd: 1.5 }, headers: key() },
+        200,
+      );
       expect(recorded.recorded[0]).toMatchObject({ id: 'model-spend', counted: 1.5 });
-      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1.5, run: { id: 'r1' } }, headers: key() }, 200);
+      await call(
+        counted,
+        { url: '/usage', token: agent, body: { tool: 'llm', usd: 1.5, run: { id: 'r1' } }, headers: key() },
+        200,
+      );
       await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 } }, 400);
-      await call(counted, { url: '/usage', token: agent, payload: '{"tool":', headers: { 'content-type': 'application/json', ...key() } }, 400);
-      await call(counted, { url: '/usage', token: agent, payload: 'x', headers: { 'content-type': 'text/plain', ...key() } }, 415);
-      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1, pad: 'x'.repeat(1_100_000) }, headers: key() }, 413);
+      await call(
+        counted,
+        { url: '/usage', token: agent, payload: '{"tool":', headers: { 'content-type': 'application/json', ...key() } },
+        400,
+      );
+      await call(
+        counted,
+        { url: '/usage', token: agent, payload: 'x', headers: { 'content-type': 'text/plain', ...key() } },
+        415,
+      );
+      await call(
+        counted,
+        { url: '/usage', token: agent, body: { tool: 'llm', usd: 1, pad: 'x'.repeat(1_100_000) }, headers: key() },
+        413,
+      );
       await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: '1' }, headers: key() }, 422);
       await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 101 }, headers: key() }, 422);
       await call(counted, { url: '/usage', token: reader, body: { tool: 'llm', usd: 1 }, headers: key() }, 403);
-      await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1, for: { user: 'u2' } }, headers: key() }, 403);
+      await call(
+        counted,
+        { url: '/usage', token: agent, body: { tool: 'llm', usd: 1, for: { user: 'u2' } }, headers: key() },
+        403,
+      );
       const billing = token({ sub: 'billing', roles: ['usage_billing'] });
-      const forOther = await call(counted, { url: '/usage', token: billing, body: { tool: 'llm', usd: 2, for: { user: 'u2' } }, headers: key() }, 200);
+      const forOther = await call(
+        counted,
+        { url: '/usage', token: billing, body: { tool: 'llm', usd: 2, for: { user: 'u2' } }, headers: key() },
+        200,
+      );
       expect(forOther).toMatchObject({ for: { user: 'u2' }, recorded: [{ id: 'model-spend', counted: 2 }] });
       const reused = randomUUID();
       await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key(reused) }, 200);
@@ -1499,10 +2066,17 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       }
       // A run-scoped max_usd budget needs the report's run id.
       const dir = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-usage-'));
-      await writeFile(join(dir, 'u.yaml'), 'policy: u\ndefault: allow\nbudgets:\n  - {id: per-run-spend, tools: llm, max_usd: 5, per: day, scope: run}\n');
+      await writeFile(
+        join(dir, 'u.yaml'),
+        'policy: u\ndefault: allow\nbudgets:\n  - {id: per-run-spend, tools: llm, max_usd: 5, per: day, scope: run}\n',
+      );
       const runs = await createTestApp({ policyDir: dir, env: null, database: true });
       try {
-        const lost = await call(runs, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 422);
+        const lost = await call(
+          runs,
+          { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() },
+          422,
+        );
         expect(lost).toMatchObject({ code: 'usage_unattributable', errors: [{ pointer: '/run' }] });
       } finally {
         await runs.close();
@@ -1514,7 +2088,10 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       await call(offline, { url: '/budgets', token: agent }, 503);
       await call(offline, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 503);
       const store = counted.ctx.limits!.store;
-      const spies = [vi.spyOn(store, 'read').mockRejectedValueOnce(new Error('boom')), vi.spyOn(store, 'record').mockRejectedValueOnce(new Error('boom'))];
+      const spies = [
+        vi.spyOn(store, 'read').mockRejectedValueOnce(new Error('boom')),
+        vi.spyOn(store, 'record').mockRejectedValueOnce(new Error('boom')),
+      ];
       try {
         await call(counted, { url: '/budgets', token: agent }, 500);
         await call(counted, { url: '/usage', token: agent, body: { tool: 'llm', usd: 1 }, headers: key() }, 500);
@@ -1527,14 +2104,21 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
   });
 
   it('the webhooks of the document (the bodies receivers get) are sound: their examples validate', () => {
-    const webhooks = (openApi as unknown as { webhooks: Record<string, { post: { requestBody: { content: Record<string, MediaTypeObject> } } }> }).webhooks;
+    const webhooks = (
+      openApi as unknown as {
+        webhooks: Record<string, { post: { requestBody: { content: Record<string, MediaTypeObject> } } }>;
+      }
+    ).webhooks;
     expect(Object.keys(webhooks).sort()).toEqual(['approvalEvent', 'slackMessage']);
     let count = 0;
     for (const [name, item] of Object.entries(webhooks)) {
       for (const media of Object.values(item.post.requestBody.content)) {
         const validate = compileDocumentSchema(media.schema!);
         for (const [ex, value] of Object.entries(media.examples ?? {})) {
-          expect(validate(deref<{ value: unknown }>(value).value), `${name} ${ex}: ${JSON.stringify(validate.errors)}`).toBe(true);
+          expect(
+            validate(deref<{ value: unknown }>(value).value),
+            `${name} ${ex}: ${JSON.stringify(validate.errors)}`,
+          ).toBe(true);
           count++;
         }
       }
@@ -1545,7 +2129,9 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
   it('every documented status of every operation was seen', () => {
     const documented = openApiOperations()
       .filter(({ path }) => !isSigninRoute(path))
-      .flatMap(({ path, method, operation }) => Object.keys(operation.responses ?? {}).map((s) => `${method} ${path} ${s}`));
+      .flatMap(({ path, method, operation }) =>
+        Object.keys(operation.responses ?? {}).map((s) => `${method} ${path} ${s}`),
+      );
     expect(documented.filter((d) => !covered.has(d))).toEqual([]);
     expect([...covered].filter((c) => !documented.includes(c) && !isSigninRoute(c.split(' ')[1]!))).toEqual([]);
   });

@@ -8,7 +8,11 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/process.js';
 
-const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string; exports: Record<string, unknown> };
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  name: string;
+  version: string;
+  exports: Record<string, unknown>;
+};
 
 const SKIP_DIRS = new Set(['node_modules', 'dist', '.git', '.data', 'coverage']);
 const TEXT = /\.(md|ts|mts|mjs|js|json|ya?ml|toml|sh|txt|html)$|^(Dockerfile|run)$/;
@@ -29,21 +33,31 @@ function textFiles(dir = ROOT): string[] {
 const RUNNER = String.raw`\b(?:npx|npm\s+exec|pnpm\s+(?:dlx|exec)|yarn\s+dlx|bunx)\s+(?:-{1,2}[\w-]+(?:=\S+)?\s+)*`;
 /** What may not appear, each with why. */
 const RULES: { why: string; pattern: RegExp }[] = [
-  { why: 'a runner given the bare name gatehouse (another project’s package)', pattern: new RegExp(`${RUNNER}gatehouse(?![\\w-])`, 'g') },
+  {
+    why: 'a runner given the bare name gatehouse (another project’s package)',
+    pattern: new RegExp(`${RUNNER}gatehouse(?![\\w-])`, 'g'),
+  },
   {
     why: 'an MCP configuration running npx with the bare name gatehouse',
     pattern: /"command"\s*:\s*"(?:npx|bunx)"\s*,\s*"args"\s*:\s*\[\s*(?:"-[^"]*"\s*,\s*)*"gatehouse(?:@[^"]*)?"/g,
   },
   { why: 'a runner given this package without its version', pattern: new RegExp(`${RUNNER}gatehouse-pdp(?!@)`, 'g') },
-  { why: 'an MCP configuration naming this package without its version', pattern: /"args"\s*:\s*\[[^\]]*"gatehouse-pdp"/g },
-  { why: 'a configuration command that is the bare command name (a PATH lookup, which may find nothing)', pattern: /"command"\s*:\s*"gatehouse[\s"]/g },
+  {
+    why: 'an MCP configuration naming this package without its version',
+    pattern: /"args"\s*:\s*\[[^\]]*"gatehouse-pdp"/g,
+  },
+  {
+    why: 'a configuration command that is the bare command name (a PATH lookup, which may find nothing)',
+    pattern: /"command"\s*:\s*"gatehouse[\s"]/g,
+  },
 ];
 
 function findings(text: string): string[] {
   const found: string[] = [];
   for (const { why, pattern } of RULES) for (const m of text.matchAll(pattern)) found.push(`${why}: ${m[0]}`);
   for (const m of text.matchAll(/gatehouse-pdp@([\w.+-]*\w)/g)) {
-    if (m[1] !== manifest.version) found.push(`gatehouse-pdp@${m[1]}, not the version of package.json (${manifest.version})`);
+    if (m[1] !== manifest.version)
+      found.push(`gatehouse-pdp@${m[1]}, not the version of package.json (${manifest.version})`);
   }
   for (const m of text.matchAll(/(?:from\s+|import\(\s*)['"](gatehouse[\w-]*)(\/[\w-]+)?['"]/g)) {
     if (m[1] !== manifest.name || !Object.hasOwn(manifest.exports, `.${m[2] ?? ''}`))
@@ -66,7 +80,9 @@ describe('command lines in the repository', () => {
     expect(findings(`import { createClient } from '${manifest.name}/nope';`)).toHaveLength(1);
     // What the docs write.
     expect(findings(`npx -y ${manifest.name}@${manifest.version} hook claude-code`)).toEqual([]);
-    expect(findings(`{"command": "npx", "args": ["-y", "${manifest.name}@${manifest.version}", "mcp-proxy"]}`)).toEqual([]);
+    expect(findings(`{"command": "npx", "args": ["-y", "${manifest.name}@${manifest.version}", "mcp-proxy"]}`)).toEqual(
+      [],
+    );
     expect(findings(`"command": "/usr/local/bin/gatehouse hook claude-code"`)).toEqual([]);
     expect(findings(`import { gateTools } from '${manifest.name}/ai-sdk';`)).toEqual([]);
     expect(findings('$ gatehouse check policies --env prod')).toEqual([]);
@@ -75,7 +91,15 @@ describe('command lines in the repository', () => {
   it('README, docs, policies, src help texts, tests and scripts run only this package', () => {
     const files = textFiles();
     // The walk reaches what it must.
-    for (const f of ['README.md', 'docs/cli.md', 'docs/mcp.md', 'docs/claude-code.md', 'src/service.ts', 'src/cli/token.ts', 'Dockerfile']) {
+    for (const f of [
+      'README.md',
+      'docs/cli.md',
+      'docs/mcp.md',
+      'docs/claude-code.md',
+      'src/service.ts',
+      'src/cli/token.ts',
+      'Dockerfile',
+    ]) {
       expect(files).toContain(f);
     }
     const problems = files.flatMap((f) => findings(readFileSync(join(ROOT, f), 'utf8')).map((p) => `${f}: ${p}`));

@@ -26,11 +26,17 @@ const manifest = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) 
 /** The environment without npm's own variables: run from `npm test`, npm_config_local_prefix would point a nested npm at this checkout. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^npm_/i.test(k) && !/^(POLICY_|NODE_ENV$|DATABASE_URL$|JWT_)/.test(k)) env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (!/^npm_/i.test(k) && !/^(POLICY_|NODE_ENV$|DATABASE_URL$|JWT_)/.test(k)) env[k] = v;
   return { ...env, ...extra };
 }
 
-function run(file: string, args: string[], cwd: string, timeout = 120_000): Promise<{ code: number; out: string; err: string }> {
+function run(
+  file: string,
+  args: string[],
+  cwd: string,
+  timeout = 120_000,
+): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
     execFile(file, args, { cwd, env: cleanEnv(), timeout, maxBuffer: 64 << 20 }, (err, out, errOut) => {
       resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, out, err: errOut });
@@ -57,7 +63,12 @@ beforeAll(async () => {
   await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   // The adapters' SDKs are optional peers: a consumer of those subpaths installs them.
   const peers = ['ai', '@openai/agents'].map((p) => `${p}@${manifest.devDependencies[p]}`);
-  const install = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(dir, packed.filename), ...peers], project, 240_000);
+  const install = await run(
+    'npm',
+    ['install', '--prefer-offline', '--no-audit', '--no-fund', join(dir, packed.filename), ...peers],
+    project,
+    240_000,
+  );
   expect(install.code, install.err).toBe(0);
   bin = join(project, 'node_modules', '.bin', 'gatehouse');
 }, 300_000);
@@ -96,9 +107,12 @@ describe('the package', () => {
         entry,
       ).toBe(true);
     for (const target of Object.values(manifest.exports)) {
-      for (const file of typeof target === 'string' ? [target] : [target.types, target.default]) expect(paths).toContain(file.replace(/^\.\//, ''));
+      for (const file of typeof target === 'string' ? [target] : [target.types, target.default])
+        expect(paths).toContain(file.replace(/^\.\//, ''));
     }
-    expect(paths.filter((p) => /^(src|test|bench|scripts|docs|\.data|node_modules|\.ci)\//.test(p) || p === 'Dockerfile')).toEqual([]);
+    expect(
+      paths.filter((p) => /^(src|test|bench|scripts|docs|\.data|node_modules|\.ci)\//.test(p) || p === 'Dockerfile'),
+    ).toEqual([]);
   });
 
   it('installed from the tarball, `gatehouse` runs from node_modules/.bin: --version and check', async () => {
@@ -116,11 +130,20 @@ describe('the package', () => {
   it('installed, `gatehouse serve` migrates a new database and serves /decide, /openapi.yaml and /ui', async () => {
     db = await createTestDatabase({ migrate: false });
     server = await startServer(
-      { DATABASE_URL: db.url, JWT_SECRET: SECRET, POLICY_DIR: join(ROOT, EXAMPLE_POLICIES), POLICY_ENV: 'prod', NODE_ENV: 'production' },
+      {
+        DATABASE_URL: db.url,
+        JWT_SECRET: SECRET,
+        POLICY_DIR: join(ROOT, EXAMPLE_POLICIES),
+        POLICY_ENV: 'prod',
+        NODE_ENV: 'production',
+      },
       60_000,
       { cli: bin, cwd: project },
     );
-    const decided = await callJson(server.base, 'POST', '/decide', token({ sub: 'agent-1', team: 'support' }), { tool: 'lookup_order', args: { order: 'A1' } });
+    const decided = await callJson(server.base, 'POST', '/decide', token({ sub: 'agent-1', team: 'support' }), {
+      tool: 'lookup_order',
+      args: { order: 'A1' },
+    });
     expect(decided.status).toBe(200);
     expect(decided.body).toMatchObject({ decision: 'allow', rule: 'lookups' });
     const openapi = await fetch(`${server.base}/openapi.yaml`);
@@ -152,7 +175,15 @@ describe('the package', () => {
     await writeFile(
       join(project, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: true, types: [] },
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: [],
+        },
         files: ['use.ts'],
       }),
     );
@@ -168,6 +199,8 @@ describe('the package', () => {
     );
     const tsc = await run(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], project);
     expect(tsc, `${tsc.out}${tsc.err}`).toMatchObject({ code: 0 });
-    expect((await stat(join(project, 'node_modules', manifest.name, 'dist', 'client', 'index.d.ts'))).isFile()).toBe(true);
+    expect((await stat(join(project, 'node_modules', manifest.name, 'dist', 'client', 'index.d.ts'))).isFile()).toBe(
+      true,
+    );
   });
 });

@@ -13,9 +13,13 @@ describe.each(dirs)('%s', (dir) => {
     const { results, properties, problems } = await runPolicyTests(dir);
     expect(problems.map(formatProblem)).toEqual([]);
     expect(results.length + properties.length).toBeGreaterThan(0);
-    const failures = results.filter((r) => r.failures.length > 0).map((r) => `${r.case.name}: ${r.failures.join('; ')}`);
+    const failures = results
+      .filter((r) => r.failures.length > 0)
+      .map((r) => `${r.case.name}: ${r.failures.join('; ')}`);
     expect(failures).toEqual([]);
-    const broken = properties.flatMap((p) => p.failures.map((f) => `${p.property.name} (${f.target}): ${f.problem ?? JSON.stringify(f.counterexample)}`));
+    const broken = properties.flatMap((p) =>
+      p.failures.map((f) => `${p.property.name} (${f.target}): ${f.problem ?? JSON.stringify(f.counterexample)}`),
+    );
     expect(broken).toEqual([]);
   });
 });

@@ -5,7 +5,16 @@
 import { describe, expect, it } from 'vitest';
 import { parseJson } from '../../src/json/parse.js';
 import type { JsonObject } from '../../src/json/value.js';
-import { equals, isNull, member, memberOf, negate, nullMemberOf, order, type Truth } from '../../src/policy/condition/compare.js';
+import {
+  equals,
+  isNull,
+  member,
+  memberOf,
+  negate,
+  nullMemberOf,
+  order,
+  type Truth,
+} from '../../src/policy/condition/compare.js';
 import { compileCondition } from '../../src/policy/condition/compile.js';
 import { ExactNumber } from '../../src/policy/condition/values.js';
 import { on } from '../helpers/condition.js';
@@ -149,7 +158,8 @@ describe('member and memberOf', () => {
   });
 
   it('memberOf is undecidable unless the right side is an array', () => {
-    for (const notArray of [undefined, null, 'a', 1, {}, { 0: 'a', length: 1 }]) expect(memberOf('a', notArray)).toBe(U);
+    for (const notArray of [undefined, null, 'a', 1, {}, { 0: 'a', length: 1 }])
+      expect(memberOf('a', notArray)).toBe(U);
   });
 });
 
@@ -179,7 +189,8 @@ describe('nullMemberOf (the literal null in a path)', () => {
 });
 
 describe('through the condition language: `not` never turns an undecidable member test into an allow', () => {
-  const ev = (source: string, json: string): Truth => compileCondition(source).evaluate(on(parseJson(json) as JsonObject));
+  const ev = (source: string, json: string): Truth =>
+    compileCondition(source).evaluate(on(parseJson(json) as JsonObject));
 
   it.each<[string, string, Truth]>([
     ['not (x in arr)', '{"x":null,"arr":[{}]}', U],

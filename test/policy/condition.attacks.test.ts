@@ -94,7 +94,14 @@ function codeUnitCmp(a: string, b: string): number {
 function refOrd(op: OrderOp, l: Val, r: Val): Truth {
   const lk = refKind(l);
   if ((lk !== 'number' && lk !== 'string') || lk !== refKind(r)) return U;
-  const c = lk === 'number' ? ((l as number) < (r as number) ? -1 : (l as number) > (r as number) ? 1 : 0) : codeUnitCmp(l as string, r as string);
+  const c =
+    lk === 'number'
+      ? (l as number) < (r as number)
+        ? -1
+        : (l as number) > (r as number)
+          ? 1
+          : 0
+      : codeUnitCmp(l as string, r as string);
   return op === '<' ? c < 0 : op === '<=' ? c <= 0 : op === '>' ? c > 0 : c >= 0;
 }
 
@@ -115,7 +122,11 @@ function refEval(c: Cond, args: JsonObject): Truth {
       return c.v;
     case 'eq': {
       const t =
-        c.l.k === 'lit' && c.l.v === null ? refIsNull(read(c.r)) : c.r.k === 'lit' && c.r.v === null ? refIsNull(read(c.l)) : refEq(read(c.l), read(c.r));
+        c.l.k === 'lit' && c.l.v === null
+          ? refIsNull(read(c.r))
+          : c.r.k === 'lit' && c.r.v === null
+            ? refIsNull(read(c.l))
+            : refEq(read(c.l), read(c.r));
       return c.op === '==' ? t : kNot(t);
     }
     case 'ord':
@@ -188,7 +199,9 @@ function renderMin(c: Cond, outer: 0 | 1 | 2 = 0): string {
 
 const NAMES = ['a', 'b', 'n', 's', 'flag', 'items', 'obj', '__proto__', 'constructor'];
 const INDEXES = ['0', '1', '2'];
-const segsArb = fc.tuple(fc.constantFrom(...NAMES), fc.array(fc.constantFrom(...NAMES, ...INDEXES), { maxLength: 2 })).map(([h, t]) => [h, ...t]);
+const segsArb = fc
+  .tuple(fc.constantFrom(...NAMES), fc.array(fc.constantFrom(...NAMES, ...INDEXES), { maxLength: 2 }))
+  .map(([h, t]) => [h, ...t]);
 const pathArb = segsArb.map((segs): Operand => ({ k: 'path', segs }));
 
 const NUMBERS = [0, -0, 1, -1, 2, 2.5, -0.5, 100, 1e21, 1e-7, 9007199254740993, 0.1];
@@ -198,8 +211,14 @@ const CHARS = ['a', 'b', 'A', ' ', '"', "'", '\\', '\n', '\u0000', 'é', '\uFFFF
 const strArb = fc.array(fc.constantFrom(...CHARS), { maxLength: 3 }).map((cs) => cs.join(''));
 const litArb: fc.Arbitrary<Lit> = fc.oneof(fc.constant(null), fc.boolean(), numArb, strArb);
 const orderLitArb: fc.Arbitrary<Lit> = fc.oneof(numArb, strArb);
-const operandArb = fc.oneof({ weight: 3, arbitrary: pathArb }, { weight: 2, arbitrary: litArb.map((v): Operand => ({ k: 'lit', v })) });
-const orderOperandArb = fc.oneof({ weight: 3, arbitrary: pathArb }, { weight: 2, arbitrary: orderLitArb.map((v): Operand => ({ k: 'lit', v })) });
+const operandArb = fc.oneof(
+  { weight: 3, arbitrary: pathArb },
+  { weight: 2, arbitrary: litArb.map((v): Operand => ({ k: 'lit', v })) },
+);
+const orderOperandArb = fc.oneof(
+  { weight: 3, arbitrary: pathArb },
+  { weight: 2, arbitrary: orderLitArb.map((v): Operand => ({ k: 'lit', v })) },
+);
 
 /** Two operands, at least one of them a path (two constants do not compile). */
 function pairArb(side: fc.Arbitrary<Operand>): fc.Arbitrary<[Operand, Operand]> {
@@ -211,12 +230,18 @@ const condArb: fc.Arbitrary<Cond> = fc.letrec<{ c: Cond }>((tie) => ({
     { depthSize: 'small', withCrossShrink: true },
     segsArb.map((segs): Cond => ({ k: 'bare', segs })),
     fc.boolean().map((v): Cond => ({ k: 'const', v })),
-    fc.tuple(fc.constantFrom('==' as const, '!=' as const), pairArb(operandArb)).map(([op, [l, r]]): Cond => ({ k: 'eq', op, l, r })),
-    fc.tuple(fc.constantFrom<OrderOp>('<', '<=', '>', '>='), pairArb(orderOperandArb)).map(([op, [l, r]]): Cond => ({ k: 'ord', op, l, r })),
+    fc
+      .tuple(fc.constantFrom('==' as const, '!=' as const), pairArb(operandArb))
+      .map(([op, [l, r]]): Cond => ({ k: 'eq', op, l, r })),
+    fc
+      .tuple(fc.constantFrom<OrderOp>('<', '<=', '>', '>='), pairArb(orderOperandArb))
+      .map(([op, [l, r]]): Cond => ({ k: 'ord', op, l, r })),
     fc.tuple(segsArb, fc.array(litArb, { maxLength: 4 })).map(([x, items]): Cond => ({ k: 'inList', x, items })),
     fc.tuple(operandArb, segsArb).map(([x, arr]): Cond => ({ k: 'inPath', x, arr })),
     tie('c').map((c): Cond => ({ k: 'not', c })),
-    fc.tuple(fc.constantFrom('and' as const, 'or' as const), fc.array(tie('c'), { minLength: 2, maxLength: 3 })).map(([k, cs]): Cond => ({ k, cs })),
+    fc
+      .tuple(fc.constantFrom('and' as const, 'or' as const), fc.array(tie('c'), { minLength: 2, maxLength: 3 }))
+      .map(([k, cs]): Cond => ({ k, cs })),
   ),
 })).c;
 
@@ -310,7 +335,8 @@ function compileOrError(source: string): CompiledCondition | ConditionError {
   try {
     return compileCondition(source);
   } catch (err) {
-    if (!(err instanceof ConditionError)) throw new Error(`not a ConditionError for ${JSON.stringify(source)}: ${String(err)}`);
+    if (!(err instanceof ConditionError))
+      throw new Error(`not a ConditionError for ${JSON.stringify(source)}: ${String(err)}`);
     expect(['syntax', 'type', 'secret_path', 'too_long', 'too_deep']).toContain(err.code);
     expect(Number.isInteger(err.column)).toBe(true);
     expect(err.column).toBeGreaterThanOrEqual(1);

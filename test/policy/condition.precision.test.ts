@@ -134,17 +134,27 @@ describe('where a tool reading doubles and the exact value disagree: undecidable
   it('explain says the two readings disagree, without quoting the number', () => {
     const why = (source: string, json: string): string => compileCondition(source).explain(on(body(json))).why;
     const disagree = 'but a different number as written; the two readings disagree';
-    expect(why('to in [9007199254740992]', '{"to":9007199254740993}')).toBe(`undecidable: \`to\` is the same double as a number in the list ${disagree}`);
-    expect(why('amount >= 1e18', '{"amount":999999999999999999.99}')).toBe(`undecidable: \`amount\` is the same double as the literal ${disagree}`);
-    expect(why('1e18 <= amount', '{"amount":999999999999999999.99}')).toBe(`undecidable: \`amount\` is the same double as the literal ${disagree}`);
-    expect(why('a < b', '{"a":9007199254740992,"b":9007199254740993}')).toBe(`undecidable: \`a\` is the same double as \`b\` ${disagree}`);
+    expect(why('to in [9007199254740992]', '{"to":9007199254740993}')).toBe(
+      `undecidable: \`to\` is the same double as a number in the list ${disagree}`,
+    );
+    expect(why('amount >= 1e18', '{"amount":999999999999999999.99}')).toBe(
+      `undecidable: \`amount\` is the same double as the literal ${disagree}`,
+    );
+    expect(why('1e18 <= amount', '{"amount":999999999999999999.99}')).toBe(
+      `undecidable: \`amount\` is the same double as the literal ${disagree}`,
+    );
+    expect(why('a < b', '{"a":9007199254740992,"b":9007199254740993}')).toBe(
+      `undecidable: \`a\` is the same double as \`b\` ${disagree}`,
+    );
     expect(why('x in ids', '{"x":9007199254740992,"ids":["a",9007199254740993]}')).toBe(
       'undecidable: `x` is a number, and `ids` holds a string', // the first element that could not be compared
     );
     expect(why('x in ids', '{"x":9007199254740992,"ids":[1,9007199254740993,"a"]}')).toBe(
       `undecidable: \`x\` is the same double as a number in \`ids\` ${disagree}`,
     );
-    expect(why('9007199254740992 in ids', '{"ids":[9007199254740993]}')).toBe(`undecidable: \`ids\` holds the same double as the literal ${disagree}`);
+    expect(why('9007199254740992 in ids', '{"ids":[9007199254740993]}')).toBe(
+      `undecidable: \`ids\` holds the same double as the literal ${disagree}`,
+    );
     for (const [source, json] of [
       ['to in [9007199254740992]', '{"to":9007199254740993}'],
       ['amount >= 1e18', '{"amount":999999999999999999.99}'],
@@ -161,7 +171,19 @@ describe('a number without an exact value is undecidable against its own double'
   const args = body(`{"n":${ABSURD},"ns":[${ABSURD}],"mixed":[${ABSURD},5],"zero":0e99999999999999999999}`);
 
   it('where the doubles are equal, in every comparison, as a comparison across types is', () => {
-    for (const source of ['n > 0', 'n < 0', 'n == 0', 'n != 0', 'n in [0, 1]', 'n in ["a"]', 'n in ns', '0 in ns', '0 in mixed', 'n == zero', 'zero == n']) {
+    for (const source of [
+      'n > 0',
+      'n < 0',
+      'n == 0',
+      'n != 0',
+      'n in [0, 1]',
+      'n in ["a"]',
+      'n in ns',
+      '0 in ns',
+      '0 in mixed',
+      'n == zero',
+      'zero == n',
+    ]) {
       expect(ev(source, args), source).toBe(U);
     }
   });
@@ -205,7 +227,12 @@ describe('a number without an exact value is undecidable against its own double'
 
 describe('literals at load', () => {
   it('compile when a double cannot hold them, and keep their exact value', () => {
-    for (const source of ['a == 1234567890123456789', 'a > 2e-324', 'a in [0.1, 9007199254740993]', 'a < 1.00000000000000000001']) {
+    for (const source of [
+      'a == 1234567890123456789',
+      'a > 2e-324',
+      'a in [0.1, 9007199254740993]',
+      'a < 1.00000000000000000001',
+    ]) {
       expect(() => compileCondition(source), source).not.toThrow();
     }
     // The exact value tells a plain 1 from the literal, whose double is 1: the readings disagree.
@@ -219,9 +246,15 @@ describe('literals at load', () => {
 
   it('are printed in explanations as written, not as their nearest double', () => {
     const c = compileCondition('channel_id in [1234567890123456789, 1e2]');
-    expect(c.explain(on(body('{"channel_id":1234567890123457024}'))).why).toBe('channel_id in [1234567890123456789, 1e2] is false');
-    expect(c.explain(on(body('{"channel_id":1234567890123456789}'))).why).toBe('channel_id in [1234567890123456789, 1e2] is true');
-    expect(compileCondition('wei > 1.0e18').explain(on(body('{"wei":1000000000000000128}'))).why).toBe('wei > 1.0e18 is true');
+    expect(c.explain(on(body('{"channel_id":1234567890123457024}'))).why).toBe(
+      'channel_id in [1234567890123456789, 1e2] is false',
+    );
+    expect(c.explain(on(body('{"channel_id":1234567890123456789}'))).why).toBe(
+      'channel_id in [1234567890123456789, 1e2] is true',
+    );
+    expect(compileCondition('wei > 1.0e18').explain(on(body('{"wei":1000000000000000128}'))).why).toBe(
+      'wei > 1.0e18 is true',
+    );
   });
 
   it("are still refused out of a double's range, and refused with an exponent too long to compare", () => {
@@ -234,9 +267,17 @@ describe('literals at load', () => {
       }
       throw new Error(`expected ${source} to be refused`);
     };
-    expect(refusal('a == 1e400')).toMatchObject({ code: 'syntax', column: 6, message: expect.stringMatching(/too large/) as unknown });
+    expect(refusal('a == 1e400')).toMatchObject({
+      code: 'syntax',
+      column: 6,
+      message: expect.stringMatching(/too large/) as unknown,
+    });
     expect(refusal('a == -1e400')).toMatchObject({ code: 'syntax', column: 6 });
-    expect(refusal(`a > ${ABSURD}`)).toMatchObject({ code: 'syntax', column: 5, message: expect.stringMatching(/exponent .*too long/) as unknown });
+    expect(refusal(`a > ${ABSURD}`)).toMatchObject({
+      code: 'syntax',
+      column: 5,
+      message: expect.stringMatching(/exponent .*too long/) as unknown,
+    });
     expect(refusal(`a in [1, ${ABSURD}]`)).toMatchObject({ code: 'syntax', column: 10 });
     // A zero is zero whatever its exponent.
     expect(ev('a == 0e99999999999999999999', { a: 0 })).toBe(true);
@@ -343,7 +384,10 @@ describe('property: parsed numbers compare as doubles and as written; where the 
   // doubles differ, the answer is the double comparison, which the exact values order the same way
   // (rounding is monotonic). (2) Where the doubles are equal and the values as written differ, it is
   // undecidable; where both are equal, == holds.
-  const num = fc.record({ m: fc.bigInt({ min: -(10n ** 25n), max: 10n ** 25n }), e: fc.integer({ min: -30, max: 30 }) });
+  const num = fc.record({
+    m: fc.bigInt({ min: -(10n ** 25n), max: 10n ** 25n }),
+    e: fc.integer({ min: -30, max: 30 }),
+  });
   const spell = (n: { m: bigint; e: number }, style: number): string => {
     if (style === 0 || n.e === 0) return `${n.m}e${n.e}`;
     if (n.m === 0n) return '0.0'; // not 000: JSON and conditions refuse leading zeros

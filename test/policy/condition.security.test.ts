@@ -15,10 +15,25 @@ function withProto(value: JsonValue, rest: JsonObject = {}): JsonObject {
 }
 
 describe('only own properties are readable', () => {
-  const inherited = ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', '__defineGetter__'];
+  const inherited = [
+    'constructor',
+    'toString',
+    '__proto__',
+    'hasOwnProperty',
+    'valueOf',
+    'isPrototypeOf',
+    '__defineGetter__',
+  ];
 
   it.each(inherited)('%s is MISSING on an ordinary object', (name) => {
-    for (const source of [`${name} == null`, `${name} != null`, name, `${name} == "x"`, `x in ${name}`, `${name}.name == "Object"`]) {
+    for (const source of [
+      `${name} == null`,
+      `${name} != null`,
+      name,
+      `${name} == "x"`,
+      `x in ${name}`,
+      `${name}.name == "Object"`,
+    ]) {
       expect(compileCondition(source).evaluate(on({ x: 1 })), source).toBe(U);
       expect(compileCondition(source).explain(on({ x: 1 })).why, source).toContain(`\`${name}`);
     }
@@ -81,16 +96,28 @@ describe('only own properties are readable', () => {
 });
 
 describe('nothing can be called', () => {
-  it.each(['f(x)', 'a.b()', 'constructor.constructor("return 1")()', 'toString()', 'a.toString() == "x"', 'eval("1")', 'x == import("fs")'])(
-    '%s is refused at load',
-    (source) => {
-      expect(() => compileCondition(source)).toThrow(ConditionError);
-    },
-  );
+  it.each([
+    'f(x)',
+    'a.b()',
+    'constructor.constructor("return 1")()',
+    'toString()',
+    'a.toString() == "x"',
+    'eval("1")',
+    'x == import("fs")',
+  ])('%s is refused at load', (source) => {
+    expect(() => compileCondition(source)).toThrow(ConditionError);
+  });
 
   it('input that looks like code is only data', () => {
     const c = compileCondition('name == "bob"');
-    for (const evil of ["') || true || ('", '${x}', '" || true || "', 'bob" or true or "', '`${process.exit(1)}`', '__proto__']) {
+    for (const evil of [
+      "') || true || ('",
+      '${x}',
+      '" || true || "',
+      'bob" or true or "',
+      '`${process.exit(1)}`',
+      '__proto__',
+    ]) {
       expect(c.evaluate(on({ name: evil }))).toBe(false);
       expect(c.explain(on({ name: evil })).why).not.toContain(evil);
     }
@@ -110,12 +137,19 @@ describe('bounds', () => {
   });
 
   it('refuses deep nesting without a RangeError', () => {
-    for (const source of ['('.repeat(2000) + 'a' + ')'.repeat(2000), 'not '.repeat(1000) + 'a', '['.repeat(4000), '(not '.repeat(800)]) {
+    for (const source of [
+      '('.repeat(2000) + 'a' + ')'.repeat(2000),
+      'not '.repeat(1000) + 'a',
+      '['.repeat(4000),
+      '(not '.repeat(800),
+    ]) {
       const err = captureError(() => compileCondition(source));
       expect(err, source.slice(0, 20)).toBeInstanceOf(ConditionError);
       expect(['too_deep', 'too_long', 'syntax']).toContain((err as ConditionError).code);
     }
-    expect((captureError(() => compileCondition('('.repeat(2000) + 'a' + ')'.repeat(2000))) as ConditionError).code).toBe('too_deep');
+    expect(
+      (captureError(() => compileCondition('('.repeat(2000) + 'a' + ')'.repeat(2000))) as ConditionError).code,
+    ).toBe('too_deep');
   });
 
   it('evaluates a long flat junction without deep recursion', () => {
@@ -133,7 +167,9 @@ describe('bounds', () => {
     expect(compileCondition('deep.d.d.d != null').evaluate(on(args))).toBe(true);
     expect(compileCondition('5 in wide').evaluate(on(args))).toBe(true);
     expect(compileCondition('big > "w"').evaluate(on(args))).toBe(true);
-    expect(compileCondition('deep == 1').explain(on(args)).why).toBe('undecidable: `deep` is an object, compared with a number');
+    expect(compileCondition('deep == 1').explain(on(args)).why).toBe(
+      'undecidable: `deep` is an object, compared with a number',
+    );
   });
 });
 
@@ -166,7 +202,18 @@ describe('evaluation fails closed', () => {
 
   it('values JSON cannot hold are undecidable, not compared', () => {
     const weird = { n: Number.NaN, i: Number.POSITIVE_INFINITY, f: () => 1, u: undefined } as unknown as JsonObject;
-    for (const source of ['n == n', 'n != 1', 'n > 1', 'i > 1', 'f == null', 'u == null', 'n == null', 'f', 'n in [1]', '1 in f']) {
+    for (const source of [
+      'n == n',
+      'n != 1',
+      'n > 1',
+      'i > 1',
+      'f == null',
+      'u == null',
+      'n == null',
+      'f',
+      'n in [1]',
+      '1 in f',
+    ]) {
       expect(compileCondition(source).evaluate(on(weird)), source).toBe(U);
     }
   });
@@ -185,7 +232,10 @@ describe('evaluation fails closed', () => {
 const NAMES = ['a', 'b', 'c', 'items', 'x', 'n', '__proto__', 'constructor', 'toString', 'length', '0', '1'];
 const segment = fc.constantFrom(...NAMES);
 const pathArb = fc
-  .tuple(fc.constantFrom('a', 'b', 'c', 'items', 'x', 'n', '__proto__', 'constructor', 'toString'), fc.array(segment, { maxLength: 3 }))
+  .tuple(
+    fc.constantFrom('a', 'b', 'c', 'items', 'x', 'n', '__proto__', 'constructor', 'toString'),
+    fc.array(segment, { maxLength: 3 }),
+  )
   .map(([head, rest]) => [head, ...rest].join('.'));
 const stringLit = fc.string({ maxLength: 6 }).map((s) => JSON.stringify(s));
 const numberLit = fc
@@ -200,7 +250,9 @@ const conditionArb: fc.Arbitrary<string> = fc.letrec<{ cond: string }>((tie) => 
     { depthSize: 'small', withCrossShrink: true },
     pathArb,
     fc.constantFrom('true', 'false'),
-    fc.tuple(pathArb, fc.constantFrom('==', '!=', '<', '<=', '>', '>='), operand).map(([l, op, r]) => `${l} ${op} ${r}`),
+    fc
+      .tuple(pathArb, fc.constantFrom('==', '!=', '<', '<=', '>', '>='), operand)
+      .map(([l, op, r]) => `${l} ${op} ${r}`),
     fc.tuple(operand, fc.oneof(listLit, pathArb)).map(([l, r]) => `${l} in ${r}`),
     tie('cond').map((c) => `not ${c}`),
     tie('cond').map((c) => `(${c})`),
@@ -224,7 +276,9 @@ const jsonValue: fc.Arbitrary<JsonValue> = fc.letrec<{ v: JsonValue }>((tie) => 
   ),
 })).v;
 // JSON.parse makes `__proto__` an own data property; go through it so the property test covers that.
-const argsArb = fc.dictionary(fc.constantFrom(...NAMES), jsonValue, { maxKeys: 8 }).map((o) => JSON.parse(JSON.stringify(o)) as JsonObject);
+const argsArb = fc
+  .dictionary(fc.constantFrom(...NAMES), jsonValue, { maxKeys: 8 })
+  .map((o) => JSON.parse(JSON.stringify(o)) as JsonObject);
 
 function tryCompile(source: string): CompiledCondition | null {
   try {

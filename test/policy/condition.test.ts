@@ -94,7 +94,12 @@ describe('compile errors', () => {
     ['a in (b == 1)', 'type', 7, /right side of `in`/],
     // bounds
     ['a'.repeat(4097), 'too_long', 4097, /at most 4096 characters/],
-    ['a in [' + Array.from({ length: 1025 }, () => '1').join(',') + ']', 'too_long', 6 + 1024 * 2 + 1, /at most 1024 items/],
+    [
+      'a in [' + Array.from({ length: 1025 }, () => '1').join(',') + ']',
+      'too_long',
+      6 + 1024 * 2 + 1,
+      /at most 1024 items/,
+    ],
     ['('.repeat(65) + 'a' + ')'.repeat(65), 'too_deep', 65, /at most 64 deep/],
     ['not '.repeat(65) + 'a', 'too_deep', 257, /at most 64 deep/],
     ['(not '.repeat(33) + 'a' + ')'.repeat(33), 'too_deep', 32 * 5 + 1, /at most 64 deep/],
@@ -213,7 +218,10 @@ describe('the examples of docs/spec.md', () => {
     expect(c.evaluate(on({}))).toBe(U);
     expect(c.explain(on({ amount: 150 }))).toEqual({ truth: true, why: 'amount > 100 is true' });
     expect(c.explain(on({}))).toEqual({ truth: U, why: 'undecidable: `amount` is missing' });
-    expect(c.explain(on({ amount: 'lots' }))).toEqual({ truth: U, why: 'undecidable: `amount` is a string, compared with a number' });
+    expect(c.explain(on({ amount: 'lots' }))).toEqual({
+      truth: U,
+      why: 'undecidable: `amount` is a string, compared with a number',
+    });
   });
   it('country in ["FR", "DE"]', () => {
     const c = compileCondition('country in ["FR", "DE"]');
@@ -232,8 +240,12 @@ describe('the examples of docs/spec.md', () => {
     expect(c.evaluate(on({ order: { total: 50 } }))).toBe(U);
     expect(c.explain(on({ order: { total: 49 } })).why).toBe('order.total >= 50 is false');
     expect(c.explain(on({ order: { total: 50 } })).why).toBe('undecidable: `express` is missing');
-    expect(c.explain(on({ order: { total: 50 }, express: 1 })).why).toBe('undecidable: `express` is a number, not a boolean');
-    expect(c.explain(on({ order: { total: 60 }, express: false })).why).toBe('order.total >= 50 is true; express is false');
+    expect(c.explain(on({ order: { total: 50 }, express: 1 })).why).toBe(
+      'undecidable: `express` is a number, not a boolean',
+    );
+    expect(c.explain(on({ order: { total: 60 }, express: false })).why).toBe(
+      'order.total >= 50 is true; express is false',
+    );
   });
   it('note == null', () => {
     const c = compileCondition('note == null');
@@ -415,11 +427,21 @@ describe('in', () => {
   });
 
   it('explains undecidable membership without values', () => {
-    expect(compileCondition('x in tags').explain(on({ x: 'c', tags: 'abc' })).why).toBe('undecidable: `tags` is a string, not an array');
-    expect(compileCondition('x in tags').explain(on({ x: 'c', tags: [1] })).why).toBe('undecidable: `x` is a string, and `tags` holds a number');
-    expect(compileCondition('x in [1, "2"]').explain(on({ x: 3 })).why).toBe('undecidable: `x` is a number, and the list holds a string');
-    expect(compileCondition('x in [1]').explain(on({ x: {} })).why).toMatch(/^undecidable: `x` is an object; `in` tests/);
-    expect(compileCondition('"c" in tags').explain(on({ tags: [1] })).why).toBe('undecidable: `tags` holds a number, compared with a string');
+    expect(compileCondition('x in tags').explain(on({ x: 'c', tags: 'abc' })).why).toBe(
+      'undecidable: `tags` is a string, not an array',
+    );
+    expect(compileCondition('x in tags').explain(on({ x: 'c', tags: [1] })).why).toBe(
+      'undecidable: `x` is a string, and `tags` holds a number',
+    );
+    expect(compileCondition('x in [1, "2"]').explain(on({ x: 3 })).why).toBe(
+      'undecidable: `x` is a number, and the list holds a string',
+    );
+    expect(compileCondition('x in [1]').explain(on({ x: {} })).why).toMatch(
+      /^undecidable: `x` is an object; `in` tests/,
+    );
+    expect(compileCondition('"c" in tags').explain(on({ tags: [1] })).why).toBe(
+      'undecidable: `tags` holds a number, compared with a string',
+    );
   });
 });
 
@@ -476,25 +498,53 @@ describe('Kleene logic', () => {
 describe('explain never shows argument values', () => {
   it('names paths and types only', () => {
     const c = compileCondition('email == "x" or card > 5 or tags in list or flag');
-    const args = { email: 'alice@example.com', card: '4111111111111111', tags: 'sekrit-tag', list: 'not-a-list', flag: 'maybe' };
+    const args = {
+      email: 'alice@example.com',
+      card: '4111111111111111',
+      tags: 'sekrit-tag',
+      list: 'not-a-list',
+      flag: 'maybe',
+    };
     const { why } = c.explain(on(args));
     for (const v of Object.values(args)) expect(why).not.toContain(v);
   });
   it('shows string literals in single quotes', () => {
     expect(compileCondition('a == "x\'y"').explain(on({ a: 'z' })).why).toBe("a == 'x\\'y' is false");
     expect(compileCondition('a != "b"').explain(on({ a: 'z' })).why).toBe("a != 'b' is true");
-    expect(compileCondition('1 < a').explain(on({ a: 'z' })).why).toBe('undecidable: `a` is a string, compared with a number');
-    expect(compileCondition('a < b').explain(on({ a: 1, b: 'z' })).why).toBe('undecidable: `a` is a number, compared with `b`, a string');
-    expect(compileCondition('a < b').explain(on({ a: true, b: false })).why).toBe('undecidable: `a` is a boolean; < orders only numbers or strings');
-    expect(compileCondition('a == b').explain(on({ a: {}, b: {} })).why).toMatch(/^undecidable: `a` is an object; == compares/);
+    expect(compileCondition('1 < a').explain(on({ a: 'z' })).why).toBe(
+      'undecidable: `a` is a string, compared with a number',
+    );
+    expect(compileCondition('a < b').explain(on({ a: 1, b: 'z' })).why).toBe(
+      'undecidable: `a` is a number, compared with `b`, a string',
+    );
+    expect(compileCondition('a < b').explain(on({ a: true, b: false })).why).toBe(
+      'undecidable: `a` is a boolean; < orders only numbers or strings',
+    );
+    expect(compileCondition('a == b').explain(on({ a: {}, b: {} })).why).toMatch(
+      /^undecidable: `a` is an object; == compares/,
+    );
   });
 });
 
 describe('strings, built-ins and roots', () => {
   const U = 'undecidable';
-  const caller = { user: 'ann', team: 'support', agent: 'bot', roles: ['agent', 'admin'], claims: { sub: 'ann', tier: 'gold', org: { id: 7 } } };
-  const run = { id: 'run-1', steps: [{ tool: 'refund', decision: 'allow' as const }, { tool: 'refund_all' }, { tool: 'lookup', decision: 'allow' as const }] };
-  const input = (args: JsonObject = {}) => on(args, { caller, run, context: { sandbox: { network: false }, repo: 'acme/api' }, env: 'prod' });
+  const caller = {
+    user: 'ann',
+    team: 'support',
+    agent: 'bot',
+    roles: ['agent', 'admin'],
+    claims: { sub: 'ann', tier: 'gold', org: { id: 7 } },
+  };
+  const run = {
+    id: 'run-1',
+    steps: [
+      { tool: 'refund', decision: 'allow' as const },
+      { tool: 'refund_all' },
+      { tool: 'lookup', decision: 'allow' as const },
+    ],
+  };
+  const input = (args: JsonObject = {}) =>
+    on(args, { caller, run, context: { sandbox: { network: false }, repo: 'acme/api' }, env: 'prod' });
   const ev2 = (source: string, args: JsonObject = {}): Truth => compileCondition(source).evaluate(input(args));
 
   it('reads the caller, the context, the run and the environment', () => {
@@ -521,7 +571,9 @@ describe('strings, built-ins and roots', () => {
   });
 
   it('a bare path still reads the arguments, even one named like a root', () => {
-    expect(ev2('caller == 1 and context == 2 and run == 3 and env == 4', { caller: 1, context: 2, run: 3, env: 4 })).toBe(true);
+    expect(
+      ev2('caller == 1 and context == 2 and run == 3 and env == 4', { caller: 1, context: 2, run: 3, env: 4 }),
+    ).toBe(true);
   });
 
   it('count() is undecidable on steps that are not a list of steps', () => {
@@ -539,8 +591,12 @@ describe('strings, built-ins and roots', () => {
     expect(why('path(file) startswith "/repo/"', { file: '../secret-dir' })).toBe(
       'undecidable: `path(file)` has no value (the path is missing or not a string, relative, climbs above /, or holds NUL)',
     );
-    expect(why('to matches "*@acme.com"', { to: ['secret@x'] })).toBe('undecidable: `to` is an array; `matches` reads a string');
-    expect(why('lower(to) endswith "@acme.com"', { to: 'Bob@ACME.com' })).toBe("lower(to) endswith '@acme.com' is true");
+    expect(why('to matches "*@acme.com"', { to: ['secret@x'] })).toBe(
+      'undecidable: `to` is an array; `matches` reads a string',
+    );
+    expect(why('lower(to) endswith "@acme.com"', { to: 'Bob@ACME.com' })).toBe(
+      "lower(to) endswith '@acme.com' is true",
+    );
     expect(why('$caller.team == "x"', {})).toBe("$caller.team == 'x' is false");
     for (const w of [
       why('argv(command).0 == "ls"', { command: 'secret-word' }),

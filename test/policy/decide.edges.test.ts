@@ -71,20 +71,30 @@ describe('reasons', () => {
       reason: 'the run reached its limit of 2 calls',
       rule: 'p#limits.max_calls',
     });
-    expect(answer(limited, { tool: 'stop', args: {}, run })).toEqual({ decision: 'abort', reason: 'stop means stop', rule: 'stop-it' });
+    expect(answer(limited, { tool: 'stop', args: {}, run })).toEqual({
+      decision: 'abort',
+      reason: 'stop means stop',
+      rule: 'stop-it',
+    });
   });
 
   it('a default names the environment only where the file declares environments and one is set', () => {
     const doc = { policy: 'p', default: 'deny', tools: { look: { kind: 'read_only' } } };
     const look = { tool: 'look', args: {} };
-    expect(answer(setOf({ 'p.json': { ...doc, environments: ['prod'] } }, 'prod'), look).reason).toBe('no rule matched; the default in prod is deny');
+    expect(answer(setOf({ 'p.json': { ...doc, environments: ['prod'] } }, 'prod'), look).reason).toBe(
+      'no rule matched; the default in prod is deny',
+    );
     expect(answer(setOf({ 'p.json': doc }, 'prod'), look).reason).toBe('no rule matched; the default is deny');
     expect(answer(setOf({ 'p.json': doc }), look).reason).toBe('no rule matched; the default is deny');
   });
 
   it('a guard says what it found and whether in a key, for each kind', () => {
     const guarded = setOf({
-      'p.json': { policy: 'p', tools: { note: { kind: 'read_only' } }, guards: [{ id: 'pii', guard: 'pii', tools: ['note'], action: 'deny' }] },
+      'p.json': {
+        policy: 'p',
+        tools: { note: { kind: 'read_only' } },
+        guards: [{ id: 'pii', guard: 'pii', tools: ['note'], action: 'deny' }],
+      },
     });
     const inputs: JsonObject[] = [
       { text: 'mail bob@example.com' },
@@ -127,16 +137,23 @@ describe('argument paths in a schema refusal', () => {
           kind: 'read_only',
           schema: {
             type: 'object',
-            properties: { items: { type: 'array', items: { type: 'string' } }, 'a/b': { type: 'string' }, 'a~b': { type: 'string' } },
+            properties: {
+              items: { type: 'array', items: { type: 'string' } },
+              'a/b': { type: 'string' },
+              'a~b': { type: 'string' },
+            },
           },
         },
       },
     },
   });
-  const where = (args: Record<string, unknown>): string => answer(set, { tool: 't', args: args as DecideRequest['args'] }).reason.split(': ')[1] ?? '';
+  const where = (args: Record<string, unknown>): string =>
+    answer(set, { tool: 't', args: args as DecideRequest['args'] }).reason.split(': ')[1] ?? '';
 
   it('keeps an array index of several digits', () => {
-    expect(where({ items: [...Array.from({ length: 12 }, () => 'x'), 1] })).toBe('/items/12 must be string (keyword type)');
+    expect(where({ items: [...Array.from({ length: 12 }, () => 'x'), 1] })).toBe(
+      '/items/12 must be string (keyword type)',
+    );
   });
 
   it('keeps a declared key holding / or ~, escaped as in a JSON pointer', () => {
@@ -226,7 +243,16 @@ describe('the trace of budgets and rate limits', () => {
       rules: [{ id: 'r', tools: ['refund'], allow: true }],
       budgets: [
         { id: 'mine', tools: 'refund', sum: 'amount', max: 1000, per: 'day', scope: 'user', on_exceed: 'deny' },
-        { id: 'sales', tools: 'refund', teams: ['sales'], sum: 'amount', max: 1000, per: 'day', scope: 'user', on_exceed: 'deny' },
+        {
+          id: 'sales',
+          tools: 'refund',
+          teams: ['sales'],
+          sum: 'amount',
+          max: 1000,
+          per: 'day',
+          scope: 'user',
+          on_exceed: 'deny',
+        },
         { id: 'agents', tools: 'refund', sum: 'amount', max: 1000, per: 'day', scope: 'agent', on_exceed: 'deny' },
       ],
     },

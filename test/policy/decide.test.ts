@@ -14,7 +14,10 @@ const who: Identity = { user: 'u1', team: 'support', agent: null, roles: [] };
 
 function setOf(files: Record<string, unknown>, env: string | null = null): PolicySet {
   return buildPolicySet(
-    Object.entries(files).map(([path, doc]) => ({ path, bytes: enc(typeof doc === 'string' ? doc : JSON.stringify(doc)) })),
+    Object.entries(files).map(([path, doc]) => ({
+      path,
+      bytes: enc(typeof doc === 'string' ? doc : JSON.stringify(doc)),
+    })),
     { env },
   );
 }
@@ -26,7 +29,11 @@ const refunds = setOf({
     tools: {
       refund: {
         kind: 'remote_mutation',
-        schema: { type: 'object', required: ['order'], properties: { order: { type: 'string' }, amount: { type: 'number' } } },
+        schema: {
+          type: 'object',
+          required: ['order'],
+          properties: { order: { type: 'string' }, amount: { type: 'number' } },
+        },
       },
       send: { kind: 'remote_mutation' },
       ship: { kind: 'local_mutation' },
@@ -43,7 +50,11 @@ const refunds = setOf({
         allow: true,
         confirm: 'amount > 100',
         reason: 'refund over 100 needs an operator',
-        approval: { kind: 'refund_over_cap', capability: ['order', 'amount'], presentation: ['order', 'amount', 'note'] },
+        approval: {
+          kind: 'refund_over_cap',
+          capability: ['order', 'amount'],
+          presentation: ['order', 'amount', 'note'],
+        },
       },
       { id: 'ship-ask', tools: ['ship'], allow: true, confirm: true, approval: { kind: 'shipping' } },
       {
@@ -68,14 +79,25 @@ describe('the approval descriptor', () => {
     const shape = { kind: 'remote_mutation', capability: { tool: 'send', args }, presentation: { tool: 'send', args } };
     expect(d.approval).toEqual({
       ...shape,
-      requirements: [{ policy: 'payments', rule: 'payments#default', reason: 'no rule matched; remote_mutation tools need approval by default', ...shape }],
+      requirements: [
+        {
+          policy: 'payments',
+          rule: 'payments#default',
+          reason: 'no rule matched; remote_mutation tools need approval by default',
+          ...shape,
+        },
+      ],
       hash: approvalHash({ tool: 'send', args, ...shape }),
     });
   });
 
   it('a rule with confirm and no approval shape: kind confirm, {tool, args}', () => {
     const d = decide(refunds, { tool: 'plain', args: { a: 1 } }, who);
-    expect(d.approval).toMatchObject({ kind: 'confirm', capability: { tool: 'plain', args: { a: 1 } }, presentation: { tool: 'plain', args: { a: 1 } } });
+    expect(d.approval).toMatchObject({
+      kind: 'confirm',
+      capability: { tool: 'plain', args: { a: 1 } },
+      presentation: { tool: 'plain', args: { a: 1 } },
+    });
   });
 
   it('an approval shape copies the named paths, keyed by path; a missing path is absent', () => {
@@ -88,7 +110,13 @@ describe('the approval descriptor', () => {
     expect(d.approval?.presentation).toEqual({ order: 'A1', amount: 150 }); // no `note` in the arguments
     expect(Object.hasOwn(d.approval!.presentation, 'note')).toBe(false);
     expect(d.approval?.hash).toBe(
-      approvalHash({ tool: 'refund', args, kind: 'refund_over_cap', capability: { order: 'A1', amount: 150 }, presentation: { order: 'A1', amount: 150 } }),
+      approvalHash({
+        tool: 'refund',
+        args,
+        kind: 'refund_over_cap',
+        capability: { order: 'A1', amount: 150 },
+        presentation: { order: 'A1', amount: 150 },
+      }),
     );
   });
 
@@ -100,7 +128,14 @@ describe('the approval descriptor', () => {
       capability: {},
       presentation: {},
       requirements: [
-        { policy: 'payments', rule: 'ship-ask', reason: 'rule "ship-ask" asks for confirmation', kind: 'shipping', capability: {}, presentation: {} },
+        {
+          policy: 'payments',
+          rule: 'ship-ask',
+          reason: 'rule "ship-ask" asks for confirmation',
+          kind: 'shipping',
+          capability: {},
+          presentation: {},
+        },
       ],
       hash: approvalHash({ tool: 'ship', args, kind: 'shipping', capability: {}, presentation: {} }),
     });
@@ -118,8 +153,14 @@ describe('the approval descriptor', () => {
     const args = { order: 'A1', amount: 150, note: 'please' };
     const d = decide(refunds, { tool: 'refund', args }, who);
     const a = d.approval!;
-    expect(a.hash).toBe(approvalHash({ tool: 'refund', args, kind: a.kind, capability: a.capability, presentation: a.presentation }));
-    expect(a.hash).toBe(sha256(canonicalize({ args, capability: a.capability, kind: a.kind, presentation: a.presentation, tool: 'refund' })));
+    expect(a.hash).toBe(
+      approvalHash({ tool: 'refund', args, kind: a.kind, capability: a.capability, presentation: a.presentation }),
+    );
+    expect(a.hash).toBe(
+      sha256(
+        canonicalize({ args, capability: a.capability, kind: a.kind, presentation: a.presentation, tool: 'refund' }),
+      ),
+    );
     expect(a.hash).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
@@ -163,8 +204,11 @@ describe('the approval descriptor', () => {
   });
 
   it('no approval unless require_approval', () => {
-    for (const tool of ['read', 'wipe', 'purge']) expect(decide(refunds, { tool, args: {} }, who).approval).toBeUndefined();
-    expect(decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 5 } }, who)).toMatchObject({ decision: 'allow' });
+    for (const tool of ['read', 'wipe', 'purge'])
+      expect(decide(refunds, { tool, args: {} }, who).approval).toBeUndefined();
+    expect(decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 5 } }, who)).toMatchObject({
+      decision: 'allow',
+    });
     expect(decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 5 } }, who).approval).toBeUndefined();
   });
 });
@@ -189,7 +233,9 @@ describe('several files asking for approval', () => {
     'b.json': {
       policy: 'risk',
       default: 'allow',
-      rules: [{ id: 'big-money', tools: ['refund'], allow: true, confirm: 'amount > 50', reason: 'risk review over 50' }],
+      rules: [
+        { id: 'big-money', tools: ['refund'], allow: true, confirm: 'amount > 50', reason: 'risk review over 50' },
+      ],
     },
     'c.json': { policy: 'ops', default: 'allow' },
   });
@@ -199,7 +245,14 @@ describe('several files asking for approval', () => {
     const d = decide(asking, { tool: 'refund', args }, who);
     expect(d).toMatchObject({ decision: 'require_approval', rule: 'refund-cap', reason: 'refund over 100' });
     expect(d.approval?.requirements).toEqual([
-      { policy: 'payments', rule: 'refund-cap', kind: 'refund_over_cap', reason: 'refund over 100', capability: { amount: 120 }, presentation: {} },
+      {
+        policy: 'payments',
+        rule: 'refund-cap',
+        kind: 'refund_over_cap',
+        reason: 'refund over 100',
+        capability: { amount: 120 },
+        presentation: {},
+      },
       {
         policy: 'risk',
         rule: 'big-money',
@@ -214,7 +267,11 @@ describe('several files asking for approval', () => {
 
   it('the hash covers all of them: {args, requirements: [{capability, kind, presentation}…], tool}', () => {
     const d = decide(asking, { tool: 'refund', args }, who);
-    const shapes = d.approval!.requirements.map(({ kind, capability, presentation }) => ({ capability, kind, presentation }));
+    const shapes = d.approval!.requirements.map(({ kind, capability, presentation }) => ({
+      capability,
+      kind,
+      presentation,
+    }));
     expect(d.approval!.hash).toBe(sha256(canonicalize({ args, requirements: shapes, tool: 'refund' })));
     expect(d.approval!.hash).toBe(approvalHash({ tool: 'refund', args, requirements: shapes }));
     // Not the hash of the first requirement alone: a grant of that would not cover the second.
@@ -225,7 +282,9 @@ describe('several files asking for approval', () => {
     const d = decide(asking, { tool: 'refund', args: { order: 'A1', amount: 70 } }, who);
     expect(d.approval?.requirements.map((r) => r.policy)).toEqual(['risk']);
     const { kind, capability, presentation } = d.approval!;
-    expect(d.approval!.hash).toBe(approvalHash({ tool: 'refund', args: { order: 'A1', amount: 70 }, kind, capability, presentation }));
+    expect(d.approval!.hash).toBe(
+      approvalHash({ tool: 'refund', args: { order: 'A1', amount: 70 }, kind, capability, presentation }),
+    );
   });
 
   it('a file whose answer is more severe than require_approval decides; nothing asks', () => {
@@ -266,7 +325,9 @@ describe('the message for the model (docs/spec.md section 5)', () => {
     expect(d).toMatchObject({ decision: 'deny', schemaRefused: true, rule: 'payments#tools.refund.schema' });
     expect(d.reason).toBe('the arguments do not match the schema of "refund": /amount must be number (keyword type)');
     expect(d.reason).not.toContain('lots');
-    expect(d.message).toMatch(/^The "refund" action was not approved by policy\. Reason: .+\. Correct the arguments and try again\.$/);
+    expect(d.message).toMatch(
+      /^The "refund" action was not approved by policy\. Reason: .+\. Correct the arguments and try again\.$/,
+    );
     expect(d.message.endsWith('Correct the arguments and try again.')).toBe(true);
     const missing = decide(refunds, { tool: 'refund', args: { amount: 5 } }, who);
     expect(missing.reason).toContain("/ must have required property 'order' (keyword required)");
@@ -276,7 +337,10 @@ describe('the message for the model (docs/spec.md section 5)', () => {
   it('a reason carrying a request-derived path of 200,000 spaces is trimmed in linear time', () => {
     // `/[.\s]+$/` took O(n²) on such a run (about a minute here): a body-sized key stalled the loop.
     const set = setOf({
-      'n.json': { policy: 'notes', tools: { note: { kind: 'read_only', schema: { type: 'object', additionalProperties: { type: 'number' } } } } },
+      'n.json': {
+        policy: 'notes',
+        tools: { note: { kind: 'read_only', schema: { type: 'object', additionalProperties: { type: 'number' } } } },
+      },
     });
     const key = `${' '.repeat(200_000)}x`;
     const d = decide(set, { tool: 'note', args: { [key]: 'text' } }, who);
@@ -294,7 +358,9 @@ describe('the message for the model (docs/spec.md section 5)', () => {
             kind: 'read_only',
             schema: {
               type: 'object',
-              properties: { to: { type: 'array', items: { type: 'object', additionalProperties: { type: 'string' } } } },
+              properties: {
+                to: { type: 'array', items: { type: 'object', additionalProperties: { type: 'string' } } },
+              },
               additionalProperties: { type: 'number' },
             },
           },
@@ -305,9 +371,13 @@ describe('the message for the model (docs/spec.md section 5)', () => {
     expect(asKey.reason).toBe('the arguments do not match the schema of "note": /* must be number (keyword type)');
     expect(JSON.stringify(asKey)).not.toContain('jane');
     const nested = decide(set, { tool: 'note', args: { to: [{ ok: 'a' }, { '4111111111111111': 5 }] } }, who);
-    expect(nested.reason).toBe('the arguments do not match the schema of "note": /to/1/* must be string (keyword type)');
+    expect(nested.reason).toBe(
+      'the arguments do not match the schema of "note": /to/1/* must be string (keyword type)',
+    );
     expect(JSON.stringify(nested)).not.toContain('4111');
-    expect(decide(set, { tool: 'note', args: { to: 'x' } }, who).reason).toContain(': /to must be array (keyword type)');
+    expect(decide(set, { tool: 'note', args: { to: 'x' } }, who).reason).toContain(
+      ': /to must be array (keyword type)',
+    );
   });
 
   it('abort: the run must stop, and why', () => {
@@ -331,7 +401,9 @@ describe('reasons that say what decided (docs/spec.md section 2.2)', () => {
     const d = decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 40 } }, who);
     expect(d).toMatchObject({ decision: 'allow', rule: 'refund-cap', reason: 'rule "refund-cap" allows it' });
     // Asking, the same rule gives its reason.
-    expect(decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 400 } }, who).reason).toBe('refund over 100 needs an operator');
+    expect(decide(refunds, { tool: 'refund', args: { order: 'A1', amount: 400 } }, who).reason).toBe(
+      'refund over 100 needs an operator',
+    );
   });
 
   it("an allowing rule without confirm gives its own reason; a confirm-only rule's reason is only for asking", () => {
@@ -346,8 +418,15 @@ describe('reasons that say what decided (docs/spec.md section 2.2)', () => {
         ],
       },
     });
-    expect(decide(set, { tool: 'lookup', args: {} }, who)).toMatchObject({ decision: 'allow', reason: 'lookups change nothing' });
-    expect(decide(set, { tool: 'note', args: { length: 5 } }, who)).toMatchObject({ decision: 'allow', rule: 'notes', reason: 'rule "notes" allows it' });
+    expect(decide(set, { tool: 'lookup', args: {} }, who)).toMatchObject({
+      decision: 'allow',
+      reason: 'lookups change nothing',
+    });
+    expect(decide(set, { tool: 'note', args: { length: 5 } }, who)).toMatchObject({
+      decision: 'allow',
+      rule: 'notes',
+      reason: 'rule "notes" allows it',
+    });
     expect(decide(set, { tool: 'note', args: { length: 500 } }, who)).toMatchObject({
       decision: 'require_approval',
       rule: 'ask-notes',
@@ -359,11 +438,14 @@ describe('reasons that say what decided (docs/spec.md section 2.2)', () => {
   it('a default names an environment only when the file declares environments', () => {
     const plain = setOf({ 'p.json': { policy: 'p', default: 'deny' } }, 'dev');
     expect(decide(plain, { tool: 't', args: {} }, who).reason).toBe('no rule matched; the default is deny');
-    const declared = setOf({ 'p.json': { policy: 'p', environments: ['dev', 'prod'], default: { dev: 'allow', prod: 'deny' } } }, 'prod');
-    expect(decide(declared, { tool: 't', args: {} }, who).reason).toBe('no rule matched; the default in prod is deny');
-    expect(decide(setOf({ 'p.json': { policy: 'p', default: 'allow' } }, 'dev'), { tool: 't', args: {} }, who).reason).toBe(
-      'no rule matched; the default is allow',
+    const declared = setOf(
+      { 'p.json': { policy: 'p', environments: ['dev', 'prod'], default: { dev: 'allow', prod: 'deny' } } },
+      'prod',
     );
+    expect(decide(declared, { tool: 't', args: {} }, who).reason).toBe('no rule matched; the default in prod is deny');
+    expect(
+      decide(setOf({ 'p.json': { policy: 'p', default: 'allow' } }, 'dev'), { tool: 't', args: {} }, who).reason,
+    ).toBe('no rule matched; the default is allow');
   });
 });
 
@@ -384,7 +466,9 @@ describe('the policies list', () => {
 
   it('the digest is of the parsed content: the same policy in YAML and in JSON has the same digest', () => {
     const yaml = setOf({ 'p.yaml': 'policy: p\nversion: "1"\ndefault: deny\nrules:\n  - {tools: [a], allow: true}\n' });
-    const json = setOf({ 'p.json': '{ "rules": [ { "allow": true, "tools": ["a"] } ], "default": "deny", "version": "1", "policy": "p" }' });
+    const json = setOf({
+      'p.json': '{ "rules": [ { "allow": true, "tools": ["a"] } ], "default": "deny", "version": "1", "policy": "p" }',
+    });
     const dy = decide(yaml, { tool: 'a', args: {} }, who);
     const dj = decide(json, { tool: 'a', args: {} }, who);
     expect(dy.policies).toEqual(dj.policies);
@@ -430,7 +514,14 @@ describe('internal errors fail closed', () => {
   it('a plan that is not what decide expects (a value that cannot be evaluated) is an internal deny too', () => {
     const odd: PolicySet = {
       ...broken,
-      plan: () => ({ tool: 'read', entry: null, kind: 'unknown', tags: new Set(), files: [{ rules: [null], guards: [] }] }) as never,
+      plan: () =>
+        ({
+          tool: 'read',
+          entry: null,
+          kind: 'unknown',
+          tags: new Set(),
+          files: [{ rules: [null], guards: [] }],
+        }) as never,
     };
     expect(decide(odd, { tool: 'read', args: {} }, who)).toMatchObject({ decision: 'deny', internalError: true });
   });
@@ -491,7 +582,9 @@ describe('a 10,000-rule set', () => {
   // Rules that reach many tools: a glob with a when, and a rule with no tools at all for one team.
   rules.push({ id: 'glob-deny', tools: ['tool_12*'], when: 'a > 1000000', allow: false });
   rules.push({ id: 'team-deny', teams: ['blocked'], allow: false });
-  const set = setOf({ 'big.json': { policy: 'big', default: 'deny', tools: { 'tool_*': { kind: 'local_mutation' } }, rules } });
+  const set = setOf({
+    'big.json': { policy: 'big', default: 'deny', tools: { 'tool_*': { kind: 'local_mutation' } }, rules },
+  });
 
   it('decides each kind of rule correctly, by index, glob and caller selectors', () => {
     expect(set.files[0]!.rules).toHaveLength(N + 2);

@@ -103,16 +103,27 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
   // most severe answer counts (the fail-closed reading of "a later file never loosens an earlier one":
   // see docs/design.md); any confirm counts and every schema must pass.
   const cats = files.flatMap((f) => {
-    const entries = Object.entries(f.doc.tools ?? {}).map(([pattern, entry]) => ({ pattern, entry, policy: f.doc.policy }));
-    const hit = entries.find((e) => isLiteral(e.pattern) && e.pattern === tool) ?? entries.find((e) => !isLiteral(e.pattern) && globMatches(e.pattern, tool));
+    const entries = Object.entries(f.doc.tools ?? {}).map(([pattern, entry]) => ({
+      pattern,
+      entry,
+      policy: f.doc.policy,
+    }));
+    const hit =
+      entries.find((e) => isLiteral(e.pattern) && e.pattern === tool) ??
+      entries.find((e) => !isLiteral(e.pattern) && globMatches(e.pattern, tool));
     return hit ? [hit] : [];
   });
   const views: { kind: string; tags: readonly string[] }[] =
-    cats.length === 0 ? [{ kind: 'unknown', tags: [] }] : cats.map((c) => ({ kind: c.entry.kind, tags: c.entry.tags ?? [] }));
+    cats.length === 0
+      ? [{ kind: 'unknown', tags: [] }]
+      : cats.map((c) => ({ kind: c.entry.kind, tags: c.entry.tags ?? [] }));
   // With several descriptions, all of them at once too: the most severe kind, every tag.
   const SEVERE = ['read_only', 'local_mutation', 'remote_mutation', 'destructive'];
   if (cats.length > 1) {
-    views.push({ kind: SEVERE[Math.max(...cats.map((c) => SEVERE.indexOf(c.entry.kind)))]!, tags: cats.flatMap((c) => c.entry.tags ?? []) });
+    views.push({
+      kind: SEVERE[Math.max(...cats.map((c) => SEVERE.indexOf(c.entry.kind)))]!,
+      tags: cats.flatMap((c) => c.entry.tags ?? []),
+    });
   }
   const confirmCat = cats.find((c) => c.entry.confirm === true);
 
@@ -139,10 +150,15 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     const { kind } = view;
     // Step 3: applicable rules. An undecidable `when` applies where the rule restricts
     // (allow: false, abort, confirm) and not where it allows (allow: true).
-    const rules = (doc.rules ?? []).map((r, i) => ({ r, id: r.id ?? `${doc.policy}#${i}`, w: r.when === undefined ? true : truth(r.when, args) }));
+    const rules = (doc.rules ?? []).map((r, i) => ({
+      r,
+      id: r.id ?? `${doc.policy}#${i}`,
+      w: r.when === undefined ? true : truth(r.when, args),
+    }));
     const applying = rules.filter((x) => selected(x.r, view) && x.w !== false);
     // Step 4: the first rule whose `when` held, else the first that applies because it is undecidable.
-    const first = (effect: (x: (typeof applying)[number]) => boolean) => applying.find((x) => effect(x) && x.w === true) ?? applying.find(effect);
+    const first = (effect: (x: (typeof applying)[number]) => boolean) =>
+      applying.find((x) => effect(x) && x.w === true) ?? applying.find(effect);
     const abort = first((x) => x.r.abort === true);
     const deny = first((x) => x.r.allow === false);
     const allow = applying.find((x) => x.r.allow === true && x.w === true);
@@ -152,20 +168,42 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
     else if (deny) out = { decision: 'deny', rule: deny.id };
     else if (allow) out = { decision: 'allow', rule: allow.id };
     else {
-      const mode = doc.default === undefined ? 'side_effects' : typeof doc.default === 'string' ? doc.default : doc.default[gen.env!]!;
+      const mode =
+        doc.default === undefined
+          ? 'side_effects'
+          : typeof doc.default === 'string'
+            ? doc.default
+            : doc.default[gen.env!]!;
       if (mode !== 'side_effects') out = { decision: mode, rule };
       else if (kind === 'read_only' || kind === 'local_mutation') out = { decision: 'allow', rule };
-      else if (kind === 'remote_mutation') out = { decision: 'require_approval', rule, kind: 'remote_mutation', shape: null };
+      else if (kind === 'remote_mutation')
+        out = { decision: 'require_approval', rule, kind: 'remote_mutation', shape: null };
       else out = { decision: 'deny', rule };
     }
     // Step 5: the catalogue's confirm, else an applicable rule's confirm that holds or is undecidable
     // (an allow: true rule's, or a confirm-only rule's: one with neither allow nor abort).
     if (out.decision === 'allow') {
       const asks = applying.find(
-        (x) => x.r.allow !== false && x.r.abort !== true && x.r.confirm !== undefined && (x.r.confirm === true || truth(x.r.confirm, args) !== false),
+        (x) =>
+          x.r.allow !== false &&
+          x.r.abort !== true &&
+          x.r.confirm !== undefined &&
+          (x.r.confirm === true || truth(x.r.confirm, args) !== false),
       );
-      if (confirmCat) out = { decision: 'require_approval', rule: `${confirmCat.policy}#tools.${confirmCat.pattern}`, kind: 'confirm', shape: null };
-      else if (asks) out = { decision: 'require_approval', rule: asks.id, kind: asks.r.approval?.kind ?? 'confirm', shape: asks.r.approval ?? null };
+      if (confirmCat)
+        out = {
+          decision: 'require_approval',
+          rule: `${confirmCat.policy}#tools.${confirmCat.pattern}`,
+          kind: 'confirm',
+          shape: null,
+        };
+      else if (asks)
+        out = {
+          decision: 'require_approval',
+          rule: asks.id,
+          kind: asks.r.approval?.kind ?? 'confirm',
+          shape: asks.r.approval ?? null,
+        };
     }
     // Step 6.
     if (doc.limits !== undefined && (req.run?.steps?.length ?? 0) >= doc.limits.max_calls && out.decision !== 'abort') {
@@ -216,7 +254,15 @@ export function reference(gen: GenSet, req: DecideRequest, who: Identity): RefAn
       requirements.length === 1
         ? sha256(canonicalize({ args, capability, kind, presentation, tool }))
         : sha256(
-            canonicalize({ args, requirements: requirements.map((r) => ({ capability: r.capability, kind: r.kind, presentation: r.presentation })), tool }),
+            canonicalize({
+              args,
+              requirements: requirements.map((r) => ({
+                capability: r.capability,
+                kind: r.kind,
+                presentation: r.presentation,
+              })),
+              tool,
+            }),
           );
     answer.approval = { kind, capability, presentation, requirements, hash };
   }
@@ -255,20 +301,28 @@ function compare(gen: GenSet, req: DecideRequest, who: Identity): void {
 describe('decide() agrees with the reference evaluator', () => {
   it('on random sets and requests (decision, rule, approval kind, capability, presentation, hash)', () => {
     fc.assert(
-      fc.property(setArb(), fc.array(fc.tuple(requestArb(), identityArb), { minLength: 1, maxLength: 6 }), (gen, pairs) => {
-        const set = toPolicySet(gen);
-        return pairs.every(([req, who]) => agrees(decide(set, req, who), reference(gen, req, who)));
-      }),
+      fc.property(
+        setArb(),
+        fc.array(fc.tuple(requestArb(), identityArb), { minLength: 1, maxLength: 6 }),
+        (gen, pairs) => {
+          const set = toPolicySet(gen);
+          return pairs.every(([req, who]) => agrees(decide(set, req, who), reference(gen, req, who)));
+        },
+      ),
       { numRuns: runs(2000) },
     );
   });
 
   it('on random sets whose catalogues carry argument schemas', () => {
     fc.assert(
-      fc.property(setArb({ minFiles: 1, schemaP: 0.5 }), fc.array(fc.tuple(requestArb(), identityArb), { minLength: 1, maxLength: 10 }), (gen, pairs) => {
-        const set = toPolicySet(gen);
-        return pairs.every(([req, who]) => agrees(decide(set, req, who), reference(gen, req, who)));
-      }),
+      fc.property(
+        setArb({ minFiles: 1, schemaP: 0.5 }),
+        fc.array(fc.tuple(requestArb(), identityArb), { minLength: 1, maxLength: 10 }),
+        (gen, pairs) => {
+          const set = toPolicySet(gen);
+          return pairs.every(([req, who]) => agrees(decide(set, req, who), reference(gen, req, who)));
+        },
+      ),
       { numRuns: runs(60) },
     );
   });
@@ -336,7 +390,10 @@ describe('regressions and corner cases (reference and decide agree)', () => {
           },
         },
         { name: 'p01.json', doc: { policy: 'p1', tools: { 't*': { kind: 'read_only' } } } },
-        { name: 'p02.json', doc: { policy: 'p2', default: 'allow', guards: [{ guard: 'pii', action: 'require_approval' }] } },
+        {
+          name: 'p02.json',
+          doc: { policy: 'p2', default: 'allow', guards: [{ guard: 'pii', action: 'require_approval' }] },
+        },
       ],
     };
     const req = { tool: 't0', args: { a: 9, to: 'jane@example.com' } };
@@ -350,15 +407,26 @@ describe('regressions and corner cases (reference and decide agree)', () => {
   });
 
   it('an allow rule with an undecidable `when` still asks through its confirm (it restricts there)', () => {
-    const gen = one({ policy: 'p0', default: 'allow', rules: [{ tools: ['t0'], when: 'a > 5', allow: true, confirm: true }] });
+    const gen = one({
+      policy: 'p0',
+      default: 'allow',
+      rules: [{ tools: ['t0'], when: 'a > 5', allow: true, confirm: true }],
+    });
     compare(gen, { tool: 't0', args: {} }, who);
     expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who).decision).toBe('require_approval');
   });
 
   it('a confirm condition that is false on an allow rule with an undecidable `when` does not ask', () => {
-    const gen = one({ policy: 'p0', default: 'allow', rules: [{ tools: ['t0'], when: 'c', allow: true, confirm: 'b == "x"' }] });
+    const gen = one({
+      policy: 'p0',
+      default: 'allow',
+      rules: [{ tools: ['t0'], when: 'c', allow: true, confirm: 'b == "x"' }],
+    });
     compare(gen, { tool: 't0', args: { b: 'y' } }, who);
-    expect(decide(toPolicySet(gen), { tool: 't0', args: { b: 'y' } }, who)).toMatchObject({ decision: 'allow', rule: 'p0#default' });
+    expect(decide(toPolicySet(gen), { tool: 't0', args: { b: 'y' } }, who)).toMatchObject({
+      decision: 'allow',
+      rule: 'p0#default',
+    });
   });
 
   it('a rule listing the same exact tool twice, next to a glob rule, keeps rule order', () => {
@@ -393,26 +461,48 @@ describe('regressions and corner cases (reference and decide agree)', () => {
       files: [
         {
           name: 'p00.json',
-          doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'remote_mutation' } }, rules: [{ kinds: ['remote_mutation'], allow: false }] },
+          doc: {
+            policy: 'p0',
+            default: 'allow',
+            tools: { t0: { kind: 'remote_mutation' } },
+            rules: [{ kinds: ['remote_mutation'], allow: false }],
+          },
         },
         { name: 'p01.json', doc: { policy: 'p1', default: 'allow', tools: { 't?': { kind: 'destructive' } } } },
       ],
     };
     compare(gen, { tool: 't0', args: {} }, who);
     expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#0' });
-    expect(decide(toPolicySet({ env: null, files: [gen.files[0]!] }), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#0' });
+    expect(decide(toPolicySet({ env: null, files: [gen.files[0]!] }), { tool: 't0', args: {} }, who)).toMatchObject({
+      decision: 'deny',
+      rule: 'p0#0',
+    });
   });
 
   it("another file's tags do not satisfy an allowing rule's tags under this file's description", () => {
     const gen: GenSet = {
       env: null,
       files: [
-        { name: 'p00.json', doc: { policy: 'p0', default: 'deny', tools: { t0: { kind: 'read_only' } }, rules: [{ tags: ['money'], allow: true }] } },
-        { name: 'p01.json', doc: { policy: 'p1', default: 'allow', tools: { 't?': { kind: 'destructive', tags: ['money'] } } } },
+        {
+          name: 'p00.json',
+          doc: {
+            policy: 'p0',
+            default: 'deny',
+            tools: { t0: { kind: 'read_only' } },
+            rules: [{ tags: ['money'], allow: true }],
+          },
+        },
+        {
+          name: 'p01.json',
+          doc: { policy: 'p1', default: 'allow', tools: { 't?': { kind: 'destructive', tags: ['money'] } } },
+        },
       ],
     };
     compare(gen, { tool: 't0', args: {} }, who);
-    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#default' });
+    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who)).toMatchObject({
+      decision: 'deny',
+      rule: 'p0#default',
+    });
     // The explanation says which description each file answered under.
     const { trace } = explain(toPolicySet(gen), { tool: 't0', args: {} }, who);
     expect(trace.catalogue.views?.map((v) => [v.entry, v.kind, v.tags])).toEqual([
@@ -491,12 +581,18 @@ describe('regressions and corner cases (reference and decide agree)', () => {
       env: null,
       files: [
         { name: 'p00.json', doc: { policy: 'p0', tools: { '*x': { kind: 'remote_mutation' } } } },
-        { name: 'p01.json', doc: { policy: 'p1', tools: { '[ab]x': { kind: 'destructive' }, t0: { kind: 'local_mutation' } } } },
+        {
+          name: 'p01.json',
+          doc: { policy: 'p1', tools: { '[ab]x': { kind: 'destructive' }, t0: { kind: 'local_mutation' } } },
+        },
       ],
     };
     compare(gen, { tool: 'ax', args: {} }, who);
     expect(decide(toPolicySet(gen), { tool: 'ax', args: {} }, who)).toMatchObject({ decision: 'deny' });
-    expect(decide(toPolicySet(gen), { tool: 'cx', args: {} }, who)).toMatchObject({ decision: 'require_approval', approval: { kind: 'remote_mutation' } });
+    expect(decide(toPolicySet(gen), { tool: 'cx', args: {} }, who)).toMatchObject({
+      decision: 'require_approval',
+      approval: { kind: 'remote_mutation' },
+    });
   });
 
   it('a rule whose tools mix a glob and an exact name matches through the glob too', () => {
@@ -516,7 +612,9 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     const gen = one({ policy: 'p0', default: 'allow', limits: { max_calls: 2 } });
     compare(gen, { tool: 't0', args: {}, run: { steps: [{ tool: 't0' }, { tool: 't1' }] } }, who);
     compare(gen, { tool: 't0', args: {}, run: { steps: [{ tool: 't0' }] } }, who);
-    expect(decide(toPolicySet(gen), { tool: 't0', args: {}, run: { steps: [{ tool: 't0' }, { tool: 't1' }] } }, who).rule).toBe('p0#limits.max_calls');
+    expect(
+      decide(toPolicySet(gen), { tool: 't0', args: {}, run: { steps: [{ tool: 't0' }, { tool: 't1' }] } }, who).rule,
+    ).toBe('p0#limits.max_calls');
   });
 
   it('a confirm-only rule asks about what the default allows, and never loosens a default deny', () => {
@@ -529,17 +627,30 @@ describe('regressions and corner cases (reference and decide agree)', () => {
       });
       for (const args of [{ a: 9 }, { a: 1 }, {}] as JsonObject[]) compare(gen, { tool: 't0', args }, who);
     }
-    const allowing = one({ policy: 'p0', default: 'allow', rules: [{ tools: ['t0'], confirm: 'a > 5', approval: { kind: 'k_one' } }] });
+    const allowing = one({
+      policy: 'p0',
+      default: 'allow',
+      rules: [{ tools: ['t0'], confirm: 'a > 5', approval: { kind: 'k_one' } }],
+    });
     const denying = one({ policy: 'p0', default: 'deny', rules: [{ tools: ['t0'], confirm: 'a > 5' }] });
     expect(decide(toPolicySet(allowing), { tool: 't0', args: { a: 9 } }, who)).toMatchObject({
       decision: 'require_approval',
       rule: 'p0#0',
       approval: { kind: 'k_one' },
     });
-    expect(decide(toPolicySet(allowing), { tool: 't0', args: { a: 1 } }, who)).toMatchObject({ decision: 'allow', rule: 'p0#default' });
+    expect(decide(toPolicySet(allowing), { tool: 't0', args: { a: 1 } }, who)).toMatchObject({
+      decision: 'allow',
+      rule: 'p0#default',
+    });
     // Undecidable: it asks (fail closed), as an allow rule's confirm does.
-    expect(decide(toPolicySet(allowing), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'require_approval', rule: 'p0#0' });
-    expect(decide(toPolicySet(denying), { tool: 't0', args: { a: 9 } }, who)).toMatchObject({ decision: 'deny', rule: 'p0#default' });
+    expect(decide(toPolicySet(allowing), { tool: 't0', args: {} }, who)).toMatchObject({
+      decision: 'require_approval',
+      rule: 'p0#0',
+    });
+    expect(decide(toPolicySet(denying), { tool: 't0', args: { a: 9 } }, who)).toMatchObject({
+      decision: 'deny',
+      rule: 'p0#default',
+    });
   });
 
   it("a confirm-only rule asks about another rule's allow, and a deny or abort rule still wins over it", () => {
@@ -554,7 +665,11 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     });
     for (const tool of ['t0', 't1', 't2']) compare(gen, { tool, args: {} }, who);
     const set = toPolicySet(gen);
-    expect(decide(set, { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'require_approval', rule: 'p0#1', reason: 'needs a human' });
+    expect(decide(set, { tool: 't0', args: {} }, who)).toMatchObject({
+      decision: 'require_approval',
+      rule: 'p0#1',
+      reason: 'needs a human',
+    });
     expect(decide(set, { tool: 't1', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#2' });
     expect(decide(set, { tool: 't2', args: {} }, who)).toMatchObject({ decision: 'allow', rule: 'p0#0' });
   });
@@ -563,18 +678,36 @@ describe('regressions and corner cases (reference and decide agree)', () => {
     const gen = one({ policy: 'p0', default: 'allow', rules: [{ tools: ['t0'], when: 'a > 5', confirm: true }] });
     compare(gen, { tool: 't0', args: {} }, who);
     compare(gen, { tool: 't0', args: { a: 1 } }, who);
-    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'require_approval', rule: 'p0#0' });
-    expect(decide(toPolicySet(gen), { tool: 't0', args: { a: 1 } }, who)).toMatchObject({ decision: 'allow', rule: 'p0#default' });
+    expect(decide(toPolicySet(gen), { tool: 't0', args: {} }, who)).toMatchObject({
+      decision: 'require_approval',
+      rule: 'p0#0',
+    });
+    expect(decide(toPolicySet(gen), { tool: 't0', args: { a: 1 } }, who)).toMatchObject({
+      decision: 'allow',
+      rule: 'p0#default',
+    });
   });
 
   it('a scoped file gives no answer for a call it does not select, not even its default', () => {
     const gen: GenSet = {
       env: null,
       files: [
-        { name: 'p00.json', doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'remote_mutation' }, t1: { kind: 'remote_mutation' } } } },
+        {
+          name: 'p00.json',
+          doc: {
+            policy: 'p0',
+            default: 'allow',
+            tools: { t0: { kind: 'remote_mutation' }, t1: { kind: 'remote_mutation' } },
+          },
+        },
         {
           name: 'p01.json',
-          doc: { policy: 'p1', scope: { tools: ['t1'], teams: ['team1'] }, default: 'deny', rules: [{ tools: ['t1'], allow: true }, { confirm: true }] },
+          doc: {
+            policy: 'p1',
+            scope: { tools: ['t1'], teams: ['team1'] },
+            default: 'deny',
+            rules: [{ tools: ['t1'], allow: true }, { confirm: true }],
+          },
         },
       ],
     };
@@ -600,7 +733,12 @@ describe('regressions and corner cases (reference and decide agree)', () => {
       files: [
         {
           name: 'p00.json',
-          doc: { policy: 'p0', scope: { tools: ['t1'] }, default: 'allow', tools: { t0: { kind: 'read_only' }, ax: { kind: 'destructive' } } },
+          doc: {
+            policy: 'p0',
+            scope: { tools: ['t1'] },
+            default: 'allow',
+            tools: { t0: { kind: 'read_only' }, ax: { kind: 'destructive' } },
+          },
         },
         { name: 'p01.json', doc: { policy: 'p1', scope: { users: ['u2'] }, default: 'allow' } },
       ],
@@ -618,7 +756,15 @@ describe('regressions and corner cases (reference and decide agree)', () => {
       env: null,
       files: [
         { name: 'p00.json', doc: { policy: 'p0', default: 'allow', tools: { t0: { kind: 'read_only' } } } },
-        { name: 'p01.json', doc: { policy: 'p1', scope: { kinds: ['destructive'] }, default: 'deny', tools: { 't?': { kind: 'destructive' } } } },
+        {
+          name: 'p01.json',
+          doc: {
+            policy: 'p1',
+            scope: { kinds: ['destructive'] },
+            default: 'deny',
+            tools: { 't?': { kind: 'destructive' } },
+          },
+        },
       ],
     };
     for (const tool of ['t0', 't1', 'ax']) compare(gen, { tool, args: {} }, who);

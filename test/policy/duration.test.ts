@@ -19,12 +19,27 @@ describe('parseDuration', () => {
     expect(parseDuration(value)).toBe(ms);
   });
 
-  it.each(['', '0', '0s', '1w', '-5s', '1.5h', '1.5', 'h', '10 s', '10S', '1e3', '0x10', '9999999999999999d', 0, -1, 1.5, Number.NaN])(
-    'refuses %j',
-    (value) => {
-      expect(parseDuration(value)).toBeNull();
-    },
-  );
+  it.each([
+    '',
+    '0',
+    '0s',
+    '1w',
+    '-5s',
+    '1.5h',
+    '1.5',
+    'h',
+    '10 s',
+    '10S',
+    '1e3',
+    '0x10',
+    '9999999999999999d',
+    0,
+    -1,
+    1.5,
+    Number.NaN,
+  ])('refuses %j', (value) => {
+    expect(parseDuration(value)).toBeNull();
+  });
 
   it('tells digits alone from a duration with a unit', () => {
     expect(isBareNumber('3600')).toBe(true);

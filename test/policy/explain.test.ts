@@ -16,14 +16,18 @@ const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 describe('explain() gives what decide() gives', () => {
   it('decision, rule, reason, message, policies and approval are equal on random sets and requests', () => {
     fc.assert(
-      fc.property(setArb(), fc.array(fc.tuple(requestArb(), identityArb), { minLength: 1, maxLength: 6 }), (gen, pairs) => {
-        const set = toPolicySet(gen);
-        for (const [req, who] of pairs) {
-          const { trace, ...ex } = explain(set, req, who);
-          expect(ex).toEqual(decide(set, req, who));
-          expect(trace.tool).toBe(req.tool);
-        }
-      }),
+      fc.property(
+        setArb(),
+        fc.array(fc.tuple(requestArb(), identityArb), { minLength: 1, maxLength: 6 }),
+        (gen, pairs) => {
+          const set = toPolicySet(gen);
+          for (const [req, who] of pairs) {
+            const { trace, ...ex } = explain(set, req, who);
+            expect(ex).toEqual(decide(set, req, who));
+            expect(trace.tool).toBe(req.tool);
+          }
+        },
+      ),
       { numRuns: runs(400) },
     );
   });
@@ -31,57 +35,65 @@ describe('explain() gives what decide() gives', () => {
   it('the trace is complete and consistent: one entry per file and per rule, and the files combine to the answer', () => {
     const valueArb = fc.stringMatching(/^[0-9a-f]{6,10}$/).map((h) => `VALUE-${h}`);
     fc.assert(
-      fc.property(setArb({ schemaP: 0.1 }), fc.array(fc.tuple(requestArb(valueArb), identityArb), { minLength: 1, maxLength: 6 }), (gen, pairs) => {
-        const set = toPolicySet(gen);
-        for (const [req, who] of pairs) {
-          const ex = explain(set, req, who);
-          const { trace } = ex;
-          if (trace.schema === 'failed') {
-            // Step 2 stops before any file is consulted.
-            expect(ex.decision).toBe('deny');
-            expect(ex.schemaRefused).toBe(true);
-            expect(trace.files).toEqual([]);
-            continue;
-          }
-          // Every file, then the built-in default when no file answered (none loaded, or every one scoped out).
-          const builtin = { identity: { policy: 'builtin' }, rules: [], guards: [] };
-          const someFileAnswered = trace.files.slice(0, set.files.length).some((f) => f.decision !== undefined);
-          const files = someFileAnswered ? set.files : [...set.files, builtin];
-          expect(trace.files.map((f) => f.policy)).toEqual(files.map((f) => f.identity.policy));
-          trace.files.forEach((ft, i) => {
-            if (ft.decision === undefined) {
-              // Scoped out: its scope says why, and none of its rules or guards was consulted.
-              expect(ft.scope?.some((s) => !s.matched)).toBe(true);
-              expect([ft.rules, ft.guards, ft.reason, ft.rule]).toEqual([[], [], undefined, undefined]);
-              return;
+      fc.property(
+        setArb({ schemaP: 0.1 }),
+        fc.array(fc.tuple(requestArb(valueArb), identityArb), { minLength: 1, maxLength: 6 }),
+        (gen, pairs) => {
+          const set = toPolicySet(gen);
+          for (const [req, who] of pairs) {
+            const ex = explain(set, req, who);
+            const { trace } = ex;
+            if (trace.schema === 'failed') {
+              // Step 2 stops before any file is consulted.
+              expect(ex.decision).toBe('deny');
+              expect(ex.schemaRefused).toBe(true);
+              expect(trace.files).toEqual([]);
+              continue;
             }
-            if (ft.scope) expect(ft.scope.every((s) => s.matched)).toBe(true);
-            expect(ft.rules.map((r) => r.id)).toEqual(files[i]!.rules.map((r) => r.id));
-            expect(ft.guards.map((g) => g.id)).toEqual(files[i]!.guards.map((g) => g.id));
-            for (const rt of ft.rules) {
-              // A rule applies only if every selector matched.
-              if (rt.applies !== 'no') expect(rt.selectors.every((s) => s.matched)).toBe(true);
-              for (const s of rt.selectors)
-                expect(s.why).toMatch(s.selector === 'users' ? /^the user is (not )?among the \d+ users? listed$/ : / is (not )?in \[/);
+            // Every file, then the built-in default when no file answered (none loaded, or every one scoped out).
+            const builtin = { identity: { policy: 'builtin' }, rules: [], guards: [] };
+            const someFileAnswered = trace.files.slice(0, set.files.length).some((f) => f.decision !== undefined);
+            const files = someFileAnswered ? set.files : [...set.files, builtin];
+            expect(trace.files.map((f) => f.policy)).toEqual(files.map((f) => f.identity.policy));
+            trace.files.forEach((ft, i) => {
+              if (ft.decision === undefined) {
+                // Scoped out: its scope says why, and none of its rules or guards was consulted.
+                expect(ft.scope?.some((s) => !s.matched)).toBe(true);
+                expect([ft.rules, ft.guards, ft.reason, ft.rule]).toEqual([[], [], undefined, undefined]);
+                return;
+              }
+              if (ft.scope) expect(ft.scope.every((s) => s.matched)).toBe(true);
+              expect(ft.rules.map((r) => r.id)).toEqual(files[i]!.rules.map((r) => r.id));
+              expect(ft.guards.map((g) => g.id)).toEqual(files[i]!.guards.map((g) => g.id));
+              for (const rt of ft.rules) {
+                // A rule applies only if every selector matched.
+                if (rt.applies !== 'no') expect(rt.selectors.every((s) => s.matched)).toBe(true);
+                for (const s of rt.selectors)
+                  expect(s.why).toMatch(
+                    s.selector === 'users' ? /^the user is (not )?among the \d+ users? listed$/ : / is (not )?in \[/,
+                  );
+              }
+            });
+            // The most severe answering file decides; among equals the first in load order gives rule and reason.
+            const answers = trace.files.filter((f) => f.decision !== undefined);
+            const top = Math.max(...answers.map((f) => SEVERITY[f.decision!]));
+            const first = answers.find((f) => SEVERITY[f.decision!] === top)!;
+            expect(ex.decision).toBe(first.decision);
+            expect(ex.rule).toBe(first.rule);
+            expect(ex.reason).toBe(first.reason);
+            // An allowed answer: no file had an applying deny or abort rule (Cedar: allowed only if permitted).
+            if (ex.decision === 'allow') {
+              for (const ft of trace.files)
+                for (const rt of ft.rules)
+                  if (rt.effect === 'deny' || rt.effect === 'abort') expect(rt.applies).toBe('no');
             }
-          });
-          // The most severe answering file decides; among equals the first in load order gives rule and reason.
-          const answers = trace.files.filter((f) => f.decision !== undefined);
-          const top = Math.max(...answers.map((f) => SEVERITY[f.decision!]));
-          const first = answers.find((f) => SEVERITY[f.decision!] === top)!;
-          expect(ex.decision).toBe(first.decision);
-          expect(ex.rule).toBe(first.rule);
-          expect(ex.reason).toBe(first.reason);
-          // An allowed answer: no file had an applying deny or abort rule (Cedar: allowed only if permitted).
-          if (ex.decision === 'allow') {
-            for (const ft of trace.files) for (const rt of ft.rules) if (rt.effect === 'deny' || rt.effect === 'abort') expect(rt.applies).toBe('no');
+            // No argument value anywhere in the trace.
+            const text = JSON.stringify(trace);
+            expect(text).not.toContain('VALUE-');
+            expect(text).not.toContain(PII);
           }
-          // No argument value anywhere in the trace.
-          const text = JSON.stringify(trace);
-          expect(text).not.toContain('VALUE-');
-          expect(text).not.toContain(PII);
-        }
-      }),
+        },
+      ),
       { numRuns: runs(200) },
     );
   });
@@ -122,7 +134,9 @@ describe('the trace on the example policies (a copy in test/cases/payments, env 
           const rule = file.rules[k]!;
           expect(rt.effect).toBe(rule.effect);
           expect(rt.selectors.map((s) => s.selector)).toEqual(
-            ['tools', 'kinds', 'tags', 'envs', 'teams', 'users', 'agents'].filter((n) => rule.selectors[n as keyof typeof rule.selectors] !== undefined),
+            ['tools', 'kinds', 'tags', 'envs', 'teams', 'users', 'agents'].filter(
+              (n) => rule.selectors[n as keyof typeof rule.selectors] !== undefined,
+            ),
           );
           for (const s of rt.selectors) expect(s.why).toMatch(s.matched ? / is in \[/ : / is not in \[/);
           expect(['yes', 'no', 'restricts_only']).toContain(rt.applies);
@@ -136,10 +150,19 @@ describe('the trace on the example policies (a copy in test/cases/payments, env 
   });
 
   it('a refund over 100 by support: catalogue, schema passed, selectors, confirm truth and why', async () => {
-    const ex = explain(await load(), { tool: 'refund', args: { order: 'A1', amount: 150 }, run: { steps: [{ tool: 'lookup_order' }] } }, support);
+    const ex = explain(
+      await load(),
+      { tool: 'refund', args: { order: 'A1', amount: 150 }, run: { steps: [{ tool: 'lookup_order' }] } },
+      support,
+    );
     expect(ex.decision).toBe('require_approval');
     expect(ex.rule).toBe('refund-support');
-    expect(ex.trace.catalogue).toEqual({ entry: 'refund', policy: 'payments', kind: 'remote_mutation', tags: ['money'] });
+    expect(ex.trace.catalogue).toEqual({
+      entry: 'refund',
+      policy: 'payments',
+      kind: 'remote_mutation',
+      tags: ['money'],
+    });
     expect(ex.trace.schema).toBe('passed');
     const rt = ruleOf(ex, 'refund-support');
     expect(rt.selectors).toEqual([
@@ -150,7 +173,11 @@ describe('the trace on the example policies (a copy in test/cases/payments, env 
     expect(rt.confirm).toEqual({ truth: true, why: 'amount > 100 is true' });
     const lookups = ruleOf(ex, 'lookups');
     expect(lookups.applies).toBe('no');
-    expect(lookups.selectors[0]).toEqual({ selector: 'tools', matched: false, why: 'tool "refund" is not in [lookup_*, send_note]' });
+    expect(lookups.selectors[0]).toEqual({
+      selector: 'tools',
+      matched: false,
+      why: 'tool "refund" is not in [lookup_*, send_note]',
+    });
     expect(ex.trace.files[0]!.limits).toEqual({ max_calls: 200, steps: 1 });
     expect(ex.trace.files[0]!.guards[0]!.finding).toBe('not_run'); // its tools selector does not match
   });
@@ -165,7 +192,11 @@ describe('the trace on the example policies (a copy in test/cases/payments, env 
     expect(rt.applies).toBe('no');
     expect(rt.selectors[1]).toEqual({ selector: 'teams', matched: false, why: 'team sales is not in [support]' });
     const none = explain(set, { tool: 'refund', args: { order: 'A1', amount: 50 } }, { ...support, team: null });
-    expect(ruleOf(none, 'refund-support').selectors[1]).toEqual({ selector: 'teams', matched: false, why: 'no team is not in [support]' });
+    expect(ruleOf(none, 'refund-support').selectors[1]).toEqual({
+      selector: 'teams',
+      matched: false,
+      why: 'no team is not in [support]',
+    });
   });
 
   it('arguments the schema refuses: schema failed, no file consulted', async () => {
@@ -187,7 +218,11 @@ describe('the trace on the example policies (a copy in test/cases/payments, env 
   it('a glob catalogue entry is named by its pattern', async () => {
     const ex = explain(await load(), { tool: 'lookup_order', args: {} }, support);
     expect(ex.trace.catalogue).toEqual({ entry: 'lookup_*', policy: 'payments', kind: 'read_only', tags: [] });
-    expect(ruleOf(ex, 'lookups').selectors[0]).toEqual({ selector: 'tools', matched: true, why: 'tool "lookup_order" is in [lookup_*, send_note]' });
+    expect(ruleOf(ex, 'lookups').selectors[0]).toEqual({
+      selector: 'tools',
+      matched: true,
+      why: 'tool "lookup_order" is in [lookup_*, send_note]',
+    });
   });
 
   it('a when that holds on a deny rule, and kinds and envs selectors', async () => {
@@ -198,7 +233,10 @@ describe('the trace on the example policies (a copy in test/cases/payments, env 
     expect(cap.applies).toBe('yes');
     expect(ex.decision).toBe('deny');
     const under = explain(set, { tool: 'dispatch_vendor', args: { unitId: 'u', estimateUsd: 10 } }, support);
-    expect(ruleOf(under, 'vendor-hard-cap')).toMatchObject({ applies: 'no', when: { truth: false, why: 'estimateUsd > 1000 is false' } });
+    expect(ruleOf(under, 'vendor-hard-cap')).toMatchObject({
+      applies: 'no',
+      when: { truth: false, why: 'estimateUsd > 1000 is false' },
+    });
     const wipe = explain(set, { tool: 'wipe_orders', args: {} }, support);
     expect(ruleOf(wipe, 'no-destructive-in-prod')).toEqual({
       id: 'no-destructive-in-prod',
@@ -215,7 +253,10 @@ describe('the trace on the example policies (a copy in test/cases/payments, env 
 
   it('a when on a rule whose selectors fail is still explained (undecidable, naming the path only)', async () => {
     const ex = explain(await load(), { tool: 'refund', args: { order: 'A1', amount: 5 } }, support);
-    expect(ruleOf(ex, 'vendor-hard-cap')).toMatchObject({ applies: 'no', when: { truth: 'undecidable', why: 'undecidable: `estimateUsd` is missing' } });
+    expect(ruleOf(ex, 'vendor-hard-cap')).toMatchObject({
+      applies: 'no',
+      when: { truth: 'undecidable', why: 'undecidable: `estimateUsd` is missing' },
+    });
   });
 
   it('guard findings: the path and kind, never the value', async () => {
@@ -280,8 +321,16 @@ describe('restricts_only and undecidable conditions in the trace', () => {
       when: { truth: 'undecidable', why: 'undecidable: `size` is missing' },
       confirm: { truth: true, why: 'confirm: true' },
     });
-    expect(flagged).toMatchObject({ id: 'allow-flagged', applies: 'no', when: { truth: 'undecidable', why: 'undecidable: `enabled` is missing' } });
-    expect(odd).toMatchObject({ id: 'deny-odd', applies: 'yes', when: { truth: 'undecidable', why: 'undecidable: `kind` is missing' } });
+    expect(flagged).toMatchObject({
+      id: 'allow-flagged',
+      applies: 'no',
+      when: { truth: 'undecidable', why: 'undecidable: `enabled` is missing' },
+    });
+    expect(odd).toMatchObject({
+      id: 'deny-odd',
+      applies: 'yes',
+      when: { truth: 'undecidable', why: 'undecidable: `kind` is missing' },
+    });
     expect(ex.decision).toBe('deny');
     expect(ex.rule).toBe('deny-odd');
   });
@@ -314,7 +363,14 @@ describe('restricts_only and undecidable conditions in the trace', () => {
     const empty = buildPolicySet([], {});
     const ex = explain(empty, { tool: 'anything', args: {} }, who);
     expect(ex.trace.files).toHaveLength(1);
-    expect(ex.trace.files[0]).toMatchObject({ policy: 'builtin', default: 'side_effects', rules: [], guards: [], decision: 'deny', rule: 'builtin#default' });
+    expect(ex.trace.files[0]).toMatchObject({
+      policy: 'builtin',
+      default: 'side_effects',
+      rules: [],
+      guards: [],
+      decision: 'deny',
+      rule: 'builtin#default',
+    });
     expect(ex.decision).toBe('deny');
   });
 });
@@ -327,7 +383,10 @@ describe('the trace of users and of scopes', () => {
         'policy: a\ndefault: allow\nrules:\n  - {id: staff, tools: t, users: [alice@example.com, bob-7, carol], allow: true}\n  - {id: one, tools: t, users: dave, teams: ops, agents: bot, confirm: true}\n',
       ),
     },
-    { path: 'b.yaml', bytes: enc('policy: b\nscope: {tools: "x*", users: [erin, frank], teams: ops}\ndefault: deny\n') },
+    {
+      path: 'b.yaml',
+      bytes: enc('policy: b\nscope: {tools: "x*", users: [erin, frank], teams: ops}\ndefault: deny\n'),
+    },
   ]);
   const alice: Identity = { user: 'alice@example.com', team: 'ops', agent: 'bot', roles: [] };
 
@@ -368,7 +427,11 @@ describe('the trace of users and of scopes', () => {
     expect(out).toMatchObject({ decision: 'allow', rule: 'staff' });
     const erin: Identity = { ...alice, user: 'erin' };
     const inScope = explain(set, { tool: 'x1', args: {} }, erin);
-    expect(inScope.trace.files[1]).toMatchObject({ decision: 'deny', rule: 'b#default', scope: [{ matched: true }, { matched: true }, { matched: true }] });
+    expect(inScope.trace.files[1]).toMatchObject({
+      decision: 'deny',
+      rule: 'b#default',
+      scope: [{ matched: true }, { matched: true }, { matched: true }],
+    });
     expect(inScope).toMatchObject({ decision: 'deny', rule: 'b#default' });
     expect(decide(set, { tool: 'x1', args: {} }, erin)).toMatchObject({ decision: 'deny', rule: 'b#default' });
     expect(decide(set, { tool: 'x1', args: {} }, alice)).toMatchObject({ decision: 'allow', rule: 'a#default' });

@@ -16,7 +16,11 @@ function globError(pattern: string): GlobError {
 describe('matching', () => {
   const cases: [pattern: string, yes: string[], no: string[]][] = [
     ['refund', ['refund'], ['Refund', 'refund2', 'refun', '', 're fund']],
-    ['lookup_*', ['lookup_', 'lookup_order', 'lookup_a/b.c', 'lookup_.hidden'], ['lookup', 'xlookup_order', 'Lookup_x']],
+    [
+      'lookup_*',
+      ['lookup_', 'lookup_order', 'lookup_a/b.c', 'lookup_.hidden'],
+      ['lookup', 'xlookup_order', 'Lookup_x'],
+    ],
     ['*', ['', 'a', 'a/b', '.dot', 'x'.repeat(300)], []],
     ['*_delete', ['user_delete', '_delete', 'a/b_delete'], ['user_delete_all', 'delete']],
     ['github__*', ['github__create_issue', 'github__'], ['github_create', 'gitlab__x']],
@@ -63,18 +67,23 @@ describe('matching', () => {
     // Reference: the textbook dynamic program over the same atoms (small alphabet so matches happen).
     const patternChar = fc.constantFrom('a', 'b', '*', '?', '[ab]', '[!a]');
     fc.assert(
-      fc.property(fc.array(patternChar, { minLength: 1, maxLength: 8 }), fc.string({ unit: fc.constantFrom('a', 'b', 'c'), maxLength: 10 }), (parts, name) => {
-        const pattern = parts.join('');
-        if (pattern.includes('**')) return;
-        expect(compileGlob(pattern).test(name)).toBe(reference(parts, name));
-      }),
+      fc.property(
+        fc.array(patternChar, { minLength: 1, maxLength: 8 }),
+        fc.string({ unit: fc.constantFrom('a', 'b', 'c'), maxLength: 10 }),
+        (parts, name) => {
+          const pattern = parts.join('');
+          if (pattern.includes('**')) return;
+          expect(compileGlob(pattern).test(name)).toBe(reference(parts, name));
+        },
+      ),
       { numRuns: runs(3000) },
     );
   });
 });
 
 function reference(parts: string[], name: string): boolean {
-  const one = (p: string, c: string): boolean => (p === '?' ? true : p === '[ab]' ? c === 'a' || c === 'b' : p === '[!a]' ? c !== 'a' : p === c);
+  const one = (p: string, c: string): boolean =>
+    p === '?' ? true : p === '[ab]' ? c === 'a' || c === 'b' : p === '[!a]' ? c !== 'a' : p === c;
   const memo = new Map<string, boolean>();
   const go = (i: number, j: number): boolean => {
     const key = `${i},${j}`;
@@ -111,7 +120,11 @@ describe('refused patterns', () => {
     ['[z-a]', 1, /reversed range/],
     ['[a[b]', 2, /'\[' inside a character class/],
     ['[a{]', 2, /not supported/],
-    ...['}', '(', ')', '|', '\\'].map((c): [string, number, RegExp] => [`[a${c}]`, 2, new RegExp(`^'\\${c}' is not supported in a tool glob`)]),
+    ...['}', '(', ')', '|', '\\'].map((c): [string, number, RegExp] => [
+      `[a${c}]`,
+      2,
+      new RegExp(`^'\\${c}' is not supported in a tool glob`),
+    ]),
     ['[a-\\]', 3, /not supported/],
     ['a]', 1, /without a matching '\['/],
     ['!tool', 0, /negated/],

@@ -202,15 +202,24 @@ describe('phone numbers', () => {
 describe('finding paths and document order', () => {
   it('points at the string value with a JSON pointer', () => {
     expect(scanPii({ note: 'alice@example.com' })).toEqual({ path: '/note', kind: 'email' });
-    expect(scanPii({ items: [{ text: 'ok' }, { text: 'call +33 1 23 45 67 89' }] })).toEqual({ path: '/items/1/text', kind: 'phone' });
-    expect(scanPii({ 'a/b': { 'c~d': ['x', 'DE89370400440532013000'] } })).toEqual({ path: '/a~1b/c~0d/1', kind: 'iban' });
+    expect(scanPii({ items: [{ text: 'ok' }, { text: 'call +33 1 23 45 67 89' }] })).toEqual({
+      path: '/items/1/text',
+      kind: 'phone',
+    });
+    expect(scanPii({ 'a/b': { 'c~d': ['x', 'DE89370400440532013000'] } })).toEqual({
+      path: '/a~1b/c~0d/1',
+      kind: 'iban',
+    });
     expect(scanPii({ '': 'alice@example.com' })).toEqual({ path: '/', kind: 'email' });
   });
 
   it('returns the first finding in document order', () => {
     const args: JsonObject = { a: 'clean', b: { c: 'bob@example.com', d: '4111111111111111' }, e: 'carol@example.com' };
     expect(scanPii(args)).toEqual({ path: '/b/c', kind: 'email' });
-    expect(scanPii({ list: ['x', ['y', '4111 1111 1111 1111']], z: 'a@example.com' })).toEqual({ path: '/list/1/1', kind: 'card' });
+    expect(scanPii({ list: ['x', ['y', '4111 1111 1111 1111']], z: 'a@example.com' })).toEqual({
+      path: '/list/1/1',
+      kind: 'card',
+    });
   });
 
   it('prefers checksum evidence within one string', () => {
@@ -221,7 +230,11 @@ describe('finding paths and document order', () => {
     expect(scanPii({ 'alice@example.com': 'x' })).toEqual({ path: '', kind: 'email', inKey: true });
     expect(scanPii({ to: { 'bob@example.com': true } })).toEqual({ path: '/to', kind: 'email', inKey: true });
     // An object's keys come before its values, so no path below a PII key is ever reported.
-    expect(scanPii({ 'bob@example.com': { card: '4111111111111111' } })).toEqual({ path: '', kind: 'email', inKey: true });
+    expect(scanPii({ 'bob@example.com': { card: '4111111111111111' } })).toEqual({
+      path: '',
+      kind: 'email',
+      inKey: true,
+    });
     expect(scanPii({ a: 'clean', b: 'plain' })).toBeNull();
   });
 
@@ -297,7 +310,9 @@ describe('a number is scanned as written and as its integer value', () => {
   });
 
   it('skips short numbers, but not a short one with an exponent (2.6e15 is the Luhn-valid 2600000000000000)', () => {
-    expect(scanPii(parsed(`{"a": [${Array.from({ length: 1000 }, (_, i) => `${i}.0`).join(',')}], "b": 1234567}`))).toBeNull();
+    expect(
+      scanPii(parsed(`{"a": [${Array.from({ length: 1000 }, (_, i) => `${i}.0`).join(',')}], "b": 1234567}`)),
+    ).toBeNull();
     expect(scanPii(parsed('{"a": [1, 2.6e15]}'))).toEqual({ path: '/a/1', kind: 'card' });
     expect(scanPii({ a: 2600000000000000 })).toEqual({ path: '/a', kind: 'card' });
     expect(scanPii(parsed('{"tel": 5551234567}'))).toEqual(scanPii({ tel: '5551234567' }));
@@ -401,12 +416,16 @@ describe('card and IBAN groups split by everyday separators', () => {
     expect(kindOf(text)).not.toBe('card');
   });
 
-  it.each(['1.2.3.4', '2024.01.15', '3.14159', '192.168.100.200', '12 34 56 78 90 12 34 56 78', 'total 12\u00a0345\u00a0678 EUR'])(
-    'finds nothing in %j',
-    (text) => {
-      expect(kindOf(text)).toBeNull();
-    },
-  );
+  it.each([
+    '1.2.3.4',
+    '2024.01.15',
+    '3.14159',
+    '192.168.100.200',
+    '12 34 56 78 90 12 34 56 78',
+    'total 12\u00a0345\u00a0678 EUR',
+  ])('finds nothing in %j', (text) => {
+    expect(kindOf(text)).toBeNull();
+  });
 
   it('keeps the IBAN checksum whatever the separator', () => {
     expect(kindOf('GB83-WEST-1234-5698-7654-32')).toBeNull();
@@ -416,7 +435,8 @@ describe('card and IBAN groups split by everyday separators', () => {
 });
 
 describe('Unicode look-alikes are folded', () => {
-  const fullWidth = (t: string): string => t.replace(/[0-9A-Za-z@+]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0));
+  const fullWidth = (t: string): string =>
+    t.replace(/[0-9A-Za-z@+]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0));
   const invisibles: [string, string][] = [
     ['zero-width space', '\u200b'],
     ['zero-width non-joiner', '\u200c'],
@@ -464,7 +484,16 @@ describe('Unicode look-alikes are folded', () => {
     expect(f).toEqual({ path: '/note', kind: 'card' });
   });
 
-  const clean = ['café crème, 12,50 €', 'naïve résumé', 'order\u200b12345', 'Zürich 8001', '東京都 〒100-0001', 'ﬁle ①②③', 'x² + y² = z²', 'e\u0301t\u00e9'];
+  const clean = [
+    'café crème, 12,50 €',
+    'naïve résumé',
+    'order\u200b12345',
+    'Zürich 8001',
+    '東京都 〒100-0001',
+    'ﬁle ①②③',
+    'x² + y² = z²',
+    'e\u0301t\u00e9',
+  ];
   it.each(clean)('finds nothing in %j', (text) => {
     expect(kindOf(text)).toBeNull();
   });
@@ -508,10 +537,16 @@ describe('adversarial strings are scanned in linear time', () => {
 
   it('random strings never throw', () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom(...'0123456789 -.()+@aZ_/\t\u00a0\u200b\uff14\uff20\u0301'.split('')), maxLength: 60 }), (text) => {
-        const f = scanPii({ text });
-        if (f !== null) expect(f.path).toBe('/text');
-      }),
+      fc.property(
+        fc.string({
+          unit: fc.constantFrom(...'0123456789 -.()+@aZ_/\t\u00a0\u200b\uff14\uff20\u0301'.split('')),
+          maxLength: 60,
+        }),
+        (text) => {
+          const f = scanPii({ text });
+          if (f !== null) expect(f.path).toBe('/text');
+        },
+      ),
       { numRuns: runs(3000) },
     );
   });

@@ -28,7 +28,8 @@ const otherSteps = (length: number): RunView => ({
   steps: Array.from({ length }, () => ({ tool: 'other_tool', decision: 'allow' as const })),
 });
 /** The smallest `limits.max_calls` of the set: a status is for a run below it (docs/spec.md section 5.5). */
-const limitOf = (set: PolicySet): number => Math.min(10_000, ...set.files.map((f) => f.maxCalls ?? Number.POSITIVE_INFINITY));
+const limitOf = (set: PolicySet): number =>
+  Math.min(10_000, ...set.files.map((f) => f.maxCalls ?? Number.POSITIVE_INFINITY));
 
 /** The catalogue entry an item stands for. */
 function entryOf(set: PolicySet, item: InventoryItem): CatalogueEntry {
@@ -46,7 +47,9 @@ const alone = (set: PolicySet, entry: CatalogueEntry, name: string): boolean => 
 /** Names to call an item's tool by: its name, or names its glob alone describes (those rules name first). */
 function namesOf(set: PolicySet, entry: CatalogueEntry, seed: number): string[] {
   if (entry.glob.literal) return [entry.pattern];
-  const literals = set.files.flatMap((f) => [...f.rules, ...f.guards, ...(f.scope ? [{ selectors: f.scope }] : [])].flatMap((r) => r.selectors.tools ?? []));
+  const literals = set.files.flatMap((f) =>
+    [...f.rules, ...f.guards, ...(f.scope ? [{ selectors: f.scope }] : [])].flatMap((r) => r.selectors.tools ?? []),
+  );
   return sampleToolNames({
     from: [entry.glob, ...literals.filter((g) => !g.literal)],
     literals: literals.filter((g) => g.literal).map((g) => g.source),
@@ -76,7 +79,11 @@ function property(identity: Identity, decisions: readonly Decision[], seed: numb
 function callersOf(set: PolicySet): Identity[] {
   const named = { teams: new Set<string>(), users: new Set<string>(), agents: new Set<string>() };
   for (const file of set.files) {
-    for (const sel of [...file.rules.map((r) => r.selectors), ...file.guards.map((g) => g.selectors), ...(file.scope ? [file.scope] : [])]) {
+    for (const sel of [
+      ...file.rules.map((r) => r.selectors),
+      ...file.guards.map((g) => g.selectors),
+      ...(file.scope ? [file.scope] : []),
+    ]) {
       for (const key of ['teams', 'users', 'agents'] as const) for (const v of sel[key] ?? []) named[key].add(v);
     }
   }
@@ -85,7 +92,13 @@ function callersOf(set: PolicySet): Identity[] {
   let i = 0;
   for (const team of [null, ...named.teams]) {
     for (const agent of [null, ...named.agents]) {
-      out.push({ user: users[i % users.length]!, team, agent, roles: i % 3 === 1 ? ['admin'] : [], ...(i % 2 === 1 ? { claims: { tier: 'gold' } } : {}) });
+      out.push({
+        user: users[i % users.length]!,
+        team,
+        agent,
+        roles: i % 3 === 1 ? ['admin'] : [],
+        ...(i % 2 === 1 ? { claims: { tier: 'gold' } } : {}),
+      });
       i++;
     }
   }
@@ -108,11 +121,17 @@ const keyOf = (identity: Identity): string => JSON.stringify(identity);
  * `depends` where no call of this caller can get another decision: the inventory does not read what a
  * condition on the arguments can never be for a caller (it says depends, never a wrong status).
  */
-const CONSERVATIVE: readonly { dir: string; tool: string; caller: (who: Identity, env: string | null) => boolean; why: string }[] = [
+const CONSERVATIVE: readonly {
+  dir: string;
+  tool: string;
+  caller: (who: Identity, env: string | null) => boolean;
+  why: string;
+}[] = [
   {
     dir: 'test/cases/caller-context-run',
     tool: 'refund',
-    caller: (who, env) => who.team === null && who.claims?.['tier'] !== 'gold' && !(env === 'dev' && who.roles.includes('admin')),
+    caller: (who, env) =>
+      who.team === null && who.claims?.['tier'] !== 'gold' && !(env === 'dev' && who.roles.includes('admin')),
     why: 'own-team compares an argument with $caller.team, undecidable without a team, so it never allows; no other rule does for this caller',
   },
 ];
@@ -148,7 +167,10 @@ describe('the inventory agrees with decide() on the case policies', () => {
             const target = { pattern: item.name, names };
             // No run, the longest run below the limits, and a run of this tool's own allowed calls (what `count($run.steps, …)` counts).
             const below = Math.max(0, limitOf(set) - 1);
-            const own = Array.from({ length: Math.min(5, below) }, () => ({ tool: names[0]!, decision: 'allow' as const }));
+            const own = Array.from({ length: Math.min(5, below) }, () => ({
+              tool: names[0]!,
+              decision: 'allow' as const,
+            }));
             // (A property given no run generates some, at the limits too.)
             const runs = [otherSteps(0), otherSteps(below), { id: 'run-own', steps: own }];
             // Every written call of the tool in a run below the limits, made by this caller in this environment (the arguments, run and context it writes).
@@ -161,7 +183,10 @@ describe('the inventory agrees with decide() on the case policies', () => {
               const others = DECISIONS.filter((d) => d !== item.status);
               for (const run of runs) {
                 const check = checkTarget(set, property(identity, others, c, run), target);
-                expect(check.counterexample?.got.decision, `${where}: ${JSON.stringify(check.counterexample)}`).toBeUndefined();
+                expect(
+                  check.counterexample?.got.decision,
+                  `${where}: ${JSON.stringify(check.counterexample)}`,
+                ).toBeUndefined();
                 expect(check.problem, where).toBeUndefined();
               }
               for (const d of writtenDecisions) expect(d, `${where}: a written call`).toBe(item.status);
@@ -171,9 +196,16 @@ describe('the inventory agrees with decide() on the case policies', () => {
             // A decision is seen when a property forbidding it breaks, or a written call gets it.
             const seen = new Set(writtenDecisions);
             for (const d of DECISIONS) {
-              if (runs.some((run) => checkTarget(set, property(identity, [d], c, run), target).counterexample !== undefined)) seen.add(d);
+              if (
+                runs.some(
+                  (run) => checkTarget(set, property(identity, [d], c, run), target).counterexample !== undefined,
+                )
+              )
+                seen.add(d);
             }
-            const conservative = CONSERVATIVE.find((k) => k.dir === dir && names.includes(k.tool) && k.caller(identity, env));
+            const conservative = CONSERVATIVE.find(
+              (k) => k.dir === dir && names.includes(k.tool) && k.caller(identity, env),
+            );
             if (conservative) expect([...seen], `${where}: ${conservative.why}`).toHaveLength(1);
             else expect(seen.size, `${where}: only ${[...seen].join(', ')} seen`).toBeGreaterThan(1);
           }
@@ -195,27 +227,35 @@ describe('the inventory agrees with decide() on random policy sets', () => {
     ];
     let checked = 0;
     fc.assert(
-      fc.property(setArb({ maxFiles: 3, maxRules: 6, schemaP: 0.1 }), fc.array(identityArb, { minLength: 1, maxLength: 3 }), (gen, callers) => {
-        const set = toPolicySet(gen);
-        for (const identity of callers) {
-          for (const item of inventory(set, identity).tools) {
-            if (item.status === 'depends') continue;
-            const entry = entryOf(set, item);
-            const names = entry.glob.literal ? [entry.pattern] : REQUEST_TOOLS.filter((n) => entry.glob.test(n) && alone(set, entry, n));
-            for (const tool of names) {
-              for (const { args, run } of [...requests, ...extra]) {
-                if ((run?.steps?.length ?? 0) >= Math.max(1, limitOf(set))) continue; // a status is for a run below its limits
-                const got = decide(set, { tool, args, ...(run ? { run } : {}) }, identity);
-                if (got.schemaRefused) continue;
-                checked++;
-                if (got.decision !== item.status) {
-                  throw new Error(`${tool} (${item.name}: ${item.status}) got ${got.decision} by ${got.rule} for ${JSON.stringify({ args, run, identity })}`);
+      fc.property(
+        setArb({ maxFiles: 3, maxRules: 6, schemaP: 0.1 }),
+        fc.array(identityArb, { minLength: 1, maxLength: 3 }),
+        (gen, callers) => {
+          const set = toPolicySet(gen);
+          for (const identity of callers) {
+            for (const item of inventory(set, identity).tools) {
+              if (item.status === 'depends') continue;
+              const entry = entryOf(set, item);
+              const names = entry.glob.literal
+                ? [entry.pattern]
+                : REQUEST_TOOLS.filter((n) => entry.glob.test(n) && alone(set, entry, n));
+              for (const tool of names) {
+                for (const { args, run } of [...requests, ...extra]) {
+                  if ((run?.steps?.length ?? 0) >= Math.max(1, limitOf(set))) continue; // a status is for a run below its limits
+                  const got = decide(set, { tool, args, ...(run ? { run } : {}) }, identity);
+                  if (got.schemaRefused) continue;
+                  checked++;
+                  if (got.decision !== item.status) {
+                    throw new Error(
+                      `${tool} (${item.name}: ${item.status}) got ${got.decision} by ${got.rule} for ${JSON.stringify({ args, run, identity })}`,
+                    );
+                  }
                 }
               }
             }
           }
-        }
-      }),
+        },
+      ),
       { seed: 3, numRuns: runs(300) },
     );
     // More than 1000 calls checked in the deep run, in proportion in a shorter one (not vacuous).

@@ -17,7 +17,13 @@ function setOf(files: Record<string, string>, env: string | null = null): Policy
   );
 }
 
-const caller = (over: Partial<Identity> = {}): Identity => ({ user: 'u1', team: null, agent: null, roles: [], ...over });
+const caller = (over: Partial<Identity> = {}): Identity => ({
+  user: 'u1',
+  team: null,
+  agent: null,
+  roles: [],
+  ...over,
+});
 
 /** Each entry's [status, rules]. */
 function statuses(set: PolicySet, who: Identity): Record<string, [ToolStatus, readonly string[]]> {
@@ -221,8 +227,10 @@ limits: {max_calls: 3}
     name: 'limits.max_calls 0 ends every run',
     files: {
       'a.yaml': 'policy: a\ndefault: allow\ntools: {a: {kind: read_only}}\nlimits: {max_calls: 0}\n',
-      'b.yaml': 'policy: b\nscope: {tools: [b, c]}\ndefault: allow\ntools: {b: {kind: read_only}}\nlimits: {max_calls: 10001}\n',
-      'c.yaml': 'policy: c\nscope: {tools: [c]}\ndefault: allow\ntools: {c: {kind: read_only}}\nlimits: {max_calls: 10000}\n',
+      'b.yaml':
+        'policy: b\nscope: {tools: [b, c]}\ndefault: allow\ntools: {b: {kind: read_only}}\nlimits: {max_calls: 10001}\n',
+      'c.yaml':
+        'policy: c\nscope: {tools: [c]}\ndefault: allow\ntools: {c: {kind: read_only}}\nlimits: {max_calls: 10000}\n',
     },
     callers: [
       {
@@ -239,7 +247,8 @@ limits: {max_calls: 3}
     name: 'limits of any size leave the status alone',
     files: {
       'b.yaml': 'policy: b\ndefault: allow\ntools: {b: {kind: read_only}}\nlimits: {max_calls: 10001}\n',
-      'c.yaml': 'policy: c\nscope: {tools: [c]}\ndefault: allow\ntools: {c: {kind: read_only}}\nlimits: {max_calls: 10000}\n',
+      'c.yaml':
+        'policy: c\nscope: {tools: [c]}\ndefault: allow\ntools: {c: {kind: read_only}}\nlimits: {max_calls: 10000}\n',
     },
     callers: [{ who: caller(), want: { b: ['allow', ['b#default']], c: ['allow', ['b#default']] } }],
   },
@@ -257,7 +266,10 @@ rules: [{id: refund-ok, tools: refund, allow: true}]
     },
     callers: [
       { who: caller({ team: 'support' }), want: { refund: ['allow', ['refund-ok']], status: ['deny', ['a#default']] } },
-      { who: caller({ team: 'sales' }), want: { refund: ['require_approval', ['builtin#default']], status: ['allow', ['b#default']] } },
+      {
+        who: caller({ team: 'sales' }),
+        want: { refund: ['require_approval', ['builtin#default']], status: ['allow', ['b#default']] },
+      },
     ],
   },
   {
@@ -288,10 +300,14 @@ rules:
   {
     name: 'several files: the most severe answer wins, a tool several catalogues describe is decided under all of them',
     files: {
-      'a.yaml': 'policy: a\ndefault: allow\ntools: {send_wire: {kind: remote_mutation}}\nrules: [{id: no-remote, kinds: [remote_mutation], allow: false}]\n',
-      'b.yaml': 'policy: b\ndefault: allow\ntools: {"send_*": {kind: destructive, tags: [money]}}\nrules: [{id: money-asks, tags: [money], confirm: true}]\n',
+      'a.yaml':
+        'policy: a\ndefault: allow\ntools: {send_wire: {kind: remote_mutation}}\nrules: [{id: no-remote, kinds: [remote_mutation], allow: false}]\n',
+      'b.yaml':
+        'policy: b\ndefault: allow\ntools: {"send_*": {kind: destructive, tags: [money]}}\nrules: [{id: money-asks, tags: [money], confirm: true}]\n',
     },
-    callers: [{ who: caller(), want: { send_wire: ['deny', ['no-remote']], 'send_*': ['require_approval', ['money-asks']] } }],
+    callers: [
+      { who: caller(), want: { send_wire: ['deny', ['no-remote']], 'send_*': ['require_approval', ['money-asks']] } },
+    ],
   },
   {
     name: 'globs: the names only the glob describes, classed by the selectors that match them',
@@ -343,7 +359,8 @@ guards:
     name: 'a glob and exact names of other files: each name is decided once, by its own entry',
     files: {
       'a.yaml': 'policy: a\ndefault: allow\ntools: {"tool_*": {kind: read_only}}\n',
-      'b.yaml': 'policy: b\ndefault: allow\ntools: {tool_wipe: {kind: destructive}}\nrules: [{id: no-wipe, kinds: [destructive], allow: false}]\n',
+      'b.yaml':
+        'policy: b\ndefault: allow\ntools: {tool_wipe: {kind: destructive}}\nrules: [{id: no-wipe, kinds: [destructive], allow: false}]\n',
     },
     callers: [{ who: caller(), want: { 'tool_*': ['allow', ['a#default']], tool_wipe: ['deny', ['no-wipe']] } }],
   },
@@ -362,7 +379,9 @@ rules:
   - {id: small-u, tools: u, allow: false, when: "amount < 5"}
 `,
     },
-    callers: [{ who: caller(), want: { t: ['depends', ['small', 'p#default']], u: ['depends', ['p#default', 'big']] } }],
+    callers: [
+      { who: caller(), want: { t: ['depends', ['small', 'p#default']], u: ['depends', ['p#default', 'big']] } },
+    ],
   },
 ];
 
@@ -372,7 +391,8 @@ describe('inventory(): the status of each catalogue entry for a caller', () => {
       const set = setOf(c.files, c.env ?? null);
       for (const { who, want } of c.callers) {
         const got = statuses(set, who);
-        for (const [name, expected] of Object.entries(want)) expect(got[name], `${name} for ${JSON.stringify(who)}`).toEqual(expected);
+        for (const [name, expected] of Object.entries(want))
+          expect(got[name], `${name} for ${JSON.stringify(who)}`).toEqual(expected);
       }
     });
   }
@@ -399,7 +419,14 @@ describe('inventory(): the shape', () => {
       tools: [
         { name: 'x', policy: 'a', kind: 'destructive', tags: [], status: 'deny', rules: ['a#default'] },
         { name: 'z', policy: 'b', kind: 'read_only', tags: [], status: 'allow', rules: ['a#default'] },
-        { name: 'y_*', policy: 'b', kind: 'remote_mutation', tags: ['mcp', 'ops'], status: 'require_approval', rules: ['a#default'] },
+        {
+          name: 'y_*',
+          policy: 'b',
+          kind: 'remote_mutation',
+          tags: ['mcp', 'ops'],
+          status: 'require_approval',
+          rules: ['a#default'],
+        },
       ],
     });
   });
@@ -412,7 +439,9 @@ describe('inventory(): the shape', () => {
     const first = inventory(set, caller());
     expect(inventory(set, caller())).toEqual(first);
     const reloaded = setOf({ 'a.yaml': 'policy: a\ndefault: allow\ntools: {x: {kind: destructive}}\n' }, 'prod');
-    expect(inventory(reloaded, caller()).tools).toEqual([{ name: 'x', policy: 'a', kind: 'destructive', tags: [], status: 'allow', rules: ['a#default'] }]);
+    expect(inventory(reloaded, caller()).tools).toEqual([
+      { name: 'x', policy: 'a', kind: 'destructive', tags: [], status: 'allow', rules: ['a#default'] },
+    ]);
     expect(inventory(set, caller())).toEqual(first);
   });
 
@@ -429,7 +458,8 @@ rules:
     });
     for (const who of [caller({ user: 'vip-user-7' }), caller({ team: 'support' }), caller()]) {
       const text = JSON.stringify(inventory(secretive, who));
-      for (const hidden of ['vip-user-7', '9999', '4242', 'amount', 'support', 'operator']) expect(text).not.toContain(hidden);
+      for (const hidden of ['vip-user-7', '9999', '4242', 'amount', 'support', 'operator'])
+        expect(text).not.toContain(hidden);
     }
   });
 });

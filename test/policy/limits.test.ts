@@ -30,7 +30,13 @@ function problemsOf(files: Record<string, string>, env: string | null = null): L
   throw new Error('expected the load to fail');
 }
 
-const who = (over: Partial<Identity> = {}): Identity => ({ user: 'u1', team: 'support', agent: 'bot', roles: [], ...over });
+const who = (over: Partial<Identity> = {}): Identity => ({
+  user: 'u1',
+  team: 'support',
+  agent: 'bot',
+  roles: [],
+  ...over,
+});
 
 describe('load-time refusals of budgets and rate limits', () => {
   const cases: { name: string; text: string; want: Partial<LoadProblem>; match: RegExp }[] = [
@@ -207,19 +213,45 @@ rate_limits:
     expect(set.files[0]!.budgets[2]).toMatchObject({ per: { seconds: 90, text: '90' } });
     expect(set.files[0]!.rateLimits[1]).toMatchObject({ perSeconds: 2, perText: '2000ms' });
     const [a, b] = set.files[0]!.budgets;
-    expect(a).toMatchObject({ id: 'p#budgets.0', measure: { sum: { text: 'order.amount' } }, per: { seconds: 21_600, text: '6h' }, onExceed: 'deny' });
+    expect(a).toMatchObject({
+      id: 'p#budgets.0',
+      measure: { sum: { text: 'order.amount' } },
+      per: { seconds: 21_600, text: '6h' },
+      onExceed: 'deny',
+    });
     expect(a!.max).toEqual({ text: '1000.5', value: 1000.5, written: '1000.50' });
     expect(a!.selectors.tools?.map((g) => g.source)).toEqual(['refund']);
     expect(a!.selectors.teams).toEqual(new Set(['support']));
-    expect(b).toMatchObject({ id: 'p#budgets.1', measure: { calls: true }, per: { seconds: 90 }, scope: 'global', onExceed: 'abort' });
-    expect(set.files[0]!.rateLimits[0]).toMatchObject({ id: 'mail', calls: 10, perSeconds: 120, perText: '2m', scope: 'agent', onExceed: 'require_approval' });
-    expect(set.limits.map((l) => l.id)).toEqual(['p#budgets.0', 'p#budgets.1', 'p#budgets.2', 'mail', 'p#rate_limits.1']);
+    expect(b).toMatchObject({
+      id: 'p#budgets.1',
+      measure: { calls: true },
+      per: { seconds: 90 },
+      scope: 'global',
+      onExceed: 'abort',
+    });
+    expect(set.files[0]!.rateLimits[0]).toMatchObject({
+      id: 'mail',
+      calls: 10,
+      perSeconds: 120,
+      perText: '2m',
+      scope: 'agent',
+      onExceed: 'require_approval',
+    });
+    expect(set.limits.map((l) => l.id)).toEqual([
+      'p#budgets.0',
+      'p#budgets.1',
+      'p#budgets.2',
+      'mail',
+      'p#rate_limits.1',
+    ]);
   });
 });
 
 describe('exact amounts', () => {
   it('reads numbers as written, refuses negatives and numbers a tool would read otherwise', () => {
-    const doc = parseJson('{"a": 100.50, "b": 1e2, "c": -1, "d": 1234567890123456789, "e": 0.1, "f": 5e-324}') as JsonObject;
+    const doc = parseJson(
+      '{"a": 100.50, "b": 1e2, "c": -1, "d": 1234567890123456789, "e": 0.1, "f": 5e-324}',
+    ) as JsonObject;
     expect(amountAt(doc, 'a', doc.a as number)).toEqual({ text: '100.5', value: 100.5, written: '100.50' });
     expect(amountAt(doc, 'b', doc.b as number)).toEqual({ text: '100', value: 100, written: '1e2' });
     expect(amountAt(doc, 'c', doc.c as number)).toBeNull();
@@ -251,7 +283,12 @@ rate_limits:
 `;
 
 describe('decide() reports the budgets and rate limits that select a call (its charges), and touches nothing', () => {
-  const set = load({ 'refunds.yaml': REFUNDS.replace('  - {id: lookups, tools: "lookup_*", calls', '  - {id: lookup-rate, tools: "lookup_*", calls') });
+  const set = load({
+    'refunds.yaml': REFUNDS.replace(
+      '  - {id: lookups, tools: "lookup_*", calls',
+      '  - {id: lookup-rate, tools: "lookup_*", calls',
+    ),
+  });
 
   it('each selecting limit, in load order, with its counter key and the amount as written', () => {
     const args = parseJson('{"order": "A1", "amount": 500.00}') as JsonObject;
@@ -299,9 +336,12 @@ describe('decide() reports the budgets and rate limits that select a call (its c
   it("a budget in a scoped file applies only to the calls the file's scope selects", () => {
     const scoped = load({
       'base.yaml': 'policy: base\ndefault: allow\n',
-      'ops.yaml': 'policy: ops\nscope: {teams: ops}\ndefault: allow\nbudgets:\n  - {id: ops-calls, max: 2, per: day, scope: team}\n',
+      'ops.yaml':
+        'policy: ops\nscope: {teams: ops}\ndefault: allow\nbudgets:\n  - {id: ops-calls, max: 2, per: day, scope: team}\n',
     });
-    expect(decide(scoped, { tool: 't', args: {} }, who({ team: 'ops' })).charges?.map((c) => c.limit.id)).toEqual(['ops-calls']);
+    expect(decide(scoped, { tool: 't', args: {} }, who({ team: 'ops' })).charges?.map((c) => c.limit.id)).toEqual([
+      'ops-calls',
+    ]);
     expect(decide(scoped, { tool: 't', args: {} }, who({ team: 'support' })).charges).toBeUndefined();
   });
 
@@ -317,7 +357,15 @@ describe('decide() reports the budgets and rate limits that select a call (its c
   it('explain traces each limit that reaches the tool: selected or not, and what is undecidable (users counted, never named)', () => {
     const e = explain(set, { tool: 'refund', args: {} }, who({ team: 'sales' }));
     expect(e.trace.limits).toEqual([
-      { id: 'per-user', type: 'budget', policy: 'refunds', selectors: [], selected: true, scope: 'user', undecidable: 'amount' },
+      {
+        id: 'per-user',
+        type: 'budget',
+        policy: 'refunds',
+        selectors: [],
+        selected: true,
+        scope: 'user',
+        undecidable: 'amount',
+      },
       {
         id: 'per-team',
         type: 'budget',
@@ -326,18 +374,39 @@ describe('decide() reports the budgets and rate limits that select a call (its c
         selected: false,
         scope: 'team',
       },
-      { id: 'per-run', type: 'budget', policy: 'refunds', selectors: [], selected: true, scope: 'run', undecidable: 'scope' },
+      {
+        id: 'per-run',
+        type: 'budget',
+        policy: 'refunds',
+        selectors: [],
+        selected: true,
+        scope: 'run',
+        undecidable: 'scope',
+      },
     ]);
     expect(JSON.stringify(e.trace.limits)).not.toContain('u1');
   });
 });
 
 describe('settleCharges: the answer of a call over the limits it would cross', () => {
-  const set = load({ 'refunds.yaml': REFUNDS.replace('id: lookups, tools: "lookup_*", calls', 'id: lookup-rate, tools: "lookup_*", calls') });
-  const request = { tool: 'refund', args: parseJson('{"order": "A1", "amount": 500.0}') as JsonObject, run: { id: 'r1' } };
+  const set = load({
+    'refunds.yaml': REFUNDS.replace(
+      'id: lookups, tools: "lookup_*", calls',
+      'id: lookup-rate, tools: "lookup_*", calls',
+    ),
+  });
+  const request = {
+    tool: 'refund',
+    args: parseJson('{"order": "A1", "amount": 500.0}') as JsonObject,
+    run: { id: 'r1' },
+  };
   const fresh = decide(set, request, who());
   const charge = (id: string) => fresh.charges!.find((c) => c.limit.id === id)!;
-  const standing = (counted: string) => ({ counted: amountOfText(counted)!, windowStart: '2026-12-02T00:00:00.000Z', windowEnd: '2026-12-03T00:00:00.000Z' });
+  const standing = (counted: string) => ({
+    counted: amountOfText(counted)!,
+    windowStart: '2026-12-02T00:00:00.000Z',
+    windowEnd: '2026-12-03T00:00:00.000Z',
+  });
 
   it('none crossed: the answer stands', () => {
     expect(settleCharges(fresh, request, [])).toBe(fresh);
@@ -356,10 +425,21 @@ describe('settleCharges: the answer of a call over the limits it would cross', (
     expect(a).toMatchObject({ decision: 'require_approval', rule: 'per-user' });
     expect(a.approval?.requirements).toHaveLength(1);
     const req = a.approval!.requirements[0]!;
-    expect(req).toMatchObject({ policy: 'refunds', rule: 'per-user', kind: 'budget', capability: { tool: 'refund', args: request.args } });
-    expect(canonicalize(req.presentation)).toBe('{"amount":500.0,"budget":"per-user","max":1000,"per":"day","scope":"user","sum":"amount"}');
-    expect(canonicalize(req.standing!)).toBe('{"counted":900,"window_end":"2026-12-03T00:00:00.000Z","window_start":"2026-12-02T00:00:00.000Z"}');
-    expect(req.reason).toBe('budget "per-user" allows 1000 of `amount` per day (UTC) per user, 900 counted in this window: this call would cross it');
+    expect(req).toMatchObject({
+      policy: 'refunds',
+      rule: 'per-user',
+      kind: 'budget',
+      capability: { tool: 'refund', args: request.args },
+    });
+    expect(canonicalize(req.presentation)).toBe(
+      '{"amount":500.0,"budget":"per-user","max":1000,"per":"day","scope":"user","sum":"amount"}',
+    );
+    expect(canonicalize(req.standing!)).toBe(
+      '{"counted":900,"window_end":"2026-12-03T00:00:00.000Z","window_start":"2026-12-02T00:00:00.000Z"}',
+    );
+    expect(req.reason).toBe(
+      'budget "per-user" allows 1000 of `amount` per day (UTC) per user, 900 counted in this window: this call would cross it',
+    );
     expect(a.reason).not.toContain('500');
     // Another standing, the same approval: a retry after other calls counted is not a new one.
     const b = settleCharges(fresh, request, [refusal('990')]);
@@ -367,7 +447,9 @@ describe('settleCharges: the answer of a call over the limits it would cross', (
     expect(b.approval!.requirements[0]!.reason).toContain('990 counted');
     // Another amount is another approval.
     const other = { ...request, args: { order: 'A1', amount: 501 } };
-    const c = settleCharges(decide(set, other, who()), other, [{ charge: decide(set, other, who()).charges![0]!, standing: standing('900') }]);
+    const c = settleCharges(decide(set, other, who()), other, [
+      { charge: decide(set, other, who()).charges![0]!, standing: standing('900') },
+    ]);
     expect(c.approval!.hash).not.toBe(a.approval!.hash);
   });
 

@@ -36,7 +36,10 @@ interface Refusal {
 
 /** Loads `files` and expects a PolicyLoadError; anything else (a RangeError, a TypeError) fails the test. */
 function refuse(files: Record<string, string | Uint8Array>): Refusal {
-  const inputs = Object.entries(files).map(([path, text]) => ({ path, bytes: typeof text === 'string' ? enc(text) : text }));
+  const inputs = Object.entries(files).map(([path, text]) => ({
+    path,
+    bytes: typeof text === 'string' ? enc(text) : text,
+  }));
   const before = memoryNow();
   const started = performance.now();
   let thrown: unknown = null;
@@ -63,7 +66,8 @@ function messages(r: Refusal): string {
 describe('YAML bombs are refused within 1 s and in bounded memory', () => {
   it('billion laughs (9 × 9)', () => {
     let text = 'policy: laughs\nlol0: &lol0 "lol"\n';
-    for (let i = 1; i <= 9; i++) text += `lol${i}: &lol${i} [${Array.from({ length: 9 }, () => `*lol${i - 1}`).join(', ')}]\n`;
+    for (let i = 1; i <= 9; i++)
+      text += `lol${i}: &lol${i} [${Array.from({ length: 9 }, () => `*lol${i - 1}`).join(', ')}]\n`;
     const r = refuse({ 'bomb.yaml': text });
     expect(messages(r)).toMatch(/YAML (aliases|anchors) are not allowed/);
     expect(r.ms).toBeLessThan(1000);
@@ -92,7 +96,10 @@ describe('deep nesting is a depth error, never a RangeError, within 1 s and in b
     ['2,200 flow sequences (the js-yaml #739 crash depth)', () => ({ 'p.yaml': flow(2_200) })],
     ['100,000 flow sequences', () => ({ 'p.yaml': flow(100_000) })],
     ['100,000 unclosed flow sequences', () => ({ 'p.yaml': `policy: deep\nx: ${'['.repeat(100_000)}\n` })],
-    ['100,000 flow mappings', () => ({ 'p.yaml': `policy: deep\nx: ${'{a: '.repeat(100_000)}1${'}'.repeat(100_000)}\n` })],
+    [
+      '100,000 flow mappings',
+      () => ({ 'p.yaml': `policy: deep\nx: ${'{a: '.repeat(100_000)}1${'}'.repeat(100_000)}\n` }),
+    ],
     [
       '1,000 levels of block mappings',
       () => {
@@ -101,11 +108,23 @@ describe('deep nesting is a depth error, never a RangeError, within 1 s and in b
         return { 'p.yaml': `${text}${' '.repeat(1001)}v: 1\n` };
       },
     ],
-    ['100,000 compact block sequences on one line (- - - … x)', () => ({ 'p.yaml': `policy: deep\nx:\n  ${'- '.repeat(100_000)}x\n` })],
+    [
+      '100,000 compact block sequences on one line (- - - … x)',
+      () => ({ 'p.yaml': `policy: deep\nx:\n  ${'- '.repeat(100_000)}x\n` }),
+    ],
     ['100,000 explicit keys (? ? ? … x)', () => ({ 'p.yaml': `policy: deep\nx:\n  ${'? '.repeat(100_000)}x\n` })],
-    ['100,000 nested JSON arrays', () => ({ 'p.json': `{"policy":"deep","x":${'['.repeat(100_000)}${']'.repeat(100_000)}}` })],
-    ['100,000 nested TOML arrays', () => ({ 'p.toml': `policy = "deep"\nx = ${'['.repeat(100_000)}${']'.repeat(100_000)}\n` })],
-    ['100,000 nested TOML inline tables', () => ({ 'p.toml': `policy = "deep"\nx = ${'{a='.repeat(100_000)}1${'}'.repeat(100_000)}\n` })],
+    [
+      '100,000 nested JSON arrays',
+      () => ({ 'p.json': `{"policy":"deep","x":${'['.repeat(100_000)}${']'.repeat(100_000)}}` }),
+    ],
+    [
+      '100,000 nested TOML arrays',
+      () => ({ 'p.toml': `policy = "deep"\nx = ${'['.repeat(100_000)}${']'.repeat(100_000)}\n` }),
+    ],
+    [
+      '100,000 nested TOML inline tables',
+      () => ({ 'p.toml': `policy = "deep"\nx = ${'{a='.repeat(100_000)}1${'}'.repeat(100_000)}\n` }),
+    ],
   ];
   for (const [name, make] of cases) {
     it(name, () => {
@@ -157,8 +176,14 @@ describe('merge keys and tags', () => {
 
   it('a `__proto__` KEY is plain data: never a prototype, and Object.prototype stays clean', () => {
     for (const [name, text] of [
-      ['p.yaml', 'policy: p\ntools:\n  __proto__: {kind: read_only}\n  constructor: {kind: read_only}\nrules:\n  - tools: [__proto__]\n    allow: true\n'],
-      ['p.json', '{"policy":"p","tools":{"__proto__":{"kind":"read_only"},"constructor":{"kind":"read_only"}},"rules":[{"tools":["__proto__"],"allow":true}]}'],
+      [
+        'p.yaml',
+        'policy: p\ntools:\n  __proto__: {kind: read_only}\n  constructor: {kind: read_only}\nrules:\n  - tools: [__proto__]\n    allow: true\n',
+      ],
+      [
+        'p.json',
+        '{"policy":"p","tools":{"__proto__":{"kind":"read_only"},"constructor":{"kind":"read_only"}},"rules":[{"tools":["__proto__"],"allow":true}]}',
+      ],
       [
         'p.toml',
         'policy = "p"\n[tools.__proto__]\nkind = "read_only"\n[tools.constructor]\nkind = "read_only"\n[[rules]]\ntools = ["__proto__"]\nallow = true\n',
@@ -221,8 +246,15 @@ describe('merge keys and tags', () => {
 
 describe('documents and empty inputs', () => {
   it('multi-document files are refused, whatever the documents hold', () => {
-    for (const text of ['policy: p\n---\npolicy: q\n', '---\npolicy: p\n---\n', 'policy: p\n...\n---\npolicy: p\n', '---\n---\n']) {
-      expect(messages(refuse({ 'p.yaml': text })), JSON.stringify(text)).toMatch(/exactly one YAML document|must be object|required/);
+    for (const text of [
+      'policy: p\n---\npolicy: q\n',
+      '---\npolicy: p\n---\n',
+      'policy: p\n...\n---\npolicy: p\n',
+      '---\n---\n',
+    ]) {
+      expect(messages(refuse({ 'p.yaml': text })), JSON.stringify(text)).toMatch(
+        /exactly one YAML document|must be object|required/,
+      );
     }
   });
 
@@ -275,7 +307,8 @@ describe('documents and empty inputs', () => {
         }),
         { numRuns: runs(300) },
       );
-      for (const tool of ['lookup_order', 'refund', 'read_file', '__proto__', '*']) expect(decide(set, { tool, args: {} }, WHO).decision).toBe('deny');
+      for (const tool of ['lookup_order', 'refund', 'read_file', '__proto__', '*'])
+        expect(decide(set, { tool, args: {} }, WHO).decision).toBe('deny');
     });
   });
 });
@@ -316,7 +349,10 @@ describe('filesystem hazards', () => {
     await symlink(join(outside, 'loose.yaml'), join(dir, 'b.yaml'));
     const problems = await loadError(dir);
     expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatchObject({ file: join(dir, 'b.yaml'), message: expect.stringMatching(/outside the policy directory/) });
+    expect(problems[0]).toMatchObject({
+      file: join(dir, 'b.yaml'),
+      message: expect.stringMatching(/outside the policy directory/),
+    });
   });
 
   it('a relative ../ symlink, a chain of in-directory links ending outside, and a dangling link are refused', async () => {
@@ -362,7 +398,9 @@ describe('filesystem hazards', () => {
     const problems = await loadError(dir);
     const grew = memoryNow() - before;
     expect(performance.now() - started).toBeLessThan(1000);
-    expect(problems).toEqual([expect.objectContaining({ file: join(dir, 'huge.yaml'), message: expect.stringMatching(/larger than/) })]);
+    expect(problems).toEqual([
+      expect.objectContaining({ file: join(dir, 'huge.yaml'), message: expect.stringMatching(/larger than/) }),
+    ]);
     expect(grew).toBeLessThan(20 * MB);
     // Given as the target itself (a single file), too.
     await expect(loadPolicies(join(dir, 'huge.yaml'))).rejects.toMatchObject({
@@ -395,10 +433,12 @@ describe('filesystem hazards', () => {
 
   it('CRLF line endings and a BOM give the same digest (and decisions) as LF without a BOM, in every format', () => {
     const texts: Record<string, string> = {
-      'p.yaml': 'policy: p\nversion: "1"\ntools:\n  t: {kind: read_only}\nrules:\n  - id: r\n    tools: [t]\n    when: "amount > 5"\n    allow: false\n',
+      'p.yaml':
+        'policy: p\nversion: "1"\ntools:\n  t: {kind: read_only}\nrules:\n  - id: r\n    tools: [t]\n    when: "amount > 5"\n    allow: false\n',
       'p.json':
         '{\n  "policy": "p",\n  "version": "1",\n  "tools": {"t": {"kind": "read_only"}},\n  "rules": [{"id": "r", "tools": ["t"], "when": "amount > 5", "allow": false}]\n}\n',
-      'p.toml': 'policy = "p"\nversion = "1"\n[tools.t]\nkind = "read_only"\n[[rules]]\nid = "r"\ntools = ["t"]\nwhen = "amount > 5"\nallow = false\n',
+      'p.toml':
+        'policy = "p"\nversion = "1"\n[tools.t]\nkind = "read_only"\n[[rules]]\nid = "r"\ntools = ["t"]\nwhen = "amount > 5"\nallow = false\n',
     };
     const digests = new Set<string>();
     for (const [name, lf] of Object.entries(texts)) {
@@ -448,7 +488,10 @@ describe('reload while a file is being written: a failed reload keeps the old se
     await writeFile(file, versionA);
     const live = await createLivePolicies(dir, null);
     const digestA = live.current().identities[0]!.digest;
-    expect(decide(live.current(), { tool: 't', args: {} }, WHO)).toMatchObject({ decision: 'allow', rule: 'a-allows-t' });
+    expect(decide(live.current(), { tool: 't', args: {} }, WHO)).toMatchObject({
+      decision: 'allow',
+      rule: 'a-allows-t',
+    });
 
     // Cut inside the flow collection of the reason's line: an unclosed quote, never valid YAML.
     const cut = versionB.indexOf('[denies');
@@ -468,13 +511,25 @@ describe('reload while a file is being written: a failed reload keeps the old se
     expect(await live.reload()).toEqual({ ok: true });
     expect(live.lastFailure()).toBeNull();
     expect(live.current().identities[0]?.version).toBe('B');
-    expect(decide(live.current(), { tool: 't', args: {} }, WHO)).toMatchObject({ decision: 'deny', rule: 'b-denies-t' });
+    expect(decide(live.current(), { tool: 't', args: {} }, WHO)).toMatchObject({
+      decision: 'deny',
+      rule: 'b-denies-t',
+    });
   });
 
   it('JSON: EVERY strict prefix of the new file fails the reload and the old set keeps serving', async () => {
     await rm(join(dir, 'p.yaml'), { force: true });
     const file = join(dir, 'p.json');
-    const a = JSON.stringify({ policy: 'p', version: 'A', tools: { t: { kind: 'read_only' } }, rules: [{ id: 'ra', tools: ['t'], allow: true }] }, null, 2);
+    const a = JSON.stringify(
+      {
+        policy: 'p',
+        version: 'A',
+        tools: { t: { kind: 'read_only' } },
+        rules: [{ id: 'ra', tools: ['t'], allow: true }],
+      },
+      null,
+      2,
+    );
     const b = JSON.stringify(
       {
         policy: 'p',
@@ -506,7 +561,13 @@ describe('reload while a file is being written: a failed reload keeps the old se
     const file = join(dir, 'p.json');
     const make = (v: string, allow: boolean): string =>
       JSON.stringify(
-        { policy: 'p', version: v, tools: { t: { kind: 'read_only' } }, rules: [{ id: `r${v}`, tools: ['t'], allow }], guards: [] },
+        {
+          policy: 'p',
+          version: v,
+          tools: { t: { kind: 'read_only' } },
+          rules: [{ id: `r${v}`, tools: ['t'], allow }],
+          guards: [],
+        },
         null,
         1,
       ).padEnd(20_000, ' ');
@@ -579,7 +640,8 @@ describe('tool globs', () => {
       {
         path: 'p.yaml',
         bytes: enc(
-          'policy: p\ntools:\n  "*a*a*a*a*a*a*b": {kind: read_only}\nrules:\n' + '  - tools: ["*a*a*a*a*a*a*b", "*?*?*?*?*?*?*?*?*c"]\n    allow: true\n',
+          'policy: p\ntools:\n  "*a*a*a*a*a*a*b": {kind: read_only}\nrules:\n' +
+            '  - tools: ["*a*a*a*a*a*a*b", "*?*?*?*?*?*?*?*?*c"]\n    allow: true\n',
         ),
       },
     ]);

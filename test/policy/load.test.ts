@@ -400,7 +400,9 @@ describe('loading refuses, naming file, line, column and key', () => {
   it('refuses YAML merge keys', () => {
     const problems = problemsOf({ 'p.yaml': 'policy: p\ntools:\n  a:\n    <<: {kind: read_only}\n' });
     expect(problems.some((p) => /merge keys/.test(p.message) && p.line === 4 && p.key === 'tools.a.<<')).toBe(true);
-    const inList = problemsOf({ 'p.yaml': 'policy: p\nrules:\n  - tools: [a]\n    allow: true\n  - tools: [*x]\n    allow: true\n' });
+    const inList = problemsOf({
+      'p.yaml': 'policy: p\nrules:\n  - tools: [a]\n    allow: true\n  - tools: [*x]\n    allow: true\n',
+    });
     expect(inList.find((p) => /alias/.test(p.message))).toMatchObject({ line: 5, key: 'rules.1.tools.0' });
     expect(({} as Record<string, unknown>).kind).toBeUndefined();
   });
@@ -423,12 +425,22 @@ describe('loading refuses, naming file, line, column and key', () => {
       'a.yaml': 'policy: a\ntools: {t: {kind: read_only}}\n',
       'b.yaml': 'policy: b\ntools:\n  u: {kind: read_only}\n  t: {kind: destructive}\n',
     });
-    expect(tool).toMatchObject({ file: 'b.yaml', key: 'tools.t', line: 4, message: 'this tool is also in the catalogue of a.yaml' });
+    expect(tool).toMatchObject({
+      file: 'b.yaml',
+      key: 'tools.t',
+      line: 4,
+      message: 'this tool is also in the catalogue of a.yaml',
+    });
     const rule = onlyProblem({
       'a.yaml': 'policy: a\nrules:\n  - {id: shared, tools: [x], allow: true}\n',
       'b.yaml': 'policy: b\nrules:\n  - {tools: [y], allow: true}\n  - id: shared\n    tools: [z]\n    allow: true\n',
     });
-    expect(rule).toMatchObject({ file: 'b.yaml', key: 'rules.1.id', line: 4, message: 'this rule id is also used in a.yaml' });
+    expect(rule).toMatchObject({
+      file: 'b.yaml',
+      key: 'rules.1.id',
+      line: 4,
+      message: 'this rule id is also used in a.yaml',
+    });
   });
 
   it('reports every problem of every file, sorted', () => {
@@ -440,24 +452,32 @@ describe('loading refuses, naming file, line, column and key', () => {
   });
 
   it('locates problems in JSON files', () => {
-    const p = onlyProblem({ 'p.json': '{\n  "policy": "p",\n  "rules": [\n    {"tools": ["a"], "allow": true, "confirm": false}\n  ]\n}\n' });
+    const p = onlyProblem({
+      'p.json': '{\n  "policy": "p",\n  "rules": [\n    {"tools": ["a"], "allow": true, "confirm": false}\n  ]\n}\n',
+    });
     expect(p).toMatchObject({ line: 4, key: 'rules.0.confirm' });
   });
 
   it('locates problems in TOML files', () => {
-    const p = onlyProblem({ 'p.toml': 'policy = "p"\n\n[[rules]]\ntools = ["a"]\nallow = true\n\n[[rules]]\ntools = ["b"]\nallow = true\nconfirm = false\n' });
+    const p = onlyProblem({
+      'p.toml':
+        'policy = "p"\n\n[[rules]]\ntools = ["a"]\nallow = true\n\n[[rules]]\ntools = ["b"]\nallow = true\nconfirm = false\n',
+    });
     expect(p).toMatchObject({ line: 10, column: 1, key: 'rules.1.confirm' });
   });
 
   it('locates a key of a TOML sub-table under an array of tables', () => {
     const p = onlyProblem({
-      'p.toml': 'policy = "p"\n\n[[rules]]\ntools = ["a"]\nallow = true\n\n[[rules]]\ntools = ["b"]\nallow = true\n\n[rules.approval]\nkinds = "x"\n',
+      'p.toml':
+        'policy = "p"\n\n[[rules]]\ntools = ["a"]\nallow = true\n\n[[rules]]\ntools = ["b"]\nallow = true\n\n[rules.approval]\nkinds = "x"\n',
     });
     expect(p).toMatchObject({ line: 12, column: 1, key: 'rules.1.approval.kinds' });
   });
 
   it('locates an unknown TOML table of tables at its header, not at 1:1', () => {
-    const p = onlyProblem({ 'p.toml': 'policy = "p"\ndefault = "deny"\n\n[[budgetz]]\nmax_usd = 20\nscope = "user"\n' });
+    const p = onlyProblem({
+      'p.toml': 'policy = "p"\ndefault = "deny"\n\n[[budgetz]]\nmax_usd = 20\nscope = "user"\n',
+    });
     expect(p).toMatchObject({ line: 4, column: 1, key: 'budgetz', message: 'unknown key' });
     const table = onlyProblem({ 'p.toml': 'policy = "p"\n\n[limitz]\nmax_calls = 3\n' });
     expect(table).toMatchObject({ line: 3, column: 1, key: 'limitz' });
@@ -503,7 +523,10 @@ describe('loading refuses, naming file, line, column and key', () => {
       },
       'dev',
     );
-    expect(problems.map((p) => p.message).sort()).toEqual(['this environment is not declared in environments', 'this rule id is used twice in this file']);
+    expect(problems.map((p) => p.message).sort()).toEqual([
+      'this environment is not declared in environments',
+      'this rule id is used twice in this file',
+    ]);
     expect(problems.map((p) => p.key).sort()).toEqual(['rules.0.envs.0', 'rules.1.id']);
   });
 });
@@ -522,33 +545,68 @@ describe('loading succeeds', () => {
   });
 
   it('gives each file its identity and digest, the same for YAML, JSON and TOML', () => {
-    const yaml = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\nversion: "1"\nrules:\n  - tools: [a]\n    allow: true\n') }]);
-    const json = buildPolicySet([{ path: 'p.json', bytes: enc('{"policy":"p","version":"1","rules":[{"tools":["a"],"allow":true}]}') }]);
-    const toml = buildPolicySet([{ path: 'p.toml', bytes: enc('policy = "p"\nversion = "1"\n[[rules]]\ntools = ["a"]\nallow = true\n') }]);
-    expect(yaml.identities[0]).toEqual({ policy: 'p', version: '1', digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    const yaml = buildPolicySet([
+      { path: 'p.yaml', bytes: enc('policy: p\nversion: "1"\nrules:\n  - tools: [a]\n    allow: true\n') },
+    ]);
+    const json = buildPolicySet([
+      { path: 'p.json', bytes: enc('{"policy":"p","version":"1","rules":[{"tools":["a"],"allow":true}]}') },
+    ]);
+    const toml = buildPolicySet([
+      { path: 'p.toml', bytes: enc('policy = "p"\nversion = "1"\n[[rules]]\ntools = ["a"]\nallow = true\n') },
+    ]);
+    expect(yaml.identities[0]).toEqual({
+      policy: 'p',
+      version: '1',
+      digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    });
     expect(json.identities).toEqual(yaml.identities);
     expect(toml.identities).toEqual(yaml.identities);
   });
 
   it('accepts YAML spellings of exact numbers (+1.50, .5, 0x1F, 0o17)', () => {
     const set = buildPolicySet([
-      { path: 'p.yaml', bytes: enc('policy: p\ntools:\n  a: {kind: read_only, schema: {type: number, enum: [+1.50, .5, 0x1F, 0o17, 1.]}}\n') },
+      {
+        path: 'p.yaml',
+        bytes: enc(
+          'policy: p\ntools:\n  a: {kind: read_only, schema: {type: number, enum: [+1.50, .5, 0x1F, 0o17, 1.]}}\n',
+        ),
+      },
     ]);
     expect(set.files).toHaveLength(1);
   });
 
   it('hashes numbers in their shortest form, so YAML, JSON and TOML give one digest (TOML keeps no number text)', () => {
     const yaml = buildPolicySet([
-      { path: 'p.yaml', bytes: enc('policy: p\ntools:\n  a: {kind: read_only, schema: {type: number, maximum: 100.50, minimum: 1e2}}\n') },
+      {
+        path: 'p.yaml',
+        bytes: enc(
+          'policy: p\ntools:\n  a: {kind: read_only, schema: {type: number, maximum: 100.50, minimum: 1e2}}\n',
+        ),
+      },
     ]);
     const json = buildPolicySet([
-      { path: 'p.json', bytes: enc('{"policy":"p","tools":{"a":{"kind":"read_only","schema":{"type":"number","maximum":100.50,"minimum":1e2}}}}') },
+      {
+        path: 'p.json',
+        bytes: enc(
+          '{"policy":"p","tools":{"a":{"kind":"read_only","schema":{"type":"number","maximum":100.50,"minimum":1e2}}}}',
+        ),
+      },
     ]);
     const plain = buildPolicySet([
-      { path: 'p.json', bytes: enc('{"policy":"p","tools":{"a":{"kind":"read_only","schema":{"type":"number","maximum":100.5,"minimum":100}}}}') },
+      {
+        path: 'p.json',
+        bytes: enc(
+          '{"policy":"p","tools":{"a":{"kind":"read_only","schema":{"type":"number","maximum":100.5,"minimum":100}}}}',
+        ),
+      },
     ]);
     const toml = buildPolicySet([
-      { path: 'p.toml', bytes: enc('policy = "p"\n[tools.a]\nkind = "read_only"\nschema = {type = "number", maximum = 100.50, minimum = 1e2}\n') },
+      {
+        path: 'p.toml',
+        bytes: enc(
+          'policy = "p"\n[tools.a]\nkind = "read_only"\nschema = {type = "number", maximum = 100.50, minimum = 1e2}\n',
+        ),
+      },
     ]);
     expect(json.identities).toEqual(yaml.identities);
     expect(plain.identities).toEqual(yaml.identities);
@@ -571,7 +629,10 @@ describe('loading succeeds', () => {
         join(dir, 'z.test.json'),
         '{"policy": "z", "default": "allow", "rules": [{"id": "no-t", "tools": ["t"], "allow": false, "reason": "not t"}]}',
       );
-      await writeFile(join(dir, 'y.test.toml'), 'policy = "y"\ndefault = "allow"\n[[rules]]\nid = "stop-u"\ntools = ["u"]\nabort = true\n');
+      await writeFile(
+        join(dir, 'y.test.toml'),
+        'policy = "y"\ndefault = "allow"\n[[rules]]\nid = "stop-u"\ntools = ["u"]\nabort = true\n',
+      );
       await writeFile(join(dir, 'a.test.yaml'), 'cases: []\n');
       await writeFile(join(dir, 'b.test.YML'), 'cases: []\n');
       await writeFile(join(dir, '.hidden.yaml'), 'policy: hidden\n');
@@ -614,7 +675,10 @@ describe('loading succeeds', () => {
       { env: 'dev' },
     );
     // Everything but the digests in `policies` is the same.
-    const answer = (set: typeof scalar, args: JsonObject) => ({ ...decide(set, { tool: 'refund', args }, who), policies: [] });
+    const answer = (set: typeof scalar, args: JsonObject) => ({
+      ...decide(set, { tool: 'refund', args }, who),
+      policies: [],
+    });
     for (const args of [{ amount: 5 }, { amount: 500 }, { amount: 5, note: 'mail jane@example.com' }] as JsonObject[])
       expect(answer(scalar, args)).toEqual(answer(listed, args));
     expect(decide(scalar, { tool: 'refund', args: { amount: 500 } }, who)).toMatchObject({
@@ -624,11 +688,21 @@ describe('loading succeeds', () => {
     // The digest is of the content as written: the two spellings are two files.
     expect(scalar.identities[0]!.digest).not.toBe(listed.identities[0]!.digest);
     // The same in TOML and JSON.
-    const toml = buildPolicySet([{ path: 'p.toml', bytes: enc('policy = "p"\n[[rules]]\ntools = "refund"\nteams = "support"\nallow = true\n') }]);
-    const json = buildPolicySet([{ path: 'p.json', bytes: enc('{"policy": "p", "rules": [{"tools": "refund", "teams": "support", "allow": true}]}') }]);
+    const toml = buildPolicySet([
+      { path: 'p.toml', bytes: enc('policy = "p"\n[[rules]]\ntools = "refund"\nteams = "support"\nallow = true\n') },
+    ]);
+    const json = buildPolicySet([
+      {
+        path: 'p.json',
+        bytes: enc('{"policy": "p", "rules": [{"tools": "refund", "teams": "support", "allow": true}]}'),
+      },
+    ]);
     for (const set of [toml, json]) {
       expect(decide(set, { tool: 'refund', args: {} }, who)).toMatchObject({ decision: 'allow', rule: 'p#0' });
-      expect(decide(set, { tool: 'refund', args: {} }, { ...who, team: 'sales' })).toMatchObject({ decision: 'deny', rule: 'p#default' });
+      expect(decide(set, { tool: 'refund', args: {} }, { ...who, team: 'sales' })).toMatchObject({
+        decision: 'deny',
+        rule: 'p#default',
+      });
     }
   });
 
@@ -645,7 +719,13 @@ describe('loading succeeds', () => {
 
   it('two files still cannot share an identity, whether it is written or taken from the file name', () => {
     const named = onlyProblem({ 'a.yaml': 'default: allow\n', 'b.yaml': 'default: deny\npolicy: a\n' });
-    expect(named).toMatchObject({ file: 'b.yaml', line: 2, column: 9, key: 'policy', message: 'this policy name is also used by a.yaml' });
+    expect(named).toMatchObject({
+      file: 'b.yaml',
+      line: 2,
+      column: 9,
+      key: 'policy',
+      message: 'this policy name is also used by a.yaml',
+    });
     const derived = onlyProblem({ 'a.yaml': 'policy: b\n', 'b.json': '{\n  "default": "deny"\n}\n' });
     expect(derived).toMatchObject({
       file: 'b.json',
@@ -683,7 +763,12 @@ describe('loading succeeds', () => {
         ),
       },
     ]);
-    expect(set.files[0]!.rules[0]).toMatchObject({ id: 'big', effect: 'confirm', reason: 'over 100', approval: { kind: 'big_refund' } });
+    expect(set.files[0]!.rules[0]).toMatchObject({
+      id: 'big',
+      effect: 'confirm',
+      reason: 'over 100',
+      approval: { kind: 'big_refund' },
+    });
   });
 
   describe("the Python adapter document's TOML version (test/cases/seed-python holds the YAML one)", () => {
@@ -732,7 +817,11 @@ on = ["args"]
           for (const [tool, args] of requests) {
             const a = decide(fromToml, { tool, args }, who);
             const b = decide(fromYaml, { tool, args }, who);
-            expect([a.decision, a.rule, a.reason], `${env} ${tool} ${who.team}`).toEqual([b.decision, b.rule, b.reason]);
+            expect([a.decision, a.rule, a.reason], `${env} ${tool} ${who.team}`).toEqual([
+              b.decision,
+              b.rule,
+              b.reason,
+            ]);
           }
         }
       }
@@ -741,10 +830,20 @@ on = ["args"]
     it('with its [[budgets]] table, as written: loads, one max_usd budget per user per day that refuses (test/cases/seed-python-toml)', () => {
       const set = buildPolicySet([{ path: 'policy.toml', bytes: enc(toml + budgets) }], { env: 'prod' });
       expect(set.files[0]!.budgets).toMatchObject([
-        { type: 'budget', id: 'policy#budgets.0', measure: { usd: true }, max: { text: '20' }, per: { calendar: 'day' }, scope: 'user', onExceed: 'deny' },
+        {
+          type: 'budget',
+          id: 'policy#budgets.0',
+          measure: { usd: true },
+          max: { text: '20' },
+          per: { calendar: 'day' },
+          scope: 'user',
+          onExceed: 'deny',
+        },
       ]);
       const d = decide(set, { tool: 'lookup_order', args: {} }, { user: 'u1', team: null, agent: null, roles: [] });
-      expect(d.charges?.map((c) => [c.limit.id, c.key, c.amount?.text])).toEqual([['policy#budgets.0', 'user:u1', '0']]);
+      expect(d.charges?.map((c) => [c.limit.id, c.key, c.amount?.text])).toEqual([
+        ['policy#budgets.0', 'user:u1', '0'],
+      ]);
     });
 
     it('with the `store` its document also allows: refused, saying where Gatehouse keeps counters', () => {
@@ -755,8 +854,12 @@ on = ["args"]
   });
 
   it('treats CRLF line endings and a BOM like plain text', () => {
-    const plain = buildPolicySet([{ path: 'p.yaml', bytes: enc('policy: p\nrules:\n  - tools: [a]\n    allow: true\n') }]);
-    const crlf = buildPolicySet([{ path: 'p.yaml', bytes: enc('\uFEFFpolicy: p\r\nrules:\r\n  - tools: [a]\r\n    allow: true\r\n') }]);
+    const plain = buildPolicySet([
+      { path: 'p.yaml', bytes: enc('policy: p\nrules:\n  - tools: [a]\n    allow: true\n') },
+    ]);
+    const crlf = buildPolicySet([
+      { path: 'p.yaml', bytes: enc('\uFEFFpolicy: p\r\nrules:\r\n  - tools: [a]\r\n    allow: true\r\n') },
+    ]);
     expect(crlf.identities).toEqual(plain.identities);
   });
 });

@@ -10,7 +10,11 @@ import { TOOL_NAME_PATTERN } from '../../src/policy/request.js';
 import { runs } from '../helpers/runs.js';
 
 const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN);
-const space = (glob: string, excluded: string[] = [], selectors: string[] = []): NameSpace => ({ glob, excluded, selectors });
+const space = (glob: string, excluded: string[] = [], selectors: string[] = []): NameSpace => ({
+  glob,
+  excluded,
+  selectors,
+});
 
 describe('nameClasses', () => {
   it.each([
@@ -40,7 +44,10 @@ describe('nameClasses', () => {
   });
 
   it('gives up past its bounds, and says so', () => {
-    expect(nameClasses(space('*', [], ['a*', 'b*', 'c*']), { states: 1_000, classes: 2 })).toEqual({ names: ['a', 'b'], complete: false });
+    expect(nameClasses(space('*', [], ['a*', 'b*', 'c*']), { states: 1_000, classes: 2 })).toEqual({
+      names: ['a', 'b'],
+      complete: false,
+    });
     expect(nameClasses(space('*x*y*z*', [], ['*a*b*']), { states: 5, classes: 64 }).complete).toBe(false);
   });
 
@@ -79,7 +86,8 @@ describe('nameClasses', () => {
           expect(new Set(classes).size).toBe(classes.length);
           const arb = globNameArbitrary(glob);
           if (arb === null) return;
-          for (const n of fc.sample(arb, { seed, numRuns: runs(40) })) if (inSpace(n)) expect(classes, `${n} in ${glob}`).toContain(classOf(n));
+          for (const n of fc.sample(arb, { seed, numRuns: runs(40) }))
+            if (inSpace(n)) expect(classes, `${n} in ${glob}`).toContain(classOf(n));
         },
       ),
       { seed: 7, numRuns: runs(400) },

@@ -135,8 +135,14 @@ describe('checkTarget: a property over one selected tool', () => {
   });
 
   it('holds when the callers it is told exclude that team, and then runs every run', () => {
-    expect(check('kinds: destructive, decision: allow, teams: [sales, ~], runs: 150')).toEqual({ target: 'wipe_*', runs: 150, shrinks: 0 });
-    expect(check('kinds: destructive, decision: allow, claims: {sub: a, team: ops}').counterexample?.identity.team).toBe('ops');
+    expect(check('kinds: destructive, decision: allow, teams: [sales, ~], runs: 150')).toEqual({
+      target: 'wipe_*',
+      runs: 150,
+      shrinks: 0,
+    });
+    expect(
+      check('kinds: destructive, decision: allow, claims: {sub: a, team: ops}').counterexample?.identity.team,
+    ).toBe('ops');
   });
 
   it('generates arguments the schema accepts that reach both sides of a condition', () => {
@@ -166,7 +172,9 @@ describe('checkTarget: a property over one selected tool', () => {
   });
 
   it('is the same every time for a seed', () => {
-    expect(check('tools: refund, decision: require_approval')).toEqual(check('tools: refund, decision: require_approval'));
+    expect(check('tools: refund, decision: require_approval')).toEqual(
+      check('tools: refund, decision: require_approval'),
+    );
   });
 
   it('fails, saying so, when hardly any generated arguments pass the schema', () => {
@@ -264,7 +272,8 @@ describe('runPolicyTests with properties', () => {
   it('a property that selects no tool is a load problem, placed at the property', async () => {
     write({
       'p.yaml': OPS,
-      't.test.yaml': 'never:\n  - {name: fine, kinds: destructive, decision: abort, runs: 5}\n  - {name: none, tags: money, decision: allow}\n',
+      't.test.yaml':
+        'never:\n  - {name: fine, kinds: destructive, decision: abort, runs: 5}\n  - {name: none, tags: money, decision: allow}\n',
     });
     const r = await runPolicyTests(dir);
     expect(r.problems.map(formatProblem)).toEqual([
@@ -274,7 +283,10 @@ describe('runPolicyTests with properties', () => {
   });
 
   it('placed at the environment it names, when it names them', async () => {
-    write({ 'p.yaml': OPS, 't.test.yaml': 'never:\n  - tools: shell_exec\n    env: [dev, prod]\n    decision: allow\n' });
+    write({
+      'p.yaml': OPS,
+      't.test.yaml': 'never:\n  - tools: shell_exec\n    env: [dev, prod]\n    decision: allow\n',
+    });
     const r = await runPolicyTests(dir);
     expect(r.problems.map(formatProblem)).toEqual([
       `${join(dir, 't.test.yaml')}:3:11: never.0.env.0: selects no tool of the policies' catalogues in this environment: a property that checks nothing is a mistake`,
@@ -297,6 +309,9 @@ describe('runPolicyTests with properties', () => {
     ]);
     const seeded = await runPolicyTests(dir, { seed: 7 });
     expect(seeded.properties.map((p) => p.property.seed)).toEqual([7, 7]);
-    expect(seeded.properties[0]!.failures[0]!.counterexample).toMatchObject({ tool: 'wipe_', identity: { team: 'ops' } });
+    expect(seeded.properties[0]!.failures[0]!.counterexample).toMatchObject({
+      tool: 'wipe_',
+      identity: { team: 'ops' },
+    });
   });
 });

@@ -65,18 +65,25 @@ describe('parseArgPath', () => {
     expect(parseArgPath(text)).toEqual({ error });
   });
 
-  it.each(['password', 'user.password', 'auth.0.token', 'headers.x_api_key', 'client_secret', 'aws.credentials', 'privateKey'])(
-    '%j names a secret and is refused, naming the segment',
-    (text) => {
-      const got = parseArgPath(text);
-      const segment = text.split('.').find(looksSecret);
-      expect(segment).toBeDefined();
-      expect(got).toEqual({ error: `path segment "${segment}" looks like a secret and cannot be read by a policy` });
-    },
-  );
+  it.each([
+    'password',
+    'user.password',
+    'auth.0.token',
+    'headers.x_api_key',
+    'client_secret',
+    'aws.credentials',
+    'privateKey',
+  ])('%j names a secret and is refused, naming the segment', (text) => {
+    const got = parseArgPath(text);
+    const segment = text.split('.').find(looksSecret);
+    expect(segment).toBeDefined();
+    expect(got).toEqual({ error: `path segment "${segment}" looks like a secret and cannot be read by a policy` });
+  });
 
   it('reports the first segment that breaks a rule', () => {
-    expect(parseArgPath('token.b-c')).toEqual({ error: 'path segment "token" looks like a secret and cannot be read by a policy' });
+    expect(parseArgPath('token.b-c')).toEqual({
+      error: 'path segment "token" looks like a secret and cannot be read by a policy',
+    });
     expect(parseArgPath('a.b-c.token')).toEqual({ error: SEGMENTS });
   });
 });
@@ -109,16 +116,26 @@ describe('looksSecret', () => {
     expect(looksSecret(segment)).toBe(true);
   });
 
-  it.each(['a', 'user', 'pass', 'word', 'passwd', 'key', 'api', 'private', 'tok', 'secre', 'cred', 'amount', '0'])('%j does not', (segment) => {
-    expect(looksSecret(segment)).toBe(false);
-  });
+  it.each(['a', 'user', 'pass', 'word', 'passwd', 'key', 'api', 'private', 'tok', 'secre', 'cred', 'amount', '0'])(
+    '%j does not',
+    (segment) => {
+      expect(looksSecret(segment)).toBe(false);
+    },
+  );
 });
 
 describe('readPath', () => {
-  const args = parseJson('{"a":{"b":[10,{"c":null}],"n":1.50},"list":["x","y"],"z":null,"__proto__":{"p":1}}') as JsonObject;
+  const args = parseJson(
+    '{"a":{"b":[10,{"c":null}],"n":1.50},"list":["x","y"],"z":null,"__proto__":{"p":1}}',
+  ) as JsonObject;
 
   it('reads own properties and in-range indexes, naming the parent and key', () => {
-    expect(readPath(args, ['a', 'b', '0'])).toEqual({ found: true, value: 10, parent: (args.a as JsonObject).b, key: '0' });
+    expect(readPath(args, ['a', 'b', '0'])).toEqual({
+      found: true,
+      value: 10,
+      parent: (args.a as JsonObject).b,
+      key: '0',
+    });
     expect(readPath(args, ['a', 'b', '1', 'c'])).toEqual({ found: true, value: null, parent: { c: null }, key: 'c' });
     expect(readPath(args, ['list', '1'])).toEqual({ found: true, value: 'y', parent: ['x', 'y'], key: '1' });
     expect(readPath(args, ['z'])).toEqual({ found: true, value: null, parent: args, key: 'z' });
@@ -160,7 +177,10 @@ describe('readPath', () => {
 describe('pickPaths', () => {
   it('copies the named paths under their text, skips missing ones, and keeps number lexemes', () => {
     const args = parseJson('{"order":{"total":1.50,"id":"o-1"},"items":[{"sku":"s-1"}]}') as JsonObject;
-    const paths = ['order.total', 'items.0.sku', 'order.missing', 'items.1.sku'].map((text) => ({ text, segments: text.split('.') }));
+    const paths = ['order.total', 'items.0.sku', 'order.missing', 'items.1.sku'].map((text) => ({
+      text,
+      segments: text.split('.'),
+    }));
     const picked = pickPaths(args, paths);
     expect(picked).toEqual({ 'order.total': 1.5, 'items.0.sku': 's-1' });
     expect(Object.keys(picked)).toEqual(['order.total', 'items.0.sku']);

@@ -122,7 +122,9 @@ rules:
       expect(properties[0]!.warnings).toEqual([
         'shell_exec: no generated request reached a rule that can answer allow ("git-read" (shell)): no request generated could have broken the property',
       ]);
-      expect(properties[1]!.warnings).toEqual(['shell_exec: `when` held for none of the 100 generated requests: the property checked nothing there']);
+      expect(properties[1]!.warnings).toEqual([
+        'shell_exec: `when` held for none of the 100 generated requests: the property checked nothing there',
+      ]);
       // git-read's second test held on some of them (`x status`): tried where it could fail, no warning.
       expect(properties[2]!.warnings).toEqual([]);
     } finally {

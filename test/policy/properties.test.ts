@@ -69,7 +69,8 @@ describe('deny wins (Cedar forbid_trumps_permit)', () => {
         if (d.select === 'star') rule.tools = ['*'];
         if (d.select === 'user') rule.users = [who.user];
         // A `when` that holds, or cannot be decided (then a restricting rule applies too).
-        if (d.condition !== undefined && compileCondition(d.condition).evaluate(on(req.args)) !== false) rule.when = d.condition;
+        if (d.condition !== undefined && compileCondition(d.condition).evaluate(on(req.args)) !== false)
+          rule.when = d.condition;
         if (d.effect === 'abort') rule.abort = true;
         else rule.allow = false;
         // In a file without a scope: a scoped file that does not select the call gives no answer at all.
@@ -95,7 +96,9 @@ describe('composition: adding a file never loosens a decision', () => {
     const without: GenSet = { env: gen.env, files: others };
     const known = toPolicySet(without);
     const unknown = tools.filter((t) => known.plan(t).entries.length === 0);
-    const tools2 = Object.fromEntries(Object.entries(f.doc.tools ?? {}).filter(([p]) => !unknown.some((t) => compileGlob(p).test(t))));
+    const tools2 = Object.fromEntries(
+      Object.entries(f.doc.tools ?? {}).filter(([p]) => !unknown.some((t) => compileGlob(p).test(t))),
+    );
     const { tools: _drop, ...rest } = f.doc;
     const F: GenFile = { name: f.name, doc: Object.keys(tools2).length > 0 ? { ...rest, tools: tools2 } : rest };
     return { without, with: { env: gen.env, files: at === 'first' ? [F, ...others] : [...others, F] } };
@@ -129,12 +132,27 @@ describe('composition: adding a file never loosens a decision', () => {
 
   it('the exception: a file added where no file answered replaces the built-in default', () => {
     const who: Identity = { user: 'u1', team: null, agent: null, roles: [] };
-    const s: GenSet = { env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', scope: { tools: ['t1'] }, default: 'deny' } }] };
-    const sf: GenSet = { env: null, files: [...s.files, { name: 'p01.json', doc: { policy: 'p1', default: 'allow' } }] };
-    expect(decide(toPolicySet(s), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'builtin#default' });
-    expect(decide(toPolicySet(sf), { tool: 't0', args: {} }, who)).toMatchObject({ decision: 'allow', rule: 'p1#default' });
+    const s: GenSet = {
+      env: null,
+      files: [{ name: 'p00.json', doc: { policy: 'p0', scope: { tools: ['t1'] }, default: 'deny' } }],
+    };
+    const sf: GenSet = {
+      env: null,
+      files: [...s.files, { name: 'p01.json', doc: { policy: 'p1', default: 'allow' } }],
+    };
+    expect(decide(toPolicySet(s), { tool: 't0', args: {} }, who)).toMatchObject({
+      decision: 'deny',
+      rule: 'builtin#default',
+    });
+    expect(decide(toPolicySet(sf), { tool: 't0', args: {} }, who)).toMatchObject({
+      decision: 'allow',
+      rule: 'p1#default',
+    });
     // Where a file of S answers, the added file can only tighten.
-    expect(decide(toPolicySet(sf), { tool: 't1', args: {} }, who)).toMatchObject({ decision: 'deny', rule: 'p0#default' });
+    expect(decide(toPolicySet(sf), { tool: 't1', args: {} }, who)).toMatchObject({
+      decision: 'deny',
+      rule: 'p0#default',
+    });
   });
 
   it('the one exception is documented: a catalogue entry in an added file can name an unknown tool', () => {
@@ -142,7 +160,10 @@ describe('composition: adding a file never loosens a decision', () => {
     // file's tools): a tool nobody catalogued is denied; once catalogued read_only, it is allowed.
     const who: Identity = { user: 'u1', team: null, agent: null, roles: [] };
     const s: GenSet = { env: null, files: [{ name: 'p00.json', doc: { policy: 'p0' } }] };
-    const sf: GenSet = { env: null, files: [...s.files, { name: 'p01.json', doc: { policy: 'p1', tools: { t0: { kind: 'read_only' } } } }] };
+    const sf: GenSet = {
+      env: null,
+      files: [...s.files, { name: 'p01.json', doc: { policy: 'p1', tools: { t0: { kind: 'read_only' } } } }],
+    };
     expect(decide(toPolicySet(s), { tool: 't0', args: {} }, who).decision).toBe('deny');
     expect(decide(toPolicySet(sf), { tool: 't0', args: {} }, who).decision).toBe('allow');
   });
@@ -153,13 +174,20 @@ describe('monotonicity (Cedar unchanged_deny_when_add_forbid)', () => {
 
   it('adding a deny or abort rule to a file never gives a less severe answer', () => {
     fc.assert(
-      fc.property(setArb({ minFiles: 1 }), pairsArb(), ruleArb(true, ['deny', 'abort']), placed, (gen, pairs, rule, p) => {
-        const target = gen.files[p.fileIx % gen.files.length]!.doc;
-        const more = withRule(gen, p.fileIx, p.pos, { ...fitRule(rule, target), id: 'added-rule' });
-        const s = toPolicySet(gen);
-        const s2 = toPolicySet(more);
-        for (const [req, who] of pairs) expect(sev(decide(s2, req, who))).toBeGreaterThanOrEqual(sev(decide(s, req, who)));
-      }),
+      fc.property(
+        setArb({ minFiles: 1 }),
+        pairsArb(),
+        ruleArb(true, ['deny', 'abort']),
+        placed,
+        (gen, pairs, rule, p) => {
+          const target = gen.files[p.fileIx % gen.files.length]!.doc;
+          const more = withRule(gen, p.fileIx, p.pos, { ...fitRule(rule, target), id: 'added-rule' });
+          const s = toPolicySet(gen);
+          const s2 = toPolicySet(more);
+          for (const [req, who] of pairs)
+            expect(sev(decide(s2, req, who))).toBeGreaterThanOrEqual(sev(decide(s, req, who)));
+        },
+      ),
       { numRuns: runs(300) },
     );
   });
@@ -193,7 +221,8 @@ describe('confirm-only rules only ever add an approval', () => {
         for (const [req, who] of pairs) {
           const before = decide(s, req, who);
           const after = decide(s2, req, who);
-          if (after.decision !== before.decision) expect([before.decision, after.decision]).toEqual(['allow', 'require_approval']);
+          if (after.decision !== before.decision)
+            expect([before.decision, after.decision]).toEqual(['allow', 'require_approval']);
         }
       }),
       { numRuns: runs(300) },
@@ -208,12 +237,16 @@ describe('confirm-only rules only ever add an approval', () => {
         pairsArb(),
         (generated, def, pairs) => {
           const rules = generated.map((r, i) => (r.id === undefined ? r : { ...r, id: `r${i}` }));
-          const set = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', default: def, rules } }] });
+          const set = toPolicySet({
+            env: null,
+            files: [{ name: 'p00.json', doc: { policy: 'p0', default: def, rules } }],
+          });
           const bare = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', default: def } }] });
           for (const [req, who] of pairs) {
             const got = decide(set, req, who);
             if (got.decision === 'allow') expect(decide(bare, req, who).decision).toBe('allow');
-            if (decide(bare, req, who).decision !== 'allow') expect(got).toMatchObject({ decision: decide(bare, req, who).decision, rule: 'p0#default' });
+            if (decide(bare, req, who).decision !== 'allow')
+              expect(got).toMatchObject({ decision: decide(bare, req, who).decision, rule: 'p0#default' });
           }
         },
       ),
@@ -232,7 +265,9 @@ describe('scope', () => {
         const { rules: _r, guards: _g, limits: _l, default: _d, scope: _s, ...kept } = gen.files[ix]!.doc;
         const withoutAnswers: GenSet = {
           env: gen.env,
-          files: gen.files.map((f, i) => (i === ix ? { name: f.name, doc: { ...kept, scope: { tools: ['zz-none'] } } } : f)),
+          files: gen.files.map((f, i) =>
+            i === ix ? { name: f.name, doc: { ...kept, scope: { tools: ['zz-none'] } } } : f,
+          ),
         };
         const s = toPolicySet(gen);
         const s2 = toPolicySet(withoutAnswers);
@@ -290,13 +325,21 @@ describe('totality', () => {
       steps: fc.nat(8),
     });
     fc.assert(
-      fc.property(setArb({ maxFiles: 2 }), fc.array(fc.tuple(wild, identityArb), { minLength: 1, maxLength: 5 }), (gen, reqs) => {
-        const set = toPolicySet(gen);
-        for (const [w, who] of reqs) {
-          const req: DecideRequest = { tool: w.tool, args: w.args as JsonObject, run: { steps: Array.from({ length: w.steps }, () => ({ tool: 't0' })) } };
-          wellFormed(set, decide(set, req, who));
-        }
-      }),
+      fc.property(
+        setArb({ maxFiles: 2 }),
+        fc.array(fc.tuple(wild, identityArb), { minLength: 1, maxLength: 5 }),
+        (gen, reqs) => {
+          const set = toPolicySet(gen);
+          for (const [w, who] of reqs) {
+            const req: DecideRequest = {
+              tool: w.tool,
+              args: w.args as JsonObject,
+              run: { steps: Array.from({ length: w.steps }, () => ({ tool: 't0' })) },
+            };
+            wellFormed(set, decide(set, req, who));
+          }
+        },
+      ),
       { numRuns: runs(300) },
     );
   });
@@ -316,9 +359,21 @@ describe('the "never" check: the side_effects default', () => {
       .map(({ written, tools, confirm, guard, maxCalls }): GenFile => {
         const doc: GenDoc = { policy: `p${i}` };
         if (written) doc.default = 'side_effects';
-        const kinds = { d0: 'destructive', d1: 'destructive', 'd_*': 'destructive', r0: 'read_only', m0: 'remote_mutation', l0: 'local_mutation' } as const;
+        const kinds = {
+          d0: 'destructive',
+          d1: 'destructive',
+          'd_*': 'destructive',
+          r0: 'read_only',
+          m0: 'remote_mutation',
+          l0: 'local_mutation',
+        } as const;
         // Each name in at most one file: file i keeps the names whose index is i modulo the file count (below).
-        doc.tools = Object.fromEntries(tools.map((t) => [t, { kind: kinds[t as keyof typeof kinds], ...(confirm ? { confirm: true as const } : {}) }]));
+        doc.tools = Object.fromEntries(
+          tools.map((t) => [
+            t,
+            { kind: kinds[t as keyof typeof kinds], ...(confirm ? { confirm: true as const } : {}) },
+          ]),
+        );
         if (guard !== undefined) doc.guards = [{ guard: 'pii', action: guard as 'deny' | 'require_approval' }];
         if (maxCalls !== undefined) doc.limits = { max_calls: maxCalls };
         return { name: `p${String(i).padStart(2, '0')}.json`, doc };
@@ -341,13 +396,24 @@ describe('the "never" check: the side_effects default', () => {
 
   it('a destructive or unknown tool is never allowed (nor sent for approval) over generated arguments', () => {
     fc.assert(
-      fc.property(setOf, toolArb, fc.array(argsArb, { minLength: 1, maxLength: 5 }), identityArb, fc.nat(5), (gen, tool, argsList, who, steps) => {
-        const set = toPolicySet(gen);
-        for (const args of argsList) {
-          const d = decide(set, { tool, args: args as JsonObject, run: { steps: Array.from({ length: steps }, () => ({ tool })) } }, who);
-          expect(['deny', 'abort']).toContain(d.decision);
-        }
-      }),
+      fc.property(
+        setOf,
+        toolArb,
+        fc.array(argsArb, { minLength: 1, maxLength: 5 }),
+        identityArb,
+        fc.nat(5),
+        (gen, tool, argsList, who, steps) => {
+          const set = toPolicySet(gen);
+          for (const args of argsList) {
+            const d = decide(
+              set,
+              { tool, args: args as JsonObject, run: { steps: Array.from({ length: steps }, () => ({ tool })) } },
+              who,
+            );
+            expect(['deny', 'abort']).toContain(d.decision);
+          }
+        },
+      ),
       { numRuns: runs(400) },
     );
   });
@@ -385,16 +451,23 @@ describe('order and duplicate independence (Cedar order_and_dup_independent)', (
 
   it('duplicating a rule inside a file never changes the decision', () => {
     fc.assert(
-      fc.property(setArb({ minFiles: 1 }), pairsArb(), fc.nat(), fc.nat(), fc.nat(), (gen, pairs, fileIx, which, pos) => {
-        const doc = gen.files[fileIx % gen.files.length]!.doc;
-        const rules = doc.rules ?? [];
-        fc.pre(rules.length > 0);
-        const rule = rules[which % rules.length]!;
-        const copy: GenRule = rule.id === undefined ? { ...rule } : { ...rule, id: `${rule.id}-copy` };
-        const s = toPolicySet(gen);
-        const s2 = toPolicySet(withRule(gen, fileIx, pos, copy));
-        for (const [req, who] of pairs) expect(decide(s2, req, who).decision).toBe(decide(s, req, who).decision);
-      }),
+      fc.property(
+        setArb({ minFiles: 1 }),
+        pairsArb(),
+        fc.nat(),
+        fc.nat(),
+        fc.nat(),
+        (gen, pairs, fileIx, which, pos) => {
+          const doc = gen.files[fileIx % gen.files.length]!.doc;
+          const rules = doc.rules ?? [];
+          fc.pre(rules.length > 0);
+          const rule = rules[which % rules.length]!;
+          const copy: GenRule = rule.id === undefined ? { ...rule } : { ...rule, id: `${rule.id}-copy` };
+          const s = toPolicySet(gen);
+          const s2 = toPolicySet(withRule(gen, fileIx, pos, copy));
+          for (const [req, who] of pairs) expect(decide(s2, req, who).decision).toBe(decide(s, req, who).decision);
+        },
+      ),
       { numRuns: runs(300) },
     );
   });
@@ -407,10 +480,17 @@ describe('order and duplicate independence (Cedar order_and_dup_independent)', (
         const doc: GenDoc = {
           ...rest,
           policy: `${f.doc.policy}-copy`,
-          ...(rest.rules ? { rules: rest.rules.map((r) => (r.id === undefined ? r : { ...r, id: `${r.id}-copy` })) } : {}),
-          ...(rest.guards ? { guards: rest.guards.map((g) => (g.id === undefined ? g : { ...g, id: `${g.id}-copy` })) } : {}),
+          ...(rest.rules
+            ? { rules: rest.rules.map((r) => (r.id === undefined ? r : { ...r, id: `${r.id}-copy` })) }
+            : {}),
+          ...(rest.guards
+            ? { guards: rest.guards.map((g) => (g.id === undefined ? g : { ...g, id: `${g.id}-copy` })) }
+            : {}),
         };
-        const more: GenSet = { env: gen.env, files: [...gen.files, { name: before ? 'a-copy.json' : 'z-copy.json', doc }] };
+        const more: GenSet = {
+          env: gen.env,
+          files: [...gen.files, { name: before ? 'a-copy.json' : 'z-copy.json', doc }],
+        };
         const s = toPolicySet(gen);
         const s2 = toPolicySet(more);
         for (const [req, who] of pairs) expect(decide(s2, req, who).decision).toBe(decide(s, req, who).decision);
@@ -433,10 +513,14 @@ describe('reason and message never contain an argument value (docs/spec.md secti
 
   it('on random sets, with distinctive string values in the arguments', () => {
     fc.assert(
-      fc.property(setArb(), fc.array(fc.tuple(requestArb(valueArb), identityArb), { minLength: 1, maxLength: 6 }), (gen, pairs) => {
-        const set = toPolicySet(gen);
-        for (const [req, who] of pairs) noValue(decide(set, req, who));
-      }),
+      fc.property(
+        setArb(),
+        fc.array(fc.tuple(requestArb(valueArb), identityArb), { minLength: 1, maxLength: 6 }),
+        (gen, pairs) => {
+          const set = toPolicySet(gen);
+          for (const [req, who] of pairs) noValue(decide(set, req, who));
+        },
+      ),
       { numRuns: runs(300) },
     );
   });
@@ -457,7 +541,10 @@ describe('reason and message never contain an argument value (docs/spec.md secti
 
   it('pii findings name the path only, and of it only the keys a schema declares', () => {
     const who = { user: 'u1', team: null, agent: null, roles: [] };
-    const undeclared = toPolicySet({ env: null, files: [{ name: 'p00.json', doc: { policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }] } }] });
+    const undeclared = toPolicySet({
+      env: null,
+      files: [{ name: 'p00.json', doc: { policy: 'p0', default: 'allow', guards: [{ guard: 'pii' }] } }],
+    });
     const d = decide(undeclared, { tool: 't0', args: { note: `VALUE-1 ${PII}` } }, who);
     expect(d.decision).toBe('deny');
     expect(d.reason).toBe('guard "pii" found an email address at /*');
@@ -472,13 +559,21 @@ describe('reason and message never contain an argument value (docs/spec.md secti
             default: 'allow',
             guards: [{ guard: 'pii' }],
             tools: {
-              t0: { kind: 'read_only', schema: { type: 'object', properties: { note: { type: 'string' }, to: { type: 'object' }, card: { type: 'number' } } } },
+              t0: {
+                kind: 'read_only',
+                schema: {
+                  type: 'object',
+                  properties: { note: { type: 'string' }, to: { type: 'object' }, card: { type: 'number' } },
+                },
+              },
             },
           },
         },
       ],
     });
-    expect(decide(declared, { tool: 't0', args: { note: `VALUE-1 ${PII}` } }, who).reason).toBe('guard "pii" found an email address at /note');
+    expect(decide(declared, { tool: 't0', args: { note: `VALUE-1 ${PII}` } }, who).reason).toBe(
+      'guard "pii" found an email address at /note',
+    );
   });
 
   it('a model-chosen key never reaches the reason: not prose for the operator, not a secret', () => {
@@ -491,7 +586,9 @@ describe('reason and message never contain an argument value (docs/spec.md secti
             policy: 'p0',
             default: 'allow',
             guards: [{ guard: 'pii', action: 'require_approval' }],
-            tools: { t0: { kind: 'read_only', schema: { type: 'object', properties: { recipients: { type: 'array' } } } } },
+            tools: {
+              t0: { kind: 'read_only', schema: { type: 'object', properties: { recipients: { type: 'array' } } } },
+            },
           },
         },
       ],
@@ -520,7 +617,12 @@ describe('reason and message never contain an argument value (docs/spec.md secti
             policy: 'p0',
             default: 'allow',
             guards: [{ guard: 'pii' }],
-            tools: { t0: { kind: 'read_only', schema: { type: 'object', properties: { to: { type: 'object' }, card: { type: 'number' } } } } },
+            tools: {
+              t0: {
+                kind: 'read_only',
+                schema: { type: 'object', properties: { to: { type: 'object' }, card: { type: 'number' } } },
+              },
+            },
           },
         },
       ],

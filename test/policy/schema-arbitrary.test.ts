@@ -17,7 +17,11 @@ const SCHEMAS: Record<string, object> = {
     type: 'object',
     required: ['order', 'amount'],
     additionalProperties: false,
-    properties: { order: { type: 'string', maxLength: 64 }, amount: { type: 'number', minimum: 0 }, note: { type: 'string', maxLength: 2000 } },
+    properties: {
+      order: { type: 'string', maxLength: 64 },
+      amount: { type: 'number', minimum: 0 },
+      note: { type: 'string', maxLength: 2000 },
+    },
   },
   'nested objects and arrays': {
     type: 'object',
@@ -33,14 +37,22 @@ const SCHEMAS: Record<string, object> = {
         type: 'array',
         minItems: 1,
         maxItems: 3,
-        items: { type: 'object', required: ['sku', 'qty'], properties: { sku: { type: 'string' }, qty: { type: 'integer', minimum: 1 } } },
+        items: {
+          type: 'object',
+          required: ['sku', 'qty'],
+          properties: { sku: { type: 'string' }, qty: { type: 'integer', minimum: 1 } },
+        },
       },
     },
   },
   'enum, const and a type list': {
     type: 'object',
     required: ['country', 'mode', 'ref'],
-    properties: { country: { enum: ['FR', 'DE', 7, null] }, mode: { const: 'dry-run' }, ref: { type: ['string', 'null'] } },
+    properties: {
+      country: { enum: ['FR', 'DE', 7, null] },
+      mode: { const: 'dry-run' },
+      ref: { type: ['string', 'null'] },
+    },
   },
   'integer bounds and multipleOf': {
     type: 'object',
@@ -54,7 +66,10 @@ const SCHEMAS: Record<string, object> = {
   'number bounds': {
     type: 'object',
     required: ['ratio', 'price'],
-    properties: { ratio: { type: 'number', exclusiveMinimum: 0, maximum: 1 }, price: { type: 'number', minimum: 0.5, exclusiveMaximum: 250 } },
+    properties: {
+      ratio: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
+      price: { type: 'number', minimum: 0.5, exclusiveMaximum: 250 },
+    },
   },
   'string lengths and patterns': {
     type: 'object',
@@ -107,7 +122,12 @@ const SCHEMAS: Record<string, object> = {
     properties: {
       payment: {
         oneOf: [
-          { type: 'object', required: ['kind', 'iban'], additionalProperties: false, properties: { kind: { const: 'bank' }, iban: { type: 'string' } } },
+          {
+            type: 'object',
+            required: ['kind', 'iban'],
+            additionalProperties: false,
+            properties: { kind: { const: 'bank' }, iban: { type: 'string' } },
+          },
           { type: 'object', required: ['kind'], additionalProperties: false, properties: { kind: { const: 'cash' } } },
         ],
       },
@@ -115,13 +135,21 @@ const SCHEMAS: Record<string, object> = {
   },
   'a local $ref': {
     $defs: {
-      money: { type: 'object', required: ['amount', 'currency'], properties: { amount: { type: 'number', minimum: 0 }, currency: { enum: ['EUR', 'USD'] } } },
+      money: {
+        type: 'object',
+        required: ['amount', 'currency'],
+        properties: { amount: { type: 'number', minimum: 0 }, currency: { enum: ['EUR', 'USD'] } },
+      },
     },
     type: 'object',
     required: ['price'],
     properties: { price: { $ref: '#/$defs/money' }, discount: { $ref: '#/$defs/money' } },
   },
-  'typed additional properties': { type: 'object', additionalProperties: { type: 'integer' }, properties: { label: { type: 'string' } } },
+  'typed additional properties': {
+    type: 'object',
+    additionalProperties: { type: 'integer' },
+    properties: { label: { type: 'string' } },
+  },
   'no constraint at all': {},
 };
 
@@ -139,7 +167,11 @@ describe('schemaArbitrary', () => {
   it('terminates on a recursive $ref, with arguments the schema mostly accepts', () => {
     const schema = {
       $defs: {
-        node: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#/$defs/node' } } } },
+        node: {
+          type: 'object',
+          required: ['name'],
+          properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#/$defs/node' } } },
+        },
       },
       $ref: '#/$defs/node',
     };
@@ -150,7 +182,10 @@ describe('schemaArbitrary', () => {
 
   it('reaches both sides of the numbers the conditions compare against', () => {
     const amounts = fc
-      .sample(schemaArbitrary(SCHEMAS['the example refund'], { numbers: [100], strings: [], paths: ['amount'] }), { seed: 3, numRuns: 300 })
+      .sample(schemaArbitrary(SCHEMAS['the example refund'], { numbers: [100], strings: [], paths: ['amount'] }), {
+        seed: 3,
+        numRuns: 300,
+      })
       .map((v) => (v as JsonObject).amount as number);
     expect(amounts).toContain(100);
     expect(amounts.some((a) => a > 100)).toBe(true);
@@ -158,7 +193,10 @@ describe('schemaArbitrary', () => {
   });
 
   it('writes the conditions’ strings and text the pii guard finds', () => {
-    const strings = fc.sample(schemaArbitrary({ type: 'string' }, { numbers: [], strings: ['FR'], paths: [] }), { seed: 5, numRuns: 300 });
+    const strings = fc.sample(schemaArbitrary({ type: 'string' }, { numbers: [], strings: ['FR'], paths: [] }), {
+      seed: 5,
+      numRuns: 300,
+    });
     expect(strings).toContain('FR');
     expect(strings.some((s) => typeof s === 'string' && s.includes('@example.com'))).toBe(true);
   });
@@ -204,7 +242,8 @@ describe('free arguments (a tool without a schema)', () => {
     const hints = { numbers: [50], strings: [], paths: ['order.total', 'items.0.sku', 'express'] };
     const values = fc.sample(freeArgsArbitrary(hints), { seed: 17, numRuns: 300 });
     const total = (v: JsonObject): JsonValue | undefined => (v.order as JsonObject | undefined)?.total;
-    const sku = (v: JsonObject): JsonValue | undefined => ((v.items as JsonValue[] | undefined)?.[0] as JsonObject | undefined)?.sku;
+    const sku = (v: JsonObject): JsonValue | undefined =>
+      ((v.items as JsonValue[] | undefined)?.[0] as JsonObject | undefined)?.sku;
     expect(values.some((v) => typeof total(v) === 'number')).toBe(true);
     expect(values.some((v) => total(v) === 50)).toBe(true);
     expect(values.some((v) => sku(v) !== undefined)).toBe(true);

@@ -9,7 +9,10 @@ const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 function load(text: string, more: Record<string, string> = {}): LoadProblem[] {
   try {
-    buildPolicySet([{ path: 'p.yaml', bytes: enc(text) }, ...Object.entries(more).map(([path, t]) => ({ path, bytes: enc(t) }))]);
+    buildPolicySet([
+      { path: 'p.yaml', bytes: enc(text) },
+      ...Object.entries(more).map(([path, t]) => ({ path, bytes: enc(t) })),
+    ]);
     return [];
   } catch (err) {
     expect(err).toBeInstanceOf(PolicyLoadError);
@@ -39,7 +42,8 @@ rules:
   - tools: [refund]
     when: `;
 
-const refundWith = (condition: string): LoadProblem[] => load(`${REFUND}${JSON.stringify(condition)}\n    allow: true\n`);
+const refundWith = (condition: string): LoadProblem[] =>
+  load(`${REFUND}${JSON.stringify(condition)}\n    allow: true\n`);
 
 describe('a condition against the schema of the tool its rule selects', () => {
   it.each([
@@ -60,16 +64,28 @@ describe('a condition against the schema of the tool its rule selects', () => {
     ['ammount > 100', 1, /did you mean `amount`/],
     ['order.totl > 1', 1, /`order.totl` is not declared .* \(did you mean `order.total`\?\)/],
     ['amount > 1 and zzz == 2', 16, /`zzz` is not declared by the schema of tool `refund`, so it is never there/],
-    ['amount == "100"', 1, /`amount` is a number in the schema of tool `refund`, and `==` with a string literal needs a string/],
+    [
+      'amount == "100"',
+      1,
+      /`amount` is a number in the schema of tool `refund`, and `==` with a string literal needs a string/,
+    ],
     ['"100" == amount', 10, /`amount` is a number in the schema/],
-    ['amount startswith "1"', 1, /`amount` is a number in the schema of tool `refund`, and `startswith` with a string literal needs a string/],
+    [
+      'amount startswith "1"',
+      1,
+      /`amount` is a number in the schema of tool `refund`, and `startswith` with a string literal needs a string/,
+    ],
     ['amount matches "1*"', 1, /`amount` is a number .* `matches` needs a string/],
     ['lower(amount) == "x"', 7, /`amount` is a number .* lower\(\) needs a string/],
     ['note > 3', 1, /`note` is a string .* `>` with a number literal needs a number/],
     ['currency == 1', 1, /`currency` is a string .* needs a number/],
     ['amount', 1, /`amount` is a number .* a condition needs a boolean/],
     ['note.x == 1', 1, /`note` is a string in the schema of tool `refund`, so `note.x` is never there/],
-    ['meta == 1', 1, /`meta` is an object in the schema of tool `refund`, and `==` with a number literal needs a number/],
+    [
+      'meta == 1',
+      1,
+      /`meta` is an object in the schema of tool `refund`, and `==` with a number literal needs a number/,
+    ],
     ['order.lines != "x"', 1, /`order.lines` is a list in the schema/],
     ['amount in ["1", "2"]', 1, /`amount` is a number .* `in` with this list needs a string/],
   ];
@@ -99,7 +115,9 @@ rules:
 `;
     const problems = load(two);
     expect(problems).toHaveLength(1);
-    expect(problems[0]!.message).toMatch(/`y` is not declared by the schema of tool `a`, so it is never there \(column 1\) \(and 1 more tool\)/);
+    expect(problems[0]!.message).toMatch(
+      /`y` is not declared by the schema of tool `a`, so it is never there \(column 1\) \(and 1 more tool\)/,
+    );
 
     const globbed =
       'policy: p\ntools:\n  "t_*": {kind: read_only, schema: {type: object, additionalProperties: false}}\nrules:\n  - tools: ["t_*"]\n    when: y > 1\n    allow: true\n';
@@ -110,24 +128,35 @@ rules:
     const catalogue =
       'policy: tools\ntools:\n  a: {kind: read_only, schema: {type: object, additionalProperties: false, properties: {x: {type: number}}}}\n  b: {kind: read_only}\n';
     const scoped = (scope: string): LoadProblem[] =>
-      load(`policy: p\nscope: {tools: ${scope}}\nrules:\n  - when: y > 1\n    allow: true\n`, { 'tools.yaml': catalogue });
+      load(`policy: p\nscope: {tools: ${scope}}\nrules:\n  - when: y > 1\n    allow: true\n`, {
+        'tools.yaml': catalogue,
+      });
     expect(scoped('b')).toEqual([]);
     expect(scoped('a').map((p) => p.key)).toEqual(['rules.0.when']);
   });
 
   it('takes the catalogue of another file into account', () => {
-    const catalogue = 'policy: tools\ntools:\n  t: {kind: read_only, schema: {type: object, additionalProperties: false, properties: {n: {type: number}}}}\n';
+    const catalogue =
+      'policy: tools\ntools:\n  t: {kind: read_only, schema: {type: object, additionalProperties: false, properties: {n: {type: number}}}}\n';
     const rules = 'policy: rules\nrules:\n  - tools: [t]\n    when: n == "x"\n    allow: true\n';
     expect(load(rules, { 'tools.yaml': catalogue }).map((p) => [p.file, p.key])).toEqual([['p.yaml', 'rules.0.when']]);
   });
 
   it('does not check what a schema leaves open or cannot say for sure', () => {
     const open = (schema: string): LoadProblem[] =>
-      load(`policy: p\ntools:\n  t: {kind: read_only, schema: ${schema}}\nrules:\n  - tools: [t]\n    when: x.y == "a"\n    allow: true\n`);
+      load(
+        `policy: p\ntools:\n  t: {kind: read_only, schema: ${schema}}\nrules:\n  - tools: [t]\n    when: x.y == "a"\n    allow: true\n`,
+      );
     expect(open('{type: object}')).toEqual([]); // additional properties allowed
-    expect(open('{type: object, properties: {x: {anyOf: [{type: string}, {type: object}]}}, additionalProperties: false}')).toEqual([]);
+    expect(
+      open('{type: object, properties: {x: {anyOf: [{type: string}, {type: object}]}}, additionalProperties: false}'),
+    ).toEqual([]);
     expect(open('{type: object, patternProperties: {"^x": {}}, additionalProperties: false}')).toEqual([]);
-    expect(open('{type: object, properties: {x: {$ref: "#/$defs/o"}}, additionalProperties: false, $defs: {o: {type: object}}}')).toEqual([]);
+    expect(
+      open(
+        '{type: object, properties: {x: {$ref: "#/$defs/o"}}, additionalProperties: false, $defs: {o: {type: object}}}',
+      ),
+    ).toEqual([]);
     expect(open('{type: object, properties: {x: {type: [string, object]}}, additionalProperties: false}')).toEqual([]);
     // A tool a rule does not select is not checked against it.
     expect(
@@ -178,7 +207,9 @@ describe('static types of the language, without any schema', () => {
     ['"a" startswith "b"', 5, /compares two constants/],
   ];
   it.each(refused)('%s is a load error at column %i', (condition, column, message) => {
-    const problems = load(`policy: p\nrules:\n  - tools: [t]\n    when: ${JSON.stringify(condition)}\n    allow: true\n`);
+    const problems = load(
+      `policy: p\nrules:\n  - tools: [t]\n    when: ${JSON.stringify(condition)}\n    allow: true\n`,
+    );
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatchObject({ line: 4, key: 'rules.0.when' });
     expect(problems[0]!.message).toMatch(message);

@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { findCredentials, isSecretName, redactCredentials } from '../../src/policy/secrets.js';
 
-const JWT = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhZ2VudC03Iiwicm9sZXMiOlsiYWRtaW4iXX0.3q0yTt3Xb0m7pN6x9z2QeHqPmFk1QWJ2YqkJ8uW8bXc';
+const JWT =
+  'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhZ2VudC03Iiwicm9sZXMiOlsiYWRtaW4iXX0.3q0yTt3Xb0m7pN6x9z2QeHqPmFk1QWJ2YqkJ8uW8bXc';
 const PEM = [
   '-----BEGIN RSA PRIVATE KEY-----',
   'MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun',
@@ -14,7 +15,11 @@ const PEM = [
 
 describe('redactCredentials: each kind, the rest of the string kept', () => {
   const cases: [string, string, string][] = [
-    ['a bearer token', 'curl -H "Authorization: Bearer 0f3c9a7b2d4e6f8a1b3c5d7e" https://api', 'curl -H "Authorization: Bearer [redacted:bearer]" https://api'],
+    [
+      'a bearer token',
+      'curl -H "Authorization: Bearer 0f3c9a7b2d4e6f8a1b3c5d7e" https://api',
+      'curl -H "Authorization: Bearer [redacted:bearer]" https://api',
+    ],
     ['a bearer token alone', 'Bearer sk-proj-AbC123xyz789', 'Bearer [redacted:bearer]'],
     ['a lower-case scheme', 'bearer 0f3c9a7b2d4e6f8a', 'bearer [redacted:bearer]'],
     ['a scheme in any case', 'BeArEr 0f3c9a7b2d4e6f8a', 'BeArEr [redacted:bearer]'],
@@ -23,7 +28,11 @@ describe('redactCredentials: each kind, the rest of the string kept', () => {
     ['an unsigned JWT (alg none)', 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.', '[redacted:jwt]'],
     ['a PEM private key', `key:\n${PEM}\nthanks`, 'key:\n[redacted:private_key]\nthanks'],
     ['a PEM key cut short', `-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA`, '[redacted:private_key]'],
-    ['a PGP private key block', '-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----', '[redacted:private_key]'],
+    [
+      'a PGP private key block',
+      '-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----',
+      '[redacted:private_key]',
+    ],
     [
       'AWS_SECRET_ACCESS_KEY=… in a command',
       'export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY && aws s3 ls',
@@ -31,19 +40,59 @@ describe('redactCredentials: each kind, the rest of the string kept', () => {
     ],
     ['an AWS access key id', 'id AKIAIOSFODNN7EXAMPLE used', 'id [redacted:aws_access_key] used'],
     ['temporary AWS credentials', 'ASIAY34FZKBOKMUTVV7A', '[redacted:aws_access_key]'],
-    ['a GitHub token', 'git clone https://ghp_1234567890abcdefghijABCDEFGHIJ123456@github.com/o/r', 'git clone https://[redacted:github_token]@github.com/o/r'],
-    ['a fine-grained GitHub token', 'GH=github_pat_11ABCDEFG0123456789_ZYXWVUTSRQPONMLKJIzyxw', 'GH=[redacted:github_token]'],
-    ['a Slack token', 'slack xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx ok', 'slack [redacted:slack_token] ok'],
-    ['a Stripe key', 'stripe.api_key = "sk_live_51H8abcdefghijklmnopqrstu"', 'stripe.api_key = "[redacted:stripe_key]"'],
+    [
+      'a GitHub token',
+      'git clone https://ghp_1234567890abcdefghijABCDEFGHIJ123456@github.com/o/r',
+      'git clone https://[redacted:github_token]@github.com/o/r',
+    ],
+    [
+      'a fine-grained GitHub token',
+      'GH=github_pat_11ABCDEFG0123456789_ZYXWVUTSRQPONMLKJIzyxw',
+      'GH=[redacted:github_token]',
+    ],
+    [
+      'a Slack token',
+      'slack xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx ok',
+      'slack [redacted:slack_token] ok',
+    ],
+    [
+      'a Stripe key',
+      'stripe.api_key = "sk_live_51H8abcdefghijklmnopqrstu"',
+      'stripe.api_key = "[redacted:stripe_key]"',
+    ],
     ['a Stripe restricted key', 'rk_live_51H8abcdefghijkl', '[redacted:stripe_key]'],
-    ['a Google API key', 'maps?key=AIzaSyD-1234567890abcdefghijklmnopqrstu&x=1', 'maps?key=[redacted:google_api_key]&x=1'],
-    ['a URL password', 'DATABASE_URL=postgres://gatehouse:s3cr3t-pw@db:5432/g', 'DATABASE_URL=postgres://gatehouse:[redacted:url_password]@db:5432/g'],
+    [
+      'a Google API key',
+      'maps?key=AIzaSyD-1234567890abcdefghijklmnopqrstu&x=1',
+      'maps?key=[redacted:google_api_key]&x=1',
+    ],
+    [
+      'a URL password',
+      'DATABASE_URL=postgres://gatehouse:s3cr3t-pw@db:5432/g',
+      'DATABASE_URL=postgres://gatehouse:[redacted:url_password]@db:5432/g',
+    ],
     ['NAME: value', 'password: hunter2\nuser: bob', 'password: [redacted:named_secret]\nuser: bob'],
     ['--name=value', 'psql --password=hunter2 -h db', 'psql --password=[redacted:named_secret] -h db'],
-    ['JSON text in a string', '{"user": "bob", "client_secret": "abc def", "n": 1}', '{"user": "bob", "client_secret": "[redacted:named_secret]", "n": 1}'],
-    ['a query string', 'https://x/cb?code=1&access_token=abc123&state=z', 'https://x/cb?code=1&access_token=[redacted:named_secret]&state=z'],
-    ['Authorization: Basic', 'Authorization: Basic dXNlcjpwYXNzd29yZA==', 'Authorization: Basic [redacted:named_secret]'],
-    ['a secret NAME inside a value that is not one', 'env: "DB_PASSWORD=hunter2"', 'env: "DB_PASSWORD=[redacted:named_secret]"'],
+    [
+      'JSON text in a string',
+      '{"user": "bob", "client_secret": "abc def", "n": 1}',
+      '{"user": "bob", "client_secret": "[redacted:named_secret]", "n": 1}',
+    ],
+    [
+      'a query string',
+      'https://x/cb?code=1&access_token=abc123&state=z',
+      'https://x/cb?code=1&access_token=[redacted:named_secret]&state=z',
+    ],
+    [
+      'Authorization: Basic',
+      'Authorization: Basic dXNlcjpwYXNzd29yZA==',
+      'Authorization: Basic [redacted:named_secret]',
+    ],
+    [
+      'a secret NAME inside a value that is not one',
+      'env: "DB_PASSWORD=hunter2"',
+      'env: "DB_PASSWORD=[redacted:named_secret]"',
+    ],
     ['two in one string', `a=${JWT} b=AKIAIOSFODNN7EXAMPLE`, 'a=[redacted:jwt] b=[redacted:aws_access_key]'],
   ];
   it.each(cases)('%s', (_name, text, redacted) => {
@@ -90,7 +139,8 @@ describe('isSecretName', () => {
     ]) {
       expect(isSecretName(name), name).toBe(true);
     }
-    for (const name of ['user', 'name', 'AWS_ACCESS_KEY_ID', 'order', 'amount', 'value']) expect(isSecretName(name), name).toBe(false);
+    for (const name of ['user', 'name', 'AWS_ACCESS_KEY_ID', 'order', 'amount', 'value'])
+      expect(isSecretName(name), name).toBe(false);
   });
 });
 

@@ -105,7 +105,23 @@ describe('shellWords', () => {
     'time PAGER=x git log',
     'time',
     'coproc rm -rf /',
-    ...['case', 'do', 'done', 'elif', 'else', 'esac', 'fi', 'for', 'function', 'if', 'in', 'select', 'then', 'until', 'while'].map((w) => `${w} a`),
+    ...[
+      'case',
+      'do',
+      'done',
+      'elif',
+      'else',
+      'esac',
+      'fi',
+      'for',
+      'function',
+      'if',
+      'in',
+      'select',
+      'then',
+      'until',
+      'while',
+    ].map((w) => `${w} a`),
     "'time' a",
     't"im"e a',
     'ti\\me a',
@@ -161,7 +177,12 @@ describe('argv() against bash and dash', () => {
   }
 
   // Standard input is not a socket: bash given one reads ~/.bashrc, taking it for an ssh connection.
-  const spawnOptions: SpawnSyncOptionsWithStringEncoding = { cwd, encoding: 'utf8', env: { PATH: bin }, stdio: ['ignore', 'pipe', 'pipe'] };
+  const spawnOptions: SpawnSyncOptionsWithStringEncoding = {
+    cwd,
+    encoding: 'utf8',
+    env: { PATH: bin },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  };
 
   /** What `SHELL -c -- CMD` printed: [program path, ...arguments] when it ran one. */
   function run(shell: string, cmd: string): { status: number | null; stdout: string; stderr: string } {
@@ -283,7 +304,9 @@ describe('argv() against bash and dash', () => {
     '\\!',
     "'{'",
   );
-  const commands = fc.tuple(first, fc.constantFrom(' ', '\t', ''), tail).map(([head, gap, tail]) => `${head}${gap}${tail}`);
+  const commands = fc
+    .tuple(first, fc.constantFrom(' ', '\t', ''), tail)
+    .map(([head, gap, tail]) => `${head}${gap}${tail}`);
 
   it.each([
     'git status',
@@ -367,9 +390,12 @@ describe('normalizePath', () => {
     expect(normalizePath(p)).toBe(want);
   });
 
-  it.each(['', 'a', './a', '../a', ' /a', '~/a', '/..', '/../a', '/a/../..', '/a/../../b', '/a\u0000b', 'C:/a', '\\a'])('%j is undecidable', (p) => {
-    expect(normalizePath(p)).toBeUndefined();
-  });
+  it.each(['', 'a', './a', '../a', ' /a', '~/a', '/..', '/../a', '/a/../..', '/a/../../b', '/a\u0000b', 'C:/a', '\\a'])(
+    '%j is undecidable',
+    (p) => {
+      expect(normalizePath(p)).toBeUndefined();
+    },
+  );
 
   it('agrees with path.posix.normalize wherever it does not climb above /', () => {
     const segment = fc.constantFrom('a', 'b', '.', '..', '', 'c.d');

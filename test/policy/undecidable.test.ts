@@ -38,7 +38,9 @@ describe('the reason of a rule applied because its condition could not be decide
     expect(got.decision).toBe('abort');
     expect(got.rule).toBe('no-rm-rf');
     expect(got.reason).not.toMatch(/never run by an agent/);
-    expect(got.reason).toMatch(/^rule "no-rm-rf" applies because its condition could not be decided: `argv\(command\)` has no value \(/);
+    expect(got.reason).toMatch(
+      /^rule "no-rm-rf" applies because its condition could not be decided: `argv\(command\)` has no value \(/,
+    );
     expect(got.message).toContain('could not be decided');
     expect(got.message).not.toMatch(/never run by an agent/);
     // Never an argument value.
@@ -77,8 +79,16 @@ describe('undecidableRules: what gatehouse check warns about', () => {
   it('finds abort and deny rules undecidable on a pipe, a glob, a redirection or a relative path, with where they are', () => {
     const found = undecidableRules(setOf(SHELL));
     expect(found.map((u) => [u.rule.id, u.rule.whenAt, u.inputs])).toEqual([
-      ['no-rm-rf', { line: 9, column: 11 }, ['a pipe (`git diff | head`)', 'a glob (`ls *.ts`)', 'a redirection (`sort notes.txt > sorted.txt`)']],
-      ['no-curl', { line: 14, column: 11 }, ['a pipe (`git diff | head`)', 'a glob (`ls *.ts`)', 'a redirection (`sort notes.txt > sorted.txt`)']],
+      [
+        'no-rm-rf',
+        { line: 9, column: 11 },
+        ['a pipe (`git diff | head`)', 'a glob (`ls *.ts`)', 'a redirection (`sort notes.txt > sorted.txt`)'],
+      ],
+      [
+        'no-curl',
+        { line: 14, column: 11 },
+        ['a pipe (`git diff | head`)', 'a glob (`ls *.ts`)', 'a redirection (`sort notes.txt > sorted.txt`)'],
+      ],
     ]);
     expect(found[0]!.why).toMatch(/^`argv\(command\)` has no value/);
   });

@@ -38,8 +38,16 @@ beforeAll(async () => {
   const withoutArgs = await createTestApp({ policyDir: BASELINE, logs: quiet, decisionStore: { sql: storeSql } });
   try {
     const calls: [string, { tool: string; args?: Record<string, unknown> }, string][] = [
-      ['lookup', { tool: 'lookup_order', args: { order: 'A1' } }, token({ sub: 'agent-1', team: 'support', tier: 'paid' })],
-      ['trial-lookup', { tool: 'lookup_order', args: { order: 'A2' } }, token({ sub: 'agent-2', team: 'support', tier: 'trial' })],
+      [
+        'lookup',
+        { tool: 'lookup_order', args: { order: 'A1' } },
+        token({ sub: 'agent-1', team: 'support', tier: 'paid' }),
+      ],
+      [
+        'trial-lookup',
+        { tool: 'lookup_order', args: { order: 'A2' } },
+        token({ sub: 'agent-2', team: 'support', tier: 'trial' }),
+      ],
       ['refund-80', { tool: 'refund', args: { amount: 80 } }, token({ sub: 'agent-1', team: 'support' })],
       ['refund-200', { tool: 'refund', args: { amount: 200 } }, token({ sub: 'agent-1', team: 'support' })],
       ['ops-delete', { tool: 'delete_order', args: { order: 'A1' } }, token({ sub: 'op-1', team: 'ops' })],
@@ -53,7 +61,14 @@ beforeAll(async () => {
       ids[name] = ((await post(withArgs.app, '/decide', body, tok)).json() as { decision_id: string }).decision_id;
     }
     ids['no-args'] = (
-      (await post(withoutArgs.app, '/decide', { tool: 'lookup_order', args: { order: 'A4' } }, token({ sub: 'agent-4', tier: 'trial' }))).json() as {
+      (
+        await post(
+          withoutArgs.app,
+          '/decide',
+          { tool: 'lookup_order', args: { order: 'A4' } },
+          token({ sub: 'agent-4', tier: 'trial' }),
+        )
+      ).json() as {
         decision_id: string;
       }
     ).decision_id;
@@ -100,8 +115,12 @@ describe('replay --from-db', () => {
   });
 
   it('--since and --until select by the decision time', async () => {
-    const before = JSON.parse((await run('replay', '--policies', BASELINE, '--from-db', '--until', between, '--json')).out) as { records: number };
-    const after = JSON.parse((await run('replay', '--policies', BASELINE, '--from-db', '--since', between, '--json')).out) as { records: number };
+    const before = JSON.parse(
+      (await run('replay', '--policies', BASELINE, '--from-db', '--until', between, '--json')).out,
+    ) as { records: number };
+    const after = JSON.parse(
+      (await run('replay', '--policies', BASELINE, '--from-db', '--since', between, '--json')).out,
+    ) as { records: number };
     expect([before.records, after.records]).toEqual([3, 3]);
     expect((await run('replay', '--policies', BASELINE, '--from-db', '--since', 'yesterday')).code).toBe(2);
     expect((await run('replay', '--policies', BASELINE, '--from', logFile, '--since', between)).code).toBe(2);

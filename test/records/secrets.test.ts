@@ -54,7 +54,12 @@ beforeAll(async () => {
   const storeSql = createSql(db.url, { max: 2 });
   const app = await createTestApp({ policyDir: POLICIES, logs, logArgs: true, decisionStore: { sql: storeSql } });
   try {
-    const res = await post(app.app, '/decide', { tool: 'lookup_order', args: ARGS, context: { upstream: `Bearer ${BEARER}` } }, token({ sub: 'agent-s' }));
+    const res = await post(
+      app.app,
+      '/decide',
+      { tool: 'lookup_order', args: ARGS, context: { upstream: `Bearer ${BEARER}` } },
+      token({ sub: 'agent-s' }),
+    );
     expect(res.statusCode, res.body).toBe(200);
     decisionId = (res.json() as { decision_id: string }).decision_id;
     await app.writer!.flush();
@@ -94,7 +99,9 @@ describe('LOG_ARGS=true redacts credentials by value', () => {
   });
 
   it('the stored record, as the database holds it and as GET /decisions reads it', async () => {
-    const [row] = await db.sql<{ args: string; context: string }[]>`select args::text, context::text from decisions where id = ${decisionId}::uuid`;
+    const [row] = await db.sql<
+      { args: string; context: string }[]
+    >`select args::text, context::text from decisions where id = ${decisionId}::uuid`;
     expect(row).toBeDefined();
     expectNoSecret(`${row!.args}${row!.context}`, 'the stored record');
     expect(row!.args).toContain('[redacted:private_key]');

@@ -7,8 +7,22 @@ import { createSql } from '../../src/db/connect.js';
 import pino from 'pino';
 import { dropExpiredPartitions, ensurePartitions, partitionName } from '../../src/records/partitions.js';
 import type { DecisionLine } from '../../src/policy/record.js';
-import { createDecisionWriter, type DecisionWriter, type DecisionWriterOptions, type DropReason } from '../../src/records/writer.js';
-import { adminToken, agentToken, approverToken, bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
+import {
+  createDecisionWriter,
+  type DecisionWriter,
+  type DecisionWriterOptions,
+  type DropReason,
+} from '../../src/records/writer.js';
+import {
+  adminToken,
+  agentToken,
+  approverToken,
+  bearer,
+  createTestApp,
+  post,
+  token,
+  type TestApp,
+} from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 const DAY = 86_400_000;
@@ -32,7 +46,13 @@ describe('decision records', () => {
   let t: TestApp;
   beforeAll(async () => {
     db = await createTestDatabase();
-    t = await createTestApp({ env: 'prod', database: db, logs: LOGS, logArgs: true, decisionStore: { sql: createSql(db.url, { max: 2 }) } });
+    t = await createTestApp({
+      env: 'prod',
+      database: db,
+      logs: LOGS,
+      logArgs: true,
+      decisionStore: { sql: createSql(db.url, { max: 2 }) },
+    });
   });
   afterAll(async () => {
     await t.close();
@@ -42,10 +62,25 @@ describe('decision records', () => {
 
   it('writes each decision with its fields, the arguments, claims and context redacted as the log line', async () => {
     const tok = token({ sub: 'agent-7', team: 'support', agent: 'bot', roles: ['r1'], api_token: 'claim-secret' });
-    const a = await post(t.app, '/decide', { tool: 'refund', args: { order: 'A1', amount: 40 }, run: { id: 'run-1' } }, tok);
-    const b = await post(t.app, '/decide', { tool: 'refund', args: { order: 'A2', amount: 120 }, context: { session_secret: 's' } }, tok);
+    const a = await post(
+      t.app,
+      '/decide',
+      { tool: 'refund', args: { order: 'A1', amount: 40 }, run: { id: 'run-1' } },
+      tok,
+    );
+    const b = await post(
+      t.app,
+      '/decide',
+      { tool: 'refund', args: { order: 'A2', amount: 120 }, context: { session_secret: 's' } },
+      tok,
+    );
     // A secret-named argument is recorded redacted.
-    const c = await post(t.app, '/decide', { tool: 'lookup_order', args: { order: 'A3', password: 'hunter2' } }, agentToken('agent-9'));
+    const c = await post(
+      t.app,
+      '/decide',
+      { tool: 'lookup_order', args: { order: 'A3', password: 'hunter2' } },
+      agentToken('agent-9'),
+    );
     await t.writer!.flush();
     const rows = await db.sql`select * from decisions order by decided_at, id`;
     expect(rows.map((r) => r.id)).toEqual([a, b, c].map((r) => (r.json() as { decision_id: string }).decision_id));
@@ -66,7 +101,11 @@ describe('decision records', () => {
     });
     expect(rows[0]!.policies).toEqual((a.json() as { policies: { digest: string }[] }).policies.map((p) => p.digest));
     expect(rows[0]!.claims).toMatchObject({ sub: 'agent-7', api_token: '[redacted]' });
-    expect(rows[1]).toMatchObject({ decision: 'require_approval', kind: 'refund_over_cap', context: { session_secret: '[redacted]' } });
+    expect(rows[1]).toMatchObject({
+      decision: 'require_approval',
+      kind: 'refund_over_cap',
+      context: { session_secret: '[redacted]' },
+    });
     expect(rows[2]).toMatchObject({
       user_sub: 'agent-9',
       decision: 'allow',
@@ -95,15 +134,21 @@ describe('decision records', () => {
     // Every partition whose day ended 30 days ago or more: the days of 40 and 31 days ago and those made ahead of them.
     expect(gone.length).toBeGreaterThan(0);
     for (const name of gone)
-      expect(Date.parse(`${name.slice(10, 14)}-${name.slice(14, 16)}-${name.slice(16, 18)}T00:00:00Z`) + DAY).toBeLessThanOrEqual(now - 30 * DAY);
+      expect(
+        Date.parse(`${name.slice(10, 14)}-${name.slice(14, 16)}-${name.slice(16, 18)}T00:00:00Z`) + DAY,
+      ).toBeLessThanOrEqual(now - 30 * DAY);
     expect(gone).toContain(partitionName(Math.floor((now - 40 * DAY) / DAY) * DAY));
     expect(gone).toContain(partitionName(Math.floor((now - 31 * DAY) / DAY) * DAY));
     const after = await partitions(db);
     expect(after).toEqual(before.filter((n) => !gone.includes(n)));
     expect(after).toContain(partitionName(Math.floor((now - 29 * DAY) / DAY) * DAY));
-    const [old] = await db.sql<{ n: number }[]>`select count(*)::int as n from decisions where decided_at < now() - interval '30 days'`;
+    const [old] = await db.sql<
+      { n: number }[]
+    >`select count(*)::int as n from decisions where decided_at < now() - interval '30 days'`;
     expect(old?.n).toBe(0);
-    const [kept] = await db.sql<{ n: number }[]>`select count(*)::int as n from decisions where decided_at < now() - interval '28 days'`;
+    const [kept] = await db.sql<
+      { n: number }[]
+    >`select count(*)::int as n from decisions where decided_at < now() - interval '28 days'`;
     expect(kept?.n).toBe(1);
     await db.sql`delete from decisions where tool = 't'`;
   });
@@ -112,16 +157,24 @@ describe('decision records', () => {
     const since = new Date().toISOString();
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const res = await post(t.app, '/decide', { tool: 'lookup_order', args: { order: `P${i}` } }, agentToken(i % 2 === 0 ? 'pager-even' : 'pager-odd'));
+      const res = await post(
+        t.app,
+        '/decide',
+        { tool: 'lookup_order', args: { order: `P${i}` } },
+        agentToken(i % 2 === 0 ? 'pager-even' : 'pager-odd'),
+      );
       ids.push((res.json() as { decision_id: string }).decision_id);
     }
     await post(t.app, '/decide', { tool: 'wipe_orders', args: {} }, agentToken('pager-even'));
     await t.writer!.flush();
-    const get = (q: string, tok = auditorToken()) => t.app.inject({ method: 'GET', url: `/decisions${q}`, headers: bearer(tok) });
+    const get = (q: string, tok = auditorToken()) =>
+      t.app.inject({ method: 'GET', url: `/decisions${q}`, headers: bearer(tok) });
     const seen: { decision_id: string; time: string }[] = [];
     let cursor: string | null = null;
     do {
-      const res = await get(`?tool=lookup_order&since=${encodeURIComponent(since)}&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const res = await get(
+        `?tool=lookup_order&since=${encodeURIComponent(since)}&limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       expect(res.statusCode, res.body).toBe(200);
       const page = res.json() as { items: { decision_id: string; time: string }[]; next_cursor: string | null };
       expect(page.items.length).toBeLessThanOrEqual(2);
@@ -131,10 +184,15 @@ describe('decision records', () => {
     // Every one once, newest first: decided one after another, so in the reverse order (ties of one
     // microsecond, which a fast machine could make, are ordered by id).
     expect(seen.map((i) => i.decision_id).sort()).toEqual([...ids].sort());
-    const newestFirst = [...seen].sort((a, b) => (a.time === b.time ? b.decision_id.localeCompare(a.decision_id) : b.time.localeCompare(a.time)));
+    const newestFirst = [...seen].sort((a, b) =>
+      a.time === b.time ? b.decision_id.localeCompare(a.decision_id) : b.time.localeCompare(a.time),
+    );
     expect(seen).toEqual(newestFirst);
-    if (new Set(seen.map((i) => i.time)).size === seen.length) expect(seen.map((i) => i.decision_id)).toEqual([...ids].reverse());
-    const byUser = (await get(`?user=pager-even&decision=allow&since=${encodeURIComponent(since)}`, adminToken())).json() as {
+    if (new Set(seen.map((i) => i.time)).size === seen.length)
+      expect(seen.map((i) => i.decision_id)).toEqual([...ids].reverse());
+    const byUser = (
+      await get(`?user=pager-even&decision=allow&since=${encodeURIComponent(since)}`, adminToken())
+    ).json() as {
       items: { user: string; decision: string; args: unknown }[];
     };
     expect(byUser.items.map((i) => [i.user, i.decision])).toEqual([
@@ -143,9 +201,13 @@ describe('decision records', () => {
       ['pager-even', 'allow'],
     ]);
     expect(byUser.items[0]!.args).toEqual({ order: 'P4' });
-    const aborted = (await get(`?decision=abort&since=${encodeURIComponent(since)}`)).json() as { items: { tool: string }[] };
+    const aborted = (await get(`?decision=abort&since=${encodeURIComponent(since)}`)).json() as {
+      items: { tool: string }[];
+    };
     expect(aborted.items.map((i) => i.tool)).toEqual(['wipe_orders']);
-    const until = (await get(`?until=${encodeURIComponent(since)}&tool=lookup_order`)).json() as { items: { decision_id: string }[] };
+    const until = (await get(`?until=${encodeURIComponent(since)}&tool=lookup_order`)).json() as {
+      items: { decision_id: string }[];
+    };
     expect(until.items.length).toBeGreaterThan(0); // the first test's
     expect(until.items.filter((i) => ids.includes(i.decision_id))).toEqual([]);
     // Closed query, a cursor only this service issues, roles.
@@ -188,7 +250,12 @@ describe('decision records under a stalled database', () => {
     });
     await isLocked;
     for (let i = 0; i < 20; i++) {
-      const res = await post(t.app, '/decide', { tool: 'lookup_order', args: { order: `S${i}` } }, agentToken('stalled'));
+      const res = await post(
+        t.app,
+        '/decide',
+        { tool: 'lookup_order', args: { order: `S${i}` } },
+        agentToken('stalled'),
+      );
       expect(res.statusCode).toBe(200);
       expect((res.json() as { decision: string }).decision).toBe('allow');
     }
@@ -260,9 +327,17 @@ describe('the decision writer', () => {
     }) as unknown as DecisionLine;
 
   /** A writer on a pool of its own, as src/service.ts makes it; `use` runs with it, then both are closed. */
-  async function withWriter(options: Partial<DecisionWriterOptions>, use: (writer: DecisionWriter) => Promise<void>): Promise<void> {
+  async function withWriter(
+    options: Partial<DecisionWriterOptions>,
+    use: (writer: DecisionWriter) => Promise<void>,
+  ): Promise<void> {
     const sql = createSql(db.url, { max: 1 });
-    const writer = createDecisionWriter(sql, { queueMax: 10, retentionMs: 30 * DAY, log: pino({ level: 'silent' }), ...options });
+    const writer = createDecisionWriter(sql, {
+      queueMax: 10,
+      retentionMs: 30 * DAY,
+      log: pino({ level: 'silent' }),
+      ...options,
+    });
     try {
       await use(writer);
     } finally {
@@ -285,7 +360,10 @@ describe('the decision writer', () => {
   it('drops a record the database refuses and one it cannot serialize as rejected, counts them, and writes the others', async () => {
     const drops: [DropReason, number][] = [];
     let written = 0;
-    const options = { onDrop: (reason: DropReason, count: number) => drops.push([reason, count]), onWritten: (count: number) => (written += count) };
+    const options = {
+      onDrop: (reason: DropReason, count: number) => drops.push([reason, count]),
+      onWritten: (count: number) => (written += count),
+    };
     await withWriter(options, async (writer) => {
       await writer.flush(); // the partitions made, so the next write is the batch alone
       // A decision the table's check refuses (decisions_decision) between two it takes: the batch

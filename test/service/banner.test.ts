@@ -10,7 +10,17 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SECRET } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { callJson, CLI, ensureBuilt, eventually, freeTcpPort, ROOT, serverEnv, startServer, type ServerProcess } from '../helpers/process.js';
+import {
+  callJson,
+  CLI,
+  ensureBuilt,
+  eventually,
+  freeTcpPort,
+  ROOT,
+  serverEnv,
+  startServer,
+  type ServerProcess,
+} from '../helpers/process.js';
 
 let db: TestDatabase;
 let dataDir: string;
@@ -57,7 +67,9 @@ function expectJsonLines(stdout: string): Record<string, unknown>[] {
 describe('the banner', () => {
   it('in development: on stderr, the URL, /ui, /openapi.yaml, the PID that SIGUSR2 reaches, two working tokens; stdout only JSON lines', async () => {
     const s = await serve({});
-    const banner = await eventually('the banner', 10_000, async () => (s.stderr().includes('token --help') ? s.stderr() : undefined));
+    const banner = await eventually('the banner', 10_000, async () =>
+      s.stderr().includes('token --help') ? s.stderr() : undefined,
+    );
     expect(banner).toContain(`Gatehouse is serving at ${s.base}\n`);
     expect(banner).toContain(`${s.base}/ui\n`);
     expect(banner).toContain(`${s.base}/openapi.yaml\n`);
@@ -72,7 +84,9 @@ describe('the banner', () => {
     expect(banner).toContain('Tokens for other teams, agents and approvers: node dist/main.js token --help\n');
     const agent = /export AGENT_TOKEN=(\S+)\n/.exec(banner)![1]!;
     const approver = /export APPROVER_TOKEN=(\S+)\n/.exec(banner)![1]!;
-    expect((await callJson(s.base, 'POST', '/decide', agent, { tool: 'lookup_order', args: { order: 'A1' } })).status).toBe(200);
+    expect(
+      (await callJson(s.base, 'POST', '/decide', agent, { tool: 'lookup_order', args: { order: 'A1' } })).status,
+    ).toBe(200);
     expect((await callJson(s.base, 'GET', '/approvals', approver)).status).toBe(200);
     // The PID in the banner is the server's: SIGUSR2 to it reloads the policies.
     process.kill(s.pid, 'SIGUSR2');
@@ -85,7 +99,9 @@ describe('the banner', () => {
 
   it('with a configured key: the URL, /ui, /openapi.yaml and the PID, no development tokens', async () => {
     const s = await serve({ JWT_SECRET: SECRET });
-    const banner = await eventually('the banner', 10_000, async () => (s.stderr().includes('kill -USR2') ? s.stderr() : undefined));
+    const banner = await eventually('the banner', 10_000, async () =>
+      s.stderr().includes('kill -USR2') ? s.stderr() : undefined,
+    );
     expect(banner).toContain(`Gatehouse is serving at ${s.base}\n`);
     expect(banner).toContain(`${s.base}/ui\n`);
     expect(banner).toContain(`${s.base}/openapi.yaml\n`);
@@ -99,7 +115,12 @@ describe('LOG_FORMAT', () => {
   it('json: JSON lines on stdout, the same fields as by default', async () => {
     const s = await serve({ JWT_SECRET: SECRET, LOG_FORMAT: 'json' });
     const log = expectJsonLines(await stop(s));
-    expect(log.find((l) => l.msg === 'gatehouse is serving')).toMatchObject({ level: 30, service: 'gatehouse', url: s.base, env: 'dev' });
+    expect(log.find((l) => l.msg === 'gatehouse is serving')).toMatchObject({
+      level: 30,
+      service: 'gatehouse',
+      url: s.base,
+      env: 'dev',
+    });
   }, 60_000);
 
   it('pretty: readable lines (level, message, fields), none of them JSON', async () => {
@@ -107,7 +128,9 @@ describe('LOG_FORMAT', () => {
     const lines = (await stop(s)).split('\n').filter((l) => l !== '');
     for (const line of lines) expect(() => JSON.parse(line), line).toThrow();
     const serving = lines.find((l) => l.includes('gatehouse is serving'));
-    expect(serving).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: gatehouse is serving \{.*"url":"http:\/\/127\.0\.0\.1:\d+".*\}$/);
+    expect(serving).toMatch(
+      /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: gatehouse is serving \{.*"url":"http:\/\/127\.0\.0\.1:\d+".*\}$/,
+    );
     expect(serving).not.toMatch(/\x1b\[/); // not a terminal: no colours
     expect(lines.at(-1)).toMatch(/INFO: stopped/);
   }, 60_000);
@@ -115,7 +138,12 @@ describe('LOG_FORMAT', () => {
   it('an invalid value is a configuration error: exit 2, nothing started', async () => {
     const proc = spawn(process.execPath, [CLI, 'serve'], {
       cwd: ROOT,
-      env: serverEnv({ LOG_FORMAT: 'yaml', DATABASE_URL: db.url, DATA_DIR: dataDir, PORT: String(await freeTcpPort()) }),
+      env: serverEnv({
+        LOG_FORMAT: 'yaml',
+        DATABASE_URL: db.url,
+        DATA_DIR: dataDir,
+        PORT: String(await freeTcpPort()),
+      }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     others.push(proc);
@@ -133,9 +161,20 @@ describe('LOG_FORMAT', () => {
   async function onTerminal(extra: Record<string, string>): Promise<string> {
     const port = await freeTcpPort();
     const command = [process.execPath, CLI, 'serve'].map((a) => `'${a}'`).join(' ');
-    const env = serverEnv({ JWT_SECRET: SECRET, DATABASE_URL: db.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' });
+    const env = serverEnv({
+      JWT_SECRET: SECRET,
+      DATABASE_URL: db.url,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+    });
     delete env.NO_COLOR;
-    const proc = spawn('script', ['-qfec', command, '/dev/null'], { cwd: ROOT, env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn('script', ['-qfec', command, '/dev/null'], {
+      cwd: ROOT,
+      env: { ...env, ...extra },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     others.push(proc);
     let out = '';
     proc.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
@@ -143,7 +182,10 @@ describe('LOG_FORMAT', () => {
     // stdout and stderr share the terminal: the banner comes after the "serving" line.
     const pid = Number(await eventually('the banner', 20_000, async () => /PID (\d+):/.exec(out)?.[1]));
     process.kill(pid, 'SIGTERM');
-    await Promise.race([exited, new Promise((_, reject) => setTimeout(() => reject(new Error(`did not exit:\n${out}`)), 20_000).unref())]);
+    await Promise.race([
+      exited,
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`did not exit:\n${out}`)), 20_000).unref()),
+    ]);
     expect(out).toContain(`Gatehouse is serving at http://127.0.0.1:${port}`);
     return out.replace(/\r/g, '');
   }

@@ -11,12 +11,19 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { CLI, ensureBuilt, freeTcpPort, ROOT, serverEnv } from '../helpers/process.js';
 
 /** Resolves with the output so far once `test` holds; rejects on exit or after ms. */
-function waitForOutput(child: ChildProcess, read: () => string, test: (out: string) => boolean, ms: number, what: string): Promise<string> {
+function waitForOutput(
+  child: ChildProcess,
+  read: () => string,
+  test: (out: string) => boolean,
+  ms: number,
+  what: string,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const check = (): void => {
       if (test(read())) done(() => resolve(read()));
     };
-    const onExit = (code: number | null): void => done(() => reject(new Error(`the server exited (${code}) before ${what}:\n${read()}`)));
+    const onExit = (code: number | null): void =>
+      done(() => reject(new Error(`the server exited (${code}) before ${what}:\n${read()}`)));
     const timer = setTimeout(() => done(() => reject(new Error(`timed out waiting for ${what}:\n${read()}`))), ms);
     const done = (fn: () => void): void => {
       clearTimeout(timer);
@@ -111,7 +118,10 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
   const call = async (method: string, path: string, tok: string | null, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,
-      headers: { ...(tok ? { authorization: `Bearer ${tok}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        ...(tok ? { authorization: `Bearer ${tok}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       signal: AbortSignal.timeout(10_000),
     });
@@ -124,7 +134,10 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
   // Signed with the development secret, but living two hours: over JWT_MAX_LIFETIME.
   const secret = (await readFile(join(dataDir, 'dev-jwt-secret'), 'utf8')).trim();
   const now = Math.floor(Date.now() / 1000);
-  const longLived = signJwt({ sub: 'dev-agent', team: 'support', roles: [], iat: now, exp: now + 7200 }, { key: secret });
+  const longLived = signJwt(
+    { sub: 'dev-agent', team: 'support', roles: [], iat: now, exp: now + 7200 },
+    { key: secret },
+  );
   expect(await call('POST', '/decide', longLived, { tool: 'lookup_order' })).toMatchObject({
     status: 401,
     body: { detail: "the token's lifetime is longer than this server accepts" },
@@ -162,7 +175,9 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
-  expect(lines.some((l) => l.msg === 'shutting down: finishing in-flight requests' && l.signal === 'SIGTERM')).toBe(true);
+  expect(lines.some((l) => l.msg === 'shutting down: finishing in-flight requests' && l.signal === 'SIGTERM')).toBe(
+    true,
+  );
   expect(lines.at(-1)).toMatchObject({ msg: 'stopped' });
   // Decision log lines carried no argument values.
   expect(stdout).not.toContain('E2E-1');

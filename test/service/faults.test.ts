@@ -99,7 +99,11 @@ function expectValidDecision(res: JsonResponse, tool: string, closingOk: boolean
   }
   const want = WANT[tool]!;
   expect(res.status, JSON.stringify(res.body)).toBe(want.status);
-  expect(res.body).toMatchObject({ decision: want.decision, rule: want.rule, policies: [expect.objectContaining({ policy: 'process' })] });
+  expect(res.body).toMatchObject({
+    decision: want.decision,
+    rule: want.rule,
+    policies: [expect.objectContaining({ policy: 'process' })],
+  });
   expect(typeof res.body.decision_id).toBe('string');
   expect(typeof res.body.message).toBe('string');
 }
@@ -110,7 +114,9 @@ interface Row {
 }
 async function stateOf(id: string): Promise<Row> {
   const [row] = await db.sql<{ status: string }[]>`select status from approvals where id = ${id}`;
-  const events = await db.sql<{ to_status: string }[]>`select to_status from approval_events where approval_id = ${id} order by id`;
+  const events = await db.sql<
+    { to_status: string }[]
+  >`select to_status from approval_events where approval_id = ${id} order by id`;
   return { status: row!.status, events: events.map((e) => e.to_status) };
 }
 
@@ -195,7 +201,11 @@ async function slowRequest(
         const length = Number(/\r\ncontent-length: *(\d+)/i.exec(text.slice(0, split))?.[1] ?? NaN);
         const rest = received.subarray(Buffer.byteLength(text.slice(0, split + 4)));
         if (!(rest.length >= length)) return null;
-        return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), body: rest.subarray(0, length).toString('utf8'), text };
+        return {
+          status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0),
+          body: rest.subarray(0, length).toString('utf8'),
+          text,
+        };
       };
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no complete response: ${received.toString('utf8')}`)), 10_000);
@@ -247,7 +257,10 @@ describe('process faults', () => {
       expect(asked.status).toBe(503);
       expect(asked.headers.get('retry-after')).not.toBeNull();
       expect(asked.headers.get('content-type')).toContain('application/problem+json');
-      const redeem = await callJson(s.base, 'POST', '/decide', agentToken('down-1'), { ...refund, approval_id: '01a229a0-b317-7358-a43d-8cad50a73af6' });
+      const redeem = await callJson(s.base, 'POST', '/decide', agentToken('down-1'), {
+        ...refund,
+        approval_id: '01a229a0-b317-7358-a43d-8cad50a73af6',
+      });
       expect(redeem.status).toBe(503);
       const ready = await callJson(s.base, 'GET', '/readyz', null);
       expect(ready.status).toBe(503);
@@ -338,7 +351,11 @@ describe('process faults', () => {
       await writeFile(join(broken, 'pg', 'PG_VERSION'), '18\n');
       const env = baseEnv({ DATA_DIR: broken, PORT: String(await freeTcpPort()) });
       delete env.DATABASE_URL;
-      const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: serverEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+      const proc = spawn(process.execPath, [CLI, 'serve'], {
+        cwd: ROOT,
+        env: serverEnv(env),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
       proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -374,7 +391,13 @@ describe('process faults', () => {
           : callJson(s.base, 'POST', '/decide', agentToken(sub), { tool, args: { w, i } });
         const outcome: Outcome = await call.then(
           (res) => ({ what: grantNow ? 'grant' : 'decide', ...extra, res, error: null, at: performance.now() }),
-          (error: unknown) => ({ what: grantNow ? 'grant' : 'decide', ...extra, res: null, error, at: performance.now() }),
+          (error: unknown) => ({
+            what: grantNow ? 'grant' : 'decide',
+            ...extra,
+            res: null,
+            error,
+            at: performance.now(),
+          }),
         );
         outcomes.push(outcome);
         if (outcome.res !== null) answered++;
@@ -386,7 +409,12 @@ describe('process faults', () => {
 
     // A grant whose body is still arriving on a keep-alive connection: accepted before SIGTERM, it
     // keeps the server closing until the test sends the rest (a window to try new connections).
-    const slow = await slowRequest(s.port, `/approvals/${held}/grant`, approverToken(), JSON.stringify({ note: 'sent across SIGTERM' }));
+    const slow = await slowRequest(
+      s.port,
+      `/approvals/${held}/grant`,
+      approverToken(),
+      JSON.stringify({ note: 'sent across SIGTERM' }),
+    );
     sigtermAt = performance.now();
     s.proc.kill('SIGTERM');
 
@@ -423,7 +451,9 @@ describe('process faults', () => {
     for (const o of outcomes) {
       if (o.res === null) {
         // Never accepted (or cut before a byte of an answer): a network error, not a wrong answer.
-        expect(String((o.error as Error).cause ?? o.error)).toMatch(/ECONNREFUSED|ECONNRESET|socket|other side closed|terminated|closed/i);
+        expect(String((o.error as Error).cause ?? o.error)).toMatch(
+          /ECONNREFUSED|ECONNRESET|socket|other side closed|terminated|closed/i,
+        );
         continue;
       }
       if (o.at > sigtermAt && o.res.status !== 503) afterSigterm++;
@@ -446,7 +476,11 @@ describe('process faults', () => {
     }
     // The grant in flight across SIGTERM was answered in full, and its 200 is durable.
     expect(heldOutcome.status, heldOutcome.text).toBe(200);
-    expect(JSON.parse(heldOutcome.body)).toMatchObject({ id: held, status: 'granted', decision_note: 'sent across SIGTERM' });
+    expect(JSON.parse(heldOutcome.body)).toMatchObject({
+      id: held,
+      status: 'granted',
+      decision_note: 'sent across SIGTERM',
+    });
     expect(await stateOf(held)).toEqual({ status: 'granted', events: ['pending', 'granted'] });
   });
 
@@ -467,7 +501,9 @@ describe('process faults', () => {
   });
 
   it('POLICY_ENV unset outside production, with files that declare environments: serves dev and says so', async () => {
-    const envDir = await policyDir({ 'envs.yaml': 'policy: envs\nenvironments: [dev, prod]\ndefault: {dev: allow, prod: deny}\n' });
+    const envDir = await policyDir({
+      'envs.yaml': 'policy: envs\nenvironments: [dev, prod]\ndefault: {dev: allow, prod: deny}\n',
+    });
     try {
       const s = await serve({ POLICY_DIR: envDir });
       const line = s
@@ -506,7 +542,9 @@ describe('process faults', () => {
     const sub = `kill-${Date.now()}`;
     const id = await createApproval(first, sub, 'KILL');
     const lock = await lockRows([id]);
-    const dying = callJson(first.base, 'POST', `/approvals/${id}/grant`, approverToken(), { note: 'never' }).catch((error: unknown) => error);
+    const dying = callJson(first.base, 'POST', `/approvals/${id}/grant`, approverToken(), { note: 'never' }).catch(
+      (error: unknown) => error,
+    );
     const [deadBackend] = await eventually('the grant to wait on the lock', 5_000, async () => {
       const pids = await lockWaiters();
       return pids.length > 0 ? pids : undefined;
@@ -518,7 +556,9 @@ describe('process faults', () => {
 
     // The dead client's backend notices its socket is gone once it can run, and rolls back.
     await eventually('the dead backend to exit', 15_000, async () => {
-      const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where pid = ${deadBackend!}`;
+      const [row] = await db.sql<
+        { n: number }[]
+      >`select count(*)::int as n from pg_stat_activity where pid = ${deadBackend!}`;
       return row!.n === 0 ? true : undefined;
     });
     expect(await stateOf(id)).toEqual({ status: 'pending', events: ['pending'] });
@@ -539,7 +579,11 @@ describe('process faults', () => {
     await lock2.release();
     await sleep(200);
     expect(second.proc.exitCode).toBeNull();
-    expectValidDecision(await callJson(second.base, 'POST', '/decide', agentToken(sub), { tool: 'wipe' }), 'wipe', false);
+    expectValidDecision(
+      await callJson(second.base, 'POST', '/decide', agentToken(sub), { tool: 'wipe' }),
+      'wipe',
+      false,
+    );
 
     const granted = await eventually('the second instance to grant', 10_000, async () => {
       const res = await callJson(second.base, 'POST', `/approvals/${id}/grant`, approverToken(), { note: 'second' });
@@ -547,7 +591,11 @@ describe('process faults', () => {
     });
     expect(granted.status, JSON.stringify(granted.body)).toBe(200);
     expect(await stateOf(id)).toEqual({ status: 'granted', events: ['pending', 'granted'] });
-    const redeemed = await callJson(second.base, 'POST', '/decide', agentToken(sub), { tool: 'refund', args: { order: 'KILL' }, approval_id: id });
+    const redeemed = await callJson(second.base, 'POST', '/decide', agentToken(sub), {
+      tool: 'refund',
+      args: { order: 'KILL' },
+      approval_id: id,
+    });
     expect(redeemed.body).toMatchObject({ decision: 'allow', approval: { id, status: 'consumed' } });
     second.proc.kill('SIGTERM');
     expect(await second.exited(10_000)).toEqual({ code: 0, signal: null });
@@ -595,7 +643,11 @@ describe('process faults', () => {
         seen.add(v);
         if (p!.digest !== digests[v]) problems.push(`version ${v} with digest ${p!.digest}`);
         const want = expected(v, tool);
-        if (res.body.decision !== want || res.status !== (want === 'allow' ? 200 : 403) || res.body.rule !== `${v}-${tool}`) {
+        if (
+          res.body.decision !== want ||
+          res.status !== (want === 'allow' ? 200 : 403) ||
+          res.body.rule !== `${v}-${tool}`
+        ) {
           problems.push(`${tool} under ${v}: ${res.status} ${res.body.decision} ${res.body.rule}`);
         }
       };
@@ -634,7 +686,10 @@ describe('process faults', () => {
       expect(seen).toEqual(new Set(['A', 'B']));
       expect(s.proc.exitCode).toBeNull();
       const policies = await callJson(s.base, 'GET', '/policies', approverToken()); // a policy reader
-      expect(policies.body).toMatchObject({ files: [{ policy: 'storm', version: 'A', digest: digests.A }], last_reload_error: null });
+      expect(policies.body).toMatchObject({
+        files: [{ policy: 'storm', version: 'A', digest: digests.A }],
+        last_reload_error: null,
+      });
       s.proc.kill('SIGTERM');
       expect(await s.exited(10_000)).toEqual({ code: 0, signal: null });
     } finally {

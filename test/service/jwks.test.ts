@@ -13,7 +13,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { signingKey, signWith, startJwksServer, type JwksServer, type SigningKey } from '../helpers/jwks.js';
-import { callJson, CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../helpers/process.js';
+import {
+  callJson,
+  CLI,
+  ensureBuilt,
+  eventually,
+  ROOT,
+  serverEnv,
+  startServer,
+  type ServerProcess,
+} from '../helpers/process.js';
 
 let db: TestDatabase;
 let dataDir: string;
@@ -57,7 +66,13 @@ describe('production with a provider key but no audience or issuer', () => {
     ['JWT_PUBLIC_KEY', pem],
   ] as const) {
     it(`${name}: refuses to start (exit 2), naming JWT_AUDIENCE and JWT_ISSUER and the opt-out`, async () => {
-      const { code, output } = await serveToExit({ NODE_ENV: 'production', [name]: value, DATABASE_URL: db.url, POLICY_ENV: 'prod', DATA_DIR: dataDir });
+      const { code, output } = await serveToExit({
+        NODE_ENV: 'production',
+        [name]: value,
+        DATABASE_URL: db.url,
+        POLICY_ENV: 'prod',
+        DATA_DIR: dataDir,
+      });
       expect(code, output).toBe(2);
       expect(output).toContain(`NODE_ENV=production with ${name} needs JWT_AUDIENCE and JWT_ISSUER`);
       expect(output).toContain('JWT_ALLOW_UNBOUND=true');
@@ -103,13 +118,23 @@ describe('JWT_JWKS_URL in a real process', () => {
 
     jwks.setMode('ok');
     // The background retry (every 5 s until the first good fetch) loads the keys.
-    await eventually('/readyz 200', 30_000, async () => ((await callJson(s.base, 'GET', '/readyz', null)).status === 200 ? true : undefined), 200);
+    await eventually(
+      '/readyz 200',
+      30_000,
+      async () => ((await callJson(s.base, 'GET', '/readyz', null)).status === 200 ? true : undefined),
+      200,
+    );
     const decided = await callJson(s.base, 'POST', '/decide', token, { tool: 'lookup_order', args: { order: 'A1' } });
     expect(decided.status, JSON.stringify(decided.body)).toBe(200);
     expect(decided.body).toMatchObject({ decision: 'allow' });
     // A token of the same provider for another application is refused.
     expect(
-      (await callJson(s.base, 'POST', '/decide', await signWith(key, { ...bound, aud: 'crm' }), { tool: 'lookup_order', args: { order: 'A1' } })).status,
+      (
+        await callJson(s.base, 'POST', '/decide', await signWith(key, { ...bound, aud: 'crm' }), {
+          tool: 'lookup_order',
+          args: { order: 'A1' },
+        })
+      ).status,
     ).toBe(401);
     expect(existsSync(join(dataDir, 'dev-jwt-secret'))).toBe(false); // no development secret with a JWKS
 

@@ -15,7 +15,17 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentToken, SECRET } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { alive, callJson, CLI, ensureBuilt, eventually, ROOT, serverEnv, startServer, type ServerProcess } from '../helpers/process.js';
+import {
+  alive,
+  callJson,
+  CLI,
+  ensureBuilt,
+  eventually,
+  ROOT,
+  serverEnv,
+  startServer,
+  type ServerProcess,
+} from '../helpers/process.js';
 
 interface Started {
   proc: ChildProcess;
@@ -42,7 +52,9 @@ function spawnServe(env: Record<string, string>): Started {
     exited: (ms) =>
       Promise.race([
         exit,
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the process did not exit within ${ms} ms:\n${out}`)), ms).unref()),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`the process did not exit within ${ms} ms:\n${out}`)), ms).unref(),
+        ),
       ]),
   };
 }
@@ -84,7 +96,9 @@ afterAll(async () => {
 });
 
 /** A TCP listener on a free port (so the port is taken), or one that accepts and never answers. */
-async function listener(onConnection: (socket: Socket) => void = () => undefined): Promise<{ server: Server; port: number }> {
+async function listener(
+  onConnection: (socket: Socket) => void = () => undefined,
+): Promise<{ server: Server; port: number }> {
   const sockets: Socket[] = [];
   const server = createServer((socket) => {
     sockets.push(socket);
@@ -123,7 +137,12 @@ describe('start-up', () => {
     const s = spawnServe({ PORT: '0', DATA_DIR: dataDir, JWT_SECRET: SECRET });
     // postmaster.pid appears as the server starts, before gatehouse can serve. Whichever step the
     // signal lands in, the server must be stopped; the next test pins the start-up path itself.
-    await eventually('the embedded server to start', 60_000, async () => ((await postgresRunningIn(join(dataDir, 'pg'))) !== null ? true : undefined), 10);
+    await eventually(
+      'the embedded server to start',
+      60_000,
+      async () => ((await postgresRunningIn(join(dataDir, 'pg'))) !== null ? true : undefined),
+      10,
+    );
     s.proc.kill('SIGTERM');
     const code = await s.exited(30_000);
     expect(code, s.output()).toBe(0);
@@ -135,7 +154,12 @@ describe('start-up', () => {
     let reached!: () => void;
     const waiting = new Promise<void>((resolve) => (reached = resolve));
     const { port: dbPort } = await listener(() => reached());
-    const s = spawnServe({ PORT: '0', DATABASE_URL: `postgres://u:p@127.0.0.1:${dbPort}/gatehouse`, DATA_DIR: dataDir, JWT_SECRET: SECRET });
+    const s = spawnServe({
+      PORT: '0',
+      DATABASE_URL: `postgres://u:p@127.0.0.1:${dbPort}/gatehouse`,
+      DATA_DIR: dataDir,
+      JWT_SECRET: SECRET,
+    });
     await waiting;
     s.proc.kill('SIGTERM');
     const code = await s.exited(30_000);
@@ -172,14 +196,24 @@ describe('the environment sets the connection limits and the policy reader roles
   };
   /** Fails the test if the server has not closed the connection within ms (far above the timeouts set). */
   const closedWithin = (closed: Promise<void>, ms: number): Promise<void> =>
-    Promise.race([closed, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not closed by the server within ${ms} ms`)), ms).unref())]);
+    Promise.race([
+      closed,
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`not closed by the server within ${ms} ms`)), ms).unref(),
+      ),
+    ]);
 
   // First, while the server holds no other connection.
   it('MAX_CONNECTIONS: a third connection is closed unanswered while two are open', async () => {
     const ask = async (c: Awaited<ReturnType<typeof open>>): Promise<void> => {
       const before = c.received().length;
       c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-      await eventually('an answer', 15_000, async () => (c.received().slice(before).includes('{"status":"ok"}') ? true : undefined), 10);
+      await eventually(
+        'an answer',
+        15_000,
+        async () => (c.received().slice(before).includes('{"status":"ok"}') ? true : undefined),
+        10,
+      );
     };
     const a = await open();
     const b = await open();
@@ -221,16 +255,27 @@ describe('the environment sets the connection limits and the policy reader roles
   it('POLICY_READER_ROLE: only the roles it lists read /policies', async () => {
     const asked = async (roles: string[]): Promise<string> => {
       const c = await open();
-      c.socket.write(`GET /policies HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${agentToken('reader', { roles })}\r\n\r\n`);
+      c.socket.write(
+        `GET /policies HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${agentToken('reader', { roles })}\r\n\r\n`,
+      );
       await closedWithin(c.closed, 15_000);
       return c.received();
     };
-    expect(await asked(['approver', 'admin'])).toMatch(/^HTTP\/1\.1 403 [\s\S]*needs one of the roles \\"auditor\\", \\"policy-author\\"/);
+    expect(await asked(['approver', 'admin'])).toMatch(
+      /^HTTP\/1\.1 403 [\s\S]*needs one of the roles \\"auditor\\", \\"policy-author\\"/,
+    );
     expect(await asked(['policy-author'])).toMatch(/^HTTP\/1\.1 200 [\s\S]*"path":"payments\.yaml"/);
   }, 30_000);
 
   it('a HEADERS_TIMEOUT longer than REQUEST_TIMEOUT refuses to start (exit 2), naming both', async () => {
-    const bad = spawnServe({ PORT: '0', DATABASE_URL: db.url, JWT_SECRET: SECRET, DATA_DIR: dataDir, HEADERS_TIMEOUT: '20s', REQUEST_TIMEOUT: '15s' });
+    const bad = spawnServe({
+      PORT: '0',
+      DATABASE_URL: db.url,
+      JWT_SECRET: SECRET,
+      DATA_DIR: dataDir,
+      HEADERS_TIMEOUT: '20s',
+      REQUEST_TIMEOUT: '15s',
+    });
     expect(await bad.exited(30_000), bad.output()).toBe(2);
     expect(bad.output()).toMatch(/HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT/);
   }, 60_000);
@@ -315,7 +360,9 @@ describe('hang-ups and kills: the next start on the same DATA_DIR serves', () =>
 
     const next = await serveOn(dir);
     expect(next.stdout()).toContain(`"pid":${orphan}`);
-    expect(next.stdout()).toMatch(/stopped the embedded PostgreSQL that a Gatehouse which is no longer running left behind/);
+    expect(next.stdout()).toMatch(
+      /stopped the embedded PostgreSQL that a Gatehouse which is no longer running left behind/,
+    );
     expect(alive(orphan!)).toBe(false);
     const serving = await postgresRunningIn(join(dir, 'pg'));
     expect(serving).not.toBeNull();
@@ -325,7 +372,11 @@ describe('hang-ups and kills: the next start on the same DATA_DIR serves', () =>
     // A live Gatehouse's server is no orphan: a second start beside it is refused, and it keeps serving.
     const beside = spawnServe({ PORT: '0', DATA_DIR: dir, JWT_SECRET: SECRET });
     expect(await beside.exited(60_000), beside.output()).toBe(2);
-    expect(beside.output()).toMatch(new RegExp(`in use by PostgreSQL process ${serving}, started by process ${next.pid} .*another Gatehouse is running`));
+    expect(beside.output()).toMatch(
+      new RegExp(
+        `in use by PostgreSQL process ${serving}, started by process ${next.pid} .*another Gatehouse is running`,
+      ),
+    );
     expect(await postgresRunningIn(join(dir, 'pg'))).toBe(serving);
     expect((await callJson(next.base, 'GET', '/readyz', null)).body).toMatchObject({ status: 'ready', database: 'ok' });
     next.proc.kill('SIGTERM');

@@ -34,7 +34,8 @@ beforeAll(async () => {
   // A checkout as a user has it after adding a file to policies/: the built service, its
   // dependencies and migrations, and the example policies with the user's file beside them.
   checkout = await mkdtemp(join(tmpdir(), 'gatehouse-checkout-'));
-  for (const entry of ['dist', 'node_modules', 'migrations', 'package.json', 'openapi.yaml']) await symlink(join(ROOT, entry), join(checkout, entry));
+  for (const entry of ['dist', 'node_modules', 'migrations', 'package.json', 'openapi.yaml'])
+    await symlink(join(ROOT, entry), join(checkout, entry));
   await mkdir(join(checkout, 'policies'));
   await cp(join(ROOT, 'test', 'cases', 'payments'), join(checkout, 'policies'), { recursive: true });
   await writeFile(join(checkout, 'policies', 'zz-deny-everything.yaml'), DENY_EVERYTHING);

@@ -7,7 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { authenticateAtProvider, browse, CLIENT_ID, CLIENT_SECRET, CookieJar, startProvider, type TestProvider } from '../helpers/oidc.js';
+import {
+  authenticateAtProvider,
+  browse,
+  CLIENT_ID,
+  CLIENT_SECRET,
+  CookieJar,
+  startProvider,
+  type TestProvider,
+} from '../helpers/oidc.js';
 import { ensureBuilt, eventually, freeTcpPort, startServer, type ServerProcess } from '../helpers/process.js';
 
 let db: TestDatabase;
@@ -50,7 +58,9 @@ async function serve(): Promise<ServerProcess> {
 describe('serve with OIDC_ISSUER', () => {
   it('says where to sign in, keeps its development session secret across a restart, and signs a person in', async () => {
     const first = await serve();
-    const banner = await eventually('the banner', 10_000, async () => (first.stderr().includes('approval page') ? first.stderr() : undefined));
+    const banner = await eventually('the banner', 10_000, async () =>
+      first.stderr().includes('approval page') ? first.stderr() : undefined,
+    );
     expect(banner).toContain(`${base}/ui (sign-in: ${base}/auth/login)`);
     const secretFile = join(dataDir, 'dev-session-secret');
     expect((await stat(secretFile)).mode & 0o777).toBe(0o600);

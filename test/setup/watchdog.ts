@@ -84,7 +84,10 @@ function killDescendants(pid: number): void {
 
 function processTree(): string {
   try {
-    return execFileSync('ps', ['-eo', 'pid,ppid,etime,stat,pcpu,args', '--forest'], { encoding: 'utf8', timeout: 5_000 })
+    return execFileSync('ps', ['-eo', 'pid,ppid,etime,stat,pcpu,args', '--forest'], {
+      encoding: 'utf8',
+      timeout: 5_000,
+    })
       .split('\n')
       .filter((line) => /node|postgres|vitest/.test(line))
       .map((line) => line.slice(0, 200))

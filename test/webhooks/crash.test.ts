@@ -17,7 +17,11 @@ const servers: ServerProcess[] = [];
 let receiver: WebhookReceiver | null = null;
 
 beforeAll(async () => {
-  [db, dataDir] = await Promise.all([createTestDatabase(), mkdtemp(join(tmpdir(), 'gatehouse-webhooks-crash-')), ensureBuilt()]);
+  [db, dataDir] = await Promise.all([
+    createTestDatabase(),
+    mkdtemp(join(tmpdir(), 'gatehouse-webhooks-crash-')),
+    ensureBuilt(),
+  ]);
 }, 180_000);
 
 afterAll(async () => {
@@ -35,7 +39,11 @@ interface Row {
   last_error: string | null;
 }
 const outbox = (approvalId: string): Promise<Row[]> =>
-  db.sql<Row[]>`select id, type, status, attempts, last_error from webhook_outbox where approval_id = ${approvalId} order by type`.then((r) => [...r]);
+  db.sql<
+    Row[]
+  >`select id, type, status, attempts, last_error from webhook_outbox where approval_id = ${approvalId} order by type`.then(
+    (r) => [...r],
+  );
 
 it('SIGKILL after the grant, before its delivery: a new process delivers it once the receiver is back', async () => {
   const secret = webhookSecret();
@@ -57,7 +65,10 @@ it('SIGKILL after the grant, before its delivery: a new process delivers it once
   expect(first.stdout() + first.stderr()).not.toContain(secret.slice('whsec_'.length)); // never printed
 
   const agent = token({ sub: 'agent-crash', team: 'support', agent: 'bot' });
-  const filed = await callJson(first.base, 'POST', '/approvals', agent, { tool: 'refund', args: { order: 'C-1', amount: 500 } });
+  const filed = await callJson(first.base, 'POST', '/approvals', agent, {
+    tool: 'refund',
+    args: { order: 'C-1', amount: 500 },
+  });
   expect(filed.status).toBe(201);
   const id = filed.body.id as string;
   const granted = await callJson(first.base, 'POST', `/approvals/${id}/grant`, approverToken(), { note: 'ok' });
@@ -65,7 +76,9 @@ it('SIGKILL after the grant, before its delivery: a new process delivers it once
   // The first process tried and could not reach the receiver: the grant's event waits in the outbox.
   await eventually('a refused attempt of the grant event', 20_000, async () => {
     const rows = await outbox(id);
-    return rows.find((r) => r.type === 'approval.granted' && r.attempts >= 1 && r.last_error === 'no answer: ECONNREFUSED');
+    return rows.find(
+      (r) => r.type === 'approval.granted' && r.attempts >= 1 && r.last_error === 'no answer: ECONNREFUSED',
+    );
   });
   await first.kill(); // SIGKILL: no shutdown, nothing flushed
   expect(first.proc.signalCode).toBe('SIGKILL');
@@ -85,8 +98,15 @@ it('SIGKILL after the grant, before its delivery: a new process delivers it once
   expect(delivered).toHaveLength(2); // each once
   expect(receiver.received.every((w) => w.verified === true)).toBe(true);
   expect(delivered.map((w) => w.headers['webhook-id']).sort()).toEqual(rows.map((r) => r.id).sort());
-  const grant = delivered.map((w) => JSON.parse(w.body) as { type: string; data: Record<string, unknown> }).find((e) => e.type === 'approval.granted');
-  expect(grant?.data).toMatchObject({ id, status: 'granted', decided_by: 'operator-1', url: `https://gatehouse.example.com/ui#approval=${id}` });
+  const grant = delivered
+    .map((w) => JSON.parse(w.body) as { type: string; data: Record<string, unknown> })
+    .find((e) => e.type === 'approval.granted');
+  expect(grant?.data).toMatchObject({
+    id,
+    status: 'granted',
+    decided_by: 'operator-1',
+    url: `https://gatehouse.example.com/ui#approval=${id}`,
+  });
 
   // The second process stops cleanly with its worker.
   second.proc.kill('SIGTERM');

@@ -9,11 +9,25 @@ import { request } from '../approvals/fixtures.js';
 import { createOutbox } from '../../src/webhooks/outbox.js';
 import type { WebhookEndpoint, WebhookEventType } from '../../src/webhooks/events.js';
 import { retryDelayMs } from '../../src/webhooks/worker.js';
-import { adminToken, approverToken, bearer, createTestApp, post, token, type TestApp, type TestWebhooks } from '../helpers/app.js';
+import {
+  adminToken,
+  approverToken,
+  bearer,
+  createTestApp,
+  post,
+  token,
+  type TestApp,
+  type TestWebhooks,
+} from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { compileDocumentSchema } from '../helpers/openapi.js';
 import { eventually } from '../helpers/process.js';
-import { startWebhookReceiver, webhookSecret, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import {
+  startWebhookReceiver,
+  webhookSecret,
+  type ReceivedWebhook,
+  type WebhookReceiver,
+} from '../helpers/webhook-receiver.js';
 
 const PUBLIC_URL = 'https://gatehouse.example.com';
 
@@ -41,13 +55,21 @@ interface EventBody {
   data: Record<string, unknown> & { id: string; status: string; url: string };
 }
 
-async function receiver(secret: string | null = webhookSecret(), port = 0): Promise<{ r: WebhookReceiver; secret: string | null }> {
+async function receiver(
+  secret: string | null = webhookSecret(),
+  port = 0,
+): Promise<{ r: WebhookReceiver; secret: string | null }> {
   const r = await startWebhookReceiver(secret, port);
   cleanup.push(() => r.close());
   return { r, secret };
 }
 
-function endpoint(name: string, r: WebhookReceiver, secret: string | null, extra: Partial<WebhookEndpoint> = {}): WebhookEndpoint {
+function endpoint(
+  name: string,
+  r: WebhookReceiver,
+  secret: string | null,
+  extra: Partial<WebhookEndpoint> = {},
+): WebhookEndpoint {
   return { name, url: r.url, format: secret === null ? 'slack' : 'standard', secret, events: null, ...extra };
 }
 
@@ -57,7 +79,10 @@ async function app(webhooks: TestWebhooks, database: TestDatabase = db): Promise
   return t;
 }
 
-async function file(t: TestApp, sub = newSub()): Promise<{ id: string; hash: string; sub: string; body: ReturnType<typeof bigRefund> }> {
+async function file(
+  t: TestApp,
+  sub = newSub(),
+): Promise<{ id: string; hash: string; sub: string; body: ReturnType<typeof bigRefund> }> {
   const body = bigRefund();
   const res = await post(t.app, '/approvals', body, agent(sub));
   expect(res.statusCode, res.body).toBe(201);
@@ -78,7 +103,9 @@ interface OutboxRow {
 const rowsIn = (database: TestDatabase, approvalIds: string[]): Promise<OutboxRow[]> =>
   database.sql<OutboxRow[]>`
     select id, endpoint, type, approval_id, status, attempts, last_status, last_error from webhook_outbox
-     where approval_id = any(string_to_array(${approvalIds.join(',')}, ',')::uuid[]) order by id`.then((rows) => [...rows]);
+     where approval_id = any(string_to_array(${approvalIds.join(',')}, ',')::uuid[]) order by id`.then((rows) => [
+    ...rows,
+  ]);
 const rowsOf = (approvalIds: string[]): Promise<OutboxRow[]> => rowsIn(db, approvalIds);
 
 /** Waits until none of these approvals' deliveries is pending any more. */
@@ -95,15 +122,24 @@ describe('one event per transition', () => {
   it('created, granted, denied, cancelled, consumed and expired: each once, signed, with the summary and the link', async () => {
     const { r, secret } = await receiver();
     const grants = await receiver();
-    const t = await app({ endpoints: [endpoint('ops', r, secret), endpoint('grants', grants.r, grants.secret, { events: ['approval.granted'] })] });
+    const t = await app({
+      endpoints: [
+        endpoint('ops', r, secret),
+        endpoint('grants', grants.r, grants.secret, { events: ['approval.granted'] }),
+      ],
+    });
     const store = t.ctx.approvals!.store;
 
     const redeemed = await file(t);
-    expect((await post(t.app, `/approvals/${redeemed.id}/grant`, { note: 'checked' }, approverToken())).statusCode).toBe(200);
+    expect(
+      (await post(t.app, `/approvals/${redeemed.id}/grant`, { note: 'checked' }, approverToken())).statusCode,
+    ).toBe(200);
     const redeem = await post(t.app, '/decide', { ...redeemed.body, approval_id: redeemed.id }, agent(redeemed.sub));
     expect(JSON.parse(redeem.body).decision).toBe('allow');
     const denied = await file(t);
-    expect((await post(t.app, `/approvals/${denied.id}/deny`, { reason: 'not this one' }, approverToken())).statusCode).toBe(200);
+    expect(
+      (await post(t.app, `/approvals/${denied.id}/deny`, { reason: 'not this one' }, approverToken())).statusCode,
+    ).toBe(200);
     const cancelled = await file(t);
     expect((await post(t.app, `/approvals/${cancelled.id}/cancel`, {}, agent(cancelled.sub))).statusCode).toBe(200);
     const lapsed = await file(t);
@@ -112,7 +148,12 @@ describe('one event per transition', () => {
     expect((await post(t.app, `/approvals/${grantedThenLapsed.id}/grant`, {}, approverToken())).statusCode).toBe(200);
     await ages(grantedThenLapsed.id);
     // The sweep writes the expiries; sweeps and transitions racing it write none again.
-    await Promise.all([store.sweep(), store.sweep(), store.grant(lapsed.id, { sub: 'operator-2' }, null), store.cancel(lapsed.id, { sub: lapsed.sub })]);
+    await Promise.all([
+      store.sweep(),
+      store.sweep(),
+      store.grant(lapsed.id, { sub: 'operator-2' }, null),
+      store.cancel(lapsed.id, { sub: lapsed.sub }),
+    ]);
     expect(await store.sweep()).toBe(0);
 
     const ids = [redeemed.id, denied.id, cancelled.id, lapsed.id, grantedThenLapsed.id];
@@ -155,20 +196,32 @@ describe('one event per transition', () => {
       expect(w.headers['content-type']).toBe('application/json');
       expect(event.data).not.toHaveProperty('args');
       expect(event.data.url).toBe(`${PUBLIC_URL}/ui#approval=${event.data.id}`);
-      expect(event.data.status).toBe(event.type === 'approval.created' ? 'pending' : event.type.slice('approval.'.length));
+      expect(event.data.status).toBe(
+        event.type === 'approval.created' ? 'pending' : event.type.slice('approval.'.length),
+      );
       // The event's time is its transition's (the same transaction's clock).
-      const at = { 'approval.created': event.data.created_at, 'approval.granted': event.data.decided_at, 'approval.denied': event.data.decided_at }[
-        event.type as 'approval.created'
-      ];
+      const at = {
+        'approval.created': event.data.created_at,
+        'approval.granted': event.data.decided_at,
+        'approval.denied': event.data.decided_at,
+      }[event.type as 'approval.created'];
       if (at !== undefined) expect(event.timestamp).toBe(at);
       if (event.type === 'approval.consumed') expect(event.timestamp).toBe(event.data.consumed_at);
     }
     const grant = received.map(bodyOf).find((e) => e.type === 'approval.granted' && e.data.id === redeemed.id)!;
-    expect(grant.data).toMatchObject({ decided_by: 'operator-1', decision_note: 'checked', tool: 'refund', requester: { sub: redeemed.sub, team: 'support' } });
+    expect(grant.data).toMatchObject({
+      decided_by: 'operator-1',
+      decision_note: 'checked',
+      tool: 'refund',
+      requester: { sub: redeemed.sub, team: 'support' },
+    });
   });
 
   it('a transition that rolls back queues nothing, and of racing transitions only the winner queues its event', async () => {
-    const t = await app({ endpoints: [{ name: 'queued-only', url: 'http://127.0.0.1:9/', format: 'slack', secret: null, events: null }], worker: false });
+    const t = await app({
+      endpoints: [{ name: 'queued-only', url: 'http://127.0.0.1:9/', format: 'slack', secret: null, events: null }],
+      worker: false,
+    });
     const store = t.ctx.approvals!.store;
     const sub = newSub();
     let filedId = '';
@@ -183,7 +236,11 @@ describe('one event per transition', () => {
     expect(await store.get(filedId)).toBeNull();
 
     const raced = await file(t);
-    const answers = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((n) => post(t.app, `/approvals/${raced.id}/grant`, {}, approverToken(`operator-${n}`))));
+    const answers = await Promise.all(
+      ['a', 'b', 'c', 'd', 'e'].map((n) =>
+        post(t.app, `/approvals/${raced.id}/grant`, {}, approverToken(`operator-${n}`)),
+      ),
+    );
     expect(answers.map((a) => a.statusCode).sort()).toEqual([200, 409, 409, 409, 409]);
     expect((await rowsOf([raced.id])).map((row) => row.type)).toEqual(['approval.created', 'approval.granted']);
   });
@@ -201,7 +258,12 @@ describe('retries', () => {
     expect(row!.attempts).toBeGreaterThanOrEqual(3);
     r.answer = 200;
     const [done] = await settled([id]);
-    expect(done).toMatchObject({ status: 'delivered', last_status: 200, last_error: null, attempts: r.received.length });
+    expect(done).toMatchObject({
+      status: 'delivered',
+      last_status: 200,
+      last_error: null,
+      attempts: r.received.length,
+    });
     expect(r.delivered()).toHaveLength(1);
     expect(new Set(r.received.map((w) => w.headers['webhook-id']))).toEqual(new Set([done!.id]));
     expect(new Set(r.received.map((w) => w.body)).size).toBe(1);
@@ -233,7 +295,9 @@ describe('retries', () => {
     // While the delivery hangs, the API answers (the worker is off the request path).
     const second = await file(t);
     expect((await post(t.app, `/approvals/${second.id}/grant`, {}, approverToken())).statusCode).toBe(200);
-    expect((await post(t.app, '/decide', { ...second.body, approval_id: second.id }, agent(second.sub))).statusCode).toBe(200);
+    expect(
+      (await post(t.app, '/decide', { ...second.body, approval_id: second.id }, agent(second.sub))).statusCode,
+    ).toBe(200);
     expect(r.received.every((w) => w.answered === null)).toBe(true); // nothing was answered yet
     const cut = await eventually('a timed-out attempt', 10_000, async () => {
       const [row] = await rowsOf([first.id]);
@@ -248,13 +312,18 @@ describe('retries', () => {
   it('the pause doubles from WEBHOOK_RETRY_MIN up to WEBHOOK_RETRY_MAX, jittered to 50–100 %', () => {
     const low = (): number => 0;
     const high = (): number => 0.999_999;
-    expect([1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(n, 5_000, 60_000, low))).toEqual([2_500, 5_000, 10_000, 20_000, 30_000, 30_000]);
-    expect([1, 2, 3, 4, 5, 6].map((n) => Math.round(retryDelayMs(n, 5_000, 60_000, high)))).toEqual([5_000, 10_000, 20_000, 40_000, 60_000, 60_000]);
+    expect([1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(n, 5_000, 60_000, low))).toEqual([
+      2_500, 5_000, 10_000, 20_000, 30_000, 30_000,
+    ]);
+    expect([1, 2, 3, 4, 5, 6].map((n) => Math.round(retryDelayMs(n, 5_000, 60_000, high)))).toEqual([
+      5_000, 10_000, 20_000, 40_000, 60_000, 60_000,
+    ]);
     expect(retryDelayMs(10_000, 5_000, 3_600_000, high)).toBeLessThanOrEqual(3_600_000);
     // The defaults (5 s doubling to 1 h) retry about 30 times within WEBHOOK_RETRY_FOR's 24 h, even at the longest pauses.
     let spent = 0;
     let attempts = 1;
-    while (spent + retryDelayMs(attempts, 5_000, 3_600_000, high) <= 86_400_000) spent += retryDelayMs(attempts++, 5_000, 3_600_000, high);
+    while (spent + retryDelayMs(attempts, 5_000, 3_600_000, high) <= 86_400_000)
+      spent += retryDelayMs(attempts++, 5_000, 3_600_000, high);
     expect(attempts).toBeGreaterThanOrEqual(30);
   });
 });
@@ -274,7 +343,9 @@ describe('several replicas', () => {
       const on = i % 2 === 0 ? a : b;
       const filed = await file(on);
       ids.push(filed.id);
-      expect((await post((i % 3 === 0 ? a : b).app, `/approvals/${filed.id}/grant`, {}, approverToken())).statusCode).toBe(200);
+      expect(
+        (await post((i % 3 === 0 ? a : b).app, `/approvals/${filed.id}/grant`, {}, approverToken())).statusCode,
+      ).toBe(200);
     }
     const rows = await eventually('every delivery', 30_000, async () => {
       const all = await shared.sql<{ id: string; status: string }[]>`select id, status from webhook_outbox`;
@@ -291,7 +362,12 @@ describe('failed deliveries', () => {
   it('past WEBHOOK_RETRY_FOR the delivery is failed: no more attempts, in /metrics and GET /admin/webhooks', async () => {
     const { r, secret } = await receiver();
     r.answer = 500;
-    const t = await app({ endpoints: [endpoint('gives-up', r, secret, { events: ['approval.created'] })], retryForMs: 400, retryMinMs: 50, retryMaxMs: 100 });
+    const t = await app({
+      endpoints: [endpoint('gives-up', r, secret, { events: ['approval.created'] })],
+      retryForMs: 400,
+      retryMinMs: 50,
+      retryMaxMs: 100,
+    });
     const { id } = await file(t);
     const [row] = await settled([id]);
     expect(row).toMatchObject({ status: 'failed', last_status: 500, last_error: 'the receiver answered HTTP 500' });
@@ -307,13 +383,22 @@ describe('failed deliveries', () => {
     const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.body).toContain('gatehouse_webhook_deliveries{endpoint="gives-up",status="failed"} 1');
     expect(metrics.body).toContain('gatehouse_webhook_attempts_total{endpoint="gives-up",outcome="failed"} 1');
-    expect(metrics.body).toContain(`gatehouse_webhook_attempts_total{endpoint="gives-up",outcome="pending"} ${row!.attempts - 1}`);
+    expect(metrics.body).toContain(
+      `gatehouse_webhook_attempts_total{endpoint="gives-up",outcome="pending"} ${row!.attempts - 1}`,
+    );
 
     const admin = await t.app.inject({ method: 'GET', url: '/admin/webhooks', headers: bearer(adminToken()) });
     expect(admin.statusCode).toBe(200);
     const view = JSON.parse(admin.body) as { failed: number; endpoints: unknown[]; items: Record<string, unknown>[] };
     expect(view.endpoints).toEqual([
-      { name: 'gives-up', format: 'standard', origin: new URL(r.url).origin, events: ['approval.created'], pending: 0, failed: 1 },
+      {
+        name: 'gives-up',
+        format: 'standard',
+        origin: new URL(r.url).origin,
+        events: ['approval.created'],
+        pending: 0,
+        failed: 1,
+      },
     ]);
     expect(view.items.find((i) => i.id === row!.id)).toMatchObject({
       status: 'failed',
@@ -326,7 +411,9 @@ describe('failed deliveries', () => {
       delivered_at: null,
     });
     expect(admin.body).not.toContain(secret!.slice('whsec_'.length));
-    expect((await t.app.inject({ method: 'GET', url: '/admin/webhooks', headers: bearer(approverToken()) })).statusCode).toBe(403);
+    expect(
+      (await t.app.inject({ method: 'GET', url: '/admin/webhooks', headers: bearer(approverToken()) })).statusCode,
+    ).toBe(403);
   });
 
   it('housekeeping: an endpoint no longer configured fails after the window; old delivered rows are deleted', async () => {
@@ -334,7 +421,12 @@ describe('failed deliveries', () => {
     const own = await createTestDatabase();
     cleanup.push(() => own.drop());
     const t = await app(
-      { endpoints: [{ name: 'removed', url: 'http://127.0.0.1:9/', format: 'slack', secret: null, events: ['approval.created'] }], worker: false },
+      {
+        endpoints: [
+          { name: 'removed', url: 'http://127.0.0.1:9/', format: 'slack', secret: null, events: ['approval.created'] },
+        ],
+        worker: false,
+      },
       own,
     );
     const rowsOf = (ids: string[]) => rowsIn(own, ids);
@@ -343,8 +435,13 @@ describe('failed deliveries', () => {
     const keep = { keepDeliveredMs: 86_400_000, keepFailedMs: 86_400_000 };
     // Within its window another replica may still deliver it.
     expect((await outbox.housekeep({ names: ['other'], retryForMs: 3_600_000, ...keep })).failed).toEqual([]);
-    expect((await outbox.housekeep({ names: ['other'], retryForMs: 1, ...keep })).failed).toEqual([{ endpoint: 'removed', status: 'failed', count: 1 }]);
-    expect((await rowsOf([id]))[0]).toMatchObject({ status: 'failed', last_error: 'no endpoint of this name is configured' });
+    expect((await outbox.housekeep({ names: ['other'], retryForMs: 1, ...keep })).failed).toEqual([
+      { endpoint: 'removed', status: 'failed', count: 1 },
+    ]);
+    expect((await rowsOf([id]))[0]).toMatchObject({
+      status: 'failed',
+      last_error: 'no endpoint of this name is configured',
+    });
 
     const old = await file(t);
     const [row] = await rowsOf([old.id]);
@@ -365,7 +462,16 @@ describe('the Slack format', () => {
     const t = await app({ endpoints: [endpoint('slack', r, null)] });
     const sub = newSub();
     const { id } = await file(t, sub);
-    expect((await post(t.app, `/approvals/${id}/deny`, { reason: 'fraud <!channel> & <https://evil.example|click>' }, approverToken())).statusCode).toBe(200);
+    expect(
+      (
+        await post(
+          t.app,
+          `/approvals/${id}/deny`,
+          { reason: 'fraud <!channel> & <https://evil.example|click>' },
+          approverToken(),
+        )
+      ).statusCode,
+    ).toBe(200);
     await settled([id]);
     const texts = r.delivered().map((w) => (JSON.parse(w.body) as { text: string }).text);
     expect(r.delivered().every((w) => Object.keys(JSON.parse(w.body)).join() === 'text')).toBe(true);

@@ -26,7 +26,11 @@ export interface HookInput {
 export interface HookOutput {
   continue?: false;
   stopReason?: string;
-  hookSpecificOutput: { hookEventName: 'PreToolUse'; permissionDecision: 'allow' | 'deny' | 'ask'; permissionDecisionReason: string };
+  hookSpecificOutput: {
+    hookEventName: 'PreToolUse';
+    permissionDecision: 'allow' | 'deny' | 'ask';
+    permissionDecisionReason: string;
+  };
 }
 
 /** The hook input, or why it is not one Gatehouse can decide (the command then blocks the call). */
@@ -37,15 +41,24 @@ export function parseHookInput(text: string): HookInput | { problem: string } {
   } catch {
     return { problem: 'the hook input on stdin is not JSON' };
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { problem: 'the hook input on stdin is not a JSON object' };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { problem: 'the hook input on stdin is not a JSON object' };
   const v = value as Record<string, unknown>;
   if (v.hook_event_name !== 'PreToolUse')
-    return { problem: 'the hook input is not a PreToolUse event (hook_event_name): install this hook under "PreToolUse"' };
+    return {
+      problem: 'the hook input is not a PreToolUse event (hook_event_name): install this hook under "PreToolUse"',
+    };
   if (typeof v.tool_name !== 'string' || v.tool_name === '') return { problem: 'the hook input has no tool_name' };
-  if (typeof v.tool_input !== 'object' || v.tool_input === null || Array.isArray(v.tool_input)) return { problem: 'the hook input has no tool_input object' };
+  if (typeof v.tool_input !== 'object' || v.tool_input === null || Array.isArray(v.tool_input))
+    return { problem: 'the hook input has no tool_input object' };
   if (typeof v.session_id !== 'string' || v.session_id === '') return { problem: 'the hook input has no session_id' };
   if (typeof v.cwd !== 'string') return { problem: 'the hook input has no cwd' };
-  return { sessionId: v.session_id, cwd: v.cwd, toolName: v.tool_name, toolInput: v.tool_input as Record<string, unknown> };
+  return {
+    sessionId: v.session_id,
+    cwd: v.cwd,
+    toolName: v.tool_name,
+    toolInput: v.tool_input as Record<string, unknown>,
+  };
 }
 
 /** The Gatehouse call of a hook input; `projectDir` is CLAUDE_PROJECT_DIR (undefined or '' when not set). */
@@ -79,23 +92,36 @@ export function hookOutputOf(result: GateResult, onPending: OnPending): HookOutp
       return say('deny', result.message || `Gatehouse denied it (${result.reason})`);
     case 'abort': {
       const reason = result.message || `Gatehouse ended the run (${result.reason})`;
-      return { continue: false, stopReason: `Gatehouse ended this session's run: ${result.reason}`, ...say('deny', reason) };
+      return {
+        continue: false,
+        stopReason: `Gatehouse ended this session's run: ${result.reason}`,
+        ...say('deny', reason),
+      };
     }
     case 'require_approval': {
       const a = result.approval;
-      if (a === undefined) return say('deny', result.message || 'Gatehouse requires an approval for this call, and none could be filed');
+      if (a === undefined)
+        return say('deny', result.message || 'Gatehouse requires an approval for this call, and none could be filed');
       if (a.status === 'pending' && onPending === 'ask') {
         return say('ask', `Gatehouse approval ${a.id} is still pending. ${result.message}`.trim());
       }
-      const retry = a.status === 'pending' ? ' Once an operator grants it, retry the same call unchanged: the grant is used once.' : '';
+      const retry =
+        a.status === 'pending'
+          ? ' Once an operator grants it, retry the same call unchanged: the grant is used once.'
+          : '';
       return say('deny', `${result.message} (Gatehouse approval ${a.id}: ${a.status}.)${retry}`.trim());
     }
   }
   // A decision this version does not know (a newer client or server) never allows.
-  return say('deny', `Gatehouse answered ${String(result.decision)}, which this hook does not know: the call is blocked`);
+  return say(
+    'deny',
+    `Gatehouse answered ${String(result.decision)}, which this hook does not know: the call is blocked`,
+  );
 }
 
 /** A refusal for a call Gatehouse was never asked about (no configuration, unreadable input). */
 export function denyOutput(reason: string): HookOutput {
-  return { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } };
+  return {
+    hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason },
+  };
 }

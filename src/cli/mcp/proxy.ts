@@ -74,7 +74,10 @@ export function createProxyServer(options: ProxyOptions): Server {
   const up = upstream.getServerCapabilities() ?? {};
   const capabilities: ServerCapabilities = { tools: up.tools?.listChanged ? { listChanged: true } : {} };
   if (up.resources)
-    capabilities.resources = { ...(up.resources.subscribe ? { subscribe: true } : {}), ...(up.resources.listChanged ? { listChanged: true } : {}) };
+    capabilities.resources = {
+      ...(up.resources.subscribe ? { subscribe: true } : {}),
+      ...(up.resources.listChanged ? { listChanged: true } : {}),
+    };
   if (up.prompts) capabilities.prompts = up.prompts.listChanged ? { listChanged: true } : {};
   if (up.completions) capabilities.completions = {};
   if (up.logging) capabilities.logging = {};
@@ -85,9 +88,15 @@ export function createProxyServer(options: ProxyOptions): Server {
 
   // A request relayed as it came, with the caller's progress token removed (the SDK gives the upstream
   // request its own), and its result returned as the upstream wrote it (ResultSchema keeps every field).
-  const relay = async (method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<ServerResult> =>
+  const relay = async (
+    method: string,
+    params: Record<string, unknown> | undefined,
+    signal: AbortSignal,
+  ): Promise<ServerResult> =>
     // ResultSchema is the loose base of every result: what comes back is the upstream's own result for this method.
-    (await upstream.request({ method, params: withoutProgressToken(params) }, ResultSchema, { signal }).catch(relayed)) as ServerResult;
+    (await upstream
+      .request({ method, params: withoutProgressToken(params) }, ResultSchema, { signal })
+      .catch(relayed)) as ServerResult;
 
   server.setRequestHandler(ListToolsRequestSchema, async (request, extra) => {
     if (!up.tools) return { tools: [] };
@@ -99,18 +108,27 @@ export function createProxyServer(options: ProxyOptions): Server {
           return answer;
         },
         (err: unknown) => {
-          throw new RpcError(ErrorCode.InternalError, `Gatehouse could not say which tools may run (${messageOf(err)}); the tool list is not shown unfiltered`);
+          throw new RpcError(
+            ErrorCode.InternalError,
+            `Gatehouse could not say which tools may run (${messageOf(err)}); the tool list is not shown unfiltered`,
+          );
         },
       ),
     ]);
     const tools = (page as { tools?: unknown }).tools;
     if (!Array.isArray(tools) || !tools.every((t) => typeof (t as { name?: unknown } | null)?.name === 'string')) {
-      throw new RpcError(ErrorCode.InternalError, 'the upstream server answered tools/list without a list of named tools');
+      throw new RpcError(
+        ErrorCode.InternalError,
+        'the upstream server answered tools/list without a list of named tools',
+      );
     }
     try {
       return { ...page, tools: visibleTools(tools as { name: string }[], inventory, prefix) } as ServerResult;
     } catch (err) {
-      throw new RpcError(ErrorCode.InternalError, `the tool inventory could not be read (${messageOf(err)}); the tool list is not shown unfiltered`);
+      throw new RpcError(
+        ErrorCode.InternalError,
+        `the tool inventory could not be read (${messageOf(err)}); the tool list is not shown unfiltered`,
+      );
     }
   });
 
@@ -130,7 +148,10 @@ export function createProxyServer(options: ProxyOptions): Server {
     const { name, arguments: args } = request.params;
     const tool = `${prefix}${name}`;
     if (ended !== undefined) return endedRefusal(tool);
-    if (!TOOL_NAME.test(tool)) return refusal(`"${tool}" is not a tool name Gatehouse accepts (docs/spec.md section 5.1): the call was not run.`);
+    if (!TOOL_NAME.test(tool))
+      return refusal(
+        `"${tool}" is not a tool name Gatehouse accepts (docs/spec.md section 5.1): the call was not run.`,
+      );
     const progress = progressChannel(request.params._meta?.progressToken, (n) => extra.sendNotification(n));
 
     let pending: PendingApproval | undefined;
@@ -198,12 +219,14 @@ export function createProxyServer(options: ProxyOptions): Server {
     server.setRequestHandler(GetPromptRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
     upstream.setNotificationHandler(PromptListChangedNotificationSchema, (n) => server.notification(n));
   }
-  if (up.completions) server.setRequestHandler(CompleteRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
+  if (up.completions)
+    server.setRequestHandler(CompleteRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
   if (up.logging) {
     server.setRequestHandler(SetLevelRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
     upstream.setNotificationHandler(LoggingMessageNotificationSchema, (n) => server.notification(n));
   }
-  if (up.tools?.listChanged) upstream.setNotificationHandler(ToolListChangedNotificationSchema, (n) => server.notification(n));
+  if (up.tools?.listChanged)
+    upstream.setNotificationHandler(ToolListChangedNotificationSchema, (n) => server.notification(n));
   return server;
 }
 
@@ -215,13 +238,15 @@ export function refusalText(result: GateResult): string {
     parts.push(`(approval ${approval.id}: ${approval.status})`);
   }
   // MCP has no way for a server to end the client's run: the text says so to the model.
-  if (result.decision === 'abort') parts.push('Gatehouse answered abort: this run must end now; make no further tool calls in it.');
+  if (result.decision === 'abort')
+    parts.push('Gatehouse answered abort: this run must end now; make no further tool calls in it.');
   return parts.join(' ');
 }
 
 function refusal(text: string, result?: Pick<GateResult, 'decision' | 'approval'>): CallToolResult {
   const meta: Record<string, unknown> = { 'gatehouse/decision': result?.decision ?? 'deny' };
-  if (result?.approval !== undefined) meta['gatehouse/approval'] = { id: result.approval.id, status: result.approval.status };
+  if (result?.approval !== undefined)
+    meta['gatehouse/approval'] = { id: result.approval.id, status: result.approval.status };
   return { content: [{ type: 'text', text }], isError: true, _meta: meta };
 }
 

@@ -53,7 +53,11 @@ export function visibilityOf(inventory: ToolsResponse): (gatehouseName: string) 
 }
 
 /** The upstream tools the list shows, in their order, each untouched (its raw schema relayed as the upstream wrote it). */
-export function visibleTools<T extends { name: string }>(tools: readonly T[], inventory: ToolsResponse, prefix: string): T[] {
+export function visibleTools<T extends { name: string }>(
+  tools: readonly T[],
+  inventory: ToolsResponse,
+  prefix: string,
+): T[] {
   const visibility = visibilityOf(inventory);
   return tools.filter((tool) => visibility(`${prefix}${tool.name}`).listed);
 }

@@ -26,8 +26,17 @@ import { sendAnswer, sendCanonical } from '../reply.js';
 /** How often an idle stream sends a comment (proxies close connections idle for a minute or so). */
 const HEARTBEAT_MS = 15_000;
 
-const idParams = { type: 'object', required: ['id'], additionalProperties: false, properties: { id: { type: 'string', maxLength: 64 } } } as const;
-const getQuery = { type: 'object', additionalProperties: false, properties: { wait: { type: 'integer', minimum: 0, maximum: 60 } } } as const;
+const idParams = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', maxLength: 64 } },
+} as const;
+const getQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { wait: { type: 'integer', minimum: 0, maximum: 60 } },
+} as const;
 const listQuery = {
   type: 'object',
   additionalProperties: false,
@@ -48,7 +57,11 @@ const streamQuery = { type: 'object', additionalProperties: false, properties: {
 const decisionText = { type: 'string', maxLength: LIMITS.note } as const;
 const grantBody = { type: 'object', additionalProperties: false, properties: { note: decisionText } } as const;
 // `reason`, the one text of a denial before `note` and `message`, is both unless they are given.
-const denyBody = { type: 'object', additionalProperties: false, properties: { note: decisionText, message: decisionText, reason: decisionText } } as const;
+const denyBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { note: decisionText, message: decisionText, reason: decisionText },
+} as const;
 const cancelBody = { type: 'object', additionalProperties: false, properties: {} } as const;
 
 export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
@@ -87,10 +100,12 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       request.raw.once('close', () => abort.abort());
       const held = approval;
       approval =
-        (await waiter.waitForChange(held, wait * 1000, { caller: identity.user, signal: abort.signal }).catch((err: unknown) => {
-          if (abort.signal.aborted) return held; // the client left; nobody reads this answer
-          throw err;
-        })) ?? held;
+        (await waiter
+          .waitForChange(held, wait * 1000, { caller: identity.user, signal: abort.signal })
+          .catch((err: unknown) => {
+            if (abort.signal.aborted) return held; // the client left; nobody reads this answer
+            throw err;
+          })) ?? held;
     }
     return sendCanonical(reply, approvalView(approval, isApprover(identity)));
   });
@@ -143,78 +158,105 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     done();
   });
   // No HEAD: a stream's headers alone say nothing, and its subscription would outlive them.
-  app.get('/approvals/stream', { schema: { querystring: streamQuery }, exposeHeadRoute: false }, async (request, reply) => {
-    const { feed } = service();
-    const identity = identityOf(request);
-    const approver = isApprover(identity);
-    const body = new PassThrough();
-    const write = (event: string, data: unknown): void => {
-      body.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    };
-    const subscription = feed.subscribe({
-      caller: identity.user,
-      seesAll: approver,
-      onEvent: (e: FeedEvent) => (e.type === 'reset' ? write('reset', {}) : write('approval', summaryView(e.approval, approver))),
-    });
-    // Whichever ends first (the client going, even before the answer began; the stream ended), it all goes.
-    let heartbeat: NodeJS.Timeout | undefined;
-    const end = (): void => {
-      clearInterval(heartbeat);
-      subscription.unsubscribe();
-      streams.delete(body);
-      body.destroy();
-    };
-    reply.raw.once('close', end);
-    body.once('close', end);
-    if (!(await subscription.listening)) {
-      end();
-      throw new HttpError('unavailable', 'the approval store is unavailable; retry later', { retryAfterSec: 2 });
-    }
-    if (body.destroyed) return reply.hijack(); // the client left while the feed started listening
-    heartbeat = setInterval(() => body.write(': heartbeat\n\n'), HEARTBEAT_MS);
-    heartbeat.unref();
-    streams.add(body);
-    // A reconnecting EventSource waits `retry` ms; `ready` says the feed was listening before any
-    // list the client reads next.
-    body.write('retry: 2000\n\n');
-    write('ready', {});
-    return reply
-      .type('text/event-stream; charset=utf-8')
-      .header('x-accel-buffering', 'no') // nginx: pass each event on at once
-      .send(body);
-  });
+  app.get(
+    '/approvals/stream',
+    { schema: { querystring: streamQuery }, exposeHeadRoute: false },
+    async (request, reply) => {
+      const { feed } = service();
+      const identity = identityOf(request);
+      const approver = isApprover(identity);
+      const body = new PassThrough();
+      const write = (event: string, data: unknown): void => {
+        body.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      };
+      const subscription = feed.subscribe({
+        caller: identity.user,
+        seesAll: approver,
+        onEvent: (e: FeedEvent) =>
+          e.type === 'reset' ? write('reset', {}) : write('approval', summaryView(e.approval, approver)),
+      });
+      // Whichever ends first (the client going, even before the answer began; the stream ended), it all goes.
+      let heartbeat: NodeJS.Timeout | undefined;
+      const end = (): void => {
+        clearInterval(heartbeat);
+        subscription.unsubscribe();
+        streams.delete(body);
+        body.destroy();
+      };
+      reply.raw.once('close', end);
+      body.once('close', end);
+      if (!(await subscription.listening)) {
+        end();
+        throw new HttpError('unavailable', 'the approval store is unavailable; retry later', { retryAfterSec: 2 });
+      }
+      if (body.destroyed) return reply.hijack(); // the client left while the feed started listening
+      heartbeat = setInterval(() => body.write(': heartbeat\n\n'), HEARTBEAT_MS);
+      heartbeat.unref();
+      streams.add(body);
+      // A reconnecting EventSource waits `retry` ms; `ready` says the feed was listening before any
+      // list the client reads next.
+      body.write('retry: 2000\n\n');
+      write('ready', {});
+      return reply
+        .type('text/event-stream; charset=utf-8')
+        .header('x-accel-buffering', 'no') // nginx: pass each event on at once
+        .send(body);
+    },
+  );
 
   // Grant and deny: the approver role, then one conditional transition in the store.
   const decision = { onRequest: requireRole(ctx.approverRole), preValidation: emptyBodyIsObject };
-  app.post('/approvals/:id/grant', { schema: { params: idParams, body: grantBody }, ...decision }, async (request, reply) => {
-    const identity = identityOf(request);
-    const { id } = request.params as { id: string };
-    const { note } = request.body as { note?: string };
-    const result = await service().store.grant(id, { sub: identity.user }, note ?? null);
-    return sendTransition(reply, result, identity, 'granted');
-  });
-  app.post('/approvals/:id/deny', { schema: { params: idParams, body: denyBody }, ...decision }, async (request, reply) => {
-    const identity = identityOf(request);
-    const { id } = request.params as { id: string };
-    const { note, message, reason } = request.body as { note?: string; message?: string; reason?: string };
-    // An older client's `reason` is the note and the message, unless the body names them.
-    const text =
-      reason !== undefined && note === undefined && message === undefined ? reason : { note: note ?? reason ?? null, message: message ?? reason ?? null };
-    const result = await service().store.deny(id, { sub: identity.user }, text);
-    return sendTransition(reply, result, identity, 'denied');
-  });
+  app.post(
+    '/approvals/:id/grant',
+    { schema: { params: idParams, body: grantBody }, ...decision },
+    async (request, reply) => {
+      const identity = identityOf(request);
+      const { id } = request.params as { id: string };
+      const { note } = request.body as { note?: string };
+      const result = await service().store.grant(id, { sub: identity.user }, note ?? null);
+      return sendTransition(reply, result, identity, 'granted');
+    },
+  );
+  app.post(
+    '/approvals/:id/deny',
+    { schema: { params: idParams, body: denyBody }, ...decision },
+    async (request, reply) => {
+      const identity = identityOf(request);
+      const { id } = request.params as { id: string };
+      const { note, message, reason } = request.body as { note?: string; message?: string; reason?: string };
+      // An older client's `reason` is the note and the message, unless the body names them.
+      const text =
+        reason !== undefined && note === undefined && message === undefined
+          ? reason
+          : { note: note ?? reason ?? null, message: message ?? reason ?? null };
+      const result = await service().store.deny(id, { sub: identity.user }, text);
+      return sendTransition(reply, result, identity, 'denied');
+    },
+  );
 
   // Cancel: the requester withdraws its own approval; anyone else is told it does not exist.
-  app.post('/approvals/:id/cancel', { schema: { params: idParams, body: cancelBody }, preValidation: emptyBodyIsObject }, async (request, reply) => {
-    const identity = identityOf(request);
-    const { id } = request.params as { id: string };
-    const result = await service().store.cancel(id, { sub: identity.user });
-    return sendTransition(reply, result, identity, 'cancelled');
-  });
+  app.post(
+    '/approvals/:id/cancel',
+    { schema: { params: idParams, body: cancelBody }, preValidation: emptyBodyIsObject },
+    async (request, reply) => {
+      const identity = identityOf(request);
+      const { id } = request.params as { id: string };
+      const result = await service().store.cancel(id, { sub: identity.user });
+      return sendTransition(reply, result, identity, 'cancelled');
+    },
+  );
 
-  function sendTransition(reply: FastifyReply, result: TransitionResult, identity: Identity, verb: string): FastifyReply {
+  function sendTransition(
+    reply: FastifyReply,
+    result: TransitionResult,
+    identity: Identity,
+    verb: string,
+  ): FastifyReply {
     if (result.ok) {
-      ctx.engine.parts.log.info({ approval_id: result.approval.id, status: result.approval.status, by: identity.user }, `approval ${verb}`);
+      ctx.engine.parts.log.info(
+        { approval_id: result.approval.id, status: result.approval.status, by: identity.user },
+        `approval ${verb}`,
+      );
       return sendCanonical(reply, approvalView(result.approval, isApprover(identity)));
     }
     switch (result.error) {
@@ -226,7 +268,9 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         // The approval as it stands, numbers as written (reply.ts), in the problem body.
         const which = verb === 'cancelled' ? 'a pending or granted approval' : 'a pending approval';
         const problem = problemOf('conflict', `only ${which} can be ${verb}`);
-        const body = result.approval ? { ...problem, approval: approvalView(result.approval, isApprover(identity)) } : problem;
+        const body = result.approval
+          ? { ...problem, approval: approvalView(result.approval, isApprover(identity)) }
+          : problem;
         return sendCanonical(reply.code(problem.status), body as unknown as JsonObject, 'application/problem+json'); // all JSON data
       }
     }

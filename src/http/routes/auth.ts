@@ -46,7 +46,9 @@ const callbackQuery = {
  * button, or the pasted token alone), known without a failed request in the browser's console.
  */
 export function authConfigRoute(app: FastifyInstance, publicUrl: string | null): void {
-  const body = { signin: publicUrl === null ? null : { login_url: `${publicUrl}/auth/login`, session_url: '/auth/session' } };
+  const body = {
+    signin: publicUrl === null ? null : { login_url: `${publicUrl}/auth/login`, session_url: '/auth/session' },
+  };
   app.get('/auth/config', { schema: { querystring: emptyQuery } }, async () => body);
 }
 
@@ -76,7 +78,8 @@ export async function authRoutes(app: FastifyInstance, ctx: AppContext, options:
     const { maxAge: _maxAge, ...attributes } = cookies.session.options;
     reply.clearCookie(cookies.session.name, attributes);
   };
-  const notSignedIn = (detail: string): HttpError => new HttpError('unauthorized', detail, { body: { login_url: loginUrl } });
+  const notSignedIn = (detail: string): HttpError =>
+    new HttpError('unauthorized', detail, { body: { login_url: loginUrl } });
 
   app.get('/auth/login', { schema: { querystring: emptyQuery } }, async (request, reply) => {
     const { url, transaction } = await relyingParty.start();
@@ -88,7 +91,10 @@ export async function authRoutes(app: FastifyInstance, ctx: AppContext, options:
     const transaction = request.signin.get('transaction');
     request.signin.delete(); // one use, whatever happens next
     if (transaction === undefined) {
-      throw new HttpError('signin_failed', 'no sign-in is in progress in this browser (or it took more than ten minutes): sign in again');
+      throw new HttpError(
+        'signin_failed',
+        'no sign-in is in progress in this browser (or it took more than ten minutes): sign in again',
+      );
     }
     const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
     const { claims, idToken } = await relyingParty.finish(new URL(`${base}/auth/callback${query}`), transaction);
@@ -98,7 +104,10 @@ export async function authRoutes(app: FastifyInstance, ctx: AppContext, options:
       identity = identityFromClaims(claims, settings.claims);
     } catch (err) {
       if (!(err instanceof ClaimError)) throw err;
-      throw new HttpError('signin_failed', `the ID token's claims cannot be used here: ${err.message.replace(/^the token/, 'it')}`);
+      throw new HttpError(
+        'signin_failed',
+        `the ID token's claims cannot be used here: ${err.message.replace(/^the token/, 'it')}`,
+      );
     }
     const { secret, session } = await store.create(
       { sub: identity.user, team: identity.team, agent: identity.agent, roles: identity.roles, idToken },
@@ -112,7 +121,10 @@ export async function authRoutes(app: FastifyInstance, ctx: AppContext, options:
   app.get('/auth/session', { schema: { querystring: emptyQuery } }, async (request) => {
     const secret = sessionSecret(request);
     const session = secret === undefined ? null : await store.find(secret);
-    if (session === null) throw notSignedIn(secret === undefined ? 'not signed in' : 'the session has ended (expired or signed out): sign in again');
+    if (session === null)
+      throw notSignedIn(
+        secret === undefined ? 'not signed in' : 'the session has ended (expired or signed out): sign in again',
+      );
     return {
       sub: session.sub,
       team: session.team,

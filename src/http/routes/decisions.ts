@@ -35,7 +35,8 @@ interface ListQuery {
 export function decisionsRoute(app: FastifyInstance, ctx: AppContext): void {
   const roles = [ctx.auditorRole ?? 'auditor', ctx.adminRole];
   app.get('/decisions', { schema: { querystring: listQuery }, onRequest: requireRole(...roles) }, async (request) => {
-    if (ctx.engine.parts.records === null) throw new HttpError('not_found', 'the decision store is off (DECISION_STORE)');
+    if (ctx.engine.parts.records === null)
+      throw new HttpError('not_found', 'the decision store is off (DECISION_STORE)');
     const q = request.query as ListQuery;
     const since = instant('since', q.since);
     const until = instant('until', q.until);

@@ -9,8 +9,12 @@ import type { AppContext } from '../context.js';
 import { sendAnswer } from '../reply.js';
 
 export function explainRoute(app: FastifyInstance, ctx: AppContext): void {
-  app.post('/explain', { schema: { body: toolCallSchema }, onRequest: requireRole(...ctx.policyReaderRoles) }, async (request, reply) => {
-    const answer = await ctx.engine.explain(toDecideRequest(request.body as ToolCall), request.identity as Identity);
-    return sendAnswer(reply, answer);
-  });
+  app.post(
+    '/explain',
+    { schema: { body: toolCallSchema }, onRequest: requireRole(...ctx.policyReaderRoles) },
+    async (request, reply) => {
+      const answer = await ctx.engine.explain(toDecideRequest(request.body as ToolCall), request.identity as Identity);
+      return sendAnswer(reply, answer);
+    },
+  );
 }

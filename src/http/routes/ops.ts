@@ -12,7 +12,8 @@ const OPENAPI = readFileSync(new URL('../../../openapi.yaml', import.meta.url));
  */
 const INDEX = Object.freeze({
   service: 'gatehouse',
-  description: 'Policy decision service for AI agents: POST /decide with a tool call and a bearer JWT answers allow, deny, abort or require_approval.',
+  description:
+    'Policy decision service for AI agents: POST /decide with a tool call and a bearer JWT answers allow, deny, abort or require_approval.',
   links: Object.freeze({
     ui: '/ui',
     openapi: '/openapi.yaml',
@@ -37,7 +38,9 @@ export function opsRoutes(app: FastifyInstance, ctx: AppContext): void {
     const jwtKeys = app.jwtKeysLoaded() ? 'ok' : 'not_loaded';
     const ready = database === 'ok' && jwtKeys === 'ok';
     const policies = { status: 'ok', files: live.current().files.length, reload_error: live.lastFailure() !== null };
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', policies, database, jwt_keys: jwtKeys });
+    return reply
+      .code(ready ? 200 : 503)
+      .send({ status: ready ? 'ready' : 'not_ready', policies, database, jwt_keys: jwtKeys });
   });
 
   app.get('/metrics', async (_request, reply) => {

@@ -6,7 +6,8 @@ import type { FastifyInstance } from 'fastify';
 // Static files beside this module's folder: src/http/ui/ (copied to dist/http/ui/ by the build).
 const file = (name: string): string => readFileSync(new URL(`../ui/${name}`, import.meta.url), 'utf8');
 
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export function uiRoutes(app: FastifyInstance): void {
   const serve = (path: string, type: string, body: string): void => {

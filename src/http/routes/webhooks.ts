@@ -20,31 +20,42 @@ const listQuery = {
 } as const;
 
 export function webhooksRoute(app: FastifyInstance, ctx: AppContext): void {
-  app.get('/admin/webhooks', { onRequest: requireRole(ctx.adminRole), schema: { querystring: listQuery } }, async (request) => {
-    const webhooks = ctx.webhooks ?? null;
-    const approvals = ctx.engine.parts.approvals;
-    if (webhooks === null || approvals === null) throw new HttpError('unavailable', 'webhooks need the approval database', { retryAfterSec: 5 });
-    approvals.ensureReady();
-    const q = request.query as { status?: DeliveryStatus; limit?: number; cursor?: string };
-    const [counts, page] = await Promise.all([
-      webhooks.outbox.counts(),
-      webhooks.outbox.list({ status: q.status ?? 'failed', limit: q.limit ?? 50, ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) }),
-    ]);
-    const total = (status: 'pending' | 'failed'): number => counts.filter((c) => c.status === status).reduce((n, c) => n + c.count, 0);
-    const of = (name: string, status: 'pending' | 'failed'): number => counts.find((c) => c.endpoint === name && c.status === status)?.count ?? 0;
-    return {
-      endpoints: webhooks.endpoints.map((e) => ({
-        name: e.name,
-        format: e.format,
-        origin: new URL(e.url).origin,
-        events: e.events,
-        pending: of(e.name, 'pending'),
-        failed: of(e.name, 'failed'),
-      })),
-      pending: total('pending'),
-      failed: total('failed'),
-      items: page.items,
-      next_cursor: page.nextCursor,
-    };
-  });
+  app.get(
+    '/admin/webhooks',
+    { onRequest: requireRole(ctx.adminRole), schema: { querystring: listQuery } },
+    async (request) => {
+      const webhooks = ctx.webhooks ?? null;
+      const approvals = ctx.engine.parts.approvals;
+      if (webhooks === null || approvals === null)
+        throw new HttpError('unavailable', 'webhooks need the approval database', { retryAfterSec: 5 });
+      approvals.ensureReady();
+      const q = request.query as { status?: DeliveryStatus; limit?: number; cursor?: string };
+      const [counts, page] = await Promise.all([
+        webhooks.outbox.counts(),
+        webhooks.outbox.list({
+          status: q.status ?? 'failed',
+          limit: q.limit ?? 50,
+          ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
+        }),
+      ]);
+      const total = (status: 'pending' | 'failed'): number =>
+        counts.filter((c) => c.status === status).reduce((n, c) => n + c.count, 0);
+      const of = (name: string, status: 'pending' | 'failed'): number =>
+        counts.find((c) => c.endpoint === name && c.status === status)?.count ?? 0;
+      return {
+        endpoints: webhooks.endpoints.map((e) => ({
+          name: e.name,
+          format: e.format,
+          origin: new URL(e.url).origin,
+          events: e.events,
+          pending: of(e.name, 'pending'),
+          failed: of(e.name, 'failed'),
+        })),
+        pending: total('pending'),
+        failed: total('failed'),
+        items: page.items,
+        next_cursor: page.nextCursor,
+      };
+    },
+  );
 }

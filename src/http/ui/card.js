@@ -235,7 +235,8 @@ const LOOKALIKES = (() => {
 })();
 
 const SCRIPTS = ['Latin', 'Cyrillic', 'Greek', 'Armenian', 'Cherokee'];
-const scriptOf = (/** @type {string} */ ch) => SCRIPTS.find((s) => new RegExp('\\p{Script=' + s + '}', 'u').test(ch)) || 'another script';
+const scriptOf = (/** @type {string} */ ch) =>
+  SCRIPTS.find((s) => new RegExp('\\p{Script=' + s + '}', 'u').test(ch)) || 'another script';
 
 const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 // Invisible or blank: format characters, default-ignorable code points, separators, spaces other than
@@ -248,7 +249,8 @@ const MARK = /\p{M}/u;
 const WORD_CHAR = /[\p{L}\p{M}\p{N}]/u;
 const LETTER = /\p{L}/u;
 const ASCII_ALNUM = /[A-Za-z0-9]/;
-const RTL = /[\p{Script=Hebrew}\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Nko}\p{Script=Samaritan}\p{Script=Mandaic}\p{Script=Adlam}]/u;
+const RTL =
+  /[\p{Script=Hebrew}\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Nko}\p{Script=Samaritan}\p{Script=Mandaic}\p{Script=Adlam}]/u;
 /** @type {Record<string, string>} */
 const SHORT_ESCAPES = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\b': '\\b', '\f': '\\f' };
 
@@ -309,7 +311,8 @@ function inspect(s, json) {
     if (ascii || allAlike) {
       for (let k = start; k < end; k++) {
         const c = /** @type {string} */ (chars[k]);
-        if (Object.hasOwn(LOOKALIKES, c)) escaped[k] = { kind: 'confusable', text: describe(c, 'looks like "' + LOOKALIKES[c] + '", ' + scriptOf(c)) };
+        if (Object.hasOwn(LOOKALIKES, c))
+          escaped[k] = { kind: 'confusable', text: describe(c, 'looks like "' + LOOKALIKES[c] + '", ' + scriptOf(c)) };
       }
     }
     start = end;
@@ -320,16 +323,21 @@ function inspect(s, json) {
     if (c === '\n' || c === '\t') escaped[k] = { kind: null, text: describe(c, c === '\n' ? 'a line break' : 'a tab') };
     else if (SURROGATE.test(c)) escaped[k] = { kind: 'control', text: describe(c, 'half of a character') };
     else if (CONTROL.test(c)) escaped[k] = { kind: 'control', text: describe(c, 'a control character') };
-    else if (BIDI_CONTROLS.test(c)) escaped[k] = { kind: 'bidi', text: describe(c, 'a bidi control: it reorders what is shown') };
+    else if (BIDI_CONTROLS.test(c))
+      escaped[k] = { kind: 'bidi', text: describe(c, 'a bidi control: it reorders what is shown') };
     else if (INVISIBLE.test(c)) escaped[k] = { kind: 'invisible', text: describe(c, 'invisible, or drawn as a blank') };
-    else if (MARK.test(c) && (k === 0 || /** @type {number} */ (chars[k - 1].codePointAt(0)) < 0x80 || escaped[k - 1] !== null)) {
+    else if (
+      MARK.test(c) &&
+      (k === 0 || /** @type {number} */ (chars[k - 1].codePointAt(0)) < 0x80 || escaped[k - 1] !== null)
+    ) {
       escaped[k] = { kind: 'confusable', text: describe(c, 'a combining mark on the character before it') };
     } else if (cp >= 0x80 && /\p{Nd}/u.test(c)) {
       escaped[k] = { kind: 'confusable', text: describe(c, 'a digit other than 0-9') };
     } else if (cp >= 0x80) {
       // Compatibility forms drawn like ASCII: fullwidth letters, mathematical letters, ligatures, superscripts.
       const folded = c.normalize('NFKC');
-      if (folded !== c && /[!-~]/.test(folded)) escaped[k] = { kind: 'confusable', text: describe(c, 'looks like "' + folded + '"') };
+      if (folded !== c && /[!-~]/.test(folded))
+        escaped[k] = { kind: 'confusable', text: describe(c, 'looks like "' + folded + '"') };
     }
   });
   /** @type {Part[]} */
@@ -395,7 +403,8 @@ function jsonTokens(node, path, findings, indent, out) {
   /** @type {(s: string, k: string, where: (string | number)[]) => void} */
   const str = (s, k, where) => {
     const seen = inspect(s, true);
-    for (const f of seen.findings) findings.push({ where: pathText(where) + (k === 'key' ? ' (a key)' : ''), kind: f.kind, text: f.text });
+    for (const f of seen.findings)
+      findings.push({ where: pathText(where) + (k === 'key' ? ' (a key)' : ''), kind: f.kind, text: f.text });
     tokens.push({ k, parts: [{ text: '"' }, ...seen.parts, { text: '"' }] });
   };
   switch (node.t) {
@@ -480,7 +489,14 @@ function cardView(tree) {
   const runParts = run ? text(run, 'the run id') : [{ text: '(none)' }];
   const requirements = requirementsOf(tree).map((r, n) => ({
     reason: text(memberText(r, 'reason'), 'requirement ' + (n + 1)),
-    source: 'policy ' + memberText(r, 'policy') + ', rule ' + memberText(r, 'rule') + ', kind ' + memberText(r, 'kind') + reviewText(reviewed(r, tree)),
+    source:
+      'policy ' +
+      memberText(r, 'policy') +
+      ', rule ' +
+      memberText(r, 'rule') +
+      ', kind ' +
+      memberText(r, 'kind') +
+      reviewText(reviewed(r, tree)),
   }));
   const policies = member(tree, 'policies');
   const policyText =
@@ -488,7 +504,11 @@ function cardView(tree) {
       ? policies.items
           .map(
             (p) =>
-              memberText(p, 'policy') + (memberText(p, 'version') ? ' v' + memberText(p, 'version') : '') + ' (' + memberText(p, 'digest').slice(0, 19) + '…)',
+              memberText(p, 'policy') +
+              (memberText(p, 'version') ? ' v' + memberText(p, 'version') : '') +
+              ' (' +
+              memberText(p, 'digest').slice(0, 19) +
+              '…)',
           )
           .join(', ')
       : '';
@@ -592,13 +612,15 @@ function unshownPaths(tree) {
   /** @type {string[]} */
   const out = [];
   /** @type {(node: JsonNode) => [string, JsonNode][]} */
-  const inner = (node) => (node.t === 'obj' ? node.entries : node.t === 'arr' ? node.items.map((v, n) => [String(n), v]) : []);
+  const inner = (node) =>
+    node.t === 'obj' ? node.entries : node.t === 'arr' ? node.items.map((v, n) => [String(n), v]) : [];
   /** @type {(node: JsonNode, path: string[]) => void} */
   const visit = (node, path) => {
     if (shown.some((s) => isPrefix(s, path))) return; // shown, or inside a shown value
     const children = inner(node);
     // Only part of this value is shown: look inside it. Otherwise none of it is.
-    if (children.length > 0 && shown.some((s) => isPrefix(path, s))) for (const [k, v] of children) visit(v, path.concat(k));
+    if (children.length > 0 && shown.some((s) => isPrefix(path, s)))
+      for (const [k, v] of children) visit(v, path.concat(k));
     else out.push(path.join('.'));
   };
   // The API's args are an object; anything else fails here, as it always did.

@@ -213,7 +213,9 @@
     me = /** @type {Me} */ (r.json);
     const signedIn = gatehouseSession.current() !== null; // session.js says who, and signs out
     $('signout').hidden = signedIn;
-    if (!signedIn) whoLine.textContent = 'Signed in as ' + plainOf(me.sub) + (me.team ? ' (team ' + plainOf(me.team) + ')' : '') + '.';
+    if (!signedIn)
+      whoLine.textContent =
+        'Signed in as ' + plainOf(me.sub) + (me.team ? ' (team ' + plainOf(me.team) + ')' : '') + '.';
     if (!me.can.decide) {
       say(
         (signedIn ? 'This account (' : 'This token (') +
@@ -234,7 +236,13 @@
 
   const WEEK_MS = 7 * 86_400_000;
   const seconds = (/** @type {number | null} */ s) =>
-    s === null ? '–' : s < 60 ? s.toFixed(1) + ' s' : s < 3600 ? (s / 60).toFixed(1) + ' min' : (s / 3600).toFixed(1) + ' h';
+    s === null
+      ? '–'
+      : s < 60
+        ? s.toFixed(1) + ' s'
+        : s < 3600
+          ? (s / 60).toFixed(1) + ' min'
+          : (s / 3600).toFixed(1) + ' h';
   /** @type {Record<string, string>} */
   const POINTS_TO = {
     always_granted: 'always granted: a candidate for allow, with a cap',
@@ -279,7 +287,9 @@
     $('stats-note').textContent =
       r.json.rules.length === 0
         ? 'No approvals were filed in the last 7 days.'
-        : 'Fast grants were given within ' + r.json.fast_grant_seconds + ' s of the request: too fast to have been read.';
+        : 'Fast grants were given within ' +
+          r.json.fast_grant_seconds +
+          ' s of the request: too fast to have been read.';
     $('stats').hidden = false;
   }
 
@@ -416,7 +426,8 @@
     if (f.status === 'history') q.set('decided', 'true');
     else if (f.status !== '') q.set('status', f.status);
     if (f.status === 'pending') q.set('order', 'oldest');
-    for (const name of /** @type {const} */ (['tool', 'kind', 'requester', 'q'])) if (f[name] !== '') q.set(name, f[name]);
+    for (const name of /** @type {const} */ (['tool', 'kind', 'requester', 'q']))
+      if (f[name] !== '') q.set(name, f[name]);
     if (after) q.set('cursor', after);
     return '/approvals?' + q.toString();
   }
@@ -429,7 +440,12 @@
     const f = applied;
     if (f === null) return false;
     if (f.status === 'history' ? s.decided_by === null : f.status !== '' && s.status !== f.status) return false;
-    if ((f.tool && s.tool !== f.tool) || (f.kind && s.kind !== f.kind) || (f.requester && s.requester.sub !== f.requester)) return false;
+    if (
+      (f.tool && s.tool !== f.tool) ||
+      (f.kind && s.kind !== f.kind) ||
+      (f.requester && s.requester.sub !== f.requester)
+    )
+      return false;
     return true;
   }
 
@@ -481,9 +497,17 @@
   /** @param {number} count */
   function showTotals(count) {
     const f = /** @type {ReturnType<typeof filterValues>} */ (applied); // called once a list is applied
-    const what = f.status === 'pending' ? 'pending ' : f.status === 'history' ? 'decided ' : f.status === '' ? '' : f.status + ' ';
+    const what =
+      f.status === 'pending' ? 'pending ' : f.status === 'history' ? 'decided ' : f.status === '' ? '' : f.status + ' ';
     if (count === 0) say(f.status === 'pending' ? 'No pending approvals.' : 'No approvals match.');
-    else say(count + ' ' + what + (count === 1 ? 'approval' : 'approvals') + (f.status === 'pending' ? ', oldest first.' : ', newest first.'));
+    else
+      say(
+        count +
+          ' ' +
+          what +
+          (count === 1 ? 'approval' : 'approvals') +
+          (f.status === 'pending' ? ', oldest first.' : ', newest first.'),
+      );
     moreButton.hidden = cursor === null;
     moreNote.textContent = cursor === null ? '' : cards.size + ' shown of ' + count + '.';
   }
@@ -561,7 +585,8 @@
   /** @param {number} n */
   function setNotice(n) {
     arrived = n;
-    noticeText.textContent = n === 0 ? '' : n + (n === 1 ? ' approval has' : ' approvals have') + ' arrived that this list does not show yet.';
+    noticeText.textContent =
+      n === 0 ? '' : n + (n === 1 ? ' approval has' : ' approvals have') + ' arrived that this list does not show yet.';
     noticeShow.hidden = n === 0;
   }
 
@@ -593,7 +618,9 @@
   function addCard(whole) {
     const view = cardView(whole.tree);
     // page.html's card template: one element, holding every data-f name asked for below.
-    const node = /** @type {HTMLElement} */ (/** @type {Element} */ (template.content.firstElementChild).cloneNode(true));
+    const node = /** @type {HTMLElement} */ (
+      /** @type {Element} */ (template.content.firstElementChild).cloneNode(true)
+    );
     const f = (/** @type {string} */ name) => /** @type {Field} */ (node.querySelector('[data-f="' + name + '"]'));
     const id = whole.json.id;
     /** @type {Card} */
@@ -611,7 +638,10 @@
     }
     if (view.unshown.length > 0) {
       f('unshown').hidden = false;
-      f('unshown').textContent = 'No requirement picks these arguments for review, but the grant covers them too: ' + view.unshown.join(', ') + '.';
+      f('unshown').textContent =
+        'No requirement picks these arguments for review, but the grant covers them too: ' +
+        view.unshown.join(', ') +
+        '.';
     }
     for (const r of view.requirements) {
       const li = document.createElement('li');
@@ -632,7 +662,8 @@
     if (view.findings.length > 0) {
       f('flags').hidden = false;
       f('warn').hidden = false;
-      f('warn').textContent = view.findings.length + (view.findings.length === 1 ? ' character to check' : ' characters to check');
+      f('warn').textContent =
+        view.findings.length + (view.findings.length === 1 ? ' character to check' : ' characters to check');
       for (const finding of view.findings) {
         const li = document.createElement('li');
         li.textContent = finding.where + ': ' + finding.text;
@@ -648,7 +679,10 @@
       f(name).id = name + '-' + id;
       f(label).htmlFor = name + '-' + id;
     }
-    f('grant').setAttribute('aria-label', 'Grant approval ' + id + ' (' + view.tool + ', asked by ' + who + '): opens a confirmation');
+    f('grant').setAttribute(
+      'aria-label',
+      'Grant approval ' + id + ' (' + view.tool + ', asked by ' + who + '): opens a confirmation',
+    );
     f('deny').setAttribute('aria-label', 'Deny approval ' + id + ' (' + view.tool + ', asked by ' + who + ')');
     f('grant').addEventListener('click', () => openConfirm(c));
     f('deny').addEventListener('click', () => decide(c, 'deny'));
@@ -723,9 +757,16 @@
       case 'denied':
         return 'Denied by ' + by + ' at ' + at(s.decided_at) + '.';
       case 'consumed':
-        return 'Granted by ' + by + ' at ' + at(s.decided_at) + '; the agent ran it at ' + absoluteTime(s.consumed_at) + '.';
+        return (
+          'Granted by ' + by + ' at ' + at(s.decided_at) + '; the agent ran it at ' + absoluteTime(s.consumed_at) + '.'
+        );
       case 'expired':
-        return (s.decided_by ? 'Granted by ' + by + ', but not used in time: ' : 'Nobody decided in time: ') + 'it expired at ' + at(s.expires_at) + '.';
+        return (
+          (s.decided_by ? 'Granted by ' + by + ', but not used in time: ' : 'Nobody decided in time: ') +
+          'it expired at ' +
+          at(s.expires_at) +
+          '.'
+        );
       case 'cancelled':
         return 'Withdrawn by the requester: there is nothing to decide.';
       default:
@@ -741,7 +782,8 @@
     if (c.busy || c.summary.status !== 'pending') return;
     const note = c.f('note').value.trim();
     const message = c.f('message').value.trim();
-    const body = action === 'grant' ? (note ? { note } : {}) : { ...(note ? { note } : {}), ...(message ? { message } : {}) };
+    const body =
+      action === 'grant' ? (note ? { note } : {}) : { ...(note ? { note } : {}), ...(message ? { message } : {}) };
     c.busy = true;
     c.outcome = action === 'grant' ? 'Granting…' : 'Denying…';
     renderState(c);
@@ -764,7 +806,8 @@
     } else if (r !== null && r.status === 403) {
       c.outcome = 'Not ' + verb + ': ' + problemText(r) + '.';
     } else {
-      c.outcome = 'Not ' + verb + ': ' + (r ? problemText(r) : 'Gatehouse cannot be reached') + '. Nothing changed; try again.';
+      c.outcome =
+        'Not ' + verb + ': ' + (r ? problemText(r) : 'Gatehouse cannot be reached') + '. Nothing changed; try again.';
     }
     renderState(c);
     scheduleCount();
@@ -782,7 +825,11 @@
     const flagged = $('confirm-flags');
     flagged.hidden = c.view.findings.length === 0;
     flagged.textContent =
-      c.view.findings.length === 0 ? '' : 'Check the ' + c.view.findings.length + ' flagged characters on the card: they are shown as \\u escapes above.';
+      c.view.findings.length === 0
+        ? ''
+        : 'Check the ' +
+          c.view.findings.length +
+          ' flagged characters on the card: they are shown as \\u escapes above.';
     const note = c.f('note').value.trim();
     $('confirm-note').textContent = note ? 'Your note for the record: ' + note : 'No note for the record.';
     $('confirm-grant').setAttribute('aria-label', 'Grant approval ' + c.id + ' (' + c.view.tool + ') once');
@@ -795,7 +842,8 @@
     const c = confirming;
     const open = c !== null && c.summary.status === 'pending' && !c.busy;
     $('confirm-grant').disabled = !open;
-    $('confirm-state').textContent = c === null || open ? '' : 'This approval is no longer pending: ' + stateText(c.summary);
+    $('confirm-state').textContent =
+      c === null || open ? '' : 'This approval is no longer pending: ' + stateText(c.summary);
   }
 
   $('confirm-cancel').addEventListener('click', () => dialog.close());
@@ -822,11 +870,16 @@
   function tickCard(c, now) {
     const s = c.summary;
     const f = c.f;
-    const asked = 'asked ' + relativeTime(Math.min(0, Date.parse(c.view.createdAt) - now)) + ' by ' + partsText(c.view.requester);
+    const asked =
+      'asked ' + relativeTime(Math.min(0, Date.parse(c.view.createdAt) - now)) + ' by ' + partsText(c.view.requester);
     if (f('asked').textContent !== asked) f('asked').textContent = asked;
     const left = Date.parse(s.expires_at) - now;
     const live = s.status === 'pending' || s.status === 'granted';
-    const expires = !live ? STATUS_LABELS[s.status] || s.status : left > 0 ? 'expires ' + relativeTime(left) : 'expiring now';
+    const expires = !live
+      ? STATUS_LABELS[s.status] || s.status
+      : left > 0
+        ? 'expires ' + relativeTime(left)
+        : 'expiring now';
     if (f('expires').textContent !== expires) f('expires').textContent = expires;
     // Past its expiry by the server's clock: read it (the database's clock decides), every 2 s.
     if (live && left <= 0 && !c.busy && Date.now() - c.checkedAt > 2000) {

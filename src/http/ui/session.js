@@ -78,7 +78,11 @@
   async function signOut() {
     let next = null;
     try {
-      const res = await fetch('/auth/logout', { method: 'POST', credentials: 'same-origin', headers: { 'x-csrf-token': session ? session.csrf_token : '' } });
+      const res = await fetch('/auth/logout', {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'x-csrf-token': session ? session.csrf_token : '' },
+      });
       const json = await res.json().catch(() => null);
       next = res.ok && json && typeof json.end_session_url === 'string' ? json.end_session_url : null;
     } catch {

@@ -10,7 +10,15 @@ import { looksSecret } from '../path.js';
 import { equals, isNull, member, memberOf, negate, nullMemberOf, order, type Truth } from './compare.js';
 import { ConditionError } from './errors.js';
 import type { CompareOp, StringOp } from './lex.js';
-import { parseCondition, type CallExpr, type Expr, type ListExpr, type LiteralExpr, type PathExpr, type Scalar } from './parse.js';
+import {
+  parseCondition,
+  type CallExpr,
+  type Expr,
+  type ListExpr,
+  type LiteralExpr,
+  type PathExpr,
+  type Scalar,
+} from './parse.js';
 import { normalizePath, shellWords } from './shell.js';
 import { ExactNumber, kindOf, lookup, operandAt, toSegments, type Segment } from './values.js';
 import { ANY, ARRAY, BOOLEAN, NULL, NUMBER, OBJECT, STRING, typeName, typeOfValue } from './types.js';
@@ -33,7 +41,9 @@ export interface ConditionInput {
   readonly args: JsonObject;
   readonly caller: Identity;
   readonly context: JsonObject | undefined;
-  readonly run: { readonly id?: string; readonly steps?: readonly { readonly tool: string; readonly decision?: string }[] } | undefined;
+  readonly run:
+    | { readonly id?: string; readonly steps?: readonly { readonly tool: string; readonly decision?: string }[] }
+    | undefined;
   readonly env: string | null;
 }
 
@@ -149,7 +159,13 @@ const BUILTINS: Readonly<Record<string, { readonly min: number; readonly max: nu
   all: { min: 3, max: 3 },
 };
 /** What each built-in gives (./types.ts). */
-const RESULT: Readonly<Record<string, number>> = { lower: STRING, len: NUMBER, path: STRING, argv: ARRAY, count: NUMBER };
+const RESULT: Readonly<Record<string, number>> = {
+  lower: STRING,
+  len: NUMBER,
+  path: STRING,
+  argv: ARRAY,
+  count: NUMBER,
+};
 /** The built-ins that are conditions themselves: true, false or undecidable, never a value to compare. */
 const CONDITION_BUILTINS: ReadonlySet<string> = new Set(['has', 'any', 'all']);
 const DECISIONS: ReadonlySet<string> = new Set(['allow', 'deny', 'abort', 'require_approval']);
@@ -165,7 +181,10 @@ export function compileCondition(source: string): CompiledCondition {
     paths: Object.freeze(compiler.paths),
     reads: Object.freeze(compiler.reads),
     tests: Object.freeze(compiler.tests),
-    parsed: Object.freeze({ argv: Object.freeze([...compiler.parsed.argv]), path: Object.freeze([...compiler.parsed.path]) }),
+    parsed: Object.freeze({
+      argv: Object.freeze([...compiler.parsed.argv]),
+      path: Object.freeze([...compiler.parsed.path]),
+    }),
     evaluate(input: ConditionInput): Truth {
       try {
         return root(input, undefined);
@@ -202,7 +221,10 @@ class Compiler {
   readonly parsed = { argv: new Set<string>(), path: new Set<string>() };
   private readonly seen = new Set<string>();
   /** The names `any` and `all` bind, while their bodies compile: each reads its item from a slot. */
-  private readonly bound = new Map<string, { readonly slot: Binding; readonly items: number; readonly probe: Probe | undefined }>();
+  private readonly bound = new Map<
+    string,
+    { readonly slot: Binding; readonly items: number; readonly probe: Probe | undefined }
+  >();
 
   /** Records `o op literal` for the generator of `never:` properties when `o` derives from an argument. */
   private test(o: Operand, op: ArgTest['op'], literal: Scalar | readonly Scalar[] | undefined): void {
@@ -211,7 +233,8 @@ class Compiler {
 
   /** `o op $context.PATH`, recorded likewise. */
   private contextTest(o: Operand, op: ArgTest['op'], other: Operand): void {
-    if (o.probe !== undefined && other.context !== undefined) this.tests.push({ probe: o.probe, op, context: other.context });
+    if (o.probe !== undefined && other.context !== undefined)
+      this.tests.push({ probe: o.probe, op, context: other.context });
   }
 
   /**
@@ -220,7 +243,8 @@ class Compiler {
    */
   private want(o: Operand, types: number, use: string): void {
     check(o, types, use);
-    if (o.arg !== undefined) this.reads.push({ text: o.text, segments: o.arg.segments, column: o.start + 1, wants: types, use });
+    if (o.arg !== undefined)
+      this.reads.push({ text: o.text, segments: o.arg.segments, column: o.start + 1, wants: types, use });
   }
 
   /** Both sides of `op` must hold a type of `domain`, and a type the other side can hold too. */
@@ -262,7 +286,10 @@ class Compiler {
       case 'literal': {
         const value = e.value;
         if (typeof value !== 'boolean') {
-          throw typeError(e.start, `${literalKind(value)} is not a condition; compare it with a path, e.g. \`amount > 100\``);
+          throw typeError(
+            e.start,
+            `${literalKind(value)} is not a condition; compare it with a path, e.g. \`amount > 100\``,
+          );
         }
         const why = `the constant ${String(value)}`;
         return (_input, sink) => {
@@ -302,7 +329,8 @@ class Compiler {
         const lv = l.read(input);
         const rv = r.read(input);
         const t = flip ? negate(test(lv, rv)) : test(lv, rv);
-        if (sink !== undefined) sink.push(t === 'undecidable' ? `undecidable: ${whyCompare(op, l, lv, r, rv)}` : `${text} is ${t}`);
+        if (sink !== undefined)
+          sink.push(t === 'undecidable' ? `undecidable: ${whyCompare(op, l, lv, r, rv)}` : `${text} is ${t}`);
         return t;
       };
     }
@@ -318,14 +346,16 @@ class Compiler {
       const lv = l.read(input);
       const rv = r.read(input);
       const t = order(op, lv, rv);
-      if (sink !== undefined) sink.push(t === 'undecidable' ? `undecidable: ${whyCompare(op, l, lv, r, rv)}` : `${text} is ${t}`);
+      if (sink !== undefined)
+        sink.push(t === 'undecidable' ? `undecidable: ${whyCompare(op, l, lv, r, rv)}` : `${text} is ${t}`);
       return t;
     };
   }
 
   private member(opStart: number, x: Operand, right: Expr): Node {
     if (right.kind === 'list') {
-      if (x.literal !== undefined) throw typeError(opStart, '`in` compares two constants; the left side must be a path');
+      if (x.literal !== undefined)
+        throw typeError(opStart, '`in` compares two constants; the left side must be a path');
       const items = right.items.map(literalValue);
       this.test(
         x,
@@ -333,19 +363,25 @@ class Compiler {
         right.items.map((i) => i.value),
       );
       // `null` in the list matches any present value, as `== null` does.
-      const itemTypes = right.items.some((i) => i.value === null) ? ANY : right.items.reduce((t, i) => t | typeOfValue(i.value), 0);
+      const itemTypes = right.items.some((i) => i.value === null)
+        ? ANY
+        : right.items.reduce((t, i) => t | typeOfValue(i.value), 0);
       this.want(x, itemTypes === 0 ? ANY : itemTypes, '`in` with this list');
       const text = `${x.text} in ${renderList(right)}`;
       const listNamed: Named = { path: undefined };
       return (input, sink) => {
         const xv = x.read(input);
         const t = member(xv, items);
-        if (sink !== undefined) sink.push(t === 'undecidable' ? `undecidable: ${whyMember(x, xv, listNamed, items)}` : `${text} is ${t}`);
+        if (sink !== undefined)
+          sink.push(t === 'undecidable' ? `undecidable: ${whyMember(x, xv, listNamed, items)}` : `${text} is ${t}`);
         return t;
       };
     }
     if (right.kind !== 'path' && right.kind !== 'call') {
-      throw typeError(right.start, 'the right side of `in` is a list like ["FR", "DE"], a path to an array, or a call that gives one');
+      throw typeError(
+        right.start,
+        'the right side of `in` is a list like ["FR", "DE"], a path to an array, or a call that gives one',
+      );
     }
     const arr = this.operand(right, 'in');
     this.want(arr, ARRAY, 'the right side of `in`');
@@ -357,7 +393,8 @@ class Compiler {
       const xv = x.read(input);
       const av = arr.read(input);
       const t = test(xv, av);
-      if (sink !== undefined) sink.push(t === 'undecidable' ? `undecidable: ${whyMember(x, xv, arr, av)}` : `${text} is ${t}`);
+      if (sink !== undefined)
+        sink.push(t === 'undecidable' ? `undecidable: ${whyMember(x, xv, arr, av)}` : `${text} is ${t}`);
       return t;
     };
   }
@@ -370,14 +407,22 @@ class Compiler {
   private stringOp(op: StringOp, opStart: number, l: Operand, rightExpr: Expr): Node {
     if (op === 'matches') {
       const globs = globsOf(rightExpr);
-      if (l.literal !== undefined) throw typeError(opStart, '`matches` compares two constants; the left side must be a path or a call');
+      if (l.literal !== undefined)
+        throw typeError(opStart, '`matches` compares two constants; the left side must be a path or a call');
       this.want(l, STRING, '`matches`');
-      this.test(l, 'matches', rightExpr.kind === 'list' ? rightExpr.items.map((i) => i.value) : (rightExpr as LiteralExpr).value);
+      this.test(
+        l,
+        'matches',
+        rightExpr.kind === 'list' ? rightExpr.items.map((i) => i.value) : (rightExpr as LiteralExpr).value,
+      );
       const text = `${l.text} matches ${rightExpr.kind === 'list' ? renderList(rightExpr) : renderLiteral(rightExpr as LiteralExpr)}`;
       return (input, sink) => {
         const v = l.read(input);
         const t: Truth = typeof v === 'string' ? globs.some((g) => g.test(v)) : 'undecidable';
-        if (sink !== undefined) sink.push(t === 'undecidable' ? `undecidable: ${whyStringOp(op, l, v, undefined, undefined)}` : `${text} is ${t}`);
+        if (sink !== undefined)
+          sink.push(
+            t === 'undecidable' ? `undecidable: ${whyStringOp(op, l, v, undefined, undefined)}` : `${text} is ${t}`,
+          );
         return t;
       };
     }
@@ -401,7 +446,8 @@ class Compiler {
       const lv = l.read(input);
       const rv = r.read(input);
       const t = test(lv, rv);
-      if (sink !== undefined) sink.push(t === 'undecidable' ? `undecidable: ${whyStringOp(op, l, lv, r, rv)}` : `${text} is ${t}`);
+      if (sink !== undefined)
+        sink.push(t === 'undecidable' ? `undecidable: ${whyStringOp(op, l, lv, r, rv)}` : `${text} is ${t}`);
       return t;
     };
   }
@@ -426,17 +472,34 @@ class Compiler {
         return this.call(e);
       case 'literal': {
         const value = literalValue(e);
-        return { path: undefined, literal: e, text: renderLiteral(e), start: e.start, type: typeOfValue(e.value), read: () => value };
+        return {
+          path: undefined,
+          literal: e,
+          text: renderLiteral(e),
+          start: e.start,
+          type: typeOfValue(e.value),
+          read: () => value,
+        };
       }
       case 'list': {
         if (op !== 'startswith' && op !== 'endswith') {
           throw typeError(e.start, 'a list can only stand on the right of `in`, `startswith`, `endswith` or `matches`');
         }
         const items = e.items.map(literalValue);
-        return { path: undefined, literal: undefined, text: renderList(e), start: e.start, type: ARRAY, read: () => items };
+        return {
+          path: undefined,
+          literal: undefined,
+          text: renderList(e),
+          start: e.start,
+          type: ARRAY,
+          read: () => items,
+        };
       }
       default:
-        throw typeError(e.start, `the operands of ${/^[a-z]/.test(op) ? `\`${op}\`` : `'${op}'`} are paths, calls or literals, not conditions`);
+        throw typeError(
+          e.start,
+          `the operands of ${/^[a-z]/.test(op) ? `\`${op}\`` : `'${op}'`} are paths, calls or literals, not conditions`,
+        );
     }
   }
 
@@ -444,7 +507,10 @@ class Compiler {
   private call(e: CallExpr): Operand {
     this.spec(e);
     if (CONDITION_BUILTINS.has(e.name)) {
-      throw typeError(e.start, `\`${e.name}()\` is a condition, not a value: write it alone, or joined with \`and\`, \`or\`, \`not\``);
+      throw typeError(
+        e.start,
+        `\`${e.name}()\` is a condition, not a value: write it alone, or joined with \`and\`, \`or\`, \`not\``,
+      );
     }
     let value: (input: ConditionInput) => unknown;
     let probe: Probe | undefined;
@@ -465,7 +531,10 @@ class Compiler {
     if (e.member.length > 0) {
       // Only argv() gives a list to take a word of; a word is a string.
       if (e.name !== 'argv' || e.member.length !== 1 || !/^(0|[1-9][0-9]*)$/.test(e.member[0]!)) {
-        throw typeError(e.start, `\`${e.text}\`: only argv() has members, one word by its index, like \`argv(command).0\``);
+        throw typeError(
+          e.start,
+          `\`${e.text}\`: only argv() has members, one word by its index, like \`argv(command).0\``,
+        );
       }
       type = STRING;
       call = 'argv.N';
@@ -519,7 +588,8 @@ class Compiler {
    */
   private has(e: CallExpr): Node {
     const arg = e.args[0]!;
-    if (arg.kind !== 'path' && arg.kind !== 'call') throw typeError(arg.start, '`has` tests a path or a call, like `has(argv(command))`');
+    if (arg.kind !== 'path' && arg.kind !== 'call')
+      throw typeError(arg.start, '`has` tests a path or a call, like `has(argv(command))`');
     const x = this.operand(arg, 'has()');
     this.want(x, ANY, 'has()');
     const text = e.text;
@@ -527,7 +597,10 @@ class Compiler {
       const k = kindOf(x.read(input));
       // `other` (NaN, a function) only comes from a bug upstream: never a yes or a no.
       const t: Truth = k === 'other' ? 'undecidable' : k !== 'missing';
-      if (sink !== undefined) sink.push(t === 'undecidable' ? `undecidable: \`${x.text}\` holds a value that is not JSON` : `${text} is ${t}`);
+      if (sink !== undefined)
+        sink.push(
+          t === 'undecidable' ? `undecidable: \`${x.text}\` holds a value that is not JSON` : `${text} is ${t}`,
+        );
       return t;
     };
   }
@@ -542,15 +615,25 @@ class Compiler {
   private quantifier(e: CallExpr, kind: 'any' | 'all'): Node {
     const [listExpr, nameExpr, bodyExpr] = e.args as [Expr, Expr, Expr]; // arity checked: 3
     if (listExpr.kind !== 'path' && listExpr.kind !== 'call') {
-      throw typeError(listExpr.start, `\`${kind}\` goes over a list: a path to an array or a call that gives one, like \`${kind}(argv(command), w, …)\``);
+      throw typeError(
+        listExpr.start,
+        `\`${kind}\` goes over a list: a path to an array or a call that gives one, like \`${kind}(argv(command), w, …)\``,
+      );
     }
     const list = this.operand(listExpr, `${kind}()`);
     this.want(list, ARRAY, `\`${kind}\``);
     if (nameExpr.kind !== 'path' || nameExpr.root !== 'args' || nameExpr.segments.length !== 1) {
-      throw typeError(nameExpr.start, `the second argument of \`${kind}\` is a name for each item, like \`w\` in \`${kind}(argv(command), w, …)\``);
+      throw typeError(
+        nameExpr.start,
+        `the second argument of \`${kind}\` is a name for each item, like \`w\` in \`${kind}(argv(command), w, …)\``,
+      );
     }
     const name = nameExpr.segments[0]!;
-    if (this.bound.has(name)) throw typeError(nameExpr.start, `\`${name}\` already names the items of an enclosing any() or all(); choose another name`);
+    if (this.bound.has(name))
+      throw typeError(
+        nameExpr.start,
+        `\`${name}\` already names the items of an enclosing any() or all(); choose another name`,
+      );
     this.checkSecret(name, name, nameExpr.start);
     const slot: Binding = { list: [], index: 0 };
     const probe: Probe | undefined = list.probe?.in === 'argv' ? { path: list.probe.path, in: 'word' } : undefined;
@@ -602,11 +685,16 @@ class Compiler {
       if (sawDominant) return dominant;
       if (sink?.[FULL] === true) return undecidedAt >= 0 ? 'undecidable' : !dominant;
       if (undecidedAt >= 0) {
-        if (sink !== undefined) sink.push(`undecidable: ${text}: item ${undecidedAt}: ${(undecidedWhy ?? []).map(dropUndecidable).join('; ')}`);
+        if (sink !== undefined)
+          sink.push(
+            `undecidable: ${text}: item ${undecidedAt}: ${(undecidedWhy ?? []).map(dropUndecidable).join('; ')}`,
+          );
         return 'undecidable';
       }
       if (sink !== undefined)
-        sink.push(`${text} is ${String(!dominant)} (${lv.length === 0 ? 'no items' : `${dominant ? 'no item holds' : 'every item holds'}`})`);
+        sink.push(
+          `${text} is ${String(!dominant)} (${lv.length === 0 ? 'no items' : `${dominant ? 'no item holds' : 'every item holds'}`})`,
+        );
       return !dominant;
     };
   }
@@ -660,14 +748,24 @@ class Compiler {
     this.want(steps, ARRAY, 'count()');
     const globArg = e.args[1]!;
     if (globArg.kind !== 'literal' || typeof globArg.value !== 'string') {
-      throw typeError(globArg.start, '`count` takes the tools to count as a glob written as a string, like `count($run.steps, "refund")`');
+      throw typeError(
+        globArg.start,
+        '`count` takes the tools to count as a glob written as a string, like `count($run.steps, "refund")`',
+      );
     }
     const glob = globOf(globArg, 'count');
     const decisionArg = e.args[2];
     let decision: string | undefined;
     if (decisionArg !== undefined) {
-      if (decisionArg.kind !== 'literal' || typeof decisionArg.value !== 'string' || !DECISIONS.has(decisionArg.value)) {
-        throw typeError(decisionArg.start, '`count` takes a decision as its third argument: "allow", "deny", "abort" or "require_approval"');
+      if (
+        decisionArg.kind !== 'literal' ||
+        typeof decisionArg.value !== 'string' ||
+        !DECISIONS.has(decisionArg.value)
+      ) {
+        throw typeError(
+          decisionArg.start,
+          '`count` takes a decision as its third argument: "allow", "deny", "abort" or "require_approval"',
+        );
       }
       decision = decisionArg.value;
     }
@@ -768,7 +866,10 @@ function dropUndecidable(why: string): string {
 /** The right side of `matches`: a glob written as a string, or a list of them (any one matches), compiled here. */
 function globsOf(e: Expr): Glob[] {
   const refuse = (at: number): never => {
-    throw typeError(at, '`matches` takes a glob written as a string, like `to matches "*@acme.com"`, or a list of them');
+    throw typeError(
+      at,
+      '`matches` takes a glob written as a string, like `to matches "*@acme.com"`, or a list of them',
+    );
   };
   if (e.kind === 'literal') return typeof e.value === 'string' ? [globOf(e, 'matches')] : refuse(e.start);
   if (e.kind !== 'list' || e.items.length === 0) return refuse(e.start);
@@ -799,7 +900,8 @@ function rootReader(e: PathExpr): (input: ConditionInput) => unknown {
       return (input) => lookup(input.args, segments);
     }
     case 'context': {
-      if (first === undefined) throw typeError(e.start, '`$context` is read by a path, like `$context.sandbox.network`');
+      if (first === undefined)
+        throw typeError(e.start, '`$context` is read by a path, like `$context.sandbox.network`');
       const segments = toSegments(e.segments);
       return (input) => (input.context === undefined ? undefined : lookup(input.context, segments));
     }
@@ -815,7 +917,8 @@ function rootReader(e: PathExpr): (input: ConditionInput) => unknown {
       if (first === 'team' && rest.length === 0) return (input) => input.caller.team ?? undefined;
       if (first === 'agent' && rest.length === 0) return (input) => input.caller.agent ?? undefined;
       if (first === 'roles') return (input) => memberAt(input.caller.roles, tail);
-      if (first === 'claims' && rest.length > 0) return (input) => (input.caller.claims === undefined ? undefined : lookup(input.caller.claims, tail));
+      if (first === 'claims' && rest.length > 0)
+        return (input) => (input.caller.claims === undefined ? undefined : lookup(input.caller.claims, tail));
       throw typeError(e.start, '`$caller` has `user`, `team`, `agent`, `roles` and `claims.NAME`');
   }
 }
@@ -843,7 +946,8 @@ function rootType(e: PathExpr): number {
 
 /** A load error when `o` can never hold one of `types`. */
 function check(o: Operand, types: number, use: string): void {
-  if ((o.type & types) === 0) throw typeError(o.start, `\`${o.text}\` is ${typeName(o.type)}, and ${use} needs ${typeName(types)}`);
+  if ((o.type & types) === 0)
+    throw typeError(o.start, `\`${o.text}\` is ${typeName(o.type)}, and ${use} needs ${typeName(types)}`);
 }
 
 /** How a message names an operand: "a string literal", "`len(name)` (a number)", "`to`". */

@@ -35,7 +35,16 @@ export type Token = Span &
   );
 
 // Keywords are lowercase exactly: `True` or `AND` is an ordinary (path) name.
-const KEYWORDS: ReadonlySet<string> = new Set<Keyword>(['and', 'or', 'not', 'in', 'true', 'false', 'null', ...(STRING_OPS as ReadonlySet<StringOp>)]);
+const KEYWORDS: ReadonlySet<string> = new Set<Keyword>([
+  'and',
+  'or',
+  'not',
+  'in',
+  'true',
+  'false',
+  'null',
+  ...(STRING_OPS as ReadonlySet<StringOp>),
+]);
 
 const ESCAPES: Readonly<Record<string, string>> = { '\\': '\\', "'": "'", '"': '"', n: '\n', t: '\t', r: '\r' };
 
@@ -44,7 +53,11 @@ const MAX_INDEX_DIGITS = 9;
 
 export function tokenize(source: string): Token[] {
   if (source.length > MAX_SOURCE_LENGTH) {
-    throw new ConditionError('too_long', MAX_SOURCE_LENGTH + 1, `a condition is at most ${MAX_SOURCE_LENGTH} characters`);
+    throw new ConditionError(
+      'too_long',
+      MAX_SOURCE_LENGTH + 1,
+      `a condition is at most ${MAX_SOURCE_LENGTH} characters`,
+    );
   }
   const tokens: Token[] = [];
   let i = 0;
@@ -60,7 +73,11 @@ export function tokenize(source: string): Token[] {
       const tok = readRootPath(source, i);
       tokens.push(tok);
       i = tok.end;
-    } else if (c === 0x2e /* . */ && tokens.at(-1)?.type === 'punct' && (tokens.at(-1) as { value?: string }).value === ')') {
+    } else if (
+      c === 0x2e /* . */ &&
+      tokens.at(-1)?.type === 'punct' &&
+      (tokens.at(-1) as { value?: string }).value === ')'
+    ) {
       const tok = readMember(source, i);
       tokens.push(tok);
       i = tok.end;
@@ -103,7 +120,12 @@ function readRootPath(source: string, start: number): Token {
   }
   const nameEnd = readIdent(source, start + 1);
   const name = source.slice(start + 1, nameEnd);
-  if (!ROOTS.has(name)) throw new ConditionError('syntax', start + 1, `unknown root \`$${name}\`; the roots are $caller, $context, $run and $env`);
+  if (!ROOTS.has(name))
+    throw new ConditionError(
+      'syntax',
+      start + 1,
+      `unknown root \`$${name}\`; the roots are $caller, $context, $run and $env`,
+    );
   const { segments, end } = readSegments(source, nameEnd, []);
   return { type: 'path', root: name as Root, segments, text: source.slice(start, end), start, end };
 }
@@ -162,7 +184,8 @@ function readNumber(source: string, start: number): Token {
   }
   if (source.charCodeAt(i) === 0x2e) {
     i++;
-    if (!isDigit(source.charCodeAt(i))) throw new ConditionError('syntax', i + 1, "expected digits after '.' in a number");
+    if (!isDigit(source.charCodeAt(i)))
+      throw new ConditionError('syntax', i + 1, "expected digits after '.' in a number");
     while (isDigit(source.charCodeAt(i))) i++;
   }
   const e = source.charCodeAt(i);
@@ -170,7 +193,8 @@ function readNumber(source: string, start: number): Token {
     i++;
     const sign = source.charCodeAt(i);
     if (sign === 0x2b || sign === 0x2d) i++;
-    if (!isDigit(source.charCodeAt(i))) throw new ConditionError('syntax', i + 1, 'expected digits in the exponent of a number');
+    if (!isDigit(source.charCodeAt(i)))
+      throw new ConditionError('syntax', i + 1, 'expected digits in the exponent of a number');
     while (isDigit(source.charCodeAt(i))) i++;
   }
   const next = source.charCodeAt(i);
@@ -196,7 +220,11 @@ function readString(source: string, start: number): Token {
     const c = source.charCodeAt(i);
     if (c === quote) break;
     if (c < 0x20) {
-      throw new ConditionError('syntax', i + 1, 'a control character inside a string must be written as an escape (\\n, \\t, \\r, \\uXXXX)');
+      throw new ConditionError(
+        'syntax',
+        i + 1,
+        'a control character inside a string must be written as an escape (\\n, \\t, \\r, \\uXXXX)',
+      );
     }
     if (c !== 0x5c /* \ */) {
       value += source[i];
@@ -207,7 +235,8 @@ function readString(source: string, start: number): Token {
     if (esc === undefined) throw new ConditionError('syntax', start + 1, 'unterminated string');
     if (esc === 'u') {
       const hex = source.slice(i + 2, i + 6);
-      if (!/^[0-9A-Fa-f]{4}$/.test(hex)) throw new ConditionError('syntax', i + 1, 'expected four hex digits after \\u');
+      if (!/^[0-9A-Fa-f]{4}$/.test(hex))
+        throw new ConditionError('syntax', i + 1, 'expected four hex digits after \\u');
       value += String.fromCharCode(parseInt(hex, 16));
       i += 6;
       continue;
@@ -258,7 +287,8 @@ function unexpectedCharacter(c: string): string {
     default: {
       // Quote printable ASCII only: anything else could be part of pasted data.
       const code = c.charCodeAt(0);
-      const shown = code > 0x20 && code < 0x7f ? `'${c}'` : `character U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+      const shown =
+        code > 0x20 && code < 0x7f ? `'${c}'` : `character U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
       return `unexpected ${shown}`;
     }
   }

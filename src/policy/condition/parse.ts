@@ -81,7 +81,16 @@ export interface JunctionExpr extends Span {
   readonly operands: readonly Expr[];
 }
 
-export type Expr = PathExpr | LiteralExpr | ListExpr | CompareExpr | InExpr | StringOpExpr | NotExpr | JunctionExpr | CallExpr;
+export type Expr =
+  | PathExpr
+  | LiteralExpr
+  | ListExpr
+  | CompareExpr
+  | InExpr
+  | StringOpExpr
+  | NotExpr
+  | JunctionExpr
+  | CallExpr;
 
 export function parseCondition(source: string): Expr {
   return new Parser(tokenize(source), source).parseAll();
@@ -160,7 +169,14 @@ class Parser {
       expr = { kind: 'in', opStart: t.start, left, right: this.parsePrimary(t), start: left.start };
     } else if (t.type === 'keyword' && STRING_OPS.has(t.value)) {
       this.pos++;
-      expr = { kind: 'strop', op: t.value as StringOp, opStart: t.start, left, right: this.parsePrimary(t), start: left.start };
+      expr = {
+        kind: 'strop',
+        op: t.value as StringOp,
+        opStart: t.start,
+        left,
+        right: this.parsePrimary(t),
+        start: left.start,
+      };
     } else {
       return left;
     }
@@ -178,7 +194,8 @@ class Parser {
       case 'path': {
         const n = this.peek();
         if (n.type === 'punct' && n.value === '(') {
-          if (t.root !== 'args' || t.segments.length !== 1) fail(n, `\`${t.text}\` cannot be called; only a built-in's name can`);
+          if (t.root !== 'args' || t.segments.length !== 1)
+            fail(n, `\`${t.text}\` cannot be called; only a built-in's name can`);
           return this.parseCall(t);
         }
         if (n.type === 'punct' && n.value === '[') fail(n, `indexing with [ ] is not supported; write \`${t.text}.0\``);
@@ -191,7 +208,8 @@ class Parser {
       case 'string':
         return { kind: 'literal', value: t.value, start: t.start };
       case 'keyword':
-        if (t.value === 'true' || t.value === 'false') return { kind: 'literal', value: t.value === 'true', start: t.start };
+        if (t.value === 'true' || t.value === 'false')
+          return { kind: 'literal', value: t.value === 'true', start: t.start };
         if (t.value === 'null') return { kind: 'literal', value: null, start: t.start };
         break;
       case 'punct':
@@ -226,7 +244,10 @@ class Parser {
         const sep = this.next();
         if (sep.type === 'punct' && sep.value === ')') break;
         if (sep.type !== 'punct' || sep.value !== ',') {
-          fail(sep, `expected ',' or ')' in the call of \`${name.text}\` at column ${name.start + 1}, found ${describe(sep)}`);
+          fail(
+            sep,
+            `expected ',' or ')' in the call of \`${name.text}\` at column ${name.start + 1}, found ${describe(sep)}`,
+          );
         }
       }
     } else {

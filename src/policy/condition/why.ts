@@ -12,9 +12,11 @@ export interface Named {
 /** Why a built-in gave nothing, by its name (never the argument's value). */
 const NO_VALUE: Readonly<Record<string, string>> = {
   argv: 'the command is missing or not a string, or a shell would do more than split it into words: an operator, a redirection, an expansion, a glob or a second line',
-  'argv.N': 'the command has no word there, is missing or not a string, or a shell would do more than split it into words',
+  'argv.N':
+    'the command has no word there, is missing or not a string, or a shell would do more than split it into words',
   path: 'the path is missing or not a string, relative, climbs above /, or holds NUL',
-  'path.base': 'the path is missing or not a string, relative with a base that is missing or not absolute, climbs above /, or holds NUL',
+  'path.base':
+    'the path is missing or not a string, relative with a base that is missing or not absolute, climbs above /, or holds NUL',
 };
 
 export function kindPhrase(k: Kind): string {
@@ -52,7 +54,8 @@ export function whyCompare(op: string, l: Named, lv: unknown, r: Named, rv: unkn
     return `\`${a.path ?? ''}\` is ${SAME_DOUBLE} ${b.path === undefined ? 'the literal' : `\`${b.path}\``}${DIFFERENT_AS_WRITTEN}`;
   }
   const subject = l.path !== undefined ? `\`${l.path}\`` : `\`${r.path ?? ''}\``;
-  const wants = op === '==' || op === '!=' ? 'compares numbers, strings, booleans or null' : 'orders only numbers or strings';
+  const wants =
+    op === '==' || op === '!=' ? 'compares numbers, strings, booleans or null' : 'orders only numbers or strings';
   return `${subject} is ${kindPhrase(lk)}; ${op} ${wants}`;
 }
 
@@ -61,7 +64,8 @@ export function whyMember(x: Named, xv: unknown, container: Named, cv: unknown):
   const absent = whyAbsent(x, xv) ?? whyAbsent(container, cv);
   if (absent !== undefined) return absent;
   const xk = kindOf(xv);
-  if (!isScalarKind(xk)) return `\`${x.path ?? ''}\` is ${kindPhrase(xk)}; \`in\` tests a number, string, boolean or null`;
+  if (!isScalarKind(xk))
+    return `\`${x.path ?? ''}\` is ${kindPhrase(xk)}; \`in\` tests a number, string, boolean or null`;
   if (!Array.isArray(cv)) return `\`${container.path ?? ''}\` is ${kindPhrase(kindOf(cv))}, not an array`;
   const holder = container.path !== undefined ? `\`${container.path}\`` : 'the list';
   // The first element member() could not compare with x, found as member() finds it.
@@ -98,7 +102,8 @@ export function whyStringOp(op: string, l: Named, lv: unknown, r: Named | undefi
   if (op === 'matches') return `${subject} is ${kindPhrase(lk)}; \`matches\` reads a string`;
   const rk = kindOf(rv);
   if (op === 'contains') {
-    if (lk === 'array') return `${subject} is an array, and the value looked for is ${kindPhrase(rk)}, or an element could not be compared with it`;
+    if (lk === 'array')
+      return `${subject} is an array, and the value looked for is ${kindPhrase(rk)}, or an element could not be compared with it`;
     return `${subject} is ${kindPhrase(lk)}, compared with ${kindPhrase(rk)}; \`contains\` reads a string in a string, or an element of an array`;
   }
   if (lk === 'array' && rk === 'array') return `${subject}: an item could not be compared`;
@@ -126,7 +131,8 @@ function whyIncomparable(n: Named, v: unknown): string | undefined {
 export function whyAbsent(n: Named, v: unknown): string | undefined {
   if (n.path === undefined) return undefined;
   const k = kindOf(v);
-  if (k === 'missing' && n.call !== undefined) return `\`${n.path}\` has no value (${NO_VALUE[n.call] ?? 'its argument is missing, or not what it takes'})`;
+  if (k === 'missing' && n.call !== undefined)
+    return `\`${n.path}\` has no value (${NO_VALUE[n.call] ?? 'its argument is missing, or not what it takes'})`;
   if (k === 'missing') return `\`${n.path}\` is missing`;
   if (k === 'other') return `\`${n.path}\` holds a value that is not JSON`;
   return undefined;

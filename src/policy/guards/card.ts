@@ -15,7 +15,12 @@ const CARD_MAX = 19;
 // Cards are printed in groups of 4 (or 4-6-5, 4-6-4, 6-13); smaller groups are lists or phone numbers.
 const CARD_MIN_GROUP = 3;
 
-export const card: Detector<'card'> = { kind: 'card', text: 'a card number', test: hasCard, numberDigits: { min: CARD_MIN, max: CARD_MAX } };
+export const card: Detector<'card'> = {
+  kind: 'card',
+  text: 'a card number',
+  test: hasCard,
+  numberDigits: { min: CARD_MIN, max: CARD_MAX },
+};
 
 function hasCard(s: string): boolean {
   // Group g of the current run: starts[g], lens[g], and weak[g] for the separator after it. The arrays

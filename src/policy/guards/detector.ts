@@ -59,7 +59,8 @@ function firstOf(tests: readonly Test[], offset: number): (s: string) => number 
   if (b === undefined) return (s) => (a(s) ? offset : -1);
   if (c === undefined) return (s) => (a(s) ? offset : b(s) ? offset + 1 : -1);
   if (d === undefined) return (s) => (a(s) ? offset : b(s) ? offset + 1 : c(s) ? offset + 2 : -1);
-  if (tests.length === 4) return (s) => (a(s) ? offset : b(s) ? offset + 1 : c(s) ? offset + 2 : d(s) ? offset + 3 : -1);
+  if (tests.length === 4)
+    return (s) => (a(s) ? offset : b(s) ? offset + 1 : c(s) ? offset + 2 : d(s) ? offset + 3 : -1);
   const rest = firstOf(tests.slice(4), offset + 4);
   return (s) => (a(s) ? offset : b(s) ? offset + 1 : c(s) ? offset + 2 : d(s) ? offset + 3 : rest(s));
 }

@@ -30,7 +30,11 @@ function emailAt(s: string, at: number): boolean {
   if (localStart >= at || s.charCodeAt(at - 1) === DOT) return false;
 
   let end = at + 1;
-  while (end < s.length && end - at <= DOMAIN_MAX + 1 && (isAlnum(s.charCodeAt(end)) || s.charCodeAt(end) === DOT || s.charCodeAt(end) === DASH)) {
+  while (
+    end < s.length &&
+    end - at <= DOMAIN_MAX + 1 &&
+    (isAlnum(s.charCodeAt(end)) || s.charCodeAt(end) === DOT || s.charCodeAt(end) === DASH)
+  ) {
     end++;
   }
   while (end > at + 1 && s.charCodeAt(end - 1) === DOT) end--; // "write to a@b.com."

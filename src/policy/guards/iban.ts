@@ -46,7 +46,11 @@ function ibanAt(s: string, start: number, runEnd: number): boolean {
   const lens = [4];
   let total = 4;
   let j = runEnd;
-  for (let sep = groupSepAt(s, j); sep > 0 && isAlnum(s.charCodeAt(j + sep)) && total < IBAN_MAX; sep = groupSepAt(s, j)) {
+  for (
+    let sep = groupSepAt(s, j);
+    sep > 0 && isAlnum(s.charCodeAt(j + sep)) && total < IBAN_MAX;
+    sep = groupSepAt(s, j)
+  ) {
     const g = j + sep;
     let e = g;
     while (isAlnum(s.charCodeAt(e)) && e - g <= 4) e++;

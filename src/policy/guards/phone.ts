@@ -14,7 +14,12 @@ const NATIONAL_MIN = 10;
 const PHONE_MAX = 15;
 
 // A JSON number has no `+`: one written as a number has at least NATIONAL_MIN digits.
-export const phone: Detector<'phone'> = { kind: 'phone', text: 'a phone number', test: hasPhone, numberDigits: { min: NATIONAL_MIN, max: PHONE_MAX } };
+export const phone: Detector<'phone'> = {
+  kind: 'phone',
+  text: 'a phone number',
+  test: hasPhone,
+  numberDigits: { min: NATIONAL_MIN, max: PHONE_MAX },
+};
 
 function isPlainSep(c: number): boolean {
   return c === SPACE || c === DOT || c === DASH;
@@ -84,7 +89,13 @@ function looksLikeOtherNumber(lens: readonly number[], seps: readonly number[]):
   // 192.168.100.200
   if (lens.length === 4 && seps.every((c) => c === DOT) && lens.every((l) => l <= 3)) return true;
   // 1 234 567 890 or 1.234.567.890
-  if (lens.length >= 3 && g0 !== undefined && g0 <= 3 && lens.slice(1).every((l) => l === 3) && seps.every((c) => c === seps[0] && c !== DASH)) {
+  if (
+    lens.length >= 3 &&
+    g0 !== undefined &&
+    g0 <= 3 &&
+    lens.slice(1).every((l) => l === 3) &&
+    seps.every((c) => c === seps[0] && c !== DASH)
+  ) {
     return true;
   }
   return false;

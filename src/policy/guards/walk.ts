@@ -27,7 +27,9 @@ export interface Finding<K extends string = string> {
  * string and number is scanned on its own: digits split across array elements (["4111", "1111",
  * "1111", "1111"]) are not joined. Iterative, so 256-deep arguments cannot overflow the stack.
  */
-export function createScan<K extends string>(detectors: readonly Detector<K>[]): (args: JsonObject) => Finding<K> | null {
+export function createScan<K extends string>(
+  detectors: readonly Detector<K>[],
+): (args: JsonObject) => Finding<K> | null {
   const detect = detectIn(detectors);
   const inNumbers = detectors.flatMap((d) => (d.numberDigits ? [d.numberDigits] : []));
   // A number's text shorter than the fewest digits any detector finds in one, and without an
@@ -37,7 +39,12 @@ export function createScan<K extends string>(detectors: readonly Detector<K>[]):
   const maxDigits = Math.max(0, ...inNumbers.map((n) => n.max));
 
   /** A number becomes the text it was written with; anything else is scanned as it is. null for what holds nothing to find. */
-  function entry(v: unknown, lexemes: ReadonlyMap<string, string> | undefined, parent: string, key: string): Entry | null {
+  function entry(
+    v: unknown,
+    lexemes: ReadonlyMap<string, string> | undefined,
+    parent: string,
+    key: string,
+  ): Entry | null {
     if (typeof v === 'number') {
       if (inNumbers.length === 0) return null;
       const text = lexemes?.get(key) ?? String(v);

@@ -3,7 +3,15 @@
 import { pointerSegments } from '../../json/pointer.js';
 import { numberLexemes, setNumberLexeme, setOwn, type JsonObject, type JsonValue } from '../../json/value.js';
 import type { LoadProblem } from '../errors.js';
-import { MAX_DEPTH, MAX_FILE_BYTES, START, type KeyPath, type Location, type Locator, type PolicySource } from './common.js';
+import {
+  MAX_DEPTH,
+  MAX_FILE_BYTES,
+  START,
+  type KeyPath,
+  type Location,
+  type Locator,
+  type PolicySource,
+} from './common.js';
 import { readJson } from './json.js';
 import { readToml } from './toml.js';
 import { readYaml } from './yaml.js';
@@ -32,7 +40,8 @@ export function readSource(file: string, bytes: Uint8Array): { source?: PolicySo
   } catch {
     return problem('file is not valid UTF-8');
   }
-  const parsed = format === 'yaml' ? readYaml(file, text) : format === 'json' ? readJson(file, text) : readToml(file, text);
+  const parsed =
+    format === 'yaml' ? readYaml(file, text) : format === 'json' ? readJson(file, text) : readToml(file, text);
   if (!parsed.raw) return { problems: parsed.problems };
   const { locate } = parsed.raw;
   const { value, problems } = toJson(file, parsed.raw.value, locate);
@@ -96,7 +105,10 @@ export function keyPathOf(doc: unknown, pointer: string): (string | number)[] {
       node = node[Number(seg)];
     } else {
       out.push(seg);
-      node = node !== null && typeof node === 'object' && Object.hasOwn(node, seg) ? (node as Record<string, unknown>)[seg] : undefined;
+      node =
+        node !== null && typeof node === 'object' && Object.hasOwn(node, seg)
+          ? (node as Record<string, unknown>)[seg]
+          : undefined;
     }
   }
   return out;

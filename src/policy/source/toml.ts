@@ -75,7 +75,10 @@ function tomlKeyLines(text: string): Map<string, Location> {
       }
       continue;
     }
-    const assign = /^((?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=/.exec(line);
+    const assign =
+      /^((?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=/.exec(
+        line,
+      );
     if (assign) {
       const key = [...table, ...splitTomlKey(assign[1] ?? '')];
       if (!found.has(key.join('\u0000'))) found.set(key.join('\u0000'), here);

@@ -1,6 +1,19 @@
 // YAML policy files: the core schema only (no anchors, aliases, merge keys or custom tags), every key
 // a string, numbers kept as written where YAML and JSON spell them alike.
-import { Lexer, LineCounter, Parser, parseDocument, visit, isAlias, isMap, isNode, isPair, isScalar, isSeq, type Node } from 'yaml';
+import {
+  Lexer,
+  LineCounter,
+  Parser,
+  parseDocument,
+  visit,
+  isAlias,
+  isMap,
+  isNode,
+  isPair,
+  isScalar,
+  isSeq,
+  type Node,
+} from 'yaml';
 import { isNumberLexeme, setNumberLexeme } from '../../json/value.js';
 import type { LoadProblem } from '../errors.js';
 import { MAX_DEPTH, START, type KeyPath, type Location, type Parsed } from './common.js';
@@ -10,7 +23,11 @@ export function readYaml(file: string, text: string): Parsed {
   // catching the stack overflow, after seconds and 100+ MB for 100,000 levels. Refuse it first.
   const tooDeep = yamlNestingOverflow(text);
   if (tooDeep !== null) {
-    return { problems: [{ file, ...textOffsetToLocation(text, tooDeep), key: '', message: `nesting deeper than ${MAX_DEPTH}` }] };
+    return {
+      problems: [
+        { file, ...textOffsetToLocation(text, tooDeep), key: '', message: `nesting deeper than ${MAX_DEPTH}` },
+      ],
+    };
   }
   const lines = new LineCounter();
   // YAML 1.2 core schema: `yes` is a string, `<<` is a plain key (refused below), duplicate keys are errors.
@@ -93,7 +110,8 @@ function yamlNestingOverflow(text: string): number | null {
     if (stack.length <= limit) continue;
     // Most of the stack is open collections; the rest (the document, a pending value) is a bounded few.
     let open = 0;
-    for (const token of stack) if (token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection') open++;
+    for (const token of stack)
+      if (token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection') open++;
     if (open > limit || stack.length > 2 * limit + 8) return parser.offset;
   }
   return null;
@@ -175,7 +193,9 @@ function yamlKeyPath(ancestry: readonly unknown[], target: unknown): string {
     const child = chain[i];
     // As written: a refused non-string key (`0x1F`) would otherwise read as what it resolves to (`31`).
     if (isPair(child) && isScalar(child.key))
-      segments.push(typeof child.key.value === 'string' ? child.key.value : (child.key.source ?? String(child.key.value)));
+      segments.push(
+        typeof child.key.value === 'string' ? child.key.value : (child.key.source ?? String(child.key.value)),
+      );
     else if (isSeq(parent)) segments.push(String(parent.items.indexOf(child as never)));
   }
   return segments.join('.');

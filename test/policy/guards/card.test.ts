@@ -8,7 +8,13 @@ describe('the card detector alone', () => {
     expect(card.numberDigits).toEqual({ min: 13, max: 19 });
   });
 
-  it.each(['4111111111111111', '4111 1111 1111 1111', 'pay 5555-5555-5555-4444 now', '4111.1111.1111.1111', '3782 822463 10005'])('finds %s', (s) => {
+  it.each([
+    '4111111111111111',
+    '4111 1111 1111 1111',
+    'pay 5555-5555-5555-4444 now',
+    '4111.1111.1111.1111',
+    '3782 822463 10005',
+  ])('finds %s', (s) => {
     expect(card.test(s)).toBe(true);
   });
 
@@ -25,6 +31,8 @@ describe('the card detector alone', () => {
   });
 
   it('sees only ASCII digits: folding full-width ones is the walk’s job', () => {
-    expect(card.test('\uff14\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11')).toBe(false);
+    expect(
+      card.test('\uff14\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11'),
+    ).toBe(false);
   });
 });

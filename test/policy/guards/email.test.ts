@@ -12,7 +12,10 @@ describe('the email detector alone', () => {
     expect(email.test(s)).toBe(true);
   });
 
-  it.each(['a@localhost', 'user@123.456', 'a.@x.com', 'handle @alice', 'jane\uff20example.com', '4111111111111111'])('finds nothing in %s', (s) => {
-    expect(email.test(s)).toBe(false);
-  });
+  it.each(['a@localhost', 'user@123.456', 'a.@x.com', 'handle @alice', 'jane\uff20example.com', '4111111111111111'])(
+    'finds nothing in %s',
+    (s) => {
+      expect(email.test(s)).toBe(false);
+    },
+  );
 });

@@ -8,11 +8,22 @@ describe('the IBAN detector alone', () => {
     expect(iban.numberDigits).toBeUndefined();
   });
 
-  it.each(['DE89370400440532013000', 'GB82 WEST 1234 5698 7654 32', 'to gb82-west-1234-5698-7654-32 today', 'NO9386011117947'])('finds %s', (s) => {
+  it.each([
+    'DE89370400440532013000',
+    'GB82 WEST 1234 5698 7654 32',
+    'to gb82-west-1234-5698-7654-32 today',
+    'NO9386011117947',
+  ])('finds %s', (s) => {
     expect(iban.test(s)).toBe(true);
   });
 
-  it.each(['DE88370400440532013000', 'GB82WEST1234', 'XGB82WEST12345698765432', '4111111111111111', 'alice@example.com'])('finds nothing in %s', (s) => {
+  it.each([
+    'DE88370400440532013000',
+    'GB82WEST1234',
+    'XGB82WEST12345698765432',
+    '4111111111111111',
+    'alice@example.com',
+  ])('finds nothing in %s', (s) => {
     expect(iban.test(s)).toBe(false);
   });
 });

@@ -9,7 +9,12 @@ import { createScan } from '../../../src/policy/guards/walk.js';
 /** Finds the ASCII word `secret`. */
 const word: Detector<'word'> = { kind: 'word', text: 'the word', test: (s) => s.includes('secret') };
 /** Finds a run of 12 equal digits, also in numbers. */
-const twelve: Detector<'twelve'> = { kind: 'twelve', text: 'twelve digits', test: (s) => /(\d)\1{11}/.test(s), numberDigits: { min: 12, max: 12 } };
+const twelve: Detector<'twelve'> = {
+  kind: 'twelve',
+  text: 'twelve digits',
+  test: (s) => /(\d)\1{11}/.test(s),
+  numberDigits: { min: 12, max: 12 },
+};
 
 const parsed = (text: string) => parseJson(Buffer.from(text)) as JsonObject;
 
