@@ -239,6 +239,18 @@ describe('canonicalize: errors', () => {
     expect(e.name).toBe('CanonicalError');
   });
 
+  it("an error that is not the canonical form's own passes through unchanged, from an object or an array", () => {
+    const boom = new Error('a getter failed');
+    const throwing = Object.defineProperty({}, 'k', {
+      enumerable: true,
+      get() {
+        throw boom;
+      },
+    }) as JsonObject;
+    expect(() => canonicalize({ o: throwing })).toThrow(boom);
+    expect(() => canonicalize([[throwing]] as unknown as JsonValue)).toThrow(boom);
+  });
+
   it('never quotes the offending value', () => {
     const e = canonicalError({ k: 'SECRET-VALUE-123\ud800' });
     expect(e.message).not.toContain('SECRET');
