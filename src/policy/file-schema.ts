@@ -104,7 +104,12 @@ export const policyFileSchema = {
           guard: { type: 'string' },
           ...selectors,
           // What the guard reads (the combinations refused are checked in compile.ts).
-          on: { type: 'array', minItems: 1, maxItems: 4, items: { enum: ['args', 'result', 'llm_request', 'llm_response'] } },
+          on: {
+            type: 'array',
+            minItems: 1,
+            maxItems: 4,
+            items: { enum: ['args', 'result', 'llm_request', 'llm_response'] },
+          },
           action: { enum: ['deny', 'require_approval', 'redact'] },
           // A pattern guard's detectors: RE2 syntax (compiled in compile.ts); `name` is a finding's type.
           patterns: {

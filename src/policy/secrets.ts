@@ -125,7 +125,8 @@ const RANK: readonly CredentialKind[] = [
 
 // Something every credential's text holds (a hint of each detector, a separator of NAME=value, a PEM
 // marker): a string without any, most of them, is passed over after one search.
-const ANY_HINT = /[:=]|eyJ|[Bb][Ee][Aa][Rr][Ee][Rr]|A[BKS]IA|ACCA|gh|github_pat_|xox|k_(?:live|test)_|AIza|sk-|-----BEGIN /;
+const ANY_HINT =
+  /[:=]|eyJ|[Bb][Ee][Aa][Rr][Ee][Rr]|A[BKS]IA|ACCA|gh|github_pat_|xox|k_(?:live|test)_|AIza|sk-|-----BEGIN /;
 
 /** The credentials in `text`, in order, not overlapping (overlapping finds are one, named by RANK). */
 export function findCredentials(text: string): Credential[] {

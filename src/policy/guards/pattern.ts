@@ -75,7 +75,12 @@ function spansOf(compiled: readonly Compiled[], s: string): Span[] {
   let cur: (Span & { order: number }) | undefined;
   for (const f of found) {
     if (cur !== undefined && f.start < cur.end) {
-      cur = { type: f.order < cur.order ? f.type : cur.type, start: cur.start, end: Math.max(cur.end, f.end), order: Math.min(f.order, cur.order) };
+      cur = {
+        type: f.order < cur.order ? f.type : cur.type,
+        start: cur.start,
+        end: Math.max(cur.end, f.end),
+        order: Math.min(f.order, cur.order),
+      };
       continue;
     }
     if (cur !== undefined) out.push({ type: cur.type, start: cur.start, end: cur.end });
