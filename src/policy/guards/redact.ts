@@ -124,7 +124,7 @@ export function redactJson(value: JsonValue, guards: readonly RedactingGuard[], 
       assign(slot, out);
       const keys = Object.keys(v); // own enumerable keys, `__proto__` data included
       const outKeys = keysOf(keys, (k) => inText(k, path, true));
-      keys.forEach((_, i) => setOwn(out, outKeys[i]!, null)); // the order of the keys, filled below
+      for (const k of outKeys) setOwn(out, k, null); // the order of the keys, filled below
       const lexemes = numberLexemes(v);
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i]!;
