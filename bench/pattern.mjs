@@ -38,12 +38,15 @@ function median(set, result) {
 
 const noMatch = `${'a'.repeat(MiB)}!`;
 const match = 'a'.repeat(MiB);
+/** @type {{ input: string, action: string, ms: number, decision: string }[]} */
 const rows = [
-  ['1 MiB of a, then !', 'deny', median(setWith('deny'), noMatch)],
-  ['1 MiB of a', 'deny', median(setWith('deny'), match)],
-  ['1 MiB of a', 'redact', median(setWith('redact'), match)],
+  { input: '1 MiB of a, then !', action: 'deny', ...median(setWith('deny'), noMatch) },
+  { input: '1 MiB of a', action: 'deny', ...median(setWith('deny'), match) },
+  { input: '1 MiB of a', action: 'redact', ...median(setWith('redact'), match) },
 ];
 console.log('pattern (a+)+$ on a 1 MiB result (inspect(), median of 7)');
-for (const [input, action, { ms, decision }] of rows) {
-  console.log(`  ${String(input).padEnd(20)} action ${String(action).padEnd(7)} → ${decision.padEnd(6)} ${ms.toFixed(1)} ms`);
+for (const { input, action, ms, decision } of rows) {
+  console.log(
+    `  ${input.padEnd(20)} action ${action.padEnd(7)} → ${decision.padEnd(6)} ${ms.toFixed(1)} ms`,
+  );
 }
