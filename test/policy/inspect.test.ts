@@ -237,11 +237,30 @@ guards:
     ]);
   });
 
-  it('replaces a pii finding’s whole string (a detector that gives no place) and a found-folded one whole', () => {
-    const r = inspect(set, result('t', { body: `mail ${EMAIL} now` }), caller());
-    expect(r.redacted).toEqual({ body: '[REDACTED:email]' });
-    const full = inspect(set, result('t', { body: 'TCK-１２３４' }), caller()); // full-width digits
+  it('replaces each pii finding in place: cards, IBANs, emails, phone numbers', () => {
+    const r = inspect(
+      set,
+      result('t', {
+        body: `mail ${EMAIL} or a@b.co, pay ${CARD}, IBAN GB82 WEST 1234 5698 7654 32, call +44 20 7946 0958 or (555) 123-4567.`,
+      }),
+      caller(),
+    );
+    expect(r.redacted).toEqual({
+      body: 'mail [REDACTED:email] or [REDACTED:email], pay [REDACTED:card], IBAN [REDACTED:iban], call [REDACTED:phone] or [REDACTED:phone].',
+    });
+    expect(r.findings).toEqual([
+      { guard: 'pii-r', type: 'card', path: '/body' },
+      { guard: 'pii-r', type: 'iban', path: '/body' },
+      { guard: 'pii-r', type: 'email', path: '/body' },
+      { guard: 'pii-r', type: 'phone', path: '/body' },
+    ]);
+  });
+
+  it('replaces a finding made only in the folded text with the whole string', () => {
+    const full = inspect(set, result('t', { body: 'ref TCK-１２３４ ok' }), caller()); // full-width digits
     expect(full.redacted).toEqual({ body: '[REDACTED:ticket]' });
+    const zw = inspect(set, result('t', { body: 'write to jane\u200b@example.com' }), caller());
+    expect(zw.redacted).toEqual({ body: '[REDACTED:email]' });
   });
 
   it('leaves what it redacted alone when inspected again', () => {
@@ -302,7 +321,7 @@ guards:
     const r = inspect(set, { stage: 'llm_request', content: { text: `card ${CARD}` } }, caller({ team: 'sales' }));
     expect(r.decision).toBe('allow');
     const own = inspect(set, { stage: 'llm_request', content: { text: `card ${CARD}` } }, caller({ team: 'support' }));
-    expect(own).toMatchObject({ decision: 'allow', rule: 'in-pii', redacted: { text: '[REDACTED:card]' } });
+    expect(own).toMatchObject({ decision: 'allow', rule: 'in-pii', redacted: { text: 'card [REDACTED:card]' } });
     expect(own.findings).toEqual([{ guard: 'in-pii', type: 'card', path: '/*' }]);
     expect(own.message).toMatch(/^The request to the model is given with parts redacted by policy/);
   });

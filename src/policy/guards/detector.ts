@@ -20,6 +20,11 @@ export interface Detector<K extends string = string> {
    * short for every detector, and expands an exponent to at most the largest `max` digits.
    */
   readonly numberDigits?: { readonly min: number; readonly max: number };
+  /**
+   * Where each finding is in `s` as it is, [start, end), sorted, not overlapping (for a redaction).
+   * Absent: a finding is the whole text.
+   */
+  readonly spans?: (s: string) => [number, number][];
 }
 
 /**
@@ -80,8 +85,9 @@ export interface TextDetector<K extends string = string> {
   /** The most specific type found in `s`, as it is or folded (see detectIn); null for none. Linear in `s`. */
   readonly first: (s: string) => K | null;
   /**
-   * Every finding in `s` as it is, sorted, not overlapping. May be empty where `first` finds
-   * something (only in the folded text): the redaction then replaces the whole text.
+   * Every finding in `s` as it is, in any order, maybe overlapping (the redaction merges them). May
+   * be empty where `first` finds something (only in the folded text): the redaction then replaces
+   * the whole text.
    */
   readonly spans: (s: string) => Span<K>[];
   /** The digit bounds of the findings a JSON number can hold (see Detector.numberDigits); empty: none. */
@@ -90,14 +96,18 @@ export interface TextDetector<K extends string = string> {
   readonly text: (type: K) => string;
 }
 
-/** A guard's detectors as one TextDetector. A detector finds no span of its own: its finding is the whole text. */
+/** A guard's detectors as one TextDetector. A detector without `spans` finds the whole text. */
 export function fromDetectors<K extends string>(detectors: readonly Detector<K>[]): TextDetector<K> {
   const texts = new Map<string, string>(detectors.map((d) => [d.kind, d.text]));
   return {
     first: detectIn(detectors),
     spans: (s) => {
-      for (const d of detectors) if (d.test(s)) return [{ type: d.kind, start: 0, end: s.length }];
-      return [];
+      const found: Span<K>[] = [];
+      for (const d of detectors) {
+        if (d.spans) for (const [start, end] of d.spans(s)) found.push({ type: d.kind, start, end });
+        else if (d.test(s)) found.push({ type: d.kind, start: 0, end: s.length });
+      }
+      return found;
     },
     numberDigits: detectors.flatMap((d) => (d.numberDigits ? [d.numberDigits] : [])),
     text: (type) => texts.get(type) ?? type,
