@@ -46,7 +46,5 @@ const rows = [
 ];
 console.log('pattern (a+)+$ on a 1 MiB result (inspect(), median of 7)');
 for (const { input, action, ms, decision } of rows) {
-  console.log(
-    `  ${input.padEnd(20)} action ${action.padEnd(7)} → ${decision.padEnd(6)} ${ms.toFixed(1)} ms`,
-  );
+  console.log(`  ${input.padEnd(20)} action ${action.padEnd(7)} → ${decision.padEnd(6)} ${ms.toFixed(1)} ms`);
 }
