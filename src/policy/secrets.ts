@@ -251,7 +251,7 @@ export function isAssignmentName(name: string): boolean {
   return ASSIGNMENT_ENDINGS.some((w) => norm.endsWith(w));
 }
 
-function isAwsSecretName(name: string): boolean {
+export function isAwsSecretName(name: string): boolean {
   const norm = name.toLowerCase().replace(/[-_.]/g, '');
   return norm.includes('secretaccesskey') || (norm.includes('aws') && norm.endsWith('secretkey'));
 }

@@ -368,6 +368,23 @@ describe('inspect(): the secrets guard', () => {
     expect(found(value)).toBe(text);
   });
 
+  it('reads a JSON member as a NAME and its value: the whole value is the finding', () => {
+    const member = (value: JsonValue) => inspect(set, result('t', value), caller());
+    expect(member({ db: { password: 'hunter22' } }).reason).toBe(
+      'guard "secrets" found a secret assigned to a secret-like name at /*/*',
+    );
+    expect(member({ AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' }).reason).toBe(
+      'guard "secrets" found an AWS secret access key at /*',
+    );
+    expect(member({ max_tokens: '4096', token_type: 'Bearer', password: '***', api_key: null }).decision).toBe('allow');
+    const redacting = setOf({
+      'p.yaml': 'policy: p\nguards:\n  - {id: r, guard: secrets, on: result, action: redact}\n',
+    });
+    const r = inspect(redacting, result('t', { user: 'bob', password: 'hunter22', n: 1 }), caller());
+    expect(r.redacted).toEqual({ user: 'bob', password: '[REDACTED:named_secret]', n: 1 });
+    expect(r.findings).toEqual([{ guard: 'r', type: 'named_secret', path: '/*' }]);
+  });
+
   it.each([
     ['a loose name', 'max_tokens=4096'],
     ['a placeholder', 'password=***'],

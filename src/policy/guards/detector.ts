@@ -94,6 +94,11 @@ export interface TextDetector<K extends string = string> {
   readonly numberDigits: readonly { readonly min: number; readonly max: number }[];
   /** How a reason names a finding of this type: "a card number". */
   readonly text: (type: K) => string;
+  /**
+   * A finding made by an object member's key and its string value together (`{"password": "…"}`),
+   * where the value alone holds none: the whole value is the finding. Absent: keys say nothing.
+   */
+  readonly member?: (key: string, value: string) => K | null;
 }
 
 /** A guard's detectors as one TextDetector. A detector without `spans` finds the whole text. */

@@ -43,6 +43,8 @@ interface Item {
   readonly slot: Slot;
   /** A number's written text. */
   readonly written?: string;
+  /** The key of the object member this value is. */
+  readonly memberKey?: string;
 }
 
 export function redactJson(value: JsonValue, guards: readonly RedactingGuard[], rootLexeme?: string): Redaction {
@@ -65,11 +67,18 @@ export function redactJson(value: JsonValue, guards: readonly RedactingGuard[], 
   };
 
   /** `s` with every guard's findings replaced; the same string when there are none. */
-  const inText = (s: string, path: string, inKey: boolean): string => {
+  const inText = (s: string, path: string, inKey: boolean, memberKey?: string): string => {
     const spans: Span[] = [];
     for (const g of guards) {
       const first = g.detector.first(s);
-      if (first === null) continue;
+      if (first === null) {
+        const byMember = memberKey !== undefined && g.detector.member ? g.detector.member(memberKey, s) : null;
+        if (byMember !== null) {
+          note(g.id, byMember, path, false);
+          spans.push({ type: byMember, start: 0, end: s.length });
+        }
+        continue;
+      }
       let found = g.detector.spans(s);
       // Found only in the folded text (or no place known): the whole text goes, never a part of a finding.
       if (found.length === 0) found = [{ type: first, start: 0, end: s.length }];
@@ -96,7 +105,7 @@ export function redactJson(value: JsonValue, guards: readonly RedactingGuard[], 
   for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
     const { value: v, path, slot } = top;
     if (typeof v === 'string') {
-      assign(slot, inText(v, path, false));
+      assign(slot, inText(v, path, false, top.memberKey));
     } else if (typeof v === 'number') {
       const written = top.written ?? String(v);
       let mark: string | null = null;
@@ -133,6 +142,7 @@ export function redactJson(value: JsonValue, guards: readonly RedactingGuard[], 
           value: v[key] as JsonValue,
           path: `${path}/${escapePointerSegment(key)}`,
           slot: { parent: out, key: outKeys[i]! },
+          memberKey: key,
         };
         stack.push(written === undefined ? item : { ...item, written });
       }

@@ -1,7 +1,7 @@
 // The secrets guard: credentials in well-known formats (src/policy/secrets.ts, the list the
 // decision log's redaction uses too), without the loose `NAME=value` finds that only logs hide
 // (a weak one: `max_tokens=4096`, `password=***`). A finding's type is the credential's format.
-import { findCredentials, type CredentialKind } from '../secrets.js';
+import { findCredentials, isAssignmentName, isAwsSecretName, isPlaceholder, type CredentialKind } from '../secrets.js';
 import { foldAware, type Span, type TextDetector } from './detector.js';
 
 /** Most specific first: the order a text holding several reports by. */
@@ -58,4 +58,7 @@ export const secrets: TextDetector<SecretType> = {
   // A JSON number holds no credential: every format has letters or punctuation.
   numberDigits: [],
   text: (type) => TEXTS[type],
+  // `{"password": "hunter2"}`: a JSON member is a NAME and its value, as `password=hunter2` is.
+  member: (key, value) =>
+    isAssignmentName(key) && !isPlaceholder(value) ? (isAwsSecretName(key) ? 'aws_secret_key' : 'named_secret') : null,
 };

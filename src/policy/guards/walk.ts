@@ -34,6 +34,7 @@ export function createScan<K extends string>(
   const detect = td.first;
   const inNumber = createNumberTest(td);
   const inNumbers = td.numberDigits;
+  const member = td.member;
   // A number's text shorter than the fewest digits any detector finds in one, and without an
   // exponent, holds nothing to find: a body of 250,000 small numbers must not cost a scan each.
   const numberMinText = inNumbers.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...inNumbers.map((n) => n.min));
@@ -69,7 +70,9 @@ export function createScan<K extends string>(
     for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
       const { value } = top;
       if (typeof value === 'string') {
-        const kind = top.isNumber ? inNumber(value, top.double) : detect(value);
+        const kind = top.isNumber
+          ? inNumber(value, top.double)
+          : (detect(value) ?? (member && top.member ? member(top.key!, value) : null));
         if (kind !== null) return { path: pointer(top), kind };
       } else if (Array.isArray(value)) {
         const path = pointer(top);
@@ -89,7 +92,9 @@ export function createScan<K extends string>(
         for (let k = keys.length - 1; k >= 0; k--) {
           const key = keys[k]!; // k < length
           const e = entry((value as Record<string, unknown>)[key], lexemes, path, key);
-          if (e !== null) stack.push(e);
+          if (e === null) continue;
+          if (member) e.member = true;
+          stack.push(e);
         }
       }
     }
@@ -136,6 +141,8 @@ interface Entry {
   isNumber: boolean;
   /** The number's double (NaN for anything else). */
   double: number;
+  /** The value of an object member (for TextDetector.member). */
+  member?: true;
 }
 
 function hasExponent(text: string): boolean {
