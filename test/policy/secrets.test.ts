@@ -164,6 +164,7 @@ describe('linear time: inputs that make backtracking patterns quadratic complete
     ['a URL user without a password end', `x://${rep('a:')}`],
     ['URL schemes', rep('a://a:')],
     ['provider prefixes', rep('ghp_') + rep('AKIA') + rep('xoxb') + rep('sk_live') + rep('AIza')],
+    ['AI provider prefixes', rep('sk-') + rep('sk-ant-') + rep('xoxe.xoxp-')],
     ['a quoted secret never closed', `password="${'x'.repeat(N)}`],
     ['schemes after secret names', rep('token: bearer ')],
   ];
