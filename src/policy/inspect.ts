@@ -111,6 +111,37 @@ export function inspect(set: PolicySet, request: InspectRequest, identity: Ident
   }
 }
 
+/**
+ * Whether any guard reads this stage for this caller (and, for `result`, this tool): a runtime or
+ * proxy that asks can skip POST /inspect where it would always allow (an MCP proxy guards a tool's
+ * results only where this holds).
+ */
+export function inspects(set: PolicySet, stage: InspectStage, identity: Identity, tool?: string): boolean {
+  const { subjects, names } = subjectsOf(set, stage, identity, tool ?? '');
+  return set.files.some((file) => applicableGuards(file, stage, subjects, names).length > 0);
+}
+
+function subjectsOf(
+  set: PolicySet,
+  stage: InspectStage,
+  identity: Identity,
+  tool: string,
+): { subjects: Subject[]; names: readonly SelectorName[]; entries: readonly CatalogueEntry[] } {
+  if (stage === 'result') {
+    const plan = set.plan(tool);
+    return {
+      subjects: plan.views.map((view) => ({ tool, kind: view.kind, tags: view.tags, env: set.env, identity })),
+      names: ALL_SELECTORS,
+      entries: plan.entries,
+    };
+  }
+  return {
+    subjects: [{ tool: '', kind: 'unknown', tags: new Set(), env: set.env, identity }],
+    names: MODEL_SELECTORS,
+    entries: [],
+  };
+}
+
 function what(request: InspectRequest): { stage: 'result'; tool: string } | { stage: 'llm_request' | 'llm_response' } {
   return request.stage === 'result' ? { stage: 'result', tool: request.tool } : { stage: request.stage };
 }
@@ -124,24 +155,7 @@ function evaluate(set: PolicySet, request: InspectRequest, identity: Identity): 
   const value = stage === 'result' ? request.result : request.content;
   // The text a number at the root was written with, when the request is the parsed body.
   const rootLexeme = numberLexeme(request, stage === 'result' ? 'result' : 'content');
-  let subjects: Subject[];
-  let entries: readonly CatalogueEntry[] = [];
-  let names: readonly SelectorName[];
-  if (stage === 'result') {
-    const plan = set.plan(request.tool);
-    entries = plan.entries;
-    subjects = plan.views.map((view) => ({
-      tool: request.tool,
-      kind: view.kind,
-      tags: view.tags,
-      env: set.env,
-      identity,
-    }));
-    names = ALL_SELECTORS;
-  } else {
-    subjects = [{ tool: '', kind: 'unknown', tags: new Set(), env: set.env, identity }];
-    names = MODEL_SELECTORS;
-  }
+  const { subjects, names, entries } = subjectsOf(set, stage, identity, stage === 'result' ? request.tool : '');
   // Keys are shown only where a catalogue entry's result_schema declares them; model content has none.
   const declared = (key: string): boolean => entries.some((e) => e.resultNames?.has(key));
   const where = (f: { path: string; inKey?: true }): string =>

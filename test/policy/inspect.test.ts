@@ -7,7 +7,7 @@ import { approvalHash } from '../../src/json/canonical.js';
 import { parseJson } from '../../src/json/parse.js';
 import type { JsonObject, JsonValue } from '../../src/json/value.js';
 import { decide } from '../../src/policy/decide.js';
-import { inspect, NO_FINDING_RULE, type InspectRequest } from '../../src/policy/inspect.js';
+import { inspect, inspects, NO_FINDING_RULE, type InspectRequest } from '../../src/policy/inspect.js';
 import { buildPolicySet } from '../../src/policy/load.js';
 import type { Identity, PolicySet } from '../../src/policy/model.js';
 
@@ -396,6 +396,24 @@ describe('inspect(): the secrets guard', () => {
     ['a hyphenated word after sk-', 'sk-learn-tutorial-for-absolute-beginners'],
   ])('not: %s', (_name, value) => {
     expect(found(value)).toBeNull();
+  });
+});
+
+describe('inspects(): whether any guard reads a stage', () => {
+  const set = setOf({
+    'p.yaml': `
+policy: p
+guards:
+  - {guard: pii, tools: [crm_*], on: [args, result], teams: [support]}
+  - {guard: secrets, on: [llm_response]}
+`,
+  });
+  it('for the tool and the caller', () => {
+    expect(inspects(set, 'result', caller({ team: 'support' }), 'crm_lookup')).toBe(true);
+    expect(inspects(set, 'result', caller({ team: 'sales' }), 'crm_lookup')).toBe(false);
+    expect(inspects(set, 'result', caller({ team: 'support' }), 'other')).toBe(false);
+    expect(inspects(set, 'llm_response', caller())).toBe(true);
+    expect(inspects(set, 'llm_request', caller())).toBe(false);
   });
 });
 
