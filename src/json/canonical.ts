@@ -66,6 +66,8 @@ export interface ApprovalHashInput extends ApprovalShapeInput {
   args: JsonObject;
   /** The host's facts the request was decided under; hashed only when it holds any. */
   context?: JsonObject | undefined;
+  /** A tool's result under review (a result guard's approval); absent for a call's approval. */
+  result?: JsonValue | undefined;
 }
 
 /** The approval hash input of a request that one or more requirements asked about, in load order. */
@@ -73,6 +75,7 @@ export interface ApprovalRequirementsHashInput {
   tool: string;
   args: JsonObject;
   context?: JsonObject | undefined;
+  result?: JsonValue | undefined;
   requirements: readonly ApprovalShapeInput[];
 }
 
@@ -119,6 +122,8 @@ function approvalHashParts(input: ApprovalHashInput | ApprovalRequirementsHashIn
     input.context !== undefined && Object.keys(input.context).length > 0
       ? canonicalAt(input.context, ['context'])
       : undefined;
+  // A result approval binds the result too (`null` is a result); a call's approval hashes as before results existed.
+  const result = input.result !== undefined ? canonicalAt(input.result, ['result']) : undefined;
   const out: string[] = ['{"args":', a];
   const part = (o: JsonObject, at: string[]): void => {
     if (isDefaultShape(o, tool, args)) out.push('{"args":', a, `,"tool":${t}}`);
@@ -137,6 +142,7 @@ function approvalHashParts(input: ApprovalHashInput | ApprovalRequirementsHashIn
     if (context !== undefined) out.push(',"context":', context);
     out.push(`,"kind":${canonicalAt(requirements[0]!.kind, ['kind'])},"presentation":`);
     part(requirements[0]!.presentation, ['presentation']);
+    if (result !== undefined) out.push(',"result":', result);
   } else {
     // args, context, requirements, tool.
     if (context !== undefined) out.push(',"context":', context);
@@ -147,6 +153,7 @@ function approvalHashParts(input: ApprovalHashInput | ApprovalRequirementsHashIn
       out.push('}');
     });
     out.push(']');
+    if (result !== undefined) out.push(',"result":', result);
   }
   out.push(`,"tool":${t}}`);
   return out;

@@ -13,7 +13,8 @@ import type { LoadProblem } from './errors.js';
 import { isStringListPath, SELECTOR_KEYS, withListsSpelledOut } from './file-lists.js';
 import { policyFileSchema } from './file-schema.js';
 import { compileGlob, GlobError, type Glob } from './glob.js';
-import { GUARD_NAMES, type GuardName } from './guards.js';
+import { builtinGuard, GUARD_NAMES, patternGuard, type GuardName } from './guards.js';
+import { compilePatterns, type PatternDoc } from './guards/pattern.js';
 import { amountAt } from './amount.js';
 import { DURATION_FORMAT, parseDuration } from './duration.js';
 import {
@@ -25,6 +26,9 @@ import {
   type CatalogueEntry,
   type DefaultMode,
   type Guard,
+  type GuardAction,
+  type GuardStage,
+  MODEL_STAGES,
   type LimitScope,
   type OnExceed,
   type PolicyFile,
@@ -108,7 +112,7 @@ export function compilePolicyFile(
   );
   const ruleIds = new Set<string>();
   const rules = (d.rules ?? []).map((r, i) => compileRule(problems, policy, environments, r, i, ruleIds));
-  const guards = (d.guards ?? []).map((g, i) => compileGuard(problems, policy, environments, g, i));
+  const guards = (d.guards ?? []).map((g, i) => compileGuard(problems, policy, environments, g, i, d.scope));
   // Budgets and rate limits share the rules' ids: a decision's `rule` names one of them.
   const budgets = (d.budgets ?? []).map((b, i) => compileBudget(problems, source, policy, environments, b, i, ruleIds));
   const rateLimits = (d.rate_limits ?? []).map((r, i) =>
@@ -164,8 +168,9 @@ interface RuleDoc extends SelectorDoc {
 interface GuardDoc extends SelectorDoc {
   id?: string;
   guard: string;
-  on?: string[];
-  action?: 'deny' | 'require_approval';
+  on?: GuardStage[];
+  action?: GuardAction;
+  patterns?: PatternDoc[];
 }
 interface BudgetDoc extends SelectorDoc {
   id?: string;
@@ -189,6 +194,7 @@ interface ToolDoc {
   confirm?: boolean;
   description?: string;
   schema?: JsonObject | boolean;
+  result_schema?: JsonObject | boolean;
 }
 interface PolicyDoc {
   policy?: string;
@@ -281,6 +287,14 @@ function compileTool(
       problems.add([...path, 'schema'], `schema does not compile: ${(err as Error).message}`);
     }
   }
+  // The result schema names the keys a result guard's reason may show; it must compile like `schema`.
+  if (doc.result_schema !== undefined) {
+    try {
+      ajv.compile(doc.result_schema);
+    } catch (err) {
+      problems.add([...path, 'result_schema'], `schema does not compile: ${(err as Error).message}`);
+    }
+  }
   if (!glob) return null;
   return {
     pattern,
@@ -291,6 +305,7 @@ function compileTool(
     confirm: doc.confirm === true,
     policy,
     ...(validate ? { validate, schema: doc.schema!, schemaNames: declaredNames(doc.schema) } : {}),
+    ...(doc.result_schema !== undefined ? { resultNames: declaredNames(doc.result_schema) } : {}),
   };
 }
 
@@ -448,23 +463,65 @@ function compileGuard(
   environments: readonly string[],
   doc: GuardDoc,
   index: number,
+  scope: SelectorDoc | undefined,
 ): Guard | null {
   const base: KeyPath = ['guards', index];
   if (doc.id !== undefined) checkOwnId(problems, [...base, 'id'], doc.id);
   const selectors = compileSelectors(problems, base, environments, doc);
-  doc.on?.forEach((what, i) => {
-    if (what !== 'args')
-      problems.add([...base, 'on', i], 'Gatehouse sees only the arguments of a call: `on` can only be `args`');
-  });
+  const on = doc.on ?? ['args'];
+  if (new Set(on).size !== on.length) problems.add([...base, 'on'], 'a stage is listed twice');
+  const action = doc.action ?? 'deny';
+  const model = on.filter((stage) => MODEL_STAGES.has(stage));
+  if (model.length > 0) {
+    // A model's request or response belongs to no tool: such a guard watches every call of the run
+    // (for the callers and environments it selects), never some tools.
+    for (const key of ['tools', 'kinds', 'tags'] as const) {
+      if (doc[key] !== undefined)
+        problems.add(
+          [...base, key],
+          `a guard on ${model.join(' and ')} reads the model's text, which belongs to no tool: it cannot select ${key} (write a separate guard for args or result)`,
+        );
+    }
+    if (scope !== undefined && (scope.tools !== undefined || scope.kinds !== undefined || scope.tags !== undefined))
+      problems.add(
+        [...base, 'on'],
+        "this file's scope selects tools, kinds or tags: a guard on a model stage in it could never run",
+      );
+    if (action === 'require_approval')
+      problems.add(
+        [...base, 'action'],
+        `require_approval is for a call or its result: ${model.join(' and ')} cannot wait for a person (use deny or redact)`,
+      );
+  }
+  if (action === 'redact' && on.includes('args'))
+    problems.add(
+      [...base, 'action'],
+      '`redact` cannot go with `on: args`: a call cannot be partly run (use deny or require_approval, or a separate guard on result)',
+    );
   if (!(GUARD_NAMES as readonly string[]).includes(doc.guard)) {
     problems.add([...base, 'guard'], `unknown guard (known: ${GUARD_NAMES.join(', ')})`);
     return null;
   }
+  let detector: Guard['detector'] | null = null;
+  if (doc.guard === 'pattern') {
+    if (doc.patterns === undefined) problems.add(base, 'a pattern guard needs `patterns`');
+    else {
+      const compiled = compilePatterns(doc.patterns);
+      if ('problems' in compiled) {
+        for (const p of compiled.problems) problems.add([...base, 'patterns', p.index, 'regex'], p.message);
+      } else detector = patternGuard(compiled);
+    }
+  } else if (doc.patterns !== undefined) {
+    problems.add([...base, 'patterns'], 'only a `pattern` guard has `patterns`');
+  } else detector = builtinGuard(doc.guard as Exclude<GuardName, 'pattern'>);
+  if (detector === null) return null;
   return {
     id: doc.id ?? `${policy}#guards.${index}`,
     guard: doc.guard as GuardName,
     selectors,
-    action: doc.action ?? 'deny',
+    action,
+    on: new Set(on),
+    detector,
   };
 }
 

@@ -2,7 +2,7 @@
 // same evaluation with a trace recorded on the way: one evaluator, the trace is optional output.
 import { approvalHash } from '../json/canonical.js';
 import type { ConditionInput, ConditionResult } from './condition/compile.js';
-import { findingText, runGuard, type GuardFinding } from './guards.js';
+import { findingText, type GuardFinding, type GuardScan } from './guards.js';
 import { chargesFor } from './limits.js';
 import { CALLER_SELECTORS, selectorsMatch, traceSelectors, type SelectorTrace, type Subject } from './match.js';
 import { modelMessage } from './message.js';
@@ -174,7 +174,7 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
   }
   // A guard's scan depends on the arguments alone: run once per request, however many files and
   // descriptions ask for it (a 1 MiB body is scanned once, not once per file and view).
-  const findings: GuardFindings = {};
+  const findings: GuardFindings = new Map();
   // One subject per description, built once for every file (usually a single one).
   const subjects = views.map(
     (view): Subject => ({ tool: request.tool, kind: view.kind, tags: view.tags, env: set.env, identity }),
@@ -297,13 +297,18 @@ const INDEX = /^(?:0|[1-9]\d{0,5})$/;
  * operator (docs/spec.md section 2: never the offending value).
  */
 function safeInstancePath(pointer: string, entries: readonly CatalogueEntry[]): string {
+  return safePointer(pointer, (key) => entries.some((e) => e.schemaNames?.has(key)));
+}
+
+/** A JSON pointer for reasons: array indexes as they are, a key only where `declared` says a schema declares it, else `*`. */
+export function safePointer(pointer: string, declared: (key: string) => boolean): string {
   if (pointer === '') return '/';
   return pointer
     .split('/')
     .map((token, i) => {
       if (i === 0) return token;
       const key = token.replaceAll('~1', '/').replaceAll('~0', '~');
-      return INDEX.test(key) || entries.some((e) => e.schemaNames?.has(key)) ? token : '*';
+      return INDEX.test(key) || declared(key) ? token : '*';
     })
     .join('/');
 }
@@ -317,8 +322,8 @@ function describeView(view: ToolView): CatalogueTrace {
   };
 }
 
-/** Each guard's finding on this request's arguments, once run. */
-type GuardFindings = Partial<Record<Guard['guard'], GuardFinding | null>>;
+/** Each guard scan's finding on this request's arguments, once run (a fixed guard's scan is shared by its entries). */
+type GuardFindings = Map<GuardScan, GuardFinding | null>;
 
 function evaluateFile(
   file: PolicyFile,
@@ -419,11 +424,15 @@ function evaluateFile(
 
   // Step 7: guards only matter where they would make the answer more severe.
   for (const guard of guards) {
+    // A guard on results or model stages is inspected after the fact (inspect.ts), never here; a
+    // `redact` guard never reads arguments (refused at load).
+    if (!guard.on.has('args') || guard.action === 'redact') continue;
+    const action = guard.action;
     const gt: GuardTrace | null = ft
       ? {
           id: guard.id,
           guard: guard.guard,
-          action: guard.action,
+          action,
           selectors: traceSelectors(guard.selectors, subject),
           finding: 'not_run',
         }
@@ -432,16 +441,20 @@ function evaluateFile(
     const matches = gt
       ? gt.selectors.every((s) => s.matched)
       : selectorsMatch(guard.selectors, subject, CALLER_SELECTORS);
-    if (!matches || (!gt && SEVERITY[guard.action] <= SEVERITY[out.decision])) continue;
-    let finding = findings[guard.guard];
-    if (finding === undefined) finding = findings[guard.guard] = runGuard(guard.guard, args);
+    if (!matches || (!gt && SEVERITY[action] <= SEVERITY[out.decision])) continue;
+    const { scan, detector } = guard.detector;
+    let finding = findings.get(scan);
+    if (finding === undefined) {
+      finding = scan(args);
+      findings.set(scan, finding);
+    }
     if (gt) gt.finding = finding;
-    if (finding && SEVERITY[guard.action] > SEVERITY[out.decision]) {
+    if (finding && SEVERITY[action] > SEVERITY[out.decision]) {
       out = {
-        decision: guard.action,
+        decision: action,
         // The path's keys were chosen by the model unless the tool's schema declares them: `*` (a key
         // can be prose addressed to the operator, or a secret).
-        reason: `guard "${guard.guard}" found ${findingText(finding.kind)} ${finding.inKey ? 'in a key of' : 'at'} ${safeInstancePath(finding.path, plan.entries)}`,
+        reason: `guard "${guard.guard}" found ${findingText(finding.kind, detector)} ${finding.inKey ? 'in a key of' : 'at'} ${safeInstancePath(finding.path, plan.entries)}`,
         rule: guard.id,
         kind: guard.guard,
         shape: null,

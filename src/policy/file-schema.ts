@@ -61,6 +61,8 @@ export const policyFileSchema = {
           confirm: { type: 'boolean' },
           description: { type: 'string', maxLength: 4096 },
           schema: { type: ['object', 'boolean'] },
+          // The JSON Schema of the tool's result: its property names may appear in a result guard's reason.
+          result_schema: { type: ['object', 'boolean'] },
         },
       },
     },
@@ -101,9 +103,29 @@ export const policyFileSchema = {
           id: name,
           guard: { type: 'string' },
           ...selectors,
-          // What the guard reads: Gatehouse sees only the arguments (checked in compile.ts).
-          on: { type: 'array', minItems: 1, maxItems: 16, items: { type: 'string', maxLength: 64 } },
-          action: { enum: ['deny', 'require_approval'] },
+          // What the guard reads (the combinations refused are checked in compile.ts).
+          on: {
+            type: 'array',
+            minItems: 1,
+            maxItems: 4,
+            items: { enum: ['args', 'result', 'llm_request', 'llm_response'] },
+          },
+          action: { enum: ['deny', 'require_approval', 'redact'] },
+          // A pattern guard's detectors: RE2 syntax (compiled in compile.ts); `name` is a finding's type.
+          patterns: {
+            type: 'array',
+            minItems: 1,
+            maxItems: 64,
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['name', 'regex'],
+              properties: {
+                name: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,64}$' },
+                regex: { type: 'string', minLength: 1, maxLength: 1024 },
+              },
+            },
+          },
         },
       },
     },

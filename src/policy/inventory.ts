@@ -5,8 +5,8 @@
 // It is not a second evaluator: it asks decide() itself, twice per tool name, on two copies of the
 // compiled set in which every condition that reads the call (its arguments, `$context`, `$run`) is
 // pinned, once the lenient way and once the strict way (see `pin`), and the schemas are dropped (the
-// call is one whose arguments pass them). The lenient call has no arguments; the strict one carries
-// text the pii guard finds. Neither has a run: the status is for a run below its limits (a limit of
+// call is one whose arguments pass them). The lenient call has no arguments; on the strict one every
+// guard is pinned to find something. Neither has a run: the status is for a run below its limits (a limit of
 // 0 still aborts both), and conditions on the run are pinned like the others. Conditions that
 // read only the caller and the environment stay as they are: they are fixed for this caller.
 //
@@ -22,6 +22,8 @@ import type { JsonObject } from '../json/value.js';
 import type { Truth } from './condition/compare.js';
 import type { CompiledCondition } from './condition/compile.js';
 import { decide } from './decide.js';
+import type { GuardDetector } from './guards.js';
+import type { TextDetector } from './guards/detector.js';
 import { selectorsMatch, type SelectorName, type Subject } from './match.js';
 import type { CatalogueEntry, Decision, Identity, PolicyFile, PolicySet, Rule, ToolKind } from './model.js';
 import { nameClasses } from './name-classes.js';
@@ -139,8 +141,7 @@ function namesFor(set: PolicySet, fileIndex: number, entry: CatalogueEntry): { n
 /** The selectors a name's catalogue description settles (its `tools` aside). */
 const DESCRIPTION_SELECTORS: readonly SelectorName[] = ['kinds', 'tags', 'envs'];
 
-// The strict call's arguments: text the pii guard finds (test/policy/inventory.test.ts checks every
-// guard there is finds it).
+// The strict call's arguments (guards are pinned to find something in them, see pinnedFile).
 export const STRICT_ARGS: JsonObject = Object.freeze({ note: 'jane@example.com' });
 
 function statusOf(prepared: Prepared, tool: string, identity: Identity): { status: ToolStatus; rules: string[] } {
@@ -157,11 +158,18 @@ function statusOf(prepared: Prepared, tool: string, identity: Identity): { statu
 
 type Way = 'lenient' | 'strict';
 
+const PINNED: TextDetector = { first: () => null, spans: () => [], numberDigits: [], text: () => 'a finding' };
+const ALWAYS_FINDS: GuardDetector = { detector: PINNED, scan: () => ({ path: '', kind: 'pinned' }) };
+const NEVER_FINDS: GuardDetector = { detector: PINNED, scan: () => null };
+
 /** A copy of a file with its conditions on the call pinned one way, and no schemas (see the top of this file). */
 function pinnedFile(file: PolicyFile, way: Way): PolicyFile {
   return {
     ...file,
     rules: file.rules.map((r) => pinnedRule(r, way)),
+    // A guard's finding pinned too: found on the strict call, never on the lenient one, whatever
+    // the guard looks for (an author's pattern included).
+    guards: file.guards.map((g) => ({ ...g, detector: way === 'strict' ? ALWAYS_FINDS : NEVER_FINDS })),
     tools: file.tools.map(({ validate: _v, schema: _s, schemaNames: _n, ...entry }) => entry),
   };
 }

@@ -41,3 +41,32 @@ function trimEnd(why: string): string {
 }
 
 const TRAILING = /^[.\s]$/;
+
+/**
+ * The text the model reads about what a guard did to a tool's result or a model's request or
+ * response (docs/spec.md section 2.5): what was withheld and why (the guard and the path, never the value).
+ */
+export function inspectMessage(
+  decision: 'allow' | 'deny' | 'require_approval',
+  what: { stage: 'result'; tool: string } | { stage: 'llm_request' | 'llm_response' },
+  why: string,
+  redacted: boolean,
+): string {
+  const reason = trimEnd(why);
+  const subject =
+    what.stage === 'result'
+      ? `The output of the ${JSON.stringify(what.tool)} action`
+      : what.stage === 'llm_request'
+        ? 'The request to the model'
+        : "The model's response";
+  switch (decision) {
+    case 'allow':
+      return redacted
+        ? `${subject} is given with parts redacted by policy (${reason}). Do not try to recover what was redacted.`
+        : `${subject} is allowed by policy.`;
+    case 'deny':
+      return `${subject} was withheld by policy. Reason: ${reason}. Tell the user it was withheld; do not try to obtain it another way.`;
+    case 'require_approval':
+      return `${subject} is held for an operator's review (${reason}). Wait for the approval; do not repeat the action meanwhile.`;
+  }
+}

@@ -4,7 +4,7 @@ import type { ValidateFunction } from 'ajv';
 import type { JsonObject } from '../json/value.js';
 import type { CompiledCondition } from './condition/compile.js';
 import type { Glob } from './glob.js';
-import type { GuardName } from './guards.js';
+import type { GuardDetector, GuardName } from './guards.js';
 
 /** The four answers, from least to most severe (docs/spec.md section 1). */
 export type Decision = 'allow' | 'require_approval' | 'deny' | 'abort';
@@ -111,11 +111,22 @@ export interface Rule {
   readonly reason?: string;
 }
 
+/** What a guard reads (docs/spec.md section 2.5): a call's arguments, a tool's result, a model's request or response. */
+export type GuardStage = 'args' | 'result' | 'llm_request' | 'llm_response';
+export const GUARD_STAGES: readonly GuardStage[] = ['args', 'result', 'llm_request', 'llm_response'];
+/** The stages with no tool: a guard on one selects no tools, kinds or tags. */
+export const MODEL_STAGES: ReadonlySet<GuardStage> = new Set(['llm_request', 'llm_response']);
+/** `redact` only on what is inspected after the fact (never `args`: a call cannot be partly run). */
+export type GuardAction = 'deny' | 'require_approval' | 'redact';
+
 export interface Guard {
   readonly id: string;
   readonly guard: GuardName;
   readonly selectors: Selectors;
-  readonly action: 'deny' | 'require_approval';
+  readonly action: GuardAction;
+  readonly on: ReadonlySet<GuardStage>;
+  /** Its detector and scan: shared by every entry of a fixed guard, the entry's own for `pattern`. */
+  readonly detector: GuardDetector;
 }
 
 /** Who shares one counter of a budget or rate limit (docs/spec.md section 2.9). */
@@ -187,6 +198,8 @@ export interface CatalogueEntry {
   readonly schema?: JsonObject | boolean;
   /** With `validate`: the property names its schema declares (a refusal may name only these). */
   readonly schemaNames?: ReadonlySet<string>;
+  /** The property names its `result_schema` declares: the keys a result guard's reason may name. */
+  readonly resultNames?: ReadonlySet<string>;
   /** The `policy` identity of the file that defines it. */
   readonly policy: string;
 }

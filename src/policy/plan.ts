@@ -59,7 +59,8 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
         return {
           inScope: true,
           rules: rules.filter((r, k) => rules[k - 1] !== r && selectorsMatch(r.selectors, subject, TOOL_SELECTORS)),
-          guards: file.guards.filter((g) => selectorsMatch(g.selectors, subject, TOOL_SELECTORS)),
+          // Only the guards that read arguments: the others are inspected after the call (inspect.ts).
+          guards: file.guards.filter((g) => g.on.has('args') && selectorsMatch(g.selectors, subject, TOOL_SELECTORS)),
         };
       });
       return { entry, kind: subject.kind, tags: subject.tags, files: filePlans };

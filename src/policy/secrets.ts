@@ -19,7 +19,10 @@ export type CredentialKind =
   | 'slack_token'
   | 'stripe_key'
   | 'google_api_key'
+  | 'openai_key'
+  | 'anthropic_key'
   | 'url_password'
+  | 'aws_secret_key'
   | 'named_secret';
 
 /** A credential found in a text: `text.slice(start, end)` is the secret itself (not its name or scheme). */
@@ -27,6 +30,11 @@ export interface Credential {
   readonly kind: CredentialKind;
   readonly start: number;
   readonly end: number;
+  /**
+   * A `NAME=value` whose NAME is secret-like only loosely (`max_tokens`, `token_type`) or whose value
+   * is a placeholder (`***`, `${VAR}`, `null`, too short): redacted from logs, not a guard's finding.
+   */
+  readonly weak?: true;
 }
 
 // Names of keys that carry credentials in HTTP-shaped data (`headers.Authorization`, `Cookie`) but
@@ -67,7 +75,11 @@ const DETECTORS: readonly Detector[] = [
     pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})/dg,
     hints: ['gh', 'github_pat_'],
   },
-  { kind: 'slack_token', pattern: /(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}/dg, hints: ['xox'] },
+  { kind: 'slack_token', pattern: /(?<![A-Za-z0-9_-])(?:xoxe\.)?xox[a-z]-[A-Za-z0-9-]{10,}/dg, hints: ['xox'] },
+  // OpenAI (`sk-…`, `sk-proj-…`) and Anthropic (`sk-ant-…`) API keys: long, and holding a digit
+  // (checked after the match), so a hyphenated word after `sk-` is not one.
+  { kind: 'anthropic_key', pattern: /(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{32,}/dg, hints: ['sk-ant-'] },
+  { kind: 'openai_key', pattern: /(?<![A-Za-z0-9_-])sk-(?!ant-)[A-Za-z0-9_-]{32,}/dg, hints: ['sk-'] },
   {
     kind: 'stripe_key',
     pattern: /(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{10,}/dg,
@@ -103,14 +115,18 @@ const RANK: readonly CredentialKind[] = [
   'slack_token',
   'stripe_key',
   'google_api_key',
+  'anthropic_key',
+  'openai_key',
   'bearer',
   'url_password',
+  'aws_secret_key',
   'named_secret',
 ];
 
 // Something every credential's text holds (a hint of each detector, a separator of NAME=value, a PEM
 // marker): a string without any, most of them, is passed over after one search.
-const ANY_HINT = /[:=]|eyJ|[Bb][Ee][Aa][Rr][Ee][Rr]|A[BKS]IA|ACCA|gh|github_pat_|xox|k_(?:live|test)_|AIza|-----BEGIN /;
+const ANY_HINT =
+  /[:=]|eyJ|[Bb][Ee][Aa][Rr][Ee][Rr]|A[BKS]IA|ACCA|gh|github_pat_|xox|k_(?:live|test)_|AIza|sk-|-----BEGIN /;
 
 /** The credentials in `text`, in order, not overlapping (overlapping finds are one, named by RANK). */
 export function findCredentials(text: string): Credential[] {
@@ -121,6 +137,7 @@ export function findCredentials(text: string): Credential[] {
     d.pattern.lastIndex = 0;
     for (let m = d.pattern.exec(text); m !== null; m = d.pattern.exec(text)) {
       const [start, end] = secretSpan(m);
+      if ((d.kind === 'openai_key' || d.kind === 'anthropic_key') && !/[0-9]/.test(text.slice(start, end))) continue;
       if (end > start) found.push({ kind: d.kind, start, end });
     }
   }
@@ -197,10 +214,74 @@ function namedSecrets(text: string): Credential[] {
     } else {
       while (end < text.length && !VALUE_END.test(text[end]!)) end++;
     }
-    if (end > at) out.push({ kind: 'named_secret', start: at, end });
+    if (end > at) {
+      const name = m[1]!;
+      const kind = isAwsSecretName(name) ? 'aws_secret_key' : 'named_secret';
+      const weak = !isAssignmentName(name) || isPlaceholder(text.slice(at, end));
+      out.push(weak ? { kind, start: at, end, weak } : { kind, start: at, end });
+    }
     NAME_AND_SEPARATOR.lastIndex = end;
   }
   return out;
+}
+
+// The endings of a NAME that assigns a credential, after `-`, `_` and `.` are removed and case is
+// folded: `password`, `db_password`, `api_key`, `client_secret`, `access_token`, `Authorization`. A
+// NAME that only contains such a word (`max_tokens`, `token_type`, `password_hint`) does not.
+const ASSIGNMENT_ENDINGS = [
+  'password',
+  'passwd',
+  'passphrase',
+  'secret',
+  'secretkey',
+  'apikey',
+  'accesskey',
+  'privatekey',
+  'signingkey',
+  'token',
+  'credential',
+  'credentials',
+  'authorization',
+  'cookie',
+];
+
+/** Whether NAME in `NAME=value` says the value is a credential (stricter than isSecretName). */
+export function isAssignmentName(name: string): boolean {
+  const norm = name.toLowerCase().replace(/[-_.]/g, '');
+  return ASSIGNMENT_ENDINGS.some((w) => norm.endsWith(w));
+}
+
+export function isAwsSecretName(name: string): boolean {
+  const norm = name.toLowerCase().replace(/[-_.]/g, '');
+  return norm.includes('secretaccesskey') || (norm.includes('aws') && norm.endsWith('secretkey'));
+}
+
+const PLACEHOLDER_WORDS = new Set([
+  'null',
+  'none',
+  'nil',
+  'true',
+  'false',
+  'undefined',
+  'empty',
+  'redacted',
+  'hidden',
+  'masked',
+  'secret',
+  'password',
+  'string',
+]);
+
+/**
+ * A value that stands for no credential: shorter than 4 characters, one character repeated (`****`),
+ * a reference or template (`$VAR`, `${VAR}`, `{{ x }}`, `<token>`, `%VAR%`), a redaction marker
+ * (`[REDACTED:…]`), or a word such as `null` or `redacted`.
+ */
+export function isPlaceholder(value: string): boolean {
+  if (value.length < 4) return true;
+  if (value.split('').every((c) => c === value[0])) return true;
+  if (/^(?:\$|\{\{|<|%)/.test(value) || /^\[redacted/i.test(value)) return true;
+  return PLACEHOLDER_WORDS.has(value.toLowerCase());
 }
 
 /** Sorted by start; overlapping or touching spans become one, named by the best-ranked kind among them. */
@@ -213,7 +294,9 @@ function merge(found: Credential[]): Credential[] {
     const next = found[i]!;
     if (next.start <= cur.end) {
       const kind = RANK.indexOf(next.kind) < RANK.indexOf(cur.kind) ? next.kind : cur.kind;
-      cur = { kind, start: cur.start, end: Math.max(cur.end, next.end) };
+      // Weak only when every part is: a strong credential stays one inside a loose NAME=value.
+      const weak = cur.weak === true && next.weak === true;
+      cur = { kind, start: cur.start, end: Math.max(cur.end, next.end), ...(weak ? { weak } : {}) };
     } else {
       out.push(cur);
       cur = next;

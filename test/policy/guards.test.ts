@@ -28,8 +28,12 @@ function withLuhn(body: string): string {
 }
 
 describe('guard registry', () => {
-  it('lists pii and runs it', () => {
-    expect(GUARD_NAMES).toEqual(['pii']);
+  it('lists pii, secrets and pattern, and runs the fixed ones', () => {
+    expect(GUARD_NAMES).toEqual(['pii', 'secrets', 'pattern']);
+    expect(runGuard('secrets', { out: ['ok', 'key AKIAIOSFODNN7EXAMPLE'] })).toEqual({
+      path: '/out/1',
+      kind: 'aws_access_key',
+    });
     expect(Object.isFrozen(GUARD_NAMES)).toBe(true);
     expect(runGuard('pii', { note: 'mail alice@example.com' })).toEqual({ path: '/note', kind: 'email' });
     expect(runGuard('pii', { note: 'nothing here' })).toBeNull();

@@ -36,7 +36,7 @@ describe('redactCredentials: each kind, the rest of the string kept', () => {
     [
       'AWS_SECRET_ACCESS_KEY=… in a command',
       'export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY && aws s3 ls',
-      'export AWS_SECRET_ACCESS_KEY=[redacted:named_secret] && aws s3 ls',
+      'export AWS_SECRET_ACCESS_KEY=[redacted:aws_secret_key] && aws s3 ls',
     ],
     ['an AWS access key id', 'id AKIAIOSFODNN7EXAMPLE used', 'id [redacted:aws_access_key] used'],
     ['temporary AWS credentials', 'ASIAY34FZKBOKMUTVV7A', '[redacted:aws_access_key]'],
@@ -164,6 +164,7 @@ describe('linear time: inputs that make backtracking patterns quadratic complete
     ['a URL user without a password end', `x://${rep('a:')}`],
     ['URL schemes', rep('a://a:')],
     ['provider prefixes', rep('ghp_') + rep('AKIA') + rep('xoxb') + rep('sk_live') + rep('AIza')],
+    ['AI provider prefixes', rep('sk-') + rep('sk-ant-') + rep('xoxe.xoxp-')],
     ['a quoted secret never closed', `password="${'x'.repeat(N)}`],
     ['schemes after secret names', rep('token: bearer ')],
   ];

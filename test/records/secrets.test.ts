@@ -91,7 +91,7 @@ describe('LOG_ARGS=true redacts credentials by value', () => {
         { name: 'Authorization', value: '[redacted]' },
         { name: 'Accept', value: 'application/json' },
       ],
-      command: 'export AWS_SECRET_ACCESS_KEY=[redacted:named_secret] && aws s3 ls s3://orders',
+      command: 'export AWS_SECRET_ACCESS_KEY=[redacted:aws_secret_key] && aws s3 ls s3://orders',
       note: 'forwarded [redacted:jwt] from the gateway',
       attachment: 'key follows\n[redacted:private_key]\nend of note',
     });
@@ -111,7 +111,7 @@ describe('LOG_ARGS=true redacts credentials by value', () => {
     const fromStore = await run('cases', '--from-decision', decisionId);
     expect(fromStore.code, fromStore.err).toBe(0);
     expectNoSecret(fromStore.out, 'cases --from-decision');
-    expect(fromStore.out).toContain('[redacted:named_secret] && aws s3 ls s3://orders');
+    expect(fromStore.out).toContain('[redacted:aws_secret_key] && aws s3 ls s3://orders');
     const logFile = join(dir, 'decisions.jsonl');
     writeFileSync(logFile, `${logs.map((l) => JSON.stringify(l)).join('\n')}\n`);
     const fromLog = await run('cases', '--from', logFile, '--id', decisionId);

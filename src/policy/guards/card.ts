@@ -18,11 +18,20 @@ const CARD_MIN_GROUP = 3;
 export const card: Detector<'card'> = {
   kind: 'card',
   text: 'a card number',
-  test: hasCard,
+  test: (s) => scanCards(s, null),
+  spans: (s) => {
+    const out: [number, number][] = [];
+    scanCards(s, (start, end) => {
+      out.push([start, end]);
+    });
+    return out;
+  },
   numberDigits: { min: CARD_MIN, max: CARD_MAX },
 };
 
-function hasCard(s: string): boolean {
+/** Whether `s` holds a card; with `onFind`, every card (not overlapping) is reported and the scan goes on. */
+function scanCards(s: string, onFind: ((start: number, end: number) => void) | null): boolean {
+  let found = false;
   // Group g of the current run: starts[g], lens[g], and weak[g] for the separator after it. The arrays
   // are reused across runs and only grow (`length = 0` would free and reallocate them on every run).
   const starts: number[] = [];
@@ -53,7 +62,7 @@ function hasCard(s: string): boolean {
     // Try every window of whole groups: a card may sit inside a longer run ("4111 1111 1111 1111 123").
     // A leading '+' makes it a phone number: cards are never written that way.
     const glued = joinedBefore(s, i) || s.charCodeAt(i - 1) === PLUS;
-    for (let a = 0; a < n; a++) {
+    windows: for (let a = 0; a < n; a++) {
       if (a === 0 ? glued : weak[a - 1]) continue;
       const first = s.charCodeAt(starts[a]!); // a < n
       if (first < 0x32 || first > 0x36) continue; // '2'..'6'
@@ -70,12 +79,18 @@ function hasCard(s: string): boolean {
         if (weak[b]) continue; // ends next to a weak separator
         const windowEnd = starts[b]! + len;
         if (windowEnd === runEnd && joinedAfter(s, runEnd)) continue;
-        if (luhn(s, starts, lens, a, b)) return true;
+        if (luhn(s, starts, lens, a, b)) {
+          if (onFind === null) return true;
+          found = true;
+          onFind(starts[a]!, windowEnd);
+          a = b; // the next window starts after this card
+          continue windows;
+        }
       }
     }
     i = runEnd;
   }
-  return false;
+  return found;
 }
 
 /** Is the separator s[j, j+len) made only of '.' and '/'? */

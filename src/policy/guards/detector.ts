@@ -20,6 +20,11 @@ export interface Detector<K extends string = string> {
    * short for every detector, and expands an exponent to at most the largest `max` digits.
    */
   readonly numberDigits?: { readonly min: number; readonly max: number };
+  /**
+   * Where each finding is in `s` as it is, [start, end), sorted, not overlapping (for a redaction).
+   * Absent: a finding is the whole text.
+   */
+  readonly spans?: (s: string) => [number, number][];
 }
 
 /**
@@ -63,4 +68,69 @@ function firstOf(tests: readonly Test[], offset: number): (s: string) => number 
     return (s) => (a(s) ? offset : b(s) ? offset + 1 : c(s) ? offset + 2 : d(s) ? offset + 3 : -1);
   const rest = firstOf(tests.slice(4), offset + 4);
   return (s) => (a(s) ? offset : b(s) ? offset + 1 : c(s) ? offset + 2 : d(s) ? offset + 3 : rest(s));
+}
+
+/** Where a finding is in a text: `text.slice(start, end)` is what a redaction replaces. */
+export interface Span<K extends string = string> {
+  readonly type: K;
+  readonly start: number;
+  readonly end: number;
+}
+
+/**
+ * What one guard looks for in a text, whatever finds it (hand-written detectors, credential formats,
+ * an author's RE2 patterns): the walk (walk.ts) and the redaction (redact.ts) read only this.
+ */
+export interface TextDetector<K extends string = string> {
+  /** The most specific type found in `s`, as it is or folded (see detectIn); null for none. Linear in `s`. */
+  readonly first: (s: string) => K | null;
+  /**
+   * Every finding in `s` as it is, in any order, maybe overlapping (the redaction merges them). May
+   * be empty where `first` finds something (only in the folded text): the redaction then replaces
+   * the whole text.
+   */
+  readonly spans: (s: string) => Span<K>[];
+  /** The digit bounds of the findings a JSON number can hold (see Detector.numberDigits); empty: none. */
+  readonly numberDigits: readonly { readonly min: number; readonly max: number }[];
+  /** How a reason names a finding of this type: "a card number". */
+  readonly text: (type: K) => string;
+  /**
+   * A finding made by an object member's key and its string value together (`{"password": "…"}`),
+   * where the value alone holds none: the whole value is the finding. Absent: keys say nothing.
+   */
+  readonly member?: (key: string, value: string) => K | null;
+}
+
+/** A guard's detectors as one TextDetector. A detector without `spans` finds the whole text. */
+export function fromDetectors<K extends string>(detectors: readonly Detector<K>[]): TextDetector<K> {
+  const texts = new Map<string, string>(detectors.map((d) => [d.kind, d.text]));
+  return {
+    first: detectIn(detectors),
+    spans: (s) => {
+      const found: Span<K>[] = [];
+      for (const d of detectors) {
+        if (d.spans) for (const [start, end] of d.spans(s)) found.push({ type: d.kind, start, end });
+        else if (d.test(s)) found.push({ type: d.kind, start: 0, end: s.length });
+      }
+      return found;
+    },
+    numberDigits: detectors.flatMap((d) => (d.numberDigits ? [d.numberDigits] : [])),
+    text: (type) => texts.get(type) ?? type,
+  };
+}
+
+/**
+ * `rank` (the index of the most specific type found, -1 for none) as a `first` that also reads the
+ * text folded when it holds anything outside ASCII; the more specific of the two wins (as detectIn).
+ */
+export function foldAware<K extends string>(types: readonly K[], rank: (s: string) => number): (s: string) => K | null {
+  return (s) => {
+    let i = rank(s);
+    if (i !== 0 && hasNonAscii(s)) {
+      const folded = fold(s);
+      const j = folded === s ? -1 : rank(folded);
+      if (j !== -1 && (i === -1 || j < i)) i = j;
+    }
+    return i === -1 ? null : types[i]!; // 0 <= i < types.length
+  };
 }

@@ -8,9 +8,22 @@ import type { Detector } from './detector.js';
 const IBAN_MIN = 15;
 const IBAN_MAX = 34;
 
-export const iban: Detector<'iban'> = { kind: 'iban', text: 'an IBAN', test: hasIban };
+export const iban: Detector<'iban'> = {
+  kind: 'iban',
+  text: 'an IBAN',
+  test: (s) => scanIbans(s, null),
+  spans: (s) => {
+    const out: [number, number][] = [];
+    scanIbans(s, (start, end) => {
+      out.push([start, end]);
+    });
+    return out;
+  },
+};
 
-function hasIban(s: string): boolean {
+/** Whether `s` holds an IBAN; with `onFind`, every one is reported and the scan goes on. */
+function scanIbans(s: string, onFind: ((start: number, end: number) => void) | null): boolean {
+  let found = false;
   let i = 0;
   while (i < s.length) {
     if (!isAlnum(s.charCodeAt(i))) {
@@ -19,27 +32,33 @@ function hasIban(s: string): boolean {
     }
     let runEnd = i;
     while (isAlnum(s.charCodeAt(runEnd))) runEnd++;
-    if (
+    const end =
       !isWord(s.charCodeAt(i - 1)) &&
       isAlpha(s.charCodeAt(i)) &&
       isAlpha(s.charCodeAt(i + 1)) &&
       isDigit(s.charCodeAt(i + 2)) &&
-      isDigit(s.charCodeAt(i + 3)) &&
-      ibanAt(s, i, runEnd)
-    ) {
-      return true;
+      isDigit(s.charCodeAt(i + 3))
+        ? ibanAt(s, i, runEnd)
+        : -1;
+    if (end !== -1) {
+      if (onFind === null) return true;
+      found = true;
+      onFind(i, end);
+      i = end;
+      continue;
     }
     i = runEnd;
   }
-  return false;
+  return found;
 }
 
-function ibanAt(s: string, start: number, runEnd: number): boolean {
+/** The end of the IBAN starting at `start`, or -1. */
+function ibanAt(s: string, start: number, runEnd: number): number {
   const runLen = runEnd - start;
   if (runLen >= IBAN_MIN && runLen <= IBAN_MAX) {
-    return !isWord(s.charCodeAt(runEnd)) && mod97(s, [start], [runLen]);
+    return !isWord(s.charCodeAt(runEnd)) && mod97(s, [start], [runLen]) ? runEnd : -1;
   }
-  if (runLen !== 4) return false;
+  if (runLen !== 4) return -1;
   // Grouped: "GB82 WEST 1234 5698 7654 32". Every group but the last has 4 characters; try each
   // group end as the last one, since ordinary words may follow the IBAN.
   const starts = [start];
@@ -59,11 +78,11 @@ function ibanAt(s: string, start: number, runEnd: number): boolean {
     starts.push(g);
     lens.push(len);
     total += len;
-    if (total >= IBAN_MIN && total <= IBAN_MAX && !isWord(s.charCodeAt(e)) && mod97(s, starts, lens)) return true;
+    if (total >= IBAN_MIN && total <= IBAN_MAX && !isWord(s.charCodeAt(e)) && mod97(s, starts, lens)) return e;
     if (len < 4) break;
     j = e;
   }
-  return false;
+  return -1;
 }
 
 /** ISO 7064 MOD 97-10 over the groups: move the first four characters to the end, letters are 10..35. */

@@ -17,7 +17,14 @@ const PHONE_MAX = 15;
 export const phone: Detector<'phone'> = {
   kind: 'phone',
   text: 'a phone number',
-  test: hasPhone,
+  test: (s) => scanPhones(s, null),
+  spans: (s) => {
+    const out: [number, number][] = [];
+    scanPhones(s, (start, end) => {
+      out.push([start, end]);
+    });
+    return out;
+  },
   numberDigits: { min: NATIONAL_MIN, max: PHONE_MAX },
 };
 
@@ -39,7 +46,9 @@ function separatorAt(s: string, j: number): number {
   return 0;
 }
 
-function hasPhone(s: string): boolean {
+/** Whether `s` holds a phone number; with `onFind`, every one is reported (from its `+` or `(`) and the scan goes on. */
+function scanPhones(s: string, onFind: ((start: number, end: number) => void) | null): boolean {
+  let found = false;
   const lens: number[] = [];
   const seps: number[] = []; // the first character of each separator
   let i = 0;
@@ -68,16 +77,20 @@ function hasPhone(s: string): boolean {
       j += sep;
     }
     const glued = joinedBefore(s, i) || joinedAfter(s, j);
-    if (!glued && digits <= PHONE_MAX) {
-      if (c === PLUS) {
-        if (digits >= INTL_MIN) return true;
-      } else if (digits >= NATIONAL_MIN && lens.length >= 2 && !looksLikeOtherNumber(lens, seps)) {
-        return true;
-      }
+    if (
+      !glued &&
+      digits <= PHONE_MAX &&
+      (c === PLUS
+        ? digits >= INTL_MIN
+        : digits >= NATIONAL_MIN && lens.length >= 2 && !looksLikeOtherNumber(lens, seps))
+    ) {
+      if (onFind === null) return true;
+      found = true;
+      onFind(c === PLUS || c === OPEN ? i : first, j);
     }
     i = j; // resume after the run: every character is looked at a bounded number of times
   }
-  return false;
+  return found;
 }
 
 function looksLikeOtherNumber(lens: readonly number[], seps: readonly number[]): boolean {

@@ -5,8 +5,8 @@
 // finding names the JSON pointer and the kind, never the matched text.
 import { decimalOf, integerDigits } from '../../json/decimal.js';
 import { escapePointerSegment } from '../../json/pointer.js';
-import { numberLexemes, type JsonObject } from '../../json/value.js';
-import { detectIn, type Detector } from './detector.js';
+import { numberLexemes, type JsonValue } from '../../json/value.js';
+import { fromDetectors, type Detector, type TextDetector } from './detector.js';
 
 export interface Finding<K extends string = string> {
   /**
@@ -28,15 +28,16 @@ export interface Finding<K extends string = string> {
  * "1111", "1111"]) are not joined. Iterative, so 256-deep arguments cannot overflow the stack.
  */
 export function createScan<K extends string>(
-  detectors: readonly Detector<K>[],
-): (args: JsonObject) => Finding<K> | null {
-  const detect = detectIn(detectors);
-  const inNumbers = detectors.flatMap((d) => (d.numberDigits ? [d.numberDigits] : []));
+  detectors: readonly Detector<K>[] | TextDetector<K>,
+): (value: JsonValue, rootLexeme?: string) => Finding<K> | null {
+  const td = 'first' in detectors ? detectors : fromDetectors(detectors as readonly Detector<K>[]);
+  const detect = td.first;
+  const inNumber = createNumberTest(td);
+  const inNumbers = td.numberDigits;
+  const member = td.member;
   // A number's text shorter than the fewest digits any detector finds in one, and without an
   // exponent, holds nothing to find: a body of 250,000 small numbers must not cost a scan each.
   const numberMinText = inNumbers.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...inNumbers.map((n) => n.min));
-  // Only integers of at most this many digits are expanded, so the expansion stays short whatever the exponent.
-  const maxDigits = Math.max(0, ...inNumbers.map((n) => n.max));
 
   /** A number becomes the text it was written with; anything else is scanned as it is. null for what holds nothing to find. */
   function entry(
@@ -55,36 +56,23 @@ export function createScan<K extends string>(
     return { value: v, parent, key, isNumber: false, double: Number.NaN };
   }
 
-  /**
-   * A number as written, then as its exact integer digits, then as the integer its double is:
-   * `4111111111111111.0`, `4.111111111111111e15` and `4111111111111111E0` are the card 4111111111111111
-   * (an argument built in code, without a lexeme, is that plain number), and so is
-   * `4111111111111110.9` to a tool that reads doubles.
-   */
-  function inNumber(written: string, double: number): K | null {
-    const kind = detect(written);
-    if (kind !== null) return kind;
-    let digits: string | null = null;
-    if (mayBeRewrittenInteger(written)) {
-      const value = decimalOf(written);
-      digits = value === null ? null : integerDigits(value, maxDigits);
-      const found = digits === null ? null : detect(digits);
-      if (found !== null) return found;
-    }
-    // A number written as its double's own text (most are) was scanned as that text already.
-    if (!Number.isInteger(double) || written === String(double) || Math.abs(double) >= 10 ** maxDigits) return null;
-    const ofDouble = BigInt(Math.abs(double)).toString();
-    return ofDouble === digits ? null : detect(ofDouble);
-  }
-
-  return (args) => {
+  // `rootLexeme`: the text a number at the root was written with (its container is the caller's).
+  return (root, rootLexeme) => {
     // Paths are built only for containers and findings; scalars carry their parent's path and key.
     // A number is pushed as its written text, with `isNumber` set.
-    const stack: Entry[] = [{ value: args, parent: '', key: null, isNumber: false, double: Number.NaN }];
+    const first =
+      typeof root === 'number'
+        ? entry(root, rootLexeme === undefined ? undefined : new Map([['', rootLexeme]]), '', '')
+        : { value: root, parent: '', key: null, isNumber: false, double: Number.NaN };
+    if (first === null) return null;
+    if (first.key === '') first.key = null; // the root's pointer is ""
+    const stack: Entry[] = [first];
     for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
       const { value } = top;
       if (typeof value === 'string') {
-        const kind = top.isNumber ? inNumber(value, top.double) : detect(value);
+        const kind = top.isNumber
+          ? inNumber(value, top.double)
+          : (detect(value) ?? (member && top.member ? member(top.key!, value) : null));
         if (kind !== null) return { path: pointer(top), kind };
       } else if (Array.isArray(value)) {
         const path = pointer(top);
@@ -104,11 +92,44 @@ export function createScan<K extends string>(
         for (let k = keys.length - 1; k >= 0; k--) {
           const key = keys[k]!; // k < length
           const e = entry((value as Record<string, unknown>)[key], lexemes, path, key);
-          if (e !== null) stack.push(e);
+          if (e === null) continue;
+          if (member) e.member = true;
+          stack.push(e);
         }
       }
     }
     return null;
+  };
+}
+
+/**
+ * The test of a number's written text (see inNumber below) for a detector's numbers: the type found,
+ * or null (also for a detector that finds nothing in numbers).
+ */
+export function createNumberTest<K extends string>(td: TextDetector<K>): (written: string, double: number) => K | null {
+  const detect = td.first;
+  // Only integers of at most this many digits are expanded, so the expansion stays short whatever the exponent.
+  const maxDigits = Math.max(0, ...td.numberDigits.map((n) => n.max));
+  /**
+   * A number as written, then as its exact integer digits, then as the integer its double is:
+   * `4111111111111111.0`, `4.111111111111111e15` and `4111111111111111E0` are the card 4111111111111111
+   * (an argument built in code, without a lexeme, is that plain number), and so is
+   * `4111111111111110.9` to a tool that reads doubles.
+   */
+  return function inNumber(written: string, double: number): K | null {
+    const kind = detect(written);
+    if (kind !== null) return kind;
+    let digits: string | null = null;
+    if (mayBeRewrittenInteger(written)) {
+      const value = decimalOf(written);
+      digits = value === null ? null : integerDigits(value, maxDigits);
+      const found = digits === null ? null : detect(digits);
+      if (found !== null) return found;
+    }
+    // A number written as its double's own text (most are) was scanned as that text already.
+    if (!Number.isInteger(double) || written === String(double) || Math.abs(double) >= 10 ** maxDigits) return null;
+    const ofDouble = BigInt(Math.abs(double)).toString();
+    return ofDouble === digits ? null : detect(ofDouble);
   };
 }
 
@@ -120,6 +141,8 @@ interface Entry {
   isNumber: boolean;
   /** The number's double (NaN for anything else). */
   double: number;
+  /** The value of an object member (for TextDetector.member). */
+  member?: true;
 }
 
 function hasExponent(text: string): boolean {

@@ -1,0 +1,137 @@
+// The pattern guard: an author's detectors, `patterns: [{name, regex}]` in RE2 syntax, run by re2js
+// (a pure-JS port of RE2, https://github.com/google/re2/wiki/Syntax): no backreferences, no
+// lookaround, and time linear in the text whatever the pattern and the input. A finding's type is
+// the pattern's name. Compiled once, at load (compile.ts reports what does not compile).
+import { RE2JS } from 're2js';
+import { foldAware, type Span, type TextDetector } from './detector.js';
+
+export interface PatternDoc {
+  readonly name: string;
+  readonly regex: string;
+}
+
+/** A pattern that cannot be used: `index` in the list, and why (the pattern is the author's text, no value). */
+export interface PatternProblem {
+  readonly index: number;
+  readonly message: string;
+}
+
+interface Compiled {
+  readonly name: string;
+  readonly re: RE2JS;
+}
+
+/** The patterns as one detector, or what is wrong with each that is not an RE2 pattern matching at least one character. */
+export function compilePatterns(docs: readonly PatternDoc[]): TextDetector | { problems: PatternProblem[] } {
+  const problems: PatternProblem[] = [];
+  const compiled: Compiled[] = [];
+  docs.forEach((doc, index) => {
+    let re: RE2JS;
+    try {
+      re = RE2JS.compile(doc.regex);
+    } catch (err) {
+      problems.push({ index, message: `not an RE2 regular expression: ${(err as Error).message}` });
+      return;
+    }
+    if (mayMatchEmpty(re)) {
+      problems.push({
+        index,
+        message: 'the pattern can match an empty text (`x*`, `a?`, `\\b`, `^`): a finding needs at least one character',
+      });
+      return;
+    }
+    compiled.push({ name: doc.name, re });
+  });
+  if (problems.length > 0) return { problems };
+  const types = [...new Set(compiled.map((c) => c.name))];
+  // `test` runs RE2's DFA (no positions): the first pattern in list order that matches names the finding.
+  const rank = (s: string): number => {
+    for (const c of compiled) if (c.re.test(s)) return types.indexOf(c.name);
+    return -1;
+  };
+  return {
+    first: foldAware(types, rank),
+    spans: (s) => spansOf(compiled, s),
+    // A number is scanned as the text it was written with: a pattern may read digits.
+    numberDigits: [{ min: 1, max: 19 }],
+    text: (type) => `text matching pattern "${type}"`,
+  };
+}
+
+/** Every pattern's matches, sorted; overlapping ones become one, named by the pattern listed first among them. */
+function spansOf(compiled: readonly Compiled[], s: string): Span[] {
+  const found: (Span & { order: number })[] = [];
+  compiled.forEach((c, order) => {
+    if (!c.re.test(s)) return; // the DFA first: most texts hold nothing
+    const m = c.re.matcher(s);
+    while (m.find()) {
+      const start = m.start();
+      const end = m.end();
+      if (end > start) found.push({ type: c.name, start, end, order });
+    }
+  });
+  found.sort((a, b) => a.start - b.start || b.end - a.end);
+  const out: Span[] = [];
+  let cur: (Span & { order: number }) | undefined;
+  for (const f of found) {
+    if (cur !== undefined && f.start < cur.end) {
+      cur = {
+        type: f.order < cur.order ? f.type : cur.type,
+        start: cur.start,
+        end: Math.max(cur.end, f.end),
+        order: Math.min(f.order, cur.order),
+      };
+      continue;
+    }
+    if (cur !== undefined) out.push({ type: cur.type, start: cur.start, end: cur.end });
+    cur = f;
+  }
+  if (cur !== undefined) out.push({ type: cur.type, start: cur.start, end: cur.end });
+  return out;
+}
+
+// re2js's compiled program (RE2/J's Inst opcodes): ALT 1, ALT_MATCH 2, CAPTURE 3, EMPTY_WIDTH 4,
+// FAIL 5, MATCH 6, NOP 7, RUNE* 8-11. Not a public API: anything unexpected answers "may match
+// empty", which refuses the pattern at load (a test pins the version's behaviour).
+interface Inst {
+  readonly op: number;
+  readonly out: number;
+  readonly arg: number;
+}
+
+/** Whether MATCH is reachable from the start without consuming a character (assertions taken as passable). */
+function mayMatchEmpty(re: RE2JS): boolean {
+  const prog = (re.re2() as unknown as { prog?: { inst?: unknown; start?: unknown } }).prog;
+  if (!prog || !Array.isArray(prog.inst) || typeof prog.start !== 'number') return true;
+  const inst = prog.inst as Inst[];
+  const seen = new Set<number>();
+  const todo = [prog.start];
+  for (let pc = todo.pop(); pc !== undefined; pc = todo.pop()) {
+    if (seen.has(pc)) continue;
+    seen.add(pc);
+    const i = inst[pc];
+    if (i === undefined || typeof i.op !== 'number') return true;
+    switch (i.op) {
+      case 1:
+      case 2:
+        todo.push(i.out, i.arg);
+        break;
+      case 3:
+      case 4:
+      case 7:
+        todo.push(i.out);
+        break;
+      case 6:
+        return true;
+      case 5:
+      case 8:
+      case 9:
+      case 10:
+      case 11:
+        break;
+      default:
+        return true;
+    }
+  }
+  return false;
+}
