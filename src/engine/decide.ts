@@ -22,6 +22,7 @@ import {
 import { decisionLine, kindOf, writeRecord, type Asked, type Beside } from './record.js';
 import { keptOfDecision, replayedDecision } from './replays.js';
 import { decideInShadow } from './shadow.js';
+import type { ApprovalService } from '../approvals/service.js';
 import type { Call, EngineParts } from './parts.js';
 
 export interface DecideCall extends Call {
@@ -30,6 +31,28 @@ export interface DecideCall extends Call {
 }
 
 export function decideCall(parts: EngineParts, call: DecideCall): Answer | Promise<Answer> {
+  return call.approvalId === undefined || parts.approvals === null
+    ? decideNow(parts, call, undefined)
+    : citing(parts, call, parts.approvals, call.approvalId);
+}
+
+/**
+ * A call citing `approval_id`: the approval is read first, and the call decided with it as
+ * `$approval` when it stands for this very call (docs/spec.md section 3.2), and also without it:
+ * what the call gets should the approval change before it is consumed.
+ */
+async function citing(parts: EngineParts, call: DecideCall, approvals: ApprovalService, id: string): Promise<Answer> {
+  const cited = await approvals.cited(id, call.request, call.identity);
+  if (cited === null) return decideNow(parts, call, undefined);
+  const absent = decide(parts.policies.current(), call.request, call.identity);
+  return decideNow(parts, { ...call, request: { ...call.request, cited } }, absent);
+}
+
+function decideNow(
+  parts: EngineParts,
+  call: DecideCall,
+  absent: DecisionResult | undefined,
+): Answer | Promise<Answer> {
   const { request: req, identity, approvalId } = call;
   const decisionId = randomUUID();
   const started = process.hrtime.bigint();
@@ -54,8 +77,8 @@ export function decideCall(parts: EngineParts, call: DecideCall): Answer | Promi
     return decided(fresh, decisionId, nextOf(fresh, null));
   }
   return isCounted(fresh)
-    ? counted(parts, call, fresh, decisionId, record)
-    : redeemed(parts, call, fresh, decisionId, record);
+    ? counted(parts, call, fresh, decisionId, record, absent)
+    : redeemed(parts, call, fresh, decisionId, record, absent);
 }
 
 type Recorder = (decision: DecisionResult['decision'], rule: string, beside?: Beside) => void;
@@ -67,6 +90,7 @@ async function counted(
   fresh: DecisionResult & { charges: NonNullable<DecisionResult['charges']> },
   decisionId: string,
   record: Recorder,
+  absent: DecisionResult | undefined,
 ): Promise<Answer> {
   const { request: req, identity, approvalId } = call;
   const keyed = keyedReplay(parts, fresh, req, identity);
@@ -84,7 +108,7 @@ async function counted(
           limits,
           claim,
           async (tx) => {
-            const s = await settleDecision(tx, limits, parts.approvals, fresh, req, identity, approvalId);
+            const s = await settleDecision(tx, limits, parts.approvals, fresh, req, identity, approvalId, absent);
             settled = s;
             const given = decisionText(s.result, decisionId, nextOf(s.result, s.cited));
             if (s.rollback) throw new RolledBack(given);
@@ -109,20 +133,23 @@ async function redeemed(
   fresh: DecisionResult,
   decisionId: string,
   record: Recorder,
+  absent: DecisionResult | undefined,
 ): Promise<Answer> {
   const { request: req, identity } = call;
   const claim = call.claim();
   const approvals = approvalsOf(parts.approvals);
   const approvalId = call.approvalId as string; // not the hot path: cited
-  // Only a require_approval can consume a grant: any other answer changes nothing, and needs no key.
-  if (claim !== undefined && fresh.decision === 'require_approval') {
+  // Only a require_approval, or an allow that read `$approval`, can consume a grant: any other answer
+  // changes nothing, and needs no key.
+  const consumes = fresh.decision === 'require_approval' || (fresh.decision === 'allow' && req.cited !== undefined);
+  if (claim !== undefined && consumes) {
     // The redeem and what the key keeps of it in one transaction: a retry is answered from it.
     const keyed = keyedReplay(parts, fresh, req, identity);
     let result = fresh;
     const answer = await keysOf(parts.keys).once(
       claim,
       async (tx) => {
-        const r = await approvals.redeem(fresh, req, approvalId, identity, tx);
+        const r = await approvals.redeem(fresh, req, approvalId, identity, tx, absent);
         result = r.result;
         return {
           answer: decisionText(result, decisionId, nextOf(result, r.cited)),
@@ -137,7 +164,7 @@ async function redeemed(
     else record(result.decision, result.rule);
     return written(answer);
   }
-  const r = await approvals.redeem(fresh, req, approvalId, identity);
+  const r = await approvals.redeem(fresh, req, approvalId, identity, undefined, absent);
   record(r.result.decision, r.result.rule);
   return decided(r.result, decisionId, nextOf(r.result, r.cited));
 }

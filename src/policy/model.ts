@@ -44,6 +44,8 @@ export interface CitedApprovalView {
   readonly status: 'granted';
   readonly decided_by: string;
   readonly decided_at: string;
+  /** Its hash, for the engine to consume it by; not a member conditions read. */
+  readonly hash: string;
 }
 
 export interface DecideRequest {

@@ -241,7 +241,6 @@ describe('POST /approvals', () => {
   for (const field of [
     'capability',
     'presentation',
-    'kind',
     'hash',
     'status',
     'approval_id',
