@@ -48,11 +48,7 @@ async function citing(parts: EngineParts, call: DecideCall, approvals: ApprovalS
   return decideNow(parts, { ...call, request: { ...call.request, cited } }, absent);
 }
 
-function decideNow(
-  parts: EngineParts,
-  call: DecideCall,
-  absent: DecisionResult | undefined,
-): Answer | Promise<Answer> {
+function decideNow(parts: EngineParts, call: DecideCall, absent: DecisionResult | undefined): Answer | Promise<Answer> {
   const { request: req, identity, approvalId } = call;
   const decisionId = randomUUID();
   const started = process.hrtime.bigint();

@@ -51,7 +51,12 @@ export interface ConditionInput {
     | undefined;
   readonly env: string | null;
   /** The cited approval (`$approval`), when the engine found it stands for this very call. */
-  readonly approval?: { readonly kind: string; readonly status: string; readonly decided_by: string; readonly decided_at: string };
+  readonly approval?: {
+    readonly kind: string;
+    readonly status: string;
+    readonly decided_by: string;
+    readonly decided_at: string;
+  };
 }
 
 /**

@@ -116,7 +116,11 @@ function readWordOrPath(source: string, start: number): Token {
 /** `$caller.user`, `$context.repo.name`, `$run.steps`, `$env`: a path from a root other than the arguments. */
 function readRootPath(source: string, start: number): Token {
   if (!isIdentStart(source.charCodeAt(start + 1))) {
-    throw new ConditionError('syntax', start + 1, "expected a root name after '$': $caller, $context, $run, $env or $approval");
+    throw new ConditionError(
+      'syntax',
+      start + 1,
+      "expected a root name after '$': $caller, $context, $run, $env or $approval",
+    );
   }
   const nameEnd = readIdent(source, start + 1);
   const name = source.slice(start + 1, nameEnd);
