@@ -31,6 +31,8 @@ export interface RunApproval {
   id: string;
   kind?: string;
   status?: ApprovalStatus;
+  /** The tool the approval was for (read by `$run.approvals.N.tool` and `count($run.approvals, …)`). */
+  tool?: string;
 }
 
 /** The run view the host's runtime records (spec section 5.3): the host's word, never the model's. */

@@ -65,7 +65,12 @@ const maybeListOf = <S extends Shape>(shape: S) => ({ optional: true, shape, lis
 // ---- what the client sends ------------------------------------------------------------------------
 
 export const RUN_STEP = { tool: one, decision: maybe, approval_id: maybe } as const satisfies ShapeOf<RunStep>;
-export const RUN_APPROVAL = { id: one, kind: maybe, status: maybe } as const satisfies ShapeOf<RunApproval>;
+export const RUN_APPROVAL = {
+  id: one,
+  kind: maybe,
+  status: maybe,
+  tool: maybe,
+} as const satisfies ShapeOf<RunApproval>;
 export const RUN_VIEW = {
   id: maybe,
   steps: maybeListOf(RUN_STEP),

@@ -25,7 +25,7 @@ export interface RunStep {
 export interface RunApproval {
   id: string;
   kind?: string;
-  status?: string;
+  status?: 'pending' | 'granted' | 'denied' | 'expired' | 'consumed' | 'cancelled';
   tool?: string;
 }
 export interface RunView {
