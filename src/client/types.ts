@@ -50,6 +50,14 @@ export interface ToolCall {
   context?: Record<string, unknown>;
 }
 
+/**
+ * A filing (POST /approvals): a call, and, from a runtime holding RUNTIME_ROLE, the approval it asks
+ * for a call a crash interrupted (spec section 5.4.2): filed without a decision.
+ */
+export interface ApprovalFiling extends ToolCall {
+  kind?: 'interrupted_side_effect';
+}
+
 /** A call to POST /decide: with `approvalId`, it redeems that approval (spec section 5.3). */
 export interface DecideCall extends ToolCall {
   approvalId?: string;

@@ -65,9 +65,9 @@ const denyBody = {
 } as const;
 const cancelBody = { type: 'object', additionalProperties: false, properties: {} } as const;
 // A filing is a tool call; a runtime (RUNTIME_ROLE) may add the one kind it files itself.
-const filingBody = {
+export const filingBodySchema = {
   ...toolCallSchema,
-  properties: { ...toolCallSchema.properties, kind: { const: INTERRUPTED_KIND } },
+  properties: { kind: { type: 'string', enum: [INTERRUPTED_KIND] }, ...toolCallSchema.properties },
 } as const;
 
 export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
@@ -80,7 +80,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   };
 
   // Filing: the engine decides the call again and files what its decision describes (src/engine/file.ts).
-  app.post('/approvals', { schema: { body: filingBody } }, async (request, reply) => {
+  app.post('/approvals', { schema: { body: filingBodySchema } }, async (request, reply) => {
     const identity = identityOf(request);
     const body = request.body as ToolCall & { kind?: typeof INTERRUPTED_KIND };
     const interrupted = body.kind !== undefined;
