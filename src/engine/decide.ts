@@ -23,6 +23,7 @@ import { decisionLine, kindOf, writeRecord, type Asked, type Beside } from './re
 import { keptOfDecision, replayedDecision } from './replays.js';
 import { decideInShadow } from './shadow.js';
 import type { ApprovalService } from '../approvals/service.js';
+import { StoreUnavailableError } from '../db/errors.js';
 import type { Call, EngineParts } from './parts.js';
 
 export interface DecideCall extends Call {
@@ -42,7 +43,19 @@ export function decideCall(parts: EngineParts, call: DecideCall): Answer | Promi
  * what the call gets should the approval change before it is consumed.
  */
 async function citing(parts: EngineParts, call: DecideCall, approvals: ApprovalService, id: string): Promise<Answer> {
-  const cited = await approvals.cited(id, call.request, call.identity);
+  // A database that cannot answer leaves `$approval` missing (a condition reading it fails closed):
+  // a call decided without it that needs no database (allowed, denied, aborted, uncounted) is
+  // answered as without approval_id; any other is this 503 now, not after a second deadline.
+  let unavailable: StoreUnavailableError | undefined;
+  const cited = await approvals.cited(id, call.request, call.identity).catch((err: unknown) => {
+    if (!(err instanceof StoreUnavailableError)) throw err;
+    unavailable = err;
+    return null;
+  });
+  if (unavailable !== undefined) {
+    const fresh = decide(parts.policies.current(), call.request, call.identity);
+    if (fresh.decision === 'require_approval' || isCounted(fresh)) throw unavailable;
+  }
   if (cited === null) return decideNow(parts, call, undefined);
   const absent = decide(parts.policies.current(), call.request, call.identity);
   return decideNow(parts, { ...call, request: { ...call.request, cited } }, absent);
