@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { TransactionSql } from 'postgres';
 import type { KeptAnswer, StoredAnswer } from '../db/idempotency.js';
 import { decide } from '../policy/decide.js';
-import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
+import type { CitedApprovalView, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import { decided, decisionText, nextOf, written, type Answer } from './answer.js';
 import {
   approvalsOf,
@@ -194,7 +194,9 @@ function keyedReplay(
   let replayed: Replayed | undefined;
   return {
     async replay(tx, kept) {
-      replayed = (await replayedDecision(parts.approvals, tx, kept, fresh, req, identity)) ?? undefined;
+      const set = parts.policies.current();
+      const withCited = (cited: CitedApprovalView): DecisionResult => decide(set, { ...req, cited }, identity);
+      replayed = (await replayedDecision(parts.approvals, tx, kept, fresh, req, identity, withCited)) ?? undefined;
       return replayed === undefined
         ? null
         : decisionText(replayed.result, replayed.decisionId, nextOf(replayed.result, null));

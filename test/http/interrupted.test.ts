@@ -148,6 +148,31 @@ describe('resuming with the approval', () => {
     expect(again.json()).toMatchObject({ decision: 'require_approval', approval: { kind: 'remote_mutation' } });
   });
 
+  it('a retry under the same Idempotency-Key gets the first allow, though the approval is now consumed', async () => {
+    const tok = runtime();
+    const call = { tool: 'send_email', args: email() };
+    const a = await granted(tok, call);
+    const keyed = () =>
+      t.app.inject({
+        method: 'POST',
+        url: '/decide',
+        headers: { ...bearer(tok), 'content-type': 'application/json', 'idempotency-key': `resume-${a.id}` },
+        payload: JSON.stringify({ ...call, approval_id: a.id }),
+      });
+    const first = await keyed();
+    expect(first.statusCode, first.body).toBe(200);
+    const retry = await keyed();
+    expect(retry.statusCode, retry.body).toBe(200);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.json()).toMatchObject({
+      decision: 'allow',
+      decision_id: (first.json() as { decision_id: string }).decision_id,
+      approval: { id: a.id, status: 'consumed' },
+    });
+    // Without the key, the spent approval allows nothing.
+    expect((await decide(tok, { ...call, approval_id: a.id })).statusCode).toBe(403);
+  });
+
   it('a policy that asks its own approval gets it asked: the crash approval stays granted, unconsumed', async () => {
     const tok = runtime();
     const call = { tool: 'wire', args: { to: 'ACME', amount: 10 } };
