@@ -433,21 +433,22 @@ export function propertySeed(path: string, name: string): number {
   return (h >>> 0) % 0x80000000;
 }
 
-export function runCase(set: PolicySet, c: PolicyCase): CaseResult {
+/** The request a case decides: its call, and its cited approval as `$approval` reads it. */
+export function caseRequest(c: PolicyCase): DecideRequest {
   const call = toDecideRequest(c);
-  const request: DecideRequest =
-    c.approval === undefined
-      ? call
-      : {
-          ...call,
-          cited: {
-            kind: c.approval.kind,
-            status: 'granted',
-            decided_by: c.approval.decided_by ?? 'operator',
-            decided_at: c.approval.decided_at ?? '1970-01-01T00:00:00.000Z',
-            hash: '', // never read by a condition, and a case consumes nothing
-          },
-        };
+  if (c.approval === undefined) return call;
+  const cited = {
+    kind: c.approval.kind,
+    status: 'granted' as const,
+    decided_by: c.approval.decided_by ?? 'operator',
+    decided_at: c.approval.decided_at ?? '1970-01-01T00:00:00.000Z',
+    hash: '', // never read by a condition, and a case consumes nothing
+  };
+  return { ...call, cited };
+}
+
+export function runCase(set: PolicySet, c: PolicyCase): CaseResult {
+  const request = caseRequest(c);
   let got = decide(set, request, c.identity);
   // Budgets and rate limits: the call against the counters the case gives (absent: empty), as the
   // service settles it after counting (src/policy/limits.ts).
