@@ -482,6 +482,7 @@ async function requestParts(opts, add, payments) {
       metrics,
       adminRole: 'admin',
       approverRole: 'approver',
+      runtimeRole: 'runtime',
       policyReaderRoles: ['admin', 'approver'],
       usage: loadConfig({}).usage,
     },

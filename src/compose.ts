@@ -139,6 +139,7 @@ export function compose(r: Resources): Composed {
     auditorRole: config.auditorRole,
     adminRole: config.adminRole,
     approverRole: config.approverRole,
+    runtimeRole: config.runtimeRole,
     fastGrantSeconds: config.fastGrantSeconds,
     policyReaderRoles: config.policyReaderRoles,
     usage: config.usage,

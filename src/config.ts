@@ -32,6 +32,8 @@ export interface Config {
     readonly ttlMs: number;
   };
   readonly approverRole: string;
+  /** RUNTIME_ROLE: the agent's runtime, which may file approvals for calls a crash interrupted. */
+  readonly runtimeRole: string;
   /** FAST_GRANT_SECONDS: a grant given sooner after filing was too fast to have been read (GET /approvals/stats). */
   readonly fastGrantSeconds: number;
   readonly adminRole: string;
@@ -197,6 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
     oidc,
     session: { secret: sessionSecret, ttlMs: duration('SESSION_TTL', '8h', { min: '5m', max: '7d' }) },
     approverRole,
+    runtimeRole: str('RUNTIME_ROLE', 'runtime')!,
     fastGrantSeconds: int('FAST_GRANT_SECONDS', 5, 0, 3600, 'seconds'),
     adminRole,
     policyReaderRoles,

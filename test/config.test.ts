@@ -29,6 +29,7 @@ describe('loadConfig', () => {
       policyEnv: null,
       claims: { team: 'team', agent: 'agent', roles: 'roles' },
       approverRole: 'approver',
+      runtimeRole: 'runtime',
       adminRole: 'admin',
       bodyLimit: 1_048_576,
       logLevel: 'info',
@@ -107,6 +108,7 @@ describe('loadConfig', () => {
       KEEP_ALIVE_TIMEOUT: '620s',
       MAX_CONNECTIONS: '4096',
       POLICY_READER_ROLE: ' auditor , root',
+      RUNTIME_ROLE: 'agent-runtime',
     });
     expect(c.connections).toEqual({
       headersTimeoutMs: 5000,
@@ -123,6 +125,7 @@ describe('loadConfig', () => {
       policyEnv: 'prod',
       claims: { team: 'grp', agent: 'azp', roles: 'scope' },
       approverRole: 'ops',
+      runtimeRole: 'agent-runtime',
       adminRole: 'root',
       bodyLimit: 65536,
       logLevel: 'warn',

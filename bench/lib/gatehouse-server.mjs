@@ -92,6 +92,7 @@ const ctx = {
   metrics,
   adminRole: 'admin',
   approverRole: 'approver',
+  runtimeRole: 'runtime',
   policyReaderRoles: ['admin', 'approver'],
   usage: loadConfig({}).usage,
 };

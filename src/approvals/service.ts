@@ -4,7 +4,13 @@ import type { Sql, TransactionSql } from 'postgres';
 import { StoreUnavailableError } from '../db/errors.js';
 import { modelMessage, spentApprovalMessage } from '../policy/message.js';
 import { approvalHash } from '../json/canonical.js';
-import type { ApprovalDescriptor, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
+import type {
+  ApprovalDescriptor,
+  CitedApprovalView,
+  DecideRequest,
+  DecisionResult,
+  Identity,
+} from '../policy/model.js';
 import type { Approval, ApprovalStatus } from './approval.js';
 import { createApprovalFeed, type ApprovalFeed } from './feed.js';
 import type { ApprovalWaiter } from './notify.js';
@@ -17,14 +23,26 @@ export interface ApprovalService {
   readonly feed: ApprovalFeed;
   /** Throws StoreUnavailableError (503) while the database schema is not in place yet. */
   ensureReady(): void;
-  /** docs/spec.md section 5.3, `/decide` with `approval_id`: consume a granted approval of this exact request. */
-  /** In `tx` when given (an Idempotency-Key's transaction: the store's idempotent()). */
+  /**
+   * The cited approval as `$approval` reads it (docs/spec.md section 3.2), read before the call is
+   * decided: null unless it is this caller's, granted, unexpired and filed for exactly this call
+   * (its hash recomputed over this tool, args and context with its own requirements).
+   */
+  cited(approvalId: string, request: DecideRequest, identity: Identity): Promise<CitedApprovalView | null>;
+  /**
+   * docs/spec.md section 5.3, `/decide` with `approval_id`: consume a granted approval of this exact
+   * request. In `tx` when given (an Idempotency-Key's transaction: the store's idempotent()). A call
+   * decided with `$approval` (`request.cited`) and allowed consumes the cited approval; when it can
+   * no longer be consumed (it changed since it was read), the call is answered as `absent` (its
+   * decision without `$approval`) would be.
+   */
   redeem(
     fresh: DecisionResult,
     request: DecideRequest,
     approvalId: string,
     identity: Identity,
     tx?: TransactionSql,
+    absent?: DecisionResult,
   ): Promise<Redemption>;
   /** Whether the database answers now (for /readyz). */
   ping(): Promise<boolean>;
@@ -77,7 +95,33 @@ export function createApprovalService(
     waiter,
     feed,
     ensureReady,
-    async redeem(fresh, request, approvalId, identity, tx) {
+    async cited(approvalId, request, identity) {
+      ensureReady();
+      const a = await store.get(approvalId);
+      if (a === null || a.requester.sub !== identity.user || a.status !== 'granted') return null;
+      if (a.decided_by === null || a.decided_at === null) return null;
+      const hash = approvalHash({
+        tool: request.tool,
+        args: request.args,
+        context: request.context,
+        requirements: a.requirements,
+      });
+      if (hash !== a.hash) return null;
+      return { kind: a.kind, status: 'granted', decided_by: a.decided_by, decided_at: a.decided_at, hash };
+    },
+    async redeem(given, request, approvalId, identity, tx, absent) {
+      let fresh = given;
+      // Allowed with `$approval` read: the cited approval is consumed with the allow, in one statement.
+      if (fresh.decision === 'allow' && request.cited !== undefined) {
+        ensureReady();
+        const consumed = await store.consume(approvalId, { sub: identity.user }, request.cited.hash, tx);
+        if (consumed.ok) {
+          const a = consumed.approval;
+          return { result: grantedResult(fresh, askedOf(a), request, a.id), cited: citedOf(a, true) };
+        }
+        // Consumed, cancelled or expired since it was read: `$approval` is absent after all.
+        fresh = absent ?? changedResult(fresh, request);
+      }
       // The request was decided again from scratch; only a require_approval can be redeemed.
       if (fresh.decision !== 'require_approval' || !fresh.approval) return { result: fresh, cited: null };
       ensureReady();
@@ -195,6 +239,12 @@ export function approvalCovers(a: Approval, fresh: DecisionResult, request: Deci
   // Limit ids are unique among rule ids too (docs/spec.md section 2.9): a rule cannot pass for a limit.
   const limits = new Set((fresh.charges ?? []).map((c) => c.limit.id));
   return a.requirements.slice(n).every((r) => (r.kind === 'budget' || r.kind === 'rate_limit') && limits.has(r.rule));
+}
+
+/** Fail closed: a call allowed with `$approval` whose approval changed, and no decision without it. */
+function changedResult(fresh: DecisionResult, request: DecideRequest): DecisionResult {
+  const reason = 'the cited approval changed while the call was decided';
+  return { ...fresh, decision: 'deny', reason, message: modelMessage('deny', request.tool, reason, false) };
 }
 
 function citedOf(approval: Approval, sameRequest: boolean): CitedApproval {

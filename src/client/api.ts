@@ -13,7 +13,7 @@ import type {
   IdempotentOptions,
   ListQuery,
   RequestOptions,
-  ToolCall,
+  ApprovalFiling,
   ToolsResponse,
 } from './types.js';
 import {
@@ -26,7 +26,7 @@ import {
   GRANT_REQUEST,
   LIST_QUERY,
   queryOf,
-  TOOL_CALL,
+  APPROVAL_FILING,
   TOOLS_RESPONSE,
   toWire,
 } from './wire.js';
@@ -59,10 +59,13 @@ export function routes(t: Transport) {
       return decisionOf(answer.status, answer.body);
     },
 
-    /** POST /approvals: 201/200 an approval, 409 the decision that needs none (allow, deny, abort). */
-    async file(call: ToolCall, o: IdempotentOptions = {}): Promise<Filing> {
+    /**
+     * POST /approvals: 201/200 an approval, 409 the decision that needs none (allow, deny, abort).
+     * With `kind: 'interrupted_side_effect'` (a runtime's token only), filed without a decision.
+     */
+    async file(call: ApprovalFiling, o: IdempotentOptions = {}): Promise<Filing> {
       const answer = await t.request('POST', '/approvals', {
-        body: toWire(TOOL_CALL, call),
+        body: toWire(APPROVAL_FILING, call),
         ...keyed(o),
         accept: [409],
       });

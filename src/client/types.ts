@@ -31,6 +31,8 @@ export interface RunApproval {
   id: string;
   kind?: string;
   status?: ApprovalStatus;
+  /** The tool the approval was for (read by `$run.approvals.N.tool` and `count($run.approvals, …)`). */
+  tool?: string;
 }
 
 /** The run view the host's runtime records (spec section 5.3): the host's word, never the model's. */
@@ -46,6 +48,14 @@ export interface ToolCall {
   args?: Record<string, unknown>;
   run?: RunView;
   context?: Record<string, unknown>;
+}
+
+/**
+ * A filing (POST /approvals): a call, and, from a runtime holding RUNTIME_ROLE, the approval it asks
+ * for a call a crash interrupted (spec section 5.4.2): filed without a decision.
+ */
+export interface ApprovalFiling extends ToolCall {
+  kind?: 'interrupted_side_effect';
 }
 
 /** A call to POST /decide: with `approvalId`, it redeems that approval (spec section 5.3). */

@@ -9,6 +9,7 @@
 // their optionality to the TypeScript type, and test/client/contract.test.ts holds them to the
 // schema of openapi.yaml, so the types, the conversion and the document cannot drift apart.
 import type {
+  ApprovalFiling,
   Approval,
   ApprovalDescriptor,
   ApprovalPage,
@@ -65,19 +66,26 @@ const maybeListOf = <S extends Shape>(shape: S) => ({ optional: true, shape, lis
 // ---- what the client sends ------------------------------------------------------------------------
 
 export const RUN_STEP = { tool: one, decision: maybe, approval_id: maybe } as const satisfies ShapeOf<RunStep>;
-export const RUN_APPROVAL = { id: one, kind: maybe, status: maybe } as const satisfies ShapeOf<RunApproval>;
+export const RUN_APPROVAL = {
+  id: one,
+  kind: maybe,
+  status: maybe,
+  tool: maybe,
+} as const satisfies ShapeOf<RunApproval>;
 export const RUN_VIEW = {
   id: maybe,
   steps: maybeListOf(RUN_STEP),
   approvals: maybeListOf(RUN_APPROVAL),
 } as const satisfies ShapeOf<RunView>;
-/** The body of POST /approvals (and of /explain). */
+/** A tool call (the body of POST /approvals below, and of /explain). */
 export const TOOL_CALL = {
   tool: one,
   args: maybe,
   run: maybeNested(RUN_VIEW),
   context: maybe,
 } as const satisfies ShapeOf<ToolCall>;
+/** The body of POST /approvals: a call, and the runtime's own kind when it files one. */
+export const APPROVAL_FILING = { ...TOOL_CALL, kind: maybe } as const satisfies ShapeOf<ApprovalFiling>;
 /** The body of POST /decide. */
 export const DECIDE_REQUEST = { ...TOOL_CALL, approval_id: maybe } as const satisfies ShapeOf<DecideCall>;
 export const GRANT_REQUEST = { note: maybe } as const satisfies ShapeOf<GrantTexts>;

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { TransactionSql } from 'postgres';
 import type { KeptAnswer, StoredAnswer } from '../db/idempotency.js';
 import { decide } from '../policy/decide.js';
-import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
+import type { CitedApprovalView, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import { decided, decisionText, nextOf, written, type Answer } from './answer.js';
 import {
   approvalsOf,
@@ -22,6 +22,8 @@ import {
 import { decisionLine, kindOf, writeRecord, type Asked, type Beside } from './record.js';
 import { keptOfDecision, replayedDecision } from './replays.js';
 import { decideInShadow } from './shadow.js';
+import type { ApprovalService } from '../approvals/service.js';
+import { StoreUnavailableError } from '../db/errors.js';
 import type { Call, EngineParts } from './parts.js';
 
 export interface DecideCall extends Call {
@@ -30,6 +32,36 @@ export interface DecideCall extends Call {
 }
 
 export function decideCall(parts: EngineParts, call: DecideCall): Answer | Promise<Answer> {
+  return call.approvalId === undefined || parts.approvals === null
+    ? decideNow(parts, call, undefined)
+    : citing(parts, call, parts.approvals, call.approvalId);
+}
+
+/**
+ * A call citing `approval_id`: the approval is read first, and the call decided with it as
+ * `$approval` when it stands for this very call (docs/spec.md section 3.2), and also without it:
+ * what the call gets should the approval change before it is consumed.
+ */
+async function citing(parts: EngineParts, call: DecideCall, approvals: ApprovalService, id: string): Promise<Answer> {
+  // A database that cannot answer leaves `$approval` missing (a condition reading it fails closed):
+  // a call decided without it that needs no database (allowed, denied, aborted, uncounted) is
+  // answered as without approval_id; any other is this 503 now, not after a second deadline.
+  let unavailable: StoreUnavailableError | undefined;
+  const cited = await approvals.cited(id, call.request, call.identity).catch((err: unknown) => {
+    if (!(err instanceof StoreUnavailableError)) throw err;
+    unavailable = err;
+    return null;
+  });
+  if (unavailable !== undefined) {
+    const fresh = decide(parts.policies.current(), call.request, call.identity);
+    if (fresh.decision === 'require_approval' || isCounted(fresh)) throw unavailable;
+  }
+  if (cited === null) return decideNow(parts, call, undefined);
+  const absent = decide(parts.policies.current(), call.request, call.identity);
+  return decideNow(parts, { ...call, request: { ...call.request, cited } }, absent);
+}
+
+function decideNow(parts: EngineParts, call: DecideCall, absent: DecisionResult | undefined): Answer | Promise<Answer> {
   const { request: req, identity, approvalId } = call;
   const decisionId = randomUUID();
   const started = process.hrtime.bigint();
@@ -54,8 +86,8 @@ export function decideCall(parts: EngineParts, call: DecideCall): Answer | Promi
     return decided(fresh, decisionId, nextOf(fresh, null));
   }
   return isCounted(fresh)
-    ? counted(parts, call, fresh, decisionId, record)
-    : redeemed(parts, call, fresh, decisionId, record);
+    ? counted(parts, call, fresh, decisionId, record, absent)
+    : redeemed(parts, call, fresh, decisionId, record, absent);
 }
 
 type Recorder = (decision: DecisionResult['decision'], rule: string, beside?: Beside) => void;
@@ -67,6 +99,7 @@ async function counted(
   fresh: DecisionResult & { charges: NonNullable<DecisionResult['charges']> },
   decisionId: string,
   record: Recorder,
+  absent: DecisionResult | undefined,
 ): Promise<Answer> {
   const { request: req, identity, approvalId } = call;
   const keyed = keyedReplay(parts, fresh, req, identity);
@@ -84,7 +117,7 @@ async function counted(
           limits,
           claim,
           async (tx) => {
-            const s = await settleDecision(tx, limits, parts.approvals, fresh, req, identity, approvalId);
+            const s = await settleDecision(tx, limits, parts.approvals, fresh, req, identity, approvalId, absent);
             settled = s;
             const given = decisionText(s.result, decisionId, nextOf(s.result, s.cited));
             if (s.rollback) throw new RolledBack(given);
@@ -109,20 +142,23 @@ async function redeemed(
   fresh: DecisionResult,
   decisionId: string,
   record: Recorder,
+  absent: DecisionResult | undefined,
 ): Promise<Answer> {
   const { request: req, identity } = call;
   const claim = call.claim();
   const approvals = approvalsOf(parts.approvals);
   const approvalId = call.approvalId as string; // not the hot path: cited
-  // Only a require_approval can consume a grant: any other answer changes nothing, and needs no key.
-  if (claim !== undefined && fresh.decision === 'require_approval') {
+  // Only a require_approval, or an allow that read `$approval`, can consume a grant: any other answer
+  // changes nothing, and needs no key.
+  const consumes = fresh.decision === 'require_approval' || (fresh.decision === 'allow' && req.cited !== undefined);
+  if (claim !== undefined && consumes) {
     // The redeem and what the key keeps of it in one transaction: a retry is answered from it.
     const keyed = keyedReplay(parts, fresh, req, identity);
     let result = fresh;
     const answer = await keysOf(parts.keys).once(
       claim,
       async (tx) => {
-        const r = await approvals.redeem(fresh, req, approvalId, identity, tx);
+        const r = await approvals.redeem(fresh, req, approvalId, identity, tx, absent);
         result = r.result;
         return {
           answer: decisionText(result, decisionId, nextOf(result, r.cited)),
@@ -137,7 +173,7 @@ async function redeemed(
     else record(result.decision, result.rule);
     return written(answer);
   }
-  const r = await approvals.redeem(fresh, req, approvalId, identity);
+  const r = await approvals.redeem(fresh, req, approvalId, identity, undefined, absent);
   record(r.result.decision, r.result.rule);
   return decided(r.result, decisionId, nextOf(r.result, r.cited));
 }
@@ -158,7 +194,9 @@ function keyedReplay(
   let replayed: Replayed | undefined;
   return {
     async replay(tx, kept) {
-      replayed = (await replayedDecision(parts.approvals, tx, kept, fresh, req, identity)) ?? undefined;
+      const set = parts.policies.current();
+      const withCited = (cited: CitedApprovalView): DecisionResult => decide(set, { ...req, cited }, identity);
+      replayed = (await replayedDecision(parts.approvals, tx, kept, fresh, req, identity, withCited)) ?? undefined;
       return replayed === undefined
         ? null
         : decisionText(replayed.result, replayed.decisionId, nextOf(replayed.result, null));

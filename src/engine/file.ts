@@ -1,12 +1,14 @@
 // Filing an approval (POST /approvals, docs/spec.md section 5.4): the call is decided again here,
 // never taken from the caller; a require_approval files (or finds) the approval its decision
 // describes, any other answer is a 409 with the decision. A call that budgets or rate limits select
-// asks their counters first (a call found allowed is counted: its 409 says allow).
+// asks their counters first (a call found allowed is counted: its 409 says allow). A runtime's
+// approval for a call interrupted by a crash is filed without a decision (../policy/interrupted.ts).
 import { randomUUID } from 'node:crypto';
 import type { TransactionSql } from 'postgres';
 import type { Acted, KeptAnswer, StoredAnswer } from '../db/idempotency.js';
 import { canonicalize } from '../json/canonical.js';
 import { decide } from '../policy/decide.js';
+import { interruptedResult } from '../policy/interrupted.js';
 import type { DecisionResult } from '../policy/model.js';
 import { approvalView, decided, decisionBody, written, type Answer } from './answer.js';
 import { answerInTransaction, approvalsOf, isCounted, keysOf, limitsOf, settleFiling } from './limits.js';
@@ -16,6 +18,11 @@ import { replayedFiling } from './replays.js';
 export interface FileCall extends Call {
   /** Whether the caller may read operators' notes (an approver). */
   readonly seesNotes: boolean;
+  /**
+   * A runtime's own approval for a call interrupted by a crash (`kind: interrupted_side_effect`, the
+   * route has checked RUNTIME_ROLE): filed as asked, not decided; the policy decides on resume.
+   */
+  readonly interrupted?: boolean;
 }
 
 export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answer> {
@@ -23,7 +30,8 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
   approvals.ensureReady();
   const { store } = approvals;
   const { request: req, identity } = call;
-  const fresh = decide(parts.policies.current(), req, identity);
+  const set = parts.policies.current();
+  const fresh = call.interrupted === true ? interruptedResult(req, set.identities) : decide(set, req, identity);
   const decisionId = randomUUID();
   if (fresh.internalError) return decided(fresh, decisionId);
   const claim = call.claim();

@@ -65,13 +65,17 @@ export async function settleDecision(
   request: DecideRequest,
   identity: Identity,
   approvalId: string | undefined,
+  absent?: DecisionResult,
 ): Promise<Settled & { rollback: boolean }> {
   const counting = fresh.decision === 'allow' || approvalId !== undefined;
   const outcome = counting ? await limits.store.charge(tx, fresh.charges) : await limits.store.check(tx, fresh.charges);
   let result = settleCharges(fresh, request, outcome.refusals);
   let cited: CitedApproval | null = null;
-  if (approvalId !== undefined && result.decision === 'require_approval') {
-    const redeemed = await approvalsOf(approvals).redeem(result, request, approvalId, identity, tx);
+  // An allow that read `$approval` consumes the cited approval (ApprovalService.redeem).
+  const consumes =
+    result.decision === 'require_approval' || (result.decision === 'allow' && request.cited !== undefined);
+  if (approvalId !== undefined && consumes) {
+    const redeemed = await approvalsOf(approvals).redeem(result, request, approvalId, identity, tx, absent);
     cited = redeemed.cited;
     result = redeemed.result;
     // The operator saw these limits crossed and granted the call: it counts past them.

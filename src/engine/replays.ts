@@ -6,7 +6,8 @@ import type { TransactionSql } from 'postgres';
 import type { KeptAnswer } from '../db/idempotency.js';
 import { approvalCovers, askedOf, grantedResult, type ApprovalService } from '../approvals/service.js';
 import type { Approval } from '../approvals/approval.js';
-import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
+import { approvalHash } from '../json/canonical.js';
+import type { CitedApprovalView, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 
 /**
  * What a /decide answer keeps: an allow that changed something (a grant consumed, a call counted) is
@@ -33,11 +34,20 @@ export async function replayedDecision(
   fresh: DecisionResult,
   request: DecideRequest,
   identity: Identity,
+  withCited?: (cited: CitedApprovalView) => DecisionResult,
 ): Promise<{ result: DecisionResult; decisionId: string } | null> {
   if (kept.kind === 'allow') return fresh.decision === 'allow' ? { result: fresh, decisionId: kept.decisionId } : null;
   if (kept.kind !== 'redeem' || approvals === null) return null;
   const a = await ownApproval(approvals, tx, kept.approvalId, identity);
   if (a === null || a.status !== 'consumed') return null;
+  // Consumed by an allow that read `$approval`: decided now with the approval as it stood when
+  // granted (it is consumed, so the retry's own decision had no `$approval`), within its time.
+  const asGranted = fresh.decision === 'allow' || withCited === undefined ? null : grantedView(a, request);
+  if (asGranted !== null && (await approvals.store.stillAhead(a.expires_at, tx))) {
+    const again = withCited!(asGranted); // asGranted is null without withCited
+    if (again.decision === 'allow')
+      return { result: grantedResult(again, askedOf(a), request, a.id), decisionId: kept.decisionId };
+  }
   // Allowed now without it, the call needs no grant (and was counted, the grant spent, the first
   // time). Asking for it, the retry never outlives the grant: only within the time it could have
   // been redeemed in.
@@ -70,6 +80,20 @@ export async function replayedFiling(
   if (kept.kind !== 'filed') return null;
   const a = await ownApproval(approvals, tx, kept.approvalId, identity);
   return a !== null && approvalCovers(a, fresh, request) ? a : null;
+}
+
+/** `$approval` of a consumed approval `a` as it was granted, when `a` was filed for exactly this call. */
+function grantedView(a: Approval, request: DecideRequest): CitedApprovalView | null {
+  if (a.decided_by === null || a.decided_at === null) return null;
+  const hash = approvalHash({
+    tool: request.tool,
+    args: request.args,
+    context: request.context,
+    requirements: a.requirements,
+  });
+  return hash === a.hash
+    ? { kind: a.kind, status: 'granted', decided_by: a.decided_by, decided_at: a.decided_at, hash }
+    : null;
 }
 
 async function ownApproval(

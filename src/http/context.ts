@@ -8,6 +8,8 @@ export interface AppContext {
   readonly metrics: Metrics;
   readonly adminRole: string;
   readonly approverRole: string;
+  /** RUNTIME_ROLE: may file an approval for a call a crash interrupted (`kind: interrupted_side_effect`). */
+  readonly runtimeRole: string;
   /** FAST_GRANT_SECONDS (GET /approvals/stats); default 5. */
   readonly fastGrantSeconds?: number;
   /** Roles that may read `/explain` and `/policies` (POLICY_READER_ROLE): any one of them. */

@@ -12,7 +12,7 @@ import { PolicyLoadError, type LoadProblem } from './errors.js';
 import { compileGlob, GlobError, type Glob } from './glob.js';
 import { buildPolicySet, isPolicyTestFileName, readPolicyFiles, type FileBytes } from './load.js';
 import { settleCharges, wouldCross, type Refusal } from './limits.js';
-import type { Amount, Decision, DecisionResult, Identity, PolicySet, RunView } from './model.js';
+import type { Amount, Decision, DecideRequest, DecisionResult, Identity, PolicySet, RunView } from './model.js';
 import {
   type CallerSpec,
   checkTarget,
@@ -91,6 +91,18 @@ const caseFileSchema = {
           env: { type: 'string', minLength: 1 },
           run: runViewSchema,
           context: { type: 'object' },
+          // The approval the call cites, as the server would find it granted for this very call
+          // (`$approval`, docs/spec.md section 3.2); absent: none cited.
+          approval: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['kind'],
+            properties: {
+              kind: { type: 'string', minLength: 1, maxLength: 64 },
+              decided_by: { type: 'string', minLength: 1 },
+              decided_at: { type: 'string', minLength: 1 },
+            },
+          },
           // Where the counters of the budgets and rate limits that select the call stand, by id: a
           // budget's amount counted (or spend reported), a rate limit's calls in the window. Absent: 0.
           counters: { type: 'object', additionalProperties: { type: 'number', minimum: 0 } },
@@ -116,6 +128,8 @@ export interface PolicyCase {
   env: string | null;
   run?: RunView;
   context?: JsonObject;
+  /** The cited approval as `$approval` reads it (granted, for this very call). */
+  approval?: { kind: string; decided_by?: string; decided_at?: string };
   /** The counters' standings by budget or rate limit id (exact). */
   counters?: ReadonlyMap<string, Amount>;
   want: Decision;
@@ -213,6 +227,7 @@ interface CaseDoc {
     env?: string;
     run?: RunView;
     context?: JsonObject;
+    approval?: { kind: string; decided_by?: string; decided_at?: string };
     counters?: Record<string, number>;
     want: Decision;
     rule?: string;
@@ -299,6 +314,7 @@ export function readCaseFile(path: string, bytes: Uint8Array): CaseFile {
       env: c.env ?? file.env ?? null,
       ...(c.run ? { run: c.run } : {}),
       ...(c.context ? { context: c.context } : {}),
+      ...(c.approval ? { approval: c.approval } : {}),
       ...(c.counters ? { counters: countersOf(c, i)! } : {}),
       want: c.want,
       ...(c.rule !== undefined ? { rule: c.rule } : {}),
@@ -417,8 +433,22 @@ export function propertySeed(path: string, name: string): number {
   return (h >>> 0) % 0x80000000;
 }
 
+/** The request a case decides: its call, and its cited approval as `$approval` reads it. */
+export function caseRequest(c: PolicyCase): DecideRequest {
+  const call = toDecideRequest(c);
+  if (c.approval === undefined) return call;
+  const cited = {
+    kind: c.approval.kind,
+    status: 'granted' as const,
+    decided_by: c.approval.decided_by ?? 'operator',
+    decided_at: c.approval.decided_at ?? '1970-01-01T00:00:00.000Z',
+    hash: '', // never read by a condition, and a case consumes nothing
+  };
+  return { ...call, cited };
+}
+
 export function runCase(set: PolicySet, c: PolicyCase): CaseResult {
-  const request = toDecideRequest(c);
+  const request = caseRequest(c);
   let got = decide(set, request, c.identity);
   // Budgets and rate limits: the call against the counters the case gives (absent: empty), as the
   // service settles it after counting (src/policy/limits.ts).

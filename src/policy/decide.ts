@@ -186,6 +186,7 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
     context: request.context,
     run: request.run,
     env: set.env,
+    approval: request.cited,
   };
   // Each file answers under every description of the tool its scope selects; its most severe answer
   // counts (the first description among equals). A file whose scope selects none gives no answer.

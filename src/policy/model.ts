@@ -21,9 +21,31 @@ export interface RunStep {
   tool: string;
   decision?: Decision;
 }
+/** An approval as the runtime reports it in the run view (`run.approvals`). */
+export interface RunApproval {
+  id: string;
+  kind?: string;
+  status?: 'pending' | 'granted' | 'denied' | 'expired' | 'consumed' | 'cancelled';
+  tool?: string;
+}
 export interface RunView {
   id?: string;
   steps?: RunStep[];
+  approvals?: RunApproval[];
+}
+
+/**
+ * The approval a call cites (`approval_id`), as conditions read it (`$approval`): set by the engine,
+ * which read it from the database, only when it is the caller's, granted, unexpired and filed for
+ * exactly this call; never taken from a body.
+ */
+export interface CitedApprovalView {
+  readonly kind: string;
+  readonly status: 'granted';
+  readonly decided_by: string;
+  readonly decided_at: string;
+  /** Its hash, for the engine to consume it by; not a member conditions read. */
+  readonly hash: string;
 }
 
 export interface DecideRequest {
@@ -32,6 +54,8 @@ export interface DecideRequest {
   readonly run?: RunView;
   /** Facts the host runtime sets about where the call runs (a sandbox, a repository, a tenant); never the model. */
   readonly context?: JsonObject;
+  /** The cited approval as `$approval` reads it (see CitedApprovalView); absent on the hot path. */
+  readonly cited?: CitedApprovalView;
 }
 
 export interface PolicyIdentity {

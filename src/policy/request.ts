@@ -63,6 +63,7 @@ export const runViewSchema = {
         properties: {
           id: { type: 'string', maxLength: 64 },
           kind: { type: 'string', maxLength: 64 },
+          tool: { type: 'string', maxLength: 256 },
           status: { enum: ['pending', 'granted', 'denied', 'expired', 'consumed', 'cancelled'] },
         },
       },

@@ -21,7 +21,7 @@ import {
   GRANT_REQUEST,
   LIST_QUERY,
   type Shape,
-  TOOL_CALL,
+  APPROVAL_FILING,
   TOOLS_RESPONSE,
 } from '../../src/client/wire.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
@@ -173,7 +173,7 @@ const ROUTES = {
   'approvals.file': {
     method: 'post',
     path: '/approvals',
-    body: TOOL_CALL,
+    body: APPROVAL_FILING,
     answers: { APPROVAL: ['200', '201'], DECISION_WITHOUT_NEXT: ['409'] },
     idempotent: true,
   },

@@ -250,6 +250,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     auditorRole: 'auditor',
     adminRole: 'admin',
     approverRole: 'approver',
+    runtimeRole: 'runtime',
     ...(options.fastGrantSeconds !== undefined ? { fastGrantSeconds: options.fastGrantSeconds } : {}),
     policyReaderRoles: options.policyReaderRoles ?? ['admin', 'approver'],
     usage: { ...loadConfig({}).usage, ...options.usage },

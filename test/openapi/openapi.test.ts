@@ -14,6 +14,7 @@ import { OutcomeUnknownError, StoreUnavailableError } from '../../src/db/errors.
 import { ERRORS } from '../../src/http/errors.js';
 import { SESSION_ROUTES } from '../../src/http/session.js';
 import { createJwksKeys } from '../../src/http/jwks.js';
+import { filingBodySchema } from '../../src/http/routes/approvals.js';
 import { decideBodySchema } from '../../src/http/routes/decide.js';
 import { createStrictAjv } from '../../src/policy/ajv.js';
 import { explain } from '../../src/policy/decide.js';
@@ -563,7 +564,11 @@ describe('request schemas: openapi.yaml and the code agree', () => {
   it('DecideRequest is decideBodySchema, keyword for keyword', () => {
     expect(inlined(requestSchemaFor('post', '/decide'))).toEqual(decideBodySchema);
     const { approval_id: _omit, ...rest } = decideBodySchema.properties;
-    expect(inlined(requestSchemaFor('post', '/approvals'))).toEqual({ ...decideBodySchema, properties: rest });
+    expect(inlined(requestSchemaFor('post', '/approvals'))).toEqual(filingBodySchema);
+    expect(filingBodySchema.properties).toEqual({
+      kind: { type: 'string', enum: ['interrupted_side_effect'] },
+      ...rest,
+    });
     expect(inlined(requestSchemaFor('post', '/explain'))).toEqual({ ...decideBodySchema, properties: rest });
     expect((resolvePointer('#/components/schemas/ToolName') as { pattern: string }).pattern).toBe(TOOL_NAME_PATTERN);
   });
@@ -1297,10 +1302,16 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     for (const [name, ex] of Object.entries(
       findOperation('post', '/approvals').operation.requestBody!.content!['application/json']!.examples!,
     )) {
-      expect(
-        (await call(db, { url: '/approvals', token: requester, body: deref<{ value: unknown }>(ex).value }, 200)).id,
-        name,
-      ).toBe(created.id);
+      const value = deref<{ value: Record<string, unknown> }>(ex).value;
+      if ('kind' in value) {
+        // A runtime's own approval (RUNTIME_ROLE), filed without a decision.
+        const runtime = token({ ...SUPPORT, sub: 'runtime-example', roles: ['runtime'] });
+        expect((await call(db, { url: '/approvals', token: runtime, body: value }, 201)).kind, name).toBe(
+          'interrupted_side_effect',
+        );
+        continue;
+      }
+      expect((await call(db, { url: '/approvals', token: requester, body: value }, 200)).id, name).toBe(created.id);
     }
 
     // Pending: /decide with the id says where it stands.
@@ -1712,7 +1723,13 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     const store = db.ctx.approvals!.store;
     const unavailable = (): StoreUnavailableError => new StoreUnavailableError('deadline');
     const spies = [
-      vi.spyOn(store, 'get').mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(new Error('boom')),
+      // /decide with approval_id reads the cited approval (get) first; unavailable, `$approval` is
+      // missing and the consume answers 503.
+      vi
+        .spyOn(store, 'get')
+        .mockRejectedValueOnce(unavailable())
+        .mockRejectedValueOnce(unavailable())
+        .mockRejectedValueOnce(new Error('boom')),
       vi.spyOn(store, 'consume').mockRejectedValueOnce(unavailable()),
       vi.spyOn(store, 'create').mockRejectedValueOnce(unavailable()),
       vi.spyOn(store, 'list').mockRejectedValueOnce(unavailable()).mockRejectedValueOnce(new Error('boom')),

@@ -570,6 +570,53 @@ describe('strings, built-ins and roots', () => {
     expect(compileCondition('count($run.steps, "*") == 0 and len($run.steps) == 0').evaluate(bare)).toBe(true);
   });
 
+  it('reads $approval, the cited approval the engine found for this call, and $run.approvals', () => {
+    const approval = {
+      kind: 'interrupted_side_effect',
+      status: 'granted',
+      decided_by: 'op',
+      decided_at: '2026-01-01T00:00:00Z',
+    };
+    const cited = on({}, { approval });
+    expect(compileCondition('$approval.kind == "interrupted_side_effect"').evaluate(cited)).toBe(true);
+    expect(compileCondition('$approval.status == "granted" and $approval.decided_by == "op"').evaluate(cited)).toBe(
+      true,
+    );
+    expect(compileCondition('$approval.decided_at startswith "2026-"').evaluate(cited)).toBe(true);
+    // Absent (no approval cited, or not one standing for this call): undecidable, `!=` included.
+    expect(compileCondition('$approval.kind == "interrupted_side_effect"').evaluate(on({}))).toBe(U);
+    expect(compileCondition('$approval.kind != "x"').evaluate(on({}))).toBe(U);
+    const approvals = [
+      { id: 'a1', kind: 'interrupted_side_effect', status: 'granted' as const, tool: 'send' },
+      { id: 'a2', kind: 'remote_mutation', tool: 'send' },
+    ];
+    const withRun = on({}, { run: { approvals } });
+    expect(compileCondition('$run.approvals.0.kind == "interrupted_side_effect"').evaluate(withRun)).toBe(true);
+    expect(compileCondition('$run.approvals.1.tool == "send" and $run.approvals.1.id == "a2"').evaluate(withRun)).toBe(
+      true,
+    );
+    expect(compileCondition('count($run.approvals, "send") == 2 and len($run.approvals) == 2').evaluate(withRun)).toBe(
+      true,
+    );
+    expect(compileCondition('len($run.approvals) == 0').evaluate(on({}))).toBe(true);
+    // An approval without `tool` cannot be counted by tool.
+    expect(
+      compileCondition('count($run.approvals, "*") == 1').evaluate(on({}, { run: { approvals: [{ id: 'a' }] } })),
+    ).toBe(U);
+  });
+
+  it('refuses at load what $approval and $run.approvals do not have', () => {
+    expect(compileError('$approval == 1').message).toMatch(
+      /`\$approval` has `kind`, `status`, `decided_by` and `decided_at`/,
+    );
+    expect(compileError('$approval.hash == "x"').message).toMatch(/`\$approval` has/);
+    expect(compileError('$approval.kind.x == "x"').message).toMatch(/`\$approval` has/);
+    expect(compileError('$approval.kind > 1').message).toMatch(/is a string/);
+    expect(compileError('$run.approvals.0.tool > 1').message).toMatch(/is a string/);
+    expect(compileError('$run.approval == 1').message).toMatch(/`\$run.approvals`/);
+    expect(compileError('$approvals.kind == "x"').message).toMatch(/the roots are .*\$approval/);
+  });
+
   it('a bare path still reads the arguments, even one named like a root', () => {
     expect(
       ev2('caller == 1 and context == 2 and run == 3 and env == 4', { caller: 1, context: 2, run: 3, env: 4 }),

@@ -13,11 +13,10 @@ import type { JsonObject } from '../../src/json/value.js';
 import { decide } from '../../src/policy/decide.js';
 import { sampleToolNames } from '../../src/policy/glob-names.js';
 import { inventory, type InventoryItem } from '../../src/policy/inventory.js';
-import { readCaseFile, type PolicyCase } from '../../src/policy/cases.js';
+import { caseRequest, readCaseFile, type PolicyCase } from '../../src/policy/cases.js';
 import { buildPolicySet, isPolicyTestFileName, readPolicyFiles } from '../../src/policy/load.js';
 import type { CatalogueEntry, Decision, Identity, PolicySet, RunView } from '../../src/policy/model.js';
 import { checkTarget, type NeverProperty } from '../../src/policy/never.js';
-import { toDecideRequest } from '../../src/policy/request.js';
 import { argsArb, identityArb, PII, REQUEST_TOOLS, runArb, setArb, toPolicySet } from '../helpers/policy-gen.js';
 import { runs } from '../helpers/runs.js';
 
@@ -176,7 +175,7 @@ describe('the inventory agrees with decide() on the case policies', () => {
             // Every written call of the tool in a run below the limits, made by this caller in this environment (the arguments, run and context it writes).
             const writtenDecisions = cases
               .filter((k) => names.includes(k.tool) && (k.run?.steps?.length ?? 0) < Math.max(1, limitOf(set)))
-              .map((k) => decide(set, toDecideRequest(k), identity))
+              .map((k) => decide(set, caseRequest(k), identity))
               .filter((got) => !got.schemaRefused)
               .map((got) => got.decision);
             if (item.status !== 'depends') {

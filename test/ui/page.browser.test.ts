@@ -493,6 +493,28 @@ describe.skipIf(!available)(
       expect(await c.locator('[data-f=expires]').textContent()).toMatch(/^expires in 23 h 59 min$|^expires in 1 d$/);
     });
 
+    it('a runtime’s approval for a call a crash interrupted asks its question, not the policies’ reasons', async () => {
+      const runtime = token({ sub: 'runtime-ui', team: 'ops', roles: ['runtime'] });
+      const a = await file(
+        { kind: 'interrupted_side_effect', tool: 'transfer', args: { to: 'G2', amount: 5 } },
+        runtime,
+      );
+      const asked = await file({ tool: 'transfer', args: { to: 'G3', amount: 5 } });
+      await signIn();
+      await live();
+      const c = card(a.id);
+      expect(await c.locator('[data-f=why-title]').textContent()).toBe('What the runtime asks');
+      expect(await c.locator('[data-f=question]').textContent()).toMatch(
+        /Did it run before the crash\? Grant to run it again;/,
+      );
+      expect(await c.locator('[data-f=requirements]').isHidden()).toBe(true);
+      // A policy's approval keeps its reasons.
+      const p = card(asked.id);
+      expect(await p.locator('[data-f=why-title]').textContent()).toBe('Why the policies ask');
+      expect(await p.locator('[data-f=question]').isHidden()).toBe(true);
+      expect(await p.locator('[data-f=requirements] li').count()).toBe(1);
+    });
+
     it('the arguments a shape leaves out are named; filters by tool, kind and requester, search, paging over a thousand, the history', async () => {
       const payer = token({ sub: 'agent-payer', team: 'support', agent: 'bot' });
       const pay = await file({ tool: 'send_payment', args: { amount: 10, memo: 'rent', iban: 'XX00ATTACKER' } }, payer);

@@ -16,6 +16,7 @@ import {
 } from '../../engine/index.js';
 import type { JsonObject } from '../../json/value.js';
 import type { Identity } from '../../policy/model.js';
+import { INTERRUPTED_KIND } from '../../policy/interrupted.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
 import { requireRole } from '../auth.js';
 import type { AppContext } from '../context.js';
@@ -63,6 +64,11 @@ const denyBody = {
   properties: { note: decisionText, message: decisionText, reason: decisionText },
 } as const;
 const cancelBody = { type: 'object', additionalProperties: false, properties: {} } as const;
+// A filing is a tool call; a runtime (RUNTIME_ROLE) may add the one kind it files itself.
+export const filingBodySchema = {
+  ...toolCallSchema,
+  properties: { kind: { type: 'string', enum: [INTERRUPTED_KIND] }, ...toolCallSchema.properties },
+} as const;
 
 export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   const service = (): ApprovalService => ctx.engine.approvals();
@@ -74,10 +80,15 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   };
 
   // Filing: the engine decides the call again and files what its decision describes (src/engine/file.ts).
-  app.post('/approvals', { schema: { body: toolCallSchema } }, async (request, reply) => {
+  app.post('/approvals', { schema: { body: filingBodySchema } }, async (request, reply) => {
     const identity = identityOf(request);
+    const body = request.body as ToolCall & { kind?: typeof INTERRUPTED_KIND };
+    const interrupted = body.kind !== undefined;
+    if (interrupted && !identity.roles.includes(ctx.runtimeRole))
+      throw new HttpError('forbidden', `only a runtime (role ${ctx.runtimeRole}) files an approval of its own kind`);
     const answer = await ctx.engine.file({
-      request: toDecideRequest(request.body as ToolCall),
+      request: toDecideRequest(body),
+      interrupted,
       identity,
       claim: () => idempotencyClaim(request, 'approvals', identity),
       log: request.log,

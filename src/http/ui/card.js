@@ -523,6 +523,7 @@ function cardView(tree) {
   return {
     id: memberText(tree, 'id'),
     status: memberText(tree, 'status'),
+    question: questionOf(tree),
     tool,
     args: argsTokens,
     context: contextTokens,
@@ -536,6 +537,30 @@ function cardView(tree) {
     policies: policyText,
     findings: unique,
   };
+}
+
+// The approval a runtime files itself after a crash (docs/spec.md section 5.4): no policy asked, so
+// the card asks the runtime's question instead of saying why policies ask. Known by its kind and its
+// one requirement, the runtime's (a file cannot name a rule `runtime#…`: rule ids hold no `#`).
+const INTERRUPTED_QUESTION =
+  'The agent’s runtime stopped (a crash) after this call was decided, and cannot tell whether it ran. ' +
+  'Did it run before the crash? Grant to run it again; the policies decide it again before it runs. ' +
+  'Deny if it already ran, or must not run again.';
+
+/**
+ * The question a card asks instead of the policies' reasons; null for an approval a policy asked.
+ * @param {JsonNode} tree
+ * @returns {string | null}
+ */
+function questionOf(tree) {
+  const requirements = requirementsOf(tree);
+  const only = requirements.length === 1 ? requirements[0] : undefined;
+  return memberText(tree, 'kind') === 'interrupted_side_effect' &&
+    only !== undefined &&
+    memberText(only, 'policy') === 'runtime' &&
+    memberText(only, 'rule') === 'runtime#interrupted_side_effect'
+    ? INTERRUPTED_QUESTION
+    : null;
 }
 
 /**

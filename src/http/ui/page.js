@@ -643,6 +643,13 @@
         view.unshown.join(', ') +
         '.';
     }
+    // A runtime's own approval (a call a crash interrupted) asks its question instead of the policies' reasons.
+    if (view.question !== null) {
+      f('why-title').textContent = 'What the runtime asks';
+      f('question').textContent = view.question;
+      f('question').hidden = false;
+      f('requirements').hidden = true;
+    }
     for (const r of view.requirements) {
       const li = document.createElement('li');
       const reason = document.createElement('span');

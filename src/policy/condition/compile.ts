@@ -35,16 +35,28 @@ export interface ConditionResult {
 
 /**
  * What a condition reads: the tool's arguments (a bare path), and the roots `$caller` (the verified
- * identity), `$context` (the facts the host runtime sent), `$run` (the run view) and `$env`.
+ * identity), `$context` (the facts the host runtime sent), `$run` (the run view), `$env` and
+ * `$approval` (the cited approval, read by the engine).
  */
 export interface ConditionInput {
   readonly args: JsonObject;
   readonly caller: Identity;
   readonly context: JsonObject | undefined;
   readonly run:
-    | { readonly id?: string; readonly steps?: readonly { readonly tool: string; readonly decision?: string }[] }
+    | {
+        readonly id?: string;
+        readonly steps?: readonly { readonly tool: string; readonly decision?: string }[];
+        readonly approvals?: readonly { readonly id: string; readonly kind?: string; readonly status?: string }[];
+      }
     | undefined;
   readonly env: string | null;
+  /** The cited approval (`$approval`), when the engine found it stands for this very call. */
+  readonly approval?: {
+    readonly kind: string;
+    readonly status: string;
+    readonly decided_by: string;
+    readonly decided_at: string;
+  };
 }
 
 /**
@@ -911,7 +923,12 @@ function rootReader(e: PathExpr): (input: ConditionInput) => unknown {
     case 'run':
       if (first === 'id' && rest.length === 0) return (input) => input.run?.id;
       if (first === 'steps') return (input) => memberAt(input.run?.steps ?? [], tail);
-      throw typeError(e.start, '`$run` has `$run.id` and `$run.steps`');
+      if (first === 'approvals') return (input) => memberAt(input.run?.approvals ?? [], tail);
+      throw typeError(e.start, '`$run` has `$run.id`, `$run.steps` and `$run.approvals`');
+    case 'approval':
+      if (first !== undefined && APPROVAL_FIELDS.has(first) && rest.length === 0)
+        return (input) => (input.approval === undefined ? undefined : input.approval[first as ApprovalField]);
+      throw typeError(e.start, '`$approval` has `kind`, `status`, `decided_by` and `decided_at`');
     case 'caller':
       if (first === 'user' && rest.length === 0) return (input) => input.caller.user;
       if (first === 'team' && rest.length === 0) return (input) => input.caller.team ?? undefined;
@@ -923,6 +940,11 @@ function rootReader(e: PathExpr): (input: ConditionInput) => unknown {
   }
 }
 
+type ApprovalField = 'kind' | 'status' | 'decided_by' | 'decided_at';
+const APPROVAL_FIELDS: ReadonlySet<string> = new Set<ApprovalField>(['kind', 'status', 'decided_by', 'decided_at']);
+const STEP_FIELDS: ReadonlySet<string> = new Set(['tool', 'decision']);
+const RUN_APPROVAL_FIELDS: ReadonlySet<string> = new Set(['id', 'kind', 'status', 'tool']);
+
 /** What a root path holds when present (./types.ts); rootReader has refused the paths a root lacks. */
 function rootType(e: PathExpr): number {
   const [first, second, third] = e.segments;
@@ -933,11 +955,14 @@ function rootType(e: PathExpr): number {
       return ANY;
     case 'env':
       return STRING;
+    case 'approval':
+      return STRING;
     case 'run':
       if (first === 'id') return STRING;
-      if (depth === 1) return ARRAY; // $run.steps
+      if (depth === 1) return ARRAY; // $run.steps, $run.approvals
       if (depth === 2) return OBJECT; // $run.steps.N
-      return depth === 3 && (third === 'tool' || third === 'decision') ? STRING : ANY;
+      if (depth !== 3 || third === undefined) return ANY;
+      return (first === 'steps' ? STEP_FIELDS : RUN_APPROVAL_FIELDS).has(third) ? STRING : ANY;
     case 'caller':
       if (first === 'roles') return depth === 1 ? ARRAY : depth === 2 && second !== undefined ? STRING : ANY;
       return first === 'claims' ? ANY : STRING;

@@ -8,8 +8,8 @@ export type Keyword = 'and' | 'or' | 'not' | 'in' | 'true' | 'false' | 'null' | 
 export type StringOp = 'startswith' | 'endswith' | 'contains' | 'matches';
 export const STRING_OPS: ReadonlySet<string> = new Set<StringOp>(['startswith', 'endswith', 'contains', 'matches']);
 /** Where a path reads from: the arguments (a bare path), or a `$` root. */
-export type Root = 'args' | 'caller' | 'context' | 'run' | 'env';
-const ROOTS: ReadonlySet<string> = new Set<Root>(['caller', 'context', 'run', 'env']);
+export type Root = 'args' | 'caller' | 'context' | 'run' | 'env' | 'approval';
+const ROOTS: ReadonlySet<string> = new Set<Root>(['caller', 'context', 'run', 'env', 'approval']);
 export type CompareOp = '==' | '!=' | '<' | '<=' | '>' | '>=';
 export type Punct = '(' | ')' | '[' | ']' | ',';
 
@@ -116,7 +116,11 @@ function readWordOrPath(source: string, start: number): Token {
 /** `$caller.user`, `$context.repo.name`, `$run.steps`, `$env`: a path from a root other than the arguments. */
 function readRootPath(source: string, start: number): Token {
   if (!isIdentStart(source.charCodeAt(start + 1))) {
-    throw new ConditionError('syntax', start + 1, "expected a root name after '$': $caller, $context, $run or $env");
+    throw new ConditionError(
+      'syntax',
+      start + 1,
+      "expected a root name after '$': $caller, $context, $run, $env or $approval",
+    );
   }
   const nameEnd = readIdent(source, start + 1);
   const name = source.slice(start + 1, nameEnd);
@@ -124,7 +128,7 @@ function readRootPath(source: string, start: number): Token {
     throw new ConditionError(
       'syntax',
       start + 1,
-      `unknown root \`$${name}\`; the roots are $caller, $context, $run and $env`,
+      `unknown root \`$${name}\`; the roots are $caller, $context, $run, $env and $approval`,
     );
   const { segments, end } = readSegments(source, nameEnd, []);
   return { type: 'path', root: name as Root, segments, text: source.slice(start, end), start, end };
