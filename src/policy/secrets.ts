@@ -106,8 +106,8 @@ const VALUE_END = /[\s"'&,;]/;
 const PEM_BEGIN = /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g;
 const PEM_END = /-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g;
 
-/** Where kinds overlap, the one named: the earlier in this list. */
-const RANK: readonly CredentialKind[] = [
+/** Most specific first: where kinds overlap, the one named is the earlier in this list (the secrets guard reports by it too). */
+export const CREDENTIAL_RANK: readonly CredentialKind[] = [
   'private_key',
   'jwt',
   'aws_access_key',
@@ -128,7 +128,7 @@ const RANK: readonly CredentialKind[] = [
 const ANY_HINT =
   /[:=]|eyJ|[Bb][Ee][Aa][Rr][Ee][Rr]|A[BKS]IA|ACCA|gh|github_pat_|xox|k_(?:live|test)_|AIza|sk-|-----BEGIN /;
 
-/** The credentials in `text`, in order, not overlapping (overlapping finds are one, named by RANK). */
+/** The credentials in `text`, in order, not overlapping (overlapping finds are one, named by CREDENTIAL_RANK). */
 export function findCredentials(text: string): Credential[] {
   if (!ANY_HINT.test(text)) return [];
   const found: Credential[] = [...privateKeys(text), ...namedSecrets(text)];
@@ -293,7 +293,7 @@ function merge(found: Credential[]): Credential[] {
   for (let i = 1; i < found.length; i++) {
     const next = found[i]!;
     if (next.start <= cur.end) {
-      const kind = RANK.indexOf(next.kind) < RANK.indexOf(cur.kind) ? next.kind : cur.kind;
+      const kind = CREDENTIAL_RANK.indexOf(next.kind) < CREDENTIAL_RANK.indexOf(cur.kind) ? next.kind : cur.kind;
       // Weak only when every part is: a strong credential stays one inside a loose NAME=value.
       const weak = cur.weak === true && next.weak === true;
       cur = { kind, start: cur.start, end: Math.max(cur.end, next.end), ...(weak ? { weak } : {}) };

@@ -1,25 +1,18 @@
 // The secrets guard: credentials in well-known formats (src/policy/secrets.ts, the list the
 // decision log's redaction uses too), without the loose `NAME=value` finds that only logs hide
 // (a weak one: `max_tokens=4096`, `password=***`). A finding's type is the credential's format.
-import { findCredentials, isAssignmentName, isAwsSecretName, isPlaceholder, type CredentialKind } from '../secrets.js';
+import {
+  CREDENTIAL_RANK,
+  findCredentials,
+  isAssignmentName,
+  isAwsSecretName,
+  isPlaceholder,
+  type CredentialKind,
+} from '../secrets.js';
 import { foldAware, type Span, type TextDetector } from './detector.js';
 
 /** Most specific first: the order a text holding several reports by. */
-const TYPES: readonly CredentialKind[] = [
-  'private_key',
-  'jwt',
-  'aws_access_key',
-  'github_token',
-  'slack_token',
-  'stripe_key',
-  'google_api_key',
-  'anthropic_key',
-  'openai_key',
-  'bearer',
-  'url_password',
-  'aws_secret_key',
-  'named_secret',
-];
+const TYPES = CREDENTIAL_RANK;
 
 const TEXTS: Readonly<Record<CredentialKind, string>> = {
   private_key: 'a private key',
