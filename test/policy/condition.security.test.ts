@@ -136,6 +136,14 @@ describe('bounds', () => {
     expect((err as ConditionError).code).toBe('too_long');
   });
 
+  it('an unknown root is named clipped: a long one is never echoed whole', () => {
+    const secret = `$sk_live_${'A'.repeat(400)}`;
+    const err = captureError(() => compileCondition(`a == 1 or ${secret} == 1`));
+    expect(err).toBeInstanceOf(ConditionError);
+    expect((err as ConditionError).message).toContain(`unknown root \`$sk_live_${'A'.repeat(24)}…\``);
+    expect((err as ConditionError).message).not.toContain('A'.repeat(40));
+  });
+
   it('refuses deep nesting without a RangeError', () => {
     for (const source of [
       '('.repeat(2000) + 'a' + ')'.repeat(2000),

@@ -15,6 +15,7 @@ import { createSql } from '../../src/db/connect.js';
 import { startEmbeddedPostgres } from '../../src/db/embedded.js';
 import { migrate } from '../../src/db/migrate.js';
 import { databaseUrl, MIGRATIONS_DIR } from '../helpers/db.js';
+import { ensureBuilt } from '../helpers/process.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -35,6 +36,9 @@ export const TEST_SERVER_SETTINGS: Readonly<Record<string, string>> = {
 export const TEST_INITDB_FLAGS: readonly string[] = ['--no-sync'];
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // dist/ is rebuilt here, once, when src/ is newer: a file that rebuilt it during the run would
+  // rewrite the modules another file's spawned service is loading at that moment.
+  await ensureBuilt();
   const external = process.env['TEST_DATABASE_URL'];
   if (external !== undefined && external !== '') {
     project.provide('databaseUrl', external);

@@ -128,7 +128,8 @@ function readRootPath(source: string, start: number): Token {
     throw new ConditionError(
       'syntax',
       start + 1,
-      `unknown root \`$${name}\`; the roots are $caller, $context, $run, $env and $approval`,
+      // Clipped as the parser shows a token: a long name is a run of the source, maybe a pasted secret.
+      `unknown root \`$${name.length > 32 ? `${name.slice(0, 32)}…` : name}\`; the roots are $caller, $context, $run, $env and $approval`,
     );
   const { segments, end } = readSegments(source, nameEnd, []);
   return { type: 'path', root: name as Root, segments, text: source.slice(start, end), start, end };
