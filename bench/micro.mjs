@@ -479,7 +479,6 @@ async function requestParts(opts, add, payments) {
         log: pino({ level: 'silent' }),
         logArgs: false,
       }),
-      metrics,
       adminRole: 'admin',
       approverRole: 'approver',
       runtimeRole: 'runtime',

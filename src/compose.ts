@@ -135,7 +135,6 @@ export function compose(r: Resources): Composed {
   });
   const ctx: AppContext = {
     engine,
-    metrics,
     auditorRole: config.auditorRole,
     adminRole: config.adminRole,
     approverRole: config.approverRole,

@@ -89,7 +89,6 @@ const engine = createEngine({
 });
 const ctx = {
   engine,
-  metrics,
   adminRole: 'admin',
   approverRole: 'approver',
   runtimeRole: 'runtime',

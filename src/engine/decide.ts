@@ -46,15 +46,14 @@ async function citing(parts: EngineParts, call: DecideCall, approvals: ApprovalS
   // A database that cannot answer leaves `$approval` missing (a condition reading it fails closed):
   // a call decided without it that needs no database (allowed, denied, aborted, uncounted) is
   // answered as without approval_id; any other is this 503 now, not after a second deadline.
-  let unavailable: StoreUnavailableError | undefined;
-  const cited = await approvals.cited(id, call.request, call.identity).catch((err: unknown) => {
+  let cited: CitedApprovalView | null;
+  try {
+    cited = await approvals.cited(id, call.request, call.identity);
+  } catch (err) {
     if (!(err instanceof StoreUnavailableError)) throw err;
-    unavailable = err;
-    return null;
-  });
-  if (unavailable !== undefined) {
     const fresh = decide(parts.policies.current(), call.request, call.identity);
-    if (fresh.decision === 'require_approval' || isCounted(fresh)) throw unavailable;
+    if (fresh.decision === 'require_approval' || isCounted(fresh)) throw err;
+    cited = null;
   }
   if (cited === null) return decideNow(parts, call, undefined);
   const absent = decide(parts.policies.current(), call.request, call.identity);
@@ -81,7 +80,7 @@ function decideNow(parts: EngineParts, call: DecideCall, absent: DecisionResult 
       durationUs,
     );
   if (!isCounted(fresh) && (approvalId === undefined || fresh.internalError)) {
-    // The hot path: no database, no closure awaited.
+    // The hot path: no database, nothing awaited.
     record(fresh.decision, fresh.rule, kindOf(fresh));
     return decided(fresh, decisionId, nextOf(fresh, null));
   }

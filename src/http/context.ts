@@ -1,11 +1,9 @@
 // What every route works with: the engine, and the settings that say who may do what.
 import type { UsageSettings } from '../config.js';
-import type { Engine, Metrics, Outbox, WebhookEndpoint } from '../engine/index.js';
+import type { Engine, Outbox, WebhookEndpoint } from '../engine/index.js';
 
 export interface AppContext {
   readonly engine: Engine;
-  /** The registry GET /metrics serves (the engine counts into it). */
-  readonly metrics: Metrics;
   readonly adminRole: string;
   readonly approverRole: string;
   /** RUNTIME_ROLE: may file an approval for a call a crash interrupted (`kind: interrupted_side_effect`). */

@@ -246,7 +246,6 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const { parts, webhooks, db } = built;
   const appCtx: AppContext = {
     engine: createEngine(parts),
-    metrics: parts.metrics,
     auditorRole: 'auditor',
     adminRole: 'admin',
     approverRole: 'approver',

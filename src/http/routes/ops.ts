@@ -44,8 +44,8 @@ export function opsRoutes(app: FastifyInstance, ctx: AppContext): void {
   });
 
   app.get('/metrics', async (_request, reply) => {
-    const text = await ctx.metrics.registry.metrics();
-    return reply.type(ctx.metrics.registry.contentType).send(text);
+    const { registry } = ctx.engine.parts.metrics;
+    return reply.type(registry.contentType).send(await registry.metrics());
   });
 
   app.get('/openapi.yaml', async (_request, reply) => reply.type('application/yaml').send(OPENAPI));
