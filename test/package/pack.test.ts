@@ -92,6 +92,7 @@ describe('the package', () => {
     for (const p of [
       'package.json',
       'README.md',
+      'LICENSE',
       'dist/main.js',
       'dist/service.js',
       'dist/http/ui/page.html',
