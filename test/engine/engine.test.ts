@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Answer, type Engine } from '../../src/engine/index.js';
 import { NotConfiguredError } from '../../src/engine/errors.js';
 import type { Identity } from '../../src/policy/model.js';
-import type { CallLog } from '../../src/engine/parts.js';
 import { sha256 } from '../../src/json/canonical.js';
 import type { DecisionLine } from '../../src/policy/record.js';
 import { createTestParts, type TestEngineParts } from '../helpers/app.js';
+import { callLog, decisionOf, settled } from '../helpers/engine.js';
 import { policyDir } from '../helpers/process.js';
 
 const AGENT: Identity = Object.freeze({
@@ -18,30 +18,6 @@ const AGENT: Identity = Object.freeze({
   roles: Object.freeze([]),
 });
 const OPERATOR = { sub: 'engine-operator' };
-
-/** A call's log: collects the lines the engine writes for one call. */
-function callLog(): CallLog & { lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const write = (level: string) => (o: object, msg: string) => lines.push({ ...o, msg, level });
-  // The engine logs an object and a message, never pino's other call forms.
-  return { lines, info: write('info'), error: write('error') } as unknown as CallLog & {
-    lines: Record<string, unknown>[];
-  };
-}
-
-async function settled(answer: Answer | Promise<Answer>): Promise<Answer> {
-  return answer instanceof Promise ? await answer : answer;
-}
-
-/** The decision an answer carries, as its body says it. */
-function decisionOf(answer: Answer): { status: number; body: Record<string, unknown> } {
-  if (answer.kind === 'text')
-    return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
-  return {
-    status: answer.result.decision === 'allow' ? 200 : 403,
-    body: { decision: answer.result.decision, rule: answer.result.rule, decision_id: answer.decisionId },
-  };
-}
 
 describe('the engine against PostgreSQL', () => {
   let built: TestEngineParts;

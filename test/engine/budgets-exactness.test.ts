@@ -1,4 +1,4 @@
-// Exact across replicas (docs/spec.md section 2.9): two app instances, each with its own connections,
+// Exact across replicas (docs/spec.md section 2.9): two engines, each with its own connections,
 // on one real PostgreSQL; 100 concurrent calls against a budget with room for 37 allow exactly 37,
 // every time; the same for a rate limit, for a budget of decimal amounts, and for a call two counters
 // select (all or nothing: a call refused by one counts in neither). One-counter calls are counted on
@@ -6,11 +6,14 @@
 // the pool; a last test counts one-counter calls in the pool's transactions too (without lanes).
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSql } from '../../src/db/connect.js';
-import { createTestApp, post, token, type TestApp } from '../helpers/app.js';
+import { createEngine, type Engine } from '../../src/engine/index.js';
+import type { JsonObject } from '../../src/json/value.js';
+import type { Identity } from '../../src/policy/model.js';
+import { createTestParts, type TestEngineParts } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { callLog, decisionOf, settled } from '../helpers/engine.js';
 import { policyDir } from '../helpers/process.js';
 import { runs } from '../helpers/runs.js';
 
@@ -31,62 +34,79 @@ const CALLS = 100;
 
 let db: TestDatabase;
 let dir: string;
-const replicas: TestApp[] = [];
+const built: TestEngineParts[] = [];
+const replicas: Engine[] = [];
 /** The same two replicas without lanes: every counted call in a transaction of the pool. */
-const poolReplicas: TestApp[] = [];
+const poolReplicas: Engine[] = [];
+
+/** A replica: an engine over a pool of its own, as a process would have. */
+async function replica(name: string, lanes: boolean): Promise<Engine> {
+  const sql = createSql(db.url, { max: 10, applicationName: name });
+  const parts = await createTestParts({
+    policyDir: dir,
+    env: null,
+    ...(lanes ? {} : { lanes: false as const }),
+    database: { url: db.url, sql, drop: () => sql.end({ timeout: 5 }) },
+  });
+  built.push(parts);
+  return createEngine(parts.parts);
+}
 
 beforeAll(async () => {
   [db, dir] = await Promise.all([createTestDatabase(), policyDir({ 'exact.yaml': POLICY })]);
   for (const name of ['replica-a', 'replica-b']) {
-    // A pool of its own per replica, as two processes would have.
-    const sql = createSql(db.url, { max: 10, applicationName: name });
-    replicas.push(
-      await createTestApp({
-        policyDir: dir,
-        env: null,
-        database: { url: db.url, sql, drop: () => sql.end({ timeout: 5 }) },
-      }),
-    );
-    const poolSql = createSql(db.url, { max: 10, applicationName: `${name}-pool` });
-    poolReplicas.push(
-      await createTestApp({
-        policyDir: dir,
-        env: null,
-        lanes: false,
-        database: { url: db.url, sql: poolSql, drop: () => poolSql.end({ timeout: 5 }) },
-      }),
-    );
+    replicas.push(await replica(name, true));
+    poolReplicas.push(await replica(`${name}-pool`, false));
   }
 }, 60_000);
 
 afterAll(async () => {
-  for (const r of [...replicas, ...poolReplicas]) {
-    await r.close();
-    await r.db?.drop();
+  for (const b of built) {
+    await b.close();
+    await b.db?.drop();
   }
   await db?.drop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 /** 100 calls at once, alternating between the two replicas. */
-async function storm(body: (i: number) => unknown, tok: string, apps = replicas): Promise<LightMyRequestResponse[]> {
-  return Promise.all(Array.from({ length: CALLS }, (_, i) => post(apps[i % 2]!.app, '/decide', body(i), tok)));
+async function storm(
+  request: (i: number) => { tool: string; args?: JsonObject },
+  identity: Identity,
+  engines = replicas,
+): Promise<{ status: number; body: Record<string, unknown> }[]> {
+  return Promise.all(
+    Array.from({ length: CALLS }, async (_, i) => {
+      const { tool, args = {} } = request(i);
+      const answer = engines[i % 2]!.decide({
+        request: { tool, args },
+        identity,
+        claim: () => undefined,
+        log: callLog(),
+      });
+      return decisionOf(await settled(answer));
+    }),
+  );
 }
 
-function tally(responses: LightMyRequestResponse[]): { allowed: number; refused: number; other: string[] } {
+function tally(answers: { status: number; body: Record<string, unknown> }[]): {
+  allowed: number;
+  refused: number;
+  other: string[];
+} {
   let allowed = 0;
   let refused = 0;
   const other: string[] = [];
-  for (const r of responses) {
-    const decision = r.headers['content-type']?.toString().includes('json')
-      ? (r.json() as { decision?: string }).decision
-      : undefined;
-    if (r.statusCode === 200 && decision === 'allow') allowed++;
-    else if (r.statusCode === 403 && decision !== 'allow') refused++;
-    else other.push(`${r.statusCode} ${r.body.slice(0, 200)}`);
+  for (const a of answers) {
+    if (a.status === 200 && a.body.decision === 'allow') allowed++;
+    else if (a.status === 403 && a.body.decision !== 'allow') refused++;
+    else other.push(`${a.status} ${JSON.stringify(a.body).slice(0, 200)}`);
   }
   return { allowed, refused, other };
 }
+
+/** A caller's identity, as its token's claims give it. */
+const caller = (sub: string, team = 'support'): Identity => ({ user: sub, team, agent: 'bot', roles: [] });
 
 async function counted(budget: string, sub: string): Promise<string | null> {
   const [row] = await db.sql<
@@ -99,7 +119,7 @@ describe('two replicas, 100 concurrent calls', () => {
   it(`a budget with room for 37: exactly 37 allowed, ${ROUNDS} times over`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const sub = `payer-${round}-${randomUUID().slice(0, 8)}`;
-      const result = tally(await storm(() => ({ tool: 'pay', args: { amount: 1 } }), token({ sub })));
+      const result = tally(await storm(() => ({ tool: 'pay', args: { amount: 1 } }), caller(sub)));
       expect(result, `round ${round}`).toEqual({ allowed: 37, refused: 63, other: [] });
       expect(await counted('room-37', sub)).toBe('37');
     }
@@ -108,13 +128,11 @@ describe('two replicas, 100 concurrent calls', () => {
   it(`a budget of decimal amounts (0.1 each, room for 3.7): exactly 37 allowed, ${ROUNDS} times over`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const sub = `tipper-${round}-${randomUUID().slice(0, 8)}`;
-      const responses = await storm((i) => ({ tool: 'tip', args: { amount: 0.1, n: i } }), token({ sub }));
+      const responses = await storm((i) => ({ tool: 'tip', args: { amount: 0.1, n: i } }), caller(sub));
       const result = tally(responses);
       expect(result, `round ${round}`).toEqual({ allowed: 37, refused: 63, other: [] });
       // Past the room, each asks an operator (nothing counted for those).
-      expect(
-        responses.filter((r) => r.statusCode === 403).every((r) => (r.json() as { rule: string }).rule === 'cents'),
-      ).toBe(true);
+      expect(responses.filter((r) => r.status === 403).every((r) => r.body.rule === 'cents')).toBe(true);
       expect(await counted('cents', sub)).toBe('3.7');
     }
   });
@@ -122,7 +140,7 @@ describe('two replicas, 100 concurrent calls', () => {
   it(`a rate limit of 37 calls per hour: exactly 37 allowed, ${ROUNDS} times over`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const sub = `pinger-${round}-${randomUUID().slice(0, 8)}`;
-      const result = tally(await storm(() => ({ tool: 'ping' }), token({ sub })));
+      const result = tally(await storm(() => ({ tool: 'ping' }), caller(sub)));
       expect(result, `round ${round}`).toEqual({ allowed: 37, refused: 63, other: [] });
       const [row] = await db.sql<
         { n: number }[]
@@ -135,7 +153,7 @@ describe('two replicas, 100 concurrent calls', () => {
     for (let round = 0; round < ROUNDS; round++) {
       const sub = `pooled-${round}-${randomUUID().slice(0, 8)}`;
       expect(
-        tally(await storm(() => ({ tool: 'pay', args: { amount: 1 } }), token({ sub }), poolReplicas)),
+        tally(await storm(() => ({ tool: 'pay', args: { amount: 1 } }), caller(sub), poolReplicas)),
         `budget, round ${round}`,
       ).toEqual({
         allowed: 37,
@@ -144,7 +162,7 @@ describe('two replicas, 100 concurrent calls', () => {
       });
       expect(await counted('room-37', sub)).toBe('37');
       expect(
-        tally(await storm(() => ({ tool: 'ping' }), token({ sub }), poolReplicas)),
+        tally(await storm(() => ({ tool: 'ping' }), caller(sub), poolReplicas)),
         `rate limit, round ${round}`,
       ).toEqual({
         allowed: 37,
@@ -158,7 +176,7 @@ describe('two replicas, 100 concurrent calls', () => {
     for (let round = 0; round < ROUNDS; round++) {
       const sub = `both-${round}-${randomUUID().slice(0, 8)}`;
       const team = `team-${round}-${randomUUID().slice(0, 8)}`;
-      const result = tally(await storm(() => ({ tool: 'both' }), token({ sub, team })));
+      const result = tally(await storm(() => ({ tool: 'both' }), caller(sub, team)));
       expect(result, `round ${round}`).toEqual({ allowed: 37, refused: 63, other: [] });
       const [row] = await db.sql<
         { counted: string }[]
