@@ -48,7 +48,7 @@ export interface Lanes {
    * waiting for a lane included: its rows once committed, or StoreUnavailableError (503) and nothing
    * committed, ever. `order` places it among the others (the rows it locks, as a sortable key).
    */
-  run<T extends Row[]>(ms: number, order: string, statement: (c: Sql) => PendingQuery<T>): Promise<T>;
+  run<T extends Row[]>(ms: number, order: string, statement: (c: Sql) => PendingQuery<T>, then?: Then<T>): Promise<T>;
   /**
    * Several statements in a transaction of their own (written behind BEGIN in one packet, in the
    * order given: the caller's lock order), committed only when `accept` says so of their rows, else
@@ -58,9 +58,17 @@ export interface Lanes {
     ms: number,
     statements: (c: Sql) => PendingQuery<Row[]>[],
     accept: (rows: Row[][]) => boolean,
+    then?: Then<Row[][]>,
   ): Promise<{ rows: Row[][]; committed: boolean }>;
   end(): Promise<void>;
 }
+
+/**
+ * What a call adds to its transaction once its rows are in, sent in COMMIT's packet (no round trip
+ * of its own): a statement, or null for none. It commits with the call's statements or not at all:
+ * when it fails, nothing of the transaction commits, and every call of it is answered the failure.
+ */
+export type Then<T> = (rows: T) => ((c: Sql) => PendingQuery<Row[]>) | null;
 
 interface Call {
   readonly ms: number;
@@ -68,6 +76,7 @@ interface Call {
   readonly statements: (c: Sql) => PendingQuery<Row[]>[];
   /** Set for a call that runs alone: whether its statements' rows may commit. */
   readonly accept?: (rows: Row[][]) => boolean;
+  readonly then?: Then<Row[][]>;
   phase: 'waiting' | 'running' | 'committing' | 'abandoned' | 'done';
   resolve(rows: Row[][], committed: boolean): void;
   reject(error: unknown): void;
@@ -140,6 +149,13 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
       pump();
       return;
     }
+    // Sent with COMMIT, behind it in nothing: a statement that fails aborts the transaction, and COMMIT
+    // then answers ROLLBACK (read below).
+    const after = batch.flatMap((call, i) => {
+      const statement = call.then?.(rowsOf[i]!);
+      return statement ? [statement(lane)] : [];
+    });
+    const afterDone = Promise.allSettled(after);
     for (const call of batch) call.phase = 'committing'; // from here its timer no longer abandons it
     // COMMIT's answer lost with its connection, or late at a deadline: every call of the transaction
     // is answered what PostgreSQL says happened (outcome.ts), never a guess.
@@ -159,7 +175,14 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
     };
     for (const call of batch) call.late = () => lookUp(new StoreUnavailableError('deadline'));
     try {
-      await lane`commit`;
+      const done = await lane`commit`;
+      const refused = (await afterDone).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (refused !== undefined || done.command !== 'COMMIT') {
+        // Rolled back: no call of it committed anything.
+        const error = toStoreError(refused?.reason ?? new Error(`COMMIT answered ${done.command}`));
+        for (const call of batch) finish(call, { error });
+        return;
+      }
       batch.forEach((call, i) => {
         finish(call, { rows: rowsOf[i]!, committed: true });
       });
@@ -177,6 +200,7 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
     order: string,
     statements: (c: Sql) => PendingQuery<Row[]>[],
     accept: ((rows: Row[][]) => boolean) | undefined,
+    then: Then<Row[][]> | undefined,
   ): Promise<{ rows: Row[][]; committed: boolean }> =>
     new Promise((resolve, reject) => {
       const call: Call = {
@@ -184,6 +208,7 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
         order,
         statements,
         ...(accept !== undefined ? { accept } : {}),
+        ...(then !== undefined ? { then } : {}),
         phase: 'waiting',
         resolve: (rows, committed) => resolve({ rows, committed }),
         reject,
@@ -200,13 +225,24 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
     });
 
   return {
-    async run<T extends Row[]>(ms: number, order: string, statement: (c: Sql) => PendingQuery<T>): Promise<T> {
+    async run<T extends Row[]>(
+      ms: number,
+      order: string,
+      statement: (c: Sql) => PendingQuery<T>,
+      then?: Then<T>,
+    ): Promise<T> {
       // Its rows go back to this caller, as the statement's T.
-      const { rows } = await enqueue(ms, order, (c) => [statement(c) as unknown as PendingQuery<Row[]>], undefined);
+      const { rows } = await enqueue(
+        ms,
+        order,
+        (c) => [statement(c) as unknown as PendingQuery<Row[]>],
+        undefined,
+        then === undefined ? undefined : (all) => then(all[0] as unknown as T),
+      );
       return rows[0] as unknown as T;
     },
-    runAlone(ms, statements, accept) {
-      return enqueue(ms, '', statements, accept);
+    runAlone(ms, statements, accept, then) {
+      return enqueue(ms, '', statements, accept, then);
     },
     async end() {
       for (const call of queue.splice(0)) finish(call, { error: new StoreUnavailableError('connection') });
