@@ -17,9 +17,10 @@ import {
   RolledBack,
   settleDecision,
   settleOnLanes,
+  countedLimits,
   type Settled,
 } from './limits.js';
-import { decisionLine, kindOf, recorderOf, writeRecord, type Asked, type Beside, type Recorder } from './record.js';
+import { decisionLine, kindOf, recorderOf, writeRecord, type Asked, type Recorder } from './record.js';
 import type { DecisionLine } from '../policy/record.js';
 import { keptOfDecision, replayedDecision } from './replays.js';
 import { decideInShadow } from './shadow.js';
@@ -232,24 +233,3 @@ function keyedReplay(
 }
 
 type Replayed = { result: DecisionResult; decisionId: string };
-
-/**
- * What the record says of a counted call: each limit, whether the call counted in it (an allowed
- * call counts in all of them but `max_usd` budgets, which count reported spend, and those it cannot
- * be counted in), and its counter as read or left (null: undecidable).
- */
-function countedLimits(settled: Settled): NonNullable<Beside['budgets']> {
-  const charges = [
-    ...settled.outcome.standings.keys(),
-    ...settled.outcome.refusals.filter((r) => r.standing === null).map((r) => r.charge),
-  ];
-  return charges.map((charge) => ({
-    id: charge.limit.id,
-    counted:
-      settled.counted &&
-      charge.key !== null &&
-      charge.amount !== null &&
-      !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure),
-    standing: settled.outcome.standings.get(charge)?.counted.text ?? null,
-  }));
-}

@@ -15,6 +15,7 @@ import type { ChargeOutcome } from '../budgets/store.js';
 import { settleCharges, type Standing } from '../policy/limits.js';
 import type { Charge, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import { NotConfiguredError } from './errors.js';
+import type { DecisionLine } from '../policy/record.js';
 
 /** Whether a decision needs the stateful step: budgets or rate limits select a call that may be allowed. */
 export function isCounted(
@@ -216,4 +217,25 @@ export async function answerInTransaction(
     if (err instanceof RolledBack) return { ...err.answer, replayed: false };
     throw err;
   }
+}
+
+/**
+ * What the record says of a counted call: each limit, whether the call counted in it (an allowed
+ * call counts in all of them but `max_usd` budgets, which count reported spend, and those it cannot
+ * be counted in), and its counter as read or left (null: undecidable).
+ */
+export function countedLimits(settled: Settled): NonNullable<DecisionLine['budgets']> {
+  const charges = [
+    ...settled.outcome.standings.keys(),
+    ...settled.outcome.refusals.filter((r) => r.standing === null).map((r) => r.charge),
+  ];
+  return charges.map((charge) => ({
+    id: charge.limit.id,
+    counted:
+      settled.counted &&
+      charge.key !== null &&
+      charge.amount !== null &&
+      !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure),
+    standing: settled.outcome.standings.get(charge)?.counted.text ?? null,
+  }));
 }
