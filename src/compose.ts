@@ -41,6 +41,12 @@ export interface Composed {
   readonly ctx: AppContext;
   /** Closes what answers long-polls and delivers webhooks, as the HTTP server drains. */
   readonly closeDuringDrain: () => Promise<unknown>;
+  /**
+   * With DECISION_STORE: the decision store's partitions checked once (a failure is the writer's to
+   * log and retry). Awaited before serving, so a decision's transaction can carry its record from the
+   * first request on (until then its record is queued).
+   */
+  readonly recordsReady: () => Promise<void>;
 }
 
 export function compose(r: Resources): Composed {
@@ -102,6 +108,7 @@ export function compose(r: Resources): Composed {
     logger.info({ endpoints }, 'delivering webhooks');
   }
   let records: Engine['parts']['records'] = null;
+  let recordsReady = async (): Promise<void> => {};
   if (config.decisionStore !== null) {
     // A pool of its own, like the webhooks': the batches never wait for, or hold, a connection the
     // requests need. Closed after the HTTP server (the stack closes last opened first), so the
@@ -117,6 +124,7 @@ export function compose(r: Resources): Composed {
     });
     opened.push('the decision store writer (writing what is queued)', () => writer.close());
     records = { writer, sql: recordSql };
+    recordsReady = () => writer.flush();
     logger.info(
       { queue_max: config.decisionStore.queueMax, retention_ms: config.decisionStore.retentionMs },
       'recording decisions in the database',
@@ -144,5 +152,5 @@ export function compose(r: Resources): Composed {
     usage: config.usage,
     webhooks: { endpoints: config.webhooks.endpoints, outbox },
   };
-  return { engine, ctx, closeDuringDrain: () => Promise.all([closeApprovals(), closeWebhooks()]) };
+  return { engine, ctx, closeDuringDrain: () => Promise.all([closeApprovals(), closeWebhooks()]), recordsReady };
 }

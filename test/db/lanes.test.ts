@@ -133,6 +133,65 @@ describe('lanes', () => {
     }
   });
 
+  it("then: a call's follow-up statement, given its rows, commits with it in COMMIT's packet, or is not sent", async () => {
+    const lanes = createLanes(db.url, 1);
+    try {
+      const busy = lanes.run(5_000, 'a', (c) => c`select pg_sleep(0.1) where ${c.unsafe(IN_TRANSACTION)}`);
+      const seen: unknown[][] = [];
+      // Two calls in one transaction: one's follow-up is sent, the other's rows say none.
+      const [sent, skipped] = await Promise.all([
+        lanes.run(5_000, 'b', bump('then-counted'), (rows) => {
+          seen.push(rows);
+          return bump('then-follow');
+        }),
+        lanes.run(5_000, 'c', bump('then-other'), () => null),
+        busy,
+      ]);
+      expect(seen).toEqual([sent]); // given its own rows, once
+      expect((sent[0] as { xid: string }).xid).toBe((skipped[0] as { xid: string }).xid);
+      const follow = await rowOf('then-follow');
+      expect(follow?.n).toBe(1);
+      expect(follow?.xid).toBe((sent[0] as { xid: string }).xid); // in the same transaction
+      // runAlone: the follow-up only when accepted.
+      const accepted = await lanes.runAlone(
+        5_000,
+        (c) => [bump('alone-then')(c)],
+        () => true,
+        () => bump('alone-then-follow'),
+      );
+      expect(accepted.committed).toBe(true);
+      expect((await rowOf('alone-then-follow'))?.n).toBe(1);
+      const refused = await lanes.runAlone(
+        5_000,
+        (c) => [bump('alone-then')(c)],
+        () => false,
+        () => bump('alone-then-no'),
+      );
+      expect(refused.committed).toBe(false);
+      expect(await rowOf('alone-then-no')).toBeUndefined();
+    } finally {
+      await lanes.end();
+    }
+  });
+
+  it('a follow-up that fails rolls back its whole transaction (COMMIT answers ROLLBACK): every call of it is answered the failure', async () => {
+    const lanes = createLanes(db.url, 1);
+    try {
+      const busy = lanes.run(5_000, 'a', (c) => c`select pg_sleep(0.1) where ${c.unsafe(IN_TRANSACTION)}`);
+      const good = lanes.run(5_000, 'b', bump('then-neighbour'));
+      const bad = lanes.run(5_000, 'c', bump('then-bad'), () => (c) => c`select 1 / 0`);
+      await busy;
+      const [g, b] = await Promise.allSettled([good, bad]);
+      expect(g.status).toBe('rejected');
+      expect((b as PromiseRejectedResult).reason).toMatchObject({ code: '22012' });
+      expect(await rowOf('then-neighbour')).toBeUndefined();
+      expect(await rowOf('then-bad')).toBeUndefined();
+      expect((await lanes.run(5_000, 'd', bump('then-after')))[0]).toMatchObject({ n: 1 });
+    } finally {
+      await lanes.end();
+    }
+  });
+
   it('the guarded statement run on its own (outside the transaction BEGIN opens) changes nothing', async () => {
     const rows = await bump('outside')(admin);
     expect(rows).toHaveLength(0);
