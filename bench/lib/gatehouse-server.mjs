@@ -75,6 +75,7 @@ if (env.BENCH_DECISION_STORE_URL) {
     onWritten: (count) => metrics.decisionRecordsWritten.inc(count),
   });
   decisionStore = { writer, sql: recordSql };
+  await writer.flush(); // the partitions checked before serving, as src/service.ts does
 }
 const engine = createEngine({
   policies,
