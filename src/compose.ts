@@ -16,6 +16,7 @@ import { createEngine, type Engine } from './engine/index.js';
 import { createMetrics } from './engine/metrics.js';
 import type { AppContext } from './http/context.js';
 import type { LivePolicies } from './policy/live.js';
+import { insertRecords } from './records/insert.js';
 import { createDecisionWriter } from './records/writer.js';
 import { approvalLink } from './webhooks/events.js';
 import { createOutbox, queueEventsOf } from './webhooks/outbox.js';
@@ -72,7 +73,13 @@ export function compose(r: Resources): Composed {
   opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);
   // Budgets and rate limits: their transactions under the same deadline, and the sweep of ended windows.
   // One-counter calls go through lanes of their own (connections opened only when a call needs one).
-  const lanes = createLanes(url, config.budgetConnections);
+  // With DECISION_STORE, a lane's transaction also inserts the records of the calls it counted (with its COMMIT).
+  const lanes = createLanes(
+    url,
+    config.budgetConnections,
+    {},
+    config.decisionStore !== null ? insertRecords : undefined,
+  );
   const limits = createLimitService(sql, { deadlineMs: config.dbDeadlineMs, schemaReady: migrated, lanes });
   opened.push('the budget counters (sweeper)', () => limits.close());
   const keys = createKeys(sql, {

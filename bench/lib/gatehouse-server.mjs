@@ -56,7 +56,13 @@ if (env.BENCH_DATABASE_URL) {
   // As src/service.ts: BUDGET_CONNECTIONS lanes (default 4).
   limits = createLimitService(sql, {
     deadlineMs: 2_000,
-    lanes: createLanes(env.BENCH_DATABASE_URL, Number(env.BENCH_BUDGET_CONNECTIONS ?? 4)),
+    lanes: createLanes(
+      env.BENCH_DATABASE_URL,
+      Number(env.BENCH_BUDGET_CONNECTIONS ?? 4),
+      {},
+      // With the decision store, as src/compose.ts: the records of the calls a lane counts, with its COMMIT.
+      env.BENCH_DECISION_STORE_URL ? (await import('../../dist/records/insert.js')).insertRecords : undefined,
+    ),
   });
 }
 

@@ -1,7 +1,7 @@
 // Budgets and rate limits as the service runs them: their transactions under DB_DEADLINE_MS, the
 // sweep of ended windows, readiness. The store does the SQL (./store.ts); the engine decides what a
 // counted call answers (src/engine/limits.ts).
-import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
+import type { Sql, TransactionSql } from 'postgres';
 import { withDeadline } from '../db/deadline.js';
 import type { Lanes } from '../db/lanes.js';
 import { StoreUnavailableError } from '../db/errors.js';
@@ -39,10 +39,11 @@ export interface LimitService {
 }
 
 /**
- * A statement that commits with a call counted on a lane, and only if it was counted (the decision's
- * record: src/engine/record.ts): sent with the lane's COMMIT.
+ * What commits with a call counted on a lane, and only if it was counted (the decision's record:
+ * src/engine/record.ts): called then, it gives the value the lanes' gather statement writes with
+ * the lane's COMMIT (src/db/lanes.ts).
  */
-export type AfterCounting = (c: Sql) => PendingQuery<Row[]>;
+export type AfterCounting = () => string;
 
 export interface LimitServiceOptions {
   deadlineMs: number;
@@ -81,7 +82,7 @@ export function createLimitService(sql: Sql, options: LimitServiceOptions): Limi
           options.deadlineMs,
           order,
           (c) => store.countStatement(c, charge)!,
-          after === undefined ? undefined : (rows) => (rows.length > 0 ? after : null), // counted: its one row
+          after === undefined ? undefined : (rows) => (rows.length > 0 ? after() : null), // counted: its one row
         )
         .then((rows) => standingOfCount(charge.limit, rows));
     },
@@ -94,7 +95,7 @@ export function createLimitService(sql: Sql, options: LimitServiceOptions): Limi
           options.deadlineMs,
           (c) => ordered.map((charge) => store.countStatement(c, charge)!),
           (rows) => rows.every((r) => r.length > 0),
-          after === undefined ? undefined : () => after, // accepted: every counter counted
+          after === undefined ? undefined : () => after(), // accepted: every counter counted
         )
         .then(({ rows, committed }) => {
           if (!committed) return { refused: ordered.filter((_, i) => rows[i]!.length === 0) };

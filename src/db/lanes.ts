@@ -64,11 +64,17 @@ export interface Lanes {
 }
 
 /**
- * What a call adds to its transaction once its rows are in, sent in COMMIT's packet (no round trip
- * of its own): a statement, or null for none. It commits with the call's statements or not at all:
- * when it fails, nothing of the transaction commits, and every call of it is answered the failure.
+ * What a call adds to its transaction once its rows are in: a value for the lanes' `gather`
+ * statement, or null for none. Called only when the lanes have one (createLanes).
  */
-export type Then<T> = (rows: T) => ((c: Sql) => PendingQuery<Row[]>) | null;
+export type Then<T> = (rows: T) => string | null;
+
+/**
+ * One statement over the values a transaction's calls gave (`then`), sent in COMMIT's packet (no
+ * round trip of its own): it commits with their statements or not at all. When it fails, nothing
+ * of the transaction commits, and every call of it is answered the failure.
+ */
+export type Gather = (c: Sql, values: readonly string[]) => PendingQuery<Row[]>;
 
 interface Call {
   readonly ms: number;
@@ -85,7 +91,7 @@ interface Call {
   late?: () => void;
 }
 
-export function createLanes(url: string, count: number, options: SqlOptions = {}): Lanes {
+export function createLanes(url: string, count: number, options: SqlOptions = {}, gather?: Gather): Lanes {
   const lanes = Array.from({ length: count }, () => createSql(url, { ...options, max: 1 }));
   // Where a commit's outcome is looked up: never the lane whose answer was lost (connects on first use).
   const lookups = createSql(url, { ...options, max: 1, applicationName: 'gatehouse-outcome' });
@@ -149,13 +155,16 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
       pump();
       return;
     }
-    // Sent with COMMIT, behind it in nothing: a statement that fails aborts the transaction, and COMMIT
+    // Sent in COMMIT's packet, ahead of it: a statement that fails aborts the transaction, and COMMIT
     // then answers ROLLBACK (read below).
-    const after = batch.flatMap((call, i) => {
-      const statement = call.then?.(rowsOf[i]!);
-      return statement ? [statement(lane)] : [];
-    });
-    const afterDone = Promise.allSettled(after);
+    const values =
+      gather === undefined
+        ? []
+        : batch.flatMap((call, i) => {
+            const value = call.then?.(rowsOf[i]!);
+            return value == null ? [] : [value];
+          });
+    const afterDone = Promise.allSettled(values.length > 0 && gather !== undefined ? [gather(lane, values)] : []);
     for (const call of batch) call.phase = 'committing'; // from here its timer no longer abandons it
     // COMMIT's answer lost with its connection, or late at a deadline: every call of the transaction
     // is answered what PostgreSQL says happened (outcome.ts), never a guess.
@@ -176,7 +185,8 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
     for (const call of batch) call.late = () => lookUp(new StoreUnavailableError('deadline'));
     try {
       const done = await lane`commit`;
-      const refused = (await afterDone).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      const gathered: PromiseSettledResult<unknown>[] = await afterDone;
+      const refused = gathered.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (refused !== undefined || done.command !== 'COMMIT') {
         // Rolled back: no call of it committed anything.
         const error = toStoreError(refused?.reason ?? new Error(`COMMIT answered ${done.command}`));

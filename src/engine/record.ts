@@ -13,7 +13,7 @@ import type { Metrics } from './metrics.js';
 import { redactSecrets } from './redact.js';
 import type { TransactionSql } from 'postgres';
 import type { AfterCounting } from '../budgets/service.js';
-import { insertRecord, insertRecords } from '../records/insert.js';
+import { insertRecord } from '../records/insert.js';
 
 /** What a record says of one request, beside its outcome. */
 export interface Asked {
@@ -101,8 +101,8 @@ export interface Recorder {
   /** Inserts `line` in `tx`, the decision's transaction, as its last statement before COMMIT (none with the store off). */
   insert(tx: TransactionSql, line: DecisionLine): Promise<void>;
   /**
-   * `line`'s insert for a transaction of the lanes, sent with its COMMIT only if the call counted;
-   * undefined with the store off or when it cannot be.
+   * `line`'s row for a transaction of the lanes, which inserts the rows of its calls that counted
+   * with its COMMIT (src/db/lanes.ts gather); undefined with the store off or when it cannot be.
    */
   statement(line: DecisionLine): AfterCounting | undefined;
   /**
@@ -134,9 +134,9 @@ export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked, cou
     statement(line) {
       const row = store?.rowOf(line) ?? null;
       if (row === null) return undefined;
-      return (c) => {
-        sent = true; // made only when the lane sends it
-        return insertRecords(c, [row]);
+      return () => {
+        sent = true; // asked for only when the lane sends it
+        return row;
       };
     },
     write(line) {
