@@ -15,6 +15,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 let db: TestDatabase;
 const pools: Sql[] = [];
 const apps: TestApp[] = [];
+const LOGS: Record<string, unknown>[] = [];
 let payments: TestApp;
 let budgets: TestApp;
 
@@ -25,6 +26,7 @@ async function app(policyDir: string, env: string | null, store = true, lanes = 
     policyDir,
     env,
     database: db,
+    logs: LOGS,
     ...(lanes ? {} : { lanes: false }),
     ...(store ? { decisionStore: { sql, lingerMs: 60_000 } } : {}),
   });
@@ -229,10 +231,15 @@ describe('records written with what the decision did', () => {
     expect(await stored({ id: idOf(redeem) })).toEqual([]);
   });
 
-  it('every record once: no decision id twice in the store, the written count agrees', async () => {
+  it('every record once: no decision id twice in the store, the written count agrees, one log line each', async () => {
     for (const t of apps) await t.writer?.flush();
     const twice = await db.sql`select id from decisions group by id having count(*) > 1`;
     expect([...twice]).toEqual([]);
+    const lines = new Map<unknown, number>();
+    for (const l of LOGS) if (l.msg === 'decision') lines.set(l.decision_id, (lines.get(l.decision_id) ?? 0) + 1);
+    const ids = await db.sql<{ id: string }[]>`select id::text from decisions`;
+    for (const { id } of ids) expect(lines.get(id), id).toBe(1);
+    expect([...lines.values()].every((n) => n === 1)).toBe(true);
     const [all] = await db.sql<{ n: number }[]>`select count(*)::int as n from decisions`;
     let written = 0;
     for (const t of apps) written += (await t.ctx.metrics.decisionRecordsWritten.get()).values[0]?.value ?? 0;
