@@ -5,12 +5,14 @@
 // transaction rolled back, or that wrote nothing, has its record queued instead: never both, never
 // none.
 import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSql } from '../../src/db/connect.js';
 import type { Sql } from 'postgres';
 import { approverToken, bearer, createTestApp, token, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { policyDir } from '../helpers/process.js';
 
 let db: TestDatabase;
 const pools: Sql[] = [];
@@ -215,6 +217,40 @@ describe('records written with what the decision did', () => {
     expect(filing.statusCode).toBe(409);
     expect(await stored({ id: idOf(filing) })).toEqual([expect.objectContaining({ decision: 'allow' })]);
     expect(t.writer!.queued).toBe(0);
+  });
+
+  it("a crash approval: the runtime's filing is not recorded (it decides nothing); the resume that consumes it is, with it", async () => {
+    const dir = await policyDir({
+      'recovery.yaml': `
+policy: recovery
+tools:
+  send_email: {kind: remote_mutation}
+rules:
+  - id: resume-after-crash
+    tools: [send_email]
+    allow: true
+    when: '$approval.kind == "interrupted_side_effect"'
+`,
+    });
+    try {
+      const t = await app(dir, null);
+      const sub = newSub();
+      const runtime = token({ sub, team: 'ops', roles: ['runtime'] });
+      const call = { tool: 'send_email', args: { to: 'ops@example.com' } };
+      const filed = await send(t, '/approvals', { kind: 'interrupted_side_effect', ...call }, runtime);
+      expect(filed.statusCode, filed.body).toBe(201);
+      const { id } = filed.json() as { id: string };
+      expect((await send(t, `/approvals/${id}/grant`, {}, approverToken())).statusCode).toBe(200);
+      const resumed = await send(t, '/decide', { ...call, approval_id: id }, runtime);
+      expect(resumed.statusCode, resumed.body).toBe(200);
+      // At once, and nothing queued: the filing left no record, the resume's came with its consume.
+      expect(await stored({ user: sub })).toEqual([
+        expect.objectContaining({ id: idOf(resumed), decision: 'allow', rule: 'resume-after-crash', approval_id: id }),
+      ]);
+      expect(t.writer!.queued).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('a pure decision stays queued; with the store off nothing is written', async () => {
