@@ -183,6 +183,19 @@ describe('records written with what the decision did', () => {
     ]);
   });
 
+  it("calls counted together in one lane transaction: each call's record, once, with the answer", async () => {
+    const subs = Array.from({ length: 24 }, newSub);
+    const queued = budgets.writer!.queued;
+    const answers = await Promise.all(
+      subs.map((sub, i) => send(budgets, '/decide', { tool: 'lookup_order', args: { id: i } }, agent(sub))),
+    );
+    expect(answers.map((a) => a.statusCode)).toEqual(subs.map(() => 200));
+    const ids = answers.map(idOf);
+    const rows = await db.sql<{ id: string }[]>`select id::text from decisions where id in ${db.sql(ids)}`;
+    expect(rows.map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(budgets.writer!.queued).toBe(queued);
+  });
+
   it('a counted call in a transaction (an Idempotency-Key): recorded in it; rolled back (refused), queued', async () => {
     const sub = newSub();
     const queued = budgets.writer!.queued;
