@@ -11,10 +11,12 @@
 //   budget       + a sum budget per user (one counter per call)
 //   hot          + a global budget (every call on one counter row: the single-row ceiling)
 //   budget+rate  + a rate limit per user (two counters per call, all or nothing, one transaction)
+//   budget+store budget with DECISION_STORE=postgres: each call's record written in the transaction
+//                that counts it (sent with the lane's COMMIT)
 // and, as the control, PostgreSQL alone at the same rate of one-row commits (with and without the
 // WAL flush at commit), since a counted call's latency is at least its commit's.
 //
-//   node bench/budgets.mjs [--quick] [--rate R] [--json out.json]
+//   node bench/budgets.mjs [--quick] [--rate R] [--servers unbudgeted,budget,budget+store,…] [--json out.json]
 import { mkdtempSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +38,7 @@ import {
 } from './lib/procs.mjs';
 import { fmt, fmtInt, median, parseArgs, table, targetsTable } from './lib/stats.mjs';
 
-export const TARGETS = { rate: 2000, p99Ms: 20 };
+export const TARGETS = { rate: 2000, p99Ms: 20, storeShare: 0.9 };
 
 const SERVER_CPU = cpus().length >= 2 && taskset() ? 0 : undefined;
 const LOAD_CPU = cpus().length >= 2 && taskset() ? 1 : undefined;
@@ -76,11 +78,12 @@ function policyDirFor(root, name) {
   const dir = join(root, name);
   mkdirSync(dir);
   copyFileSync(join(ROOT_DIR, 'policies', 'payments.yaml'), join(dir, 'payments.yaml'));
-  if (SCENARIOS[name] !== undefined) {
+  const scenario = SCENARIOS[scenarioOf(name)];
+  if (scenario !== undefined) {
     // Scoped to refunds, with `default: allow`: it adds the budget and changes no answer.
     writeFileSync(
       join(dir, 'refund-budgets.yaml'),
-      `policy: refund-budgets\nscope: {tools: refund}\ndefault: allow\nbudgets:${SCENARIOS[name]}\n`,
+      `policy: refund-budgets\nscope: {tools: refund}\ndefault: allow\nbudgets:${scenario}\n`,
     );
   }
   return dir;
@@ -108,8 +111,18 @@ function policyDirFor(root, name) {
  * @property {import('./lib/stats.mjs').Check[]} [checks]
  */
 
-/** @param {{ quick?: boolean, rate?: number, log?: (line: string) => void }} [options] */
-export async function runBudgets({ quick = false, rate = TARGETS.rate, log = console.log } = {}) {
+/** The servers, in turn order; each but `unbudgeted` and `budget+store` is a scenario of SCENARIOS. */
+const SERVERS = ['unbudgeted', 'budget', 'budget+store', 'hot', 'budget+rate'];
+/** A server's policy scenario: `budget+store` is `budget` with the decision store on. */
+const scenarioOf = (/** @type {string} */ name) => (name === 'budget+store' ? 'budget' : name);
+
+/** @param {{ quick?: boolean, rate?: number, servers?: string[], log?: (line: string) => void }} [options] */
+export async function runBudgets({
+  quick = false,
+  rate = TARGETS.rate,
+  servers: only = SERVERS,
+  log = console.log,
+} = {}) {
   const rounds = quick ? 1 : 2;
   const duration = quick ? 3 : 10;
   const closedDuration = quick ? 2 : 10;
@@ -133,10 +146,11 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
     result.server = /** @type {{ version: string, fsync: string, synchronous_commit: string }} */ (
       /** @type {unknown} */ (settings)
     );
-    for (const name of ['unbudgeted', ...Object.keys(SCENARIOS)]) {
+    for (const name of SERVERS.filter((n) => only.includes(n))) {
       /** @type {NodeJS.ProcessEnv} */
       const env = { BENCH_POLICY_DIR: policyDirFor(root, name), BENCH_POLICY_ENV: 'prod', BENCH_LOG_LEVEL: 'info' };
       if (name !== 'unbudgeted') env.BENCH_DATABASE_URL = pg.url;
+      if (name === 'budget+store') env.BENCH_DECISION_STORE_URL = pg.url;
       servers[name] = await startServer(join(BENCH_DIR, 'lib/gatehouse-server.mjs'), { cpu: SERVER_CPU, env });
     }
     const tokens = Array.from({ length: CONNECTIONS }, (_, i) => ({
@@ -155,7 +169,11 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
         throw new Error(`${name} answered ${res.status} ${JSON.stringify(body)}`);
     }
     const [{ n }] = await sql`select count(*)::int as n from budget_counters`;
-    if (n !== 2) throw new Error(`expected 2 counters after the first calls (one per user, one global), found ${n}`);
+    const counters =
+      (only.some((x) => ['budget', 'budget+store', 'budget+rate'].includes(x)) ? 1 : 0) +
+      (only.includes('hot') ? 1 : 0);
+    if (n !== counters)
+      throw new Error(`expected ${counters} counters after the first calls (one per user, one global), found ${n}`);
     log(
       `every server answers 200 allow; embedded PostgreSQL ${settings.version} (fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit})`,
     );
@@ -232,7 +250,7 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
         `PostgreSQL alone, synchronous_commit ${synchronous}: ${fmtInt(r.achievedPerSec)} commits/s  p50 ${fmt(r.p50, 3)} ms  p99 ${fmt(r.p99, 3)} ms  max ${fmt(r.max, 1)} ms`,
       );
     }
-    for (const name of ['unbudgeted', 'budget', 'hot']) {
+    for (const name of ['unbudgeted', 'budget', 'budget+store', 'hot'].filter((x) => servers[x] !== undefined)) {
       const s = /** @type {import('./lib/procs.mjs').Server} */ (servers[name]);
       await coolDown(s.pid);
       const cpu0 = cpuTimeMs(s.pid);
@@ -279,39 +297,57 @@ export async function runBudgets({ quick = false, rate = TARGETS.rate, log = con
     ]),
   );
   result.summary = summary;
-  // Every scenario ran: the summary has a row for each.
-  const at = (/** @type {string} */ name) => /** @type {Summary} */ (summary[name]);
+  const at = (/** @type {string} */ name) => summary[name];
+  const closed = (/** @type {string} */ name) => result.closed.find((c) => c.server === name);
+  /** @type {import('./lib/stats.mjs').Check[]} */
+  const checks = [];
   const b = at('budget');
-  const u = at('unbudgeted');
-  const worstBudgetP99 = Math.max(...result.open.filter((x) => x.server === 'budget').map((x) => x.latencyMs.p99));
-  const worstAchieved = Math.min(...result.open.filter((x) => x.server === 'budget').map((x) => x.achievedPerSec));
-  result.checks = [
-    {
+  if (b !== undefined) {
+    const rows = result.open.filter((x) => x.server === 'budget');
+    const worstBudgetP99 = Math.max(...rows.map((x) => x.latencyMs.p99));
+    const worstAchieved = Math.min(...rows.map((x) => x.achievedPerSec));
+    checks.push({
       target: `budgeted /decide ≥ ${rate} decisions/s with p99 < ${TARGETS.p99Ms} ms (open loop, one counter per call, embedded PostgreSQL, default settings)`,
       value: `${fmtInt(worstAchieved)}/s, p99 ${fmt(worstBudgetP99, 2)} ms (worst round; ${b.lost} not 200 allow)`,
       met: worstAchieved >= rate * 0.99 && worstBudgetP99 < TARGETS.p99Ms && b.lost === 0,
-    },
-    {
+    });
+  }
+  const stored = closed('budget+store');
+  const storeOff = closed('budget');
+  if (stored !== undefined && storeOff !== undefined)
+    checks.push({
+      target: `budgeted /decide with DECISION_STORE=postgres (each record in the counting transaction) ≥ ${TARGETS.storeShare * 100} % of the throughput with it off (closed loop)`,
+      value: `${fmtInt(stored.reqPerSec)} vs ${fmtInt(storeOff.reqPerSec)} req/s: ${fmt((100 * stored.reqPerSec) / storeOff.reqPerSec, 1)} %; Gatehouse CPU ${fmt(stored.serverCpuUs, 0)} vs ${fmt(storeOff.serverCpuUs, 0)} µs/call`,
+      met: stored.reqPerSec >= TARGETS.storeShare * storeOff.reqPerSec,
+    });
+  const u = at('unbudgeted');
+  if (u !== undefined)
+    checks.push({
       target: `unbudgeted /decide at the same rate (side by side)`,
       value: `${fmtInt(u.achievedPerSec)}/s, p99 ${fmt(u.p99, 2)} ms`,
       met: null,
-    },
-    {
-      target: 'a budget and a rate limit on each call (informational)',
-      value: `${fmtInt(at('budget+rate').achievedPerSec)}/s, p99 ${fmt(at('budget+rate').p99, 2)} ms`,
-      met: null,
-    },
-    {
-      target: 'every call on one global counter (informational)',
-      value: `${fmtInt(at('hot').achievedPerSec)}/s, p99 ${fmt(at('hot').p99, 2)} ms`,
-      met: null,
-    },
+    });
+  for (const [name, what] of [
+    ['budget+store', 'the decision store on, open loop'],
+    ['budget+rate', 'a budget and a rate limit on each call'],
+    ['hot', 'every call on one global counter'],
+  ]) {
+    const x = at(name);
+    if (x !== undefined)
+      checks.push({
+        target: `${what} (informational)`,
+        value: `${fmtInt(x.achievedPerSec)}/s, p99 ${fmt(x.p99, 2)} ms, PostgreSQL CPU ${fmt(x.pgCpuUs, 0)} µs/call`,
+        met: null,
+      });
+  }
+  checks.push(
     ...result.closed.map((c) => ({
       target: `closed loop, ${c.server} (informational)`,
       value: `${fmtInt(c.reqPerSec)} req/s, p99 ${c.latencyMs.p99} ms`,
       met: null,
     })),
-  ];
+  );
+  result.checks = checks;
   return result;
 }
 
@@ -426,6 +462,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const result = await runBudgets({
     quick: args.quick,
     rate: args.extra.rate ? Number(args.extra.rate) : TARGETS.rate,
+    ...(typeof args.extra.servers === 'string' ? { servers: args.extra.servers.split(',') } : {}),
   });
   printBudgets(result);
   if (args.json) writeFileSync(args.json, JSON.stringify(result, null, 2));

@@ -16,6 +16,7 @@ import { createEngine, type Engine } from './engine/index.js';
 import { createMetrics } from './engine/metrics.js';
 import type { AppContext } from './http/context.js';
 import type { LivePolicies } from './policy/live.js';
+import { insertRecords } from './records/insert.js';
 import { createDecisionWriter } from './records/writer.js';
 import { approvalLink } from './webhooks/events.js';
 import { createOutbox, queueEventsOf } from './webhooks/outbox.js';
@@ -41,6 +42,12 @@ export interface Composed {
   readonly ctx: AppContext;
   /** Closes what answers long-polls and delivers webhooks, as the HTTP server drains. */
   readonly closeDuringDrain: () => Promise<unknown>;
+  /**
+   * With DECISION_STORE: the decision store's partitions checked once (a failure is the writer's to
+   * log and retry). Awaited before serving, so a decision's transaction can carry its record from the
+   * first request on (until then its record is queued).
+   */
+  readonly recordsReady: () => Promise<void>;
 }
 
 export function compose(r: Resources): Composed {
@@ -66,7 +73,13 @@ export function compose(r: Resources): Composed {
   opened.push('the approvals (LISTEN connection, sweeper)', closeApprovals);
   // Budgets and rate limits: their transactions under the same deadline, and the sweep of ended windows.
   // One-counter calls go through lanes of their own (connections opened only when a call needs one).
-  const lanes = createLanes(url, config.budgetConnections);
+  // With DECISION_STORE, a lane's transaction also inserts the records of the calls it counted (with its COMMIT).
+  const lanes = createLanes(
+    url,
+    config.budgetConnections,
+    {},
+    config.decisionStore !== null ? insertRecords : undefined,
+  );
   const limits = createLimitService(sql, { deadlineMs: config.dbDeadlineMs, schemaReady: migrated, lanes });
   opened.push('the budget counters (sweeper)', () => limits.close());
   const keys = createKeys(sql, {
@@ -102,6 +115,7 @@ export function compose(r: Resources): Composed {
     logger.info({ endpoints }, 'delivering webhooks');
   }
   let records: Engine['parts']['records'] = null;
+  let recordsReady = async (): Promise<void> => {};
   if (config.decisionStore !== null) {
     // A pool of its own, like the webhooks': the batches never wait for, or hold, a connection the
     // requests need. Closed after the HTTP server (the stack closes last opened first), so the
@@ -117,6 +131,7 @@ export function compose(r: Resources): Composed {
     });
     opened.push('the decision store writer (writing what is queued)', () => writer.close());
     records = { writer, sql: recordSql };
+    recordsReady = () => writer.flush();
     logger.info(
       { queue_max: config.decisionStore.queueMax, retention_ms: config.decisionStore.retentionMs },
       'recording decisions in the database',
@@ -144,5 +159,5 @@ export function compose(r: Resources): Composed {
     usage: config.usage,
     webhooks: { endpoints: config.webhooks.endpoints, outbox },
   };
-  return { engine, ctx, closeDuringDrain: () => Promise.all([closeApprovals(), closeWebhooks()]) };
+  return { engine, ctx, closeDuringDrain: () => Promise.all([closeApprovals(), closeWebhooks()]), recordsReady };
 }

@@ -250,6 +250,7 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       engine,
       ctx: appCtx,
       closeDuringDrain,
+      recordsReady,
     } = compose({
       config,
       logger,
@@ -262,6 +263,8 @@ export async function serve(env: Readonly<Record<string, string | undefined>>): 
       opened,
     });
     served = engine;
+    if (migrated) await recordsReady();
+    checkpoint();
     const checks = {
       issuer: config.jwt.issuer,
       audience: config.jwt.audience,

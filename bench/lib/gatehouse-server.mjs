@@ -56,7 +56,13 @@ if (env.BENCH_DATABASE_URL) {
   // As src/service.ts: BUDGET_CONNECTIONS lanes (default 4).
   limits = createLimitService(sql, {
     deadlineMs: 2_000,
-    lanes: createLanes(env.BENCH_DATABASE_URL, Number(env.BENCH_BUDGET_CONNECTIONS ?? 4)),
+    lanes: createLanes(
+      env.BENCH_DATABASE_URL,
+      Number(env.BENCH_BUDGET_CONNECTIONS ?? 4),
+      {},
+      // With the decision store, as src/compose.ts: the records of the calls a lane counts, with its COMMIT.
+      env.BENCH_DECISION_STORE_URL ? (await import('../../dist/records/insert.js')).insertRecords : undefined,
+    ),
   });
 }
 
@@ -75,6 +81,7 @@ if (env.BENCH_DECISION_STORE_URL) {
     onWritten: (count) => metrics.decisionRecordsWritten.inc(count),
   });
   decisionStore = { writer, sql: recordSql };
+  await writer.flush(); // the partitions checked before serving, as src/service.ts does
 }
 const engine = createEngine({
   policies,

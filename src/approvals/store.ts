@@ -532,7 +532,23 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     return run((tx) => approvalStats(tx, since, fastGrantSeconds));
   }
 
-  return { create, get, list, summaries, settled, grant, deny, consume, cancel, sweep, stillAhead, events, stats };
+  return {
+    create,
+    get,
+    list,
+    summaries,
+    settled,
+    grant,
+    deny,
+    consume,
+    cancel,
+    sweep,
+    stillAhead,
+    events,
+    stats,
+    /** `fn` in one transaction under the deadline, as each method runs its own: for a caller that adds to it (a decision's record). */
+    transaction: run,
+  };
 }
 
 export type ApprovalStore = ReturnType<typeof createApprovalStore>;

@@ -24,16 +24,26 @@ export interface LimitService {
    * counter after, or null when it would cross (nothing counted). Undefined without lanes, or when
    * the charge is not counted by a statement: use transaction().
    */
-  countOne(charge: Charge): Promise<Standing | null> | undefined;
+  countOne(charge: Charge, after?: AfterCounting): Promise<Standing | null> | undefined;
   /**
    * Counts a call in all its counters or none, on a lane, in a transaction of its own (several
    * counters: one round trip fewer than transaction()): each charge's counter after, or the charges
    * it would cross (nothing counted). Undefined without lanes, or when a charge is not counted by a
    * statement.
    */
-  countAll(charges: readonly Charge[]): Promise<{ counted: Map<Charge, Standing> } | { refused: Charge[] }> | undefined;
+  countAll(
+    charges: readonly Charge[],
+    after?: AfterCounting,
+  ): Promise<{ counted: Map<Charge, Standing> } | { refused: Charge[] }> | undefined;
   close(): Promise<void>;
 }
+
+/**
+ * What commits with a call counted on a lane, and only if it was counted (the decision's record:
+ * src/engine/record.ts): called then, it gives the value the lanes' gather statement writes with
+ * the lane's COMMIT (src/db/lanes.ts).
+ */
+export type AfterCounting = () => string;
 
 export interface LimitServiceOptions {
   deadlineMs: number;
@@ -62,16 +72,21 @@ export function createLimitService(sql: Sql, options: LimitServiceOptions): Limi
       if (!schemaReady()) throw new StoreUnavailableError('connection');
     },
     transaction,
-    countOne(charge) {
+    countOne(charge, after) {
       const { lanes } = options;
       if (lanes === undefined || !store.countedByStatement(charge)) return undefined;
       // The lock order of store.ts (lockOrder): budgets, then rate limits, by id, then by counter.
       const order = `${charge.limit.type === 'budget' ? 0 : 1}\n${charge.limit.id}\n${charge.key}`;
       return lanes
-        .run(options.deadlineMs, order, (c) => store.countStatement(c, charge)!)
+        .run(
+          options.deadlineMs,
+          order,
+          (c) => store.countStatement(c, charge)!,
+          after === undefined ? undefined : (rows) => (rows.length > 0 ? after() : null), // counted: its one row
+        )
         .then((rows) => standingOfCount(charge.limit, rows));
     },
-    countAll(charges) {
+    countAll(charges, after) {
       const { lanes } = options;
       if (lanes === undefined || !charges.every((c) => store.countedByStatement(c))) return undefined;
       const ordered = lockOrder(charges);
@@ -80,6 +95,7 @@ export function createLimitService(sql: Sql, options: LimitServiceOptions): Limi
           options.deadlineMs,
           (c) => ordered.map((charge) => store.countStatement(c, charge)!),
           (rows) => rows.every((r) => r.length > 0),
+          after === undefined ? undefined : () => after(), // accepted: every counter counted
         )
         .then(({ rows, committed }) => {
           if (!committed) return { refused: ordered.filter((_, i) => rows[i]!.length === 0) };

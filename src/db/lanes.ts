@@ -48,7 +48,7 @@ export interface Lanes {
    * waiting for a lane included: its rows once committed, or StoreUnavailableError (503) and nothing
    * committed, ever. `order` places it among the others (the rows it locks, as a sortable key).
    */
-  run<T extends Row[]>(ms: number, order: string, statement: (c: Sql) => PendingQuery<T>): Promise<T>;
+  run<T extends Row[]>(ms: number, order: string, statement: (c: Sql) => PendingQuery<T>, then?: Then<T>): Promise<T>;
   /**
    * Several statements in a transaction of their own (written behind BEGIN in one packet, in the
    * order given: the caller's lock order), committed only when `accept` says so of their rows, else
@@ -58,9 +58,23 @@ export interface Lanes {
     ms: number,
     statements: (c: Sql) => PendingQuery<Row[]>[],
     accept: (rows: Row[][]) => boolean,
+    then?: Then<Row[][]>,
   ): Promise<{ rows: Row[][]; committed: boolean }>;
   end(): Promise<void>;
 }
+
+/**
+ * What a call adds to its transaction once its rows are in: a value for the lanes' `gather`
+ * statement, or null for none. Called only when the lanes have one (createLanes).
+ */
+export type Then<T> = (rows: T) => string | null;
+
+/**
+ * One statement over the values a transaction's calls gave (`then`), sent in COMMIT's packet (no
+ * round trip of its own): it commits with their statements or not at all. When it fails, nothing
+ * of the transaction commits, and every call of it is answered the failure.
+ */
+export type Gather = (c: Sql, values: readonly string[]) => PendingQuery<Row[]>;
 
 interface Call {
   readonly ms: number;
@@ -68,6 +82,7 @@ interface Call {
   readonly statements: (c: Sql) => PendingQuery<Row[]>[];
   /** Set for a call that runs alone: whether its statements' rows may commit. */
   readonly accept?: (rows: Row[][]) => boolean;
+  readonly then?: Then<Row[][]>;
   phase: 'waiting' | 'running' | 'committing' | 'abandoned' | 'done';
   resolve(rows: Row[][], committed: boolean): void;
   reject(error: unknown): void;
@@ -76,7 +91,7 @@ interface Call {
   late?: () => void;
 }
 
-export function createLanes(url: string, count: number, options: SqlOptions = {}): Lanes {
+export function createLanes(url: string, count: number, options: SqlOptions = {}, gather?: Gather): Lanes {
   const lanes = Array.from({ length: count }, () => createSql(url, { ...options, max: 1 }));
   // Where a commit's outcome is looked up: never the lane whose answer was lost (connects on first use).
   const lookups = createSql(url, { ...options, max: 1, applicationName: 'gatehouse-outcome' });
@@ -140,6 +155,16 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
       pump();
       return;
     }
+    // Sent in COMMIT's packet, ahead of it: a statement that fails aborts the transaction, and COMMIT
+    // then answers ROLLBACK (read below).
+    const values =
+      gather === undefined
+        ? []
+        : batch.flatMap((call, i) => {
+            const value = call.then?.(rowsOf[i]!);
+            return value == null ? [] : [value];
+          });
+    const afterDone = Promise.allSettled(values.length > 0 && gather !== undefined ? [gather(lane, values)] : []);
     for (const call of batch) call.phase = 'committing'; // from here its timer no longer abandons it
     // COMMIT's answer lost with its connection, or late at a deadline: every call of the transaction
     // is answered what PostgreSQL says happened (outcome.ts), never a guess.
@@ -159,7 +184,15 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
     };
     for (const call of batch) call.late = () => lookUp(new StoreUnavailableError('deadline'));
     try {
-      await lane`commit`;
+      const done = await lane`commit`;
+      const gathered: PromiseSettledResult<unknown>[] = await afterDone;
+      const refused = gathered.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (refused !== undefined || done.command !== 'COMMIT') {
+        // Rolled back: no call of it committed anything.
+        const error = toStoreError(refused?.reason ?? new Error(`COMMIT answered ${done.command}`));
+        for (const call of batch) finish(call, { error });
+        return;
+      }
       batch.forEach((call, i) => {
         finish(call, { rows: rowsOf[i]!, committed: true });
       });
@@ -177,6 +210,7 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
     order: string,
     statements: (c: Sql) => PendingQuery<Row[]>[],
     accept: ((rows: Row[][]) => boolean) | undefined,
+    then: Then<Row[][]> | undefined,
   ): Promise<{ rows: Row[][]; committed: boolean }> =>
     new Promise((resolve, reject) => {
       const call: Call = {
@@ -184,6 +218,7 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
         order,
         statements,
         ...(accept !== undefined ? { accept } : {}),
+        ...(then !== undefined ? { then } : {}),
         phase: 'waiting',
         resolve: (rows, committed) => resolve({ rows, committed }),
         reject,
@@ -200,13 +235,24 @@ export function createLanes(url: string, count: number, options: SqlOptions = {}
     });
 
   return {
-    async run<T extends Row[]>(ms: number, order: string, statement: (c: Sql) => PendingQuery<T>): Promise<T> {
+    async run<T extends Row[]>(
+      ms: number,
+      order: string,
+      statement: (c: Sql) => PendingQuery<T>,
+      then?: Then<T>,
+    ): Promise<T> {
       // Its rows go back to this caller, as the statement's T.
-      const { rows } = await enqueue(ms, order, (c) => [statement(c) as unknown as PendingQuery<Row[]>], undefined);
+      const { rows } = await enqueue(
+        ms,
+        order,
+        (c) => [statement(c) as unknown as PendingQuery<Row[]>],
+        undefined,
+        then === undefined ? undefined : (all) => then(all[0] as unknown as T),
+      );
       return rows[0] as unknown as T;
     },
-    runAlone(ms, statements, accept) {
-      return enqueue(ms, '', statements, accept);
+    runAlone(ms, statements, accept, then) {
+      return enqueue(ms, '', statements, accept, then);
     },
     async end() {
       for (const call of queue.splice(0)) finish(call, { error: new StoreUnavailableError('connection') });

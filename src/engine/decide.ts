@@ -17,12 +17,14 @@ import {
   RolledBack,
   settleDecision,
   settleOnLanes,
+  countedLimits,
   type Settled,
 } from './limits.js';
-import { decisionLine, kindOf, writeRecord, type Asked, type Beside } from './record.js';
+import { decisionLine, kindOf, recorderOf, writeRecord, type Asked, type Recorder } from './record.js';
+import type { DecisionLine } from '../policy/record.js';
 import { keptOfDecision, replayedDecision } from './replays.js';
 import { decideInShadow } from './shadow.js';
-import type { ApprovalService } from '../approvals/service.js';
+import type { ApprovalService, Redemption } from '../approvals/service.js';
 import { StoreUnavailableError } from '../db/errors.js';
 import type { Call, EngineParts } from './parts.js';
 
@@ -71,33 +73,28 @@ function decideNow(parts: EngineParts, call: DecideCall, absent: DecisionResult 
   const durationUs = Number(process.hrtime.bigint() - started) / 1000;
   if (parts.shadow !== null) decideInShadow(parts.shadow, parts.metrics, call.log, decisionId, req, identity, fresh);
   const asked: Asked = { decisionId, request: req, set, identity, durationUs, approvalId };
-  const record = (decision: DecisionResult['decision'], rule: string, beside?: Beside): void =>
-    writeRecord(
-      call.log,
-      parts.metrics,
-      parts.records?.writer ?? null,
-      decisionLine(asked, decision, rule, parts.logArgs, beside),
-      durationUs,
-    );
   if (!isCounted(fresh) && (approvalId === undefined || fresh.internalError)) {
-    // The hot path: no database, nothing awaited.
-    record(fresh.decision, fresh.rule, kindOf(fresh));
+    // The hot path: no database, nothing awaited; the record queued.
+    const line = decisionLine(asked, fresh.decision, fresh.rule, parts.logArgs, kindOf(fresh));
+    writeRecord(call.log, parts.metrics, parts.records?.writer ?? null, line, durationUs);
     return decided(fresh, decisionId, nextOf(fresh, null));
   }
+  const recorder = recorderOf(parts, call.log, asked);
   return isCounted(fresh)
-    ? counted(parts, call, fresh, decisionId, record, absent)
-    : redeemed(parts, call, fresh, decisionId, record, absent);
+    ? counted(parts, call, fresh, decisionId, recorder, absent)
+    : redeemed(parts, call, fresh, decisionId, recorder, absent);
 }
 
-type Recorder = (decision: DecisionResult['decision'], rule: string, beside?: Beside) => void;
-
-/** Budgets and rate limits select the call: it is counted in the database before it is answered. */
+/**
+ * Budgets and rate limits select the call: it is counted in the database before it is answered. Its
+ * record goes with the transaction that counts it (Recorder).
+ */
 async function counted(
   parts: EngineParts,
   call: DecideCall,
   fresh: DecisionResult & { charges: NonNullable<DecisionResult['charges']> },
   decisionId: string,
-  record: Recorder,
+  recorder: Recorder,
   absent: DecisionResult | undefined,
 ): Promise<Answer> {
   const { request: req, identity, approvalId } = call;
@@ -105,8 +102,14 @@ async function counted(
   const limits = limitsOf(parts.limits);
   const claim = call.claim();
   let settled: Settled | undefined;
-  // Nothing but counting to do in the transaction: on the lanes.
-  const one = claim === undefined && approvalId === undefined ? settleOnLanes(limits, fresh, req) : undefined;
+  // The record of an allowed call (the record says the same of each limit whatever it left: the
+  // counters are the log line's alone).
+  const allowed = recorder.line(fresh.decision, fresh.rule);
+  // Nothing but counting to do in the transaction: on the lanes, the record sent with their COMMIT.
+  const one =
+    claim === undefined && approvalId === undefined
+      ? settleOnLanes(limits, fresh, req, recorder.statement(allowed))
+      : undefined;
   if (one !== undefined) settled = await one;
   const answer =
     settled !== undefined
@@ -120,18 +123,26 @@ async function counted(
             settled = s;
             const given = decisionText(s.result, decisionId, nextOf(s.result, s.cited));
             if (s.rollback) throw new RolledBack(given);
+            await recorder.insert(tx, settledLine(allowed, s));
             return { answer: given, kept: keptOfDecision(s.result, decisionId, s.counted) };
           },
           keyed.replay,
         );
   if (answer.replayed && keyed.replayed !== undefined) {
     const r = keyed.replayed;
-    record(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId });
+    recorder.write(
+      recorder.line(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId }),
+    );
   } else {
-    const final = settled?.result ?? fresh;
-    record(final.decision, final.rule, settled === undefined ? undefined : { budgets: countedLimits(settled) });
+    recorder.write(settled === undefined ? recorder.line(fresh.decision, fresh.rule) : settledLine(allowed, settled));
   }
   return written(answer);
+}
+
+/** The record of a counted call as settled: its final answer, and each limit (countedLimits). */
+function settledLine(allowed: DecisionLine, settled: Settled): DecisionLine {
+  const { decision, rule } = settled.result;
+  return { ...allowed, decision, rule, budgets: countedLimits(settled) };
 }
 
 /** A cited approval (`approval_id`) on a call no limit selects. */
@@ -140,7 +151,7 @@ async function redeemed(
   call: DecideCall,
   fresh: DecisionResult,
   decisionId: string,
-  record: Recorder,
+  recorder: Recorder,
   absent: DecisionResult | undefined,
 ): Promise<Answer> {
   const { request: req, identity } = call;
@@ -150,17 +161,24 @@ async function redeemed(
   // Only a require_approval, or an allow that read `$approval`, can consume a grant: any other answer
   // changes nothing, and needs no key.
   const consumes = fresh.decision === 'require_approval' || (fresh.decision === 'allow' && req.cited !== undefined);
+  // The redeem, and its record, in one transaction.
+  const redeem = async (tx: TransactionSql): Promise<{ r: Redemption; line: DecisionLine }> => {
+    const r = await approvals.redeem(fresh, req, approvalId, identity, tx, absent);
+    const line = recorder.line(r.result.decision, r.result.rule);
+    await recorder.insert(tx, line);
+    return { r, line };
+  };
   if (claim !== undefined && consumes) {
     // The redeem and what the key keeps of it in one transaction: a retry is answered from it.
     const keyed = keyedReplay(parts, fresh, req, identity);
-    let result = fresh;
+    let done: { r: Redemption; line: DecisionLine } | undefined;
     const answer = await keysOf(parts.keys).once(
       claim,
       async (tx) => {
-        const r = await approvals.redeem(fresh, req, approvalId, identity, tx, absent);
-        result = r.result;
+        done = await redeem(tx);
+        const { result, cited } = done.r;
         return {
-          answer: decisionText(result, decisionId, nextOf(result, r.cited)),
+          answer: decisionText(result, decisionId, nextOf(result, cited)),
           kept: keptOfDecision(result, decisionId, false),
         };
       },
@@ -168,12 +186,20 @@ async function redeemed(
     );
     const r = answer.replayed ? keyed.replayed : undefined;
     if (r !== undefined)
-      record(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId });
-    else record(result.decision, result.rule);
+      recorder.write(
+        recorder.line(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId }),
+      );
+    else recorder.write(done?.line ?? recorder.line(fresh.decision, fresh.rule));
     return written(answer);
   }
+  if (consumes && parts.records !== null) {
+    const { r, line } = await approvals.store.transaction(redeem);
+    recorder.write(line);
+    return decided(r.result, decisionId, nextOf(r.result, r.cited));
+  }
+  // The store off (the approvals' own transaction), or nothing to consume (no database).
   const r = await approvals.redeem(fresh, req, approvalId, identity, undefined, absent);
-  record(r.result.decision, r.result.rule);
+  recorder.write(recorder.line(r.result.decision, r.result.rule));
   return decided(r.result, decisionId, nextOf(r.result, r.cited));
 }
 
@@ -207,24 +233,3 @@ function keyedReplay(
 }
 
 type Replayed = { result: DecisionResult; decisionId: string };
-
-/**
- * What the record says of a counted call: each limit, whether the call counted in it (an allowed
- * call counts in all of them but `max_usd` budgets, which count reported spend, and those it cannot
- * be counted in), and its counter as read or left (null: undecidable).
- */
-function countedLimits(settled: Settled): NonNullable<Beside['budgets']> {
-  const charges = [
-    ...settled.outcome.standings.keys(),
-    ...settled.outcome.refusals.filter((r) => r.standing === null).map((r) => r.charge),
-  ];
-  return charges.map((charge) => ({
-    id: charge.limit.id,
-    counted:
-      settled.counted &&
-      charge.key !== null &&
-      charge.amount !== null &&
-      !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure),
-    standing: settled.outcome.standings.get(charge)?.counted.text ?? null,
-  }));
-}

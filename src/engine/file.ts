@@ -11,7 +11,17 @@ import { decide } from '../policy/decide.js';
 import { interruptedResult } from '../policy/interrupted.js';
 import type { DecisionResult } from '../policy/model.js';
 import { approvalView, decided, decisionBody, written, type Answer } from './answer.js';
-import { answerInTransaction, approvalsOf, isCounted, keysOf, limitsOf, settleFiling } from './limits.js';
+import {
+  answerInTransaction,
+  approvalsOf,
+  countedLimits,
+  isCounted,
+  keysOf,
+  limitsOf,
+  settleFiling,
+} from './limits.js';
+import { kindOf, recorderOf, type Beside } from './record.js';
+import type { DecisionLine } from '../policy/record.js';
 import type { Call, EngineParts } from './parts.js';
 import { replayedFiling } from './replays.js';
 
@@ -31,10 +41,40 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
   const { store } = approvals;
   const { request: req, identity } = call;
   const set = parts.policies.current();
+  const started = process.hrtime.bigint();
   const fresh = call.interrupted === true ? interruptedResult(req, set.identities) : decide(set, req, identity);
+  const durationUs = Number(process.hrtime.bigint() - started) / 1000;
   const decisionId = randomUUID();
-  if (fresh.internalError) return decided(fresh, decisionId);
+  // A filing is recorded as the decision it made (not in the decision metrics, which count /decide's);
+  // a runtime's interrupted-call filing decides nothing, and its approval's events are its record.
+  const recorder =
+    call.interrupted === true
+      ? null
+      : recorderOf(
+          parts,
+          call.log,
+          { decisionId, request: req, set, identity, durationUs, approvalId: undefined },
+          false,
+        );
+  const lineOf = (result: DecisionResult, beside?: Beside): DecisionLine | undefined =>
+    recorder?.line(result.decision, result.rule, { ...kindOf(result), ...beside });
+  if (fresh.internalError) {
+    const line = lineOf(fresh);
+    if (line !== undefined) recorder?.write(line);
+    return decided(fresh, decisionId);
+  }
   const claim = call.claim();
+  // The record of what the transaction answered, inserted in it last (Recorder), and logged after it.
+  let recorded: DecisionLine | undefined;
+  const record = async (tx: TransactionSql, result: DecisionResult, beside?: Beside): Promise<void> => {
+    recorded = lineOf(result, beside);
+    if (recorded !== undefined) await recorder?.insert(tx, recorded);
+  };
+  const answered = (answer: StoredAnswer & { replayed: boolean }): Answer => {
+    const line = answer.replayed ? lineOf(fresh, { replayed: true }) : (recorded ?? lineOf(fresh));
+    if (line !== undefined) recorder?.write(line);
+    return written(answer);
+  };
   // Filing (or the 409 with the decision), as the text sent, and what a key keeps of it: the approval
   // filed or found, or a counted allow; a 409 that counted nothing changed nothing.
   const file = async (result: DecisionResult, counted: boolean, tx?: TransactionSql): Promise<Acted> => {
@@ -89,16 +129,24 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
       claim,
       async (tx) => {
         const settled = await settleFiling(tx, limits, fresh, req);
-        return file(settled.result, settled.counted, tx);
+        const acted = await file(settled.result, settled.counted, tx);
+        await record(tx, settled.result, { budgets: countedLimits(settled) });
+        return acted;
       },
       replay,
     );
-    return written(answer);
+    return answered(answer);
   }
+  const filed = async (tx: TransactionSql): Promise<Acted> => {
+    const acted = await file(fresh, false, tx);
+    await record(tx, fresh);
+    return acted;
+  };
   // Only a require_approval files anything: any other answer changes nothing, and needs no key.
-  const answer =
-    claim === undefined || fresh.decision !== 'require_approval'
-      ? { ...(await file(fresh, false)).answer, replayed: false }
-      : await keysOf(parts.keys).once(claim, (tx) => file(fresh, false, tx), replay);
-  return written(answer);
+  if (fresh.decision !== 'require_approval') return answered({ ...(await file(fresh, false)).answer, replayed: false });
+  if (claim !== undefined) return answered(await keysOf(parts.keys).once(claim, filed, replay));
+  // With the decision store on, the filing and its record in one transaction; else the store's own.
+  const acted =
+    recorder !== null && parts.records !== null ? await approvals.store.transaction(filed) : await file(fresh, false);
+  return answered({ ...acted.answer, replayed: false });
 }

@@ -10,11 +10,12 @@
 import type { TransactionSql } from 'postgres';
 import type { CitedApproval, ApprovalService } from '../approvals/service.js';
 import type { Acted, IdempotencyClaim, KeptAnswer, Keys, StoredAnswer } from '../db/idempotency.js';
-import type { LimitService } from '../budgets/service.js';
+import type { AfterCounting, LimitService } from '../budgets/service.js';
 import type { ChargeOutcome } from '../budgets/store.js';
 import { settleCharges, type Standing } from '../policy/limits.js';
 import type { Charge, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import { NotConfiguredError } from './errors.js';
+import type { DecisionLine } from '../policy/record.js';
 
 /** Whether a decision needs the stateful step: budgets or rate limits select a call that may be allowed. */
 export function isCounted(
@@ -93,12 +94,14 @@ export async function settleDecision(
  * The hot path of /decide: a call the policy allows, no grant cited, no Idempotency-Key, every
  * counter changed by one statement: counted on the lanes (LimitService.countOne, countAll), one round
  * trip or more fewer than a transaction of the pool. Undefined when the call is not such a call.
- * Refused, it counted nothing; the counters it would cross are read for the answer.
+ * Refused, it counted nothing; the counters it would cross are read for the answer. `after` commits
+ * with the count, only when the call counted (its record).
  */
 export function settleOnLanes(
   limits: LimitService,
   fresh: DecisionResult & { charges: NonNullable<DecisionResult['charges']> },
   request: DecideRequest,
+  after?: AfterCounting,
 ): Promise<Settled> | undefined {
   if (fresh.decision !== 'allow') return undefined;
   const refusedOnes = async (refused: readonly Charge[]): Promise<Settled> => {
@@ -112,7 +115,7 @@ export function settleOnLanes(
   };
   const [charge] = fresh.charges;
   if (fresh.charges.length === 1 && charge !== undefined) {
-    const counting = limits.countOne(charge);
+    const counting = limits.countOne(charge, after);
     return counting?.then((after) =>
       after !== null
         ? {
@@ -125,7 +128,7 @@ export function settleOnLanes(
     );
   }
   return limits
-    .countAll(fresh.charges)
+    .countAll(fresh.charges, after)
     ?.then((outcome) =>
       'refused' in outcome
         ? refusedOnes(outcome.refused)
@@ -214,4 +217,25 @@ export async function answerInTransaction(
     if (err instanceof RolledBack) return { ...err.answer, replayed: false };
     throw err;
   }
+}
+
+/**
+ * What the record says of a counted call: each limit, whether the call counted in it (an allowed
+ * call counts in all of them but `max_usd` budgets, which count reported spend, and those it cannot
+ * be counted in), and its counter as read or left (null: undecidable).
+ */
+export function countedLimits(settled: Settled): NonNullable<DecisionLine['budgets']> {
+  const charges = [
+    ...settled.outcome.standings.keys(),
+    ...settled.outcome.refusals.filter((r) => r.standing === null).map((r) => r.charge),
+  ];
+  return charges.map((charge) => ({
+    id: charge.limit.id,
+    counted:
+      settled.counted &&
+      charge.key !== null &&
+      charge.amount !== null &&
+      !(charge.limit.type === 'budget' && 'usd' in charge.limit.measure),
+    standing: settled.outcome.standings.get(charge)?.counted.text ?? null,
+  }));
 }

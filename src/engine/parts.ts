@@ -45,7 +45,12 @@ export interface Call {
 /** A call's log: the request's own (its lines carry the request id). */
 export type CallLog = Pick<BaseLogger, 'info' | 'error'>;
 
-/** Where records go besides the log: the decision store's queue (never waits). */
+/**
+ * Where records go besides the log: the decision store's queue (never waits), or, for a decision
+ * that writes to PostgreSQL anyway, that decision's own transaction (src/records/writer.ts).
+ */
 export interface DecisionRecords {
   push(line: DecisionLine): void;
+  /** The record's row for the decision's own transaction (src/records/insert.ts), or null: push it instead. */
+  rowOf(line: DecisionLine): string | null;
 }

@@ -1,5 +1,6 @@
-// A decision's record, built once per answered /decide: the log line (docs/operations.md "Logs") and,
-// with DECISION_STORE, the decision store's row (src/records/writer.ts) are this one typed value.
+// A decision's record, built once per answer of /decide (and of a filing): the log line
+// (docs/operations.md "Logs") and, with DECISION_STORE, the decision store's row (src/records/) are
+// this one typed value. The row is queued, or written in the decision's own transaction (Recorder).
 // Beyond the outcome it holds what lets a recorded decision be decided again (`gatehouse replay`,
 // `gatehouse cases`: docs/policy-changes.md): the environment and the caller's roles always; with
 // LOG_ARGS the arguments, the token's claims, the context and the run view, secret-named keys
@@ -10,6 +11,9 @@ import type { DecideRequest, DecisionResult, Identity, PolicySet } from '../poli
 import type { DecisionLine } from '../policy/record.js';
 import type { Metrics } from './metrics.js';
 import { redactSecrets } from './redact.js';
+import type { TransactionSql } from 'postgres';
+import type { AfterCounting } from '../budgets/service.js';
+import { insertRecord } from '../records/insert.js';
 
 /** What a record says of one request, beside its outcome. */
 export interface Asked {
@@ -83,4 +87,67 @@ export function writeRecord(
   metrics.decideSeconds.observe(durationUs / 1e6);
   log.info(line, 'decision');
   records?.push(line); // DECISION_STORE: queued, written off the hot path (src/records/writer.ts)
+}
+
+/**
+ * The record of one answer whose decision runs a transaction (a redeem, a filing, a counted call):
+ * with DECISION_STORE, written in that transaction, so it exists exactly when what the decision did
+ * committed, even if the process dies right after; queued as any other when the transaction rolled
+ * back, wrote nothing, or cannot carry it (DecisionWriter.rowOf). Logged once either way.
+ */
+export interface Recorder {
+  /** The answer's record (decisionLine). */
+  line(decision: DecisionResult['decision'], rule: string, beside?: Beside): DecisionLine;
+  /** Inserts `line` in `tx`, the decision's transaction, as its last statement before COMMIT (none with the store off). */
+  insert(tx: TransactionSql, line: DecisionLine): Promise<void>;
+  /**
+   * `line`'s row for a transaction of the lanes, which inserts the rows of its calls that counted
+   * with its COMMIT (src/db/lanes.ts gather); undefined with the store off or when it cannot be.
+   */
+  statement(line: DecisionLine): AfterCounting | undefined;
+  /**
+   * Logs `line` (once), counts it, and queues it unless its row went with the decision's transaction
+   * (insert() returned, or the lane sent statement()'s): called only once that transaction returned,
+   * so it committed (a transaction that fails throws, and its answer is an error, not a decision).
+   */
+  write(line: DecisionLine): void;
+}
+
+export interface RecorderParts {
+  readonly records: { readonly writer: DecisionRecords } | null;
+  readonly metrics: Metrics;
+  readonly logArgs: boolean;
+}
+
+/** `counts`: whether the answer counts in the decision metrics (an answer of /decide does; a filing does not). */
+export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked, counts = true): Recorder {
+  const store = parts.records?.writer ?? null;
+  let sent = false; // the row went with a transaction
+  return {
+    line: (decision, rule, beside) => decisionLine(asked, decision, rule, parts.logArgs, beside),
+    async insert(tx, line) {
+      const row = store?.rowOf(line) ?? null;
+      if (row === null) return;
+      await insertRecord(tx, row);
+      sent = true;
+    },
+    statement(line) {
+      const row = store?.rowOf(line) ?? null;
+      if (row === null) return undefined;
+      return () => {
+        sent = true; // asked for only when the lane sends it
+        return row;
+      };
+    },
+    write(line) {
+      if (counts) {
+        parts.metrics.decisions.inc({ decision: line.decision, rule: line.rule });
+        parts.metrics.decideSeconds.observe(asked.durationUs / 1e6);
+      }
+      log.info(line, 'decision');
+      if (store === null) return;
+      if (sent) parts.metrics.decisionRecordsWritten.inc();
+      else store.push(line);
+    },
+  };
 }

@@ -3,7 +3,7 @@
 // DROP TABLE, never a DELETE of rows (no dead rows, no vacuum debt, the space back at once).
 import type { Sql } from 'postgres';
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 /** Today and the next two days: a writer that stops maintaining (a stalled database) still has room past midnight. */
 export const DAYS_AHEAD = 2;
 const NAME = /^decisions_(\d{4})(\d{2})(\d{2})$/;

@@ -4,11 +4,14 @@
 // waits for or holds a connection the approvals need. A full queue drops the record and counts it:
 // a stalled database slows no decision, and what it cost is in /metrics. Partitions are kept by
 // the same loop (partitions.ts). close() writes what is queued, bounded by the caller's grace.
+// A decision that writes to PostgreSQL anyway (a redeem, a filing, a counted call) does not queue its
+// record: rowOf() makes its row, and the decision's own transaction inserts it (insert.ts).
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import { unavailableFrom } from '../db/errors.js';
-import { dayOf, dropExpiredPartitions, ensurePartitions } from './partitions.js';
+import { DAY_MS, DAYS_AHEAD, dayOf, dropExpiredPartitions, ensurePartitions } from './partitions.js';
+import { insertRecords, storableRow } from './insert.js';
 import type { DecisionLine } from '../policy/record.js';
 import { rowJsonOf } from './rows.js';
 
@@ -37,6 +40,12 @@ export interface DecisionWriterOptions {
 export interface DecisionWriter {
   /** Queues one decision's record, serialized (the hot path: never waits). */
   push(line: DecisionLine): void;
+  /**
+   * The row of one decision's record for its own transaction (insert.ts insertRecord), made now; null
+   * when that transaction must not carry it: its day's partition is not known to exist yet (before
+   * the first maintenance), or PostgreSQL would refuse it. Then it is pushed, as any other.
+   */
+  rowOf(line: DecisionLine): string | null;
   /** Records waiting to be written. */
   readonly queued: number;
   /** Writes what is queued now (tests, shutdown); resolves when the queue was empty once or a write failed. */
@@ -70,16 +79,7 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
     maintainedDay = dayOf(at);
   };
 
-  /** One multi-row INSERT; a record written twice (a retry after a lost answer) is written once. */
-  const insert = (rows: string[]) => sql`
-    insert into decisions (id, decided_at, tool, user_sub, team, agent, roles, env, run_id, decision, rule, kind,
-                           policies, approval_id, replayed, args, claims, context, run)
-    select id, 'epoch'::timestamptz + decided_us * interval '1 microsecond', tool, user_sub, team, agent, roles, env, run_id,
-           decision, rule, kind, policies, approval_id, replayed, args, claims, context, run
-      from json_to_recordset(${`[${rows.join(',')}]`}::text::json) as r(id uuid, decided_us bigint, tool text, user_sub text,
-           team text, agent text, roles json, env text, run_id text, decision text, rule text, kind text,
-           policies json, approval_id text, replayed boolean, args json, claims json, context json, run json)
-    on conflict do nothing`;
+  const insert = (rows: string[]) => insertRecords(sql, rows);
 
   /** Writes batches until the queue is empty; false when a write failed (the rest waits for the retry). */
   const drain = async (): Promise<boolean> => {
@@ -166,6 +166,19 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
       }
       queue.push(row);
       if (writing === null) schedule(lingerMs);
+    },
+    rowOf(fields) {
+      const at = now();
+      // The partitions made at the last maintenance: that day's and DAYS_AHEAD after it.
+      const ahead = (dayOf(at) - maintainedDay) / DAY_MS;
+      if (!(ahead >= 0 && ahead <= DAYS_AHEAD)) return null;
+      let row: string;
+      try {
+        row = rowJsonOf(at, fields);
+      } catch {
+        return null; // push() drops it, and says why
+      }
+      return storableRow(row) ? row : null;
     },
     get queued() {
       return queue.length;

@@ -133,6 +133,84 @@ describe('lanes', () => {
     }
   });
 
+  /** The lanes' gather statement of these tests: each value a row of its own, in the transaction; 'bad' fails it. */
+  const gather = (c: Sql, values: readonly string[]) =>
+    values.includes('bad')
+      ? c`select 1 / 0`
+      : c`insert into lane_rows (k, n, xid) select v, 1, pg_current_xact_id()::text from json_array_elements_text(${JSON.stringify(values)}::text::json) v`;
+
+  it("then: each call's value, given its rows, goes in one gather statement sent with COMMIT, or none", async () => {
+    const lanes = createLanes(db.url, 1, {}, gather);
+    try {
+      const busy = lanes.run(5_000, 'a', (c) => c`select pg_sleep(0.1) where ${c.unsafe(IN_TRANSACTION)}`);
+      const seen: unknown[][] = [];
+      // Three calls in one transaction: two give a value, the other's rows say none.
+      const [sent, skipped, also] = await Promise.all([
+        lanes.run(5_000, 'b', bump('then-counted'), (rows) => {
+          seen.push(rows);
+          return 'then-follow';
+        }),
+        lanes.run(5_000, 'c', bump('then-other'), () => null),
+        lanes.run(5_000, 'd', bump('then-third'), () => 'then-follow-2'),
+        busy,
+      ]);
+      expect(seen).toEqual([sent]); // given its own rows, once
+      const xid = (sent[0] as { xid: string }).xid;
+      expect([skipped, also].map((r) => (r[0] as { xid: string }).xid)).toEqual([xid, xid]);
+      for (const k of ['then-follow', 'then-follow-2']) expect(await rowOf(k)).toEqual({ n: 1, xid }); // in the same transaction
+      // runAlone: a value only when accepted.
+      const accepted = await lanes.runAlone(
+        5_000,
+        (c) => [bump('alone-then')(c)],
+        () => true,
+        () => 'alone-then-follow',
+      );
+      expect(accepted.committed).toBe(true);
+      expect((await rowOf('alone-then-follow'))?.n).toBe(1);
+      const refused = await lanes.runAlone(
+        5_000,
+        (c) => [bump('alone-then')(c)],
+        () => false,
+        () => 'alone-then-no',
+      );
+      expect(refused.committed).toBe(false);
+      expect(await rowOf('alone-then-no')).toBeUndefined();
+    } finally {
+      await lanes.end();
+    }
+    // Lanes without a gather statement never ask for a value.
+    const plain = createLanes(db.url, 1);
+    try {
+      let asked = false;
+      await plain.run(5_000, 'a', bump('no-gather'), () => {
+        asked = true;
+        return 'never-written';
+      });
+      expect(asked).toBe(false);
+      expect(await rowOf('never-written')).toBeUndefined();
+    } finally {
+      await plain.end();
+    }
+  });
+
+  it('a gather statement that fails rolls back its whole transaction (COMMIT answers ROLLBACK): every call of it is answered the failure', async () => {
+    const lanes = createLanes(db.url, 1, {}, gather);
+    try {
+      const busy = lanes.run(5_000, 'a', (c) => c`select pg_sleep(0.1) where ${c.unsafe(IN_TRANSACTION)}`);
+      const good = lanes.run(5_000, 'b', bump('then-neighbour'));
+      const bad = lanes.run(5_000, 'c', bump('then-bad'), () => 'bad');
+      await busy;
+      const [g, b] = await Promise.allSettled([good, bad]);
+      expect((g as PromiseRejectedResult).reason).toMatchObject({ code: '22012' });
+      expect((b as PromiseRejectedResult).reason).toMatchObject({ code: '22012' });
+      expect(await rowOf('then-neighbour')).toBeUndefined();
+      expect(await rowOf('then-bad')).toBeUndefined();
+      expect((await lanes.run(5_000, 'd', bump('then-after')))[0]).toMatchObject({ n: 1 });
+    } finally {
+      await lanes.end();
+    }
+  });
+
   it('the guarded statement run on its own (outside the transaction BEGIN opens) changes nothing', async () => {
     const rows = await bump('outside')(admin);
     expect(rows).toHaveLength(0);

@@ -29,7 +29,7 @@ describe('the engine against PostgreSQL', () => {
     // The decision store's queue, observed: what the engine hands it is the record it logs.
     engine = createEngine({
       ...built.parts,
-      records: { writer: { push: (line) => queued.push(line) }, sql: built.db!.sql },
+      records: { writer: { push: (line) => queued.push(line), rowOf: () => null }, sql: built.db!.sql },
     });
   });
   afterAll(async () => {

@@ -29,6 +29,7 @@ import { createOutbox, queueEventsOf } from '../../src/webhooks/outbox.js';
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from '../../src/webhooks/worker.js';
 import { createSessionStore } from '../../src/sessions/store.js';
 import type { Sql } from 'postgres';
+import { insertRecords } from '../../src/records/insert.js';
 import { createDecisionWriter, type DecisionWriter } from '../../src/records/writer.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { EXAMPLE_POLICIES } from './process.js';
@@ -166,7 +167,15 @@ export async function createTestParts(options: TestAppOptions = {}): Promise<Tes
       ...(options.maxWaits !== undefined ? { maxTotal: options.maxWaits } : {}),
     });
     approvals = createApprovalService(db.sql, store, waiter);
-    const lanes = options.lanes === false ? undefined : createLanes(db.url, options.lanes ?? 4, options.laneOptions);
+    const lanes =
+      options.lanes === false
+        ? undefined
+        : createLanes(
+            db.url,
+            options.lanes ?? 4,
+            options.laneOptions,
+            options.decisionStore !== undefined ? insertRecords : undefined,
+          );
     limits = createLimitService(db.sql, {
       deadlineMs: options.deadlineMs ?? 5_000,
       ...(options.sweepMs !== undefined ? { sweepMs: options.sweepMs } : {}),

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSql } from '../../src/db/connect.js';
 import pino from 'pino';
 import { dropExpiredPartitions, ensurePartitions, partitionName } from '../../src/records/partitions.js';
+import { insertRecord } from '../../src/records/insert.js';
+import { rowJsonOf } from '../../src/records/rows.js';
 import type { DecisionLine } from '../../src/policy/record.js';
 import {
   createDecisionWriter,
@@ -391,6 +393,37 @@ describe('the decision writer', () => {
         '00000000-0000-4000-8000-000000000013',
         '00000000-0000-4000-8000-000000000015',
       ]);
+    });
+  });
+  it("rowOf: a row for a decision's own transaction only once its day's partition is known, and only one PostgreSQL takes", async () => {
+    let at = Date.now();
+    await withWriter({ now: () => at }, async (writer) => {
+      const id = '00000000-0000-4000-8000-000000000021';
+      expect(writer.rowOf(fields(id))).toBeNull(); // the partitions not checked yet: queue it
+      await writer.flush();
+      const row = writer.rowOf(fields(id, { user: 'in-a-transaction' }));
+      expect(row).not.toBeNull();
+      await db.sql.begin((tx) => insertRecord(tx, row!));
+      const [stored] = await db.sql<{ user_sub: string }[]>`select user_sub from decisions where id = ${id}`;
+      expect(stored?.user_sub).toBe('in-a-transaction');
+      expect(writer.queued).toBe(0);
+      // What PostgreSQL refuses (U+0000 as text, a lone surrogate even as json) would undo the
+      // transaction's work: no row, the record goes to the queue.
+      for (const over of [{ user: 'a\u0000b' }, { args: { s: 'x\ud800' } }, { run_id: '\udc00' }]) {
+        expect(writer.rowOf(fields(id, over))).toBeNull();
+        await expect(
+          db.sql.begin((tx) => insertRecord(tx, rowJsonOf(at, fields('00000000-0000-4000-8000-000000000022', over)))),
+        ).rejects.toThrow();
+      }
+      // A surrogate pair, and the text of an escape (a backslash written out), are taken.
+      const fine = writer.rowOf(
+        fields('00000000-0000-4000-8000-000000000023', { user: '😀 \\u0000', args: { s: '\\ud800' } }),
+      );
+      expect(fine).not.toBeNull();
+      await db.sql.begin((tx) => insertRecord(tx, fine!));
+      // Past the days made ahead: none.
+      at += 3 * DAY;
+      expect(writer.rowOf(fields(id))).toBeNull();
     });
   });
 });

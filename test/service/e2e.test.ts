@@ -162,19 +162,25 @@ it('serves, runs an approval loop over fetch, and stops cleanly on SIGTERM', asy
   proc.kill('SIGTERM');
   const code = await waitForExit(proc, 20_000);
   expect(code, stderr).toBe(0);
-  // The decision store holds every answered decision, the redeems too, written by the shutdown at the latest.
-  const recorded = await db.sql<{ id: string; decision: string; approval_id: string | null; args: unknown }[]>`
-    select id::text, decision, approval_id, args from decisions order by decided_at`;
-  expect(recorded.map((r) => r.id)).toEqual([first, redeemed, spent].map((r) => r.body.decision_id));
-  expect(recorded.map((r) => [r.decision, r.approval_id, r.args])).toEqual([
-    ['require_approval', null, null],
-    ['allow', id, null],
-    ['require_approval', id, null], // a spent approval: file a new one
-  ]);
   const lines = stdout
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
+  // The decision store holds every answered decision, the filing and the redeems too (those with
+  // what they wrote; the others by the shutdown at the latest), each as its decision log line.
+  const recorded = await db.sql<{ id: string; decision: string; approval_id: string | null; args: unknown }[]>`
+    select id::text, decision, approval_id, args from decisions order by decided_at`;
+  const logged = lines.filter((l) => l.msg === 'decision').map((l) => l.decision_id);
+  expect(recorded.map((r) => r.id)).toEqual(logged);
+  expect([recorded[0], recorded[2], recorded[3]].map((r) => r?.id)).toEqual(
+    [first, redeemed, spent].map((r) => r.body.decision_id),
+  );
+  expect(recorded.map((r) => [r.decision, r.approval_id, r.args])).toEqual([
+    ['require_approval', null, null],
+    ['require_approval', null, null], // the filing, as the decision it made
+    ['allow', id, null],
+    ['require_approval', id, null], // a spent approval: file a new one
+  ]);
   expect(lines.some((l) => l.msg === 'shutting down: finishing in-flight requests' && l.signal === 'SIGTERM')).toBe(
     true,
   );
