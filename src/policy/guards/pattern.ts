@@ -52,8 +52,15 @@ export function compilePatterns(docs: readonly PatternDoc[]): TextDetector | { p
     for (const c of compiled) if (c.re.test(s)) return types.indexOf(c.name);
     return -1;
   };
+  // The inspection scans a text, then the redaction asks again before placing its findings: the
+  // last answer is kept, so a long text is searched once for both.
+  const first = foldAware(types, rank);
+  let last: { text: string; type: string | null } | undefined;
   return {
-    first: foldAware(types, rank),
+    first: (s) => {
+      if (last?.text !== s) last = { text: s, type: first(s) };
+      return last.type;
+    },
     spans: (s) => spansOf(compiled, s),
     // A number is scanned as the text it was written with: a pattern may read digits.
     numberDigits: [{ min: 1, max: 19 }],

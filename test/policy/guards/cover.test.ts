@@ -75,7 +75,7 @@ describe('createCover', () => {
 
   it('reads a surrogate pair as one character, places in UTF-16 code units', () => {
     const s = 'é😀 x😀😀y';
-    const [run] = coverOf('x.+y')(s);
+    const [run] = coverOf('x.+y')(s) ?? [];
     expect(s.slice(run![0], run![1])).toBe('x😀😀y');
     expect(coverOf('😀')(s)).toEqual([
       [1, 3],
