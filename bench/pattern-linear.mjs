@@ -29,14 +29,13 @@ const RUNS = 9;
 const TARGET_MS = 50;
 const identity = { user: 'bench', team: null, agent: null, roles: [] };
 const enc = (/** @type {string} */ s) => new TextEncoder().encode(s);
-const guard = (/** @type {string} */ on, /** @type {string} */ action) =>
-  `  - {id: evil, guard: pattern, on: [${on}], action: ${action}, patterns: [{name: evil, regex: "(a+)+$"}]}\n`;
+const guard = (/** @type {string} */ on, /** @type {string} */ action, regex = '(a+)+$') =>
+  `  - {id: evil, guard: pattern, on: [${on}], action: ${action}, patterns: [{name: evil, regex: "${regex}"}]}\n`;
 
-/** @param {'deny' | 'redact'} action */
-function setWith(action) {
-  return buildPolicySet([{ path: 'bench.yaml', bytes: enc(`policy: bench\nguards:\n${guard('result', action)}`) }], {
-    env: null,
-  });
+/** @param {'deny' | 'redact'} action @param {string} [regex] */
+function setWith(action, regex) {
+  const text = `policy: bench\nguards:\n${guard('result', action, regex)}`;
+  return buildPolicySet([{ path: 'bench.yaml', bytes: enc(text) }], { env: null });
 }
 
 /**
@@ -71,12 +70,22 @@ function viaInspect(set, make) {
 // 1 MiB of `a` (less one, for a first character that makes each run's text its own), then `!` or not.
 const noMatch = (/** @type {number} */ i) => `${String.fromCharCode(0x30 + i)}${'a'.repeat(MiB - 1)}!`;
 const match = (/** @type {number} */ i) => `${String.fromCharCode(0x30 + i)}${'a'.repeat(MiB - 1)}`;
-/** @type {{ via: string, input: string, action: string, decision: string, wallMs: number, cpuMs: number | null }[]} */
+/** @type {{ via: string, input: string, action: string, decision: string, wallMs: number, cpuMs: number | null, info?: true }[]} */
 const rows = [
   { via: 'inspect()', input: '1 MiB of a, then !', action: 'deny', ...viaInspect(setWith('deny'), noMatch) },
   { via: 'inspect()', input: '1 MiB of a', action: 'deny', ...viaInspect(setWith('deny'), match) },
   { via: 'inspect()', input: '1 MiB of a', action: 'redact', ...viaInspect(setWith('redact'), match) },
 ];
+// Beside the target: 349,525 short matches, each of which a leftmost-first search per match (RE2's
+// find loop) finds only at the end of the text, as the first alternative might still match there.
+const many = (/** @type {number} */ i) => `${String.fromCharCode(0x30 + i)}${'ab '.repeat(Math.floor((MiB - 1) / 3))}`;
+rows.push({
+  via: 'inspect()',
+  input: '1 MiB of "ab "',
+  action: 'redact',
+  ...viaInspect(setWith('redact', 'a[a-z ]*!|ab'), many),
+  info: true,
+});
 
 // Over HTTP: /decide scans the arguments with a guard on `args` (POST /inspect runs the same scan).
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-pattern-'));
@@ -145,7 +154,9 @@ try {
 }
 
 const load = loadavg()[0] ?? 0;
-console.log(`pattern (a+)+$ on 1 MiB texts (median wall of ${RUNS}, least CPU; load average ${load.toFixed(1)})`);
+console.log(
+  `pattern (a+)+$ (last row: a[a-z ]*!|ab) on 1 MiB texts (median wall of ${RUNS}, least CPU; load average ${load.toFixed(1)})`,
+);
 for (const r of rows) {
   const cpu = r.cpuMs === null ? '' : `, CPU ${r.cpuMs.toFixed(1)} ms`;
   console.log(
@@ -154,10 +165,13 @@ for (const r of rows) {
 }
 // The property: the in-process work stays under the target, in CPU time (a shared machine's load is not the code's).
 /** @type {import('./lib/stats.mjs').Check[]} */
-const checks = rows.map((r) => ({
-  target: `pattern (a+)+$, ${r.via} ${r.input}, ${r.action}${r.cpuMs === null ? '' : ` < ${TARGET_MS} ms CPU`}`,
-  value: r.cpuMs === null ? `${fmt(r.wallMs, 1)} ms wall` : `${fmt(r.cpuMs, 1)} ms CPU`,
-  met: r.cpuMs === null ? null : r.cpuMs < TARGET_MS,
-}));
+const checks = rows.map((r) => {
+  const counted = r.cpuMs !== null && !r.info;
+  return {
+    target: `pattern ${r.info ? 'a[a-z ]*!|ab' : '(a+)+$'}, ${r.via} ${r.input}, ${r.action}${counted ? ` < ${TARGET_MS} ms CPU` : ''}`,
+    value: r.cpuMs === null ? `${fmt(r.wallMs, 1)} ms wall` : `${fmt(r.cpuMs, 1)} ms CPU`,
+    met: counted ? /** @type {number} */ (r.cpuMs) < TARGET_MS : null,
+  };
+});
 console.log(targetsTable(checks));
 if (args.json) writeFileSync(args.json, JSON.stringify({ rows, checks, loadAverage: load }, null, 2));
