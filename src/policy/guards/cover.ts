@@ -22,8 +22,8 @@ export interface Prog {
   readonly start: number;
 }
 
-/** The covered runs of `s`, `[start, end)` in UTF-16 code units, sorted, apart; null when the automata grew past their bound. */
-export type Cover = (s: string) => [number, number][] | null;
+/** The covered runs of `s`, `[start, end)` in UTF-16 code units, sorted, apart. */
+export type Cover = (s: string) => [number, number][];
 
 const ALT = 1;
 const ALT_MATCH = 2;
@@ -43,8 +43,14 @@ const END_TEXT = 8;
 const WORD_BOUNDARY = 16;
 const NO_WORD_BOUNDARY = 32;
 
-/** States of one kind before the automata are dropped for this text (RE2 bounds its DFA's memory likewise). */
+/** States of one kind before the automata are dropped and rebuilt (RE2 bounds its DFA's memory likewise). */
 const MAX_STATES = 10_000;
+/**
+ * The forward pass keeps its kernel every SEGMENT code units: when the automata were dropped during
+ * it, the backward pass runs each segment forward again from there (twice the forward work, memory
+ * bounded), rather than keeping every position's set.
+ */
+const SEGMENT = 4096;
 /** In the forward pass's record of closed sets, the second code unit of a surrogate pair. */
 const INSIDE_PAIR = 0xffff;
 /** A marker in a closure for MATCH (pcs are positive). */
@@ -70,6 +76,7 @@ function context(before: number, after: number): number {
  * context (0-63) and `step` by character (flat arrays for Latin-1, which grow with the sets; a map above).
  */
 class Sets {
+  constructor(private readonly max: number) {}
   readonly items: Int32Array[] = [];
   private readonly ids = new Map<string, number>();
   /** `close[id * 64 + ctx]`. */
@@ -85,7 +92,7 @@ class Sets {
     const known = this.ids.get(key);
     if (known !== undefined) return known;
     const id = this.items.length;
-    if (id >= MAX_STATES) return -1;
+    if (id >= this.max) return -1;
     if (id >= this.matches.length) {
       const grown = (from: Int32Array<ArrayBuffer>, size: number): Int32Array<ArrayBuffer> => {
         const to = new Int32Array(size).fill(-1);
@@ -127,8 +134,18 @@ class Sets {
   }
 }
 
+/** The automata's bounds: `states` of each kind (at most 65,534), and `segment` at most `states - 4`; tests make them small. */
+export interface CoverBounds {
+  readonly states: number;
+  readonly segment: number;
+}
+
 /** The cover of `prog`'s matches, or null when the program holds an instruction this does not know. */
-export function createCover(prog: Prog): Cover | null {
+export function createCover(
+  prog: Prog,
+  { states: maxStates, segment }: CoverBounds = { states: MAX_STATES, segment: SEGMENT },
+): Cover | null {
+  if (!(maxStates <= INSIDE_PAIR - 1 && segment >= 1 && segment <= maxStates - 4)) throw new RangeError('cover bounds');
   const inst = prog.inst;
   let need = 0;
   const runes: number[] = [];
@@ -176,8 +193,8 @@ export function createCover(prog: Prog): Cover | null {
 
   // Forward: a kernel is where threads stand before the closure (the start always: the search is
   // unanchored); a closed set, the rune instructions waiting for the next character, MATCHED first.
-  let kernels = new Sets();
-  let closed = new Sets();
+  let kernels = new Sets(maxStates);
+  let closed = new Sets(maxStates);
   const sorted = (a: Iterable<number>): Int32Array => Int32Array.from(new Set(a)).sort();
 
   function forwardClose(k: number, ctx: number): number {
@@ -198,8 +215,8 @@ export function createCover(prog: Prog): Cover | null {
   // reachable under the context of the position.
   const outs = [...new Set(runes.map((pc) => inst[pc]!.out))].sort((a, b) => a - b);
   const outClosures = new Map<number, number[]>(); // by ctx * inst.length + out
-  let lives = new Sets();
-  let goods = new Sets();
+  let lives = new Sets(maxStates);
+  let goods = new Sets(maxStates);
 
   function backwardClose(l: number, ctx: number): number {
     const live = new Set(lives.items[l]!);
@@ -228,10 +245,10 @@ export function createCover(prog: Prog): Cover | null {
   // Whether a closed set and a live set share an instruction: the character between is covered.
   // Each closed set remembers the last live set it met (a run of one pattern repeats the pair), then a map.
   let meets = new Map<number, boolean>();
-  let lastLive = new Int32Array(MAX_STATES).fill(-1);
-  let lastMeet = new Uint8Array(MAX_STATES);
+  let lastLive = new Int32Array(maxStates).fill(-1);
+  let lastMeet = new Uint8Array(maxStates);
   function meet(c: number, l: number): boolean {
-    const key = c * MAX_STATES + l;
+    const key = c * maxStates + l;
     let hit = meets.get(key);
     if (hit === undefined) {
       const live = new Set(lives.items[l]!);
@@ -243,48 +260,78 @@ export function createCover(prog: Prog): Cover | null {
     return hit;
   }
 
-  // The automata outlive a text (most texts look alike), until one makes them grow past their bound.
-  let startKernel = 0;
+  // The automata outlive a text (most texts look alike). When one kind would pass its bound, that
+  // direction's automata are dropped and rebuilt from the set at hand, as RE2 does: the passes go on.
   let noneLive = 0;
-  function reset(): void {
-    kernels = new Sets();
-    closed = new Sets();
-    lives = new Sets();
-    goods = new Sets();
-    meets = new Map();
-    lastLive = new Int32Array(MAX_STATES).fill(-1);
-    lastMeet = new Uint8Array(MAX_STATES);
-    startKernel = kernels.id(Int32Array.of(prog.start));
-    noneLive = lives.id(new Int32Array(0));
+  function resetForward(): void {
+    kernels = new Sets(maxStates);
+    closed = new Sets(maxStates);
+    resetMeets();
   }
-  reset();
+  function resetBackward(): void {
+    lives = new Sets(maxStates);
+    goods = new Sets(maxStates);
+    noneLive = lives.id(new Int32Array(0));
+    resetMeets();
+  }
+  function resetMeets(): void {
+    meets = new Map();
+    lastLive = new Int32Array(maxStates).fill(-1);
+    lastMeet = new Uint8Array(maxStates);
+  }
+  resetForward();
+  resetBackward();
 
-  const cover = (s: string): [number, number][] | null => {
+  /**
+   * The forward pass over [from, to) from kernel `k0` (pcs, any generation): the closed set at each
+   * position that starts a character into `at`, INSIDE_PAIR at a surrogate pair's second unit; the
+   * kernel at each multiple of `segment` into `checkpoints` when given. Answers the first position
+   * whose entry in `at` is of the automata as they are now (the last time they were dropped), and
+   * whether a match ends in the range.
+   */
+  function forward(
+    s: string,
+    from: number,
+    to: number,
+    k0: Int32Array,
+    at: Uint16Array,
+    checkpoints: Map<number, Int32Array> | null,
+  ): { validFrom: number; matched: boolean } {
     const n = s.length;
-    // The context of position p. Inside the text it is 0 when the program asks none, or only the edges.
-    const inner = need === 0 || (need & ~(BEGIN_TEXT | END_TEXT)) === 0;
-    const ctxAt = (p: number): number => context(p > 0 ? s.charCodeAt(p - 1) : -1, p < n ? s.charCodeAt(p) : -1) & need;
-    // The hot loops read the flat tables directly (re-read after a miss, which may grow them).
+    let validFrom = from;
+    let k = kernels.id(k0);
+    if (k < 0) {
+      resetForward();
+      k = kernels.id(k0);
+    }
+    // The hot loop reads the flat tables directly (re-read after a miss, which may grow them).
     let kClose = kernels.close;
     let cStep = closed.step;
     let cMatches = closed.matches;
-    // The closed set at each position that starts a character.
-    const at = new Uint16Array(n + 1); // MAX_STATES < INSIDE_PAIR
     let matched = 0;
-    let k = startKernel;
-    for (let p = 0; ; ) {
-      const ctx = inner && p > 0 && p < n ? 0 : ctxAt(p);
+    let nextCheckpoint = checkpoints === null ? Number.POSITIVE_INFINITY : from;
+    for (let p = from; ; ) {
+      if (p >= nextCheckpoint) {
+        checkpoints!.set(p, kernels.items[k]!); // set: not null past the first
+        nextCheckpoint = p - (p % segment) + segment;
+      }
+      const ctx = inner && p > 0 && p < n ? 0 : ctxOf(s, p);
       let c = kClose[k * 64 + ctx]!;
       if (c < 0) {
         c = forwardClose(k, ctx);
-        if (c < 0) return null;
+        if (c < 0) {
+          const pcs = kernels.items[k]!;
+          resetForward();
+          validFrom = p;
+          c = forwardClose(kernels.id(pcs), ctx);
+        }
         kClose = kernels.close;
         cStep = closed.step;
         cMatches = closed.matches;
       }
       matched |= cMatches[c]!;
       at[p] = c;
-      if (p >= n) break;
+      if (p >= to || p >= n) break;
       let r = s.charCodeAt(p);
       if (r < 256) k = cStep[c * 256 + r]!;
       else {
@@ -294,13 +341,39 @@ export function createCover(prog: Prog): Cover | null {
       }
       if (k < 0) {
         k = forwardStep(c, r);
-        if (k < 0) return null;
+        if (k < 0) {
+          const pcs = closed.items[c]!;
+          resetForward();
+          validFrom = p;
+          c = closed.id(pcs);
+          at[p] = c;
+          k = forwardStep(c, r);
+        }
         kClose = kernels.close;
         cStep = closed.step;
+        cMatches = closed.matches;
       }
       p += r > 0xffff ? 2 : 1;
     }
-    if (matched === 0) return [];
+    return { validFrom, matched: matched !== 0 };
+  }
+
+  // The context of position p, in the program's terms.
+  const inner = need === 0 || (need & ~(BEGIN_TEXT | END_TEXT)) === 0; // inside the text: 0
+  const ctxOf = (s: string, p: number): number =>
+    context(p > 0 ? s.charCodeAt(p - 1) : -1, p < s.length ? s.charCodeAt(p) : -1) & need;
+
+  return (s) => {
+    const n = s.length;
+    const at = new Uint16Array(n + 1); // ids < maxStates < INSIDE_PAIR
+    const checkpoints = new Map<number, Int32Array>();
+    const first = forward(s, 0, n, Int32Array.of(prog.start), at, checkpoints);
+    if (!first.matched) return [];
+    // Positions before `validFrom` hold sets of automata since dropped: their segment is run forward
+    // again from its checkpoint when the backward pass reaches it.
+    let validFrom = first.validFrom;
+    const points = [...checkpoints.keys()]; // in the order set: ascending
+    let ci = points.length - 1;
 
     let lClose = lives.close;
     let gStep = goods.step;
@@ -309,13 +382,27 @@ export function createCover(prog: Prog): Cover | null {
     let runStart = -1;
     let l = noneLive;
     for (let p = n; p > 0; ) {
+      if (p - 1 < validFrom) {
+        while (points[ci]! > p - 1) ci--; // points[0] is 0
+        const cs = points[ci]!;
+        // A segment is at most `segment` characters (and a pair): fresh automata hold it whole.
+        const room = maxStates - (validFrom - cs) - 2;
+        if (kernels.items.length > room || closed.items.length > room) resetForward();
+        const again = forward(s, cs, validFrom, checkpoints.get(cs)!, at, null);
+        if (again.validFrom !== cs) throw new Error('pattern automata outgrew a segment'); // cannot: room was made
+        validFrom = cs;
+      }
       // The character ending at p: one code unit, or a surrogate pair.
       const from = at[p - 1] === INSIDE_PAIR ? p - 2 : p - 1;
-      const ctx = inner && p < n ? 0 : ctxAt(p);
+      const ctx = inner && p < n ? 0 : ctxOf(s, p);
       let g = lClose[l * 64 + ctx]!;
       if (g < 0) {
         g = backwardClose(l, ctx);
-        if (g < 0) return null;
+        if (g < 0) {
+          const pcs = lives.items[l]!;
+          resetBackward();
+          g = backwardClose(lives.id(pcs), ctx);
+        }
         lClose = lives.close;
         gStep = goods.step;
       }
@@ -327,7 +414,11 @@ export function createCover(prog: Prog): Cover | null {
       }
       if (l < 0) {
         l = backwardStep(g, r);
-        if (l < 0) return null;
+        if (l < 0) {
+          const pcs = goods.items[g]!;
+          resetBackward();
+          l = backwardStep(goods.id(pcs), r);
+        }
         lClose = lives.close;
         gStep = goods.step;
       }
@@ -343,10 +434,5 @@ export function createCover(prog: Prog): Cover | null {
     }
     if (runEnd >= 0) runs.push([runStart, runEnd]);
     return runs.reverse();
-  };
-  return (s) => {
-    const runs = cover(s);
-    if (runs === null) reset();
-    return runs;
   };
 }

@@ -74,18 +74,16 @@ export function compilePatterns(docs: readonly PatternDoc[]): TextDetector | { p
  * overlapping matches of one pattern are one span.
  */
 function spansOf(compiled: readonly Compiled[], s: string): Span[] {
-  const only = compiled.length === 1 ? compiled[0] : undefined;
-  const runs = only?.cover?.(s) ?? null;
   // One pattern's runs are sorted and apart already: the spans, without the merge below.
-  if (only !== undefined && runs !== null) return runs.map(([start, end]) => ({ type: only.name, start, end }));
+  const only = compiled.length === 1 ? compiled[0] : undefined;
+  if (only?.cover) return only.cover(s).map(([start, end]) => ({ type: only.name, start, end }));
   const found: (Span & { order: number })[] = [];
   compiled.forEach((c, order) => {
-    const runs = c === only ? null : (c.cover?.(s) ?? null); // `only`'s automata outgrew their bound just now
-    if (runs !== null) {
-      for (const [start, end] of runs) found.push({ type: c.name, start, end, order });
+    if (c.cover !== null) {
+      for (const [start, end] of c.cover(s)) found.push({ type: c.name, start, end, order });
       return;
     }
-    // The automata outgrew their bound on this text: RE2's own search, one match after another.
+    // A program cover.ts does not read (another re2js): RE2's own search, one match after another.
     const m = c.re.matcher(s);
     while (m.find()) {
       const start = m.start();
