@@ -59,17 +59,15 @@ describe('createCover', () => {
   });
 
   it('covers the same when its automata are dropped and rebuilt along the way (tiny bounds, tiny segments)', () => {
+    const unit = fc.constantFrom('a', 'b', 'x', ' ', '\n', '😀');
     fc.assert(
-      fc.property(
-        regexArb,
-        fc.string({ unit: fc.constantFrom('a', 'b', 'x', ' ', '\n', '😀'), maxLength: 14 }),
-        (regex, s) => {
-          const got = coverOf(regex, { states: 5, segment: 1 })(s);
-          expect(got, `${regex} on ${JSON.stringify(s)}`).toEqual(coverOf(regex)(s));
-          // The oracle reads code units (no `u` flag: its lookbehind counts units), RE2 code points.
-          if (!s.includes('😀')) expect(got, `${regex} on ${JSON.stringify(s)}`).toEqual(oracle(regex, s));
-        },
-      ),
+      fc.property(regexArb, fc.string({ unit, minLength: 20, maxLength: 80, size: 'max' }), (regex, s) => {
+        const got = coverOf(regex, { states: 5, segment: 1 })(s);
+        expect(got, `${regex} on ${JSON.stringify(s)}`).toEqual(coverOf(regex)(s));
+        // The oracle reads code units (no `u` flag: its lookbehind counts units), RE2 code points.
+        if (s.length <= 24 && !s.includes('😀'))
+          expect(got, `${regex} on ${JSON.stringify(s)}`).toEqual(oracle(regex, s));
+      }),
       { numRuns: runs(1000), seed: 2027 },
     );
   });
@@ -103,7 +101,7 @@ describe('createCover', () => {
     const blowup = coverOf('[ab]*a[ab]{14}');
     expect(blowup('b'.repeat(20))).toEqual([]);
     let seed = 7;
-    const random = Array.from({ length: 200_000 }, () => {
+    const random = Array.from({ length: 60_000 }, () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return (seed >> 16) % 2 === 0 ? 'a' : 'b'; // a high bit: the low one alternates
     }).join('');
