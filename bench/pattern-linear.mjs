@@ -2,7 +2,9 @@
 // The pattern guard's linear time (docs/spec.md section 2.5): the pathological-looking pattern
 // `(a+)+$`, on which a backtracking engine takes exponential time, against 1 MiB texts. Three
 // inputs: 1 MiB of `a` then `!` (no match: the classic attack), 1 MiB of `a` (a match: the guard
-// denies), and the redaction of that match (places, not only a yes or no: two DFA passes).
+// denies), and the redaction of that match (places, not only a yes or no: two DFA passes). Beside
+// the target (info rows): 1 MiB of short matches a search per match would rescan the text for, and
+// a pattern whose automata outgrow their bound (src/policy/guards/cover.ts).
 //
 // In process, inspect() of a 1 MiB result (src/policy/inspect.ts): the median wall time and the
 // least CPU time of RUNS runs after a warm-up (the CPU time is what other processes on a shared
@@ -70,7 +72,7 @@ function viaInspect(set, make) {
 // 1 MiB of `a` (less one, for a first character that makes each run's text its own), then `!` or not.
 const noMatch = (/** @type {number} */ i) => `${String.fromCharCode(0x30 + i)}${'a'.repeat(MiB - 1)}!`;
 const match = (/** @type {number} */ i) => `${String.fromCharCode(0x30 + i)}${'a'.repeat(MiB - 1)}`;
-/** @type {{ via: string, input: string, action: string, decision: string, wallMs: number, cpuMs: number | null, info?: true }[]} */
+/** @type {{ via: string, input: string, action: string, decision: string, wallMs: number, cpuMs: number | null, regex?: string }[]} */
 const rows = [
   { via: 'inspect()', input: '1 MiB of a, then !', action: 'deny', ...viaInspect(setWith('deny'), noMatch) },
   { via: 'inspect()', input: '1 MiB of a', action: 'deny', ...viaInspect(setWith('deny'), match) },
@@ -83,8 +85,21 @@ rows.push({
   via: 'inspect()',
   input: '1 MiB of "ab "',
   action: 'redact',
+  regex: 'a[a-z ]*!|ab',
   ...viaInspect(setWith('redact', 'a[a-z ]*!|ab'), many),
-  info: true,
+});
+// And automata past their bound: 2^15 states on random a and b, dropped and rebuilt as the passes go.
+let seed = 7;
+const coin = Array.from({ length: MiB - 1 }, () => {
+  seed = (seed * 1103515245 + 12345) % 2 ** 31;
+  return (seed >> 16) % 2 === 0 ? 'a' : 'b';
+}).join('');
+rows.push({
+  via: 'inspect()',
+  input: '1 MiB of random a, b',
+  action: 'redact',
+  regex: '[ab]*a[ab]{14}',
+  ...viaInspect(setWith('redact', '[ab]*a[ab]{14}'), (i) => `${String.fromCharCode(0x30 + i)}${coin}`),
 });
 
 // Over HTTP: /decide scans the arguments with a guard on `args` (POST /inspect runs the same scan).
@@ -155,20 +170,21 @@ try {
 
 const load = loadavg()[0] ?? 0;
 console.log(
-  `pattern (a+)+$ (last row: a[a-z ]*!|ab) on 1 MiB texts (median wall of ${RUNS}, least CPU; load average ${load.toFixed(1)})`,
+  `pattern (a+)+$ (or as named) on 1 MiB texts (median wall of ${RUNS}, least CPU; load average ${load.toFixed(1)})`,
 );
 for (const r of rows) {
   const cpu = r.cpuMs === null ? '' : `, CPU ${r.cpuMs.toFixed(1)} ms`;
+  const regex = r.regex === undefined ? '' : ` (${r.regex})`;
   console.log(
-    `  ${r.via.padEnd(13)} ${r.input.padEnd(20)} ${r.action.padEnd(7)} → ${r.decision.padEnd(6)} ${r.wallMs.toFixed(1)} ms${cpu}`,
+    `  ${r.via.padEnd(13)} ${r.input.padEnd(20)} ${r.action.padEnd(7)} → ${r.decision.padEnd(6)} ${r.wallMs.toFixed(1)} ms${cpu}${regex}`,
   );
 }
 // The property: the in-process work stays under the target, in CPU time (a shared machine's load is not the code's).
 /** @type {import('./lib/stats.mjs').Check[]} */
 const checks = rows.map((r) => {
-  const counted = r.cpuMs !== null && !r.info;
+  const counted = r.cpuMs !== null && r.regex === undefined;
   return {
-    target: `pattern ${r.info ? 'a[a-z ]*!|ab' : '(a+)+$'}, ${r.via} ${r.input}, ${r.action}${counted ? ` < ${TARGET_MS} ms CPU` : ''}`,
+    target: `pattern ${r.regex ?? '(a+)+$'}, ${r.via} ${r.input}, ${r.action}${counted ? ` < ${TARGET_MS} ms CPU` : ''}`,
     value: r.cpuMs === null ? `${fmt(r.wallMs, 1)} ms wall` : `${fmt(r.cpuMs, 1)} ms CPU`,
     met: counted ? /** @type {number} */ (r.cpuMs) < TARGET_MS : null,
   };
