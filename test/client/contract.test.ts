@@ -651,6 +651,17 @@ describe("decisions() and budgets(): every filter sent is valid, the answers are
     expect(problems).toEqual([]);
   });
 
+  it('an answer that is not the list asked for is a GatehouseError, never an empty list', async () => {
+    const notAList: Fetch = async () => ({
+      status: 200,
+      headers: new Headers({ 'content-type': 'application/json' }),
+      text: async () => '{"items": null, "limits": {}}',
+    });
+    const fooled = createClient({ url: 'http://127.0.0.1:1', token: 't', fetch: notAList });
+    await expect(fooled.decisions()).rejects.toMatchObject({ name: 'GatehouseError', code: 'bad_answer' });
+    await expect(fooled.budgets()).rejects.toMatchObject({ name: 'GatehouseError', code: 'bad_answer' });
+  });
+
   it('a per-call signal reaches both requests', async () => {
     const abort = new AbortController();
     abort.abort(new Error('stopped by the caller'));
