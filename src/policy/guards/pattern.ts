@@ -53,12 +53,18 @@ export function compilePatterns(docs: readonly PatternDoc[]): TextDetector | { p
     return -1;
   };
   // The inspection scans a text, then the redaction asks again before placing its findings: the
-  // last answer is kept, so a long text is searched once for both.
+  // last answer is kept, so a long text is searched once for both, and dropped when the current
+  // job ends (inspect() is synchronous), so no text is held past the inspection that read it.
   const first = foldAware(types, rank);
   let last: { text: string; type: string | null } | undefined;
+  const forget = (): void => {
+    last = undefined;
+  };
   return {
     first: (s) => {
-      if (last?.text !== s) last = { text: s, type: first(s) };
+      if (last?.text === s) return last.type;
+      if (last === undefined) queueMicrotask(forget);
+      last = { text: s, type: first(s) };
       return last.type;
     },
     spans: (s) => spansOf(compiled, s),
