@@ -2,7 +2,7 @@
 // Runs every benchmark in sequence, each in a fresh process, and prints their tables and a summary
 // of the issue's targets. `npm run bench` builds first (the benchmarks run dist/).
 //
-//   node bench/run.mjs [--quick] [--only micro,http,approvals,budgets,attack,startup,client,hook,decisions,shadow] [--wrk] [--json out.json] [--markdown out.md]
+//   node bench/run.mjs [--quick] [--only micro,http,approvals,budgets,attack,startup,client,hook,decisions,shadow,pattern] [--wrk] [--json out.json] [--markdown out.md]
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -23,6 +23,7 @@ const scripts = {
   hook: 'hook.mjs',
   decisions: 'decisions.mjs',
   shadow: 'shadow.mjs',
+  pattern: 'pattern-linear.mjs',
 };
 const only = typeof args.extra.only === 'string' ? args.extra.only.split(',') : Object.keys(scripts);
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-run-'));

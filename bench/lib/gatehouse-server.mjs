@@ -8,7 +8,8 @@
 //
 // Env: BENCH_PORT (default 0: any), BENCH_LOG_DEST (sync | async), BENCH_POLICY_DIR (default ./policies), BENCH_POLICY_ENV (prod),
 //      BENCH_LOG_LEVEL (info), BENCH_SHADOW_POLICY_DIR (unset: off), BENCH_DATABASE_URL (unset: no database), BENCH_DB_POOL_MAX, BENCH_BUDGET_CONNECTIONS,
-//      BENCH_DECISION_STORE_URL (unset: off; DECISION_STORE=postgres on that database), BENCH_LOG_ARGS (true: LOG_ARGS), BENCH_SECRET, BENCH_MAX_CONNECTIONS, BENCH_MAX_WAITS.
+//      BENCH_DECISION_STORE_URL (unset: off; DECISION_STORE=postgres on that database), BENCH_LOG_ARGS (true: LOG_ARGS), BENCH_SECRET, BENCH_MAX_CONNECTIONS, BENCH_MAX_WAITS,
+//      BENCH_BODY_LIMIT (BODY_LIMIT; default 1 MiB).
 import { performance } from 'node:perf_hooks';
 const tImported0 = performance.now();
 const { default: pino } = await import('pino');
@@ -103,7 +104,7 @@ const ctx = {
   usage: loadConfig({}).usage,
 };
 const app = await buildApp(ctx, {
-  bodyLimit: 1_048_576,
+  bodyLimit: Number(env.BENCH_BODY_LIMIT ?? 1_048_576),
   // The service's defaults, or BENCH_MAX_CONNECTIONS (the attack benchmark holds 2,000 waits).
   connections: {
     ...loadConfig({}).connections,

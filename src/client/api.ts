@@ -120,7 +120,7 @@ export function routes(t: Transport) {
 export type Routes = ReturnType<typeof routes>;
 
 /** Only the options given: the transport takes no `undefined` for one left out. */
-function passed(o: RequestOptions): Pick<Exchange, 'signal' | 'timeoutMs'> {
+export function passed(o: RequestOptions): Pick<Exchange, 'signal' | 'timeoutMs'> {
   return {
     ...(o.signal ? { signal: o.signal } : {}),
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),

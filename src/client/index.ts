@@ -4,13 +4,18 @@
 import { type Filing, type GetApprovalOptions, routes } from './api.js';
 import { type GateOptions, type GateResult, gate } from './gate.js';
 import { createTransport, type TransportOptions } from './http.js';
+import { listRoutes } from './lists.js';
 import { type ApprovalMemory, processMemory } from './memory.js';
 import { createRunLog } from './runs.js';
 import type {
   Approval,
   ApprovalPage,
+  BudgetsQuery,
+  BudgetsResponse,
   DecideCall,
   DecisionBody,
+  DecisionPage,
+  DecisionQuery,
   DenyTexts,
   GrantTexts,
   IdempotentOptions,
@@ -38,6 +43,10 @@ export interface GatehouseClient {
   gate(call: ToolCall, options?: GateOptions): Promise<GateResult>;
   /** GET /tools: what the caller may use. */
   tools(options?: RequestOptions): Promise<ToolsResponse>;
+  /** GET /decisions: a page of the decision store's records, newest first, filtered (auditors and admins). */
+  decisions(query?: DecisionQuery, options?: RequestOptions): Promise<DecisionPage>;
+  /** GET /budgets: the caller's budgets and rate limits with their counters (an admin: everyone's). */
+  budgets(query?: BudgetsQuery, options?: RequestOptions): Promise<BudgetsResponse>;
   approvals: {
     /** POST /approvals: the approval filed or found, or (409) the decision of a call that needs none. */
     file(call: ToolCall, options?: IdempotentOptions): Promise<Filing>;
@@ -53,12 +62,16 @@ export interface GatehouseClient {
 }
 
 export function createClient(options: ClientOptions): GatehouseClient {
-  const api = routes(createTransport(options));
+  const transport = createTransport(options);
+  const api = routes(transport);
+  const lists = listRoutes(transport);
   const deps = { routes: api, memory: options.memory ?? processMemory(), runs: createRunLog() };
   return {
     decide: (call, o) => api.decide(call, o),
     gate: (call, o) => gate(deps, call, o),
     tools: (o) => api.tools(o),
+    decisions: (q, o) => lists.decisions(q, o),
+    budgets: (q, o) => lists.budgets(q, o),
     approvals: {
       file: (call, o) => api.file(call, o),
       get: (id, o) => api.approval(id, o),

@@ -215,3 +215,107 @@ export interface ToolsResponse {
   env: string | null;
   tools: ToolEntry[];
 }
+
+// ---- the lists of decisions and of budgets ------------------------------------------------------------
+
+/** GET /decisions: its filters (spec section 5.9), each the query parameter of the same name. */
+export interface DecisionQuery {
+  tool?: string;
+  decision?: DecisionKind;
+  /** The caller's `sub`. */
+  user?: string;
+  /** An RFC 3339 date-time (`2026-12-02T05:17:03Z`; a Date's `toISOString()`): from then on, inclusive. */
+  since?: string;
+  /** An RFC 3339 date-time: before then, exclusive. */
+  until?: string;
+  /** 1–200, default 50. */
+  limit?: number;
+  cursor?: string;
+}
+
+/** One recorded decision, as the decision store keeps it (spec section 5.9). */
+export interface DecisionRecord {
+  decisionId: string;
+  time: string;
+  tool: string;
+  decision: DecisionKind;
+  rule: string;
+  /** A require_approval's approval kind. */
+  kind?: string;
+  /** The digests of the files of the set that decided. */
+  policies: string[];
+  user: string;
+  team: string | null;
+  agent: string | null;
+  roles: string[];
+  env: string | null;
+  runId: string | null;
+  approvalId?: string;
+  /** An Idempotency-Key retry's answer. */
+  replayed?: boolean;
+  /** With LOG_ARGS only, and these four as recorded (the caller's data, in the wire's names), secret-named keys redacted. */
+  args?: Record<string, unknown>;
+  claims?: Record<string, unknown>;
+  context?: Record<string, unknown>;
+  run?: Record<string, unknown>;
+}
+
+export interface DecisionPage {
+  items: DecisionRecord[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/** GET /budgets: with ADMIN_ROLE, the most counters shown per limit (1–1000, default 100). */
+export interface BudgetsQuery {
+  limit?: number;
+}
+
+export type LimitScope = 'user' | 'team' | 'agent' | 'run' | 'global';
+
+/** Whose counter it is (`{}` for a global one). */
+export interface CounterOwner {
+  user?: string;
+  team?: string;
+  agent?: string;
+  run?: string;
+}
+
+export interface LimitStanding extends LimitCounter {
+  for: CounterOwner;
+}
+
+/** A budget or a rate limit that can apply to the caller, and its counters in the current window. */
+export interface LimitEntry {
+  id: string;
+  type: 'budget' | 'rate_limit';
+  policy: string;
+  scope: LimitScope;
+  onExceed: 'deny' | 'require_approval' | 'abort';
+  /** A budget's measure: the `sum` of an argument, 1 per call, or reported spend (`usd`). */
+  counts?: 'sum' | 'calls' | 'usd';
+  /** The argument summed. */
+  sum?: string;
+  max?: number;
+  maxUsd?: number;
+  /** A rate limit's calls per `per`. */
+  calls?: number;
+  /** A calendar unit (budgets), or a duration as written (seconds, or `90s`, `15m`, `2h`, `7d`). */
+  per: string | number;
+  tools?: string[];
+  kinds?: string[];
+  tags?: string[];
+  envs?: string[];
+  counters: LimitStanding[];
+  /** `false`: the caller lacks what the scope needs (a team, an agent): every call the limit selects is refused. */
+  countable?: false;
+  /** With ADMIN_ROLE: whether there are more counters than shown. */
+  more?: boolean;
+}
+
+/** GET /budgets: where the caller stands in every budget and rate limit that can apply to it. */
+export interface BudgetsResponse {
+  /** The active environment (POLICY_ENV), or null when none is set. */
+  env: string | null;
+  limits: LimitEntry[];
+}

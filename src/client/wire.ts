@@ -15,11 +15,19 @@ import type {
   ApprovalPage,
   ApprovalRequirement,
   ApprovalSummary,
+  BudgetsQuery,
+  BudgetsResponse,
+  CounterOwner,
   DecideCall,
   DecisionBody,
+  DecisionPage,
+  DecisionQuery,
+  DecisionRecord,
   DenyTexts,
   GrantTexts,
   LimitCounter,
+  LimitEntry,
+  LimitStanding,
   ListQuery,
   NextStep,
   PolicyIdentity,
@@ -236,3 +244,74 @@ export function deniedMessageOf(problem: unknown): string | undefined {
   const message = fromWire<Partial<ApprovalSummary>>(APPROVAL_SUMMARY, approval).decisionMessage;
   return typeof message === 'string' ? message : undefined;
 }
+
+// ---- the lists of decisions and of budgets ------------------------------------------------------------
+
+/** The query of GET /decisions. */
+export const DECISION_QUERY = {
+  tool: maybe,
+  decision: maybe,
+  user: maybe,
+  since: maybe,
+  until: maybe,
+  limit: maybe,
+  cursor: maybe,
+} as const satisfies ShapeOf<DecisionQuery>;
+export const DECISION_RECORD = {
+  decision_id: one,
+  time: one,
+  tool: one,
+  decision: one,
+  rule: one,
+  kind: maybe,
+  policies: one,
+  user: one,
+  team: one,
+  agent: one,
+  roles: one,
+  env: one,
+  run_id: one,
+  approval_id: maybe,
+  replayed: maybe,
+  args: maybe,
+  claims: maybe,
+  context: maybe,
+  run: maybe,
+} as const satisfies ShapeOf<DecisionRecord>;
+export const DECISION_PAGE = {
+  items: listOf(DECISION_RECORD),
+  next_cursor: one,
+} as const satisfies ShapeOf<DecisionPage>;
+/** The query of GET /budgets. */
+export const BUDGETS_QUERY = { limit: maybe } as const satisfies ShapeOf<BudgetsQuery>;
+export const COUNTER_OWNER = {
+  user: maybe,
+  team: maybe,
+  agent: maybe,
+  run: maybe,
+} as const satisfies ShapeOf<CounterOwner>;
+export const LIMIT_STANDING = {
+  ...LIMIT_COUNTER,
+  for: nested(COUNTER_OWNER),
+} as const satisfies ShapeOf<LimitStanding>;
+export const LIMIT_ENTRY = {
+  id: one,
+  type: one,
+  policy: one,
+  scope: one,
+  on_exceed: one,
+  counts: maybe,
+  sum: maybe,
+  max: maybe,
+  max_usd: maybe,
+  calls: maybe,
+  per: one,
+  tools: maybe,
+  kinds: maybe,
+  tags: maybe,
+  envs: maybe,
+  counters: listOf(LIMIT_STANDING),
+  countable: maybe,
+  more: maybe,
+} as const satisfies ShapeOf<LimitEntry>;
+export const BUDGETS_RESPONSE = { env: one, limits: listOf(LIMIT_ENTRY) } as const satisfies ShapeOf<BudgetsResponse>;

@@ -13,9 +13,13 @@ import type { Fetch } from '../../src/client/http.js';
 import {
   APPROVAL,
   APPROVAL_PAGE,
+  BUDGETS_QUERY,
+  BUDGETS_RESPONSE,
   camelName,
   DECIDE_REQUEST,
   DECISION,
+  DECISION_PAGE,
+  DECISION_QUERY,
   DENY_REQUEST,
   type Field,
   GRANT_REQUEST,
@@ -24,7 +28,9 @@ import {
   APPROVAL_FILING,
   TOOLS_RESPONSE,
 } from '../../src/client/wire.js';
-import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
+import { createSql } from '../../src/db/connect.js';
+import { adminToken, agentToken, approverToken, createTestApp, type TestApp, token } from '../helpers/app.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { listenLoopback } from '../helpers/http.js';
 import {
   assertMatchesOpenApi,
@@ -170,6 +176,20 @@ const ROUTES = {
     idempotent: false,
   },
   tools: { method: 'get', path: '/tools', answers: { TOOLS_RESPONSE: ['200'] }, idempotent: false },
+  decisions: {
+    method: 'get',
+    path: '/decisions',
+    query: DECISION_QUERY,
+    answers: { DECISION_PAGE: ['200'] },
+    idempotent: false,
+  },
+  budgets: {
+    method: 'get',
+    path: '/budgets',
+    query: BUDGETS_QUERY,
+    answers: { BUDGETS_RESPONSE: ['200'] },
+    idempotent: false,
+  },
   'approvals.file': {
     method: 'post',
     path: '/approvals',
@@ -209,7 +229,15 @@ const ROUTES = {
 
 // A decision that needs no approval (the 409 of POST /approvals) never says what to do next.
 const { next: _next, ...DECISION_WITHOUT_NEXT } = DECISION;
-const SHAPES: Record<string, Shape> = { DECISION, DECISION_WITHOUT_NEXT, TOOLS_RESPONSE, APPROVAL, APPROVAL_PAGE };
+const SHAPES: Record<string, Shape> = {
+  DECISION,
+  DECISION_WITHOUT_NEXT,
+  TOOLS_RESPONSE,
+  APPROVAL,
+  APPROVAL_PAGE,
+  DECISION_PAGE,
+  BUDGETS_RESPONSE,
+};
 
 describe('the client shapes are the schemas of openapi.yaml', () => {
   it('covers every method of the client', () => {
@@ -244,20 +272,23 @@ describe('the client shapes are the schemas of openapi.yaml', () => {
     });
   }
 
-  it('GET /approvals: each query parameter is a ListQuery option of the same name, and no other', () => {
-    const problems = disagreements(
-      LIST_QUERY,
-      [parameterObjectSchema('get', '/approvals', 'query')],
-      'GET /approvals query',
-    );
-    expect(problems).toEqual([]);
-    expect(Object.keys(LIST_QUERY).map(camelName).sort()).toEqual(queryNames('get', '/approvals'));
-  });
+  for (const [name, route] of Object.entries(ROUTES)) {
+    if (!('query' in route)) continue;
+    it(`${name}: each query parameter of GET ${route.path} is an option of the same name, and no other`, () => {
+      const problems = disagreements(
+        route.query,
+        [parameterObjectSchema('get', route.path, 'query')],
+        `GET ${route.path} query`,
+      );
+      expect(problems).toEqual([]);
+      expect(Object.keys(route.query).map(camelName).sort()).toEqual(queryNames('get', route.path));
+    });
+  }
 
-  it('GET /approvals/{id} takes `wait` alone (the client option `waitSeconds`); the other routes the client wraps take no query', () => {
+  it('GET /approvals/{id} takes `wait` alone (the client option `waitSeconds`); the other routes the client wraps without a query take none', () => {
     expect(queryNames('get', '/approvals/x')).toEqual(['wait']);
     for (const [name, route] of Object.entries(ROUTES)) {
-      if (name === 'approvals.get' || name === 'approvals.list') continue;
+      if (name === 'approvals.get' || 'query' in route) continue;
       expect(queryNames(route.method, route.path), name).toEqual([]);
     }
   });
@@ -496,5 +527,145 @@ describe('what the client sends is what openapi.yaml accepts; what it answers is
       code: 'unreachable',
       message: expect.stringContaining('50 ms'),
     });
+  });
+});
+
+describe("decisions() and budgets(): every filter sent is valid, the answers are in the client's names", () => {
+  let db: TestDatabase;
+  let t: TestApp;
+  const sent: Sent[] = [];
+  const problems: string[] = [];
+  let agent: GatehouseClient;
+  let auditor: GatehouseClient;
+  let admin: GatehouseClient;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    t = await createTestApp({
+      policyDir: 'test/cases/budgets',
+      env: null,
+      database: db,
+      logArgs: true,
+      decisionStore: { sql: createSql(db.url, { max: 2 }) },
+    });
+    const url = `http://127.0.0.1:${await listenLoopback(t.app)}`;
+    const client = (tok: string) => createClient({ url, token: tok, fetch: checkedFetch(sent, problems) });
+    agent = client(agentToken('agent-lists', { team: 'support', agent: 'bot' }));
+    auditor = client(token({ sub: 'auditor-1', team: 'audit', roles: ['auditor'] }));
+    admin = client(adminToken());
+  });
+  afterAll(async () => {
+    await t?.close();
+    await t?.ctx.decisionStore?.sql.end();
+    await db?.drop();
+  });
+
+  it('decisions(): every filter and the cursor reach the route; records come back camelCase, data as recorded', async () => {
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const run = { id: 'run-lists', steps: [{ tool: 'lookup_order', decision: 'allow' as const, approvalId: 'a-1' }] };
+    for (const order of ['L-1', 'L-2', 'L-3'])
+      await agent.decide({ tool: 'refund', args: { order, amount: 10 }, context: { tenant_id: 'acme' }, run });
+    await agent.decide({ tool: 'wipe_orders', args: {} });
+    await t.writer!.flush();
+    const until = new Date(Date.now() + 60_000).toISOString();
+
+    const page = await auditor.decisions({
+      tool: 'refund',
+      decision: 'allow',
+      user: 'agent-lists',
+      since,
+      until,
+      limit: 2,
+    });
+    expect(page.items).toHaveLength(2);
+    expect(page.items[0]).toMatchObject({
+      tool: 'refund',
+      decision: 'allow',
+      rule: 'refunds',
+      user: 'agent-lists',
+      team: 'support',
+      agent: 'bot',
+      runId: 'run-lists',
+      args: { order: 'L-3', amount: 10 },
+      context: { tenant_id: 'acme' },
+    });
+    expect(typeof page.items[0]!.decisionId).toBe('string');
+    // The run is data as recorded: the wire's names inside it.
+    expect(page.items[0]!.run).toMatchObject({ steps: [{ approval_id: 'a-1' }] });
+    expect(page.nextCursor).not.toBeNull();
+    const rest = await auditor.decisions({ tool: 'refund', user: 'agent-lists', limit: 2, cursor: page.nextCursor! });
+    expect(rest.items.map((r) => (r.args as { order: string }).order)).toEqual(['L-1']);
+    expect(rest.nextCursor).toBeNull();
+    const denied = await admin.decisions({ decision: 'deny', user: 'agent-lists' });
+    expect(denied.items.map((r) => r.tool)).toEqual(['wipe_orders']);
+
+    const DATA = new Set(['args', 'claims', 'context', 'run']);
+    const named = (v: unknown, path = ''): string[] =>
+      Array.isArray(v)
+        ? v.flatMap((x, i) => named(x, `${path}[${i}]`))
+        : v === null || typeof v !== 'object'
+          ? []
+          : Object.entries(v).flatMap(([k, x]) => [`${path}.${k}`, ...(DATA.has(k) ? [] : named(x, `${path}.${k}`))]);
+    expect([page, rest, denied].flatMap((p) => named(p)).filter((k) => k.split('.').at(-1)!.includes('_'))).toEqual([]);
+    const query = sent.find((s) => s.path === '/decisions')?.query;
+    expect(query).toEqual({ tool: 'refund', decision: 'allow', user: 'agent-lists', since, until, limit: '2' });
+    expect(problems).toEqual([]);
+  });
+
+  it('decisions(): only for auditors and admins', async () => {
+    await expect(agent.decisions()).rejects.toMatchObject({ name: 'GatehouseError', status: 403 });
+  });
+
+  it("budgets(): the caller's limits and counters in its names; an admin's `limit` caps the counters per limit", async () => {
+    await agent.decide({ tool: 'refund', args: { order: 'B-1', amount: 250 } });
+    const mine = await agent.budgets();
+    expect(mine.env).toBeNull();
+    const perUser = mine.limits.find((l) => l.id === 'refunds-per-user');
+    expect(perUser).toMatchObject({
+      type: 'budget',
+      policy: 'budgets',
+      scope: 'user',
+      onExceed: 'require_approval',
+      counts: 'sum',
+      sum: 'amount',
+      max: 1000,
+      per: 'day',
+      tools: ['refund'],
+      counters: [{ for: { user: 'agent-lists' }, counted: expect.any(Number) }],
+    });
+    expect(typeof perUser!.counters[0]!.windowStart).toBe('string');
+    expect(mine.limits.find((l) => l.id === 'model-spend')).toMatchObject({ counts: 'usd', maxUsd: 20 });
+    expect(mine.limits.find((l) => l.id === 'email-rate')).toMatchObject({ type: 'rate_limit', calls: 10, per: 60 });
+
+    await createClient({
+      url: `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`,
+      token: agentToken('agent-other', { team: 'support', agent: 'bot' }),
+    }).decide({ tool: 'refund', args: { order: 'B-2', amount: 5 } });
+    const all = await admin.budgets({ limit: 1 });
+    const everyone = all.limits.find((l) => l.id === 'refunds-per-user')!;
+    expect(everyone.counters).toHaveLength(1);
+    expect(everyone.more).toBe(true);
+    expect(sent.findLast((s) => s.path === '/budgets')?.query).toEqual({ limit: '1' });
+    expect(snakeKeys(mine)).toEqual([]);
+    expect(snakeKeys(all)).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+
+  it('an answer that is not the list asked for is a GatehouseError, never an empty list', async () => {
+    const notAList: Fetch = async () => ({
+      status: 200,
+      headers: new Headers({ 'content-type': 'application/json' }),
+      text: async () => '{"items": null, "limits": {}}',
+    });
+    const fooled = createClient({ url: 'http://127.0.0.1:1', token: 't', fetch: notAList });
+    await expect(fooled.decisions()).rejects.toMatchObject({ name: 'GatehouseError', code: 'bad_answer' });
+    await expect(fooled.budgets()).rejects.toMatchObject({ name: 'GatehouseError', code: 'bad_answer' });
+  });
+
+  it('a per-call signal reaches both requests', async () => {
+    const abort = new AbortController();
+    abort.abort(new Error('stopped by the caller'));
+    await expect(auditor.decisions({}, { signal: abort.signal })).rejects.toThrow('stopped by the caller');
+    await expect(agent.budgets({}, { signal: abort.signal })).rejects.toThrow('stopped by the caller');
   });
 });

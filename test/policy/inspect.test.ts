@@ -270,6 +270,26 @@ guards:
     expect(again.redacted).toBeUndefined();
   });
 
+  it('redacts exactly the matching text of 1 MiB adversarial results, in keys and values', () => {
+    const evil = setOf({
+      'e.yaml':
+        'policy: e\nguards:\n  - {id: e, guard: pattern, on: result, action: redact, patterns: [{name: evil, regex: "(a+)+$"}]}\n',
+    });
+    const MiB = 1 << 20;
+    const attack = `${'a'.repeat(MiB)}!`;
+    const r = inspect(evil, result('t', { [`${attack}aa`]: [attack, `${attack}a`], b: 'a'.repeat(MiB) }), caller());
+    expect(r.decision).toBe('allow');
+    expect(r.redacted).toEqual({
+      [`${attack}[REDACTED:evil]`]: [attack, `${attack}[REDACTED:evil]`],
+      b: '[REDACTED:evil]',
+    });
+    expect(r.findings).toEqual([
+      { guard: 'e', type: 'evil', path: '/', in_key: true },
+      { guard: 'e', type: 'evil', path: '/*/1' },
+      { guard: 'e', type: 'evil', path: '/*' },
+    ]);
+  });
+
   it('is not given when a deny guard also finds something; is given with require_approval', () => {
     const both = setOf({
       'a.yaml':

@@ -3,6 +3,7 @@
 // lookaround, and time linear in the text whatever the pattern and the input. A finding's type is
 // the pattern's name. Compiled once, at load (compile.ts reports what does not compile).
 import { RE2JS } from 're2js';
+import { createCover, type Cover, type Prog } from './cover.js';
 import { foldAware, type Span, type TextDetector } from './detector.js';
 
 export interface PatternDoc {
@@ -19,6 +20,8 @@ export interface PatternProblem {
 interface Compiled {
   readonly name: string;
   readonly re: RE2JS;
+  /** Where its matches lie, by DFA (cover.ts); null when the program is not one it reads. */
+  readonly cover: Cover | null;
 }
 
 /** The patterns as one detector, or what is wrong with each that is not an RE2 pattern matching at least one character. */
@@ -40,7 +43,7 @@ export function compilePatterns(docs: readonly PatternDoc[]): TextDetector | { p
       });
       return;
     }
-    compiled.push({ name: doc.name, re });
+    compiled.push({ name: doc.name, re, cover: createCover(programOf(re)) });
   });
   if (problems.length > 0) return { problems };
   const types = [...new Set(compiled.map((c) => c.name))];
@@ -49,8 +52,21 @@ export function compilePatterns(docs: readonly PatternDoc[]): TextDetector | { p
     for (const c of compiled) if (c.re.test(s)) return types.indexOf(c.name);
     return -1;
   };
+  // The inspection scans a text, then the redaction asks again before placing its findings: the
+  // last answer is kept, so a long text is searched once for both, and dropped when the current
+  // job ends (inspect() is synchronous), so no text is held past the inspection that read it.
+  const first = foldAware(types, rank);
+  let last: { text: string; type: string | null } | undefined;
+  const forget = (): void => {
+    last = undefined;
+  };
   return {
-    first: foldAware(types, rank),
+    first: (s) => {
+      if (last?.text === s) return last.type;
+      if (last === undefined) queueMicrotask(forget);
+      last = { text: s, type: first(s) };
+      return last.type;
+    },
     spans: (s) => spansOf(compiled, s),
     // A number is scanned as the text it was written with: a pattern may read digits.
     numberDigits: [{ min: 1, max: 19 }],
@@ -58,11 +74,22 @@ export function compilePatterns(docs: readonly PatternDoc[]): TextDetector | { p
   };
 }
 
-/** Every pattern's matches, sorted; overlapping ones become one, named by the pattern listed first among them. */
+/**
+ * Every pattern's matches, sorted; overlapping ones become one, named by the pattern listed first
+ * among them. A pattern's matches are the text inside any of its matches (cover.ts): adjacent and
+ * overlapping matches of one pattern are one span.
+ */
 function spansOf(compiled: readonly Compiled[], s: string): Span[] {
+  // One pattern's runs are sorted and apart already: the spans, without the merge below.
+  const only = compiled.length === 1 ? compiled[0] : undefined;
+  if (only?.cover) return only.cover(s).map(([start, end]) => ({ type: only.name, start, end }));
   const found: (Span & { order: number })[] = [];
   compiled.forEach((c, order) => {
-    if (!c.re.test(s)) return; // the DFA first: most texts hold nothing
+    if (c.cover !== null) {
+      for (const [start, end] of c.cover(s)) found.push({ type: c.name, start, end, order });
+      return;
+    }
+    // A program cover.ts does not read (another re2js): RE2's own search, one match after another.
     const m = c.re.matcher(s);
     while (m.find()) {
       const start = m.start();
@@ -99,11 +126,18 @@ interface Inst {
   readonly arg: number;
 }
 
+/** re2js's compiled program, or an empty one (which createCover refuses) where it is not there. */
+function programOf(re: RE2JS): Prog {
+  const prog = (re.re2() as unknown as { prog?: { inst?: unknown; start?: unknown } }).prog;
+  if (!prog || !Array.isArray(prog.inst) || typeof prog.start !== 'number') return { inst: [], start: -1 };
+  return prog as Prog;
+}
+
 /** Whether MATCH is reachable from the start without consuming a character (assertions taken as passable). */
 function mayMatchEmpty(re: RE2JS): boolean {
-  const prog = (re.re2() as unknown as { prog?: { inst?: unknown; start?: unknown } }).prog;
-  if (!prog || !Array.isArray(prog.inst) || typeof prog.start !== 'number') return true;
-  const inst = prog.inst as Inst[];
+  const prog = programOf(re);
+  if (prog.inst.length === 0) return true;
+  const inst = prog.inst as readonly Inst[];
   const seen = new Set<number>();
   const todo = [prog.start];
   for (let pc = todo.pop(); pc !== undefined; pc = todo.pop()) {

@@ -82,8 +82,10 @@ export function redactJson(value: JsonValue, guards: readonly RedactingGuard[], 
       let found = g.detector.spans(s);
       // Found only in the folded text (or no place known): the whole text goes, never a part of a finding.
       if (found.length === 0) found = [{ type: first, start: 0, end: s.length }];
+      let noted: string | undefined; // a text may hold many findings of one type: one note each
       for (const span of found) {
-        note(g.id, span.type, path, inKey);
+        if (span.type !== noted) note(g.id, span.type, path, inKey);
+        noted = span.type;
         spans.push(span);
       }
     }

@@ -69,7 +69,47 @@ describe('the detector', () => {
     const d = detector([['evil', '(a+)+$']]);
     const attack = `${'a'.repeat(1 << 20)}!`;
     expect(d.first(attack)).toBeNull();
+    expect(d.spans(attack)).toEqual([]);
     expect(d.first('a'.repeat(1 << 20))).toBe('evil');
-    expect(d.spans('a'.repeat(1 << 16))).toEqual([{ type: 'evil', start: 0, end: 1 << 16 }]);
+    expect(d.spans('a'.repeat(1 << 20))).toEqual([{ type: 'evil', start: 0, end: 1 << 20 }]);
+  });
+
+  it('places the findings in 1 MiB adversarial texts exactly', () => {
+    const MiB = 1 << 20;
+    // Only the run of `a` that reaches the end matches `$`.
+    expect(detector([['evil', '(a+)+$']]).spans(`${'a'.repeat(MiB)}!aa`)).toEqual([
+      { type: 'evil', start: MiB + 1, end: MiB + 3 },
+    ]);
+    // A match that could start anywhere but ends only at the last character: all of it.
+    expect(detector([['evil', '(a|aa)+b']]).spans(`${'a'.repeat(MiB)}b`)).toEqual([
+      { type: 'evil', start: 0, end: MiB + 1 },
+    ]);
+    // Many short matches, each of which a leftmost-first search finds only at the end of the text
+    // (the first alternative might still match there): one span each, no rescanning.
+    const many = 'ab '.repeat(MiB / 4);
+    const spans = detector([['t', 'a[a-z ]*!|ab']]).spans(many);
+    expect(spans).toHaveLength(MiB / 4);
+    expect(spans[1]).toEqual({ type: 't', start: 3, end: 5 });
+    expect(spans.at(-1)).toEqual({ type: 't', start: many.length - 3, end: many.length - 1 });
+  });
+
+  it('covers every character inside a match, where one leftmost match would leave a matching text', () => {
+    const d = detector([['code', 'a[0-9]{3}|[0-9]{3}b']]);
+    expect(d.spans('a123b')).toEqual([{ type: 'code', start: 0, end: 5 }]);
+    // Matches that touch are one finding.
+    expect(detector([['t', 'TCK-[0-9]']]).spans('TCK-1TCK-2 TCK-')).toEqual([{ type: 't', start: 0, end: 10 }]);
+  });
+
+  it('still finds every match where the automata outgrow their bound', () => {
+    const d = detector([['blowup', '[ab]*a[ab]{14}']]);
+    let seed = 11;
+    const text = Array.from({ length: 100_000 }, () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return (seed >> 16) % 2 === 0 ? 'a' : 'b';
+    }).join('');
+    const spans = d.spans(`${text}!!${'b'.repeat(20)}`);
+    expect(spans).toHaveLength(1);
+    expect(spans[0]!.start).toBe(0);
+    expect(text.slice(spans[0]!.end - 15, spans[0]!.end).startsWith('a')).toBe(true);
   });
 });
