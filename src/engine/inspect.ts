@@ -1,15 +1,18 @@
 // The stateful side of POST /inspect (docs/spec.md section 5.11): inspect() over the current policy
 // set (pure, src/policy/inspect.ts), then, only when a result's review was asked for and the request
 // cites an approval (`approval_id`), the database: the grant of exactly this call and this result
-// consumed once. One record per answer (./record.ts), with its stage and never the value. An
+// consumed once (with an Idempotency-Key, in the key's transaction). One record per answer (./record.ts), with its stage and never the value. An
 // inspection that cites nothing, or is not held for review, never awaits.
 import { randomUUID } from 'node:crypto';
-import { inspect, type InspectRequest, type InspectResult } from '../policy/inspect.js';
+import type { TransactionSql } from 'postgres';
+import type { IdempotencyClaim } from '../db/idempotency.js';
+import { canonicalize } from '../json/canonical.js';
+import { inspect, type InspectRequest, type InspectResult, type ResultInspection } from '../policy/inspect.js';
 import { inspectMessage, spentReviewMessage } from '../policy/message.js';
 import type { Identity } from '../policy/model.js';
-import type { CitedApproval } from '../approvals/service.js';
-import { inspected, nextStep, type Answer } from './answer.js';
-import { approvalsOf } from './limits.js';
+import type { ApprovalService, CitedApproval } from '../approvals/service.js';
+import { inspected, inspectionBody, nextStep, written, type Answer } from './answer.js';
+import { approvalsOf, keysOf } from './limits.js';
 import type { CallLog, EngineParts } from './parts.js';
 import { inspectionLine, writeRecord, type Inspected } from './record.js';
 
@@ -18,6 +21,8 @@ export interface InspectCall {
   readonly identity: Identity;
   /** The approval of this very result to redeem (`approval_id`, result stage only). */
   readonly approvalId?: string | undefined;
+  /** The request's Idempotency-Key, read only by a redeem (a malformed key is the transport's 400). */
+  readonly claim?: () => IdempotencyClaim | undefined;
   readonly log: CallLog;
 }
 
@@ -29,12 +34,16 @@ export function inspectCall(parts: EngineParts, call: InspectCall): Answer | Pro
   const result = inspect(set, request, identity);
   const durationUs = Number(process.hrtime.bigint() - started) / 1000;
   const asked: Inspected = { decisionId, request, set, identity, durationUs, approvalId };
-  const record = (r: InspectResult): void =>
+  // A keyed retry answered from what its key kept says so, as /decide's record does.
+  const record = (r: InspectResult, replayedId?: string): void =>
     writeRecord(
       call.log,
       parts.metrics,
       parts.records?.writer ?? null,
-      inspectionLine(asked, r.decision, r.rule, parts.logArgs, r.approval?.kind),
+      {
+        ...inspectionLine(asked, r.decision, r.rule, parts.logArgs, r.approval?.kind),
+        ...(replayedId !== undefined ? { replayed: true, replayed_decision_id: replayedId } : {}),
+      },
       durationUs,
     );
   // Only a review asked for can be redeemed: any other answer is the inspection's, with nothing to await.
@@ -42,7 +51,7 @@ export function inspectCall(parts: EngineParts, call: InspectCall): Answer | Pro
     record(result);
     return inspected(result, decisionId, result.decision === 'require_approval' ? nextStep(null) : undefined);
   }
-  return redeemed(parts, request, identity, approvalId, result, decisionId, record);
+  return redeemed(parts, { ...call, request }, approvalId, result, decisionId, record);
 }
 
 /**
@@ -52,32 +61,92 @@ export function inspectCall(parts: EngineParts, call: InspectCall): Answer | Pro
  */
 async function redeemed(
   parts: EngineParts,
-  request: InspectRequest & { stage: 'result' },
-  identity: Identity,
+  call: InspectCall & { request: ResultInspection },
   approvalId: string,
   held: InspectResult,
   decisionId: string,
-  record: (r: InspectResult) => void,
+  record: (r: InspectResult, replayedId?: string) => void,
 ): Promise<Answer> {
+  const { request, identity } = call;
   const approvals = approvalsOf(parts.approvals);
   approvals.ensureReady();
   const asked = held.approval;
   if (asked === undefined) throw new Error('require_approval without its approval'); // inspect() always sets it
+  const claim = call.claim?.();
+  if (claim === undefined) {
+    const { result, cited } = await redeem(approvals, request, identity, approvalId, held, asked);
+    record(result);
+    return inspected(result, decisionId, result.decision === 'require_approval' ? nextStep(cited) : undefined);
+  }
+  // The redeem and what the key keeps of it in one transaction: a retry whose answer was lost is
+  // answered from it while the inspection made now still asks for exactly the approval it consumed.
+  let final = held;
+  let replayedId: string | undefined;
+  const answer = await keysOf(parts.keys).once(
+    claim,
+    async (tx) => {
+      const { result, cited } = await redeem(approvals, request, identity, approvalId, held, asked, tx);
+      final = result;
+      const next = result.decision === 'require_approval' ? nextStep(cited) : undefined;
+      const consumed = result.decision === 'allow' && result.approval?.status === 'consumed';
+      return {
+        answer: {
+          status: result.decision === 'allow' ? 200 : 403,
+          body: canonicalize(inspectionBody(result, decisionId, next)),
+        },
+        kept: consumed ? { kind: 'redeem', status: 200, decisionId, approvalId } : null,
+      };
+    },
+    async (tx, kept) => {
+      if (kept.kind !== 'redeem') return null;
+      const a = await approvals.store.get(kept.approvalId, tx);
+      if (a === null || a.requester.sub !== identity.user || a.status !== 'consumed' || a.hash !== asked.hash)
+        return null;
+      // Never outliving the grant: only within the time it could have been redeemed in.
+      if (!(await approvals.store.stillAhead(a.expires_at, tx))) return null;
+      final = grantedInspection(held, asked, request, a.id);
+      replayedId = kept.decisionId;
+      return { status: 200, body: canonicalize(inspectionBody(final, kept.decisionId)) };
+    },
+  );
+  record(final, replayedId);
+  return written(answer);
+}
+
+/** The allow of a result whose review `id` was granted and is now consumed. */
+function grantedInspection(
+  held: InspectResult,
+  asked: NonNullable<InspectResult['approval']>,
+  request: ResultInspection,
+  id: string,
+): InspectResult {
+  const reason = `approval ${id} was granted by an operator`;
+  // The review granted the result as it was shown; a redact guard's findings stay redacted.
+  return {
+    ...held,
+    decision: 'allow',
+    reason,
+    message: inspectMessage('allow', { stage: 'result', tool: request.tool }, reason, held.redacted !== undefined),
+    approval: { ...asked, id, status: 'consumed' },
+  };
+}
+
+/** Consume the review, or say where the cited approval stands: /decide's answers to a citation (section 5.3). */
+async function redeem(
+  approvals: ApprovalService,
+  request: ResultInspection,
+  identity: Identity,
+  approvalId: string,
+  held: InspectResult,
+  asked: NonNullable<InspectResult['approval']>,
+  tx?: TransactionSql,
+): Promise<{ result: InspectResult; cited: CitedApproval | null }> {
   const what = { stage: 'result' as const, tool: request.tool };
-  const consumed = await approvals.store.consume(approvalId, { sub: identity.user }, asked.hash);
+  const consumed = await approvals.store.consume(approvalId, { sub: identity.user }, asked.hash, tx);
   let result: InspectResult;
   let cited: CitedApproval | null = null;
   if (consumed.ok) {
-    const a = consumed.approval;
-    const reason = `approval ${a.id} was granted by an operator`;
-    // The review granted the result as it was shown; a redact guard's findings stay redacted.
-    result = {
-      ...held,
-      decision: 'allow',
-      reason,
-      message: inspectMessage('allow', what, reason, held.redacted !== undefined),
-      approval: { ...asked, id: a.id, status: 'consumed' },
-    };
+    result = grantedInspection(held, asked, request, consumed.approval.id);
   } else if (consumed.approval === null) {
     // Someone else's approval, or none: nothing is said of it; the review is still needed.
     result = held;
@@ -110,6 +179,5 @@ async function redeemed(
       result = { ...held, approval: { ...asked, ...ref } };
     }
   }
-  record(result);
-  return inspected(result, decisionId, result.decision === 'require_approval' ? nextStep(cited) : undefined);
+  return { result, cited };
 }

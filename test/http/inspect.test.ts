@@ -350,6 +350,36 @@ describe('reviewing a result: filed, granted, redeemed once', () => {
     ]);
   });
 
+  it('with an Idempotency-Key, a redeem retried after a lost answer gets the same allow; the grant is consumed once', async () => {
+    const tok = agent({ sub: 'keyed-1' });
+    const body = call(300);
+    const approval = (await post(t.app, '/approvals', body, tok)).json() as Body;
+    await post(t.app, `/approvals/${approval.id}/grant`, {}, approverToken());
+    const keyed = () =>
+      t.app.inject({
+        method: 'POST',
+        url: '/inspect',
+        headers: { ...bearer(tok), 'content-type': 'application/json', 'idempotency-key': 'redeem-300' },
+        payload: JSON.stringify({ ...body, approval_id: approval.id }),
+      });
+    const first = await keyed();
+    expect(first.statusCode, first.body).toBe(200);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const again = await keyed();
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect((again.json() as Body).decision_id).toBe((first.json() as Body).decision_id);
+    expect(again.json()).toMatchObject({ decision: 'allow', approval: { id: approval.id, status: 'consumed' } });
+    assertResponseMatchesOpenApi('POST', '/inspect', again);
+    // Without the key, the same retry is told the review is spent.
+    const unkeyed = await inspect({ ...body, approval_id: approval.id }, tok);
+    expect(unkeyed.statusCode).toBe(403);
+    const events = await db.sql`select to_status from approval_events where approval_id = ${approval.id} order by id`;
+    expect(events.map((e) => e.to_status)).toEqual(['pending', 'granted', 'consumed']);
+    const line = LOGS.find((l) => l.replayed === true && l.approval_id === approval.id);
+    expect(line).toMatchObject({ stage: 'result', replayed_decision_id: (first.json() as Body).decision_id });
+  });
+
   it('someone else cannot redeem the review; a denied review answers deny with the operator message', async () => {
     const owner = agent({ sub: 'owner-1' });
     const body = call(200);

@@ -1144,6 +1144,55 @@ guards:
           )
         ).errors[0].pointer,
       ).toBe('/content');
+      // With the approval database: a keyed redeem, 429 past IDEMPOTENCY_MAX_KEYS, 504 when the
+      // consume's outcome could not be learned.
+      const keyed = await createTestApp({
+        policyDir: dir,
+        database: db.db!,
+        keyCaps: { maxKeys: 1, maxBytes: 1_048_576 },
+      });
+      try {
+        const review = async (n: number): Promise<Body> => {
+          const body = { ...held, args: { customer: `K-${n}` } };
+          const filed = await call(keyed, { url: '/approvals', token: supportToken('agent-keyed'), body }, 201);
+          await call(keyed, { url: `/approvals/${filed.id}/grant`, token: approverToken() }, 200);
+          return { ...body, approval_id: filed.id };
+        };
+        const key = (k: string) => ({ 'idempotency-key': k });
+        const first = await review(1);
+        const got = await call(
+          keyed,
+          { url: '/inspect', token: supportToken('agent-keyed'), body: first, headers: key('k1') },
+          200,
+        );
+        expect(got.approval.status).toBe('consumed');
+        const retried = await call(
+          keyed,
+          { url: '/inspect', token: supportToken('agent-keyed'), body: first, headers: key('k1') },
+          200,
+        );
+        expect(retried.decision_id).toBe(got.decision_id);
+        const second = await review(2);
+        expect(
+          (
+            await call(
+              keyed,
+              { url: '/inspect', token: supportToken('agent-keyed'), body: second, headers: key('k2') },
+              429,
+            )
+          ).code,
+        ).toBe('too_many_idempotency_keys');
+        const consume = vi
+          .spyOn(keyed.ctx.approvals!.store, 'consume')
+          .mockRejectedValueOnce(new OutcomeUnknownError());
+        try {
+          await call(keyed, { url: '/inspect', token: supportToken('agent-keyed'), body: second }, 504);
+        } finally {
+          consume.mockRestore();
+        }
+      } finally {
+        await keyed.close();
+      }
       const spy = vi.spyOn(t.ctx.policies, 'current').mockReturnValue(brokenSet(t.ctx.policies.current()));
       try {
         const body = await call(t, { url: '/inspect', token: supportToken(), body: example('result') }, 500);

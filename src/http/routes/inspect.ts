@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Identity } from '../../policy/model.js';
 import { inspectionSchema, toInspectRequest, type Inspection } from '../../policy/request.js';
 import type { AppContext } from '../context.js';
+import { idempotencyClaim } from '../idempotency.js';
 import { sendAnswer } from '../reply.js';
 
 /** /inspect also takes, on the result stage, the approval of a review to redeem. */
@@ -30,6 +31,7 @@ export function inspectRoute(app: FastifyInstance, ctx: AppContext): void {
       request: toInspectRequest(body),
       identity,
       approvalId: body.approval_id,
+      claim: () => idempotencyClaim(request, 'inspect', identity),
       log: request.log,
     });
     return sendAnswer(reply, answer instanceof Promise ? await answer : answer);
