@@ -21,6 +21,8 @@ tools:
   crm_lookup:
     kind: read_only
     result_schema: {type: object, properties: {contact: {properties: {email: {}, name: {}}}}}
+rules:
+  - {id: crm-calls, tools: [crm_lookup], allow: true, confirm: true, reason: every CRM lookup needs an operator}
 guards:
   - id: file-secrets
     guard: secrets
@@ -401,6 +403,29 @@ describe('reviewing a result: filed, granted, redeemed once', () => {
     expect(res.statusCode).toBe(403);
     expect(res.json()).toMatchObject({ decision: 'deny', reason: expect.stringContaining('do not share contacts') });
     expect(res.json()).not.toHaveProperty('redacted');
+  });
+
+  it('a result’s review never allows its call, and a call’s approval never releases a result', async () => {
+    const tok = agent({ sub: 'cross-1' });
+    const body = call(400);
+    const review = (await post(t.app, '/approvals', body, tok)).json() as Body;
+    await post(t.app, `/approvals/${review.id}/grant`, {}, approverToken());
+    const callBody = { tool: body.tool, args: body.args };
+    const decided = await post(t.app, '/decide', { ...callBody, approval_id: review.id }, tok);
+    expect(decided.statusCode).toBe(403);
+    expect(decided.json()).toMatchObject({ decision: 'require_approval', next: { action: 'file_new' } });
+
+    const callApproval = (await post(t.app, '/approvals', callBody, tok)).json() as Body;
+    await post(t.app, `/approvals/${callApproval.id}/grant`, {}, approverToken());
+    const released = await inspect({ ...body, approval_id: callApproval.id }, tok);
+    expect(released.statusCode).toBe(403);
+    expect(released.json()).toMatchObject({ decision: 'require_approval', next: { action: 'file_new' } });
+
+    const statuses = await db.sql`select id, status from approvals where id in ${db.sql([review.id, callApproval.id])}`;
+    expect(Object.fromEntries(statuses.map((r) => [r.id, r.status]))).toEqual({
+      [review.id]: 'granted',
+      [callApproval.id]: 'granted',
+    });
   });
 
   it('a result that needs no review is not filed: 409 with the inspection', async () => {
