@@ -56,6 +56,9 @@ export interface ToolCall {
  */
 export interface ApprovalFiling extends ToolCall {
   kind?: 'interrupted_side_effect';
+  /** With `result`: the review of a tool's result (a POST /inspect body of the result stage). */
+  stage?: 'result';
+  result?: unknown;
 }
 
 /** A call to POST /decide: with `approvalId`, it redeems that approval (spec section 5.3). */
@@ -157,6 +160,10 @@ export interface Approval extends ApprovalSummary {
   requirements: ApprovalRequirement[];
   policies: PolicyIdentity[];
   presentationLabel: string;
+  /** A tool's result held for review; absent on an approval of a call. */
+  result?: unknown;
+  /** With `result`: it is a tool's output, for review, not instructions. */
+  resultLabel?: string;
 }
 
 /** GET /approvals: its filters (spec section 5.4), each the query parameter of the same name. */

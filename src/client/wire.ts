@@ -93,7 +93,12 @@ export const TOOL_CALL = {
   context: maybe,
 } as const satisfies ShapeOf<ToolCall>;
 /** The body of POST /approvals: a call, and the runtime's own kind when it files one. */
-export const APPROVAL_FILING = { ...TOOL_CALL, kind: maybe } as const satisfies ShapeOf<ApprovalFiling>;
+export const APPROVAL_FILING = {
+  ...TOOL_CALL,
+  kind: maybe,
+  stage: maybe,
+  result: maybe,
+} as const satisfies ShapeOf<ApprovalFiling>;
 /** The body of POST /decide. */
 export const DECIDE_REQUEST = { ...TOOL_CALL, approval_id: maybe } as const satisfies ShapeOf<DecideCall>;
 export const GRANT_REQUEST = { note: maybe } as const satisfies ShapeOf<GrantTexts>;
@@ -182,6 +187,8 @@ export const APPROVAL = {
   requirements: listOf(APPROVAL_REQUIREMENT),
   policies: listOf(POLICY_IDENTITY),
   presentation_label: one,
+  result: maybe,
+  result_label: maybe,
 } as const satisfies ShapeOf<Approval>;
 export const APPROVAL_PAGE = {
   items: listOf(APPROVAL_SUMMARY),

@@ -7,7 +7,7 @@
 import type { Sql, TransactionSql } from 'postgres';
 import { withDeadline } from './deadline.js';
 
-export type IdempotentRoute = 'decide' | 'approvals' | 'usage';
+export type IdempotentRoute = 'decide' | 'approvals' | 'usage' | 'inspect';
 
 /** Who asks with which key, and the SHA-256 digests of the canonical body and of the caller's identity. */
 export interface IdempotencyClaim {

@@ -8,9 +8,10 @@ import type { TransactionSql } from 'postgres';
 import type { Acted, KeptAnswer, StoredAnswer } from '../db/idempotency.js';
 import { canonicalize } from '../json/canonical.js';
 import { decide } from '../policy/decide.js';
+import { inspect, type ResultInspection } from '../policy/inspect.js';
 import { interruptedResult } from '../policy/interrupted.js';
 import type { DecisionResult } from '../policy/model.js';
-import { approvalView, decided, decisionBody, written, type Answer } from './answer.js';
+import { approvalView, decided, decisionBody, inspected, written, type Answer } from './answer.js';
 import {
   answerInTransaction,
   approvalsOf,
@@ -24,6 +25,7 @@ import { kindOf, recorderOf, type Beside } from './record.js';
 import type { DecisionLine } from '../policy/record.js';
 import type { Call, EngineParts } from './parts.js';
 import { replayedFiling } from './replays.js';
+import type { ApprovalService } from '../approvals/service.js';
 
 export interface FileCall extends Call {
   /** Whether the caller may read operators' notes (an approver). */
@@ -33,11 +35,17 @@ export interface FileCall extends Call {
    * route has checked RUNTIME_ROLE): filed as asked, not decided; the policy decides on resume.
    */
   readonly interrupted?: boolean;
+  /**
+   * A tool's result held for review (a POST /inspect body, `stage: result`): inspected again here,
+   * and filed only when the inspection asks for a review. `request` is then its call.
+   */
+  readonly inspection?: ResultInspection;
 }
 
 export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answer> {
   const approvals = approvalsOf(parts.approvals);
   approvals.ensureReady();
+  if (call.inspection !== undefined) return fileReview(parts, approvals, call, call.inspection);
   const { store } = approvals;
   const { request: req, identity } = call;
   const set = parts.policies.current();
@@ -149,4 +157,100 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
   const acted =
     recorder !== null && parts.records !== null ? await approvals.store.transaction(filed) : await file(fresh, false);
   return answered({ ...acted.answer, replayed: false });
+}
+
+/**
+ * Filing the review of a tool's result: the result is inspected again, never taken as asked; a
+ * require_approval files (or finds) the approval it describes, with the result stored beside the
+ * call; any other answer is a 409 with the inspection. A retry with the same Idempotency-Key gets
+ * the approval it filed while the inspection made now still asks for exactly it.
+ */
+async function fileReview(
+  parts: EngineParts,
+  approvals: ApprovalService,
+  call: FileCall,
+  req: ResultInspection,
+): Promise<Answer> {
+  const { identity } = call;
+  const set = parts.policies.current();
+  const started = process.hrtime.bigint();
+  const result = inspect(set, req, identity);
+  const durationUs = Number(process.hrtime.bigint() - started) / 1000;
+  const decisionId = randomUUID();
+  // Recorded as the inspection it made, as a call's filing is (in the filing's transaction).
+  const recorder = recorderOf(
+    parts,
+    call.log,
+    { decisionId, request: req, set, identity, durationUs, approvalId: undefined },
+    false,
+  );
+  const line = recorder.line(result.decision, result.rule, result.approval && { kind: result.approval.kind });
+  if (result.internalError) {
+    recorder.write(line);
+    return inspected(result, decisionId);
+  }
+  const descriptor = result.decision === 'require_approval' ? result.approval : undefined;
+  if (descriptor === undefined) {
+    // Needs no review: the inspection as a decision, as a call that needs no approval is answered
+    // (never the value, redacted or not: POST /inspect answers that).
+    const { decision, reason, rule, policies, message } = result;
+    const body = { decision, reason, rule, policies, message, decision_id: decisionId };
+    recorder.write(line);
+    return written({ status: 409, body: JSON.stringify(body), replayed: false });
+  }
+  const file = async (tx?: TransactionSql): Promise<Acted> => {
+    const { approval, created } = await approvals.store.create(
+      {
+        descriptor,
+        tool: req.tool,
+        args: req.args,
+        context: req.context,
+        runId: req.run?.id,
+        result: req.result,
+        requester: { sub: identity.user, team: identity.team, agent: identity.agent },
+        policies: result.policies,
+      },
+      tx,
+    );
+    const run = req.run?.id !== undefined ? { run_id: req.run.id } : {};
+    call.log.info(
+      {
+        approval_id: approval.id,
+        created,
+        tool: req.tool,
+        stage: 'result',
+        rule: result.rule,
+        user: identity.user,
+        ...run,
+      },
+      'approval requested',
+    );
+    const status = created ? 201 : 200;
+    return {
+      answer: { status, body: canonicalize(approvalView(approval, call.seesNotes)) },
+      kept: { kind: 'filed', status, approvalId: approval.id },
+    };
+  };
+  const replay = async (tx: TransactionSql, kept: KeptAnswer): Promise<StoredAnswer | null> => {
+    if (kept.kind !== 'filed') return null;
+    const a = await approvals.store.get(kept.approvalId, tx);
+    return a !== null && a.requester.sub === identity.user && a.hash === descriptor.hash
+      ? { status: kept.status, body: canonicalize(approvalView(a, call.seesNotes)) }
+      : null;
+  };
+  const filed = async (tx: TransactionSql): Promise<Acted> => {
+    const acted = await file(tx);
+    await recorder.insert(tx, line);
+    return acted;
+  };
+  const claim = call.claim();
+  const answer =
+    claim !== undefined
+      ? await keysOf(parts.keys).once(claim, filed, replay)
+      : {
+          ...(parts.records !== null ? await approvals.store.transaction(filed) : await file()).answer,
+          replayed: false,
+        };
+  recorder.write(answer.replayed ? { ...line, replayed: true } : line);
+  return written(answer);
 }

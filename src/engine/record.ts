@@ -1,4 +1,4 @@
-// A decision's record, built once per answer of /decide (and of a filing): the log line
+// A decision's record, built once per answer of /decide, of /inspect and of a filing: the log line
 // (docs/operations.md "Logs") and, with DECISION_STORE, the decision store's row (src/records/) are
 // this one typed value. The row is queued, or written in the decision's own transaction (Recorder).
 // Beyond the outcome it holds what lets a recorded decision be decided again (`gatehouse replay`,
@@ -8,6 +8,7 @@
 import type { CallLog, DecisionRecords } from './parts.js';
 import type { JsonObject } from '../json/value.js';
 import type { DecideRequest, DecisionResult, Identity, PolicySet } from '../policy/model.js';
+import type { InspectRequest } from '../policy/inspect.js';
 import type { DecisionLine } from '../policy/record.js';
 import type { Metrics } from './metrics.js';
 import { redactSecrets } from './redact.js';
@@ -53,12 +54,66 @@ export function decisionLine(
   };
 }
 
-function facts(logArgs: boolean, env: string | null, req: DecideRequest, identity: Identity): Partial<DecisionLine> {
+/** What a record of POST /inspect says of its request, beside its outcome. */
+export interface Inspected {
+  readonly decisionId: string;
+  readonly request: InspectRequest;
+  readonly set: PolicySet;
+  readonly identity: Identity;
+  readonly durationUs: number;
+  readonly approvalId: string | undefined;
+}
+
+/**
+ * The record of one POST /inspect answer: as a /decide call's, with `stage`. The value inspected (the
+ * result, the model's content) is never in it, not even with LOG_ARGS: a record is no copy of what a
+ * guard withheld. A model stage has no tool: `tool` names the stage.
+ */
+export function inspectionLine(
+  asked: Inspected,
+  decision: DecisionResult['decision'],
+  rule: string,
+  logArgs: boolean,
+  kind?: string,
+): DecisionLine {
+  const { request: req, set, identity } = asked;
+  return {
+    decision_id: asked.decisionId,
+    tool: req.stage === 'result' ? req.tool : req.stage,
+    decision,
+    rule,
+    ...(kind !== undefined ? { kind } : {}),
+    policies: set.digests,
+    user: identity.user,
+    team: identity.team,
+    agent: identity.agent,
+    duration_us: Math.round(asked.durationUs * 10) / 10,
+    stage: req.stage,
+    ...(asked.approvalId !== undefined ? { approval_id: asked.approvalId } : {}),
+    ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
+    ...facts(logArgs, set.env, { args: req.stage === 'result' ? req.args : undefined, ...scene(req) }, identity),
+  };
+}
+
+/** The run view and the context, as given. */
+function scene(req: InspectRequest): Pick<DecideRequest, 'run' | 'context'> {
+  return {
+    ...(req.run !== undefined ? { run: req.run } : {}),
+    ...(req.context !== undefined ? { context: req.context } : {}),
+  };
+}
+
+function facts(
+  logArgs: boolean,
+  env: string | null,
+  req: { args?: JsonObject | undefined } & Pick<DecideRequest, 'run' | 'context'>,
+  identity: Identity,
+): Partial<DecisionLine> {
   if (!logArgs) return { env, roles: identity.roles };
   return {
     env,
     roles: identity.roles,
-    args: redactObject(req.args),
+    ...(req.args !== undefined ? { args: redactObject(req.args) } : {}),
     claims: redactObject((identity.claims ?? {}) as JsonObject),
     ...(req.context !== undefined ? { context: redactObject(req.context) } : {}),
     ...(req.run !== undefined
@@ -83,10 +138,19 @@ export function writeRecord(
   line: DecisionLine,
   durationUs: number,
 ): void {
-  metrics.decisions.inc({ decision: line.decision, rule: line.rule });
-  metrics.decideSeconds.observe(durationUs / 1e6);
+  count(metrics, line, durationUs);
   log.info(line, 'decision');
   records?.push(line); // DECISION_STORE: queued, written off the hot path (src/records/writer.ts)
+}
+
+/** /inspect's are labelled with their stage; /decide's series keep the two labels they always had. */
+function count(metrics: Metrics, line: DecisionLine, durationUs: number): void {
+  metrics.decisions.inc(
+    line.stage === undefined
+      ? { decision: line.decision, rule: line.rule }
+      : { decision: line.decision, rule: line.rule, stage: line.stage },
+  );
+  metrics.decideSeconds.observe(durationUs / 1e6);
 }
 
 /**
@@ -96,7 +160,7 @@ export function writeRecord(
  * back, wrote nothing, or cannot carry it (DecisionWriter.rowOf). Logged once either way.
  */
 export interface Recorder {
-  /** The answer's record (decisionLine). */
+  /** The answer's record (decisionLine, or inspectionLine for /inspect). */
   line(decision: DecisionResult['decision'], rule: string, beside?: Beside): DecisionLine;
   /** Inserts `line` in `tx`, the decision's transaction, as its last statement before COMMIT (none with the store off). */
   insert(tx: TransactionSql, line: DecisionLine): Promise<void>;
@@ -119,12 +183,18 @@ export interface RecorderParts {
   readonly logArgs: boolean;
 }
 
-/** `counts`: whether the answer counts in the decision metrics (an answer of /decide does; a filing does not). */
-export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked, counts = true): Recorder {
+/**
+ * `asked`: a /decide call's or an inspection's (its record has its stage). `counts`: whether the
+ * answer counts in the decision metrics (an answer of /decide or /inspect does; a filing does not).
+ */
+export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked | Inspected, counts = true): Recorder {
   const store = parts.records?.writer ?? null;
   let sent = false; // the row went with a transaction
   return {
-    line: (decision, rule, beside) => decisionLine(asked, decision, rule, parts.logArgs, beside),
+    line: (decision, rule, beside) =>
+      isInspected(asked)
+        ? { ...inspectionLine(asked, decision, rule, parts.logArgs), ...beside }
+        : decisionLine(asked, decision, rule, parts.logArgs, beside),
     async insert(tx, line) {
       const row = store?.rowOf(line) ?? null;
       if (row === null) return;
@@ -140,10 +210,7 @@ export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked, cou
       };
     },
     write(line) {
-      if (counts) {
-        parts.metrics.decisions.inc({ decision: line.decision, rule: line.rule });
-        parts.metrics.decideSeconds.observe(asked.durationUs / 1e6);
-      }
+      if (counts) count(parts.metrics, line, asked.durationUs);
       log.info(line, 'decision');
       if (store === null) return;
       if (sent) parts.metrics.decisionRecordsWritten.inc();
@@ -151,3 +218,5 @@ export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked, cou
     },
   };
 }
+
+const isInspected = (asked: Asked | Inspected): asked is Inspected => 'stage' in asked.request;

@@ -1,4 +1,4 @@
-// The one INSERT of decision records (migrations/0013, 0014): the writer's batches (./writer.ts) and
+// The one INSERT of decision records (migrations/0013, 0014, 0016): the writer's batches (./writer.ts) and
 // a decision's own transaction (a redeem, a filing, a counted call: docs/operations.md "Decision
 // records") write rows with it, so a record has the same columns whichever way it went.
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
@@ -7,12 +7,12 @@ import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
 export function insertRecords(sql: Sql | TransactionSql, rows: readonly string[]): PendingQuery<Row[]> {
   return sql`
     insert into decisions (id, decided_at, tool, user_sub, team, agent, roles, env, run_id, decision, rule, kind,
-                           policies, approval_id, replayed, args, claims, context, run)
+                           policies, approval_id, replayed, args, claims, context, run, stage)
     select id, 'epoch'::timestamptz + decided_us * interval '1 microsecond', tool, user_sub, team, agent, roles, env, run_id,
-           decision, rule, kind, policies, approval_id, replayed, args, claims, context, run
+           decision, rule, kind, policies, approval_id, replayed, args, claims, context, run, stage
       from json_to_recordset(${`[${rows.join(',')}]`}::text::json) as r(id uuid, decided_us bigint, tool text, user_sub text,
            team text, agent text, roles json, env text, run_id text, decision text, rule text, kind text,
-           policies json, approval_id text, replayed boolean, args json, claims json, context json, run json)
+           policies json, approval_id text, replayed boolean, args json, claims json, context json, run json, stage text)
     on conflict do nothing`;
 }
 

@@ -16,6 +16,7 @@ import { SESSION_ROUTES } from '../../src/http/session.js';
 import { createJwksKeys } from '../../src/http/jwks.js';
 import { filingBodySchema } from '../../src/http/routes/approvals.js';
 import { decideBodySchema } from '../../src/http/routes/decide.js';
+import { inspectBodySchema } from '../../src/http/routes/inspect.js';
 import { createStrictAjv } from '../../src/policy/ajv.js';
 import { explain } from '../../src/policy/decide.js';
 import { buildPolicySet } from '../../src/policy/load.js';
@@ -82,6 +83,7 @@ const SESSION_OPERATIONS = new Set([...SESSION_ROUTES].map((r) => r.toLowerCase(
 const NON_PROBLEM_ERRORS = [
   'post /decide 403 application/json', // deny, abort, require_approval
   'post /explain 403 application/json',
+  'post /inspect 403 application/json', // withheld, or held for review
   'post /approvals 409 application/json', // the decision that needs no approval
   'get /readyz 503 application/json', // a readiness report
 ];
@@ -568,6 +570,8 @@ describe('request schemas: openapi.yaml and the code agree', () => {
     expect(filingBodySchema.properties).toEqual({
       kind: { type: 'string', enum: ['interrupted_side_effect'] },
       ...rest,
+      stage: { const: 'result' },
+      result: {},
     });
     expect(inlined(requestSchemaFor('post', '/explain'))).toEqual({ ...decideBodySchema, properties: rest });
     expect((resolvePointer('#/components/schemas/ToolName') as { pattern: string }).pattern).toBe(TOOL_NAME_PATTERN);
@@ -848,7 +852,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         n++;
       }
     }
-    expect(n).toBe(20 * bad.length);
+    expect(n).toBe(21 * bad.length);
   });
 
   it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
@@ -1065,6 +1069,146 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     } finally {
       spy.mockRestore();
     }
+  });
+
+  it('POST /inspect: allow, redact, withhold, hold for review, strict bodies, fail closed, 503 to redeem without a database', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-inspect-'));
+    await writeFile(
+      join(dir, 'guards.yaml'),
+      `policy: guards
+tools:
+  read_file: {kind: read_only}
+  crm_lookup: {kind: read_only}
+guards:
+  - {guard: secrets, tools: [read_file], on: [result]}
+  - {guard: pii, tools: [crm_lookup], on: [result], action: require_approval}
+  - guard: pattern
+    on: [llm_request]
+    action: redact
+    patterns: [{name: ticket, regex: "TCK-[0-9]{4,8}"}]
+`,
+    );
+    const t = await createTestApp({ policyDir: dir });
+    try {
+      const example = (name: string): Body =>
+        deref<{ value: Body }>(
+          findOperation('post', '/inspect').operation.requestBody!.content!['application/json']!.examples![name]!,
+        ).value;
+      const clean = await call(t, { url: '/inspect', token: supportToken(), body: example('llmRequest') }, 200);
+      expect(clean).toMatchObject({ decision: 'allow', stage: 'llm_request', rule: 'guards#guards.2' });
+      expect(clean.redacted.messages[0].content).toBe('my ticket [REDACTED:ticket] is still open');
+      const none = await call(
+        t,
+        { url: '/inspect', token: supportToken(), body: { stage: 'llm_response', content: 'fine' } },
+        200,
+      );
+      expect(none).not.toHaveProperty('redacted');
+      expect((await call(t, { url: '/inspect', token: supportToken(), body: example('result') }, 403)).decision).toBe(
+        'deny',
+      );
+      const { approval_id: _cited, ...held } = example('redeem');
+      const review = await call(t, { url: '/inspect', token: supportToken(), body: held }, 403);
+      expect(review).toMatchObject({ decision: 'require_approval', next: { action: 'file' } });
+      // Redeeming needs the approval database.
+      await call(t, { url: '/inspect', token: supportToken(), body: example('redeem') }, 503);
+      await call(
+        t,
+        {
+          url: '/inspect',
+          token: supportToken(),
+          payload: '{"stage":',
+          headers: { 'content-type': 'application/json' },
+        },
+        400,
+      );
+      await call(
+        t,
+        { url: '/inspect', token: supportToken(), payload: '{}', headers: { 'content-type': 'text/plain' } },
+        415,
+      );
+      await call(
+        t,
+        { url: '/inspect', token: supportToken(), body: { stage: 'llm_request', content: 'x'.repeat(1_100_000) } },
+        413,
+      );
+      expect(
+        (
+          await call(
+            t,
+            {
+              url: '/inspect',
+              token: supportToken(),
+              body: { stage: 'result', tool: 'read_file', result: 1, content: 1 },
+            },
+            422,
+          )
+        ).errors[0].pointer,
+      ).toBe('/content');
+      // With the approval database: a keyed redeem, 429 past IDEMPOTENCY_MAX_KEYS, 504 when the
+      // consume's outcome could not be learned.
+      const keyed = await createTestApp({
+        policyDir: dir,
+        database: db.db!,
+        keyCaps: { maxKeys: 1, maxBytes: 1_048_576 },
+      });
+      try {
+        const review = async (n: number): Promise<Body> => {
+          const body = { ...held, args: { customer: `K-${n}` } };
+          const filed = await call(keyed, { url: '/approvals', token: supportToken('agent-keyed'), body }, 201);
+          await call(keyed, { url: `/approvals/${filed.id}/grant`, token: approverToken() }, 200);
+          return { ...body, approval_id: filed.id };
+        };
+        const key = (k: string) => ({ 'idempotency-key': k });
+        const first = await review(1);
+        const got = await call(
+          keyed,
+          { url: '/inspect', token: supportToken('agent-keyed'), body: first, headers: key('k1') },
+          200,
+        );
+        expect(got.approval.status).toBe('consumed');
+        const retried = await call(
+          keyed,
+          { url: '/inspect', token: supportToken('agent-keyed'), body: first, headers: key('k1') },
+          200,
+        );
+        expect(retried.decision_id).toBe(got.decision_id);
+        const second = await review(2);
+        expect(
+          (
+            await call(
+              keyed,
+              { url: '/inspect', token: supportToken('agent-keyed'), body: second, headers: key('k2') },
+              429,
+            )
+          ).code,
+        ).toBe('too_many_idempotency_keys');
+        const consume = vi
+          .spyOn(keyed.ctx.approvals!.store, 'consume')
+          .mockRejectedValueOnce(new OutcomeUnknownError());
+        try {
+          await call(keyed, { url: '/inspect', token: supportToken('agent-keyed'), body: second }, 504);
+        } finally {
+          consume.mockRestore();
+        }
+      } finally {
+        await keyed.close();
+      }
+      const spy = vi.spyOn(t.ctx.policies, 'current').mockReturnValue(brokenSet(t.ctx.policies.current()));
+      try {
+        const body = await call(t, { url: '/inspect', token: supportToken(), body: example('result') }, 500);
+        expect(body).toMatchObject({ code: 'internal', decision: 'deny' });
+        expect(JSON.stringify(body)).not.toContain('ghp_');
+      } finally {
+        spy.mockRestore();
+      }
+    } finally {
+      await t.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('InspectRequest is inspectBodySchema, keyword for keyword', () => {
+    expect(inlined(requestSchemaFor('post', '/inspect'))).toEqual(inspectBodySchema);
   });
 
   it('POST /explain needs a policy reader role: an agent gets 403 problem+json, before its body is read', async () => {

@@ -266,6 +266,42 @@ rules:
     }
   });
 
+  it("a result's review: its filing and its redeem recorded in their transactions, with their stage", async () => {
+    const dir = await policyDir({
+      'outputs.yaml': `policy: outputs
+tools:
+  crm_lookup: {kind: read_only}
+rules:
+  - {id: crm-calls, tools: [crm_lookup], allow: true}
+guards:
+  - {id: crm-review, guard: pii, tools: [crm_lookup], on: [result], action: require_approval}
+`,
+    });
+    try {
+      const outputs = await app(dir, null);
+      const sub = newSub();
+      const queued = outputs.writer!.queued;
+      const body = { stage: 'result', tool: 'crm_lookup', args: { customer: 'C-1' }, result: 'ada@example.com' };
+      const filed = await send(outputs, '/approvals', body, agent(sub));
+      expect(filed.statusCode, filed.body).toBe(201);
+      const { id } = filed.json() as { id: string };
+      expect((await send(outputs, `/approvals/${id}/grant`, {}, approverToken())).statusCode).toBe(200);
+      const redeem = await send(outputs, '/inspect', { ...body, approval_id: id }, agent(sub));
+      expect(redeem.statusCode, redeem.body).toBe(200);
+      const rows = await db.sql<
+        { decision: string; rule: string; kind: string | null; stage: string; approval_id: string | null }[]
+      >`
+        select decision, rule, kind, stage, approval_id from decisions where user_sub = ${sub} order by decided_at, id`;
+      expect([...rows]).toEqual([
+        { decision: 'require_approval', rule: 'crm-review', kind: 'pii', stage: 'result', approval_id: null },
+        { decision: 'allow', rule: 'crm-review', kind: 'pii', stage: 'result', approval_id: id },
+      ]);
+      expect(outputs.writer!.queued).toBe(queued);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a pure decision stays queued; with the store off nothing is written', async () => {
     const sub = newSub();
     const queued = payments.writer!.queued;
