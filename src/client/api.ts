@@ -11,9 +11,12 @@ import type {
   DenyTexts,
   GrantTexts,
   IdempotentOptions,
+  InspectBody,
+  InspectRequest,
   ListQuery,
   RequestOptions,
   ApprovalFiling,
+  ResultFiling,
   ToolsResponse,
 } from './types.js';
 import {
@@ -24,9 +27,12 @@ import {
   DENY_REQUEST,
   fromWire,
   GRANT_REQUEST,
+  INSPECT_ANSWER,
+  INSPECT_REQUEST,
   LIST_QUERY,
   queryOf,
   APPROVAL_FILING,
+  RESULT_FILING,
   TOOLS_RESPONSE,
   toWire,
 } from './wire.js';
@@ -40,6 +46,7 @@ export interface GetApprovalOptions extends RequestOptions {
 }
 
 const DECISIONS = new Set(['allow', 'deny', 'abort', 'require_approval']);
+const INSPECT_DECISIONS = new Set(['allow', 'deny', 'require_approval']);
 
 export function routes(t: Transport) {
   const approvalPath = (id: string, action = ''): string => `/approvals/${encodeURIComponent(id)}${action}`;
@@ -60,12 +67,26 @@ export function routes(t: Transport) {
     },
 
     /**
-     * POST /approvals: 201/200 an approval, 409 the decision that needs none (allow, deny, abort).
-     * With `kind: 'interrupted_side_effect'` (a runtime's token only), filed without a decision.
+     * POST /inspect: what the guards say of a tool's result or a model's text (200 allow, possibly
+     * with `redacted`; 403 deny or require_approval). With `approvalId`, it redeems that approval.
      */
-    async file(call: ApprovalFiling, o: IdempotentOptions = {}): Promise<Filing> {
+    async inspect(request: InspectRequest, o: RequestOptions = {}): Promise<InspectBody> {
+      const answer = await t.request('POST', '/inspect', {
+        body: toWire(INSPECT_REQUEST, request),
+        ...passed(o),
+        accept: [403],
+      });
+      return inspectionOf(answer.status, answer.body);
+    },
+
+    /**
+     * POST /approvals: 201/200 an approval, 409 the decision that needs none (allow, deny, abort).
+     * With `kind: 'interrupted_side_effect'` (a runtime's token only), filed without a decision. With
+     * `stage: 'result'`, the review of a tool's result (the /inspect body); 409 is then the inspection.
+     */
+    async file(call: ApprovalFiling | ResultFiling, o: IdempotentOptions = {}): Promise<Filing> {
       const answer = await t.request('POST', '/approvals', {
-        body: toWire(APPROVAL_FILING, call),
+        body: 'stage' in call ? toWire(RESULT_FILING, call) : toWire(APPROVAL_FILING, call),
         ...keyed(o),
         accept: [409],
       });
@@ -149,6 +170,21 @@ function decisionOf(status: number, body: unknown): DecisionBody {
     );
   }
   return fromWire<DecisionBody>(DECISION, body);
+}
+
+/** An answer of POST /inspect, when its status agrees with its decision (200 is allow, and allow is 200). */
+function inspectionOf(status: number, body: unknown): InspectBody {
+  const d = body as { decision?: unknown; message?: unknown } | undefined;
+  const decision = typeof d?.decision === 'string' && INSPECT_DECISIONS.has(d.decision) ? d.decision : undefined;
+  if (decision === undefined || (decision === 'allow') !== (status === 200) || typeof d?.message !== 'string') {
+    throw new GatehouseError(
+      `Gatehouse answered ${status} with a body that is not an inspection`,
+      status,
+      'bad_answer',
+      body,
+    );
+  }
+  return fromWire<InspectBody>(INSPECT_ANSWER, body);
 }
 
 function approvalOf(body: unknown): Approval {
