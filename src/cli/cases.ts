@@ -88,6 +88,12 @@ export async function runCases(argv: string[], io: Io): Promise<number> {
 
 /** The case of one record on stdout; shared with `--from-decision` (the decision store). */
 export function printCase(record: DecisionRecord, want: Decision | undefined, io: Io): number {
+  if (record.stage !== undefined) {
+    io.err(
+      `gatehouse cases: decision ${record.id} inspected a ${record.stage === 'result' ? 'tool result' : 'model stage'} (POST /inspect), not a call: a test case decides calls\n`,
+    );
+    return EXIT.invalid;
+  }
   const args = record.args;
   if (args === undefined) {
     io.err(

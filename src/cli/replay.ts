@@ -173,6 +173,7 @@ function textReport(r: ReplayReport, s: Sources): string {
     r.redeems,
   );
   if (r.repeats > 0) out += `Idempotency-Key retries, skipped: ${r.repeats}\n`;
+  if (r.inspections > 0) out += `inspections of results and model content (POST /inspect), skipped: ${r.inspections}\n`;
   if (r.otherSet.count > 0) {
     line(
       'decided by another policy set than the baseline (their flips are against the baseline, not what was answered)',

@@ -4,6 +4,7 @@
 import type { StoredAnswer } from '../db/idempotency.js';
 import { canonicalize } from '../json/canonical.js';
 import type { JsonObject } from '../json/value.js';
+import type { InspectResult } from '../policy/inspect.js';
 import type { DecisionResult } from '../policy/model.js';
 import type { Approval, ApprovalSummary } from '../approvals/approval.js';
 import type { CitedApproval } from '../approvals/service.js';
@@ -16,6 +17,14 @@ export type Answer =
       readonly extra?: Record<string, unknown>;
       /** `extra` holds numbers as counted (a counter's standing): written as canonical JSON. */
       readonly exact?: boolean;
+    }
+  | {
+      /** POST /inspect's answer (docs/spec.md section 5.11). */
+      readonly kind: 'inspection';
+      readonly result: InspectResult;
+      readonly decisionId: string;
+      /** A require_approval's `next`. */
+      readonly next?: Readonly<Record<string, string>>;
     }
   | (StoredAnswer & { readonly kind: 'text'; readonly replayed: boolean });
 
@@ -32,6 +41,38 @@ export function decided(
     ...(extra !== undefined ? { extra } : {}),
     ...(exact ? { exact } : {}),
   };
+}
+
+export function inspected(result: InspectResult, decisionId: string, next?: Readonly<Record<string, string>>): Answer {
+  return { kind: 'inspection', result, decisionId, ...(next !== undefined ? { next } : {}) };
+}
+
+/**
+ * The response body of an inspection: a decision's, with its stage, and on an allow that redacted
+ * something the value redacted and the findings. Every member is JSON data (the value redacted keeps
+ * the numbers as the request wrote them).
+ */
+export function inspectionBody(
+  result: InspectResult,
+  decisionId: string,
+  next?: Readonly<Record<string, string>>,
+): JsonObject {
+  const body: JsonObject = {
+    decision: result.decision,
+    stage: result.stage,
+    reason: result.reason,
+    rule: result.rule,
+    policies: result.policies as unknown as JsonObject[], // JSON data
+    ...(result.approval ? { approval: result.approval as unknown as JsonObject } : {}), // JSON data
+    message: result.message,
+    decision_id: decisionId,
+  };
+  if (result.decision === 'allow' && result.redacted !== undefined) {
+    body.redacted = result.redacted;
+    body.findings = (result.findings ?? []) as unknown as JsonObject[]; // JSON data
+  }
+  if (next !== undefined) body.next = next;
+  return body;
 }
 
 export function written(answer: StoredAnswer & { replayed: boolean }): Answer {

@@ -10,6 +10,7 @@ import type { Answer } from './answer.js';
 import { standingsOf } from './counters.js';
 import { decideCall, type DecideCall } from './decide.js';
 import { explainCall } from './explain.js';
+import { inspectCall, type InspectCall } from './inspect.js';
 import { fileCall, type FileCall } from './file.js';
 import { NotConfiguredError } from './errors.js';
 import { approvalsOf } from './limits.js';
@@ -22,6 +23,8 @@ export interface Engine {
   readonly parts: EngineParts;
   /** /decide: never awaits for a call that asks for no state (the hot path). */
   decide(call: DecideCall): Answer | Promise<Answer>;
+  /** POST /inspect: never awaits unless it redeems a result's review (`approval_id`). */
+  inspect(call: InspectCall): Answer | Promise<Answer>;
   /** POST /approvals. */
   file(call: FileCall): Promise<Answer>;
   /** POST /explain: the decision and its trace; never counts, never redeems. */
@@ -42,6 +45,7 @@ export function createEngine(parts: EngineParts): Engine {
   return {
     parts,
     decide: (call) => decideCall(parts, call),
+    inspect: (call) => inspectCall(parts, call),
     file: (call) => fileCall(parts, call),
     explain: (request, identity) => explainCall(parts, request, identity),
     report: (usage) => recordUsage(parts, usage),
@@ -66,6 +70,7 @@ export function createEngine(parts: EngineParts): Engine {
 export type { Answer } from './answer.js';
 export type { DecideCall } from './decide.js';
 export type { FileCall } from './file.js';
+export type { InspectCall } from './inspect.js';
 export type { EngineParts } from './parts.js';
 export type { ReloadOutcome } from './reload.js';
 

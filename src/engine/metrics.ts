@@ -16,8 +16,8 @@ export function createMetrics(policies: LivePolicies, options: MetricsOptions = 
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const decisions = new Counter({
     name: 'gatehouse_decisions_total',
-    help: 'Decisions made, by outcome and deciding rule.',
-    labelNames: ['decision', 'rule'] as const,
+    help: "Decisions made, by outcome and deciding rule; POST /inspect's also by stage (result, llm_request, llm_response).",
+    labelNames: ['decision', 'rule', 'stage'] as const,
     registers: [registry],
   });
   const decideSeconds = new Histogram({

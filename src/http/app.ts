@@ -17,6 +17,7 @@ import { approvalStatsRoute } from './routes/approval-stats.js';
 import { approvalRoutes } from './routes/approvals.js';
 import { budgetsRoute } from './routes/budgets.js';
 import { decideRoute } from './routes/decide.js';
+import { inspectRoute } from './routes/inspect.js';
 import { decisionsRoute } from './routes/decisions.js';
 import { explainRoute } from './routes/explain.js';
 import { meRoute } from './routes/me.js';
@@ -125,6 +126,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions): Promise<Fa
       else done();
     });
     decideRoute(secured, ctx);
+    inspectRoute(secured, ctx);
     explainRoute(secured, ctx);
     policiesRoute(secured, ctx);
     toolsRoute(secured, ctx);

@@ -263,7 +263,8 @@ function validationError(err: FastifyError): HttpError {
   let identity: string | null = null;
   for (const v of err.validation ?? []) {
     let pointer = v.instancePath;
-    let message = v.message ?? `fails ${v.keyword}`;
+    // A member the rest of the body rules out (POST /inspect's `content` on the result stage).
+    let message = v.keyword === 'false schema' ? 'not allowed here' : (v.message ?? `fails ${v.keyword}`);
     if (v.keyword === 'additionalProperties') {
       const name = String((v.params as { additionalProperty?: unknown }).additionalProperty);
       pointer = `${v.instancePath}/${escapePointerSegment(name)}`;

@@ -5,9 +5,10 @@
 // JSON.stringify would write the double instead (12345678901234567000 for 12345678901234567890), and
 // an operator or client would read a number the hash does not cover.
 import type { FastifyReply } from 'fastify';
-import { decisionPayload, decisionStatus, type Answer } from '../engine/answer.js';
+import { decisionPayload, decisionStatus, inspectionBody, type Answer } from '../engine/answer.js';
 import { canonicalize } from '../json/canonical.js';
 import type { JsonObject } from '../json/value.js';
+import type { InspectResult } from '../policy/inspect.js';
 import type { DecisionResult } from '../policy/model.js';
 import { HttpError, sendProblem } from './errors.js';
 
@@ -22,9 +23,33 @@ export function sendCanonical(
 export function sendAnswer(reply: FastifyReply, answer: Answer): FastifyReply {
   if (answer.kind === 'decision')
     return sendDecision(reply, answer.result, answer.decisionId, answer.extra, answer.exact);
+  if (answer.kind === 'inspection') return sendInspection(reply, answer.result, answer.decisionId, answer.next);
   // A kept one says so in `Idempotent-Replayed`.
   if (answer.replayed) reply.header('idempotent-replayed', 'true');
   return reply.code(answer.status).type('application/json; charset=utf-8').send(answer.body);
+}
+
+/**
+ * Send an inspection: 200 only for allow (with the value redacted, if a guard redacted), 403
+ * otherwise, an internal failure a 500 problem that withholds the value. Canonical JSON: the value
+ * redacted and an approval's hash carry the request's numbers.
+ */
+function sendInspection(
+  reply: FastifyReply,
+  result: InspectResult,
+  decisionId: string,
+  next?: Readonly<Record<string, string>>,
+): FastifyReply {
+  if (result.internalError) {
+    return sendProblem(
+      reply,
+      new HttpError('internal', 'the inspection could not be made; the value is withheld', {
+        body: { decision: 'deny', decision_id: decisionId },
+      }),
+    );
+  }
+  reply.code(result.decision === 'allow' ? 200 : 403);
+  return sendCanonical(reply, inspectionBody(result, decisionId, next));
 }
 
 /**

@@ -12,6 +12,7 @@ import { CALLER_SELECTORS, selectorsMatch, TOOL_SELECTORS, type SelectorName, ty
 import { inspectMessage } from './message.js';
 import type {
   ApprovalDescriptor,
+  ApprovalRef,
   ApprovalRequirement,
   CatalogueEntry,
   Guard,
@@ -75,7 +76,7 @@ export interface InspectResult {
   /** The `redact` guards' findings, with `redacted`. */
   readonly findings?: readonly InspectFinding[];
   /** On `require_approval` (result stage only): the approval asked for, its hash over the call and the result. */
-  readonly approval?: ApprovalDescriptor;
+  readonly approval?: ApprovalDescriptor & Partial<ApprovalRef>;
   /** Set when inspecting failed internally: the decision is then `deny` and the host answers 500. */
   readonly internalError?: true;
 }

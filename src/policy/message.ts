@@ -31,6 +31,13 @@ export function spentApprovalMessage(tool: string, why: string, status: 'consume
   return `The ${JSON.stringify(tool)} action needs an operator's approval (${trimEnd(why)}). The approval you cited ${spent} and cannot be used again: a new approval is needed. Request one, then try again; waiting for the old one will not help.`;
 }
 
+/** A result held for review whose cited approval was of this very result but can never be redeemed again. */
+export function spentReviewMessage(tool: string, why: string, status: 'consumed' | 'expired' | 'cancelled'): string {
+  const spent =
+    status === 'consumed' ? 'has already been used' : status === 'expired' ? 'has expired' : 'was withdrawn';
+  return `The output of the ${JSON.stringify(tool)} action is held for an operator's review (${trimEnd(why)}). The approval you cited ${spent} and cannot be used again: a new review is needed. Request one; waiting for the old one will not help.`;
+}
+
 // Drops trailing dots and whitespace so the reason fits the sentence around it. A loop, not
 // `/[.\s]+$/`: that RegExp is quadratic on a long run of spaces followed by another character, and
 // reasons carry request-derived text (a schema error's instance path, a guard finding's path).

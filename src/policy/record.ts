@@ -29,7 +29,16 @@ export interface DecisionRecord {
   readonly approvalId?: string;
   /** Set on an Idempotency-Key retry's line: the answer of an earlier decision, sent again. */
   readonly repeated?: boolean;
+  /**
+   * What POST /inspect inspected (docs/spec.md section 5.11); absent for /decide's records (`args`).
+   * Such a record is not a call's decision: replay and cases skip it.
+   */
+  readonly stage?: RecordedStage;
 }
+
+/** The stages a record names; `args` (a /decide call) is never written: it is the default. */
+export const RECORDED_STAGES = ['result', 'llm_request', 'llm_response'] as const;
+export type RecordedStage = (typeof RECORDED_STAGES)[number];
 
 const DECISIONS = ['allow', 'deny', 'abort', 'require_approval'] as const;
 const nullableText = { type: ['string', 'null'] } as const;
@@ -56,6 +65,7 @@ const logLineSchema = {
     run: runViewSchema,
     approval_id: { type: 'string' },
     replayed: { type: 'boolean' },
+    stage: { enum: RECORDED_STAGES },
   },
 } as const;
 const validateLogLine = createStrictAjv(false).compile(logLineSchema);
@@ -83,6 +93,8 @@ export interface DecisionLine {
   run?: RunView;
   approval_id?: string;
   replayed?: boolean;
+  /** POST /inspect's stage; absent on /decide's lines. For a model stage `tool` is the stage's name. */
+  stage?: RecordedStage;
   run_id?: string;
   duration_us?: number;
   replayed_decision_id?: string;
@@ -123,6 +135,7 @@ export function recordFromLogLine(line: unknown): DecisionRecord | string | null
     digests: [...l.policies],
     ...(l.approval_id !== undefined ? { approvalId: l.approval_id } : {}),
     ...(l.replayed === true ? { repeated: true } : {}),
+    ...(l.stage !== undefined ? { stage: l.stage } : {}),
   };
 }
 

@@ -45,6 +45,8 @@ export interface ReplayReport {
   redeems: Examples;
   /** Idempotency-Key retries: an earlier decision's answer sent again, skipped. */
   repeats: number;
+  /** POST /inspect's records (a result or model content, never kept): not calls, skipped. */
+  inspections: number;
   /** Compared, but the recorded digests are not the baseline's: another set decided them. */
   otherSet: Examples & { digests: string[][] };
   /** Decided by the baseline's digests, yet the baseline answers otherwise than the record (redacted arguments, say). */
@@ -60,6 +62,7 @@ export function replay(records: Iterable<DecisionRecord>, sets: ReplaySets): Rep
     notReplayable: { count: 0, examples: [] },
     redeems: { count: 0, examples: [] },
     repeats: 0,
+    inspections: 0,
     otherSet: { count: 0, examples: [], digests: [] },
     notReproduced: { count: 0, examples: [] },
     flips: [],
@@ -70,6 +73,10 @@ export function replay(records: Iterable<DecisionRecord>, sets: ReplaySets): Rep
     report.records++;
     if (record.repeated) {
       report.repeats++;
+      continue;
+    }
+    if (record.stage !== undefined) {
+      report.inspections++;
       continue;
     }
     const args = record.args;

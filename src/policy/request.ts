@@ -1,7 +1,8 @@
 // The JSON Schemas of what a caller sends about a tool call, shared by the HTTP bodies, the policy
 // test files and the CLI, so all of them refuse exactly the same requests.
 
-import type { JsonObject } from '../json/value.js';
+import { numberLexeme, setNumberLexeme, type JsonObject, type JsonValue } from '../json/value.js';
+import type { InspectRequest } from './inspect.js';
 import type { DecideRequest, RunView } from './model.js';
 
 /**
@@ -95,4 +96,52 @@ export function toDecideRequest(call: ToolCall): DecideRequest {
     ...(call.run ? { run: call.run } : {}),
     ...(call.context ? { context: call.context } : {}),
   };
+}
+
+/**
+ * What POST /inspect inspects (docs/spec.md section 5.11): a tool's result with its call, or a model's
+ * request or response. One closed object; `stage` says which members it takes (a member of the other
+ * stage is refused where it stands). `result` and `content` are any JSON.
+ */
+export const inspectionSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['stage'],
+  properties: {
+    stage: { enum: ['result', 'llm_request', 'llm_response'] },
+    tool: toolNameSchema,
+    args: argsSchema,
+    result: {},
+    content: {},
+    run: runViewSchema,
+    context: { type: 'object' },
+  },
+  // A stage missing or unknown matches neither branch: the refusal names `stage` itself. `true`: the
+  // member's schema is above; named again only so that `required` names a known member.
+  if: { required: ['stage'], properties: { stage: { const: 'result' } } },
+  then: { required: ['tool', 'result'], properties: { tool: true, result: true, content: false } },
+  else: {
+    if: { required: ['stage'], properties: { stage: { enum: ['llm_request', 'llm_response'] } } },
+    then: { required: ['content'], properties: { content: true, tool: false, args: false, result: false } },
+  },
+} as const;
+
+export type Inspection =
+  | { stage: 'result'; tool: string; args?: JsonObject; result: JsonValue; run?: RunView; context?: JsonObject }
+  | { stage: 'llm_request' | 'llm_response'; content: JsonValue; run?: RunView; context?: JsonObject };
+
+/**
+ * The request inspect() takes: absent arguments are `{}`. A number at the root of the value keeps the
+ * text it was written with (inspect() reads it beside the request, as the parser keeps it beside the body).
+ */
+export function toInspectRequest(body: Inspection): InspectRequest {
+  const scene = { ...(body.run ? { run: body.run } : {}), ...(body.context ? { context: body.context } : {}) };
+  const key = body.stage === 'result' ? 'result' : 'content';
+  const request: InspectRequest =
+    body.stage === 'result'
+      ? { stage: 'result', tool: body.tool, args: body.args ?? {}, result: body.result, ...scene }
+      : { stage: body.stage, content: body.content, ...scene };
+  const lexeme = numberLexeme(body, key);
+  if (lexeme !== undefined) setNumberLexeme(request, key, lexeme);
+  return request;
 }

@@ -11,6 +11,8 @@ export interface DecisionQuery {
   tool?: string;
   decision?: string;
   user?: string;
+  /** `args`: /decide's records only; a later stage: POST /inspect's of that stage. */
+  stage?: string;
   since?: Date;
   until?: Date;
   cursor?: string;
@@ -28,7 +30,7 @@ export interface DecisionPage {
 function columns(sql: Sql) {
   return sql`id, to_char(decided_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at, tool, user_sub, team, agent,
              roles::text as roles, env, run_id, decision, rule, kind, policies::text as policies, approval_id, replayed,
-             args::text as args, claims::text as claims, context::text as context, run::text as run`;
+             args::text as args, claims::text as claims, context::text as context, run::text as run, stage`;
 }
 
 function records(rows: readonly DecisionRow[]): StoredDecision[] {
@@ -52,6 +54,7 @@ export async function listDecisions(sql: Sql, q: DecisionQuery): Promise<Decisio
        ${q.tool === undefined ? sql`` : sql`and tool = ${q.tool}`}
        ${q.decision === undefined ? sql`` : sql`and decision = ${q.decision}`}
        ${q.user === undefined ? sql`` : sql`and user_sub = ${q.user}`}
+       ${q.stage === undefined ? sql`` : q.stage === 'args' ? sql`and stage is null` : sql`and stage = ${q.stage}`}
        ${q.since === undefined ? sql`` : sql`and decided_at >= ${q.since.toISOString()}::timestamptz`}
        ${q.until === undefined ? sql`` : sql`and decided_at < ${q.until.toISOString()}::timestamptz`}
        ${after === null ? sql`` : sql`and (decided_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)`}

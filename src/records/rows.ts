@@ -34,6 +34,7 @@ export function rowJsonOf(at: number, f: DecisionLine): string {
     claims: f.claims ?? null,
     context: f.context ?? null,
     run: f.run ?? null,
+    stage: text(f.stage),
   });
 }
 
@@ -59,6 +60,8 @@ export interface DecisionRow {
   claims: string | null;
   context: string | null;
   run: string | null;
+  /** POST /inspect's stage; null for /decide's rows. */
+  stage: string | null;
 }
 
 /** A stored row as a record; a string saying why not (a row another writer made wrong). */
@@ -83,6 +86,7 @@ export function recordOfRow(r: DecisionRow): DecisionRecord | string {
     ...(r.claims !== null ? { claims: parseJson(r.claims) } : {}),
     ...(r.context !== null ? { context: parseJson(r.context) } : {}),
     ...(r.run !== null ? { run: parseJson(r.run) } : {}),
+    ...(r.stage !== null ? { stage: r.stage } : {}),
   };
   const record = recordFromLogLine(line);
   return record ?? 'not a decision';

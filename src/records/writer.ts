@@ -73,12 +73,12 @@ export function createDecisionWriter(sql: Sql, options: DecisionWriterOptions): 
   /** One multi-row INSERT; a record written twice (a retry after a lost answer) is written once. */
   const insert = (rows: string[]) => sql`
     insert into decisions (id, decided_at, tool, user_sub, team, agent, roles, env, run_id, decision, rule, kind,
-                           policies, approval_id, replayed, args, claims, context, run)
+                           policies, approval_id, replayed, args, claims, context, run, stage)
     select id, 'epoch'::timestamptz + decided_us * interval '1 microsecond', tool, user_sub, team, agent, roles, env, run_id,
-           decision, rule, kind, policies, approval_id, replayed, args, claims, context, run
+           decision, rule, kind, policies, approval_id, replayed, args, claims, context, run, stage
       from json_to_recordset(${`[${rows.join(',')}]`}::text::json) as r(id uuid, decided_us bigint, tool text, user_sub text,
            team text, agent text, roles json, env text, run_id text, decision text, rule text, kind text,
-           policies json, approval_id text, replayed boolean, args json, claims json, context json, run json)
+           policies json, approval_id text, replayed boolean, args json, claims json, context json, run json, stage text)
     on conflict do nothing`;
 
   /** Writes batches until the queue is empty; false when a write failed (the rest waits for the retry). */

@@ -55,10 +55,11 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
+      '0016_decision_records_stage.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -103,9 +104,10 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
+      '0016_decision_records_stage.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -209,6 +211,7 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
+      '0016_decision_records_stage.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
@@ -293,6 +296,7 @@ test('0010: a denial written before it keeps its reason as the message for the a
     '0013_decision_records.sql',
     '0014_decision_records_json.sql',
     '0015_idempotency_references.sql',
+    '0016_decision_records_stage.sql',
   ]);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
@@ -337,6 +341,7 @@ test('0014: decision records written as jsonb read back the same as json, and th
   expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual([
     '0014_decision_records_json.sql',
     '0015_idempotency_references.sql',
+    '0016_decision_records_stage.sql',
   ]);
   const types = await db.sql<{ column_name: string; data_type: string }[]>`
     select column_name, data_type from information_schema.columns
@@ -372,7 +377,10 @@ test('0015: Idempotency-Key rows written before it are deleted (they name no ide
   await db.sql`
     insert into idempotency_keys (sub, route, key, body_hash, status, response)
     values ('alice', 'decide', 'k1', ${hash}, 200, '{"decision":"allow"}')`;
-  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0015_idempotency_references.sql']);
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual([
+    '0015_idempotency_references.sql',
+    '0016_decision_records_stage.sql',
+  ]);
   expect(await db.sql`select 1 from idempotency_keys`).toHaveLength(0);
   const row = (kind: string, approval: string | null, decision: string | null, response: string | null) => db.sql`
     insert into idempotency_keys (sub, route, key, body_hash, identity_hash, kind, status, approval_id, decision_id, response)

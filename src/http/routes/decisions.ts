@@ -15,6 +15,7 @@ const listQuery = {
     tool: { type: 'string', minLength: 1, maxLength: 256 },
     decision: { enum: ['allow', 'deny', 'abort', 'require_approval'] },
     user: { type: 'string', minLength: 1, maxLength: 512 },
+    stage: { enum: ['args', 'result', 'llm_request', 'llm_response'] },
     since: { type: 'string', pattern: DATE_TIME },
     until: { type: 'string', pattern: DATE_TIME },
     cursor: { type: 'string', maxLength: 512 },
@@ -26,6 +27,7 @@ interface ListQuery {
   tool?: string;
   decision?: string;
   user?: string;
+  stage?: string;
   since?: string;
   until?: string;
   cursor?: string;
@@ -45,6 +47,7 @@ export function decisionsRoute(app: FastifyInstance, ctx: AppContext): void {
       ...(q.tool !== undefined ? { tool: q.tool } : {}),
       ...(q.decision !== undefined ? { decision: q.decision } : {}),
       ...(q.user !== undefined ? { user: q.user } : {}),
+      ...(q.stage !== undefined ? { stage: q.stage } : {}),
       ...(since !== undefined ? { since } : {}),
       ...(until !== undefined ? { until } : {}),
       ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
@@ -68,6 +71,7 @@ export function decisionView(r: StoredDecision): Record<string, unknown> {
     tool: r.tool,
     decision: r.decision,
     rule: r.rule,
+    ...(r.stage !== undefined ? { stage: r.stage } : {}),
     ...(r.kind !== undefined ? { kind: r.kind } : {}),
     policies: r.digests,
     user: r.identity.user,
