@@ -244,6 +244,7 @@ export interface InspectFinding {
 /** The answer of POST /inspect: 200 allow, 403 deny or require_approval. */
 export interface InspectBody {
   decision: InspectDecision;
+  stage: 'result' | 'llm_request' | 'llm_response';
   reason: string;
   rule: string;
   policies: PolicyIdentity[];

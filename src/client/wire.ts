@@ -181,6 +181,7 @@ export const INSPECT_FINDING = {
 /** The answer of POST /inspect (200 and 403); `redacted` is data, never renamed. */
 export const INSPECT_ANSWER = {
   decision: one,
+  stage: one,
   reason: one,
   rule: one,
   policies: listOf(POLICY_IDENTITY),
