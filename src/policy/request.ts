@@ -119,9 +119,11 @@ export const inspectionSchema = {
   // A stage missing or unknown matches neither branch: the refusal names `stage` itself. `true`: the
   // member's schema is above; named again only so that `required` names a known member.
   if: { required: ['stage'], properties: { stage: { const: 'result' } } },
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else, never awaited
   then: { required: ['tool', 'result'], properties: { tool: true, result: true, content: false } },
   else: {
     if: { required: ['stage'], properties: { stage: { enum: ['llm_request', 'llm_response'] } } },
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else, never awaited
     then: { required: ['content'], properties: { content: true, tool: false, args: false, result: false } },
   },
 } as const;

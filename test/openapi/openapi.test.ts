@@ -16,6 +16,7 @@ import { SESSION_ROUTES } from '../../src/http/session.js';
 import { createJwksKeys } from '../../src/http/jwks.js';
 import { filingBodySchema } from '../../src/http/routes/approvals.js';
 import { decideBodySchema } from '../../src/http/routes/decide.js';
+import { inspectBodySchema } from '../../src/http/routes/inspect.js';
 import { createStrictAjv } from '../../src/policy/ajv.js';
 import { explain } from '../../src/policy/decide.js';
 import { buildPolicySet } from '../../src/policy/load.js';
@@ -82,6 +83,7 @@ const SESSION_OPERATIONS = new Set([...SESSION_ROUTES].map((r) => r.toLowerCase(
 const NON_PROBLEM_ERRORS = [
   'post /decide 403 application/json', // deny, abort, require_approval
   'post /explain 403 application/json',
+  'post /inspect 403 application/json', // withheld, or held for review
   'post /approvals 409 application/json', // the decision that needs no approval
   'get /readyz 503 application/json', // a readiness report
 ];
@@ -848,7 +850,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
         n++;
       }
     }
-    expect(n).toBe(20 * bad.length);
+    expect(n).toBe(21 * bad.length);
   });
 
   it('with a JWKS not fetched yet: every secured operation answers 503 with Retry-After; /readyz says jwt_keys not_loaded', async () => {
@@ -1065,6 +1067,97 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     } finally {
       spy.mockRestore();
     }
+  });
+
+  it('POST /inspect: allow, redact, withhold, hold for review, strict bodies, fail closed, 503 to redeem without a database', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-inspect-'));
+    await writeFile(
+      join(dir, 'guards.yaml'),
+      `policy: guards
+tools:
+  read_file: {kind: read_only}
+  crm_lookup: {kind: read_only}
+guards:
+  - {guard: secrets, tools: [read_file], on: [result]}
+  - {guard: pii, tools: [crm_lookup], on: [result], action: require_approval}
+  - guard: pattern
+    on: [llm_request]
+    action: redact
+    patterns: [{name: ticket, regex: "TCK-[0-9]{4,8}"}]
+`,
+    );
+    const t = await createTestApp({ policyDir: dir });
+    try {
+      const example = (name: string): Body =>
+        deref<{ value: Body }>(
+          findOperation('post', '/inspect').operation.requestBody!.content!['application/json']!.examples![name]!,
+        ).value;
+      const clean = await call(t, { url: '/inspect', token: supportToken(), body: example('llmRequest') }, 200);
+      expect(clean).toMatchObject({ decision: 'allow', stage: 'llm_request', rule: 'guards#guards.2' });
+      expect(clean.redacted.messages[0].content).toBe('my ticket [REDACTED:ticket] is still open');
+      const none = await call(
+        t,
+        { url: '/inspect', token: supportToken(), body: { stage: 'llm_response', content: 'fine' } },
+        200,
+      );
+      expect(none).not.toHaveProperty('redacted');
+      expect((await call(t, { url: '/inspect', token: supportToken(), body: example('result') }, 403)).decision).toBe(
+        'deny',
+      );
+      const { approval_id: _cited, ...held } = example('redeem');
+      const review = await call(t, { url: '/inspect', token: supportToken(), body: held }, 403);
+      expect(review).toMatchObject({ decision: 'require_approval', next: { action: 'file' } });
+      // Redeeming needs the approval database.
+      await call(t, { url: '/inspect', token: supportToken(), body: example('redeem') }, 503);
+      await call(
+        t,
+        {
+          url: '/inspect',
+          token: supportToken(),
+          payload: '{"stage":',
+          headers: { 'content-type': 'application/json' },
+        },
+        400,
+      );
+      await call(
+        t,
+        { url: '/inspect', token: supportToken(), payload: '{}', headers: { 'content-type': 'text/plain' } },
+        415,
+      );
+      await call(
+        t,
+        { url: '/inspect', token: supportToken(), body: { stage: 'llm_request', content: 'x'.repeat(1_100_000) } },
+        413,
+      );
+      expect(
+        (
+          await call(
+            t,
+            {
+              url: '/inspect',
+              token: supportToken(),
+              body: { stage: 'result', tool: 'read_file', result: 1, content: 1 },
+            },
+            422,
+          )
+        ).errors[0].pointer,
+      ).toBe('/content');
+      const spy = vi.spyOn(t.ctx.policies, 'current').mockReturnValue(brokenSet(t.ctx.policies.current()));
+      try {
+        const body = await call(t, { url: '/inspect', token: supportToken(), body: example('result') }, 500);
+        expect(body).toMatchObject({ code: 'internal', decision: 'deny' });
+        expect(JSON.stringify(body)).not.toContain('ghp_');
+      } finally {
+        spy.mockRestore();
+      }
+    } finally {
+      await t.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('InspectRequest is inspectBodySchema, keyword for keyword', () => {
+    expect(inlined(requestSchemaFor('post', '/inspect'))).toEqual(inspectBodySchema);
   });
 
   it('POST /explain needs a policy reader role: an agent gets 403 problem+json, before its body is read', async () => {

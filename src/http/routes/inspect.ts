@@ -13,6 +13,7 @@ export const inspectBodySchema = {
   properties: { ...inspectionSchema.properties, approval_id: { type: 'string', minLength: 1, maxLength: 64 } },
   else: {
     ...inspectionSchema.else,
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else, never awaited
     then: {
       ...inspectionSchema.else.then,
       properties: { ...inspectionSchema.else.then.properties, approval_id: false },
