@@ -19,6 +19,8 @@ import {
   DENY_REQUEST,
   type Field,
   GRANT_REQUEST,
+  INSPECT_ANSWER,
+  INSPECT_REQUEST,
   LIST_QUERY,
   type Shape,
   APPROVAL_FILING,
@@ -169,6 +171,20 @@ const ROUTES = {
     answers: { DECISION: ['200', '403'] },
     idempotent: false,
   },
+  inspect: {
+    method: 'post',
+    path: '/inspect',
+    body: INSPECT_REQUEST,
+    answers: { INSPECT_ANSWER: ['200', '403'] },
+    idempotent: false,
+  },
+  guardResult: {
+    method: 'post',
+    path: '/inspect',
+    body: INSPECT_REQUEST,
+    answers: { INSPECT_ANSWER: ['200', '403'] },
+    idempotent: false,
+  },
   tools: { method: 'get', path: '/tools', answers: { TOOLS_RESPONSE: ['200'] }, idempotent: false },
   'approvals.file': {
     method: 'post',
@@ -209,7 +225,14 @@ const ROUTES = {
 
 // A decision that needs no approval (the 409 of POST /approvals) never says what to do next.
 const { next: _next, ...DECISION_WITHOUT_NEXT } = DECISION;
-const SHAPES: Record<string, Shape> = { DECISION, DECISION_WITHOUT_NEXT, TOOLS_RESPONSE, APPROVAL, APPROVAL_PAGE };
+const SHAPES: Record<string, Shape> = {
+  DECISION,
+  DECISION_WITHOUT_NEXT,
+  INSPECT_ANSWER,
+  TOOLS_RESPONSE,
+  APPROVAL,
+  APPROVAL_PAGE,
+};
 
 describe('the client shapes are the schemas of openapi.yaml', () => {
   it('covers every method of the client', () => {
@@ -264,7 +287,7 @@ describe('the client shapes are the schemas of openapi.yaml', () => {
 
   it('the routes that take an Idempotency-Key are the methods that take `idempotencyKey` (gate() sets its own)', () => {
     for (const [name, route] of Object.entries(ROUTES)) {
-      if (name === 'gate') continue;
+      if (name === 'gate' || name === 'guardResult') continue;
       expect(headerNames(route.method, route.path).includes('idempotency-key'), name).toBe(route.idempotent);
     }
   });
@@ -294,7 +317,16 @@ describe('the client shapes are the schemas of openapi.yaml', () => {
 const SUPPORT = agentToken('agent-7', { team: 'support' });
 const OPERATOR = approverToken('operator-1');
 /** Keys whose values are data (the caller's or the policy's own names), never renamed. */
-const DATA_FIELDS = new Set(['args', 'context', 'capability', 'presentation']);
+const DATA_FIELDS = new Set([
+  'args',
+  'context',
+  'capability',
+  'presentation',
+  'result',
+  'content',
+  'redacted',
+  'output',
+]);
 
 const coercing = createOpenApiAjv({ coerceTypes: true });
 
@@ -476,6 +508,31 @@ describe('what the client sends is what openapi.yaml accepts; what it answers is
     const result = await agent.gate(refund(), { runId: run, maxWaitMs: 0 });
     expect(result).toMatchObject({ decision: 'require_approval', approval: { status: 'pending' } });
     expect(snakeKeys(result)).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+
+  it('inspect() and guardResult(): every request valid, every answer camelCase outside the data', async () => {
+    const result = { order_id: 'K-1', status: 'shipped' };
+    const body = await agent.inspect({
+      stage: 'result',
+      tool: 'lookup_order',
+      args: { order: 'K-1' },
+      result,
+      context: { tenant_id: 'acme' },
+      run: { id: 'run-contract' },
+    });
+    expect(body).toMatchObject({ decision: 'allow', stage: 'result' });
+    const model = await agent.inspect({
+      stage: 'llm_response',
+      content: { text: 'done' },
+      run: { id: 'run-contract' },
+    });
+    expect(model.stage).toBe('llm_response');
+    const verdict = await agent.guardResult({ tool: 'lookup_order', args: { order: 'K-1' }, result }, { runId: 'r' });
+    expect(verdict.decision).toBe('allow');
+    expect([body, model, verdict].flatMap((a) => snakeKeys(a))).toEqual([]);
+    // The result's own keys went out as they were.
+    expect(sent.findLast((s) => s.path === '/inspect')?.body).toMatchObject({ result: { order_id: 'K-1' } });
     expect(problems).toEqual([]);
   });
 
