@@ -1,6 +1,6 @@
 // What an approval is, as the API and the page show it: its statuses, its two shapes (a summary for
 // lists, the whole approval for one), its events, and the limits on what it may hold.
-import type { JsonObject } from '../json/value.js';
+import type { JsonObject, JsonValue } from '../json/value.js';
 import type { ApprovalRequirement, PolicyIdentity } from '../policy/model.js';
 
 export type ApprovalStatus = 'pending' | 'granted' | 'denied' | 'expired' | 'consumed' | 'cancelled';
@@ -69,6 +69,11 @@ export interface Approval extends ApprovalSummary {
   args: JsonObject;
   /** The host's facts the request was decided under, when it had any (bound by the hash). */
   context?: JsonObject;
+  /**
+   * A tool's result held for review (POST /inspect), bound by the hash with the call; absent on an
+   * approval of a call. A tool's output: label it so wherever it is shown.
+   */
+  result?: JsonValue;
   /** The first requirement's. */
   capability: JsonObject;
   /** The first requirement's. Model-chosen content: label it so wherever it is shown. */

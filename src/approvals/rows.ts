@@ -41,6 +41,8 @@ export interface ApprovalRow extends SummaryRow {
   presentation: string | null;
   /** Canonical JSON array of StoredRequirement; null in rows written before migrations/0005 (undefined on a database before it). */
   requirements: string | null;
+  /** Canonical JSON of a result held for review (migrations/0017); null for a call's approval (undefined before 0017). */
+  result?: string | null;
   policies: PolicyIdentity[];
 }
 
@@ -90,6 +92,7 @@ export function toApproval(row: ApprovalRow): Approval {
     ...toSummary(row),
     args,
     ...(row.context == null ? {} : { context: storedObject(row.context) }), // undefined before migrations/0006
+    ...(row.result == null ? {} : { result: parseJson(row.result) }),
     capability: first.capability,
     presentation: first.presentation,
     requirements,

@@ -15,7 +15,7 @@
 
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
 import { approvalHash, canonicalize } from '../json/canonical.js';
-import type { JsonObject } from '../json/value.js';
+import type { JsonObject, JsonValue } from '../json/value.js';
 import type { ApprovalDescriptor, PolicyIdentity } from '../policy/model.js';
 import { withDeadline } from '../db/deadline.js';
 import { StoreUnavailableError } from '../db/errors.js';
@@ -61,6 +61,8 @@ export interface CreateApprovalInput {
   context?: JsonObject | undefined;
   /** The run the request came from (`run.id`), shown to operators. */
   runId?: string | undefined;
+  /** A tool's result held for review (POST /inspect): hashed with the call, shown to operators. */
+  result?: JsonValue | undefined;
   requester: Requester;
   policies: readonly PolicyIdentity[];
 }
@@ -183,10 +185,19 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
     checkRequester(requester);
     const args = canonicalize(input.args);
-    if (Buffer.byteLength(args, 'utf8') > maxArgsBytes) throw new ApprovalTooLargeError(maxArgsBytes);
+    // A result held for review counts with the arguments: both are what the operator is shown.
+    const result = input.result === undefined ? null : canonicalize(input.result);
+    const bytes = Buffer.byteLength(args, 'utf8') + (result === null ? 0 : Buffer.byteLength(result, 'utf8'));
+    if (bytes > maxArgsBytes) throw new ApprovalTooLargeError(maxArgsBytes);
     // The row must re-hash to its hash, or a grant could be redeemed for something nobody saw.
     const context = input.context !== undefined && Object.keys(input.context).length > 0 ? input.context : undefined;
-    const hash = approvalHash({ tool: input.tool, args: input.args, context, requirements });
+    const hash = approvalHash({
+      tool: input.tool,
+      args: input.args,
+      context,
+      requirements,
+      ...(input.result !== undefined ? { result: input.result } : {}),
+    });
     if (hash !== descriptor.hash) throw new Error('approval descriptor hash does not match its request');
     const stored = canonicalize(requirements.map((r) => storedRequirement(r, input.tool, input.args)));
     // Rebuilt as plain objects for tx.json (an interface type is not assignable to its JSON type).
@@ -208,10 +219,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       for (let attempt = 0; attempt < 3; attempt++) {
         const [inserted] = await tx<ApprovalRow[]>`
           with created as (
-            insert into approvals (id, status, hash, kind, tool, args, context, run_id, requirements, reason, rule,
+            insert into approvals (id, status, hash, kind, tool, args, context, run_id, requirements, result, reason, rule,
                                    requester_sub, requester_team, requester_agent, policies, expires_at)
             select ${uuidv7()}, 'pending', ${hash}, ${first.kind}, ${input.tool}, ${args},
-                   ${context === undefined ? null : canonicalize(context)}, ${input.runId ?? null}, ${stored},
+                   ${context === undefined ? null : canonicalize(context)}, ${input.runId ?? null}, ${stored}, ${result},
                    ${first.reason}, ${first.rule}, ${requester.sub}, ${requester.team},
                    ${requester.agent}, ${tx.json(policies)}, now() + ${approvalTtl}::interval
              where ${pendingCount(tx, requester.sub)} < ${maxPending}

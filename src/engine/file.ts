@@ -8,12 +8,14 @@ import type { TransactionSql } from 'postgres';
 import type { Acted, KeptAnswer, StoredAnswer } from '../db/idempotency.js';
 import { canonicalize } from '../json/canonical.js';
 import { decide } from '../policy/decide.js';
+import { inspect, type ResultInspection } from '../policy/inspect.js';
 import { interruptedResult } from '../policy/interrupted.js';
 import type { DecisionResult } from '../policy/model.js';
-import { approvalView, decided, decisionBody, written, type Answer } from './answer.js';
+import { approvalView, decided, decisionBody, inspected, inspectionBody, written, type Answer } from './answer.js';
 import { answerInTransaction, approvalsOf, isCounted, keysOf, limitsOf, settleFiling } from './limits.js';
 import type { Call, EngineParts } from './parts.js';
 import { replayedFiling } from './replays.js';
+import type { ApprovalService } from '../approvals/service.js';
 
 export interface FileCall extends Call {
   /** Whether the caller may read operators' notes (an approver). */
@@ -23,11 +25,17 @@ export interface FileCall extends Call {
    * route has checked RUNTIME_ROLE): filed as asked, not decided; the policy decides on resume.
    */
   readonly interrupted?: boolean;
+  /**
+   * A tool's result held for review (a POST /inspect body, `stage: result`): inspected again here,
+   * and filed only when the inspection asks for a review. `request` is then its call.
+   */
+  readonly inspection?: ResultInspection;
 }
 
 export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answer> {
   const approvals = approvalsOf(parts.approvals);
   approvals.ensureReady();
+  if (call.inspection !== undefined) return fileReview(parts, approvals, call, call.inspection);
   const { store } = approvals;
   const { request: req, identity } = call;
   const set = parts.policies.current();
@@ -100,5 +108,72 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
     claim === undefined || fresh.decision !== 'require_approval'
       ? { ...(await file(fresh, false)).answer, replayed: false }
       : await keysOf(parts.keys).once(claim, (tx) => file(fresh, false, tx), replay);
+  return written(answer);
+}
+
+/**
+ * Filing the review of a tool's result: the result is inspected again, never taken as asked; a
+ * require_approval files (or finds) the approval it describes, with the result stored beside the
+ * call; any other answer is a 409 with the inspection. A retry with the same Idempotency-Key gets
+ * the approval it filed while the inspection made now still asks for exactly it.
+ */
+async function fileReview(
+  parts: EngineParts,
+  approvals: ApprovalService,
+  call: FileCall,
+  req: ResultInspection,
+): Promise<Answer> {
+  const { identity } = call;
+  const result = inspect(parts.policies.current(), req, identity);
+  const decisionId = randomUUID();
+  if (result.internalError) return inspected(result, decisionId);
+  const descriptor = result.decision === 'require_approval' ? result.approval : undefined;
+  if (descriptor === undefined)
+    return written({ status: 409, body: canonicalize(inspectionBody(result, decisionId)), replayed: false });
+  const file = async (tx?: TransactionSql): Promise<Acted> => {
+    const { approval, created } = await approvals.store.create(
+      {
+        descriptor,
+        tool: req.tool,
+        args: req.args,
+        context: req.context,
+        runId: req.run?.id,
+        result: req.result,
+        requester: { sub: identity.user, team: identity.team, agent: identity.agent },
+        policies: result.policies,
+      },
+      tx,
+    );
+    const run = req.run?.id !== undefined ? { run_id: req.run.id } : {};
+    call.log.info(
+      {
+        approval_id: approval.id,
+        created,
+        tool: req.tool,
+        stage: 'result',
+        rule: result.rule,
+        user: identity.user,
+        ...run,
+      },
+      'approval requested',
+    );
+    const status = created ? 201 : 200;
+    return {
+      answer: { status, body: canonicalize(approvalView(approval, call.seesNotes)) },
+      kept: { kind: 'filed', status, approvalId: approval.id },
+    };
+  };
+  const replay = async (tx: TransactionSql, kept: KeptAnswer): Promise<StoredAnswer | null> => {
+    if (kept.kind !== 'filed') return null;
+    const a = await approvals.store.get(kept.approvalId, tx);
+    return a !== null && a.requester.sub === identity.user && a.hash === descriptor.hash
+      ? { status: kept.status, body: canonicalize(approvalView(a, call.seesNotes)) }
+      : null;
+  };
+  const claim = call.claim();
+  const answer =
+    claim === undefined
+      ? { ...(await file()).answer, replayed: false }
+      : await keysOf(parts.keys).once(claim, (tx) => file(tx), replay);
   return written(answer);
 }

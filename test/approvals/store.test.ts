@@ -666,6 +666,7 @@ describe('the schema is the backstop', () => {
       'approvals.requester_sub': 'name_text',
       'approvals.requester_team': 'name_text',
       'approvals.requirements': 'json_array_text',
+      'approvals.result': 'json_text',
       'approvals.rule': 'name_text',
       'approvals.run_id': 'name_text',
       'approvals.status': 'approval_status',

@@ -56,10 +56,11 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
       '0016_decision_records_stage.sql',
+      '0017_approval_result.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -105,9 +106,10 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
       '0016_decision_records_stage.sql',
+      '0017_approval_result.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -212,6 +214,7 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
       '0016_decision_records_stage.sql',
+      '0017_approval_result.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
@@ -297,6 +300,7 @@ test('0010: a denial written before it keeps its reason as the message for the a
     '0014_decision_records_json.sql',
     '0015_idempotency_references.sql',
     '0016_decision_records_stage.sql',
+    '0017_approval_result.sql',
   ]);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
@@ -342,6 +346,7 @@ test('0014: decision records written as jsonb read back the same as json, and th
     '0014_decision_records_json.sql',
     '0015_idempotency_references.sql',
     '0016_decision_records_stage.sql',
+    '0017_approval_result.sql',
   ]);
   const types = await db.sql<{ column_name: string; data_type: string }[]>`
     select column_name, data_type from information_schema.columns
@@ -380,6 +385,7 @@ test('0015: Idempotency-Key rows written before it are deleted (they name no ide
   expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual([
     '0015_idempotency_references.sql',
     '0016_decision_records_stage.sql',
+    '0017_approval_result.sql',
   ]);
   expect(await db.sql`select 1 from idempotency_keys`).toHaveLength(0);
   const row = (kind: string, approval: string | null, decision: string | null, response: string | null) => db.sql`

@@ -14,10 +14,16 @@ import {
   type ListOrder,
   type TransitionResult,
 } from '../../engine/index.js';
-import type { JsonObject } from '../../json/value.js';
+import type { JsonObject, JsonValue } from '../../json/value.js';
 import type { Identity } from '../../policy/model.js';
 import { INTERRUPTED_KIND } from '../../policy/interrupted.js';
-import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
+import {
+  toDecideRequest,
+  toInspectRequest,
+  toolCallSchema,
+  type Inspection,
+  type ToolCall,
+} from '../../policy/request.js';
 import { requireRole } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { HttpError, problemOf } from '../errors.js';
@@ -64,11 +70,23 @@ const denyBody = {
   properties: { note: decisionText, message: decisionText, reason: decisionText },
 } as const;
 const cancelBody = { type: 'object', additionalProperties: false, properties: {} } as const;
-// A filing is a tool call; a runtime (RUNTIME_ROLE) may add the one kind it files itself.
+// A filing is a tool call; a runtime (RUNTIME_ROLE) may add the one kind it files itself. Or it is
+// a POST /inspect body of the result stage (`stage` and `result` together, without `kind`): the
+// review of that result.
 export const filingBodySchema = {
   ...toolCallSchema,
-  properties: { kind: { type: 'string', enum: [INTERRUPTED_KIND] }, ...toolCallSchema.properties },
+  properties: {
+    kind: { type: 'string', enum: [INTERRUPTED_KIND] },
+    ...toolCallSchema.properties,
+    stage: { const: 'result' },
+    result: {},
+  },
+  dependentRequired: { stage: ['result'], result: ['stage'] },
+  // A member the rest of the body rules out is refused where it stands.
+  dependentSchemas: { stage: { properties: { kind: false } } },
 } as const;
+
+type FilingBody = ToolCall & { kind?: typeof INTERRUPTED_KIND; stage?: 'result'; result?: JsonValue };
 
 export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   const service = (): ApprovalService => ctx.engine.approvals();
@@ -82,13 +100,16 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   // Filing: the engine decides the call again and files what its decision describes (src/engine/file.ts).
   app.post('/approvals', { schema: { body: filingBodySchema } }, async (request, reply) => {
     const identity = identityOf(request);
-    const body = request.body as ToolCall & { kind?: typeof INTERRUPTED_KIND };
+    const body = request.body as FilingBody;
     const interrupted = body.kind !== undefined;
     if (interrupted && !identity.roles.includes(ctx.runtimeRole))
       throw new HttpError('forbidden', `only a runtime (role ${ctx.runtimeRole}) files an approval of its own kind`);
+    // The schema makes `result` go with `stage`; the body itself keeps a root number's lexeme.
+    const inspection = body.stage === 'result' ? toInspectRequest(body as Inspection) : undefined;
     const answer = await ctx.engine.file({
       request: toDecideRequest(body),
       interrupted,
+      ...(inspection?.stage === 'result' ? { inspection } : {}),
       identity,
       claim: () => idempotencyClaim(request, 'approvals', identity),
       log: request.log,
