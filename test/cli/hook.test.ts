@@ -548,7 +548,9 @@ describe('gatehouse hook claude-code after the call (PostToolUse)', () => {
     const r = await postHook(postToolUse('mcp__crm__lookup', { customer: 'C2' }, response), ['--wait', '0']);
     const out = JSON.parse(r.stdout) as { decision: string; reason: string };
     expect(out.decision).toBe('block');
-    expect(out.reason).toMatch(/^The output of the "mcp__crm__lookup" action /);
+    expect(out.reason).toMatch(
+      /^The output of the "mcp__crm__lookup" action is held for an operator's review \(.*\)\. .*\(Gatehouse review [0-9a-f-]{36}: pending\.\)$/,
+    );
     expect(r.stdout).not.toContain('TICKET-1234');
   });
 

@@ -254,6 +254,27 @@ describe("mcp-proxy: the upstream's results through the result guards", () => {
     expect(ran(p.ledger)).toContainEqual({ tool: 'lookup', args: { order: GITHUB_TOKEN } });
   });
 
+  it("a result held for an operator's review: progress while it waits, granted over REST, then handed to the client", async () => {
+    const seen: Progress[] = [];
+    let resolve!: (id: string) => void;
+    const reviewId = new Promise<string>((r) => (resolve = r));
+    const call = p.client.callTool({ name: 'lookup', arguments: { order: 'TICKET-1234' } }, undefined, {
+      onprogress: (n) => {
+        seen.push(n);
+        const id = /review of the result \(([0-9a-f-]{36})\)/.exec(n.message ?? '')?.[1];
+        if (id !== undefined) resolve(id);
+      },
+      resetTimeoutOnProgress: true,
+    });
+    const id = await reviewId;
+    expect(await approval(id)).toMatchObject({ status: 'pending', tool: 'demo.lookup', kind: 'pattern' });
+    expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(200);
+    const r = (await call) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    expect(textOf(r)).toBe('lookup ran with {"order":"TICKET-1234"}');
+    expect((await approval(id)).status).toBe('consumed');
+  });
+
   it('fails closed: when Gatehouse cannot be asked about the result, it is withheld', async () => {
     const fault = await startFaultProxy(base, (req) => (req.url === '/inspect' ? 'lose-answer' : 'forward'));
     try {

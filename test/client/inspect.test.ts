@@ -130,3 +130,68 @@ describe('guardResult()', () => {
     expect(verdict).toMatchObject({ decision: 'deny', error: { code: 'client_error' } });
   });
 });
+
+describe("guardResult(): a result held for an operator's review", () => {
+  const held = (order: string) => ({
+    tool: 'lookup_order',
+    args: { order },
+    result: { order, note: 'see TICKET-1234, write to ann@example.com' },
+  });
+
+  it('filed and waited for; granted over REST meanwhile, redeemed once: the result handed on, redacted as the redact guard asks', async () => {
+    const runId = newRunId();
+    let seen: { id: string; url: string } | undefined;
+    const verdict = agent.guardResult(held('R1'), {
+      runId,
+      onPending: (p) => {
+        if (seen === undefined) {
+          seen = p;
+          void gh.operator.approvals.grant(p.id, { note: 'checked the ticket' });
+        }
+      },
+    });
+    const answer = await verdict;
+    expect(answer).toMatchObject({
+      decision: 'allow',
+      redacted: true,
+      output: { order: 'R1', note: 'see TICKET-1234, write to [REDACTED:email]' },
+      approval: { id: seen?.id, status: 'consumed' },
+    });
+    const filed = await gh.operator.approvals.get(seen!.id);
+    expect(filed).toMatchObject({ status: 'consumed', kind: 'pattern', tool: 'lookup_order', runId });
+  });
+
+  it('unanswered within maxWaitMs: withheld, naming the pending review; the same result asked again waits on the same one', async () => {
+    const first = await agent.guardResult(held('R2'), { maxWaitMs: 0 });
+    expect(first).toMatchObject({ decision: 'require_approval', approval: { status: 'pending' } });
+    expect(first.message).toMatch(/held for an operator's review/);
+    const again = await agent.guardResult(held('R2'), { maxWaitMs: 0 });
+    expect(again.approval?.id).toBe(first.approval?.id);
+  });
+
+  it("an operator's denial while it waits: withheld, with the operator's message for the agent", async () => {
+    let denied = false;
+    const answer = await agent.guardResult(held('R3'), {
+      onPending: (p) => {
+        if (denied) return;
+        denied = true;
+        void gh.operator.approvals.deny(p.id, { note: 'internal', message: 'That ticket is private.' });
+      },
+    });
+    expect(answer).toMatchObject({ decision: 'deny', approval: { status: 'denied' } });
+    expect(answer.message).toContain('That ticket is private.');
+    expect(answer.message).not.toContain('internal');
+  });
+
+  it('a changed result is not redeemed by the review of another', async () => {
+    const pending = await agent.guardResult(held('R4'), { maxWaitMs: 0 });
+    await gh.operator.approvals.grant(pending.approval!.id);
+    const changed = await agent.inspect({
+      stage: 'result',
+      ...held('R4'),
+      result: { order: 'R4', note: 'see TICKET-9999' },
+      approvalId: pending.approval!.id,
+    });
+    expect(changed.decision).toBe('require_approval');
+  });
+});
