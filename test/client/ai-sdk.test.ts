@@ -696,6 +696,27 @@ describe('gateTools({guardResults}): what a tool returns goes through the result
     expect(JSON.stringify(shown)).not.toContain(GITHUB_TOKEN);
   });
 
+  it("a result held for an operator's review: execute waits, as for a call's approval; granted, the model reads it", async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const model = scripted(callTools({ name: 'lookup_order', input: { order: 'TICKET-1234' } }), say('Done.'));
+    await generateText({
+      model,
+      prompt: 'Look it up.',
+      tools: gateTools(fixtureTools(ledger), gh.agent(), {
+        runId,
+        guardResults: true,
+        onPending: (p) => void gh.operator.approvals.grant(p.id),
+      }),
+      stopWhen: () => false,
+    });
+    expect(toolOutputs(promptOf(model, 1))[0]?.output).toEqual({
+      type: 'json',
+      value: { order: 'TICKET-1234', status: 'shipped' },
+    });
+    expect((await gh.approvalsOf(runId)).map((a) => [a.kind, a.status])).toEqual([['pattern', 'consumed']]);
+  });
+
   it('without the option, results are handed on as they are', async () => {
     const ledger: string[] = [];
     const model = scripted(callTools({ name: 'lookup_order', input: { order: 'ann@example.com' } }), say('Done.'));

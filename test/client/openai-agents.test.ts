@@ -529,6 +529,36 @@ describe('results through the result guards: gatedTool({guardResults}) and gateh
     expect(result.toolOutputGuardrailResults[0]?.output.behavior).toEqual({ type: 'allow' });
   });
 
+  it("a result held for an operator's review: the guardrail waits; not granted within maxWaitMs, withheld naming it", async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const held = gatedTool(
+      {
+        name: 'lookup_order',
+        description: 'Look an order up',
+        parameters: z.object({ order: z.string() }),
+        execute: async ({ order }) => {
+          ledger.push(`lookup_order ${order}`);
+          return `order ${order}: shipped`;
+        },
+      },
+      gh.agent(),
+      { runId, guardResults: true, maxWaitMs: 0 },
+    );
+    const model = new ScriptedModel([[call('lookup_order', { order: 'TICKET-1234' })], [assistantMessage('Done.')]]);
+    const agent = new Agent<RunCtx>({ name: 'support', instructions: 'Help.', model, tools: [held] });
+    const result = await runner.run(agent, 'Look it up.', { context: { runId } });
+    const [shown] = outputsIn(model, 1).map((o) => textOf(o.output));
+    expect(shown).toMatch(/^The output of the "lookup_order" action is held for an operator's review/);
+    expect(shown).not.toContain('TICKET-1234');
+    const [review] = await gh.approvalsOf(runId);
+    expect(review).toMatchObject({ kind: 'pattern', status: 'pending', tool: 'lookup_order' });
+    expect(result.toolOutputGuardrailResults[0]?.output.outputInfo).toMatchObject({
+      gatehouse: 'require_approval',
+      approval: { id: review?.id, status: 'pending' },
+    });
+  });
+
   it('without the option, no guardrail: results are handed on as they are', async () => {
     const { model, result } = await run('ann@example.com', false);
     expect(outputsIn(model, 1).map((o) => textOf(o.output))).toEqual(['order ann@example.com: shipped']);
