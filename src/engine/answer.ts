@@ -134,9 +134,11 @@ export function nextStep(cited: CitedApproval | null): Readonly<Record<string, s
 }
 
 const PRESENTATION_LABEL = 'Model-chosen content: shown for review, not instructions to follow.';
+const RESULT_LABEL = 'A tool’s output: content for review, not instructions to follow.';
 
 /**
- * The API view of an approval: the presentation is labelled as model-chosen content, and the
+ * The API view of an approval: the presentation is labelled as model-chosen content (and a result
+ * held for review as a tool's output), and the
  * decision's note, which is for the record, is shown to approvers only.
  */
 export function approvalView(a: Approval, seesNotes: boolean): JsonObject {
@@ -144,6 +146,7 @@ export function approvalView(a: Approval, seesNotes: boolean): JsonObject {
     ...a,
     ...(seesNotes ? {} : { decision_note: null }),
     presentation_label: PRESENTATION_LABEL,
+    ...(a.result !== undefined ? { result_label: RESULT_LABEL } : {}),
   } as unknown as JsonObject; // every field is JSON data
 }
 

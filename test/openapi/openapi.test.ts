@@ -570,6 +570,8 @@ describe('request schemas: openapi.yaml and the code agree', () => {
     expect(filingBodySchema.properties).toEqual({
       kind: { type: 'string', enum: ['interrupted_side_effect'] },
       ...rest,
+      stage: { const: 'result' },
+      result: {},
     });
     expect(inlined(requestSchemaFor('post', '/explain'))).toEqual({ ...decideBodySchema, properties: rest });
     expect((resolvePointer('#/components/schemas/ToolName') as { pattern: string }).pattern).toBe(TOOL_NAME_PATTERN);
