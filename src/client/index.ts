@@ -18,8 +18,8 @@ import type {
   InspectBody,
   InspectRequest,
   ListQuery,
+  ApprovalFiling,
   RequestOptions,
-  ResultFiling,
   ToolCall,
   ToolsResponse,
 } from './types.js';
@@ -53,9 +53,9 @@ export interface GatehouseClient {
   approvals: {
     /**
      * POST /approvals: the approval filed or found, or (409) the decision of a call that needs none.
-     * A `ResultFiling` (`stage: 'result'`) files the review of a tool's result.
+     * With `stage: 'result'` and `result`, the review of a tool's result (409: the inspection).
      */
-    file(call: ToolCall | ResultFiling, options?: IdempotentOptions): Promise<Filing>;
+    file(call: ApprovalFiling, options?: IdempotentOptions): Promise<Filing>;
     /** GET /approvals/{id}, held up to `waitSeconds` (0–60) while it is pending. */
     get(id: string, options?: GetApprovalOptions): Promise<Approval>;
     /** GET /approvals: a page of summaries, filtered. */

@@ -56,6 +56,10 @@ export interface ToolCall {
  */
 export interface ApprovalFiling extends ToolCall {
   kind?: 'interrupted_side_effect';
+  /** With `result`: the review of a tool's result (the /inspect body of the result stage), never with `kind`. */
+  stage?: 'result';
+  /** The tool's result to be reviewed: data, never renamed. */
+  result?: unknown;
 }
 
 /** A call to POST /decide: with `approvalId`, it redeems that approval (spec section 5.3). */
@@ -157,6 +161,10 @@ export interface Approval extends ApprovalSummary {
   requirements: ApprovalRequirement[];
   policies: PolicyIdentity[];
   presentationLabel: string;
+  /** The review of a tool's result: the result (data, never renamed); absent on an approval of a call. */
+  result?: unknown;
+  /** With `result`: how to label it wherever it is shown. */
+  resultLabel?: string;
 }
 
 /** GET /approvals: its filters (spec section 5.4), each the query parameter of the same name. */
@@ -226,9 +234,6 @@ export interface ModelInspection {
 }
 
 export type InspectRequest = ResultInspection | ModelInspection;
-
-/** The review of a tool's result, filed with POST /approvals (the /inspect body that asked for it). */
-export type ResultFiling = Omit<ResultInspection, 'approvalId'>;
 
 /** One finding of a `redact` guard: `path` with keys no schema declares written `*`. */
 export interface InspectFinding {

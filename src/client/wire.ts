@@ -29,7 +29,6 @@ import type {
   RunApproval,
   RunStep,
   RunView,
-  ResultInspection,
   ToolCall,
   ToolEntry,
   ToolsResponse,
@@ -88,13 +87,17 @@ export const TOOL_CALL = {
   context: maybe,
 } as const satisfies ShapeOf<ToolCall>;
 /** The body of POST /approvals: a call, and the runtime's own kind when it files one. */
-export const APPROVAL_FILING = { ...TOOL_CALL, kind: maybe } as const satisfies ShapeOf<ApprovalFiling>;
+export const APPROVAL_FILING = {
+  ...TOOL_CALL,
+  kind: maybe,
+  stage: maybe,
+  result: maybe,
+} as const satisfies ShapeOf<ApprovalFiling>;
 /** The body of POST /decide. */
 export const DECIDE_REQUEST = { ...TOOL_CALL, approval_id: maybe } as const satisfies ShapeOf<DecideCall>;
 /**
  * The body of POST /inspect, every stage's fields in one description (`stage` says which are sent):
- * `result` and `content` are data, never renamed. Also the body of POST /approvals filing the review
- * of a result (without `approval_id`).
+ * `result` and `content` are data, never renamed.
  */
 export const INSPECT_REQUEST = {
   stage: one,
@@ -106,15 +109,6 @@ export const INSPECT_REQUEST = {
   context: maybe,
   approval_id: maybe,
 } as const satisfies ShapeOf<InspectFields>;
-/** A result's review filed with POST /approvals: the /inspect body of the result, `approval_id` aside. */
-export const RESULT_FILING = {
-  stage: one,
-  tool: one,
-  args: maybe,
-  result: one,
-  run: maybeNested(RUN_VIEW),
-  context: maybe,
-} as const satisfies ShapeOf<Omit<ResultInspection, 'approvalId'>>;
 export const GRANT_REQUEST = { note: maybe } as const satisfies ShapeOf<GrantTexts>;
 /** The deny body; the server's `reason` (one text for both, kept for older callers) is not sent. */
 export const DENY_REQUEST = { note: maybe, message: maybe } as const satisfies ShapeOf<DenyTexts>;
@@ -221,6 +215,8 @@ export const APPROVAL = {
   requirements: listOf(APPROVAL_REQUIREMENT),
   policies: listOf(POLICY_IDENTITY),
   presentation_label: one,
+  result: maybe,
+  result_label: maybe,
 } as const satisfies ShapeOf<Approval>;
 export const APPROVAL_PAGE = {
   items: listOf(APPROVAL_SUMMARY),

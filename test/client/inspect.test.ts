@@ -159,6 +159,9 @@ describe("guardResult(): a result held for an operator's review", () => {
     });
     const filed = await gh.operator.approvals.get(seen!.id);
     expect(filed).toMatchObject({ status: 'consumed', kind: 'pattern', tool: 'lookup_order', runId });
+    // The result under review, labelled as a tool's output; its own keys as they were.
+    expect(filed.result).toEqual(held('R1').result);
+    expect(filed.resultLabel).toMatch(/output: content for review, not instructions/);
   });
 
   it('unanswered within maxWaitMs: withheld, naming the pending review; the same result asked again waits on the same one', async () => {
