@@ -13,7 +13,8 @@
 // - The upstream's result: guardResult() (POST /inspect, stage `result`) before the caller sees it,
 //   for every call, whether or not the policy has result guards for the tool (docs/mcp.md says why).
 //   allow: relayed (redacted when a redact guard found something); deny, a review not granted within
-//   the wait, Gatehouse unreachable: withheld, an isError result carrying the message.
+//   the wait, Gatehouse unreachable: withheld, an isError result carrying the message. An upstream's
+//   error answer likewise, as `{error: {code, message, data}}`: relayed, redacted, or its message replaced.
 // - An abort ends the session (this server is one MCP session): every later tools/call in it is refused
 //   with the abort's message, without asking Gatehouse or reaching the upstream, and the calls waiting
 //   for an operator then are withdrawn. MCP gives a server no way to end the client's run; a session
@@ -197,16 +198,48 @@ export function createProxyServer(options: ProxyOptions): Server {
     }
     if (result.decision !== 'allow') return refusal(refusalText(result), result);
 
-    const output = (await upstream
-      .request({ method: 'tools/call', params: withoutProgressToken(request.params) }, CallToolResultSchema, {
-        signal: extra.signal,
-        timeout: FORWARD_TIMEOUT_MS,
-        resetTimeoutOnProgress: true,
-        ...(progress.enabled ? { onprogress: (p: Progress) => progress.relay(p) } : {}),
-      })
-      .catch(relayed)) as CallToolResult;
+    let output: CallToolResult;
+    try {
+      output = (await upstream.request(
+        { method: 'tools/call', params: withoutProgressToken(request.params) },
+        CallToolResultSchema,
+        {
+          signal: extra.signal,
+          timeout: FORWARD_TIMEOUT_MS,
+          resetTimeoutOnProgress: true,
+          ...(progress.enabled ? { onprogress: (p: Progress) => progress.relay(p) } : {}),
+        },
+      )) as CallToolResult;
+    } catch (err) {
+      // The upstream's error answer: its text can carry what a result would, so it is guarded too.
+      if (!(err instanceof McpError) || extra.signal.aborted) relayed(err);
+      return guardedError(tool, args ?? {}, err, extra.signal, progress);
+    }
     return guarded(tool, args ?? {}, output, extra.signal, progress);
   });
+
+  /**
+   * The upstream's error answer as the caller may see it: relayed as it came, with its message and
+   * data redacted, or with a message saying it was withheld (the same code).
+   */
+  const guardedError = async (
+    tool: string,
+    args: Record<string, unknown>,
+    err: McpError,
+    signal: AbortSignal,
+    progress: ReturnType<typeof progressChannel>,
+  ): Promise<never> => {
+    const message = err.message.replace(/^MCP error -?\d+: /, '');
+    const error = { code: err.code, message, ...(err.data !== undefined ? { data: err.data } : {}) };
+    const verdict = await verdictOf(tool, args, { error }, signal, progress);
+    if (verdict.decision !== 'allow')
+      throw new RpcError(err.code, withheldText(verdict), { 'gatehouse/withheld': true });
+    if (!verdict.redacted) relayed(err);
+    const redacted = (verdict.output as { error?: { message?: unknown; data?: unknown } } | null)?.error;
+    if (typeof redacted?.message !== 'string')
+      throw new RpcError(err.code, `Gatehouse redacted the error of "${tool}" into something else: it was withheld.`);
+    throw new RpcError(err.code, redacted.message, redacted.data);
+  };
 
   /** The upstream's result as the caller may see it: relayed, redacted, or withheld. */
   const guarded = async (
@@ -216,33 +249,7 @@ export function createProxyServer(options: ProxyOptions): Server {
     signal: AbortSignal,
     progress: ReturnType<typeof progressChannel>,
   ): Promise<CallToolResult> => {
-    let pending: PendingApproval | undefined;
-    const ticker = setInterval(() => {
-      if (pending !== undefined) progress.send(`still waiting for an operator's review of the result (${pending.id})`);
-    }, options.progressEveryMs);
-    let verdict: GuardResult;
-    try {
-      verdict = await gatehouse.guardResult(
-        { tool, args, result: output },
-        {
-          runId,
-          signal,
-          maxWaitMs: options.maxWaitMs,
-          onPending: (p) => {
-            if (pending === undefined)
-              progress.send(`waiting for an operator's review of the result (${p.id}): ${p.url}`);
-            pending = p;
-          },
-        },
-      );
-    } catch (err) {
-      // guardResult() answers every failure itself; a throw is a bug, and a bug never shows the result.
-      return withheld(
-        refusal(`Gatehouse could not check the output of "${tool}" (${messageOf(err)}): it was withheld.`),
-      );
-    } finally {
-      clearInterval(ticker);
-    }
+    const verdict = await verdictOf(tool, args, output, signal, progress);
     // The call ran: `gatehouse/withheld` tells a host that it is the output that was withheld.
     if (verdict.decision !== 'allow') return withheld(refusal(withheldText(verdict), verdict));
     if (!verdict.redacted) return output;
@@ -256,6 +263,41 @@ export function createProxyServer(options: ProxyOptions): Server {
       );
     const meta = { ...(redacted._meta ?? {}), 'gatehouse/findings': verdict.findings };
     return { ...redacted, _meta: meta };
+  };
+
+  /** guardResult() with the wait's progress notifications; never throws (a throw is a bug: withheld). */
+  const verdictOf = async (
+    tool: string,
+    args: Record<string, unknown>,
+    result: unknown,
+    signal: AbortSignal,
+    progress: ReturnType<typeof progressChannel>,
+  ): Promise<GuardResult> => {
+    let pending: PendingApproval | undefined;
+    const ticker = setInterval(() => {
+      if (pending !== undefined) progress.send(`still waiting for an operator's review of the result (${pending.id})`);
+    }, options.progressEveryMs);
+    try {
+      return await gatehouse.guardResult(
+        { tool, args, result },
+        {
+          runId,
+          signal,
+          maxWaitMs: options.maxWaitMs,
+          onPending: (p) => {
+            if (pending === undefined)
+              progress.send(`waiting for an operator's review of the result (${p.id}): ${p.url}`);
+            pending = p;
+          },
+        },
+      );
+    } catch (err) {
+      // guardResult() answers every failure itself; a throw is a bug, and a bug never shows the result.
+      const message = `The output of "${tool}" was withheld: Gatehouse could not check it (${messageOf(err)}).`;
+      return { decision: 'deny', message, reason: message };
+    } finally {
+      clearInterval(ticker);
+    }
   };
 
   if (up.resources) {
