@@ -36,11 +36,7 @@ import {
 } from './wire.js';
 
 /** What POST /approvals answers: the approval filed or found (201, 200), or the decision that needs none (409). */
-export type Filing =
-  | { approval: Approval; decision?: undefined; inspection?: undefined }
-  | { decision: DecisionBody; approval?: undefined; inspection?: undefined }
-  /** A result's review that is not needed (409): the inspection's answer, allow (maybe redacted) or deny. */
-  | { inspection: InspectBody; approval?: undefined; decision?: undefined };
+export type Filing = { approval: Approval; decision?: undefined } | { decision: DecisionBody; approval?: undefined };
 
 /** GET /approvals/{id}: held up to `waitSeconds` (0–60) while the approval is pending. */
 export interface GetApprovalOptions extends RequestOptions {
@@ -84,7 +80,8 @@ export function routes(t: Transport) {
     /**
      * POST /approvals: 201/200 an approval, 409 the decision that needs none (allow, deny, abort).
      * With `kind: 'interrupted_side_effect'` (a runtime's token only), filed without a decision. With
-     * `stage: 'result'`, the review of a tool's result (the /inspect body); 409 is then the inspection.
+     * `stage: 'result'`, the review of a tool's result (the /inspect body); 409 is then the inspection
+     * as a decision (without the value: POST /inspect answers that).
      */
     async file(call: ApprovalFiling, o: IdempotentOptions = {}): Promise<Filing> {
       const answer = await t.request('POST', '/approvals', {
@@ -92,7 +89,6 @@ export function routes(t: Transport) {
         ...keyed(o),
         accept: [409],
       });
-      if (answer.status === 409 && call.stage === 'result') return { inspection: inspectionOf(409, answer.body) };
       if (answer.status === 409) return { decision: decisionOf(409, answer.body) };
       return { approval: approvalOf(answer.body) };
     },
@@ -175,15 +171,11 @@ function decisionOf(status: number, body: unknown): DecisionBody {
   return fromWire<DecisionBody>(DECISION, body);
 }
 
-/**
- * An answer of POST /inspect, when its status agrees with its decision (200 is allow, and allow is
- * 200); the 409 of a result's filing is an inspection that needs no review (allow or deny).
- */
+/** An answer of POST /inspect, when its status agrees with its decision (200 is allow, and allow is 200). */
 function inspectionOf(status: number, body: unknown): InspectBody {
   const d = body as { decision?: unknown; message?: unknown } | undefined;
   const decision = typeof d?.decision === 'string' && INSPECT_DECISIONS.has(d.decision) ? d.decision : undefined;
-  const agrees = status === 409 ? decision !== 'require_approval' : (decision === 'allow') === (status === 200);
-  if (decision === undefined || !agrees || typeof d?.message !== 'string') {
+  if (decision === undefined || (decision === 'allow') !== (status === 200) || typeof d?.message !== 'string') {
     throw new GatehouseError(
       `Gatehouse answered ${status} with a body that is not an inspection`,
       status,

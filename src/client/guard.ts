@@ -109,9 +109,9 @@ export async function guardResult(routes: Routes, input: ToolResult, options: Gu
     const filed = await retrying(() =>
       routes.file(request, { idempotencyKey: `gatehouse-client:${crypto.randomUUID()}`, ...per }),
     );
-    // The policy changed in between and no review is needed: the inspection's answer (a redaction included).
-    if (filed.inspection !== undefined) return finalOf(filed.inspection, input.result);
-    if (filed.approval === undefined) throw new Error('POST /approvals answered a decision for a result');
+    // The policy changed in between and no review is needed: ask again for the whole answer (the
+    // 409 carries no value, redacted or not).
+    if (filed.approval === undefined) return finalOf(await retrying(() => routes.inspect(request, per)), input.result);
     const id = filed.approval.id;
     pendingId = id;
     let approval = filed.approval;

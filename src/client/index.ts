@@ -53,7 +53,7 @@ export interface GatehouseClient {
   approvals: {
     /**
      * POST /approvals: the approval filed or found, or (409) the decision of a call that needs none.
-     * With `stage: 'result'` and `result`, the review of a tool's result (409: the inspection).
+     * With `stage: 'result'` and `result`, the review of a tool's result.
      */
     file(call: ApprovalFiling, options?: IdempotentOptions): Promise<Filing>;
     /** GET /approvals/{id}, held up to `waitSeconds` (0–60) while it is pending. */

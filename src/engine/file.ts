@@ -11,7 +11,7 @@ import { decide } from '../policy/decide.js';
 import { inspect, type ResultInspection } from '../policy/inspect.js';
 import { interruptedResult } from '../policy/interrupted.js';
 import type { DecisionResult } from '../policy/model.js';
-import { approvalView, decided, decisionBody, inspected, inspectionBody, written, type Answer } from './answer.js';
+import { approvalView, decided, decisionBody, inspected, written, type Answer } from './answer.js';
 import { answerInTransaction, approvalsOf, isCounted, keysOf, limitsOf, settleFiling } from './limits.js';
 import type { Call, EngineParts } from './parts.js';
 import { replayedFiling } from './replays.js';
@@ -128,8 +128,13 @@ async function fileReview(
   const decisionId = randomUUID();
   if (result.internalError) return inspected(result, decisionId);
   const descriptor = result.decision === 'require_approval' ? result.approval : undefined;
-  if (descriptor === undefined)
-    return written({ status: 409, body: canonicalize(inspectionBody(result, decisionId)), replayed: false });
+  if (descriptor === undefined) {
+    // Needs no review: the inspection as a decision, as a call that needs no approval is answered
+    // (never the value, redacted or not: POST /inspect answers that).
+    const { decision, reason, rule, policies, message } = result;
+    const body = { decision, reason, rule, policies, message, decision_id: decisionId };
+    return written({ status: 409, body: JSON.stringify(body), replayed: false });
+  }
   const file = async (tx?: TransactionSql): Promise<Acted> => {
     const { approval, created } = await approvals.store.create(
       {

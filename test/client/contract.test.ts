@@ -134,17 +134,12 @@ const requestBody = (method: string, path: string): JsonSchema => {
   return schema;
 };
 
-/** The JSON body schemas of these statuses; `409#1` is the second branch of the 409 body's `oneOf`. */
 const responseBodies = (method: string, path: string, statuses: string[]): JsonSchema[] =>
-  statuses.map((named) => {
-    const [status, branch] = named.split('#') as [string, string | undefined];
+  statuses.map((status) => {
     const response = deref<ResponseObject>(findOperation(method, path).operation.responses?.[status]);
     const media: MediaTypeObject | undefined = response?.content?.['application/json'];
     if (media?.schema === undefined) throw new Error(`openapi.yaml: ${method} ${path} ${status} has no JSON body`);
-    if (branch === undefined) return media.schema;
-    const one = (resolved(media.schema)['oneOf'] as JsonSchema[] | undefined)?.[Number(branch)];
-    if (one === undefined) throw new Error(`openapi.yaml: ${method} ${path} ${status} has no oneOf branch ${branch}`);
-    return one;
+    return media.schema;
   });
 
 const queryNames = (method: string, path: string): string[] =>
@@ -195,8 +190,7 @@ const ROUTES = {
     method: 'post',
     path: '/approvals',
     body: APPROVAL_FILING,
-    // 409: a call's decision that needs no approval, or (a result's filing) the inspection that needs no review.
-    answers: { APPROVAL: ['200', '201'], DECISION_WITHOUT_NEXT: ['409#0'], INSPECTION_WITHOUT_NEXT: ['409#1'] },
+    answers: { APPROVAL: ['200', '201'], DECISION_WITHOUT_NEXT: ['409'] },
     idempotent: true,
   },
   'approvals.get': { method: 'get', path: '/approvals/x', answers: { APPROVAL: ['200'] }, idempotent: false },
@@ -231,12 +225,10 @@ const ROUTES = {
 
 // A decision that needs no approval (the 409 of POST /approvals) never says what to do next.
 const { next: _next, ...DECISION_WITHOUT_NEXT } = DECISION;
-const { next: _inspectNext, ...INSPECTION_WITHOUT_NEXT } = INSPECT_ANSWER;
 const SHAPES: Record<string, Shape> = {
   DECISION,
   DECISION_WITHOUT_NEXT,
   INSPECT_ANSWER,
-  INSPECTION_WITHOUT_NEXT,
   TOOLS_RESPONSE,
   APPROVAL,
   APPROVAL_PAGE,
@@ -538,9 +530,9 @@ describe('what the client sends is what openapi.yaml accepts; what it answers is
     expect(model.stage).toBe('llm_response');
     const verdict = await agent.guardResult({ tool: 'lookup_order', args: { order: 'K-1' }, result }, { runId: 'r' });
     expect(verdict.decision).toBe('allow');
-    // A result that needs no review, filed anyway: 409, the inspection.
+    // A result that needs no review, filed anyway: 409, the inspection as a decision.
     const filed = await agent.approvals.file({ stage: 'result', tool: 'lookup_order', args: { order: 'K-1' }, result });
-    expect(filed.inspection).toMatchObject({ decision: 'allow', stage: 'result' });
+    expect(filed.decision).toMatchObject({ decision: 'allow' });
     expect([body, model, verdict, filed].flatMap((a) => snakeKeys(a))).toEqual([]);
     // The result's own keys went out as they were.
     expect(sent.findLast((s) => s.path === '/inspect')?.body).toMatchObject({ result: { order_id: 'K-1' } });

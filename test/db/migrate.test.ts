@@ -219,14 +219,24 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
   });
   const after = await db.sql`select * from approvals order by id`;
   expect(
-    after.map(({ requirements, context, run_id, decision_message, ...rest }) => ({
+    after.map(({ requirements, context, run_id, decision_message, result, ...rest }) => ({
       requirements,
       context,
       run_id,
       decision_message,
+      result,
       rest,
     })),
-  ).toEqual(before.map((rest) => ({ requirements: null, context: null, run_id: null, decision_message: null, rest })));
+  ).toEqual(
+    before.map((rest) => ({
+      requirements: null,
+      context: null,
+      run_id: null,
+      decision_message: null,
+      result: null,
+      rest,
+    })),
+  );
   // The change of types discarded the columns' statistics; the migration gathered them again.
   const stats = await db.sql<
     { attname: string }[]

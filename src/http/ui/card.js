@@ -475,6 +475,9 @@ function cardView(tree) {
   const context = member(tree, 'context');
   const argsTokens = jsonTokens(args, ['args'], findings, 0);
   const contextTokens = context ? jsonTokens(context, ['context'], findings, 0) : null;
+  // A tool's result held for review (POST /inspect): a tool's output, shown as data like the arguments.
+  const result = member(tree, 'result');
+  const resultTokens = result ? jsonTokens(result, ['result'], findings, 0) : null;
   const requester = member(tree, 'requester');
   const sub = memberText(requester, 'sub');
   const team = memberText(requester, 'team');
@@ -527,6 +530,7 @@ function cardView(tree) {
     tool,
     args: argsTokens,
     context: contextTokens,
+    result: resultTokens,
     requirements,
     unshown: unshownPaths(tree),
     requester: requesterParts,

@@ -636,6 +636,13 @@
       fillTokens(f('context'), view.context);
       f('context-part').hidden = false;
     }
+    // A tool's result held for review: the call already ran; the grant hands its output on.
+    if (view.result) {
+      f('call-title').textContent = 'The call that ran, and its output a grant hands on, once';
+      fillTokens(f('output'), view.result);
+      f('output-part').hidden = false;
+      f('why-title').textContent = 'Why the policies hold this output';
+    }
     if (view.unshown.length > 0) {
       f('unshown').hidden = false;
       f('unshown').textContent =
