@@ -37,9 +37,10 @@ waits up to --wait seconds for an operator, and allows once it is granted. Unans
 naming the approval (the same call retried in the same session waits on the same approval), or ask.
 
 Installed under PostToolUse too, it sends the tool's output (tool_response) through Gatehouse's
-result guards: nothing printed when it may be used as it is; otherwise "decision": "block" with the
-reason, and for an MCP tool the output replaced (updatedMCPToolOutput) by the redacted one or by
-the message saying it was withheld. A review an operator must make is waited for up to --wait.
+result guards: nothing printed when it may be used as it is; otherwise the output replaced
+(updatedToolOutput; updatedMCPToolOutput too for an MCP tool) by the redacted one or by the message
+saying it was withheld, and "decision": "block" with the reason (not for an MCP tool's redaction).
+A review an operator must make is waited for up to --wait.
 
 options:
   --wait S                  seconds to wait for an operator (default 50); keep --wait + 10 within the

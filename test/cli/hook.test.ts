@@ -502,8 +502,12 @@ describe('gatehouse hook claude-code after the call (PostToolUse)', () => {
     const out = JSON.parse(r.stdout) as { decision: string; reason: string; hookSpecificOutput: object };
     expect(out.decision).toBe('block');
     expect(out.reason).toMatch(/withheld/);
-    expect(out.reason).toMatch(/cannot remove a built-in tool's output/);
-    expect(out.hookSpecificOutput).toEqual({ hookEventName: 'PostToolUse' });
+    expect(out.reason).toMatch(/it may not replace a built-in tool's/);
+    // The output replaced by the message where Claude Code honours it (a built-in tool: updatedToolOutput only).
+    expect(out.hookSpecificOutput).toEqual({
+      hookEventName: 'PostToolUse',
+      updatedToolOutput: expect.stringMatching(/^The output of the "Read" action was withheld by policy/),
+    });
     expect(r.stdout).not.toContain(GITHUB_TOKEN);
   });
 
@@ -511,10 +515,14 @@ describe('gatehouse hook claude-code after the call (PostToolUse)', () => {
     const r = await postHook(
       postToolUse('Read', { file_path: `${PROJECT}/notes.txt` }, readOf('mail ann@example.com')),
     );
-    const out = JSON.parse(r.stdout) as { decision: string; reason: string };
+    const out = JSON.parse(r.stdout) as { decision: string; reason: string; hookSpecificOutput: object };
     expect(out.decision).toBe('block');
     expect(out.reason).toContain('email at /*/*');
-    expect(out.reason).toMatch(/cannot redact a built-in tool's output/);
+    expect(out.reason).toMatch(/it may not replace a built-in tool's output/);
+    expect(out.hookSpecificOutput).toEqual({
+      hookEventName: 'PostToolUse',
+      updatedToolOutput: readOf('mail [REDACTED:email]'),
+    });
     expect(r.stdout).not.toContain('ann@example.com');
   });
 
@@ -523,10 +531,13 @@ describe('gatehouse hook claude-code after the call (PostToolUse)', () => {
     const r = await postHook(postToolUse('mcp__crm__lookup', { customer: 'C1' }, response));
     const out = JSON.parse(r.stdout) as { decision?: string; hookSpecificOutput: Record<string, unknown> };
     expect(out.decision).toBeUndefined();
+    const redacted = [{ type: 'text', text: 'contact: [REDACTED:email]' }];
     expect(out.hookSpecificOutput).toEqual({
       hookEventName: 'PostToolUse',
-      updatedMCPToolOutput: [{ type: 'text', text: 'contact: [REDACTED:email]' }],
-      additionalContext: 'Gatehouse redacted email at /0/* in the output of "mcp__crm__lookup".',
+      updatedToolOutput: redacted,
+      updatedMCPToolOutput: redacted,
+      additionalContext:
+        'Gatehouse redacted email at /0/* in the output of "mcp__crm__lookup". Do not try to recover what was redacted.',
     });
   });
 
@@ -540,6 +551,7 @@ describe('gatehouse hook claude-code after the call (PostToolUse)', () => {
     };
     expect(out.decision).toBe('block');
     expect(out.hookSpecificOutput.updatedMCPToolOutput).toEqual([{ type: 'text', text: out.reason }]);
+    expect(out.hookSpecificOutput.updatedToolOutput).toEqual([{ type: 'text', text: out.reason }]);
     expect(r.stdout).not.toContain(GITHUB_TOKEN);
   });
 

@@ -12,9 +12,9 @@
 //   Claude Code stops (the run ends, as abort asks); require_approval still unanswered → "deny" naming
 //   the approval (retry the same call once it is granted) or, with --on-pending ask, "ask".
 // - PostToolUse: the tool already ran. allow → no output; withheld (deny, a review not granted, Gatehouse
-//   unreachable) → `decision: "block"` with the message as `reason`, and for an MCP tool the output
-//   replaced (`updatedMCPToolOutput`) by the message; redacted → for an MCP tool the output replaced by
-//   the redacted one; for a built-in tool, whose output a hook cannot replace, `block` naming what was found.
+//   unreachable) → `decision: "block"` with the message as `reason`, and the output replaced by the
+//   message; redacted → the output replaced by the redacted one, with context (MCP tool) or a `block`
+//   naming what was found (built-in tool, whose replacement Claude Code may not honour).
 import { posix } from 'node:path';
 import type { GateResult, GuardResult, ToolCall, ToolResult } from '../../client/index.js';
 
@@ -38,6 +38,9 @@ export interface PostHookOutput {
   hookSpecificOutput: {
     hookEventName: 'PostToolUse';
     additionalContext?: string;
+    /** Replaces the output the model sees (Claude Code 2.1.121 and later, every tool). */
+    updatedToolOutput?: unknown;
+    /** The same, under its earlier, MCP-only name (older Claude Code). */
     updatedMCPToolOutput?: unknown;
   };
 }
@@ -114,26 +117,34 @@ export function isMcpTool(toolName: string): boolean {
 
 /**
  * The PostToolUse output for a guardResult() answer; undefined when the output is handed on as it is.
- * A withheld output of an MCP tool is replaced by the message in the shape the tool answered (a list
- * of content blocks, or text); a built-in tool's cannot be, so `block` tells Claude not to use it.
+ * Otherwise the output is replaced (`updatedToolOutput`, and for an MCP tool `updatedMCPToolOutput`
+ * too, the name older versions read) by the redacted one, or by the message in the output's own
+ * shape. Whether Claude Code honours a replacement depends on its version, and for built-in tools
+ * it has been reported not to, so what must not be used is also said: a withheld output and a
+ * built-in tool's redaction `block` with a reason (which Claude reads in any version); an MCP tool's
+ * redaction adds context instead.
  */
 export function postHookOutputOf(result: GuardResult, input: HookInput): PostHookOutput | undefined {
   const mcp = isMcpTool(input.toolName);
   const tool = input.toolName;
+  const replace = (value: unknown) => ({
+    hookEventName: 'PostToolUse' as const,
+    updatedToolOutput: value,
+    ...(mcp ? { updatedMCPToolOutput: value } : {}),
+  });
   if (result.decision === 'allow') {
     if (!result.redacted) return undefined;
     if (mcp)
       return {
         hookSpecificOutput: {
-          hookEventName: 'PostToolUse',
-          updatedMCPToolOutput: result.output,
-          additionalContext: `Gatehouse redacted ${found(result.findings)} in the output of "${tool}".`,
+          ...replace(result.output),
+          additionalContext: `Gatehouse redacted ${found(result.findings)} in the output of "${tool}". Do not try to recover what was redacted.`,
         },
       };
     return {
       decision: 'block',
-      reason: `The output of "${tool}" holds what policy says must not reach you: ${found(result.findings)}. Claude Code cannot redact a built-in tool's output, so treat it as withheld: do not repeat, store or act on those values. Tell the user.`,
-      hookSpecificOutput: { hookEventName: 'PostToolUse' },
+      reason: `The output of "${tool}" holds what policy says must not reach you: ${found(result.findings)}. It was replaced by a redacted copy; where Claude Code still shows the original (it may not replace a built-in tool's output), treat those values as withheld: do not repeat, store or act on them. Tell the user.`,
+      hookSpecificOutput: replace(result.output),
     };
   }
   const approval = result.approval;
@@ -141,13 +152,21 @@ export function postHookOutputOf(result: GuardResult, input: HookInput): PostHoo
     result.decision === 'require_approval' && approval !== undefined && !result.message.includes(approval.id)
       ? `${result.message} (Gatehouse review ${approval.id}: ${approval.status}.)`
       : result.message;
-  const note = mcp ? '' : " Claude Code cannot remove a built-in tool's output: do not repeat, store or act on it.";
+  return withheldOutputOf(input, reason);
+}
+
+/** A withheld output: `block` with the reason, and the output replaced by it. */
+function withheldOutputOf(input: HookInput, reason: string): PostHookOutput {
+  const note = isMcpTool(input.toolName)
+    ? ''
+    : " Where Claude Code still shows the tool's output (it may not replace a built-in tool's), do not repeat, store or act on it.";
   return {
     decision: 'block',
     reason: `${reason}${note}`,
     hookSpecificOutput: {
       hookEventName: 'PostToolUse',
-      ...(mcp ? { updatedMCPToolOutput: withheldOutput(input.toolResponse, reason) } : {}),
+      updatedToolOutput: withheldOutput(input.toolResponse, reason),
+      ...(isMcpTool(input.toolName) ? { updatedMCPToolOutput: withheldOutput(input.toolResponse, reason) } : {}),
     },
   };
 }
@@ -169,16 +188,7 @@ function found(findings: readonly { type: string; path: string }[]): string {
 
 /** A PostToolUse output for a result Gatehouse could not check: withheld. */
 export function postDenyOutput(input: HookInput, reason: string): PostHookOutput {
-  const mcp = isMcpTool(input.toolName);
-  const note = mcp ? '' : " Claude Code cannot remove a built-in tool's output: do not repeat, store or act on it.";
-  return {
-    decision: 'block',
-    reason: `${reason}${note}`,
-    hookSpecificOutput: {
-      hookEventName: 'PostToolUse',
-      ...(mcp ? { updatedMCPToolOutput: withheldOutput(input.toolResponse, reason) } : {}),
-    },
-  };
+  return withheldOutputOf(input, reason);
 }
 
 /** An absolute directory, normalised (`.`, `..`, repeated `/`), ending in `/`; undefined when relative. */
