@@ -1,6 +1,7 @@
-// `gatehouse hook claude-code [--wait S] [--on-pending ask|deny]`: Claude Code's PreToolUse hook. One
-// process per tool call: it reads the hook input on stdin, asks Gatehouse (gate(): decide, file an
-// approval and wait up to --wait, redeem a grant), prints the hook output on stdout and exits 0
+// `gatehouse hook claude-code [--wait S] [--on-pending ask|deny]`: Claude Code's PreToolUse and
+// PostToolUse hook. One process per event: it reads the hook input on stdin, asks Gatehouse (before the
+// call, gate(): decide, file an approval and wait up to --wait, redeem a grant; after it,
+// guardResult(): the result through the result guards), prints the hook output on stdout and exits 0
 // (./hook/claude-code.ts; docs/claude-code.md).
 //
 // Claude Code lets a tool run when its hook fails (any exit but 0 and 2) or outlives the hook's
@@ -12,7 +13,16 @@ import { createClient, fileMemory } from '../client/index.js';
 import { nodeHttpFetch } from '../client/node-http.js';
 import { defineCommand, parseCommand, seconds, usageError } from './args.js';
 import { connectionOf, stateDirOf } from './connection.js';
-import { denyOutput, hookOutputOf, parseHookInput, toolCallOf } from './hook/claude-code.js';
+import {
+  denyOutput,
+  type HookInput,
+  hookOutputOf,
+  parseHookInput,
+  postDenyOutput,
+  postHookOutputOf,
+  toolCallOf,
+  toolResultOf,
+} from './hook/claude-code.js';
 import { EXIT, type Io } from './io.js';
 
 export const HOOK = defineCommand({
@@ -26,6 +36,12 @@ allow; deny with the reason (abort also stops Claude Code); or, when an approval
 waits up to --wait seconds for an operator, and allows once it is granted. Unanswered by then: deny,
 naming the approval (the same call retried in the same session waits on the same approval), or ask.
 
+Installed under PostToolUse too, it sends the tool's output (tool_response) through Gatehouse's
+result guards: nothing printed when it may be used as it is; otherwise the output replaced
+(updatedToolOutput; updatedMCPToolOutput too for an MCP tool) by the redacted one or by the message
+saying it was withheld, and "decision": "block" with the reason (not for an MCP tool's redaction).
+A review an operator must make is waited for up to --wait.
+
 options:
   --wait S                  seconds to wait for an operator (default 50); keep --wait + 10 within the
                             hook's "timeout" in settings.json (60 s in the documented entry)
@@ -36,8 +52,9 @@ options:
 environment: GATEHOUSE_URL, GATEHOUSE_TOKEN; CLAUDE_PROJECT_DIR (Claude Code sets it); GATEHOUSE_STATE_DIR
 (where approvals in progress are kept; default $XDG_STATE_HOME/gatehouse or ~/.local/state/gatehouse)
 
-exit status: 0 a decision is printed (allow, deny or ask); 2 the input is not a PreToolUse hook input,
-or a usage error (Claude Code blocks the call on 2 and shows stderr)
+exit status: 0 a decision is printed (allow, deny or ask; after the call, nothing or a block); 2 the
+input is not a PreToolUse or PostToolUse hook input, or a usage error (Claude Code blocks the call on 2
+and shows stderr)
 `,
   options: { wait: { type: 'string' }, 'on-pending': { type: 'string' } },
   positionals: { min: 1, max: 1, name: 'the agent whose hook this is (claude-code)' },
@@ -76,6 +93,16 @@ export async function runHook(argv: string[], io: Io, stdin: () => Promise<strin
   const input = parseHookInput(text);
   if ('problem' in input) return block(input.problem);
   const connection = connectionOf(process.env);
+  if (input.event === 'PostToolUse') {
+    if ('problem' in connection)
+      return answer(
+        postDenyOutput(
+          input,
+          `Gatehouse is not configured for this hook: ${connection.problem}. The output of "${input.toolName}" was withheld.`,
+        ),
+      );
+    return afterTheCall(input, connection, waitS, deadline, answer);
+  }
   if ('problem' in connection)
     return answer(
       denyOutput(`Gatehouse is not configured for this hook: ${connection.problem}. The call was not run.`),
@@ -105,6 +132,42 @@ export async function runHook(argv: string[], io: Io, stdin: () => Promise<strin
     return answer(
       denyOutput(
         `Gatehouse could not decide this call (${err instanceof Error ? err.message : String(err)}). The call was not run.`,
+      ),
+    );
+  }
+}
+
+/**
+ * PostToolUse: the tool's result through guardResult() (POST /inspect; a review an operator must make
+ * is filed and waited for up to --wait). Handed on as it is: no output. Anything else: ./hook/claude-code.ts.
+ */
+async function afterTheCall(
+  input: HookInput,
+  connection: { url: string; token: string },
+  waitS: number,
+  deadline: AbortSignal,
+  answer: (output: object) => number,
+): Promise<number> {
+  try {
+    const client = createClient({
+      url: connection.url,
+      token: connection.token,
+      fetch: (url, init) => nodeHttpFetch(url, { ...init, signal: AbortSignal.any([init.signal, deadline]) }),
+    });
+    const result = await gateBy(
+      client.guardResult(toolResultOf(input, process.env.CLAUDE_PROJECT_DIR), {
+        runId: input.sessionId,
+        maxWaitMs: waitS * 1000,
+      }),
+      deadline,
+    );
+    const output = postHookOutputOf(result, input);
+    return output === undefined ? EXIT.ok : answer(output);
+  } catch (err) {
+    return answer(
+      postDenyOutput(
+        input,
+        `Gatehouse could not check the output of "${input.toolName}" (${err instanceof Error ? err.message : String(err)}): it was withheld.`,
       ),
     );
   }

@@ -23,7 +23,9 @@ export const MCP_PROXY = defineCommand({
 A stdio MCP server wrapping an upstream MCP server (COMMAND, started with this environment minus
 GATEHOUSE_TOKEN; or a Streamable HTTP URL). Every tools/call is decided by Gatehouse first: allowed
 calls are forwarded, anything else is answered with an isError result carrying the decision's message
-and never reaches the upstream. An abort ends the session: every later tools/call of this process is
+and never reaches the upstream. The upstream's result goes through Gatehouse's result guards
+(POST /inspect) before the client sees it: relayed, redacted, or withheld (an isError result with
+the message), also when Gatehouse cannot be asked. An abort ends the session: every later tools/call of this process is
 refused with the abort's message until the MCP client restarts the proxy. tools/list leaves out the
 tools GET /tools says never run (and the tools no catalogue names). Resources, prompts, completions
 and logging are relayed as they are.

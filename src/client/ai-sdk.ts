@@ -17,6 +17,7 @@ import {
   askGatehouse,
   GatehouseAbortError,
   GatehouseRefusalError,
+  GatehouseWithheldError,
   type PausedCall,
   type StepOptions,
   stepOptions,
@@ -24,7 +25,7 @@ import {
 import type { GatehouseClient, PendingApproval } from './index.js';
 import type { RequestOptions } from './types.js';
 
-export { GatehouseAbortError, GatehouseRefusalError } from './approval-pause.js';
+export { GatehouseAbortError, GatehouseRefusalError, GatehouseWithheldError } from './approval-pause.js';
 
 /**
  * `maxRetryMs`: how long each part retries a 503 per its Retry-After (default 30 s, so the approval
@@ -179,6 +180,14 @@ export interface GateToolsOptions extends AiSdkGateOptions {
    * for the model, but checks this signal before each further step, and rejects with the error.
    */
   abortController?: AbortController;
+  /**
+   * Send each tool's result through Gatehouse's result guards (POST /inspect) before the model sees
+   * it: allowed → returned as it is, or redacted; withheld (denied, a review not granted within
+   * `maxWaitMs`, Gatehouse unreachable) → throws GatehouseWithheldError, whose message the model
+   * reads as the tool's error. A streaming tool's preliminary results are then held back: only its
+   * last, guarded, is yielded.
+   */
+  guardResults?: boolean;
 }
 
 /**
@@ -228,17 +237,46 @@ function gatedExecute(name: string, execute: Execute, client: GatehouseClient, o
     }
     throw new GatehouseRefusalError(result.message, name, result.decision);
   };
-  // A streaming tool (an async generator) stays one, so its preliminary results still stream; any
-  // other stays a function whose promise is the result.
+  // What the model may see of the result: as it is, redacted, or nothing (the tool ran all the same).
+  const guard = async (input: unknown, output: unknown, o: ToolExecutionOptions<unknown>): Promise<unknown> => {
+    const verdict = await client.guardResult(
+      {
+        tool: name,
+        args: argsOf(input) ?? {},
+        result: output,
+        ...(options.context !== undefined ? { context: options.context } : {}),
+      },
+      {
+        ...(options.runId !== undefined ? { runId: options.runId } : {}),
+        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+        ...(options.maxRetryMs !== undefined ? { maxRetryMs: options.maxRetryMs } : {}),
+        ...(o.abortSignal ? { signal: o.abortSignal } : {}),
+        ...(options.maxWaitMs !== undefined ? { maxWaitMs: options.maxWaitMs } : {}),
+        ...(options.onPending ? { onPending: options.onPending } : {}),
+      },
+    );
+    if (verdict.decision === 'allow') return verdict.output;
+    throw new GatehouseWithheldError(verdict.message, name, verdict.decision, verdict.approval);
+  };
+  // A streaming tool (an async generator) stays one, so its preliminary results still stream (when
+  // results are guarded, only the last, once guarded: a preliminary one would reach the UI unchecked);
+  // any other stays a function whose promise is the result.
   if (Object.prototype.toString.call(execute) === '[object AsyncGeneratorFunction]') {
     return async function* (input: unknown, o: ToolExecutionOptions<unknown>) {
       await check(input, o);
-      yield* execute(input, o) as AsyncIterable<unknown>;
+      if (!options.guardResults) {
+        yield* execute(input, o) as AsyncIterable<unknown>;
+        return;
+      }
+      let last: unknown = null;
+      for await (const part of execute(input, o) as AsyncIterable<unknown>) last = part;
+      yield await guard(input, last, o);
     };
   }
   return async (input: unknown, o: ToolExecutionOptions<unknown>) => {
     await check(input, o);
-    return await execute(input, o);
+    const output = await execute(input, o);
+    return options.guardResults ? await guard(input, output, o) : output;
   };
 }
 

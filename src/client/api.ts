@@ -11,6 +11,8 @@ import type {
   DenyTexts,
   GrantTexts,
   IdempotentOptions,
+  InspectBody,
+  InspectRequest,
   ListQuery,
   RequestOptions,
   ApprovalFiling,
@@ -24,6 +26,8 @@ import {
   DENY_REQUEST,
   fromWire,
   GRANT_REQUEST,
+  INSPECT_ANSWER,
+  INSPECT_REQUEST,
   LIST_QUERY,
   queryOf,
   APPROVAL_FILING,
@@ -40,6 +44,7 @@ export interface GetApprovalOptions extends RequestOptions {
 }
 
 const DECISIONS = new Set(['allow', 'deny', 'abort', 'require_approval']);
+const INSPECT_DECISIONS = new Set(['allow', 'deny', 'require_approval']);
 
 export function routes(t: Transport) {
   const approvalPath = (id: string, action = ''): string => `/approvals/${encodeURIComponent(id)}${action}`;
@@ -60,8 +65,24 @@ export function routes(t: Transport) {
     },
 
     /**
+     * POST /inspect: what the guards say of a tool's result or a model's text (200 allow, possibly
+     * with `redacted`; 403 deny or require_approval). With `approvalId`, it redeems that approval
+     * (under `idempotencyKey`, a retry whose answer was lost is answered the first allow).
+     */
+    async inspect(request: InspectRequest, o: IdempotentOptions = {}): Promise<InspectBody> {
+      const answer = await t.request('POST', '/inspect', {
+        body: toWire(INSPECT_REQUEST, request),
+        ...keyed(o),
+        accept: [403],
+      });
+      return inspectionOf(answer.status, answer.body);
+    },
+
+    /**
      * POST /approvals: 201/200 an approval, 409 the decision that needs none (allow, deny, abort).
-     * With `kind: 'interrupted_side_effect'` (a runtime's token only), filed without a decision.
+     * With `kind: 'interrupted_side_effect'` (a runtime's token only), filed without a decision. With
+     * `stage: 'result'`, the review of a tool's result (the /inspect body); 409 is then the inspection
+     * as a decision (without the value: POST /inspect answers that).
      */
     async file(call: ApprovalFiling, o: IdempotentOptions = {}): Promise<Filing> {
       const answer = await t.request('POST', '/approvals', {
@@ -149,6 +170,21 @@ function decisionOf(status: number, body: unknown): DecisionBody {
     );
   }
   return fromWire<DecisionBody>(DECISION, body);
+}
+
+/** An answer of POST /inspect, when its status agrees with its decision (200 is allow, and allow is 200). */
+function inspectionOf(status: number, body: unknown): InspectBody {
+  const d = body as { decision?: unknown; message?: unknown } | undefined;
+  const decision = typeof d?.decision === 'string' && INSPECT_DECISIONS.has(d.decision) ? d.decision : undefined;
+  if (decision === undefined || (decision === 'allow') !== (status === 200) || typeof d?.message !== 'string') {
+    throw new GatehouseError(
+      `Gatehouse answered ${status} with a body that is not an inspection`,
+      status,
+      'bad_answer',
+      body,
+    );
+  }
+  return fromWire<InspectBody>(INSPECT_ANSWER, body);
 }
 
 function approvalOf(body: unknown): Approval {

@@ -84,6 +84,27 @@ export class GatehouseRefusalError extends Error {
 }
 
 /**
+ * Thrown (or its message given as the tool's output) when Gatehouse withheld what a tool returned: the
+ * tool DID run (its effects happened); the model gets `message`, never the value.
+ */
+export class GatehouseWithheldError extends Error {
+  override readonly name = 'GatehouseWithheldError';
+  constructor(
+    message: string,
+    readonly tool: string,
+    readonly decision: 'deny' | 'require_approval',
+    /** The review an operator was asked for, when there is one. */
+    readonly approval?: ApprovalRef,
+  ) {
+    super(message);
+  }
+
+  override toString(): string {
+    return this.message;
+  }
+}
+
+/**
  * Before the tool runs: allow → run; deny → refuse with the model message; abort → abort;
  * require_approval → stop for an operator, on the approval the client already holds for the call
  * (pending, or granted and not yet redeemed: a framework asking again before it executes), else on one

@@ -12,6 +12,7 @@
 // A refusal interrupts too (rather than being left to execute) so that nothing but Gatehouse's allow
 // ever runs without passing settleInterruptions, and the SDK records it as a rejection with its reason.
 import {
+  defineToolOutputGuardrail,
   type FunctionTool,
   type RunContext,
   RunResult,
@@ -22,6 +23,8 @@ import {
   type ToolOptions,
   type ToolOutputSchema,
   tool,
+  ToolGuardrailFunctionOutputFactory,
+  type ToolOutputGuardrailDefinition,
 } from '@openai/agents';
 import {
   type ApprovalRef,
@@ -29,6 +32,7 @@ import {
   askGatehouse,
   GatehouseAbortError,
   GatehouseRefusalError,
+  GatehouseWithheldError,
   type PausedCall,
   type StepOptions,
   stepOptions,
@@ -36,7 +40,7 @@ import {
 import type { GatehouseClient, PendingApproval } from './index.js';
 import type { RequestOptions } from './types.js';
 
-export { GatehouseAbortError, GatehouseRefusalError } from './approval-pause.js';
+export { GatehouseAbortError, GatehouseRefusalError, GatehouseWithheldError } from './approval-pause.js';
 
 /**
  * `maxRetryMs`: how long needsApproval, execute and settleInterruptions retry a 503 per its Retry-After
@@ -54,9 +58,23 @@ export interface AgentsGateOptions<Context = unknown> extends StepOptions {
 }
 
 export interface GatedToolOptions<Context = unknown> extends AgentsGateOptions<Context> {
-  /** How long execute waits for an operator when the call still needs one; default the client's (10 minutes). */
+  /**
+   * How long execute waits for an operator when the call still needs one, and (with `guardResults`)
+   * the output guardrail for a review of the result; default the client's (10 minutes).
+   */
   maxWaitMs?: number;
   onPending?: (approval: PendingApproval) => void;
+  /** Add gatehouseOutputGuardrail to the tool's `outputGuardrails`: its results go through Gatehouse's result guards. */
+  guardResults?: boolean;
+}
+
+/** The options of gatehouseOutputGuardrail: as a gated tool's, for the call the result came from. */
+export interface OutputGuardrailOptions<Context = unknown> extends AgentsGateOptions<Context> {
+  /** How long to wait for an operator's review of a result; default 10 minutes; 0 files it and withholds the result. */
+  maxWaitMs?: number;
+  onPending?: (approval: PendingApproval) => void;
+  /** Prepended to the SDK's tool name to name it to Gatehouse (an MCP server's tools: `github.`). */
+  prefix?: string;
 }
 
 /** What a Gatehouse needsApproval carries, so settleInterruptions knows its tools and how they ask. */
@@ -121,6 +139,57 @@ export function gatehouseNeedsApproval<Context = unknown>(
   return needsApproval;
 }
 
+/** The parsed arguments a gated tool's execute ran with, per run context and call id, for its output guardrail. */
+const executedArgs = new WeakMap<object, Map<string, Record<string, unknown>>>();
+
+/**
+ * A tool output guardrail (the SDK's `outputGuardrails` of a tool, or `toolOutputGuardrails` of an MCP
+ * server) that sends each result through Gatehouse's result guards (POST /inspect, stage `result`):
+ * allowed as it is → `allow`; redacted → `rejectContent` with the redacted output as the content (the
+ * SDK's one way for a guardrail to change an output: a string, JSON for any other value); denied, a
+ * review an operator did not grant within `maxWaitMs`, or Gatehouse unreachable → `rejectContent` with
+ * the message saying the output was withheld. The tool ran either way. `outputInfo` carries
+ * `{gatehouse: decision, findings?, approval?}`.
+ */
+export function gatehouseOutputGuardrail<Context = unknown>(
+  client: GatehouseClient,
+  options: OutputGuardrailOptions<Context> = {},
+): ToolOutputGuardrailDefinition<Context> {
+  return defineToolOutputGuardrail<Context>({
+    name: 'gatehouse',
+    run: async ({ context, toolCall, output }) => {
+      const tool = `${options.prefix ?? ''}${toolCall.name}`;
+      const args = executedArgs.get(context)?.get(toolCall.callId) ?? parsedArguments(toolCall.arguments) ?? {};
+      const call = pausedCall(tool, args, options, context);
+      const verdict = await client.guardResult(
+        { tool, args, result: output, ...(call.context !== undefined ? { context: call.context } : {}) },
+        {
+          ...(call.runId !== undefined ? { runId: call.runId } : {}),
+          ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+          ...(options.maxRetryMs !== undefined ? { maxRetryMs: options.maxRetryMs } : {}),
+          ...(options.maxWaitMs !== undefined ? { maxWaitMs: options.maxWaitMs } : {}),
+          ...(options.onPending ? { onPending: options.onPending } : {}),
+        },
+      );
+      const approval = verdict.approval ? { approval: verdict.approval } : {};
+      if (verdict.decision !== 'allow') {
+        const withheld = new GatehouseWithheldError(verdict.message, tool, verdict.decision, verdict.approval);
+        return ToolGuardrailFunctionOutputFactory.rejectContent(withheld.message, {
+          gatehouse: verdict.decision,
+          ...approval,
+        });
+      }
+      if (!verdict.redacted) return ToolGuardrailFunctionOutputFactory.allow({ gatehouse: 'allow', ...approval });
+      const content = typeof verdict.output === 'string' ? verdict.output : JSON.stringify(verdict.output);
+      return ToolGuardrailFunctionOutputFactory.rejectContent(content, {
+        gatehouse: 'redacted',
+        findings: verdict.findings,
+        ...approval,
+      });
+    },
+  });
+}
+
 /** The SDK's own default for a tool error without an errorFunction (its `defaultToolErrorFunction`). */
 const SDK_DEFAULT_TOOL_ERROR = 'An error occurred while running the tool. Please try again.';
 
@@ -158,6 +227,11 @@ export function gatedTool<
     const args = argsOf(input);
     if (args === undefined) return refuse(new GatehouseRefusalError(notAnObject(name), name, 'deny'));
     const call = pausedCall(name, args, gateOptions, runContext);
+    const callId = (details as { toolCall?: { callId?: unknown } } | undefined)?.toolCall?.callId;
+    if (gateOptions.guardResults && runContext !== undefined && typeof callId === 'string') {
+      const calls = executedArgs.get(runContext) ?? new Map<string, Record<string, unknown>>();
+      executedArgs.set(runContext, calls.set(callId, args));
+    }
     const result = await client.gate(
       { tool: name, args, ...(call.context !== undefined ? { context: call.context } : {}) },
       {
@@ -192,11 +266,16 @@ export function gatedTool<
               )
             : SDK_DEFAULT_TOOL_ERROR;
         };
+  const { guardResults, ...toolGateOptions } = gateOptions;
+  const outputGuardrails = guardResults
+    ? [...resolvedGuardrails(options.outputGuardrails), gatehouseOutputGuardrail<Context>(client, toolGateOptions)]
+    : options.outputGuardrails;
   return tool<TParameters, Context, Result, TOutputSchema>({
     ...options,
+    ...(outputGuardrails !== undefined ? { outputGuardrails } : {}),
     execute,
     errorFunction,
-    needsApproval: gatehouseNeedsApproval<Context>(client, { tool: name, ...gateOptions }),
+    needsApproval: gatehouseNeedsApproval<Context>(client, { tool: name, ...toolGateOptions }),
   } as ToolOptions<TParameters, Context, TOutputSchema>);
 }
 
@@ -298,6 +377,13 @@ export async function settleInterruptions(
     }
   }
   return { settled, pending: settled.some((s) => s.outcome === 'pending') };
+}
+
+/** A tool's own output guardrails, as definitions (the SDK takes `{name, run}` too). */
+function resolvedGuardrails<Context>(
+  given: ToolOptions<ToolInputParameters, Context, undefined>['outputGuardrails'] | undefined,
+): ToolOutputGuardrailDefinition<Context>[] {
+  return (given ?? []).map((g) => defineToolOutputGuardrail<Context>({ name: g.name, run: g.run }));
 }
 
 /** The Gatehouse marking of the interrupted tool (a function tool of the item's agent whose needsApproval is ours). */

@@ -56,8 +56,9 @@ export interface ToolCall {
  */
 export interface ApprovalFiling extends ToolCall {
   kind?: 'interrupted_side_effect';
-  /** With `result`: the review of a tool's result (a POST /inspect body of the result stage). */
+  /** With `result`: the review of a tool's result (the /inspect body of the result stage), never with `kind`. */
   stage?: 'result';
+  /** The tool's result to be reviewed: data, never renamed. */
   result?: unknown;
 }
 
@@ -160,9 +161,9 @@ export interface Approval extends ApprovalSummary {
   requirements: ApprovalRequirement[];
   policies: PolicyIdentity[];
   presentationLabel: string;
-  /** A tool's result held for review; absent on an approval of a call. */
+  /** The review of a tool's result: the result (data, never renamed); absent on an approval of a call. */
   result?: unknown;
-  /** With `result`: it is a tool's output, for review, not instructions. */
+  /** With `result`: how to label it wherever it is shown. */
   resultLabel?: string;
 }
 
@@ -203,6 +204,67 @@ export interface DenyTexts {
   note?: string;
   /** For the agent (`decisionMessage`): what the model is told when the requester cites the approval. */
   message?: string;
+}
+
+// ---- after the call: POST /inspect (spec section 2.5.1) ------------------------------------------------
+
+export type InspectDecision = 'allow' | 'deny' | 'require_approval';
+
+/**
+ * A tool's result, with the call that produced it (an approval of a result binds both). With
+ * `approvalId`, it redeems that approval of this very result (once).
+ */
+export interface ResultInspection {
+  stage: 'result';
+  tool: string;
+  args?: Record<string, unknown>;
+  /** What the tool returned, as JSON: data, never renamed. */
+  result: unknown;
+  run?: RunView;
+  context?: Record<string, unknown>;
+  approvalId?: string;
+}
+
+/** What the agent sends its model (`llm_request`) or the model answers (`llm_response`), as JSON. */
+export interface ModelInspection {
+  stage: 'llm_request' | 'llm_response';
+  content: unknown;
+  run?: RunView;
+  context?: Record<string, unknown>;
+}
+
+export type InspectRequest = ResultInspection | ModelInspection;
+
+/** One finding of a `redact` guard: `path` with keys no schema declares written `*`. */
+export interface InspectFinding {
+  /** The guard's id. */
+  guard: string;
+  /** `email`, `card`…, a credential's format (`github_token`…), or a pattern's name. */
+  type: string;
+  path: string;
+  /** The finding is in an object key (`path` is then the object's). */
+  inKey?: true;
+}
+
+/** The answer of POST /inspect: 200 allow, 403 deny or require_approval. */
+export interface InspectBody {
+  decision: InspectDecision;
+  stage: 'result' | 'llm_request' | 'llm_response';
+  reason: string;
+  rule: string;
+  policies: PolicyIdentity[];
+  /** For the model: what was withheld and why, never the value. */
+  message: string;
+  decisionId: string;
+  /**
+   * The value with every redact guard's findings replaced (`[REDACTED:<type>]`): hand this on instead
+   * of the value. Present only when a redact guard found something. Data, never renamed.
+   */
+  redacted?: unknown;
+  findings?: InspectFinding[];
+  /** On require_approval: the approval of this result (its hash covers the call and the result). */
+  approval?: ApprovalDescriptor;
+  next?: NextStep;
 }
 
 export type ToolStatus = 'allow' | 'require_approval' | 'deny' | 'abort' | 'depends';

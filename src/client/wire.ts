@@ -25,6 +25,8 @@ import type {
   DecisionRecord,
   DenyTexts,
   GrantTexts,
+  InspectBody,
+  InspectFinding,
   LimitCounter,
   LimitEntry,
   LimitStanding,
@@ -101,6 +103,20 @@ export const APPROVAL_FILING = {
 } as const satisfies ShapeOf<ApprovalFiling>;
 /** The body of POST /decide. */
 export const DECIDE_REQUEST = { ...TOOL_CALL, approval_id: maybe } as const satisfies ShapeOf<DecideCall>;
+/**
+ * The body of POST /inspect, every stage's fields in one description (`stage` says which are sent):
+ * `result` and `content` are data, never renamed.
+ */
+export const INSPECT_REQUEST = {
+  stage: one,
+  tool: maybe,
+  args: maybe,
+  result: maybe,
+  content: maybe,
+  run: maybeNested(RUN_VIEW),
+  context: maybe,
+  approval_id: maybe,
+} as const satisfies ShapeOf<InspectFields>;
 export const GRANT_REQUEST = { note: maybe } as const satisfies ShapeOf<GrantTexts>;
 /** The deny body; the server's `reason` (one text for both, kept for older callers) is not sent. */
 export const DENY_REQUEST = { note: maybe, message: maybe } as const satisfies ShapeOf<DenyTexts>;
@@ -158,6 +174,26 @@ export const DECISION = {
   decision_id: one,
   next: maybeNested(NEXT_STEP),
 } as const satisfies ShapeOf<DecisionBody>;
+export const INSPECT_FINDING = {
+  guard: one,
+  type: one,
+  path: one,
+  in_key: maybe,
+} as const satisfies ShapeOf<InspectFinding>;
+/** The answer of POST /inspect (200 and 403); `redacted` is data, never renamed. */
+export const INSPECT_ANSWER = {
+  decision: one,
+  stage: one,
+  reason: one,
+  rule: one,
+  policies: listOf(POLICY_IDENTITY),
+  message: one,
+  decision_id: one,
+  redacted: maybe,
+  findings: maybeListOf(INSPECT_FINDING),
+  approval: maybeNested(APPROVAL_DESCRIPTOR),
+  next: maybeNested(NEXT_STEP),
+} as const satisfies ShapeOf<InspectBody>;
 export const REQUESTER = { sub: one, team: one, agent: one } as const satisfies ShapeOf<Requester>;
 export const APPROVAL_SUMMARY = {
   id: one,
@@ -204,6 +240,18 @@ export const TOOL_ENTRY = {
   rules: one,
 } as const satisfies ShapeOf<ToolEntry>;
 export const TOOLS_RESPONSE = { env: one, tools: listOf(TOOL_ENTRY) } as const satisfies ShapeOf<ToolsResponse>;
+
+/** Every field any stage's /inspect body has, each optional but the stage (what INSPECT_REQUEST describes). */
+interface InspectFields {
+  stage: string;
+  tool?: string;
+  args?: Record<string, unknown>;
+  result?: unknown;
+  content?: unknown;
+  run?: ToolCall['run'];
+  context?: Record<string, unknown>;
+  approvalId?: string;
+}
 
 // ---- the conversion -------------------------------------------------------------------------------
 

@@ -10,7 +10,13 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { directory, hookOutputOf, parseHookInput, toolCallOf } from '../../src/cli/hook/claude-code.js';
+import {
+  directory,
+  hookOutputOf,
+  parseHookInput,
+  postHookOutputOf,
+  toolCallOf,
+} from '../../src/cli/hook/claude-code.js';
 import { callKey, fileMemory } from '../../src/client/memory.js';
 import { agentToken, approverToken, createTestApp, type TestApp } from '../helpers/app.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
@@ -49,6 +55,11 @@ function preToolUse(tool_name: string, tool_input: Record<string, unknown>, extr
     tool_use_id: `toolu_${sessions}`,
     ...extra,
   };
+}
+
+/** A PostToolUse input as Claude Code writes it: the call and what the tool returned. */
+function postToolUse(tool_name: string, tool_input: Record<string, unknown>, tool_response: unknown) {
+  return { ...preToolUse(tool_name, tool_input), hook_event_name: 'PostToolUse', tool_response };
 }
 
 interface HookRun {
@@ -460,15 +471,132 @@ describe('a planted state file', () => {
   });
 });
 
+// PostToolUse against a Gatehouse whose policy guards what Read (a built-in tool) and an MCP tool return.
+describe('gatehouse hook claude-code after the call (PostToolUse)', () => {
+  let results: TestApp;
+  let url: string;
+  const GITHUB_TOKEN = `ghp_${'a1B2c3D4e5'.repeat(4)}`;
+  beforeAll(async () => {
+    results = await createTestApp({
+      policyDir: 'test/fixtures/policies/claude-code-results',
+      env: null,
+      database: true,
+    });
+    url = `http://127.0.0.1:${await listenLoopback(results.app)}`;
+  }, 180_000);
+  afterAll(async () => results?.close());
+  const postHook = (input: object, args: string[] = []) => hook(input, args, { GATEHOUSE_URL: url });
+  const readOf = (content: string) => ({
+    type: 'text',
+    file: { filePath: `${PROJECT}/notes.txt`, content, numLines: 1, startLine: 1, totalLines: 1 },
+  });
+
+  it('a result the guards let through: exit 0 and no output, so Claude Code hands it on as it is', async () => {
+    const r = await postHook(postToolUse('Read', { file_path: `${PROJECT}/notes.txt` }, readOf('all fine')));
+    expect(r).toMatchObject({ code: 0, stdout: '' });
+  });
+
+  it('a built-in tool whose output holds a credential: block, the reason saying it was withheld, never the value', async () => {
+    const r = await postHook(postToolUse('Read', { file_path: `${PROJECT}/.env` }, readOf(`TOKEN=${GITHUB_TOKEN}`)));
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { decision: string; reason: string; hookSpecificOutput: object };
+    expect(out.decision).toBe('block');
+    expect(out.reason).toMatch(/withheld/);
+    expect(out.reason).toMatch(/it may not replace a built-in tool's/);
+    // The output replaced by the message where Claude Code honours it (a built-in tool: updatedToolOutput only).
+    expect(out.hookSpecificOutput).toEqual({
+      hookEventName: 'PostToolUse',
+      updatedToolOutput: expect.stringMatching(/^The output of the "Read" action was withheld by policy/),
+    });
+    expect(r.stdout).not.toContain(GITHUB_TOKEN);
+  });
+
+  it('a built-in tool whose output a guard would redact: block, naming what was found and where', async () => {
+    const r = await postHook(
+      postToolUse('Read', { file_path: `${PROJECT}/notes.txt` }, readOf('mail ann@example.com')),
+    );
+    const out = JSON.parse(r.stdout) as { decision: string; reason: string; hookSpecificOutput: object };
+    expect(out.decision).toBe('block');
+    expect(out.reason).toContain('email at /*/*');
+    expect(out.reason).toMatch(/it may not replace a built-in tool's output/);
+    expect(out.hookSpecificOutput).toEqual({
+      hookEventName: 'PostToolUse',
+      updatedToolOutput: readOf('mail [REDACTED:email]'),
+    });
+    expect(r.stdout).not.toContain('ann@example.com');
+  });
+
+  it('an MCP tool: its output replaced by the redacted one (updatedMCPToolOutput), no block', async () => {
+    const response = [{ type: 'text', text: 'contact: ann@example.com' }];
+    const r = await postHook(postToolUse('mcp__crm__lookup', { customer: 'C1' }, response));
+    const out = JSON.parse(r.stdout) as { decision?: string; hookSpecificOutput: Record<string, unknown> };
+    expect(out.decision).toBeUndefined();
+    const redacted = [{ type: 'text', text: 'contact: [REDACTED:email]' }];
+    expect(out.hookSpecificOutput).toEqual({
+      hookEventName: 'PostToolUse',
+      updatedToolOutput: redacted,
+      updatedMCPToolOutput: redacted,
+      additionalContext:
+        'Gatehouse redacted email at /0/* in the output of "mcp__crm__lookup". Do not try to recover what was redacted.',
+    });
+  });
+
+  it('an MCP tool whose output is withheld: block, and the output replaced by the message', async () => {
+    const response = [{ type: 'text', text: `key ${GITHUB_TOKEN}` }];
+    const r = await postHook(postToolUse('mcp__crm__lookup', { customer: 'C1' }, response));
+    const out = JSON.parse(r.stdout) as {
+      decision: string;
+      reason: string;
+      hookSpecificOutput: Record<string, unknown>;
+    };
+    expect(out.decision).toBe('block');
+    expect(out.hookSpecificOutput.updatedMCPToolOutput).toEqual([{ type: 'text', text: out.reason }]);
+    expect(out.hookSpecificOutput.updatedToolOutput).toEqual([{ type: 'text', text: out.reason }]);
+    expect(r.stdout).not.toContain(GITHUB_TOKEN);
+  });
+
+  it("a result held for an operator's review: unanswered within --wait, block naming the review", async () => {
+    const response = [{ type: 'text', text: 'see TICKET-1234' }];
+    const r = await postHook(postToolUse('mcp__crm__lookup', { customer: 'C2' }, response), ['--wait', '0']);
+    const out = JSON.parse(r.stdout) as { decision: string; reason: string };
+    expect(out.decision).toBe('block');
+    expect(out.reason).toMatch(
+      /^The output of the "mcp__crm__lookup" action is held for an operator's review \(.*\)\. .*\(Gatehouse review [0-9a-f-]{36}: pending\.\)$/,
+    );
+    expect(r.stdout).not.toContain('TICKET-1234');
+  });
+
+  it('fails closed: Gatehouse unreachable, or not configured, blocks', async () => {
+    const port = await freeTcpPort();
+    const input = postToolUse('mcp__crm__lookup', { customer: 'C3' }, [{ type: 'text', text: 'fine' }]);
+    const down = await hook(input, ['--wait', '0'], { GATEHOUSE_URL: `http://127.0.0.1:${port}` });
+    expect(down.code).toBe(0);
+    expect(JSON.parse(down.stdout)).toMatchObject({
+      decision: 'block',
+      reason: expect.stringMatching(/withheld: Gatehouse could not check it/),
+    });
+    const unset = await hook(input, [], { GATEHOUSE_URL: '' });
+    expect(JSON.parse(unset.stdout)).toMatchObject({
+      decision: 'block',
+      reason: expect.stringMatching(/not configured/),
+    });
+  });
+});
+
 describe('the Claude Code mapping', () => {
   it('parses a PreToolUse input and refuses what is not one', () => {
     expect(
       parseHookInput(JSON.stringify(preToolUse('Edit', { file_path: '/a' }, { session_id: 's1', cwd: '/w' }))),
     ).toEqual({
+      event: 'PreToolUse',
       sessionId: 's1',
       cwd: '/w',
       toolName: 'Edit',
       toolInput: { file_path: '/a' },
+    });
+    expect(parseHookInput(JSON.stringify(postToolUse('Read', { file_path: '/a' }, 'text')))).toMatchObject({
+      event: 'PostToolUse',
+      toolResponse: 'text',
     });
     const problem = (o: object | string) =>
       (parseHookInput(typeof o === 'string' ? o : JSON.stringify(o)) as { problem?: string }).problem;
@@ -477,7 +605,9 @@ describe('the Claude Code mapping', () => {
     expect(problem({ ...preToolUse('Bash', {}), tool_name: '' })).toMatch(/tool_name/);
     expect(problem({ ...preToolUse('Bash', {}), session_id: 7 })).toMatch(/session_id/);
     expect(problem({ ...preToolUse('Bash', {}), cwd: null })).toMatch(/cwd/);
-    expect(problem({ ...preToolUse('Bash', {}), hook_event_name: 'Stop' })).toMatch(/PreToolUse/);
+    expect(problem({ ...preToolUse('Bash', {}), hook_event_name: 'Stop' })).toMatch(/PreToolUse or PostToolUse/);
+    const { tool_response: _r, ...noResponse } = postToolUse('Read', {}, 'x');
+    expect(problem(noResponse)).toMatch(/tool_response/);
   });
 
   it('directories are absolute, normalised and end in /; a relative one is left out of the context', () => {
@@ -532,5 +662,35 @@ describe('the Claude Code mapping', () => {
     expect(hookOutputOf({ ...base, decision: 'maybe' as 'allow' }, 'ask').hookSpecificOutput.permissionDecision).toBe(
       'deny',
     );
+  });
+
+  it('maps each guardResult() answer to a PostToolUse output, the withheld MCP output in the shape it came', () => {
+    const input = (toolName: string, toolResponse: unknown) => ({
+      event: 'PostToolUse' as const,
+      sessionId: 's',
+      cwd: '/w',
+      toolName,
+      toolInput: {},
+      toolResponse,
+    });
+    const allowed = { decision: 'allow' as const, message: 'M.', reason: 'R', findings: [], body: {} as never };
+    expect(postHookOutputOf({ ...allowed, output: 'x', redacted: false }, input('Read', 'x'))).toBeUndefined();
+    const withheld = { decision: 'deny' as const, message: 'Withheld.', reason: 'R' };
+    const shapes: [unknown, unknown][] = [
+      [[{ type: 'text', text: 'k' }], [{ type: 'text', text: 'Withheld.' }]],
+      [{ content: [{ type: 'text', text: 'k' }] }, { content: [{ type: 'text', text: 'Withheld.' }], isError: true }],
+      ['k', 'Withheld.'],
+    ];
+    for (const [response, replaced] of shapes)
+      expect(postHookOutputOf(withheld, input('mcp__s__t', response))?.hookSpecificOutput.updatedMCPToolOutput).toEqual(
+        replaced,
+      );
+    const review = {
+      decision: 'require_approval' as const,
+      message: 'Held.',
+      reason: 'R',
+      approval: { id: 'A9', status: 'pending' as const, expiresAt: null },
+    };
+    expect(postHookOutputOf(review, input('Read', 'x'))?.reason).toMatch(/^Held\. \(Gatehouse review A9: pending\.\)/);
   });
 });

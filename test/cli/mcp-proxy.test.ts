@@ -224,6 +224,73 @@ describe('mcp-proxy over stdio', () => {
   });
 });
 
+describe("mcp-proxy: the upstream's results through the result guards", () => {
+  const GITHUB_TOKEN = `ghp_${'a1B2c3D4e5'.repeat(4)}`;
+  let p: Proxy;
+  beforeAll(async () => {
+    p = await startProxy();
+  }, 60_000);
+
+  it('redact: the client sees the result with the finding replaced, in every place, and the findings in _meta', async () => {
+    const r = (await p.client.callTool({ name: 'lookup', arguments: { order: 'ann@example.com' } })) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    expect(textOf(r)).toBe('lookup ran with {"order":"[REDACTED:email]"}');
+    expect(r.structuredContent).toEqual({ tool: 'lookup', args: { order: '[REDACTED:email]' } });
+    expect(JSON.stringify(r)).not.toContain('ann@example.com');
+    expect(r._meta?.['gatehouse/findings']).toEqual([
+      { guard: 'lookup-pii', type: 'email', path: '/*/0/*' },
+      { guard: 'lookup-pii', type: 'email', path: '/*/*/*' },
+    ]);
+    // The call ran, with the arguments as the model sent them: only what came back was redacted.
+    expect(ran(p.ledger)).toContainEqual({ tool: 'lookup', args: { order: 'ann@example.com' } });
+  });
+
+  it('deny: the call ran, but the client gets an isError result saying the output was withheld, never the value', async () => {
+    const r = (await p.client.callTool({ name: 'lookup', arguments: { order: GITHUB_TOKEN } })) as CallToolResult;
+    expect(r.isError).toBe(true);
+    expect(textOf(r)).toMatch(/withheld/);
+    expect(JSON.stringify(r)).not.toContain(GITHUB_TOKEN);
+    expect(r._meta).toMatchObject({ 'gatehouse/decision': 'deny', 'gatehouse/withheld': true });
+    expect(ran(p.ledger)).toContainEqual({ tool: 'lookup', args: { order: GITHUB_TOKEN } });
+  });
+
+  it("a result held for an operator's review: progress while it waits, granted over REST, then handed to the client", async () => {
+    const seen: Progress[] = [];
+    let resolve!: (id: string) => void;
+    const reviewId = new Promise<string>((r) => (resolve = r));
+    const call = p.client.callTool({ name: 'lookup', arguments: { order: 'TICKET-1234' } }, undefined, {
+      onprogress: (n) => {
+        seen.push(n);
+        const id = /review of the result \(([0-9a-f-]{36})\)/.exec(n.message ?? '')?.[1];
+        if (id !== undefined) resolve(id);
+      },
+      resetTimeoutOnProgress: true,
+    });
+    const id = await reviewId;
+    expect(await approval(id)).toMatchObject({ status: 'pending', tool: 'demo.lookup', kind: 'pattern' });
+    expect((await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, {})).status).toBe(200);
+    const r = (await call) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    expect(textOf(r)).toBe('lookup ran with {"order":"TICKET-1234"}');
+    expect((await approval(id)).status).toBe('consumed');
+  });
+
+  it('fails closed: when Gatehouse cannot be asked about the result, it is withheld', async () => {
+    const fault = await startFaultProxy(base, (req) => (req.url === '/inspect' ? 'lose-answer' : 'forward'));
+    try {
+      const q = await startProxy({ url: fault.url });
+      const r = (await q.client.callTool({ name: 'lookup', arguments: { order: 'C1' } })) as CallToolResult;
+      expect(r.isError).toBe(true);
+      expect(textOf(r)).toMatch(/^The output of the "demo\.lookup" action was withheld: Gatehouse could not check it/);
+      expect(r._meta).toMatchObject({ 'gatehouse/decision': 'deny', 'gatehouse/withheld': true });
+      expect(JSON.stringify(r)).not.toContain('lookup ran');
+      expect(ran(q.ledger)).toEqual([{ tool: 'lookup', args: { order: 'C1' } }]);
+    } finally {
+      await fault.close();
+    }
+  });
+});
+
 describe('mcp-proxy: an abort ends the session', () => {
   const ABORT =
     'The "demo.launch" action crossed a hard limit of this run (a rocket launch is beyond this run\'s limits). Stop the run now and tell the user why; do not try to work around it. Gatehouse answered abort: this run must end now; make no further tool calls in it.';

@@ -661,3 +661,117 @@ describe('streaming', () => {
     expect(shown.find((s) => s.toolName === 'wipe_orders')?.output.type).toBe('error-text');
   });
 });
+
+describe('gateTools({guardResults}): what a tool returns goes through the result guards before the model sees it', () => {
+  const GITHUB_TOKEN = `ghp_${'a1B2c3D4e5'.repeat(4)}`;
+
+  it('redacted: the model reads the result with the finding replaced; the tool ran as asked', async () => {
+    const ledger: string[] = [];
+    const model = scripted(callTools({ name: 'lookup_order', input: { order: 'ann@example.com' } }), say('Done.'));
+    await generateText({
+      model,
+      prompt: 'Look up the order of ann@example.com.',
+      tools: gateTools(fixtureTools(ledger), gh.agent(), { runId: newRunId(), guardResults: true }),
+      stopWhen: () => false,
+    });
+    expect(ledger).toEqual(['lookup_order ann@example.com']);
+    expect(toolOutputs(promptOf(model, 1))).toEqual([
+      { toolName: 'lookup_order', output: { type: 'json', value: { order: '[REDACTED:email]', status: 'shipped' } } },
+    ]);
+  });
+
+  it('withheld: the tool ran, the model reads GatehouseWithheldError as the tool error, never the value', async () => {
+    const ledger: string[] = [];
+    const model = scripted(callTools({ name: 'lookup_order', input: { order: GITHUB_TOKEN } }), say('Withheld.'));
+    await generateText({
+      model,
+      prompt: 'Look it up.',
+      tools: gateTools(fixtureTools(ledger), gh.agent(), { guardResults: true }),
+      stopWhen: () => false,
+    });
+    expect(ledger).toEqual([`lookup_order ${GITHUB_TOKEN}`]);
+    const [shown] = toolOutputs(promptOf(model, 1));
+    expect(shown?.output.type).toBe('error-text');
+    expect(shown?.output.value).toMatch(/^The output of the "lookup_order" action was withheld by policy\./);
+    expect(JSON.stringify(shown)).not.toContain(GITHUB_TOKEN);
+  });
+
+  it("a result held for an operator's review: execute waits, as for a call's approval; granted, the model reads it", async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const model = scripted(callTools({ name: 'lookup_order', input: { order: 'TICKET-1234' } }), say('Done.'));
+    await generateText({
+      model,
+      prompt: 'Look it up.',
+      tools: gateTools(fixtureTools(ledger), gh.agent(), {
+        runId,
+        guardResults: true,
+        onPending: (p) => void gh.operator.approvals.grant(p.id),
+      }),
+      stopWhen: () => false,
+    });
+    expect(toolOutputs(promptOf(model, 1))[0]?.output).toEqual({
+      type: 'json',
+      value: { order: 'TICKET-1234', status: 'shipped' },
+    });
+    expect((await gh.approvalsOf(runId)).map((a) => [a.kind, a.status])).toEqual([['pattern', 'consumed']]);
+  });
+
+  it('without the option, results are handed on as they are', async () => {
+    const ledger: string[] = [];
+    const model = scripted(callTools({ name: 'lookup_order', input: { order: 'ann@example.com' } }), say('Done.'));
+    await generateText({
+      model,
+      prompt: 'Look.',
+      tools: gateTools(fixtureTools(ledger), gh.agent()),
+      stopWhen: () => false,
+    });
+    expect(toolOutputs(promptOf(model, 1))[0]?.output).toEqual({
+      type: 'json',
+      value: { order: 'ann@example.com', status: 'shipped' },
+    });
+  });
+
+  it('a streaming tool: its preliminary results are held back, only the last is yielded, guarded', async () => {
+    const streaming = {
+      lookup_order: tool({
+        inputSchema: z.object({ order: z.string() }),
+        async *execute({ order }) {
+          yield `looking up ${order}`;
+          yield `order of ${order}: shipped`;
+        },
+      }),
+    };
+    const parts: unknown[] = [];
+    const model = new MockLanguageModelV4({
+      doStream: async () => ({
+        stream: convertArrayToReadableStream<StreamPart>(
+          parts.length === 0
+            ? [
+                {
+                  type: 'tool-call',
+                  toolCallId: 'call-stream-guard',
+                  toolName: 'lookup_order',
+                  input: JSON.stringify({ order: 'ann@example.com' }),
+                },
+                { type: 'finish', finishReason: { unified: 'tool-calls', raw: undefined }, usage },
+              ]
+            : [{ type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage }],
+        ),
+      }),
+    });
+    const result = streamText({
+      model,
+      prompt: 'Look.',
+      tools: gateTools(streaming, gh.agent(), { guardResults: true }),
+      stopWhen: () => false,
+    });
+    for await (const part of result.fullStream) {
+      if (part.type === 'tool-result' || part.type === 'finish-step') parts.push(part);
+    }
+    const results = parts.filter((p) => (p as { type: string }).type === 'tool-result') as { output: unknown }[];
+    // The SDK shows the one yielded value as a preliminary result and again as the final one.
+    expect(new Set(results.map((r) => r.output))).toEqual(new Set(['order of [REDACTED:email]: shipped']));
+    expect(JSON.stringify(results.map((r) => r.output))).not.toContain('ann@example.com');
+  });
+});

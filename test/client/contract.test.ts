@@ -23,6 +23,8 @@ import {
   DENY_REQUEST,
   type Field,
   GRANT_REQUEST,
+  INSPECT_ANSWER,
+  INSPECT_REQUEST,
   LIST_QUERY,
   type Shape,
   APPROVAL_FILING,
@@ -175,6 +177,20 @@ const ROUTES = {
     answers: { DECISION: ['200', '403'] },
     idempotent: false,
   },
+  inspect: {
+    method: 'post',
+    path: '/inspect',
+    body: INSPECT_REQUEST,
+    answers: { INSPECT_ANSWER: ['200', '403'] },
+    idempotent: true,
+  },
+  guardResult: {
+    method: 'post',
+    path: '/inspect',
+    body: INSPECT_REQUEST,
+    answers: { INSPECT_ANSWER: ['200', '403'] },
+    idempotent: false,
+  },
   tools: { method: 'get', path: '/tools', answers: { TOOLS_RESPONSE: ['200'] }, idempotent: false },
   decisions: {
     method: 'get',
@@ -232,6 +248,7 @@ const { next: _next, ...DECISION_WITHOUT_NEXT } = DECISION;
 const SHAPES: Record<string, Shape> = {
   DECISION,
   DECISION_WITHOUT_NEXT,
+  INSPECT_ANSWER,
   TOOLS_RESPONSE,
   APPROVAL,
   APPROVAL_PAGE,
@@ -295,7 +312,7 @@ describe('the client shapes are the schemas of openapi.yaml', () => {
 
   it('the routes that take an Idempotency-Key are the methods that take `idempotencyKey` (gate() sets its own)', () => {
     for (const [name, route] of Object.entries(ROUTES)) {
-      if (name === 'gate') continue;
+      if (name === 'gate' || name === 'guardResult') continue;
       expect(headerNames(route.method, route.path).includes('idempotency-key'), name).toBe(route.idempotent);
     }
   });
@@ -325,7 +342,16 @@ describe('the client shapes are the schemas of openapi.yaml', () => {
 const SUPPORT = agentToken('agent-7', { team: 'support' });
 const OPERATOR = approverToken('operator-1');
 /** Keys whose values are data (the caller's or the policy's own names), never renamed. */
-const DATA_FIELDS = new Set(['args', 'context', 'capability', 'presentation']);
+const DATA_FIELDS = new Set([
+  'args',
+  'context',
+  'capability',
+  'presentation',
+  'result',
+  'content',
+  'redacted',
+  'output',
+]);
 
 const coercing = createOpenApiAjv({ coerceTypes: true });
 
@@ -507,6 +533,34 @@ describe('what the client sends is what openapi.yaml accepts; what it answers is
     const result = await agent.gate(refund(), { runId: run, maxWaitMs: 0 });
     expect(result).toMatchObject({ decision: 'require_approval', approval: { status: 'pending' } });
     expect(snakeKeys(result)).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+
+  it('inspect() and guardResult(): every request valid, every answer camelCase outside the data', async () => {
+    const result = { order_id: 'K-1', status: 'shipped' };
+    const body = await agent.inspect({
+      stage: 'result',
+      tool: 'lookup_order',
+      args: { order: 'K-1' },
+      result,
+      context: { tenant_id: 'acme' },
+      run: { id: 'run-contract' },
+    });
+    expect(body).toMatchObject({ decision: 'allow', stage: 'result' });
+    const model = await agent.inspect({
+      stage: 'llm_response',
+      content: { text: 'done' },
+      run: { id: 'run-contract' },
+    });
+    expect(model.stage).toBe('llm_response');
+    const verdict = await agent.guardResult({ tool: 'lookup_order', args: { order: 'K-1' }, result }, { runId: 'r' });
+    expect(verdict.decision).toBe('allow');
+    // A result that needs no review, filed anyway: 409, the inspection as a decision.
+    const filed = await agent.approvals.file({ stage: 'result', tool: 'lookup_order', args: { order: 'K-1' }, result });
+    expect(filed.decision).toMatchObject({ decision: 'allow' });
+    expect([body, model, verdict, filed].flatMap((a) => snakeKeys(a))).toEqual([]);
+    // The result's own keys went out as they were.
+    expect(sent.findLast((s) => s.path === '/inspect')?.body).toMatchObject({ result: { order_id: 'K-1' } });
     expect(problems).toEqual([]);
   });
 

@@ -10,7 +10,12 @@ import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/te
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { fileMemory, type GatehouseClient } from '../../src/client/index.js';
-import { GatehouseAbortError, gatedTool, settleInterruptions } from '../../src/client/openai-agents.js';
+import {
+  GatehouseAbortError,
+  gatedTool,
+  gatehouseOutputGuardrail,
+  settleInterruptions,
+} from '../../src/client/openai-agents.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import {
   expiredMessage,
@@ -462,5 +467,122 @@ describe('gatedTool', () => {
     expect(settled).toMatchObject([{ tool: 'own', outcome: 'skipped' }]);
     expect(pending).toBe(false);
     expect(first.state.getInterruptions()).toHaveLength(1); // neither approved nor rejected
+  });
+});
+
+describe('results through the result guards: gatedTool({guardResults}) and gatehouseOutputGuardrail', () => {
+  const GITHUB_TOKEN = `ghp_${'a1B2c3D4e5'.repeat(4)}`;
+  const lookup = (client: GatehouseClient, ledger: string[], guardResults: boolean) =>
+    gatedTool(
+      {
+        name: 'lookup_order',
+        description: 'Look an order up',
+        parameters: z.object({ order: z.string() }),
+        execute: async ({ order }) => {
+          ledger.push(`lookup_order ${order}`);
+          return `order ${order}: shipped`;
+        },
+      },
+      client,
+      { runId: (ctx: { context: RunCtx }) => ctx.context.runId, guardResults },
+    );
+  const run = async (order: string, guardResults = true) => {
+    const ledger: string[] = [];
+    const model = new ScriptedModel([[call('lookup_order', { order })], [assistantMessage('Done.')]]);
+    const agent = new Agent<RunCtx>({
+      name: 'support',
+      instructions: 'Help.',
+      model,
+      tools: [lookup(gh.agent(), ledger, guardResults)],
+    });
+    const result = await runner.run(agent, 'Look it up.', { context: { runId: newRunId() } });
+    return { ledger, model, result };
+  };
+
+  it('redacted: the model reads the output with the finding replaced; the guardrail result says so', async () => {
+    const { ledger, model, result } = await run('ann@example.com');
+    expect(ledger).toEqual(['lookup_order ann@example.com']);
+    expect(outputsIn(model, 1).map((o) => textOf(o.output))).toEqual(['order [REDACTED:email]: shipped']);
+    expect(result.toolOutputGuardrailResults).toMatchObject([
+      {
+        guardrail: { type: 'tool_output', name: 'gatehouse' },
+        output: {
+          behavior: { type: 'rejectContent' },
+          outputInfo: { gatehouse: 'redacted', findings: [{ guard: 'lookup-pii', type: 'email', path: '/' }] },
+        },
+      },
+    ]);
+  });
+
+  it('withheld: the tool ran, the model reads the message saying so, never the value', async () => {
+    const { ledger, model, result } = await run(GITHUB_TOKEN);
+    expect(ledger).toEqual([`lookup_order ${GITHUB_TOKEN}`]);
+    const [shown] = outputsIn(model, 1).map((o) => textOf(o.output));
+    expect(shown).toMatch(/^The output of the "lookup_order" action was withheld by policy\./);
+    expect(shown).not.toContain(GITHUB_TOKEN);
+    expect(result.toolOutputGuardrailResults[0]?.output.outputInfo).toEqual({ gatehouse: 'deny' });
+  });
+
+  it('allowed as it is: the output untouched, the guardrail allows', async () => {
+    const { model, result } = await run('A7');
+    expect(outputsIn(model, 1).map((o) => textOf(o.output))).toEqual(['order A7: shipped']);
+    expect(result.toolOutputGuardrailResults[0]?.output.behavior).toEqual({ type: 'allow' });
+  });
+
+  it("a result held for an operator's review: the guardrail waits; not granted within maxWaitMs, withheld naming it", async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const held = gatedTool(
+      {
+        name: 'lookup_order',
+        description: 'Look an order up',
+        parameters: z.object({ order: z.string() }),
+        execute: async ({ order }) => {
+          ledger.push(`lookup_order ${order}`);
+          return `order ${order}: shipped`;
+        },
+      },
+      gh.agent(),
+      { runId, guardResults: true, maxWaitMs: 0 },
+    );
+    const model = new ScriptedModel([[call('lookup_order', { order: 'TICKET-1234' })], [assistantMessage('Done.')]]);
+    const agent = new Agent<RunCtx>({ name: 'support', instructions: 'Help.', model, tools: [held] });
+    const result = await runner.run(agent, 'Look it up.', { context: { runId } });
+    const [shown] = outputsIn(model, 1).map((o) => textOf(o.output));
+    expect(shown).toMatch(/^The output of the "lookup_order" action is held for an operator's review/);
+    expect(shown).not.toContain('TICKET-1234');
+    const [review] = await gh.approvalsOf(runId);
+    expect(review).toMatchObject({ kind: 'pattern', status: 'pending', tool: 'lookup_order' });
+    expect(result.toolOutputGuardrailResults[0]?.output.outputInfo).toMatchObject({
+      gatehouse: 'require_approval',
+      approval: { id: review?.id, status: 'pending' },
+    });
+  });
+
+  it('without the option, no guardrail: results are handed on as they are', async () => {
+    const { model, result } = await run('ann@example.com', false);
+    expect(outputsIn(model, 1).map((o) => textOf(o.output))).toEqual(['order ann@example.com: shipped']);
+    expect(result.toolOutputGuardrailResults).toEqual([]);
+  });
+
+  it('the guardrail on its own, on any SDK tool: Gatehouse unreachable withholds the output (fails closed)', async () => {
+    const ledger: string[] = [];
+    const down = gh.agent({ url: 'http://127.0.0.1:1' });
+    const plain = tool({
+      name: 'lookup_order',
+      description: 'Look an order up',
+      parameters: z.object({ order: z.string() }),
+      outputGuardrails: [gatehouseOutputGuardrail(down, { maxRetryMs: 0 })],
+      execute: async ({ order }) => {
+        ledger.push(`lookup_order ${order}`);
+        return `order ${order}: shipped`;
+      },
+    });
+    const model = new ScriptedModel([[call('lookup_order', { order: 'A8' })], [assistantMessage('Done.')]]);
+    const agent = new Agent<RunCtx>({ name: 'support', instructions: 'Help.', model, tools: [plain] });
+    await runner.run(agent, 'Look it up.', { context: { runId: newRunId() } });
+    expect(ledger).toEqual(['lookup_order A8']);
+    const [shown] = outputsIn(model, 1).map((o) => textOf(o.output));
+    expect(shown).toMatch(/^The output of the "lookup_order" action was withheld: Gatehouse could not check it/);
   });
 });

@@ -10,6 +10,11 @@
 //   a caller that sent a progress token (an SDK client with resetTimeoutOnProgress keeps waiting past
 //   its 60 s request timeout). Allowed: forwarded, its result relayed. Anything else, Gatehouse
 //   unreachable included: an isError result carrying the decision's message; the upstream never sees it.
+// - The upstream's result: guardResult() (POST /inspect, stage `result`) before the caller sees it,
+//   for every call, whether or not the policy has result guards for the tool (docs/mcp.md says why).
+//   allow: relayed (redacted when a redact guard found something); deny, a review not granted within
+//   the wait, Gatehouse unreachable: withheld, an isError result carrying the message. An upstream's
+//   error answer likewise, as `{error: {code, message, data}}`: relayed, redacted, or its message replaced.
 // - An abort ends the session (this server is one MCP session): every later tools/call in it is refused
 //   with the abort's message, without asking Gatehouse or reaching the upstream, and the calls waiting
 //   for an operator then are withdrawn. MCP gives a server no way to end the client's run; a session
@@ -44,13 +49,13 @@ import {
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { TOOL_NAME_PATTERN } from '../../policy/request.js';
-import type { GatehouseClient, GateResult, PendingApproval } from '../../client/index.js';
+import type { GatehouseClient, GateResult, GuardResult, PendingApproval } from '../../client/index.js';
 import { checkInventory, visibleTools } from './visible.js';
 
 export interface ProxyOptions {
   /** Connected to the upstream server. */
   upstream: Client;
-  gatehouse: Pick<GatehouseClient, 'gate' | 'tools'>;
+  gatehouse: Pick<GatehouseClient, 'gate' | 'tools' | 'guardResult'>;
   /** Prepended to an upstream tool's name to name it to Gatehouse (`github.` → `github.create_issue`). */
   prefix: string;
   /** The run of every call (one per proxy process). */
@@ -193,15 +198,107 @@ export function createProxyServer(options: ProxyOptions): Server {
     }
     if (result.decision !== 'allow') return refusal(refusalText(result), result);
 
-    return (await upstream
-      .request({ method: 'tools/call', params: withoutProgressToken(request.params) }, CallToolResultSchema, {
-        signal: extra.signal,
-        timeout: FORWARD_TIMEOUT_MS,
-        resetTimeoutOnProgress: true,
-        ...(progress.enabled ? { onprogress: (p: Progress) => progress.relay(p) } : {}),
-      })
-      .catch(relayed)) as CallToolResult;
+    let output: CallToolResult;
+    try {
+      output = (await upstream.request(
+        { method: 'tools/call', params: withoutProgressToken(request.params) },
+        CallToolResultSchema,
+        {
+          signal: extra.signal,
+          timeout: FORWARD_TIMEOUT_MS,
+          resetTimeoutOnProgress: true,
+          ...(progress.enabled ? { onprogress: (p: Progress) => progress.relay(p) } : {}),
+        },
+      )) as CallToolResult;
+    } catch (err) {
+      // The upstream's error answer: its text can carry what a result would, so it is guarded too.
+      if (!(err instanceof McpError) || extra.signal.aborted) relayed(err);
+      return guardedError(tool, args ?? {}, err, extra.signal, progress);
+    }
+    return guarded(tool, args ?? {}, output, extra.signal, progress);
   });
+
+  /**
+   * The upstream's error answer as the caller may see it: relayed as it came, with its message and
+   * data redacted, or with a message saying it was withheld (the same code).
+   */
+  const guardedError = async (
+    tool: string,
+    args: Record<string, unknown>,
+    err: McpError,
+    signal: AbortSignal,
+    progress: ReturnType<typeof progressChannel>,
+  ): Promise<never> => {
+    const message = err.message.replace(/^MCP error -?\d+: /, '');
+    const error = { code: err.code, message, ...(err.data !== undefined ? { data: err.data } : {}) };
+    const verdict = await verdictOf(tool, args, { error }, signal, progress);
+    if (verdict.decision !== 'allow')
+      throw new RpcError(err.code, withheldText(verdict), { 'gatehouse/withheld': true });
+    if (!verdict.redacted) relayed(err);
+    const redacted = (verdict.output as { error?: { message?: unknown; data?: unknown } } | null)?.error;
+    if (typeof redacted?.message !== 'string')
+      throw new RpcError(err.code, `Gatehouse redacted the error of "${tool}" into something else: it was withheld.`);
+    throw new RpcError(err.code, redacted.message, redacted.data);
+  };
+
+  /** The upstream's result as the caller may see it: relayed, redacted, or withheld. */
+  const guarded = async (
+    tool: string,
+    args: Record<string, unknown>,
+    output: CallToolResult,
+    signal: AbortSignal,
+    progress: ReturnType<typeof progressChannel>,
+  ): Promise<CallToolResult> => {
+    const verdict = await verdictOf(tool, args, output, signal, progress);
+    // The call ran: `gatehouse/withheld` tells a host that it is the output that was withheld.
+    if (verdict.decision !== 'allow') return withheld(refusal(withheldText(verdict), verdict));
+    if (!verdict.redacted) return output;
+    const redacted = verdict.output as CallToolResult;
+    // A redaction keeps the result's shape (only text inside strings changes), so it is still a tool result.
+    if (redacted === null || typeof redacted !== 'object' || !Array.isArray(redacted.content))
+      return withheld(
+        refusal(
+          `Gatehouse redacted the output of "${tool}" into something that is not a tool result: it was withheld.`,
+        ),
+      );
+    const meta = { ...(redacted._meta ?? {}), 'gatehouse/findings': verdict.findings };
+    return { ...redacted, _meta: meta };
+  };
+
+  /** guardResult() with the wait's progress notifications; never throws (a throw is a bug: withheld). */
+  const verdictOf = async (
+    tool: string,
+    args: Record<string, unknown>,
+    result: unknown,
+    signal: AbortSignal,
+    progress: ReturnType<typeof progressChannel>,
+  ): Promise<GuardResult> => {
+    let pending: PendingApproval | undefined;
+    const ticker = setInterval(() => {
+      if (pending !== undefined) progress.send(`still waiting for an operator's review of the result (${pending.id})`);
+    }, options.progressEveryMs);
+    try {
+      return await gatehouse.guardResult(
+        { tool, args, result },
+        {
+          runId,
+          signal,
+          maxWaitMs: options.maxWaitMs,
+          onPending: (p) => {
+            if (pending === undefined)
+              progress.send(`waiting for an operator's review of the result (${p.id}): ${p.url}`);
+            pending = p;
+          },
+        },
+      );
+    } catch (err) {
+      // guardResult() answers every failure itself; a throw is a bug, and a bug never shows the result.
+      const message = `The output of "${tool}" was withheld: Gatehouse could not check it (${messageOf(err)}).`;
+      return { decision: 'deny', message, reason: message };
+    } finally {
+      clearInterval(ticker);
+    }
+  };
 
   if (up.resources) {
     server.setRequestHandler(ListResourcesRequestSchema, (r, extra) => relay(r.method, r.params, extra.signal));
@@ -243,11 +340,25 @@ export function refusalText(result: GateResult): string {
   return parts.join(' ');
 }
 
-function refusal(text: string, result?: Pick<GateResult, 'decision' | 'approval'>): CallToolResult {
+/** The text the model reads for a result that was withheld. */
+export function withheldText(result: Exclude<GuardResult, { decision: 'allow' }>): string {
+  const approval = result.approval;
+  const parts = [result.message || `Gatehouse answered ${result.decision}: the output was withheld.`];
+  if (result.decision === 'require_approval' && approval !== undefined && !parts[0]!.includes(approval.id)) {
+    parts.push(`(review ${approval.id}: ${approval.status})`);
+  }
+  return parts.join(' ');
+}
+
+function refusal(text: string, result?: Pick<GateResult | GuardResult, 'decision' | 'approval'>): CallToolResult {
   const meta: Record<string, unknown> = { 'gatehouse/decision': result?.decision ?? 'deny' };
   if (result?.approval !== undefined)
     meta['gatehouse/approval'] = { id: result.approval.id, status: result.approval.status };
   return { content: [{ type: 'text', text }], isError: true, _meta: meta };
+}
+
+function withheld(result: CallToolResult): CallToolResult {
+  return { ...result, _meta: { ...result._meta, 'gatehouse/withheld': true } };
 }
 
 interface ProgressNotification {
