@@ -55,10 +55,13 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
+      '0016_reserved.sql',
+      '0017_reserved.sql',
+      '0018_approval_grants.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -103,9 +106,12 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
+      '0016_reserved.sql',
+      '0017_reserved.sql',
+      '0018_approval_grants.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -190,7 +196,6 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
   await legacyRow(pendingId, 'agent-a', 'pending');
   await legacyRow(grantedId, 'agent-b', 'granted');
   const store = createApprovalStore(db.sql, { approvalTtlMs: 3_600_000, grantTtlMs: 600_000, deadlineMs: 10_000 });
-  await store.get(pendingId); // prepared before the migration, as a replica still running would have
   const before = await db.sql`select * from approvals order by id`;
 
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({
@@ -209,6 +214,9 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
+      '0016_reserved.sql',
+      '0017_reserved.sql',
+      '0018_approval_grants.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
@@ -226,9 +234,8 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
     { attname: string }[]
   >`select attname from pg_stats where tablename = 'approvals' order by attname`;
   expect(stats.map((r) => r.attname)).toEqual(expect.arrayContaining(['hash', 'requester_sub', 'status', 'tool']));
-  // That pool's first read after the migration is a 503 (postgres.js drops the statement); the next
-  // one prepares it afresh.
-  await expect(store.get(pendingId)).rejects.toMatchObject({ name: 'StoreUnavailableError', sourceCode: '0A000' });
+  // (A statement prepared before a migration that changes its result fails once: test/db/errors.test.ts.
+  // This store's reads name a table of a later migration, so none can be prepared on 0001 here.)
   expect((await store.list({ limit: 10 })).items.map((a) => a.id)).toEqual([grantedId, pendingId]);
   // An old row reads as one requirement, from its own columns, and still re-hashes to its hash.
   const legacy = await store.get(pendingId);
@@ -293,6 +300,9 @@ test('0010: a denial written before it keeps its reason as the message for the a
     '0013_decision_records.sql',
     '0014_decision_records_json.sql',
     '0015_idempotency_references.sql',
+    '0016_reserved.sql',
+    '0017_reserved.sql',
+    '0018_approval_grants.sql',
   ]);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
@@ -337,6 +347,9 @@ test('0014: decision records written as jsonb read back the same as json, and th
   expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual([
     '0014_decision_records_json.sql',
     '0015_idempotency_references.sql',
+    '0016_reserved.sql',
+    '0017_reserved.sql',
+    '0018_approval_grants.sql',
   ]);
   const types = await db.sql<{ column_name: string; data_type: string }[]>`
     select column_name, data_type from information_schema.columns
@@ -372,7 +385,12 @@ test('0015: Idempotency-Key rows written before it are deleted (they name no ide
   await db.sql`
     insert into idempotency_keys (sub, route, key, body_hash, status, response)
     values ('alice', 'decide', 'k1', ${hash}, 200, '{"decision":"allow"}')`;
-  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0015_idempotency_references.sql']);
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual([
+    '0015_idempotency_references.sql',
+    '0016_reserved.sql',
+    '0017_reserved.sql',
+    '0018_approval_grants.sql',
+  ]);
   expect(await db.sql`select 1 from idempotency_keys`).toHaveLength(0);
   const row = (kind: string, approval: string | null, decision: string | null, response: string | null) => db.sql`
     insert into idempotency_keys (sub, route, key, body_hash, identity_hash, kind, status, approval_id, decision_id, response)
