@@ -666,7 +666,7 @@ function checks(tx: TransactionSql, approver: Approver): PendingQuery<Row[]> {
   const team = approver.team ?? null;
   return tx`
     (r.req->'approvers'->'roles' is null
-      or r.req->'approvers'->'roles' ?| array(select jsonb_array_elements_text(${roles}::jsonb))) as role_ok,
+      or r.req->'approvers'->'roles' ?| array(select jsonb_array_elements_text(${roles}::text::jsonb))) as role_ok,
     (r.req->'approvers'->'teams' is null or coalesce(r.req->'approvers'->'teams' ? ${team}::text, false)) as team_ok,
     (r.req->'approvers'->'users' is null or r.req->'approvers'->'users' ? ${approver.sub}::text) as user_ok,
     (r.req->>'separate_from_requester' is distinct from 'team'
