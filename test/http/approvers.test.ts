@@ -9,6 +9,7 @@ import { createSql } from '../../src/db/connect.js';
 import type { WebhookEndpoint } from '../../src/webhooks/events.js';
 import { bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { assertResponseMatchesOpenApi } from '../helpers/openapi.js';
 import { runs } from '../helpers/runs.js';
 import { webhookSecret } from '../helpers/webhook-receiver.js';
 
@@ -119,6 +120,7 @@ describe('eligibility', () => {
     const res = await grant(id, person(uniq('op'), 'finance'));
     expect(res.statusCode).toBe(403);
     expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+    assertResponseMatchesOpenApi('POST', `/approvals/${id}/grant`, res);
     const body = res.json();
     expect(body).toMatchObject({
       code: 'not_eligible',
@@ -190,6 +192,7 @@ describe('quorum', () => {
     const first = finance();
     const r1 = await grant(id, first, a, 'looks right');
     expect(r1.statusCode, r1.body).toBe(200);
+    assertResponseMatchesOpenApi('POST', `/approvals/${id}/grant`, r1);
     const after1 = r1.json() as Body;
     expect(after1.status).toBe('pending');
     expect(after1.decided_by).toBeNull();
@@ -283,6 +286,7 @@ describe('GET /approvals?eligible=true', () => {
         headers: bearer(tok),
       });
       expect(res.statusCode, res.body).toBe(200);
+      assertResponseMatchesOpenApi('GET', '/approvals?eligible=true&status=pending&limit=200', res);
       return (res.json() as { items: { id: string }[] }).items.map((i) => i.id);
     };
     const mine = await list(fin);
