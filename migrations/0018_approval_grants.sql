@@ -51,6 +51,29 @@ create trigger approval_grants_no_update_delete before update or delete on appro
 create trigger approval_grants_no_truncate before truncate on approval_grants
   for each statement execute function approval_grants_append_only();
 
+-- The backstop of the quorum: a move to granted is refused while a requirement that says who may
+-- answer it (approvers, quorum, separate_from_requester) has fewer grants than its quorum. A writer
+-- that does not know of grants (a replica older than this migration, during an upgrade) therefore
+-- fails, and never grants such an approval with one answer. It reads, never modifies, NEW.
+create function approvals_quorum_unmet() returns trigger language plpgsql as $$
+begin
+  if exists (
+    select 1
+      from jsonb_array_elements(coalesce(new.requirements::text, '[{}]')::jsonb) with ordinality r(req, n)
+     where (r.req ? 'approvers' or r.req ? 'quorum' or r.req ? 'separate_from_requester')
+       and (select count(*) from approval_grants g where g.approval_id = new.id and (r.n - 1)::int = any(g.requirements))
+           < coalesce((r.req->>'quorum')::int, 1))
+  then
+    raise exception 'approvals: granted before every requirement has its quorum';
+  end if;
+  return new;
+end
+$$;
+
+create trigger approvals_quorum before update of status on approvals for each row
+  when (old.status = 'pending' and new.status = 'granted')
+  execute function approvals_quorum_unmet();
+
 -- A grant short of the quorum is a webhook event of its own.
 alter table webhook_outbox drop constraint webhook_outbox_type;
 alter table webhook_outbox add constraint webhook_outbox_type check (type in (
