@@ -694,9 +694,9 @@ function conditionOrProblem(problems: Problems, path: KeyPath, source: string): 
 }
 
 /**
- * An `approval` block (a rule's, or a catalogue entry's with `confirm`): its shape when it gives a
- * kind, capability or presentation (a block of eligibility alone keeps the default shape, so adding
- * who may answer never changes what the operator is shown), and its eligibility with what does not
+ * An `approval` block (a rule's, or a catalogue entry's with `confirm`): its shape, unless it gives
+ * eligibility alone (that keeps the default shape, so adding who may answer never changes what the
+ * operator is shown), and its eligibility with what does not
  * narrow left out (docs/spec.md section 4.3: a requirement hashes as before unless it narrows).
  */
 function compileApproval(
@@ -704,7 +704,14 @@ function compileApproval(
   path: KeyPath,
   doc: ApprovalDoc,
 ): { approval?: ApprovalShape; eligibility?: Eligibility } {
-  const shaped = doc.kind !== undefined || doc.capability !== undefined || doc.presentation !== undefined;
+  // A block of eligibility alone keeps the default shape; any other block (an empty one included, as
+  // before eligibility existed) is a shape.
+  const eligibilityOnly =
+    doc.kind === undefined &&
+    doc.capability === undefined &&
+    doc.presentation === undefined &&
+    (doc.approvers !== undefined || doc.quorum !== undefined || doc.separate_from_requester !== undefined);
+  const shaped = !eligibilityOnly;
   const shape: ApprovalShape = {
     ...(doc.kind !== undefined ? { kind: doc.kind } : {}),
     ...(doc.capability ? { capability: argPaths(problems, [...path, 'capability'], doc.capability) } : {}),

@@ -84,6 +84,12 @@ describe('approval eligibility keys', () => {
     expect(r!.capability).toEqual({ tool: 'refund', args: { amount: 500 } });
   });
 
+  it('an empty approval block is still an empty shape, as before eligibility existed', () => {
+    const [r] = ask(load(RULE('{}'))).approval!.requirements;
+    expect(r!.capability).toEqual({});
+    expect(r!.presentation).toEqual({});
+  });
+
   it('what does not narrow is left out, so the hash is the one from before eligibility existed', () => {
     const plain = ask(load(RULE('{kind: refund}'))).approval!;
     const defaults = ask(load(RULE('{kind: refund, quorum: 1, separate_from_requester: none}'))).approval!;
