@@ -402,7 +402,10 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     if (!isUuid(id)) return { ok: false, error: 'not_found' };
 
     return run(async (tx): Promise<TransitionResult> => {
-      const [row] = await tx<ApprovalRow[]>`select ${liveColumns(tx)} from approvals where id = ${id} for update`;
+      // The lock first, then the read: each statement after it sees every answer committed before it
+      // (read committed), the grants included, which a locking read's own snapshot might not.
+      const [locked] = await tx<{ id: string }[]>`select id from approvals where id = ${id} for update`;
+      const row = locked === undefined ? undefined : await selectById(tx, id);
       if (row === undefined) return { ok: false, error: 'not_found' };
       if (row.requester_sub === approver.sub) return { ok: false, error: 'self_approval' };
       if (row.lapsed) {
@@ -420,6 +423,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
          where a.id = ${id}
          order by r.n`;
       const open = standing.filter((r) => r.granted < r.quorum);
+      // A pending approval whose every requirement has its quorum cannot be (its last grant moved it).
+      if (open.length === 0) throw new Error('a pending approval has no open requirement');
       const mine = open.filter((r) => r.role_ok && r.team_ok && r.user_ok && r.separation_ok);
       if (mine.length === 0) throw new NotEligibleError(open.map(ineligible));
 

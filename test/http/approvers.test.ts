@@ -335,6 +335,19 @@ describe('races across two replicas', () => {
     }
   });
 
+  it('one approver granting on both replicas at once counts once: both 200, one grant', async () => {
+    for (let round = 0; round < runs(6); round++) {
+      const { id } = await file('refund');
+      const same = person(uniq('fin'), 'finance', ['finance']);
+      const answers = await Promise.all([grant(id, same, a), grant(id, same, b), grant(id, same, a)]);
+      expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 200]);
+      const final = await read(id);
+      expect(final.status).toBe('pending');
+      expect(final.grants).toHaveLength(1);
+      expect((await events(id)).filter((t) => t === 'approval.partially_granted')).toHaveLength(1);
+    }
+  });
+
   it('a grant racing a denial has one winner', async () => {
     for (let round = 0; round < runs(6); round++) {
       const { id } = await file('send_note');
