@@ -328,6 +328,19 @@ describe('gatehouse test', () => {
   });
 });
 
+describe('gatehouse check --tool: who may answer', () => {
+  it("names a rule's approvers, quorum and separation (users counted, never listed)", async () => {
+    const refund = await run('check', 'test/fixtures/policies/approvers', '--tool', 'refund');
+    expect(refund.code).toBe(0);
+    expect(refund.out).toContain(
+      "answered by roles [finance]; 2 approvers must grant; no approver of the requester's team",
+    );
+    const wire = await run('check', 'test/fixtures/policies/approvers', '--tool', 'wire');
+    expect(wire.out).toContain('answered by 1 user');
+    expect(wire.out).not.toContain('cfo');
+  });
+});
+
 describe('gatehouse hash', () => {
   it('prints the canonical form and the approval hash of an approval hash input (it has kind)', async () => {
     const r = await run('hash', 'test/cli/fixtures/request.json');
