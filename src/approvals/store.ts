@@ -430,9 +430,12 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
 
       if (to === 'granted') {
         const counted = mine.map((r) => r.idx);
+        // Stamped now, under the lock (not at the transaction's start, which may precede an answer it
+        // waited for): the grants' order is the order they counted in.
         const [g] = await tx<GrantInsertRow[]>`
-          insert into approval_grants (approval_id, approver, name, note, requirements)
-          values (${id}, ${approver.sub}, ${name}, ${note}, string_to_array(${counted.join(',')}, ',')::int[])
+          insert into approval_grants (approval_id, approver, name, at, note, requirements)
+          values (${id}, ${approver.sub}, ${name}, clock_timestamp(), ${note},
+                  string_to_array(${counted.join(',')}, ',')::int[])
           returning approver as by, name, at, note, requirements`;
         const complete = standing.every((r) => r.granted + (counted.includes(r.idx) ? 1 : 0) >= r.quorum);
         if (!complete) {
