@@ -329,6 +329,8 @@ describe('races across two replicas', () => {
       const final = await read(id, b);
       expect(final.status).toBe('granted');
       expect(final.grants).toHaveLength(2);
+      // The last grant, in the order they counted, is the one that completed the quorum.
+      expect(final.decided_by).toBe(final.grants[1]!.by);
       const types = await events(id);
       expect(types.filter((t) => t === 'approval.granted')).toHaveLength(1);
       expect(types.filter((t) => t === 'approval.partially_granted')).toHaveLength(1);
