@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSql } from '../../src/db/connect.js';
-import type { WebhookEndpoint } from '../../src/webhooks/events.js';
+import { slackBody, type WebhookEndpoint } from '../../src/webhooks/events.js';
 import { bearer, createTestApp, post, token, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { assertResponseMatchesOpenApi } from '../helpers/openapi.js';
@@ -218,6 +218,12 @@ describe('quorum', () => {
       status: 'pending',
       grant: { by: after1.grants[0]!.by, name: null, note: 'looks right' },
     });
+    // As a Slack message: who granted, and the note.
+    const slack = JSON.parse(
+      slackBody({ id: randomUUID(), type: 'approval.partially_granted', createdAt: new Date(), data: partial!.data }),
+    ) as { text: string };
+    expect(slack.text).toContain(`more grants needed) by ${after1.grants[0]!.by}*`);
+    expect(slack.text).toContain('Note: looks right');
     // A grant after it is decided: 409 as ever.
     const late = await grant(id, finance());
     expect(late.statusCode).toBe(409);
