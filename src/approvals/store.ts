@@ -4,7 +4,9 @@
 // Rules that hold throughout:
 // - A transition is ONE conditional UPDATE (`… where status = 'pending' … returning *`); its event row
 //   is written by the same statement and its NOTIFY in the same transaction, so exactly one of any
-//   number of concurrent callers (on any number of replicas) wins, and the log never disagrees.
+//   number of concurrent callers (on any number of replicas) wins, and the log never disagrees. An
+//   approver's answer (grant, deny) first takes the approval row's lock, so the answers to one
+//   approval are counted one at a time: a quorum completes exactly once (decide(), below).
 // - Expiry is decided by the DATABASE clock (now()), never the app's: a live row past expires_at reads
 //   as `expired` at once, and is written as expired (with a `system` event) whenever a transition or a
 //   create touches it, or the sweeper runs. The sweeper is housekeeping, never needed for safety.
