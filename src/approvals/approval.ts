@@ -33,6 +33,28 @@ export interface Requester {
   agent: string | null;
 }
 
+/** Who answers: the token's sub, team and roles (the eligibility of docs/spec.md section 2.4 reads them). */
+export interface Approver {
+  sub: string;
+  /** Absent: none (a requirement that names teams, or separates by team, is not theirs to answer). */
+  team?: string | null;
+  /** Absent: none. Holding APPROVER_ROLE is the route's check; these are matched against `approvers.roles`. */
+  roles?: readonly string[];
+  /** A display name, when the identity carries one (stored with a grant); null otherwise. */
+  name?: string | null;
+}
+
+/** One approver's grant of a pending approval (migrations/0019). */
+export interface Grant {
+  by: string;
+  name: string | null;
+  at: string;
+  /** For the record: approvers only, as a decision's note. */
+  note: string | null;
+  /** The requirements (0-based, load order) it counted toward. */
+  requirements: number[];
+}
+
 /**
  * What a list shows of an approval: everything but the arguments and the shapes picked from them,
  * which only GET /approvals/{id} reads (a page of 200 costs what its rows' names and times cost,
@@ -81,6 +103,8 @@ export interface Approval extends ApprovalSummary {
   /** Every policy file that asked for this approval, in load order; the hash covers all of them. */
   requirements: ApprovalRequirement[];
   policies: PolicyIdentity[];
+  /** Who granted it, oldest first: one grant each; the last completes the quorum when it is granted. */
+  grants: Grant[];
 }
 
 export interface ApprovalEvent {

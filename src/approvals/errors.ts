@@ -49,3 +49,24 @@ export class ApprovalInputError extends Error {
     return this.field.startsWith('requester.') || this.field.startsWith('approver.');
   }
 }
+
+/** Why an approver may not answer a requirement: which of its lists, or its separation, leaves them out. */
+export type IneligibleWhy = 'role' | 'team' | 'user' | 'separation';
+
+/** An open requirement (short of its quorum) the approver may not answer, and why. */
+export interface Ineligible {
+  readonly rule: string;
+  readonly policy: string;
+  readonly why: readonly IneligibleWhy[];
+}
+
+/**
+ * The approver may answer none of the approval's open requirements (docs/spec.md section 5.4): the
+ * route answers 403 `not_eligible`, naming each requirement's rule and why; nothing is written.
+ */
+export class NotEligibleError extends Error {
+  constructor(readonly requirements: readonly Ineligible[]) {
+    super('the approver may answer none of the open requirements');
+    this.name = 'NotEligibleError';
+  }
+}

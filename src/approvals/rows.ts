@@ -44,6 +44,17 @@ export interface ApprovalRow extends SummaryRow {
   /** Canonical JSON of a result held for review (migrations/0017); null for a call's approval (undefined before 0017). */
   result?: string | null;
   policies: PolicyIdentity[];
+  /** With grantsColumn (store.ts): the grants, oldest first; absent where it was not selected (none yet). */
+  grants?: GrantRow[];
+}
+
+/** A grant as grantsColumn aggregates it (json: `at` is a timestamp's text). */
+export interface GrantRow {
+  by: string;
+  name: string | null;
+  at: string;
+  note: string | null;
+  requirements: number[];
 }
 
 export interface ListedRow extends SummaryRow {
@@ -97,6 +108,13 @@ export function toApproval(row: ApprovalRow): Approval {
     presentation: first.presentation,
     requirements,
     policies: row.policies,
+    grants: (row.grants ?? []).map((g) => ({
+      by: g.by,
+      name: g.name,
+      at: new Date(g.at).toISOString(),
+      note: g.note,
+      requirements: g.requirements,
+    })),
   };
 }
 
@@ -110,6 +128,10 @@ export function storedRequirement(r: ApprovalRequirement, tool: string, args: Js
   if (!isDefaultShape(r.presentation, tool, args)) out.presentation = r.presentation;
   // A budget's or rate limit's standing when it asked: shown to the operator, not hashed.
   if (r.standing !== undefined) out.standing = r.standing;
+  // Who may answer and how many: hashed, and read by the store's eligibility (store.ts).
+  if (r.approvers !== undefined) out.approvers = r.approvers as JsonObject;
+  if (r.quorum !== undefined) out.quorum = r.quorum;
+  if (r.separate_from_requester !== undefined) out.separate_from_requester = r.separate_from_requester;
   return out;
 }
 
@@ -120,6 +142,7 @@ function storedRequirements(text: string, tool: string, args: JsonObject): Appro
   return list.map((item: JsonValue): ApprovalRequirement => {
     if (!isJsonObject(item)) throw new Error('a stored approval requirement is not an object');
     const { kind, policy, reason, rule, capability, presentation, standing } = item;
+    const { approvers, quorum, separate_from_requester: separation } = item;
     if (
       typeof kind !== 'string' ||
       typeof policy !== 'string' ||
@@ -134,6 +157,11 @@ function storedRequirements(text: string, tool: string, args: JsonObject): Appro
       return v;
     };
     if (standing !== undefined && !isJsonObject(standing)) throw new Error('a stored standing is not an object');
+    if (approvers !== undefined && !isApproverLists(approvers))
+      throw new Error('stored approvers are not lists of names');
+    if (quorum !== undefined && !(Number.isInteger(quorum) && (quorum as number) >= 2 && (quorum as number) <= 5))
+      throw new Error('a stored quorum is not 2..5');
+    if (separation !== undefined && separation !== 'team') throw new Error('a stored separation is not `team`');
     return {
       policy,
       rule,
@@ -142,8 +170,22 @@ function storedRequirements(text: string, tool: string, args: JsonObject): Appro
       capability: shape(capability),
       presentation: shape(presentation),
       ...(standing !== undefined ? { standing } : {}),
+      ...(approvers !== undefined ? { approvers } : {}),
+      ...(quorum !== undefined ? { quorum: quorum as number } : {}),
+      ...(separation !== undefined ? { separate_from_requester: 'team' as const } : {}),
     };
   });
+}
+
+function isApproverLists(v: JsonValue): v is { roles?: string[]; teams?: string[]; users?: string[] } {
+  if (!isJsonObject(v)) return false;
+  return Object.entries(v).every(
+    ([k, list]) =>
+      (k === 'roles' || k === 'teams' || k === 'users') &&
+      Array.isArray(list) &&
+      list.length > 0 &&
+      list.every((x) => typeof x === 'string'),
+  );
 }
 
 /** The one requirement of a row written before migrations/0005, from its own columns. */

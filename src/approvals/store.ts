@@ -4,7 +4,9 @@
 // Rules that hold throughout:
 // - A transition is ONE conditional UPDATE (`… where status = 'pending' … returning *`); its event row
 //   is written by the same statement and its NOTIFY in the same transaction, so exactly one of any
-//   number of concurrent callers (on any number of replicas) wins, and the log never disagrees.
+//   number of concurrent callers (on any number of replicas) wins, and the log never disagrees. An
+//   approver's answer (grant, deny) first takes the approval row's lock, so the answers to one
+//   approval are counted one at a time: a quorum completes exactly once (decide(), below).
 // - Expiry is decided by the DATABASE clock (now()), never the app's: a live row past expires_at reads
 //   as `expired` at once, and is written as expired (with a `system` event) whenever a transition or a
 //   create touches it, or the sweeper runs. The sweeper is housekeeping, never needed for safety.
@@ -26,11 +28,20 @@ import {
   type ApprovalEvent,
   type ApprovalStatus,
   type ApprovalSummary,
+  type Approver,
+  type Grant,
   type Requester,
 } from './approval.js';
 import { decodeCursor, encodeCursor, type ListOrder } from '../kernel/cursor.js';
 import { ListQueryError } from '../kernel/errors.js';
-import { ApprovalTooLargeError, PendingLimitError, RecentlyDeniedError } from './errors.js';
+import {
+  ApprovalTooLargeError,
+  type Ineligible,
+  type IneligibleWhy,
+  NotEligibleError,
+  PendingLimitError,
+  RecentlyDeniedError,
+} from './errors.js';
 import { sweepKeys } from '../db/idempotency.js';
 import { checkName, checkRequester, checkText, HASH, interval, positiveMs, storable } from './input.js';
 import {
@@ -68,7 +79,8 @@ export interface CreateApprovalInput {
 }
 
 export type TransitionResult =
-  | { ok: true; approval: Approval }
+  /** `changed` false: a grant by someone who had already granted it (nothing written). */
+  | { ok: true; approval: Approval; changed?: boolean }
   | {
       ok: false;
       error: 'not_found' | 'self_approval' | 'conflict';
@@ -95,6 +107,11 @@ export interface ListQuery {
   searchNotes?: boolean;
   /** Only approvals an operator decided (decided_by set): the history. */
   decided?: boolean;
+  /**
+   * Only pending approvals this approver may answer an open requirement of and has not granted
+   * (docs/spec.md section 5.4, `eligible=true`); `none`: nothing (a caller without the approver role).
+   */
+  eligibleFor?: Approver | 'none';
   /** Newest first (the default) or oldest first, by creation. */
   order?: ListOrder;
   /** Also count every approval the filters match, on all pages. */
@@ -136,7 +153,7 @@ export interface ApprovalStoreOptions {
    * their webhook events there: src/webhooks/outbox.ts), so an event exists exactly when its
    * transition committed. Absent: nothing is told.
    */
-  onTransition?: (tx: TransactionSql, moved: readonly ApprovalSummary[]) => Promise<void>;
+  onTransition?: (tx: TransactionSql, moved: readonly ApprovalSummary[], grant?: Grant) => Promise<void>;
 }
 
 export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
@@ -159,8 +176,9 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     tx ? fn(tx) : run(fn);
   // What a transition moved, told in its transaction; nothing to do when nobody listens.
   const onTransition = options.onTransition;
-  const emit = async (tx: TransactionSql, moved: readonly SummaryRow[]): Promise<void> => {
-    if (onTransition !== undefined && moved.length > 0) await onTransition(tx, moved.map(toSummary));
+  // `grant`: a grant short of the quorum, which moved no status (an approval.partially_granted event).
+  const emit = async (tx: TransactionSql, moved: readonly SummaryRow[], grant?: Grant): Promise<void> => {
+    if (onTransition !== undefined && moved.length > 0) await onTransition(tx, moved.map(toSummary), grant);
   };
   const expireLapsed = async (tx: TransactionSql, where: PendingQuery<Row[]>): Promise<number> => {
     const moved = await expireLapsedRows(tx, where);
@@ -306,6 +324,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
            ${query.requester === undefined ? tx`` : tx`and requester_sub = ${query.requester}`}
            ${query.requesterSub === undefined ? tx`` : tx`and requester_sub = ${query.requesterSub}`}
            ${query.decided === true ? tx`and decided_by is not null` : tx``}
+           ${query.eligibleFor === undefined ? tx`` : eligibleFilter(tx, query.eligibleFor)}
            ${query.q === undefined || query.q === '' ? tx`` : searchFilter(tx, query.q, query.searchNotes === true)}`;
       const oldest = order === 'oldest';
       const before =
@@ -319,7 +338,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       // from the cursor down), which reads the whole history when the live rows are older than it, as
       // what waits for a human is. The cost is sorting the live rows that match: bounded by what is
       // live, never by the history. Otherwise the CTE is inlined, the cursor condition included.
-      const live = query.status === 'pending' || query.status === 'granted';
+      const live = query.status === 'pending' || query.status === 'granted' || query.eligibleFor !== undefined;
       const rows = await tx<ListedRow[]>`
         with matching as ${live ? tx`materialized` : tx`not materialized`} (select * from approvals where true ${filters()})
         select ${summaryColumns(tx)},
@@ -354,34 +373,102 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
-  /** A grant carries a note for the record, never a message: the model is told only that it may run. */
-  async function grant(id: string, approver: { sub: string }, note: string | null): Promise<TransitionResult> {
+  /**
+   * A grant carries a note for the record, never a message: the model is told only that it may run.
+   * It counts toward every open requirement the approver may answer; the approval is granted when
+   * every requirement has its quorum (docs/spec.md section 5.4).
+   */
+  async function grant(id: string, approver: Approver, note: string | null): Promise<TransitionResult> {
     if (note !== null) checkText('note', note, LIMITS.note);
-    return transition(id, approver, note, null, 'granted');
+    return decide(id, approver, note, null, 'granted');
   }
 
   /** A denial: a note for the record (operators only) and a message for the agent, each optional. */
-  async function deny(id: string, approver: { sub: string }, text: DenialText): Promise<TransitionResult> {
+  async function deny(id: string, approver: Approver, text: DenialText): Promise<TransitionResult> {
     // Named as the body field that carried each (an older `reason` is both).
     const field = typeof text === 'string' ? 'reason' : null;
     const note = typeof text === 'string' ? text : (text?.note ?? null);
     const message = typeof text === 'string' ? text : (text?.message ?? null);
     if (note !== null) checkText(field ?? 'note', note, LIMITS.note);
     if (message !== null) checkText(field ?? 'message', message, LIMITS.note);
-    return transition(id, approver, note, message, 'denied');
+    return decide(id, approver, note, message, 'denied');
   }
 
-  async function transition(
+  /**
+   * An approver's answer. Under the approval row's lock (FOR UPDATE), so the answers to one approval
+   * are taken one at a time on every replica: each sees the grants committed before it, exactly one
+   * grant completes the quorum, and a grant racing a denial either completes first (the denial then
+   * finds it granted: 409) or not (the denial wins).
+   */
+  async function decide(
     id: string,
-    approver: { sub: string },
+    approver: Approver,
     note: string | null,
     message: string | null,
     to: 'granted' | 'denied',
   ): Promise<TransitionResult> {
     checkName('approver.sub', approver.sub);
+    if (approver.team != null) checkName('approver.team', approver.team);
+    for (const role of approver.roles ?? []) checkName('approver.roles', role);
+    const name = approver.name ?? null;
+    if (name !== null) checkName('approver.name', name);
     if (!isUuid(id)) return { ok: false, error: 'not_found' };
 
     return run(async (tx): Promise<TransitionResult> => {
+      // The lock first, then the read: each statement after it sees every answer committed before it
+      // (read committed), the grants included, which a locking read's own snapshot might not.
+      const [locked] = await tx<{ id: string }[]>`select id from approvals where id = ${id} for update`;
+      const row = locked === undefined ? undefined : await selectById(tx, id);
+      if (row === undefined) return { ok: false, error: 'not_found' };
+      if (row.requester_sub === approver.sub) return { ok: false, error: 'self_approval' };
+      if (row.lapsed) {
+        await expireLapsed(tx, tx`id = ${id}`);
+        return { ok: false, error: 'conflict', approval: toApproval(row) };
+      }
+      if (row.status !== 'pending') return { ok: false, error: 'conflict', approval: toApproval(row) };
+      if (to === 'granted' && (row.grants ?? []).some((g) => g.by === approver.sub))
+        return { ok: true, approval: toApproval(row), changed: false };
+
+      const standing = await tx<StandingRow[]>`
+        select (r.n - 1)::int as idx, coalesce(r.req->>'rule', a.rule) as rule, coalesce(r.req->>'policy', '') as policy,
+               ${quorumOf(tx)} as quorum, ${grantedCount(tx)} as granted, ${checks(tx, approver)}
+          from approvals a cross join lateral ${requirementsOf(tx)}
+         where a.id = ${id}
+         order by r.n`;
+      const open = standing.filter((r) => r.granted < r.quorum);
+      // A pending approval whose every requirement has its quorum cannot be (its last grant moved it).
+      if (open.length === 0) throw new Error('a pending approval has no open requirement');
+      const mine = open.filter((r) => r.role_ok && r.team_ok && r.user_ok && r.separation_ok);
+      if (mine.length === 0) throw new NotEligibleError(open.map(ineligible));
+
+      if (to === 'granted') {
+        const counted = mine.map((r) => r.idx);
+        // Stamped now, under the lock (not at the transaction's start, which may precede an answer it
+        // waited for): the grants' order is the order they counted in.
+        const [g] = await tx<GrantInsertRow[]>`
+          insert into approval_grants (approval_id, approver, name, at, note, requirements)
+          values (${id}, ${approver.sub}, ${name}, clock_timestamp(), ${note},
+                  string_to_array(${counted.join(',')}, ',')::int[])
+          returning approver as by, name, at, note, requirements`;
+        const complete = standing.every((r) => r.granted + (counted.includes(r.idx) ? 1 : 0) >= r.quorum);
+        if (!complete) {
+          // Still pending: the page and the webhooks learn of the grant; waits, which wait for a
+          // change of status, read it as no change (notify.ts).
+          const [still] = await tx<ApprovalRow[]>`
+            select ${liveColumns(tx)}, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified
+              from approvals where id = ${id}`;
+          const grant: Grant = {
+            by: g!.by,
+            name: g!.name,
+            at: g!.at.toISOString(),
+            note: g!.note,
+            requirements: g!.requirements,
+          };
+          await emit(tx, [still!], grant);
+          return { ok: true, approval: toApproval(still!) };
+        }
+      }
+
       // A grant restarts the clock: the agent has GRANT_TTL from now to redeem it.
       const newExpiry = to === 'granted' ? tx`, expires_at = now() + ${grantTtl}::interval` : tx``;
       const [moved] = await tx<ApprovalRow[]>`
@@ -395,19 +482,13 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           insert into approval_events (approval_id, actor, from_status, to_status, note, message)
           select id, decided_by, 'pending', status, decision_note, decision_message from moved
         )
-        select *, octet_length(args) as args_bytes, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
+        select *, octet_length(args) as args_bytes, false as lapsed, ${grantsColumn(tx, 'moved')},
+               pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
       // The notification is delivered at COMMIT to every replica's LISTEN connection, never on rollback.
-      if (moved !== undefined) {
-        await emit(tx, [moved]);
-        return { ok: true, approval: toApproval(moved) };
-      }
-
-      // Lost, or never eligible: one read says why.
-      const row = await selectById(tx, id);
-      if (row === undefined) return { ok: false, error: 'not_found' };
-      if (row.requester_sub === approver.sub) return { ok: false, error: 'self_approval' };
-      if (row.lapsed) await expireLapsed(tx, tx`id = ${id}`);
-      return { ok: false, error: 'conflict', approval: toApproval(row) };
+      // The row is locked and was pending and unexpired a moment ago (by now(), fixed for the transaction).
+      if (moved === undefined) throw new Error('a locked pending approval did not move');
+      await emit(tx, [moved]);
+      return { ok: true, approval: toApproval(moved) };
     });
   }
 
@@ -435,7 +516,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           insert into approval_events (approval_id, actor, from_status, to_status)
           select id, requester_sub, 'granted', 'consumed' from moved
         )
-        select *, octet_length(args) as args_bytes, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
+        select *, octet_length(args) as args_bytes, false as lapsed, ${grantsColumn(tx, 'moved')},
+               pg_notify(${APPROVALS_CHANNEL}, id::text)::text as notified from moved`;
       if (moved !== undefined) {
         await emit(tx, [moved]);
         return { ok: true, approval: toApproval(moved) };
@@ -471,7 +553,8 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           insert into approval_events (approval_id, actor, from_status, to_status)
           select moved.id, moved.requester_sub, due.status, 'cancelled' from moved join due using (id)
         )
-        select moved.*, octet_length(moved.args) as args_bytes, false as lapsed, pg_notify(${APPROVALS_CHANNEL}, moved.id::text)::text as notified
+        select moved.*, octet_length(moved.args) as args_bytes, false as lapsed, ${grantsColumn(tx, 'moved')},
+               pg_notify(${APPROVALS_CHANNEL}, moved.id::text)::text as notified
           from moved`;
       if (moved !== undefined) {
         await emit(tx, [moved]);
@@ -580,7 +663,97 @@ function summaryColumns(tx: TransactionSql): PendingQuery<Row[]> {
 }
 
 function liveColumns(tx: TransactionSql): PendingQuery<Row[]> {
-  return tx`*, octet_length(args) as args_bytes, (status in ('pending', 'granted') and expires_at <= now()) as lapsed`;
+  return tx`*, octet_length(args) as args_bytes, (status in ('pending', 'granted') and expires_at <= now()) as lapsed,
+            ${grantsColumn(tx, 'approvals')}`;
+}
+
+/** The grants of the approval row of `table` (its alias), oldest first, as a json array named `grants`. */
+function grantsColumn(tx: TransactionSql, table: string): PendingQuery<Row[]> {
+  return tx`(select coalesce(json_agg(json_build_object('by', g.approver, 'name', g.name, 'at', g.at, 'note', g.note,
+                                                         'requirements', g.requirements) order by g.at, g.approver), '[]'::json)
+               from approval_grants g where g.approval_id = ${tx(table)}.id) as grants`;
+}
+
+// ---- Eligibility (docs/spec.md section 2.4), in SQL: the grant path and the `eligible=true` list read
+// the same checks. Over approval `a` and its requirements `r(req, n)` (requirementsOf).
+
+/** Each requirement of approval `a` as `r(req, n)`: a row written before migrations/0005 has one, with none of the lists. */
+function requirementsOf(tx: TransactionSql): PendingQuery<Row[]> {
+  return tx`jsonb_array_elements(coalesce(a.requirements::text, '[{}]')::jsonb) with ordinality r(req, n)`;
+}
+
+function quorumOf(tx: TransactionSql): PendingQuery<Row[]> {
+  return tx`coalesce((r.req->>'quorum')::int, 1)`;
+}
+
+/** How many grants counted toward requirement r of approval a. */
+function grantedCount(tx: TransactionSql): PendingQuery<Row[]> {
+  return tx`(select count(*)::int from approval_grants g where g.approval_id = a.id and (r.n - 1)::int = any(g.requirements))`;
+}
+
+/**
+ * Whether the approver passes each of requirement r's narrowing: every list given must hold its role
+ * (any of them), team or sub, and `separate_from_requester: team` wants an approver with a team other
+ * than the requester's (one without a team cannot show it is separate). The roles travel as one JSON
+ * text parameter: postgres.js sends an array parameter only when it knows the array type, which this
+ * pool does not fetch, and a role may hold a comma.
+ */
+function checks(tx: TransactionSql, approver: Approver): PendingQuery<Row[]> {
+  const roles = JSON.stringify(approver.roles ?? []);
+  const team = approver.team ?? null;
+  return tx`
+    (r.req->'approvers'->'roles' is null
+      or r.req->'approvers'->'roles' ?| array(select jsonb_array_elements_text(${roles}::text::jsonb))) as role_ok,
+    (r.req->'approvers'->'teams' is null or coalesce(r.req->'approvers'->'teams' ? ${team}::text, false)) as team_ok,
+    (r.req->'approvers'->'users' is null or r.req->'approvers'->'users' ? ${approver.sub}::text) as user_ok,
+    (r.req->>'separate_from_requester' is distinct from 'team'
+      or coalesce(${team}::text is distinct from a.requester_team and ${team}::text is not null, false)) as separation_ok`;
+}
+
+/**
+ * The `eligible=true` filter over `approvals`: pending, unexpired, not the approver's own request,
+ * not granted by them yet, and with an open requirement (short of its quorum) they pass every check of.
+ */
+function eligibleFilter(tx: TransactionSql, approver: Approver | 'none'): PendingQuery<Row[]> {
+  if (approver === 'none') return tx`and false`;
+  return tx`
+    and status = 'pending' and expires_at > now() and requester_sub <> ${approver.sub}
+    and not exists (select 1 from approval_grants mine where mine.approval_id = approvals.id and mine.approver = ${approver.sub})
+    and exists (
+      select 1 from (select ${checks(tx, approver)}, ${quorumOf(tx)} as quorum, ${grantedCount(tx)} as granted
+                       from (select approvals.id, approvals.requirements, approvals.requester_team) a
+                            cross join lateral ${requirementsOf(tx)}) e
+       where e.role_ok and e.team_ok and e.user_ok and e.separation_ok and e.granted < e.quorum)`;
+}
+
+/** A requirement of an approval as the grant path reads it (store.decide). */
+interface StandingRow {
+  idx: number;
+  rule: string;
+  policy: string;
+  quorum: number;
+  granted: number;
+  role_ok: boolean;
+  team_ok: boolean;
+  user_ok: boolean;
+  separation_ok: boolean;
+}
+
+interface GrantInsertRow {
+  by: string;
+  name: string | null;
+  at: Date;
+  note: string | null;
+  requirements: number[];
+}
+
+function ineligible(r: StandingRow): Ineligible {
+  const why: IneligibleWhy[] = [];
+  if (!r.role_ok) why.push('role');
+  if (!r.team_ok) why.push('team');
+  if (!r.user_ok) why.push('user');
+  if (!r.separation_ok) why.push('separation');
+  return { rule: r.rule, policy: r.policy, why };
 }
 
 function selectById(tx: TransactionSql, id: string): Promise<ApprovalRow | undefined> {

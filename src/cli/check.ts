@@ -202,6 +202,17 @@ function describeRule(rule: Rule): string {
   if (rule.confirm === true) parts.push('asks for approval');
   else if (rule.confirm) parts.push(`asks for approval when \`${rule.confirm.source}\``);
   if (rule.approval?.kind) parts.push(`approval kind ${rule.approval.kind}`);
+  const e = rule.eligibility;
+  if (e?.approvers) {
+    const who = [
+      e.approvers.roles && `roles [${e.approvers.roles.join(', ')}]`,
+      e.approvers.teams && `teams [${e.approvers.teams.join(', ')}]`,
+      e.approvers.users && countUsers(e.approvers.users.length),
+    ].filter((x): x is string => typeof x === 'string');
+    parts.push(`answered by ${who.join(' and ')}`);
+  }
+  if (e?.quorum) parts.push(`${e.quorum} approvers must grant`);
+  if (e?.separate_from_requester === 'team') parts.push("no approver of the requester's team");
   if (rule.reason) parts.push(`reason: ${rule.reason}`);
   return parts.join('; ');
 }

@@ -113,6 +113,11 @@ function printHashInput(v: JsonObject, target: string, io: Io): number {
     kind: o.kind as string,
     capability: (o.capability as JsonObject | undefined) ?? {},
     presentation: (o.presentation as JsonObject | undefined) ?? {},
+    ...(o.approvers !== undefined ? { approvers: o.approvers as ApprovalShapeInput['approvers'] } : {}),
+    ...(o.quorum !== undefined ? { quorum: o.quorum as number } : {}),
+    ...(o.separate_from_requester !== undefined
+      ? { separate_from_requester: o.separate_from_requester as string }
+      : {}),
   });
   const requirements = Array.isArray(v.requirements) ? (v.requirements as JsonObject[]).map(shape) : [shape(v)];
   const text = approvalHashText({ tool: v.tool as string, args: v.args as JsonObject, requirements });
@@ -123,11 +128,7 @@ function printHashInput(v: JsonObject, target: string, io: Io): number {
 function hashInputProblem(v: JsonObject): string | null {
   const several = Object.hasOwn(v, 'requirements');
   for (const key of Object.keys(v)) {
-    if (
-      !(several ? ['tool', 'args', 'requirements'] : ['tool', 'args', 'kind', 'capability', 'presentation']).includes(
-        key,
-      )
-    ) {
+    if (!(several ? ['tool', 'args', 'requirements'] : ['tool', 'args', ...SHAPE_KEYS]).includes(key)) {
       return `unknown key "${key}" in an approval hash input`;
     }
   }
@@ -137,19 +138,31 @@ function hashInputProblem(v: JsonObject): string | null {
   if (!Array.isArray(v.requirements) || v.requirements.length === 0) return '"requirements" must be a non-empty array';
   for (const [i, r] of v.requirements.entries()) {
     if (!isJsonObject(r)) return `"requirements.${i}" must be an object`;
-    for (const key of Object.keys(r))
-      if (!['kind', 'capability', 'presentation'].includes(key)) return `unknown key "requirements.${i}.${key}"`;
+    for (const key of Object.keys(r)) if (!SHAPE_KEYS.includes(key)) return `unknown key "requirements.${i}.${key}"`;
     const problem = shapeProblem(r, `requirements.${i}.`);
     if (problem !== null) return problem;
   }
   return null;
 }
 
+// A requirement's members the hash covers (docs/spec.md section 4.3); who may answer only when narrowed.
+const SHAPE_KEYS: readonly string[] = [
+  'kind',
+  'capability',
+  'presentation',
+  'approvers',
+  'quorum',
+  'separate_from_requester',
+];
+
 function shapeProblem(v: JsonObject, at: string): string | null {
   if (typeof v.kind !== 'string') return `"${at}kind" must be a string`;
-  for (const key of ['capability', 'presentation'] as const) {
+  for (const key of ['capability', 'presentation', 'approvers'] as const) {
     if (v[key] !== undefined && !isJsonObject(v[key])) return `"${at}${key}" must be an object`;
   }
+  if (v.quorum !== undefined && typeof v.quorum !== 'number') return `"${at}quorum" must be a number`;
+  if (v.separate_from_requester !== undefined && typeof v.separate_from_requester !== 'string')
+    return `"${at}separate_from_requester" must be a string`;
   return null;
 }
 

@@ -91,6 +91,38 @@ export interface ApprovalRequirement {
   capability: Record<string, unknown>;
   presentation: Record<string, unknown>;
   standing?: LimitCounter;
+  /** Who may answer it besides holding the approver role (every list given must match): only when the policy narrows it. */
+  approvers?: ApproverLists;
+  /** How many distinct eligible approvers must grant it: only when more than 1. */
+  quorum?: number;
+  /** `team`: no approver of the requester's team may answer it. */
+  separateFromRequester?: 'team';
+}
+
+export interface ApproverLists {
+  roles?: string[];
+  teams?: string[];
+  users?: string[];
+}
+
+/** A requirement as a stored approval shows it: who may answer, how many must, and who has. */
+export interface ApprovalRequirementState
+  extends Omit<ApprovalRequirement, 'approvers' | 'quorum' | 'separateFromRequester'> {
+  /** null: any holder of the approver role. */
+  approvers: ApproverLists | null;
+  quorum: number;
+  separateFromRequester: 'none' | 'team';
+  /** The `sub`s whose grants counted toward it, oldest first. */
+  granted: string[];
+}
+
+/** One approver's grant of an approval (spec section 5.4). */
+export interface Grant {
+  by: string;
+  name: string | null;
+  at: string;
+  /** For the record: shown to approvers only (null for anyone else). */
+  note: string | null;
 }
 
 /** What an approval of the call is about; `id` and `status` when a stored approval was cited. */
@@ -158,7 +190,9 @@ export interface Approval extends ApprovalSummary {
   context?: Record<string, unknown>;
   capability: Record<string, unknown>;
   presentation: Record<string, unknown>;
-  requirements: ApprovalRequirement[];
+  requirements: ApprovalRequirementState[];
+  /** Who granted it so far, oldest first (a quorum needs several). */
+  grants: Grant[];
   policies: PolicyIdentity[];
   presentationLabel: string;
   /** The review of a tool's result: the result (data, never renamed); absent on an approval of a call. */
@@ -178,6 +212,8 @@ export interface ListQuery {
   q?: string;
   /** `true`: only approvals an operator decided (the history). */
   decided?: boolean;
+  /** `true`: only the pending approvals the caller may answer and has not granted (an approver's queue). */
+  eligible?: boolean;
   order?: 'newest' | 'oldest';
   /** `true`: the page also says how many approvals the filters match (`count`). */
   count?: boolean;

@@ -14,6 +14,7 @@ import type {
   ApprovalDescriptor,
   ApprovalPage,
   ApprovalRequirement,
+  ApprovalRequirementState,
   ApprovalSummary,
   BudgetsQuery,
   BudgetsResponse,
@@ -24,6 +25,7 @@ import type {
   DecisionQuery,
   DecisionRecord,
   DenyTexts,
+  Grant,
   GrantTexts,
   InspectBody,
   InspectFinding,
@@ -128,6 +130,7 @@ export const LIST_QUERY = {
   requester: maybe,
   q: maybe,
   decided: maybe,
+  eligible: maybe,
   order: maybe,
   count: maybe,
   limit: maybe,
@@ -152,7 +155,18 @@ export const APPROVAL_REQUIREMENT = {
   capability: one,
   presentation: one,
   standing: maybeNested(LIMIT_COUNTER),
+  approvers: maybe,
+  quorum: maybe,
+  separate_from_requester: maybe,
 } as const satisfies ShapeOf<ApprovalRequirement>;
+export const APPROVAL_REQUIREMENT_STATE = {
+  ...APPROVAL_REQUIREMENT,
+  approvers: one,
+  quorum: one,
+  separate_from_requester: one,
+  granted: one,
+} as const satisfies ShapeOf<ApprovalRequirementState>;
+export const GRANT = { by: one, name: one, at: one, note: one } as const satisfies ShapeOf<Grant>;
 export const APPROVAL_DESCRIPTOR = {
   requirements: listOf(APPROVAL_REQUIREMENT),
   kind: one,
@@ -220,7 +234,8 @@ export const APPROVAL = {
   context: maybe,
   capability: one,
   presentation: one,
-  requirements: listOf(APPROVAL_REQUIREMENT),
+  requirements: listOf(APPROVAL_REQUIREMENT_STATE),
+  grants: listOf(GRANT),
   policies: listOf(POLICY_IDENTITY),
   presentation_label: one,
   result: maybe,

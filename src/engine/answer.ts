@@ -145,6 +145,15 @@ export function approvalView(a: Approval, seesNotes: boolean): JsonObject {
   return {
     ...a,
     ...(seesNotes ? {} : { decision_note: null }),
+    // Each requirement says who may answer it, how many must, and who has (docs/spec.md section 5.4).
+    requirements: a.requirements.map((r, i) => ({
+      ...r,
+      approvers: r.approvers ?? null,
+      quorum: r.quorum ?? 1,
+      separate_from_requester: r.separate_from_requester ?? 'none',
+      granted: a.grants.filter((g) => g.requirements.includes(i)).map((g) => g.by),
+    })),
+    grants: a.grants.map((g) => ({ by: g.by, name: g.name, at: g.at, note: seesNotes ? g.note : null })),
     presentation_label: PRESENTATION_LABEL,
     ...(a.result !== undefined ? { result_label: RESULT_LABEL } : {}),
   } as unknown as JsonObject; // every field is JSON data

@@ -4,6 +4,7 @@
 export {
   ApprovalInputError,
   ApprovalTooLargeError,
+  NotEligibleError,
   PendingLimitError,
   RecentlyDeniedError,
 } from '../approvals/errors.js';

@@ -76,7 +76,7 @@ export type { ReloadOutcome } from './reload.js';
 
 // What the HTTP layer reads of the stores under the engine: their shapes and limits, never their code.
 export { APPROVAL_STATUSES, LIMITS } from '../approvals/approval.js';
-export type { Approval, ApprovalStatus, ApprovalSummary } from '../approvals/approval.js';
+export type { Approval, ApprovalStatus, ApprovalSummary, Approver, Grant } from '../approvals/approval.js';
 export type { FeedEvent } from '../approvals/feed.js';
 export type { ApprovalService } from '../approvals/service.js';
 export type { TransitionResult } from '../approvals/store.js';

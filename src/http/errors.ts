@@ -11,6 +11,7 @@ import {
   IdempotencyLimitError,
   ListQueryError,
   NotConfiguredError,
+  NotEligibleError,
   OutcomeUnknownError,
   PendingLimitError,
   RecentlyDeniedError,
@@ -28,6 +29,7 @@ export const ERRORS = {
   unauthorized: { status: 401, title: 'Missing or invalid bearer token' },
   forbidden: { status: 403, title: 'Forbidden' },
   csrf_rejected: { status: 403, title: 'Missing or wrong CSRF token' },
+  not_eligible: { status: 403, title: 'Not eligible to answer this approval' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
@@ -165,6 +167,15 @@ export function toHttpError(err: unknown): HttpError {
       {
         retryAfterSec: 60,
       },
+    );
+  }
+  if (err instanceof NotEligibleError) {
+    // The policy's own names (rules, files) and which check failed; never the lists themselves.
+    const each = err.requirements.map((r) => `rule ${JSON.stringify(r.rule)} (${r.why.join(', ')})`);
+    return new HttpError(
+      'not_eligible',
+      `you may answer none of this approval's open requirements: ${each.join('; ')}; it stays pending`,
+      { body: { requirements: err.requirements.map((r) => ({ rule: r.rule, policy: r.policy, why: r.why })) } },
     );
   }
   if (err instanceof RecentlyDeniedError) {

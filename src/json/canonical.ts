@@ -58,6 +58,14 @@ export interface ApprovalShapeInput {
   kind: string;
   capability: JsonObject;
   presentation: JsonObject;
+  /** Who may answer and how many (docs/spec.md section 4.3): hashed only when present. */
+  approvers?: {
+    readonly roles?: readonly string[];
+    readonly teams?: readonly string[];
+    readonly users?: readonly string[];
+  };
+  quorum?: number;
+  separate_from_requester?: string;
 }
 
 /** The approval hash input of a request that one requirement asked about (docs/spec.md section 4). */
@@ -124,27 +132,45 @@ function approvalHashParts(input: ApprovalHashInput | ApprovalRequirementsHashIn
       : undefined;
   // A result approval binds the result too (`null` is a result); a call's approval hashes as before results existed.
   const result = input.result !== undefined ? canonicalAt(input.result, ['result']) : undefined;
-  const out: string[] = ['{"args":', a];
+  const out: string[] = [];
   const part = (o: JsonObject, at: string[]): void => {
     if (isDefaultShape(o, tool, args)) out.push('{"args":', a, `,"tool":${t}}`);
     else out.push(canonicalAt(o, at));
   };
+  // Who may answer, and how many, are written only when the requirement has them: one without them
+  // hashes exactly as before there were any. Keys in canonical order around the shape's own.
+  const approvers = (r: ApprovalShapeInput, at: string[]): string =>
+    r.approvers === undefined ? '' : `"approvers":${canonicalAt(r.approvers as JsonValue, [...at, 'approvers'])},`;
+  const after = (r: ApprovalShapeInput, at: string[]): void => {
+    if (r.quorum !== undefined) out.push(`,"quorum":${canonicalAt(r.quorum, [...at, 'quorum'])}`);
+    if (r.separate_from_requester !== undefined)
+      out.push(
+        `,"separate_from_requester":${canonicalAt(r.separate_from_requester, [...at, 'separate_from_requester'])}`,
+      );
+  };
   const shape = (r: ApprovalShapeInput, at: string[]): void => {
-    out.push('"capability":');
+    out.push(approvers(r, at), '"capability":');
     part(r.capability, [...at, 'capability']);
     out.push(`,"kind":${canonicalAt(r.kind, [...at, 'kind'])},"presentation":`);
     part(r.presentation, [...at, 'presentation']);
+    after(r, at);
   };
   if (requirements.length === 1) {
-    // Keys in canonical order: args, capability, context, kind, presentation, tool.
-    out.push(',"capability":');
-    part(requirements[0]!.capability, ['capability']);
+    // Keys in canonical order: approvers, args, capability, context, kind, presentation, quorum,
+    // result, separate_from_requester, tool.
+    const only = requirements[0]!;
+    out.push('{', approvers(only, []), '"args":', a, ',"capability":');
+    part(only.capability, ['capability']);
     if (context !== undefined) out.push(',"context":', context);
-    out.push(`,"kind":${canonicalAt(requirements[0]!.kind, ['kind'])},"presentation":`);
-    part(requirements[0]!.presentation, ['presentation']);
+    out.push(`,"kind":${canonicalAt(only.kind, ['kind'])},"presentation":`);
+    part(only.presentation, ['presentation']);
+    if (only.quorum !== undefined) out.push(`,"quorum":${canonicalAt(only.quorum, ['quorum'])}`);
     if (result !== undefined) out.push(',"result":', result);
+    if (only.separate_from_requester !== undefined)
+      out.push(`,"separate_from_requester":${canonicalAt(only.separate_from_requester, ['separate_from_requester'])}`);
   } else {
     // args, context, requirements, tool.
+    out.push('{"args":', a);
     if (context !== undefined) out.push(',"context":', context);
     out.push(',"requirements":[');
     requirements.forEach((r, i) => {

@@ -20,6 +20,7 @@ import { DURATION_FORMAT, parseDuration } from './duration.js';
 import {
   CALENDAR_UNITS,
   type ApprovalShape,
+  type Eligibility,
   type ArgPath,
   type Budget,
   type BudgetWindow,
@@ -35,6 +36,7 @@ import {
   type RateLimit,
   type Rule,
   type RuleEffect,
+  type Separation,
   type Selectors,
   type ToolKind,
 } from './model.js';
@@ -163,7 +165,15 @@ interface RuleDoc extends SelectorDoc {
   abort?: boolean;
   confirm?: boolean | string;
   reason?: string;
-  approval?: { kind?: string; capability?: string[]; presentation?: string[] };
+  approval?: ApprovalDoc;
+}
+interface ApprovalDoc {
+  kind?: string;
+  capability?: string[];
+  presentation?: string[];
+  approvers?: { roles?: string[]; teams?: string[]; users?: string[] };
+  quorum?: number;
+  separate_from_requester?: Separation;
 }
 interface GuardDoc extends SelectorDoc {
   id?: string;
@@ -192,6 +202,7 @@ interface ToolDoc {
   kind: ToolKind;
   tags?: string[];
   confirm?: boolean;
+  approval?: ApprovalDoc;
   description?: string;
   schema?: JsonObject | boolean;
   result_schema?: JsonObject | boolean;
@@ -295,6 +306,9 @@ function compileTool(
       problems.add([...path, 'result_schema'], `schema does not compile: ${(err as Error).message}`);
     }
   }
+  if (doc.approval !== undefined && doc.confirm !== true)
+    problems.add([...path, 'approval'], '`approval` goes with `confirm: true`: only a tool that asks has an approval');
+  const approval = doc.approval === undefined ? {} : compileApproval(problems, [...path, 'approval'], doc.approval);
   if (!glob) return null;
   return {
     pattern,
@@ -303,6 +317,7 @@ function compileTool(
     kind: doc.kind,
     tags: new Set(doc.tags ?? []),
     confirm: doc.confirm === true,
+    ...approval,
     policy,
     ...(validate ? { validate, schema: doc.schema!, schemaNames: declaredNames(doc.schema) } : {}),
     ...(doc.result_schema !== undefined ? { resultNames: declaredNames(doc.result_schema) } : {}),
@@ -427,22 +442,14 @@ function compileRule(
       );
     else confirm = doc.confirm === true ? true : conditionOrProblem(problems, [...base, 'confirm'], doc.confirm);
   }
-  let approval: ApprovalShape | undefined;
+  let approval: { approval?: ApprovalShape; eligibility?: Eligibility } = {};
   if (doc.approval !== undefined) {
     if (effect === 'deny' || effect === 'abort')
       problems.add(
         [...base, 'approval'],
         '`approval` cannot go with `allow: false` or `abort`: only a rule that asks has an approval',
       );
-    approval = {
-      ...(doc.approval.kind !== undefined ? { kind: doc.approval.kind } : {}),
-      ...(doc.approval.capability
-        ? { capability: argPaths(problems, [...base, 'approval', 'capability'], doc.approval.capability) }
-        : {}),
-      ...(doc.approval.presentation
-        ? { presentation: argPaths(problems, [...base, 'approval', 'presentation'], doc.approval.presentation) }
-        : {}),
-    };
+    approval = compileApproval(problems, [...base, 'approval'], doc.approval);
   }
   if (effect === null) return null;
   return {
@@ -452,7 +459,7 @@ function compileRule(
     effect,
     ...(when ? { when, whenAt: problems.locate([...base, 'when']) } : {}),
     ...(confirm ? { confirm } : {}),
-    ...(approval ? { approval } : {}),
+    ...approval,
     ...(doc.reason !== undefined ? { reason: doc.reason } : {}),
   };
 }
@@ -684,6 +691,46 @@ function conditionOrProblem(problems: Problems, path: KeyPath, source: string): 
     problems.add(path, `condition: ${err.message}`);
     return undefined;
   }
+}
+
+/**
+ * An `approval` block (a rule's, or a catalogue entry's with `confirm`): its shape, unless it gives
+ * eligibility alone (that keeps the default shape, so adding who may answer never changes what the
+ * operator is shown), and its eligibility with what does not
+ * narrow left out (docs/spec.md section 4.3: a requirement hashes as before unless it narrows).
+ */
+function compileApproval(
+  problems: Problems,
+  path: KeyPath,
+  doc: ApprovalDoc,
+): { approval?: ApprovalShape; eligibility?: Eligibility } {
+  // A block of eligibility alone keeps the default shape; any other block (an empty one included, as
+  // before eligibility existed) is a shape.
+  const eligibilityOnly =
+    doc.kind === undefined &&
+    doc.capability === undefined &&
+    doc.presentation === undefined &&
+    (doc.approvers !== undefined || doc.quorum !== undefined || doc.separate_from_requester !== undefined);
+  const shaped = !eligibilityOnly;
+  const shape: ApprovalShape = {
+    ...(doc.kind !== undefined ? { kind: doc.kind } : {}),
+    ...(doc.capability ? { capability: argPaths(problems, [...path, 'capability'], doc.capability) } : {}),
+    ...(doc.presentation ? { presentation: argPaths(problems, [...path, 'presentation'], doc.presentation) } : {}),
+  };
+  const lists: { roles?: string[]; teams?: string[]; users?: string[] } = {};
+  for (const key of ['roles', 'teams', 'users'] as const) {
+    const list = doc.approvers?.[key];
+    if (list !== undefined) lists[key] = [...new Set(list)].sort();
+  }
+  const eligibility: Eligibility = {
+    ...(Object.keys(lists).length > 0 ? { approvers: lists } : {}),
+    ...(doc.quorum !== undefined && doc.quorum !== 1 ? { quorum: doc.quorum } : {}),
+    ...(doc.separate_from_requester === 'team' ? { separate_from_requester: 'team' as const } : {}),
+  };
+  return {
+    ...(shaped ? { approval: shape } : {}),
+    ...(Object.keys(eligibility).length > 0 ? { eligibility } : {}),
+  };
 }
 
 function argPaths(problems: Problems, path: KeyPath, texts: readonly string[]): ArgPath[] {

@@ -10,6 +10,7 @@ import {
   SEVERITY,
   type ApprovalDescriptor,
   type ApprovalShape,
+  type Eligibility,
   type Decision,
   type DecideRequest,
   type DecisionResult,
@@ -130,6 +131,8 @@ interface Outcome {
   /** For require_approval: the approval kind and shape (`null`: the default `{tool, args}`). */
   kind?: string;
   shape?: ApprovalShape | null;
+  /** For require_approval: who may answer it and how many (absent: any approver, one grant). */
+  eligibility?: Eligibility;
 }
 
 // With no policy file at all: the side-effect default and an empty catalogue (docs/spec.md section 2).
@@ -396,8 +399,9 @@ function evaluateFile(
         decision: 'require_approval',
         reason: `${JSON.stringify(subject.tool)} always needs confirmation`,
         rule: `${entry.policy}#tools.${entry.pattern}`,
-        kind: 'confirm',
-        shape: null,
+        kind: entry.approval?.kind ?? 'confirm',
+        shape: entry.approval ?? null,
+        ...(entry.eligibility ? { eligibility: entry.eligibility } : {}),
       };
     } else if (confirmBy) {
       out = {
@@ -406,6 +410,7 @@ function evaluateFile(
         rule: confirmBy.id,
         kind: confirmBy.approval?.kind ?? 'confirm',
         shape: confirmBy.approval ?? null,
+        ...(confirmBy.eligibility ? { eligibility: confirmBy.eligibility } : {}),
       };
     }
   }
@@ -596,6 +601,7 @@ function approvalFor(request: DecideRequest, asks: readonly Requirement[]): Appr
       reason: outcome.reason,
       capability: shape === null ? { tool, args } : shape.capability ? pickPaths(args, shape.capability) : {},
       presentation: shape === null ? { tool, args } : shape.presentation ? pickPaths(args, shape.presentation) : {},
+      ...eligibilityOf(outcome.eligibility),
     };
   });
   const first = requirements[0];
@@ -607,6 +613,25 @@ function approvalFor(request: DecideRequest, asks: readonly Requirement[]): Appr
     presentation,
     requirements,
     hash: approvalHash({ tool, args, context: request.context, requirements }),
+  };
+}
+
+/** A requirement's eligibility members: fresh lists (a requirement is data, never shared with the policy). */
+function eligibilityOf(e: Eligibility | undefined): Partial<ApprovalRequirement> {
+  if (e === undefined) return {};
+  const lists = e.approvers;
+  return {
+    ...(lists
+      ? {
+          approvers: {
+            ...(lists.roles ? { roles: [...lists.roles] } : {}),
+            ...(lists.teams ? { teams: [...lists.teams] } : {}),
+            ...(lists.users ? { users: [...lists.users] } : {}),
+          },
+        }
+      : {}),
+    ...(e.quorum !== undefined ? { quorum: e.quorum } : {}),
+    ...(e.separate_from_requester ? { separate_from_requester: e.separate_from_requester } : {}),
   };
 }
 

@@ -10,6 +10,7 @@ export const SELECTOR_KEYS = ['tools', 'kinds', 'tags', 'envs', 'teams', 'users'
 const RULE_LISTS: readonly string[] = SELECTOR_KEYS;
 const GUARD_LISTS: readonly string[] = [...SELECTOR_KEYS, 'on'];
 const APPROVAL_LISTS: readonly string[] = ['capability', 'presentation'];
+const APPROVER_LISTS: readonly string[] = ['roles', 'teams', 'users'];
 
 /**
  * Whether `path` (as the file schema reports it) is a place that holds a list of strings, so that a
@@ -31,7 +32,16 @@ export function isStringListPath(path: KeyPath): boolean {
       return false;
     case 4:
       return (
-        top === 'rules' && typeof second === 'number' && third === 'approval' && APPROVAL_LISTS.includes(String(fourth))
+        ((top === 'rules' && typeof second === 'number') || top === 'tools') &&
+        third === 'approval' &&
+        APPROVAL_LISTS.includes(String(fourth))
+      );
+    case 5:
+      return (
+        ((top === 'rules' && typeof second === 'number') || top === 'tools') &&
+        third === 'approval' &&
+        fourth === 'approvers' &&
+        APPROVER_LISTS.includes(String(path[4]))
       );
     default:
       return false;
@@ -51,8 +61,12 @@ export function withListsSpelledOut(doc: JsonValue): JsonValue {
   if (isObject(out['tools'])) {
     const tools: JsonObject = { ...out['tools'] };
     for (const [name, entry] of Object.entries(tools)) {
-      if (isObject(entry) && typeof entry['tags'] === 'string')
-        Object.defineProperty(tools, name, own(listify({ ...entry }, ['tags'])));
+      if (!isObject(entry)) continue;
+      if (typeof entry['tags'] === 'string' || isObject(entry['approval'])) {
+        const copy = listify({ ...entry }, ['tags']);
+        if (isObject(copy['approval'])) copy['approval'] = approvalLists(copy['approval']);
+        Object.defineProperty(tools, name, own(copy));
+      }
     }
     out['tools'] = tools;
   }
@@ -60,7 +74,7 @@ export function withListsSpelledOut(doc: JsonValue): JsonValue {
     out['rules'] = out['rules'].map((rule) => {
       if (!isObject(rule)) return rule;
       const copy = listify({ ...rule }, RULE_LISTS);
-      if (isObject(copy['approval'])) copy['approval'] = listify({ ...copy['approval'] }, APPROVAL_LISTS);
+      if (isObject(copy['approval'])) copy['approval'] = approvalLists(copy['approval']);
       return copy;
     });
   }
@@ -72,6 +86,13 @@ export function withListsSpelledOut(doc: JsonValue): JsonValue {
       out[key] = list.map((entry) => (isObject(entry) ? listify({ ...entry }, RULE_LISTS) : entry));
   }
   return out;
+}
+
+/** An `approval` block (a rule's or a catalogue entry's) with its lists spelled out. */
+function approvalLists(block: JsonObject): JsonObject {
+  const copy = listify({ ...block }, APPROVAL_LISTS);
+  if (isObject(copy['approvers'])) copy['approvers'] = listify({ ...copy['approvers'] }, APPROVER_LISTS);
+  return copy;
 }
 
 function listify(obj: JsonObject, keys: readonly string[]): JsonObject {

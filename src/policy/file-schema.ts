@@ -23,6 +23,28 @@ const onExceed = { enum: ['deny', 'require_approval', 'abort'] } as const;
 // An amount a policy writes (a budget's maximum): a number ≥ 0 (exactness is checked in compile.ts).
 const amount = { type: 'number', minimum: 0 } as const;
 
+// Who may answer an approval and how many (docs/spec.md section 2.4); each list non-empty when given.
+const eligibility = {
+  approvers: {
+    type: 'object',
+    additionalProperties: false,
+    minProperties: 1,
+    properties: { roles: nameList, teams: nameList, users: nameList },
+  },
+  quorum: { type: 'integer', minimum: 1, maximum: 5 },
+  separate_from_requester: { enum: ['none', 'team'] },
+} as const;
+const approvalBlock = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    kind: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,64}$' },
+    capability: argPathList,
+    presentation: argPathList,
+    ...eligibility,
+  },
+} as const;
+
 const selectors = {
   tools: nameList,
   kinds: { type: 'array', minItems: 1, items: { enum: [...toolKind.enum, 'unknown'] } },
@@ -59,6 +81,8 @@ export const policyFileSchema = {
           kind: toolKind,
           tags: nameList,
           confirm: { type: 'boolean' },
+          // The approval `confirm` asks for: the same block as a rule's.
+          approval: approvalBlock,
           description: { type: 'string', maxLength: 4096 },
           schema: { type: ['object', 'boolean'] },
           // The JSON Schema of the tool's result: its property names may appear in a result guard's reason.
@@ -80,15 +104,7 @@ export const policyFileSchema = {
           abort: { type: 'boolean' },
           confirm: { type: ['boolean', 'string'] },
           reason: { type: 'string', minLength: 1, maxLength: 1024 },
-          approval: {
-            type: 'object',
-            additionalProperties: false,
-            properties: {
-              kind: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,64}$' },
-              capability: argPathList,
-              presentation: argPathList,
-            },
-          },
+          approval: approvalBlock,
         },
       },
     },

@@ -76,6 +76,29 @@ export interface ApprovalShape {
   readonly presentation?: readonly ArgPath[];
 }
 
+/** `separate_from_requester`: `none` excludes only the requester itself; `team`, every approver of its team. */
+export type Separation = 'none' | 'team';
+
+/**
+ * Who may answer a requirement, and how many must grant it (docs/spec.md section 2.4): APPROVER_ROLE
+ * holders narrowed by every list given. Each member is present only when it narrows (no list is
+ * empty, `quorum` is never 1, `separate_from_requester` never `none`), so a requirement that says
+ * nothing of them hashes as before they existed.
+ */
+export interface Eligibility {
+  /** Sorted, without repeats: the hash does not depend on how a policy orders them. */
+  readonly approvers?: ApproverLists;
+  /** 2..5. */
+  readonly quorum?: number;
+  readonly separate_from_requester?: 'team';
+}
+
+export interface ApproverLists {
+  readonly roles?: readonly string[];
+  readonly teams?: readonly string[];
+  readonly users?: readonly string[];
+}
+
 /** One policy file's reason for asking: what the operator is shown, per file that asked. */
 export interface ApprovalRequirement {
   /** The `policy` identity of the file. */
@@ -91,6 +114,10 @@ export interface ApprovalRequirement {
    * operator, stored with the approval, never part of its hash (it changes with every call).
    */
   standing?: JsonObject;
+  /** Who may answer and how many (Eligibility): hashed when present. */
+  approvers?: ApproverLists;
+  quorum?: number;
+  separate_from_requester?: 'team';
 }
 
 /**
@@ -131,7 +158,10 @@ export interface Rule {
   readonly whenAt?: { readonly line: number; readonly column: number };
   readonly effect: RuleEffect;
   readonly confirm?: true | CompiledCondition;
+  /** The approval's kind and shapes; absent when its `approval` block gives none of them. */
   readonly approval?: ApprovalShape;
+  /** Who may answer the approval it asks for, and how many; absent: any approver, one grant. */
+  readonly eligibility?: Eligibility;
   readonly reason?: string;
 }
 
@@ -217,6 +247,10 @@ export interface CatalogueEntry {
   readonly kind: ToolKind;
   readonly tags: ReadonlySet<string>;
   readonly confirm: boolean;
+  /** With `confirm`: the kind and shapes of its approval (absent: `confirm` and the whole call). */
+  readonly approval?: ApprovalShape;
+  /** With `confirm`: who may answer its approval, and how many. */
+  readonly eligibility?: Eligibility;
   readonly validate?: ValidateFunction;
   /** With `validate`: the schema as written (conditions are checked against it at load, ./schema-check.ts). */
   readonly schema?: JsonObject | boolean;

@@ -1,11 +1,12 @@
 // What a webhook says (docs/spec.md section 5.8): the event types, the event's data (the approval's
 // summary, as GET /approvals lists it, and its link on the page), and the two bodies a receiver gets:
 // a Standard Webhooks payload ({type, timestamp, data}) or a Slack incoming-webhook message.
-import type { ApprovalStatus, ApprovalSummary } from '../approvals/approval.js';
+import type { ApprovalStatus, ApprovalSummary, Grant } from '../approvals/approval.js';
 
 export const WEBHOOK_EVENT_TYPES = [
   'approval.created',
   'approval.granted',
+  'approval.partially_granted',
   'approval.denied',
   'approval.expired',
   'approval.cancelled',
@@ -32,9 +33,13 @@ export function eventTypeOf(status: ApprovalStatus): WebhookEventType {
   return status === 'pending' ? 'approval.created' : `approval.${status}`;
 }
 
-/** The event's `data`: the approval's summary, as it stood right after the transition, and its link. */
+/**
+ * The event's `data`: the approval's summary, as it stood right after the transition, and its link;
+ * an approval.partially_granted event adds the grant (who, their name, when, the note).
+ */
 export interface WebhookEventData extends ApprovalSummary {
   url: string;
+  grant?: Omit<Grant, 'requirements'>;
 }
 
 /**
@@ -79,13 +84,17 @@ export function slackBody(event: OutboxEvent): string {
     .map(slackEscape);
   const head = SLACK_HEADLINES[event.type];
   const by =
-    d.decided_by !== null && (event.type === 'approval.granted' || event.type === 'approval.denied')
-      ? ` by ${slackEscape(d.decided_by)}`
-      : '';
+    d.grant !== undefined && event.type === 'approval.partially_granted'
+      ? ` by ${slackEscape(d.grant.by)}`
+      : d.decided_by !== null && (event.type === 'approval.granted' || event.type === 'approval.denied')
+        ? ` by ${slackEscape(d.decided_by)}`
+        : '';
   const lines = [
     `*${head}${by}*: \`${slackEscape(d.tool)}\` requested by ${who[0]}${who.length > 1 ? ` (${who.slice(1).join(', ')})` : ''}`,
   ];
   lines.push(`Reason: ${slackEscape(d.reason)}`);
+  if (d.grant?.note != null && event.type === 'approval.partially_granted')
+    lines.push(`Note: ${slackEscape(d.grant.note)}`);
   if (d.decision_note !== null && (event.type === 'approval.granted' || event.type === 'approval.denied')) {
     lines.push(`${event.type === 'approval.granted' ? 'Note' : 'Denial'}: ${slackEscape(d.decision_note)}`);
   }
@@ -101,6 +110,7 @@ export function slackBody(event: OutboxEvent): string {
 const SLACK_HEADLINES: Readonly<Record<WebhookEventType, string>> = {
   'approval.created': 'Approval requested',
   'approval.granted': 'Approval granted',
+  'approval.partially_granted': 'Approval granted in part (more grants needed)',
   'approval.denied': 'Approval denied',
   'approval.expired': 'Approval expired',
   'approval.cancelled': 'Approval withdrawn by the requester',

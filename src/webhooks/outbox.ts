@@ -9,7 +9,7 @@
 //   once.
 // - Every time is the database clock's.
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
-import type { ApprovalSummary } from '../approvals/approval.js';
+import type { ApprovalSummary, Grant } from '../approvals/approval.js';
 import { uuidv7 } from '../kernel/uuid.js';
 import { withDeadline } from '../db/deadline.js';
 import { eventTypeOf, type OutboxEvent, type WebhookEventData, type WebhookEventType } from './events.js';
@@ -32,24 +32,32 @@ export interface OutboxTargets {
  * events queued in its transaction; none without endpoints.
  */
 export function queueEventsOf(targets: OutboxTargets): {
-  onTransition?: (tx: TransactionSql, moved: readonly ApprovalSummary[]) => Promise<void>;
+  onTransition?: (tx: TransactionSql, moved: readonly ApprovalSummary[], grant?: Grant) => Promise<void>;
 } {
-  return targets.endpoints.length === 0 ? {} : { onTransition: (tx, moved) => enqueue(tx, targets, moved) };
+  return targets.endpoints.length === 0
+    ? {}
+    : { onTransition: (tx, moved, grant) => enqueue(tx, targets, moved, grant) };
 }
 
 /**
  * Queues one event per approval that moved (its summary as it now stands) and endpoint that takes
- * that type, in `tx`: the transition's own transaction.
+ * that type, in `tx`: the transition's own transaction. With `grant`: a grant short of the quorum
+ * (approval.partially_granted), which moved no status.
  */
 export async function enqueue(
   tx: TransactionSql,
   targets: OutboxTargets,
   moved: readonly ApprovalSummary[],
+  grant?: Grant,
 ): Promise<void> {
   const rows: { id: string; endpoint: string; type: WebhookEventType; approval_id: string; data: string }[] = [];
   for (const summary of moved) {
-    const type = eventTypeOf(summary.status);
-    const data: WebhookEventData = { ...summary, url: targets.link(summary.id) };
+    const type = grant !== undefined ? 'approval.partially_granted' : eventTypeOf(summary.status);
+    const data: WebhookEventData = {
+      ...summary,
+      url: targets.link(summary.id),
+      ...(grant !== undefined ? { grant: { by: grant.by, name: grant.name, at: grant.at, note: grant.note } } : {}),
+    };
     const text = JSON.stringify(data);
     for (const endpoint of targets.endpoints) {
       if (endpoint.events !== null && !endpoint.events.includes(type)) continue;

@@ -673,9 +673,9 @@ describe('the schema is the backstop', () => {
       'approvals.tool': 'name_text',
     });
     // The guard's triggers fire on UPDATE OF their columns and would not see another BEFORE trigger
-    // changing NEW: the set is exactly these.
+    // changing NEW: the set is exactly these (approvals_quorum, 0019, only reads NEW).
     const triggers = await db.sql<{ tgname: string }[]>`
       select tgname from pg_trigger where tgrelid = 'approvals'::regclass and not tgisinternal order by tgname`;
-    expect(triggers.map((t) => t.tgname)).toEqual(['approvals_immutable', 'approvals_transition']);
+    expect(triggers.map((t) => t.tgname)).toEqual(['approvals_immutable', 'approvals_quorum', 'approvals_transition']);
   });
 });

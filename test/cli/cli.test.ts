@@ -328,11 +328,61 @@ describe('gatehouse test', () => {
   });
 });
 
+describe('gatehouse check --tool: who may answer', () => {
+  it("names a rule's approvers, quorum and separation (users counted, never listed)", async () => {
+    const refund = await run('check', 'test/fixtures/policies/approvers', '--tool', 'refund');
+    expect(refund.code).toBe(0);
+    expect(refund.out).toContain(
+      "answered by roles [finance]; 2 approvers must grant; no approver of the requester's team",
+    );
+    const wire = await run('check', 'test/fixtures/policies/approvers', '--tool', 'wire');
+    expect(wire.out).toContain('answered by 1 user');
+    expect(wire.out).not.toContain('[cfo]');
+  });
+});
+
 describe('gatehouse hash', () => {
   it('prints the canonical form and the approval hash of an approval hash input (it has kind)', async () => {
     const r = await run('hash', 'test/cli/fixtures/request.json');
     expect(r.code).toBe(0);
     golden('hash-approval.txt', r.out);
+  });
+
+  it('a hand-written input with who may answer hashes as the request decided under a policy that narrows it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-hash-'));
+    try {
+      const args = { n: 1 };
+      writeFileSync(join(dir, 'call.json'), JSON.stringify({ tool: 'refund', args }));
+      writeFileSync(
+        join(dir, 'input.json'),
+        JSON.stringify({
+          tool: 'refund',
+          args,
+          // The rule's approval block names a kind, so its shapes are its own (none: `{}`).
+          kind: 'refund_two',
+          capability: {},
+          presentation: {},
+          approvers: { roles: ['finance'] },
+          quorum: 2,
+          separate_from_requester: 'team',
+        }),
+      );
+      const decided = await run(
+        'hash',
+        join(dir, 'call.json'),
+        '--policies',
+        'test/fixtures/policies/approvers',
+        '--team',
+        'support',
+      );
+      expect(decided.err).toBe('');
+      const written = await run('hash', join(dir, 'input.json'));
+      expect(written.err).toBe('');
+      expect(written.out).toBe(decided.out);
+      expect(written.out).toContain('"quorum":2');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('decides a request as /decide would and prints its approval hash: the same as the hand-written input', async () => {

@@ -58,10 +58,11 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0016_decision_records_stage.sql',
       '0017_approval_result.sql',
       '0018_idempotency_inspect.sql',
+      '0019_approval_grants.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -109,9 +110,10 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0016_decision_records_stage.sql',
       '0017_approval_result.sql',
       '0018_idempotency_inspect.sql',
+      '0019_approval_grants.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -196,7 +198,6 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
   await legacyRow(pendingId, 'agent-a', 'pending');
   await legacyRow(grantedId, 'agent-b', 'granted');
   const store = createApprovalStore(db.sql, { approvalTtlMs: 3_600_000, grantTtlMs: 600_000, deadlineMs: 10_000 });
-  await store.get(pendingId); // prepared before the migration, as a replica still running would have
   const before = await db.sql`select * from approvals order by id`;
 
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({
@@ -218,6 +219,7 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       '0016_decision_records_stage.sql',
       '0017_approval_result.sql',
       '0018_idempotency_inspect.sql',
+      '0019_approval_grants.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
@@ -245,9 +247,8 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
     { attname: string }[]
   >`select attname from pg_stats where tablename = 'approvals' order by attname`;
   expect(stats.map((r) => r.attname)).toEqual(expect.arrayContaining(['hash', 'requester_sub', 'status', 'tool']));
-  // That pool's first read after the migration is a 503 (postgres.js drops the statement); the next
-  // one prepares it afresh.
-  await expect(store.get(pendingId)).rejects.toMatchObject({ name: 'StoreUnavailableError', sourceCode: '0A000' });
+  // (A statement prepared before a migration that changes its result fails once: test/db/errors.test.ts.
+  // This store's reads name a table of a later migration, so none can be prepared on 0001 here.)
   expect((await store.list({ limit: 10 })).items.map((a) => a.id)).toEqual([grantedId, pendingId]);
   // An old row reads as one requirement, from its own columns, and still re-hashes to its hash.
   const legacy = await store.get(pendingId);
@@ -315,6 +316,7 @@ test('0010: a denial written before it keeps its reason as the message for the a
     '0016_decision_records_stage.sql',
     '0017_approval_result.sql',
     '0018_idempotency_inspect.sql',
+    '0019_approval_grants.sql',
   ]);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
@@ -362,6 +364,7 @@ test('0014: decision records written as jsonb read back the same as json, and th
     '0016_decision_records_stage.sql',
     '0017_approval_result.sql',
     '0018_idempotency_inspect.sql',
+    '0019_approval_grants.sql',
   ]);
   const types = await db.sql<{ column_name: string; data_type: string }[]>`
     select column_name, data_type from information_schema.columns
@@ -402,6 +405,7 @@ test('0015: Idempotency-Key rows written before it are deleted (they name no ide
     '0016_decision_records_stage.sql',
     '0017_approval_result.sql',
     '0018_idempotency_inspect.sql',
+    '0019_approval_grants.sql',
   ]);
   expect(await db.sql`select 1 from idempotency_keys`).toHaveLength(0);
   const row = (kind: string, approval: string | null, decision: string | null, response: string | null) => db.sql`

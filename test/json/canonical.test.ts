@@ -79,10 +79,18 @@ describe('canonical test vectors (test/fixtures/canonical)', () => {
         if (typeof tool !== 'string' || !isJsonObject(args)) throw new Error('bad vector');
         const shapeOf = (r: JsonValue | undefined) => {
           if (!isJsonObject(r)) throw new Error('bad vector');
-          const { kind, capability, presentation } = r;
+          const { kind, capability, presentation, approvers, quorum, separate_from_requester: separation } = r;
           if (typeof kind !== 'string' || !isJsonObject(capability) || !isJsonObject(presentation))
             throw new Error('bad vector');
-          return { kind, capability, presentation };
+          // Who may answer, when the requirement narrows it (docs/spec.md section 4.3).
+          return {
+            kind,
+            capability,
+            presentation,
+            ...(isJsonObject(approvers) ? { approvers: approvers as { roles?: string[] } } : {}),
+            ...(typeof quorum === 'number' ? { quorum } : {}),
+            ...(typeof separation === 'string' ? { separate_from_requester: separation } : {}),
+          };
         };
         // One requirement: {tool, args, kind, capability, presentation}; several: {tool, args, requirements}.
         // With the request's `context`, when the vector has one.
@@ -111,6 +119,14 @@ describe('canonical test vectors (test/fixtures/canonical)', () => {
     // Two requirements are hashed in their order, each of them: neither the first alone nor another order.
     expect(get('approval-two-requirements').hash).not.toBe(get('approval-custom-shape').hash);
     expect(get('approval-two-requirements').hash).not.toBe(get('approval-two-requirements-reordered').hash);
+    // Who may answer is hashed, in canonical key order around the shape's own keys.
+    expect(get('approval-approvers-quorum').canonical).toMatch(/^\{"approvers":\{"roles":\["finance"\],"teams":/);
+    expect(get('approval-approvers-quorum').canonical).toContain(
+      '"presentation":{"amount":10500.00,"order":"A-17"},"quorum":2,"separate_from_requester":"team","tool"',
+    );
+    expect(get('approval-two-requirements-approvers').canonical).toContain(
+      '{"approvers":{"users":["cfo"]},"capability":',
+    );
   });
 });
 

@@ -10,6 +10,7 @@ import {
   summaryView,
   type ApprovalService,
   type ApprovalStatus,
+  type Approver,
   type FeedEvent,
   type ListOrder,
   type TransitionResult,
@@ -54,6 +55,7 @@ const listQuery = {
     requester: { type: 'string', maxLength: 512 },
     q: { type: 'string', maxLength: LIMITS.search },
     decided: { type: 'boolean' },
+    eligible: { type: 'boolean' },
     order: { enum: ['newest', 'oldest'] },
     count: { type: 'boolean' },
     limit: { type: 'integer', minimum: 1, maximum: LIMITS.pageSize },
@@ -92,6 +94,13 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   const service = (): ApprovalService => ctx.engine.approvals();
   const identityOf = (request: FastifyRequest): Identity => request.identity as Identity;
   const isApprover = (identity: Identity): boolean => identity.roles.includes(ctx.approverRole);
+  // Who answers, for the requirements' eligibility. The identity carries no display name yet: null.
+  const approverOf = (identity: Identity): Approver => ({
+    sub: identity.user,
+    team: identity.team,
+    roles: identity.roles,
+    name: null,
+  });
   // A body is optional on grant, deny and cancel: an absent one is `{}`.
   const emptyBodyIsObject = async (request: FastifyRequest): Promise<void> => {
     if (request.body === undefined || request.body === null) request.body = {};
@@ -153,6 +162,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       requester?: string;
       q?: string;
       decided?: boolean;
+      eligible?: boolean;
       order?: ListOrder;
       count?: boolean;
       limit?: number;
@@ -166,6 +176,8 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       ...(q.requester ? { requester: q.requester } : {}),
       ...(q.q ? { q: q.q, searchNotes: approver } : {}),
       ...(q.decided ? { decided: true } : {}),
+      // Only an approver can be eligible: anyone else's list is empty.
+      ...(q.eligible ? { eligibleFor: approver ? approverOf(identity) : ('none' as const) } : {}),
       ...(q.order ? { order: q.order } : {}),
       ...(q.count ? { count: true } : {}),
       ...(q.cursor ? { cursor: q.cursor } : {}),
@@ -245,7 +257,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
       const identity = identityOf(request);
       const { id } = request.params as { id: string };
       const { note } = request.body as { note?: string };
-      const result = await service().store.grant(id, { sub: identity.user }, note ?? null);
+      const result = await service().store.grant(id, approverOf(identity), note ?? null);
       return sendTransition(reply, result, identity, 'granted');
     },
   );
@@ -261,7 +273,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
         reason !== undefined && note === undefined && message === undefined
           ? reason
           : { note: note ?? reason ?? null, message: message ?? reason ?? null };
-      const result = await service().store.deny(id, { sub: identity.user }, text);
+      const result = await service().store.deny(id, approverOf(identity), text);
       return sendTransition(reply, result, identity, 'denied');
     },
   );
