@@ -31,6 +31,8 @@ export interface Requester {
   sub: string;
   team: string | null;
   agent: string | null;
+  /** The display name of the token (src/policy/claims.ts displayName): shown, never decided on. */
+  name: string | null;
 }
 
 /**

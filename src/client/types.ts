@@ -122,6 +122,8 @@ export interface Requester {
   sub: string;
   team: string | null;
   agent: string | null;
+  /** The token's display name (`name`, `preferred_username` or `email`); absent from older servers. */
+  name?: string | null;
 }
 
 /** An approval as lists show it: everything but its arguments and what was picked from them. */

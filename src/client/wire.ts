@@ -145,7 +145,7 @@ export const DECISION = {
   decision_id: one,
   next: maybeNested(NEXT_STEP),
 } as const satisfies ShapeOf<DecisionBody>;
-export const REQUESTER = { sub: one, team: one, agent: one } as const satisfies ShapeOf<Requester>;
+export const REQUESTER = { sub: one, team: one, agent: one, name: maybe } as const satisfies ShapeOf<Requester>;
 export const APPROVAL_SUMMARY = {
   id: one,
   status: one,

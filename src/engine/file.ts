@@ -50,7 +50,7 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
         args: req.args,
         context: req.context,
         runId: req.run?.id,
-        requester: { sub: identity.user, team: identity.team, agent: identity.agent },
+        requester: { sub: identity.user, team: identity.team, agent: identity.agent, name: identity.name ?? null },
         policies: result.policies,
       },
       tx,
