@@ -1821,11 +1821,13 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
       sub: 'operator-9',
       team: 'ops',
       agent: 'bot',
+      name: null,
       roles: ['approver'],
       can: { decide: true, read_policies: true, reload: false },
     });
     expect(await call(plain, { url: '/me', token: supportToken() }, 200)).toEqual({
       ...SUPPORT,
+      name: null,
       roles: [],
       can: { decide: false, read_policies: false, reload: false },
     });
