@@ -14,7 +14,8 @@ import {
   type ListOrder,
   type TransitionResult,
 } from '../../engine/index.js';
-import type { JsonObject } from '../../json/value.js';
+import type { JsonObject, JsonValue } from '../../json/value.js';
+import { moneyOf } from '../../policy/money.js';
 import type { Identity } from '../../policy/model.js';
 import { INTERRUPTED_KIND } from '../../policy/interrupted.js';
 import { toDecideRequest, toolCallSchema, type ToolCall } from '../../policy/request.js';
@@ -118,7 +119,11 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
             throw err;
           })) ?? held;
     }
-    return sendCanonical(reply, approvalView(approval, isApprover(identity)));
+    // How the page shows its amounts (docs/spec.md section 5.3): the serving catalogue's money
+    // annotations for the tool, a display hint that the hash does not cover.
+    const money = moneyOf(ctx.engine.parts.policies.current(), approval.tool);
+    const view = approvalView(approval, isApprover(identity));
+    return sendCanonical(reply, money.length === 0 ? view : { ...view, money: money as unknown as JsonValue[] });
   });
 
   app.get('/approvals', { schema: { querystring: listQuery } }, async (request, reply) => {
