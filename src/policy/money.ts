@@ -50,7 +50,9 @@ export function moneyFields(schema: JsonObject | boolean): { fields: MoneyField[
   const problems: MoneyProblem[] = [];
   const visit = (node: JsonValue, at: (string | number)[], path: string[] | null): void => {
     if (Array.isArray(node)) {
-      node.forEach((v, i) => visit(v, [...at, i], null));
+      node.forEach((v, i) => {
+        visit(v, [...at, i], null);
+      });
       return;
     }
     if (!isJsonObject(node)) return;
