@@ -1102,7 +1102,10 @@
             : 'This approval is no longer pending: ' + stateText(c.summary);
   }
 
-  $('confirm-cancel').addEventListener('click', () => dialog.close());
+  // The second click of a double click that opened the confirmation may land on it: it acts on nothing.
+  $('confirm-cancel').addEventListener('click', (event) => {
+    if (event.detail <= 1) dialog.close();
+  });
   for (const action of /** @type {const} */ (['grant', 'deny'])) {
     $('confirm-' + action).addEventListener('click', (event) => {
       // The second click of a double click (detail 2) is never a confirmation.
