@@ -317,6 +317,115 @@ describe.skipIf(!available)('the operator page, built for a large decision (Chro
     }
   }, 60_000);
 
+  it('the compact queue on a phone: 300 pending approvals a row each, paged, sorted, moved through by keyboard; Enter opens and never decides; an arrival is announced and placed by the sort', async () => {
+    const ids: string[] = [];
+    for (let start = 0; start < 300; start += 30) {
+      const batch = await Promise.all(
+        Array.from({ length: 30 }, (_, n) =>
+          file(
+            {
+              tool: (start + n) % 2 === 0 ? 'refund' : 'payout',
+              args: { amount: 1000 + start + n, currency: 'EUR', to: `Q-${start + n}` },
+            },
+            agent({ name: `Agent ${String.fromCharCode(65 + ((start + n) % 26))}` }),
+          ),
+        ),
+      );
+      ids.push(...batch.map((b) => b.id));
+    }
+    await page.setViewportSize({ width: 390, height: 844 });
+    await signIn();
+    await live();
+    await page.selectOption('#f-view', 'queue');
+    const rows = page.locator('#queue li.row');
+    await page.waitForFunction(() => document.querySelectorAll('#queue li.row').length === 50);
+    await page.waitForFunction(() => document.getElementById('more-note')?.textContent === '50 shown of 300.');
+    expect(await page.locator('article.approval:visible').count()).toBe(0);
+    // A row: the tool, the lead field, the quorum; who asked, the age, the expiry and the rule.
+    const first = rows.first();
+    expect(await first.locator('.row-tool').textContent()).toBe('refund');
+    expect(await first.locator('.row-lead').textContent()).toMatch(/^amount 1,\d{3} EUR$/);
+    expect(await first.locator('.row-quorum').textContent()).toBe('granted 0 of 1');
+    expect(await first.locator('.row-who').textContent()).toMatch(/^Agent [A-Z] \(agent-\d+\)$/);
+    expect(await first.locator('.row-times').textContent()).toMatch(/^(just now|\d+ s ago) · expires in/);
+    expect(await first.locator('.row-rule').textContent()).toBe('refunds');
+    // Each row a line or two, nothing wider than the phone, every row a target of 40 px or more.
+    const boxes = await rows.evaluateAll((els) => els.map((e) => e.getBoundingClientRect().height));
+    expect(Math.max(...boxes)).toBeLessThanOrEqual(72);
+    expect(Math.min(...boxes)).toBeGreaterThanOrEqual(40);
+    expect(await page.evaluate(() => document.scrollingElement!.scrollWidth)).toBeLessThanOrEqual(390);
+    for (let shown = 50; shown < 300; shown += 50) {
+      await page.click('#more');
+      await page.waitForFunction((n) => document.querySelectorAll('#queue li.row').length === n, shown + 50);
+    }
+    expect(await page.isVisible('#more')).toBe(false);
+    expect(new Set(await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-id'))))).toEqual(new Set(ids));
+    // Sorted: newest first, then by tool.
+    await page.selectOption('#f-sort', 'newest');
+    expect(await first.getAttribute('data-id')).toBe(
+      (await rest('GET', '/approvals?status=pending&limit=1')).json['items'][0].id,
+    );
+    await page.selectOption('#f-sort', 'tool');
+    expect(await first.locator('.row-tool').textContent()).toBe('payout');
+    expect(await rows.last().locator('.row-tool').textContent()).toBe('refund');
+    // The keyboard: j and k, the arrows, Home and End move between rows.
+    const focusedRow = () => page.evaluate(() => document.activeElement?.closest('li.row')?.getAttribute('data-id'));
+    const order = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-id')));
+    await first.locator('button').focus();
+    await page.keyboard.press('j');
+    expect(await focusedRow()).toBe(order[1]);
+    await page.keyboard.press('ArrowDown');
+    expect(await focusedRow()).toBe(order[2]);
+    await page.keyboard.press('k');
+    expect(await focusedRow()).toBe(order[1]);
+    await page.keyboard.press('End');
+    expect(await focusedRow()).toBe(order[299]);
+    await page.keyboard.press('Home');
+    expect(await focusedRow()).toBe(order[0]);
+    await page.keyboard.press('ArrowUp');
+    expect(await focusedRow()).toBe(order[0]);
+    // Enter opens the card, and decides nothing, however often it is pressed.
+    const posts: string[] = [];
+    const onRequest = (r: { method(): string; url(): string }) => {
+      if (r.method() === 'POST') posts.push(r.url());
+    };
+    page.on('request', onRequest);
+    try {
+      await page.keyboard.press('Enter');
+      await card(order[0]!).waitFor({ state: 'visible' });
+      expect(await page.isVisible('#queue')).toBe(false);
+      expect(await page.evaluate(() => document.activeElement?.closest('article')?.getAttribute('data-id'))).toBe(
+        order[0],
+      );
+      await page.keyboard.press('Enter');
+      await page.keyboard.press('Enter');
+      expect(posts).toEqual([]);
+      expect(await statusOf(order[0]!)).toBe('pending');
+      expect(await page.evaluate(() => document.scrollingElement!.scrollWidth)).toBeLessThanOrEqual(390);
+      await page.click('#back');
+      expect(await page.isVisible('#queue')).toBe(true);
+      expect(await focusedRow()).toBe(order[0]);
+    } finally {
+      page.off('request', onRequest);
+    }
+    // Newest first, the whole queue shown: an arrival goes to the top, and is announced.
+    await page.selectOption('#f-sort', 'newest');
+    const arrival = await file(
+      { tool: 'refund', args: { amount: 250000, to: 'NEW' } },
+      agent({ name: 'Late Arrival' }),
+    );
+    await page.waitForFunction(
+      (id) => document.querySelector('#queue li.row')?.getAttribute('data-id') === id,
+      arrival.id,
+    );
+    expect(await page.textContent('#announce')).toMatch(
+      /^New approval: refund, asked by Late Arrival \(agent-\d+\), amount 250,000 EUR\.$/,
+    );
+    expect(await page.getAttribute('#announce', 'aria-live')).toBe('polite');
+    // The view is remembered for the next visit.
+    expect(await page.evaluate(() => localStorage.getItem('gatehouse-view'))).toBe('queue');
+  }, 90_000);
+
   it('ran without a page error', () => {
     expect(pageErrors).toEqual([]);
   });
