@@ -55,10 +55,11 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
+      '0016_display_names.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -103,9 +104,10 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
+      '0016_display_names.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -209,18 +211,29 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       '0013_decision_records.sql',
       '0014_decision_records_json.sql',
       '0015_idempotency_references.sql',
+      '0016_display_names.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
   expect(
-    after.map(({ requirements, context, run_id, decision_message, ...rest }) => ({
+    after.map(({ requirements, context, run_id, decision_message, requester_name, ...rest }) => ({
       requirements,
       context,
       run_id,
       decision_message,
+      requester_name,
       rest,
     })),
-  ).toEqual(before.map((rest) => ({ requirements: null, context: null, run_id: null, decision_message: null, rest })));
+  ).toEqual(
+    before.map((rest) => ({
+      requirements: null,
+      context: null,
+      run_id: null,
+      decision_message: null,
+      requester_name: null,
+      rest,
+    })),
+  );
   // The change of types discarded the columns' statistics; the migration gathered them again.
   const stats = await db.sql<
     { attname: string }[]
@@ -293,6 +306,7 @@ test('0010: a denial written before it keeps its reason as the message for the a
     '0013_decision_records.sql',
     '0014_decision_records_json.sql',
     '0015_idempotency_references.sql',
+    '0016_display_names.sql',
   ]);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
@@ -337,6 +351,7 @@ test('0014: decision records written as jsonb read back the same as json, and th
   expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual([
     '0014_decision_records_json.sql',
     '0015_idempotency_references.sql',
+    '0016_display_names.sql',
   ]);
   const types = await db.sql<{ column_name: string; data_type: string }[]>`
     select column_name, data_type from information_schema.columns
@@ -372,7 +387,10 @@ test('0015: Idempotency-Key rows written before it are deleted (they name no ide
   await db.sql`
     insert into idempotency_keys (sub, route, key, body_hash, status, response)
     values ('alice', 'decide', 'k1', ${hash}, 200, '{"decision":"allow"}')`;
-  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0015_idempotency_references.sql']);
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual([
+    '0015_idempotency_references.sql',
+    '0016_display_names.sql',
+  ]);
   expect(await db.sql`select 1 from idempotency_keys`).toHaveLength(0);
   const row = (kind: string, approval: string | null, decision: string | null, response: string | null) => db.sql`
     insert into idempotency_keys (sub, route, key, body_hash, identity_hash, kind, status, approval_id, decision_id, response)
@@ -396,3 +414,27 @@ test('0015: Idempotency-Key rows written before it are deleted (they name no ide
 
 let keys = 0;
 const randomKey = (): string => `key-${++keys}`;
+
+test('0016: approvals and sessions written before it have no name (null), and a name is a name_text', async () => {
+  const db = await emptyDatabase();
+  const files: Record<string, string> = {};
+  for (const name of (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_/.test(f) && f < '0016')) {
+    files[name] = await readFile(join(MIGRATIONS_DIR, name), 'utf8');
+  }
+  await migrate(db.sql, await migrationsDir(files));
+  const id = '0190a0c0-0000-7000-8000-0000000000f1';
+  await db.sql`
+    insert into approvals (id, status, hash, kind, tool, args, requirements, reason, rule, requester_sub, policies, expires_at)
+    values (${id}, 'pending', ${`sha256:${'c'.repeat(64)}`}, 'k', 'refund', '{}', '[{"kind":"k","policy":"p","reason":"r","rule":"r"}]',
+            'r', 'r', 'alice', '[]', now() + interval '1 hour')`;
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0016_display_names.sql']);
+  const [row] = await db.sql<
+    { requester_name: string | null }[]
+  >`select requester_name from approvals where id = ${id}`;
+  expect(row?.requester_name).toBeNull();
+  await expect(db.sql`update approvals set requester_name = '' where id = ${id}`).rejects.toThrow();
+  await db.sql`update approvals set requester_name = 'Alice Liddell' where id = ${id}`;
+  const cols = await db.sql<{ column_name: string }[]>`
+    select column_name from information_schema.columns where table_name = 'operator_sessions' and column_name = 'name'`;
+  expect(cols).toHaveLength(1);
+});

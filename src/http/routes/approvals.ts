@@ -119,7 +119,7 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
             throw err;
           })) ?? held;
     }
-    // How the page shows its amounts (docs/spec.md section 5.3): the serving catalogue's money
+    // How the page shows its amounts (docs/spec.md section 5.4): the serving catalogue's money
     // annotations for the tool, a display hint that the hash does not cover.
     const money = moneyOf(ctx.engine.parts.policies.current(), approval.tool);
     const view = approvalView(approval, isApprover(identity));
