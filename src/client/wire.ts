@@ -21,6 +21,7 @@ import type {
   GrantTexts,
   LimitCounter,
   ListQuery,
+  MoneyField,
   NextStep,
   PolicyIdentity,
   Requester,
@@ -145,7 +146,8 @@ export const DECISION = {
   decision_id: one,
   next: maybeNested(NEXT_STEP),
 } as const satisfies ShapeOf<DecisionBody>;
-export const REQUESTER = { sub: one, team: one, agent: one, name: maybe } as const satisfies ShapeOf<Requester>;
+export const REQUESTER = { sub: one, team: one, agent: one, name: one } as const satisfies ShapeOf<Requester>;
+export const MONEY_FIELD = { path: one, currency: maybe, currency_path: maybe } as const satisfies ShapeOf<MoneyField>;
 export const APPROVAL_SUMMARY = {
   id: one,
   status: one,
@@ -174,6 +176,7 @@ export const APPROVAL = {
   requirements: listOf(APPROVAL_REQUIREMENT),
   policies: listOf(POLICY_IDENTITY),
   presentation_label: one,
+  money: maybeListOf(MONEY_FIELD),
 } as const satisfies ShapeOf<Approval>;
 export const APPROVAL_PAGE = {
   items: listOf(APPROVAL_SUMMARY),

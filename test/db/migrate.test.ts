@@ -415,7 +415,7 @@ test('0015: Idempotency-Key rows written before it are deleted (they name no ide
 let keys = 0;
 const randomKey = (): string => `key-${++keys}`;
 
-test('0016: approvals and sessions written before it have no name (null), and a name is a name_text', async () => {
+test('0016: approvals and sessions written before it have no name (null); a name, once written, never changes', async () => {
   const db = await emptyDatabase();
   const files: Record<string, string> = {};
   for (const name of (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_/.test(f) && f < '0016')) {
@@ -432,8 +432,10 @@ test('0016: approvals and sessions written before it have no name (null), and a 
     { requester_name: string | null }[]
   >`select requester_name from approvals where id = ${id}`;
   expect(row?.requester_name).toBeNull();
-  await expect(db.sql`update approvals set requester_name = '' where id = ${id}`).rejects.toThrow();
-  await db.sql`update approvals set requester_name = 'Alice Liddell' where id = ${id}`;
+  // Written once, with the row: as immutable as the sub beside it.
+  await expect(db.sql`update approvals set requester_name = 'Alice Liddell' where id = ${id}`).rejects.toThrow(
+    /immutable column changed/,
+  );
   const cols = await db.sql<{ column_name: string }[]>`
     select column_name from information_schema.columns where table_name = 'operator_sessions' and column_name = 'name'`;
   expect(cols).toHaveLength(1);
