@@ -348,6 +348,7 @@
     stream = null; // first: the stream's abort is then not taken for silence
     if (open) open.abort();
     clearTimeout(/** @type {number | undefined} */ (streamRetry)); // null is no timer, as the DOM allows
+    streamRetry = null;
     retryMs = RETRY_FIRST_MS;
     loadedOnce = false;
     applied = null;
@@ -376,7 +377,9 @@
 
   async function openStream() {
     const abort = new AbortController();
-    stream = abort;
+    const previous = stream;
+    stream = abort; // first: the previous stream's abort is then not taken for silence
+    if (previous) previous.abort();
     let res;
     try {
       res = await send('GET', '/approvals/stream', { signal: abort.signal });
@@ -436,9 +439,21 @@
     liveLine.className = 'live off';
     if (!loadedOnce) load();
     clearTimeout(/** @type {number | undefined} */ (streamRetry)); // null is no timer, as the DOM allows
-    streamRetry = setTimeout(openStream, retryMs);
+    streamRetry = setTimeout(() => {
+      streamRetry = null;
+      openStream();
+    }, retryMs);
     retryMs = Math.min(RETRY_MAX_MS, retryMs * 2);
   }
+
+  // The browser says the network is back: try at once rather than at the next retry.
+  window.addEventListener('online', () => {
+    if (streamRetry !== null) {
+      clearTimeout(streamRetry);
+      streamRetry = null;
+      openStream();
+    }
+  });
 
   /**
    * @param {string} name
