@@ -380,14 +380,33 @@
     const previous = stream;
     stream = abort; // first: the previous stream's abort is then not taken for silence
     if (previous) previous.abort();
+    // A connection a proxy or a sleeping laptop left half-open delivers nothing, not even the
+    // heartbeat (nor, before it, the answer's head): after SILENCE_MS without a byte it is given up
+    // and opened again.
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    let silence = null;
+    const listen = () => {
+      if (silence !== null) clearTimeout(silence);
+      silence = setTimeout(() => abort.abort(), SILENCE_MS);
+    };
+    const quiet = () => {
+      if (silence !== null) clearTimeout(silence);
+    };
+    let silent = false;
+    abort.signal.addEventListener('abort', () => {
+      silent = stream === abort; // aborted by the watchdog, not by stop() or another stream
+    });
     let res;
+    listen();
     try {
       res = await send('GET', '/approvals/stream', { signal: abort.signal });
     } catch {
-      if (!abort.signal.aborted) streamLost();
+      quiet();
+      if (!abort.signal.aborted || silent) streamLost();
       return;
     }
     if (!res.ok) {
+      quiet();
       if (res.status === 401) {
         stop();
         return say('The token has expired: paste a current one to go on.');
@@ -397,18 +416,6 @@
     const reader = /** @type {ReadableStream<Uint8Array>} */ (res.body).getReader(); // an answer of the stream has a body
     const decoder = new TextDecoder();
     let buffer = '';
-    // A connection a proxy or a sleeping laptop left half-open delivers nothing, not even the
-    // heartbeat: after SILENCE_MS without a byte it is given up and opened again.
-    /** @type {ReturnType<typeof setTimeout> | null} */
-    let silence = null;
-    const listen = () => {
-      if (silence !== null) clearTimeout(silence);
-      silence = setTimeout(() => abort.abort(), SILENCE_MS);
-    };
-    let silent = false;
-    abort.signal.addEventListener('abort', () => {
-      silent = stream === abort; // aborted by the watchdog, not by stop() or another stream
-    });
     try {
       for (;;) {
         listen();
@@ -430,7 +437,7 @@
     } catch {
       // the connection broke, or stop() or the watchdog aborted it
     }
-    if (silence !== null) clearTimeout(silence);
+    quiet();
     if (!abort.signal.aborted || silent) streamLost();
   }
 
