@@ -174,6 +174,27 @@ describe.skipIf(!available)('the operator page, built for a large decision (Chro
     expect(await statusOf(a.id)).toBe('pending');
   });
 
+  it('a long list in the arguments is folded to its first lines too, its strings inspected; the whole one click away', async () => {
+    const lines = Array.from({ length: 400 }, (_, n) => ({ sku: `SKU-${n}`, qty: n }));
+    lines[399] = { sku: 'LAST\u202Eexe.txt', qty: 1 };
+    const a = await file({ tool: 'refund', args: { amount: 250, to: 'L1', lines } });
+    await signIn();
+    await live();
+    const args = card(a.id).locator('[data-f=args]');
+    const group = args.locator('.group.folded');
+    expect(await group.count()).toBe(1);
+    expect(await group.textContent()).toBe('[\n    {\n      "qty": 0,…');
+    expect(await args.locator('button.show-all').textContent()).toMatch(/^show all \(1\d\.\d KB\)$/);
+    expect(await args.textContent()).not.toContain('LAST');
+    // What the folded part holds is still checked and listed.
+    expect(await card(a.id).locator('[data-f=findings] li').allTextContents()).toEqual([
+      'args.lines[399].sku: U+202E RIGHT-TO-LEFT OVERRIDE (a bidi control: it reorders what is shown)',
+    ]);
+    await args.locator('button.show-all').click();
+    expect(await args.textContent()).toContain('"LAST\\u202Eexe.txt"');
+    expect(await args.locator('.num').count()).toBe(1 + 400);
+  });
+
   it('an amount whose currency is another argument is shown with it; every digit written is kept', async () => {
     const a = await file('{"tool":"payout","args":{"amount":12345678901234567890.50,"currency":"USD","to":"X"}}');
     const b = await file({ tool: 'payout', args: { amount: 5, currency: 'dollars', to: 'Y' } });

@@ -27,7 +27,9 @@
 /**
  * A value of the call as shown: `fold`, for a string over FOLD_CHARS, is its first lines (its findings
  * are the whole string's) and its size; the page shows the fold with "show all", the whole one click away.
- * @typedef {{ k: string, text?: string, parts?: Part[], fold?: Fold }} Token
+ * A `group` is an object or array inside the arguments, its own tokens in `tokens`, folded like a
+ * long string when its text is over FOLD_CHARS and FOLD_LINES lines.
+ * @typedef {{ k: string, text?: string, parts?: Part[], fold?: Fold, tokens?: Token[] }} Token
  */
 /** @typedef {{ parts: Part[], size: string }} Fold */
 
@@ -441,7 +443,11 @@ function sizeText(bytes) {
  * @returns {Token[]}
  */
 function jsonTokens(node, path, findings, indent, out) {
-  const tokens = out || [];
+  const all = out || [];
+  // A nested object or array is gathered apart, to be folded whole when it is long.
+  const nested = path.length > 1 && (node.t === 'obj' || node.t === 'arr');
+  /** @type {Token[]} */
+  const tokens = nested ? [] : all;
   const pad = (/** @type {number} */ n) => '  '.repeat(n);
   /** @type {(s: string, k: string, where: (string | number)[]) => void} */
   const str = (s, k, where) => {
@@ -490,15 +496,67 @@ function jsonTokens(node, path, findings, indent, out) {
     default:
       tokens.push({ k: 'lit', text: node.v });
   }
-  return tokens;
+  if (nested) {
+    const fold = groupFold(tokens, node);
+    if (fold === null) all.push(...tokens);
+    else all.push({ k: 'group', tokens, fold });
+  }
+  return all;
 }
 
 /**
  * The text of tokens, as shown.
  * @param {readonly Token[]} tokens
+ * @returns {string}
  */
 function tokensText(tokens) {
-  return tokens.map((t) => (t.parts ? partsText(t.parts) : t.text)).join('');
+  return tokens.map((t) => (t.tokens ? tokensText(t.tokens) : t.parts ? partsText(t.parts) : t.text)).join('');
+}
+
+/**
+ * The runs of tokens, in order, as shown whole.
+ * @param {readonly Token[]} tokens
+ * @returns {Part[]}
+ */
+function tokensParts(tokens) {
+  return tokens.flatMap((t) =>
+    t.tokens ? tokensParts(t.tokens) : t.parts ? t.parts : [{ text: /** @type {string} */ (t.text) }],
+  );
+}
+
+/**
+ * The fold of a long object or array: its first FOLD_LINES lines, at most FOLD_CHARS characters
+ * (an escape is never cut), and its size; null when it is short enough to show whole.
+ * @param {readonly Token[]} tokens
+ * @param {JsonNode} node
+ * @returns {Fold | null}
+ */
+function groupFold(tokens, node) {
+  const parts = tokensParts(tokens);
+  const text = partsText(parts);
+  if (Array.from(text).length <= FOLD_CHARS && text.split('\n').length <= FOLD_LINES + 1) return null;
+  /** @type {Part[]} */
+  const head = [];
+  let chars = 0;
+  let lines = 0;
+  for (const p of parts) {
+    if (p.esc) {
+      if (chars + p.text.length > FOLD_CHARS) break;
+      head.push(p);
+      chars += p.text.length;
+      continue;
+    }
+    let cut = '';
+    for (const c of p.text) {
+      if (chars >= FOLD_CHARS || (c === '\n' && ++lines === FOLD_LINES)) break;
+      cut += c;
+      chars++;
+    }
+    if (cut !== '') head.push({ text: cut });
+    if (cut !== p.text) break;
+  }
+  head.push({ text: '…' });
+  return { parts: head, size: sizeText(utf8Bytes(nodeText(node))) };
 }
 
 // ---- one card ----------------------------------------------------------------------------------------

@@ -202,7 +202,8 @@
       else {
         const span = document.createElement('span');
         span.className = t.k;
-        if (t.parts) fillParts(span, t.parts);
+        if (t.tokens) fillTokens(span, t.tokens);
+        else if (t.parts) fillParts(span, t.parts);
         else span.textContent = /** @type {string} */ (t.text);
         el.append(span);
       }
@@ -736,9 +737,20 @@
    */
   function fillCall(el, tokens) {
     fillTokens(el, tokens);
+    foldIn(el, tokens);
+  }
+
+  /**
+   * Folds what fillTokens put in `el` for `tokens`: long strings, and long objects and arrays
+   * (whose own long strings are folded inside them too).
+   * @param {HTMLElement} el
+   * @param {readonly Token[]} tokens
+   */
+  function foldIn(el, tokens) {
     const values = tokens.filter((x) => x.k !== 'punct'); // each one span, in order
     [...el.children].forEach((span, n) => {
       const t = values[n];
+      if (t?.tokens) foldIn(/** @type {HTMLElement} */ (span), t.tokens);
       if (!t?.fold) return;
       const whole = /** @type {HTMLElement} */ (span);
       const folded = document.createElement('span');
