@@ -110,7 +110,7 @@ export async function runApprovals({ quick = false, http = true, log = console.l
     result.server = { version: server_version, fsync, synchronous_commit };
     const policies = await loadPolicies(join(ROOT_DIR, 'policies'), { env: 'prod' });
     const store = createApprovalStore(sql, { approvalTtlMs: 86_400_000, grantTtlMs: 3_600_000, deadlineMs: 2_000 });
-    const requester = { sub: IDENTITY.user, team: IDENTITY.team, agent: IDENTITY.agent };
+    const requester = { sub: IDENTITY.user, team: IDENTITY.team, agent: IDENTITY.agent, name: null };
     const approver = { sub: 'operator-1' };
 
     // One cycle: the decision (require_approval: a refund over the confirm cap), create, grant, consume.

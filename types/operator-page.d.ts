@@ -6,6 +6,8 @@
 interface Session {
   sub: string;
   team?: string;
+  /** The ID token's display name; null without one. */
+  name?: string | null;
   can: { decide: boolean };
   csrf_token: string;
 }

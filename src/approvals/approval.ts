@@ -31,6 +31,8 @@ export interface Requester {
   sub: string;
   team: string | null;
   agent: string | null;
+  /** The display name of the token (src/policy/claims.ts displayName): shown, never decided on. */
+  name: string | null;
 }
 
 /** Who answers: the token's sub, team and roles (the eligibility of docs/spec.md section 2.4 reads them). */

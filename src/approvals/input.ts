@@ -27,6 +27,7 @@ export function checkRequester(requester: Requester): void {
   checkName('requester.sub', requester.sub);
   if (requester.team !== null) checkName('requester.team', requester.team);
   if (requester.agent !== null) checkName('requester.agent', requester.agent);
+  if (requester.name !== null) checkName('requester.name', requester.name);
 }
 
 export function positiveMs(ms: number, name: string): number {

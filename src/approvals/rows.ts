@@ -19,6 +19,7 @@ export interface SummaryRow {
   requester_sub: string;
   requester_team: string | null;
   requester_agent: string | null;
+  requester_name: string | null;
   run_id: string | null;
   created_at: Date;
   expires_at: Date;
@@ -81,7 +82,12 @@ export function toSummary(row: SummaryRow): ApprovalSummary {
     tool: row.tool,
     reason: row.reason,
     rule: row.rule,
-    requester: { sub: row.requester_sub, team: row.requester_team, agent: row.requester_agent },
+    requester: {
+      sub: row.requester_sub,
+      team: row.requester_team,
+      agent: row.requester_agent,
+      name: row.requester_name ?? null, // undefined before migrations/0020
+    },
     run_id: row.run_id ?? null, // undefined before migrations/0007
     created_at: row.created_at.toISOString(),
     expires_at: row.expires_at.toISOString(),

@@ -238,11 +238,11 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
         const [inserted] = await tx<ApprovalRow[]>`
           with created as (
             insert into approvals (id, status, hash, kind, tool, args, context, run_id, requirements, result, reason, rule,
-                                   requester_sub, requester_team, requester_agent, policies, expires_at)
+                                   requester_sub, requester_team, requester_agent, requester_name, policies, expires_at)
             select ${uuidv7()}, 'pending', ${hash}, ${first.kind}, ${input.tool}, ${args},
                    ${context === undefined ? null : canonicalize(context)}, ${input.runId ?? null}, ${stored}, ${result},
                    ${first.reason}, ${first.rule}, ${requester.sub}, ${requester.team},
-                   ${requester.agent}, ${tx.json(policies)}, now() + ${approvalTtl}::interval
+                   ${requester.agent}, ${requester.name}, ${tx.json(policies)}, now() + ${approvalTtl}::interval
              where ${pendingCount(tx, requester.sub)} < ${maxPending}
                    ${cooldownMs === 0 ? tx`` : tx`and not exists (${denial()})`}
             on conflict (requester_sub, hash) where status in ('pending', 'granted') do nothing
@@ -657,7 +657,7 @@ function pendingCount(tx: TransactionSql, sub: string): PendingQuery<Row[]> {
 /** Every column but the arguments and the shapes, their size, and whether the row lapsed. */
 function summaryColumns(tx: TransactionSql): PendingQuery<Row[]> {
   // octet_length of a TOASTed value reads its header, not the value.
-  return tx`id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, run_id,
+  return tx`id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, requester_name, run_id,
             created_at, expires_at, decided_by, decided_at, decision_note, decision_message, consumed_at,
             octet_length(args) as args_bytes, (status in ('pending', 'granted') and expires_at <= now()) as lapsed`;
 }
@@ -769,7 +769,7 @@ function searchFilter(tx: TransactionSql, q: string, notes: boolean): PendingQue
   const pattern = `%${q.replace(/[\\%_]/g, '\\$&')}%`;
   return tx`and (id::text ilike ${pattern} or tool ilike ${pattern} or kind ilike ${pattern} or rule ilike ${pattern}
                  or reason ilike ${pattern} or requester_sub ilike ${pattern} or requester_team ilike ${pattern}
-                 or requester_agent ilike ${pattern} or run_id ilike ${pattern} or decided_by ilike ${pattern}
+                 or requester_agent ilike ${pattern} or requester_name ilike ${pattern} or run_id ilike ${pattern} or decided_by ilike ${pattern}
                  or decision_message ilike ${pattern} or args ilike ${pattern}
                  ${notes ? tx`or decision_note ilike ${pattern}` : tx``})`;
 }
@@ -811,7 +811,7 @@ async function expireLapsedRows(tx: TransactionSql, where: PendingQuery<Row[]>):
        for update
     ), moved as (
       update approvals set status = 'expired' where id = any(array(select id from due))
-      returning id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, run_id,
+      returning id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, requester_name, run_id,
                 created_at, expires_at, decided_by, decided_at, decision_note, decision_message, consumed_at,
                 octet_length(args) as args_bytes
     ), logged as (

@@ -158,6 +158,8 @@ export interface Requester {
   sub: string;
   team: string | null;
   agent: string | null;
+  /** The token's display name (`name`, `preferred_username` or `email`); null without one. */
+  name: string | null;
 }
 
 /** An approval as lists show it: everything but its arguments and what was picked from them. */
@@ -199,6 +201,15 @@ export interface Approval extends ApprovalSummary {
   result?: unknown;
   /** With `result`: how to label it wherever it is shown. */
   resultLabel?: string;
+  /** GET /approvals/{id} only: the amounts the serving catalogue annotates, for display (spec section 2.2). */
+  money?: MoneyField[];
+}
+
+/** A money field of a tool's arguments: its path, and its currency or the path of the argument holding it. */
+export interface MoneyField {
+  path: string;
+  currency?: string;
+  currencyPath?: string;
 }
 
 /** GET /approvals: its filters (spec section 5.4), each the query parameter of the same name. */

@@ -33,6 +33,7 @@ import type {
   LimitEntry,
   LimitStanding,
   ListQuery,
+  MoneyField,
   NextStep,
   PolicyIdentity,
   Requester,
@@ -208,7 +209,8 @@ export const INSPECT_ANSWER = {
   approval: maybeNested(APPROVAL_DESCRIPTOR),
   next: maybeNested(NEXT_STEP),
 } as const satisfies ShapeOf<InspectBody>;
-export const REQUESTER = { sub: one, team: one, agent: one } as const satisfies ShapeOf<Requester>;
+export const REQUESTER = { sub: one, team: one, agent: one, name: one } as const satisfies ShapeOf<Requester>;
+export const MONEY_FIELD = { path: one, currency: maybe, currency_path: maybe } as const satisfies ShapeOf<MoneyField>;
 export const APPROVAL_SUMMARY = {
   id: one,
   status: one,
@@ -240,6 +242,7 @@ export const APPROVAL = {
   presentation_label: one,
   result: maybe,
   result_label: maybe,
+  money: maybeListOf(MONEY_FIELD),
 } as const satisfies ShapeOf<Approval>;
 export const APPROVAL_PAGE = {
   items: listOf(APPROVAL_SUMMARY),

@@ -86,6 +86,7 @@ export function sessionIdentity(session: OperatorSession): Identity {
     team: session.team,
     agent: session.agent,
     roles: session.roles,
+    ...(session.name === null ? {} : { name: session.name }),
     claims: Object.freeze({ sub: session.sub }),
   });
 }

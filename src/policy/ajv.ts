@@ -2,6 +2,7 @@
 // removal) and never take patterns from data ($data off: CVE-2025-69873).
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { MONEY_KEYWORDS } from './money.js';
 
 /** For tool argument schemas written by operators: a typo'd keyword is a load error, not ignored. */
 export function createArgsAjv(): Ajv2020 {
@@ -22,6 +23,8 @@ export function createArgsAjv(): Ajv2020 {
     addUsedSchema: false,
   });
   addFormats.default(ajv);
+  // Annotations the operator page reads (./money.ts): known to strict mode, their values checked.
+  for (const keyword of MONEY_KEYWORDS) ajv.addKeyword(keyword);
   return ajv;
 }
 

@@ -64,7 +64,39 @@ export function identityFromClaims(payload: unknown, claims: ClaimNames): Identi
     for (const role of r as string[]) checkClaimText(claims.roles, role);
     roles = [...(r as string[])];
   }
-  return Object.freeze({ user: sub, team, agent, roles: Object.freeze(roles), claims: p as JsonObject });
+  const name = displayName(p);
+  return Object.freeze({
+    user: sub,
+    team,
+    agent,
+    roles: Object.freeze(roles),
+    ...(name === null ? {} : { name }),
+    claims: p as JsonObject,
+  });
+}
+
+/**
+ * The claims a display name is read from, in order (OpenID Connect Core 1.0 section 5.1,
+ * https://openid.net/specs/openid-connect-core-1_0.html#StandardClaims).
+ */
+export const NAME_CLAIMS = ['name', 'preferred_username', 'email'] as const;
+
+/**
+ * The first of NAME_CLAIMS that is a usable string. A name only labels a person on the page, so one
+ * that is not usable (not a string, empty, too long, holding a control or invisible character) is
+ * passed over for the next, never a reason to refuse the token: the `sub` still identifies the caller.
+ */
+export function displayName(claims: Readonly<Record<string, unknown>>): string | null {
+  for (const claim of NAME_CLAIMS) {
+    if (!Object.hasOwn(claims, claim)) continue;
+    const v = claims[claim];
+    if (typeof v !== 'string') continue;
+    const trimmed = v.trim();
+    if (trimmed.length === 0 || trimmed.length > MAX_CLAIM_LENGTH) continue;
+    if (CONTROL.test(trimmed) || INVISIBLE.test(trimmed) || !isWellFormed(trimmed)) continue;
+    return trimmed;
+  }
+  return null;
 }
 
 // Cc: C0 controls (U+0000–U+001F), DEL and C1 controls (U+007F–U+009F).

@@ -12,6 +12,7 @@ import { compileCondition, ConditionError, type CompiledCondition } from './cond
 import type { LoadProblem } from './errors.js';
 import { isStringListPath, SELECTOR_KEYS, withListsSpelledOut } from './file-lists.js';
 import { policyFileSchema } from './file-schema.js';
+import { moneyFields, type MoneyField } from './money.js';
 import { compileGlob, GlobError, type Glob } from './glob.js';
 import { builtinGuard, GUARD_NAMES, patternGuard, type GuardName } from './guards.js';
 import { compilePatterns, type PatternDoc } from './guards/pattern.js';
@@ -285,6 +286,7 @@ function compileTool(
   if (doc.confirm === false)
     problems.add([...path, 'confirm'], '`confirm: false` is refused: a policy can only add confirmation');
   let validate: ValidateFunction | undefined;
+  let moneyOfEntry: MoneyField[] | undefined;
   if (doc.schema !== undefined) {
     for (const at of inexactNumbers(doc.schema)) {
       problems.add(
@@ -296,6 +298,12 @@ function compileTool(
       validate = ajv.compile(doc.schema);
     } catch (err) {
       problems.add([...path, 'schema'], `schema does not compile: ${(err as Error).message}`);
+    }
+    // After ajv has checked the annotations' values: one problem per mistake.
+    if (validate !== undefined) {
+      const money = moneyFields(doc.schema);
+      for (const p of money.problems) problems.add([...path, 'schema', ...p.at], p.message);
+      if (money.fields.length > 0) moneyOfEntry = money.fields;
     }
   }
   // The result schema names the keys a result guard's reason may show; it must compile like `schema`.
@@ -321,6 +329,7 @@ function compileTool(
     policy,
     ...(validate ? { validate, schema: doc.schema!, schemaNames: declaredNames(doc.schema) } : {}),
     ...(doc.result_schema !== undefined ? { resultNames: declaredNames(doc.result_schema) } : {}),
+    ...(moneyOfEntry !== undefined ? { money: moneyOfEntry } : {}),
   };
 }
 

@@ -5,6 +5,7 @@ import type { JsonObject } from '../json/value.js';
 import type { CompiledCondition } from './condition/compile.js';
 import type { Glob } from './glob.js';
 import type { GuardDetector, GuardName } from './guards.js';
+import type { MoneyField } from './money.js';
 
 /** The four answers, from least to most severe (docs/spec.md section 1). */
 export type Decision = 'allow' | 'require_approval' | 'deny' | 'abort';
@@ -258,6 +259,8 @@ export interface CatalogueEntry {
   readonly schemaNames?: ReadonlySet<string>;
   /** The property names its `result_schema` declares: the keys a result guard's reason may name. */
   readonly resultNames?: ReadonlySet<string>;
+  /** The money fields its schema annotates (./money.ts): for display only, never decided on. */
+  readonly money?: readonly MoneyField[];
   /** The `policy` identity of the file that defines it. */
   readonly policy: string;
 }

@@ -13,6 +13,8 @@ export interface OperatorSession {
   readonly team: string | null;
   readonly agent: string | null;
   readonly roles: readonly string[];
+  /** The display name the ID token gave (src/policy/claims.ts displayName); null when none. */
+  readonly name: string | null;
   readonly csrfToken: string;
   /** The provider's ID token, for the id_token_hint of RP-initiated logout; null when none was kept. */
   readonly idToken: string | null;
@@ -25,6 +27,7 @@ export interface NewSession {
   readonly team: string | null;
   readonly agent: string | null;
   readonly roles: readonly string[];
+  readonly name: string | null;
   readonly idToken: string | null;
 }
 
@@ -56,6 +59,7 @@ interface SessionRow {
   team: string | null;
   agent: string | null;
   roles: string[];
+  name: string | null;
   csrf_token: string;
   id_token: string | null;
   expires_at: Date;
@@ -70,6 +74,7 @@ function toSession(row: SessionRow): OperatorSession {
     team: row.team,
     agent: row.agent,
     roles: Object.freeze([...row.roles]),
+    name: row.name ?? null,
     csrfToken: row.csrf_token,
     idToken: row.id_token,
     expiresAt: row.expires_at.toISOString(),
@@ -85,7 +90,7 @@ export function createSessionStore(sql: Sql, options: SessionStoreOptions): Sess
     if (!schemaReady()) return Promise.reject(new StoreUnavailableError('connection'));
     return withDeadline(sql, options.deadlineMs, fn);
   };
-  const columns = sql`sub, team, agent, roles, csrf_token, id_token, expires_at`;
+  const columns = sql`sub, team, agent, roles, name, csrf_token, id_token, expires_at`;
 
   return {
     create(input, replacing) {
@@ -97,8 +102,9 @@ export function createSessionStore(sql: Sql, options: SessionStoreOptions): Sess
         if (replacing !== undefined && SESSION_SECRET_FORMAT.test(replacing))
           await tx`delete from operator_sessions where id = ${keyOf(replacing)}`;
         const [row] = await tx<SessionRow[]>`
-          insert into operator_sessions (id, sub, team, agent, roles, csrf_token, id_token, expires_at)
-          values (${keyOf(secret)}, ${input.sub}, ${input.team}, ${input.agent}, ${tx.json([...input.roles])}, ${random()}, ${idToken},
+          insert into operator_sessions (id, sub, team, agent, roles, name, csrf_token, id_token, expires_at)
+          values (${keyOf(secret)}, ${input.sub}, ${input.team}, ${input.agent}, ${tx.json([...input.roles])}, ${input.name},
+                  ${random()}, ${idToken},
                   now() + ${ttl}::interval)
           returning ${columns}`;
         return { secret, session: toSession(row!) };

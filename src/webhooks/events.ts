@@ -76,7 +76,8 @@ export function standardBody(event: OutboxEvent): string {
 export function slackBody(event: OutboxEvent): string {
   const d = JSON.parse(event.data) as WebhookEventData;
   const who = [
-    d.requester.sub,
+    // The name beside the sub it labels: the sub is who it is, the name how people know them.
+    d.requester.name ? `${d.requester.name} (${d.requester.sub})` : d.requester.sub,
     d.requester.team && `team ${d.requester.team}`,
     d.requester.agent && `agent ${d.requester.agent}`,
   ]

@@ -45,7 +45,7 @@ export function request(spec: RequestSpec = {}): CreateApprovalInput {
     },
     tool,
     args,
-    requester: { sub: spec.sub ?? 'agent-user-1', team: 'support', agent: 'helpdesk' },
+    requester: { sub: spec.sub ?? 'agent-user-1', team: 'support', agent: 'helpdesk', name: null },
     policies: [{ policy: 'payments', version: '3', digest: 'sha256:' + 'ab'.repeat(32) }],
   };
 }

@@ -40,7 +40,7 @@ function request(narrowing: Partial<ApprovalRequirement>, sub = `agent-${++seq}`
     },
     tool,
     args,
-    requester: { sub, team: 'support', agent: 'helpdesk' },
+    requester: { sub, team: 'support', agent: 'helpdesk', name: null },
     policies: [{ policy: 'payments', digest: `sha256:${'ab'.repeat(32)}` }],
   };
 }

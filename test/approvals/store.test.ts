@@ -663,6 +663,7 @@ describe('the schema is the backstop', () => {
       'approvals.presentation': 'json_object_text',
       'approvals.reason': 'note_text',
       'approvals.requester_agent': 'name_text',
+      'approvals.requester_name': 'name_text',
       'approvals.requester_sub': 'name_text',
       'approvals.requester_team': 'name_text',
       'approvals.requirements': 'json_array_text',

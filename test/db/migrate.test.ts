@@ -59,10 +59,11 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0017_approval_result.sql',
       '0018_idempotency_inspect.sql',
       '0019_approval_grants.sql',
+      '0020_display_names.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -111,9 +112,10 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0017_approval_result.sql',
       '0018_idempotency_inspect.sql',
       '0019_approval_grants.sql',
+      '0020_display_names.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -220,16 +222,18 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       '0017_approval_result.sql',
       '0018_idempotency_inspect.sql',
       '0019_approval_grants.sql',
+      '0020_display_names.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
   expect(
-    after.map(({ requirements, context, run_id, decision_message, result, ...rest }) => ({
+    after.map(({ requirements, context, run_id, decision_message, result, requester_name, ...rest }) => ({
       requirements,
       context,
       run_id,
       decision_message,
       result,
+      requester_name,
       rest,
     })),
   ).toEqual(
@@ -239,6 +243,7 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       run_id: null,
       decision_message: null,
       result: null,
+      requester_name: null,
       rest,
     })),
   );
@@ -317,6 +322,7 @@ test('0010: a denial written before it keeps its reason as the message for the a
     '0017_approval_result.sql',
     '0018_idempotency_inspect.sql',
     '0019_approval_grants.sql',
+    '0020_display_names.sql',
   ]);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
@@ -365,6 +371,7 @@ test('0014: decision records written as jsonb read back the same as json, and th
     '0017_approval_result.sql',
     '0018_idempotency_inspect.sql',
     '0019_approval_grants.sql',
+    '0020_display_names.sql',
   ]);
   const types = await db.sql<{ column_name: string; data_type: string }[]>`
     select column_name, data_type from information_schema.columns
@@ -406,6 +413,7 @@ test('0015: Idempotency-Key rows written before it are deleted (they name no ide
     '0017_approval_result.sql',
     '0018_idempotency_inspect.sql',
     '0019_approval_grants.sql',
+    '0020_display_names.sql',
   ]);
   expect(await db.sql`select 1 from idempotency_keys`).toHaveLength(0);
   const row = (kind: string, approval: string | null, decision: string | null, response: string | null) => db.sql`
@@ -430,3 +438,33 @@ test('0015: Idempotency-Key rows written before it are deleted (they name no ide
 
 let keys = 0;
 const randomKey = (): string => `key-${++keys}`;
+
+test('0020: approvals and sessions written before it have no name (null); a name, once written, never changes', async () => {
+  const db = await emptyDatabase();
+  const files: Record<string, string> = {};
+  for (const name of (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_/.test(f) && f < '0020')) {
+    files[name] = await readFile(join(MIGRATIONS_DIR, name), 'utf8');
+  }
+  await migrate(db.sql, await migrationsDir(files));
+  const id = '0190a0c0-0000-7000-8000-0000000000f1';
+  await db.sql`
+    insert into approvals (id, status, hash, kind, tool, args, requirements, reason, rule, requester_sub, policies, expires_at)
+    values (${id}, 'pending', ${`sha256:${'c'.repeat(64)}`}, 'k', 'refund', '{}', '[{"kind":"k","policy":"p","reason":"r","rule":"r"}]',
+            'r', 'r', 'alice', '[]', now() + interval '1 hour')`;
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0020_display_names.sql']);
+  const [row] = await db.sql<
+    { requester_name: string | null }[]
+  >`select requester_name from approvals where id = ${id}`;
+  expect(row?.requester_name).toBeNull();
+  // Written once, with the row: as immutable as the sub beside it.
+  await expect(db.sql`update approvals set requester_name = 'Alice Liddell' where id = ${id}`).rejects.toThrow(
+    /immutable column changed/,
+  );
+  // The columns immutable before it still are (0017's result among them).
+  await expect(db.sql`update approvals set result = '"x"' where id = ${id}`).rejects.toThrow(
+    /immutable column changed/,
+  );
+  const cols = await db.sql<{ column_name: string }[]>`
+    select column_name from information_schema.columns where table_name = 'operator_sessions' and column_name = 'name'`;
+  expect(cols).toHaveLength(1);
+});

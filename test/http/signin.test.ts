@@ -25,7 +25,7 @@ const LOGIN_COOKIE = '__Host-gatehouse-login';
 const TTL_MS = 8 * 3_600_000;
 
 const ACCOUNTS = {
-  alice: { roles: ['approver'], team: 'ops' },
+  alice: { roles: ['approver'], team: 'ops', name: 'Alice Liddell' },
   bob: { roles: [], team: 'support' },
   // A bidi override in a claim: the same rule as a bearer token's claims refuses it.
   mallory: { roles: ['approver'], team: 'ops\u202Eevil' },
@@ -46,7 +46,7 @@ const settings = (issuer: string) => ({
 });
 
 beforeAll(async () => {
-  provider = await startProvider({ publicUrl: PUBLIC_URL, accounts: ACCOUNTS });
+  provider = await startProvider({ publicUrl: PUBLIC_URL, accounts: ACCOUNTS, claims: ['roles', 'team', 'name'] });
   t = await createTestApp({ env: 'prod', database: true, signin: settings(provider.issuer) });
   base = `http://127.0.0.1:${await listenLoopback(t.app)}`;
 });
@@ -75,6 +75,7 @@ interface SessionBody {
   sub: string;
   team: string | null;
   agent: string | null;
+  name: string | null;
   roles: string[];
   can: { decide: boolean };
   csrf_token: string;
@@ -210,6 +211,9 @@ describe('signing in (authorization code + PKCE, real provider)', () => {
     const me = await browse(s.jar, `${base}/me`);
     expect(me.status).toBe(200);
     expect(await me.json()).toMatchObject({ sub: 'alice', can: { decide: true } });
+    // The ID token's name, kept with the session: shown beside the sub, never decided on.
+    expect(s.session).toMatchObject({ sub: 'alice', name: 'Alice Liddell' });
+    expect(await (await browse(s.jar, `${base}/me`)).json()).toMatchObject({ name: 'Alice Liddell' });
     const stream = await fetch(`${base}/approvals/stream`, { headers: { cookie: s.jar.header(base)! } });
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);

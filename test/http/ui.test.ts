@@ -111,18 +111,18 @@ describe('the approval page', () => {
     });
   }
 
-  it('has no inline script or handler (the CSP would block them) and loads card.js, session.js, then page.js', async () => {
+  it('has no inline script or handler (the CSP would block them) and loads money.js, card.js, session.js, then page.js', async () => {
     const html = (await t.app.inject({ method: 'GET', url: '/ui' })).body;
     expect(html).toMatch(
-      /<script src="\/ui\/card\.js" defer><\/script>\n<script src="\/ui\/session\.js" defer><\/script>\n<script src="\/ui\/page\.js" defer><\/script>/,
+      /<script src="\/ui\/money\.js" defer><\/script>\n<script src="\/ui\/card\.js" defer><\/script>\n<script src="\/ui\/session\.js" defer><\/script>\n<script src="\/ui\/page\.js" defer><\/script>/,
     );
-    expect(html.match(/<script/g)).toHaveLength(3);
+    expect(html.match(/<script/g)).toHaveLength(4);
     expect(html).not.toMatch(/\son[a-z]+=/i);
     expect(html).not.toMatch(/\sstyle=/i);
   });
 
   it('serves the files of src/http/ui as they are', async () => {
-    for (const name of ['card.js', 'session.js', 'page.js', 'page.css']) {
+    for (const name of ['money.js', 'card.js', 'session.js', 'page.js', 'page.css']) {
       expect((await t.app.inject({ method: 'GET', url: `/ui/${name}` })).body).toBe(ui(name));
     }
     expect((await t.app.inject({ method: 'GET', url: '/ui' })).body).toBe(PAGE_HTML);
@@ -381,5 +381,90 @@ describe('the card for a real approval whose rule shape shows a subset of the ar
     expect(v.policies).toMatch(/^pay \(sha256:[0-9a-f]{12}…\)$/);
     expect(v.findings).toEqual([]);
     expect((await post(a.app, `/approvals/${id}/deny`, { note: 'x' }, approverToken())).statusCode).toBe(200);
+  });
+});
+
+// What leads a card, the quorum's progress and the grants (docs/approvals.md, "The operator page"):
+// card.js with money.js, on bodies as the API answers them, with and without the quorum fields.
+describe('the lead, the quorum and the grants of a card', () => {
+  const MONEY_JS = ui('money.js');
+  const view = (body: string) =>
+    JSON.parse(
+      runInNewContext(
+        `${MONEY_JS}\n${CARD_JS}\nconst v = cardView(parseExact(input)); JSON.stringify({ lead: v.lead.map((f) => ({ label: f.label, money: f.money, text: f.tokens && tokensText(f.tokens) })), leadText: v.leadText, quorum: v.quorum, grants: v.grants.map(partsText), who: partsText(v.who), fingerprint: v.fingerprint })`,
+        { input: body },
+      ) as string,
+    ) as {
+      lead: { label: string; money: string | null; text: string | null }[];
+      leadText: string;
+      quorum: { text: string; done: number; need: number };
+      grants: string[];
+      who: string;
+      fingerprint: string;
+    };
+  const presented = (presentation: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    approvalJson({
+      requester: { sub: 'agent-1', team: 'support', agent: 'bot', name: 'Refund Bot' },
+      requirements: [
+        {
+          policy: 'pay',
+          rule: 'pay',
+          kind: 'payment',
+          reason: 'payments need an operator',
+          capability: {},
+          presentation,
+        },
+      ],
+      ...extra,
+    });
+
+  it('leads with the presented fields, amounts grouped with their currency; other amounts follow', () => {
+    const v = view(
+      presented(
+        { recipient: 'ACME', amount: 0 },
+        {
+          money: [
+            { path: 'amount', currency: 'EUR' },
+            { path: 'fee', currency_path: 'currency' },
+          ],
+          argsText: '{"amount":1234567.8915,"currency":"USD","fee":12.5,"recipient":"ACME"}',
+        },
+      ).replace('"amount":0', '"amount":1234567.8915'),
+    );
+    expect(v.lead).toEqual([
+      { label: 'recipient', money: null, text: '"ACME"' },
+      { label: 'amount', money: '1,234,567.8915 EUR', text: null },
+      { label: 'fee', money: '12.5 USD', text: null },
+    ]);
+    expect(v.leadText).toBe('recipient "ACME"');
+    expect(v.who).toBe('Refund Bot (agent-1)');
+  });
+
+  it('without quorum fields one grant decides ("0 of 1"); with them, each requirement says how far it is, and the grants are listed by name', () => {
+    expect(view(presented({})).quorum).toEqual({ text: '0 of 1', done: 0, need: 1 });
+    const body = approvalJson({
+      requirements: [
+        {
+          policy: 'a',
+          rule: 'r1',
+          kind: 'k',
+          reason: 'x',
+          capability: {},
+          presentation: {},
+          quorum: 2,
+          granted: ['op-1'],
+        },
+        { policy: 'b', rule: 'r2', kind: 'k', reason: 'y', capability: {}, presentation: {}, quorum: 1, granted: [] },
+      ],
+      grants: [{ by: 'op-1', name: 'Ada Lovelace', at: '2030-01-01T10:00:00.000Z', note: 'checked the invoice' }],
+    });
+    const v = view(body);
+    expect(v.quorum).toEqual({ text: '1 of 2 · 0 of 1', done: 1, need: 3 });
+    expect(v.grants).toEqual(['Ada Lovelace (op-1), 2030-01-01 10:00:00 UTC: checked the invoice']);
+    // A grant changes what the card shows: it is another fingerprint.
+    expect(v.fingerprint).not.toBe(
+      view(body.replace('"granted":["op-1"]', '"granted":[]').replace(/"grants":\[[^\]]*\]/, '"grants":[]'))
+        .fingerprint,
+    );
   });
 });

@@ -67,6 +67,7 @@ const OPEN_ROUTES = [
   '/metrics',
   '/openapi.yaml',
   '/ui',
+  '/ui/money.js',
   '/ui/card.js',
   '/ui/page.js',
   '/ui/page.css',
@@ -817,6 +818,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     ping.mockRestore();
     expect(await call(db, { url: '/metrics' }, 200)).toContain('gatehouse_policy_files');
     expect(await call(plain, { url: '/ui' }, 200)).toContain('<title>Gatehouse approvals</title>');
+    expect(await call(plain, { url: '/ui/money.js' }, 200)).toContain('function formatMoney');
     expect(await call(plain, { url: '/ui/card.js' }, 200)).toContain('function cardView');
     expect(await call(plain, { url: '/ui/page.js' }, 200)).toContain('textContent');
     expect(await call(plain, { url: '/ui/page.css' }, 200)).toContain('.approval');
@@ -1965,11 +1967,13 @@ guards:
       sub: 'operator-9',
       team: 'ops',
       agent: 'bot',
+      name: null,
       roles: ['approver'],
       can: { decide: true, read_policies: true, reload: false },
     });
     expect(await call(plain, { url: '/me', token: supportToken() }, 200)).toEqual({
       ...SUPPORT,
+      name: null,
       roles: [],
       can: { decide: false, read_policies: false, reload: false },
     });

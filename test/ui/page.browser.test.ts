@@ -285,6 +285,7 @@ describe.skipIf(!available)(
       });
       try {
         await card(a.id).locator('button[data-f=deny]').click();
+        await page.click('#confirm-deny');
         await page.waitForFunction(
           (id) => document.querySelector(`article[data-id="${id}"]`)?.getAttribute('aria-busy') === 'true',
           a.id,
@@ -657,6 +658,12 @@ describe.skipIf(!available)(
       await c.getByLabel('Note for the record').fill('Looks like fraud, do not tell them');
       await c.getByLabel('Message to the agent').fill('This transfer was declined by an operator.');
       await c.locator('button[data-f=deny]').click();
+      // The confirmation repeats the call and carries the message, which can still be changed there.
+      await page.waitForSelector('#confirm[open]');
+      expect(await page.textContent('#confirm-title')).toBe('Deny this call?');
+      expect(await page.inputValue('#confirm-message')).toBe('This transfer was declined by an operator.');
+      expect(await page.isVisible('#confirm-grant')).toBe(false);
+      await page.click('#confirm-deny');
       await page.waitForFunction(
         (id) => document.querySelector(`article[data-id="${id}"]`)?.getAttribute('data-status') === 'denied',
         a.id,

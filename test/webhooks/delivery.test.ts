@@ -486,6 +486,25 @@ describe('the Slack format', () => {
     );
   });
 
+  it("names the requester by the token's display name beside the sub, escaped", async () => {
+    const { r } = await receiver(null);
+    const t = await app({ endpoints: [endpoint('slack', r, null)] });
+    const sub = newSub();
+    const res = await post(
+      t.app,
+      '/approvals',
+      bigRefund(),
+      token({ sub, team: 'support', name: 'Refund <Bot> & Co' }),
+    );
+    expect(res.statusCode, res.body).toBe(201);
+    const { id } = JSON.parse(res.body) as { id: string };
+    await settled([id]);
+    const [text] = r.delivered().map((w) => (JSON.parse(w.body) as { text: string }).text);
+    expect(text?.split('\n')[0]).toBe(
+      `*Approval requested*: \`refund\` requested by Refund &lt;Bot&gt; &amp; Co (${sub}) (team support, agent bot)`,
+    );
+  });
+
   it('without PUBLIC_URL the link is the path, and the message names the approval', async () => {
     const { r } = await receiver(null);
     const t = await app({ endpoints: [endpoint('slack', r, null)], publicUrl: null });

@@ -16,6 +16,7 @@ import {
   type TransitionResult,
 } from '../../engine/index.js';
 import type { JsonObject, JsonValue } from '../../json/value.js';
+import { moneyOf } from '../../policy/money.js';
 import type { Identity } from '../../policy/model.js';
 import { INTERRUPTED_KIND } from '../../policy/interrupted.js';
 import {
@@ -94,12 +95,12 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
   const service = (): ApprovalService => ctx.engine.approvals();
   const identityOf = (request: FastifyRequest): Identity => request.identity as Identity;
   const isApprover = (identity: Identity): boolean => identity.roles.includes(ctx.approverRole);
-  // Who answers, for the requirements' eligibility. The identity carries no display name yet: null.
+  // Who answers, for the requirements' eligibility, with the display name the token gives (if any).
   const approverOf = (identity: Identity): Approver => ({
     sub: identity.user,
     team: identity.team,
     roles: identity.roles,
-    name: null,
+    name: identity.name ?? null,
   });
   // A body is optional on grant, deny and cancel: an absent one is `{}`.
   const emptyBodyIsObject = async (request: FastifyRequest): Promise<void> => {
@@ -148,7 +149,11 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
             throw err;
           })) ?? held;
     }
-    return sendCanonical(reply, approvalView(approval, isApprover(identity)));
+    // How the page shows its amounts (docs/spec.md section 5.4): the serving catalogue's money
+    // annotations for the tool, a display hint that the hash does not cover.
+    const money = moneyOf(ctx.engine.parts.policies.current(), approval.tool);
+    const view = approvalView(approval, isApprover(identity));
+    return sendCanonical(reply, money.length === 0 ? view : { ...view, money: money as unknown as JsonValue[] });
   });
 
   app.get('/approvals', { schema: { querystring: listQuery } }, async (request, reply) => {

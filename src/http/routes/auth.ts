@@ -110,7 +110,14 @@ export async function authRoutes(app: FastifyInstance, ctx: AppContext, options:
       );
     }
     const { secret, session } = await store.create(
-      { sub: identity.user, team: identity.team, agent: identity.agent, roles: identity.roles, idToken },
+      {
+        sub: identity.user,
+        team: identity.team,
+        agent: identity.agent,
+        roles: identity.roles,
+        name: identity.name ?? null,
+        idToken,
+      },
       sessionSecret(request),
     );
     request.log.info({ user: session.sub, roles: session.roles, expires_at: session.expiresAt }, 'signed in');
@@ -129,6 +136,7 @@ export async function authRoutes(app: FastifyInstance, ctx: AppContext, options:
       sub: session.sub,
       team: session.team,
       agent: session.agent,
+      name: session.name,
       roles: session.roles,
       can: { decide: session.roles.includes(ctx.approverRole) },
       csrf_token: session.csrfToken,

@@ -14,6 +14,7 @@ export function meRoute(app: FastifyInstance, ctx: AppContext): void {
       sub: identity.user,
       team: identity.team,
       agent: identity.agent,
+      name: identity.name ?? null,
       roles: identity.roles,
       can: { decide: has([ctx.approverRole]), read_policies: has(ctx.policyReaderRoles), reload: has([ctx.adminRole]) },
     };

@@ -22,6 +22,7 @@ export function uiRoutes(app: FastifyInstance): void {
     );
   };
   serve('/ui', 'text/html; charset=utf-8', file('page.html'));
+  serve('/ui/money.js', 'text/javascript; charset=utf-8', file('money.js'));
   serve('/ui/card.js', 'text/javascript; charset=utf-8', file('card.js'));
   serve('/ui/session.js', 'text/javascript; charset=utf-8', file('session.js'));
   serve('/ui/page.js', 'text/javascript; charset=utf-8', file('page.js'));

@@ -24,7 +24,14 @@
  */
 /** @typedef {{ kind: string | null, text: string }} CharFinding what inspect() found in one string (kind null: shown escaped, not reported) */
 /** @typedef {{ where: string, kind: string | null, text: string }} Finding */
-/** @typedef {{ k: string, text?: string, parts?: Part[] }} Token */
+/**
+ * A value of the call as shown: `fold`, for a string over FOLD_CHARS, is its first lines (its findings
+ * are the whole string's) and its size; the page shows the fold with "show all", the whole one click away.
+ * A `group` is an object or array inside the arguments, its own tokens in `tokens`, folded like a
+ * long string when its text is over FOLD_CHARS and FOLD_LINES lines.
+ * @typedef {{ k: string, text?: string, parts?: Part[], fold?: Fold, tokens?: Token[] }} Token
+ */
+/** @typedef {{ parts: Part[], size: string }} Fold */
 
 /**
  * Parse JSON text into a tree: {t:'obj', entries:[[key, node]…]}, {t:'arr', items}, {t:'str', v},
@@ -386,6 +393,44 @@ function pathText(path) {
   return out;
 }
 
+/** Strings longer than this (characters) are folded to their first lines on the card. */
+const FOLD_CHARS = 200;
+/** A folded string shows at most this many of its lines. */
+const FOLD_LINES = 3;
+
+/**
+ * The folded form of a long string: its first lines, at most FOLD_CHARS characters, escaped as
+ * the whole is; null for a string short enough to show whole.
+ * @param {string} s
+ * @returns {Fold | null}
+ */
+function foldOf(s) {
+  const chars = Array.from(s);
+  if (chars.length <= FOLD_CHARS) return null;
+  let end = FOLD_CHARS;
+  for (let k = 0, lines = 0; k < end; k++) if (chars[k] === '\n' && ++lines === FOLD_LINES) end = k;
+  const head = inspect(chars.slice(0, end).join(''), true);
+  return { parts: [{ text: '"' }, ...head.parts, { text: '…' }], size: sizeText(utf8Bytes(s)) };
+}
+
+/** @param {string} s */
+function utf8Bytes(s) {
+  let n = 0;
+  for (const c of s) {
+    const cp = /** @type {number} */ (c.codePointAt(0));
+    n += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+  }
+  return n;
+}
+
+/**
+ * "0.4 KB", "58.6 KB", "1.2 MB".
+ * @param {number} bytes
+ */
+function sizeText(bytes) {
+  return bytes >= 1024 * 1024 ? (bytes / 1024 / 1024).toFixed(1) + ' MB' : (bytes / 1024).toFixed(1) + ' KB';
+}
+
 /**
  * A JSON node pretty-printed (two spaces, as JSON.stringify(v, null, 2)) as tokens: `{k:'punct',
  * text}`, `{k:'num'|'lit', text}`, `{k:'str'|'key', parts}` (the parts include the quotes). Every
@@ -398,14 +443,22 @@ function pathText(path) {
  * @returns {Token[]}
  */
 function jsonTokens(node, path, findings, indent, out) {
-  const tokens = out || [];
+  const all = out || [];
+  // A nested object or array is gathered apart, to be folded whole when it is long.
+  const nested = path.length > 1 && (node.t === 'obj' || node.t === 'arr');
+  /** @type {Token[]} */
+  const tokens = nested ? [] : all;
   const pad = (/** @type {number} */ n) => '  '.repeat(n);
   /** @type {(s: string, k: string, where: (string | number)[]) => void} */
   const str = (s, k, where) => {
     const seen = inspect(s, true);
     for (const f of seen.findings)
       findings.push({ where: pathText(where) + (k === 'key' ? ' (a key)' : ''), kind: f.kind, text: f.text });
-    tokens.push({ k, parts: [{ text: '"' }, ...seen.parts, { text: '"' }] });
+    /** @type {Token} */
+    const token = { k, parts: [{ text: '"' }, ...seen.parts, { text: '"' }] };
+    const fold = foldOf(s);
+    if (fold !== null) token.fold = fold;
+    tokens.push(token);
   };
   switch (node.t) {
     case 'obj':
@@ -443,15 +496,67 @@ function jsonTokens(node, path, findings, indent, out) {
     default:
       tokens.push({ k: 'lit', text: node.v });
   }
-  return tokens;
+  if (nested) {
+    const fold = groupFold(tokens, node);
+    if (fold === null) all.push(...tokens);
+    else all.push({ k: 'group', tokens, fold });
+  }
+  return all;
 }
 
 /**
  * The text of tokens, as shown.
  * @param {readonly Token[]} tokens
+ * @returns {string}
  */
 function tokensText(tokens) {
-  return tokens.map((t) => (t.parts ? partsText(t.parts) : t.text)).join('');
+  return tokens.map((t) => (t.tokens ? tokensText(t.tokens) : t.parts ? partsText(t.parts) : t.text)).join('');
+}
+
+/**
+ * The runs of tokens, in order, as shown whole.
+ * @param {readonly Token[]} tokens
+ * @returns {Part[]}
+ */
+function tokensParts(tokens) {
+  return tokens.flatMap((t) =>
+    t.tokens ? tokensParts(t.tokens) : t.parts ? t.parts : [{ text: /** @type {string} */ (t.text) }],
+  );
+}
+
+/**
+ * The fold of a long object or array: its first FOLD_LINES lines, at most FOLD_CHARS characters
+ * (an escape is never cut), and its size; null when it is short enough to show whole.
+ * @param {readonly Token[]} tokens
+ * @param {JsonNode} node
+ * @returns {Fold | null}
+ */
+function groupFold(tokens, node) {
+  const parts = tokensParts(tokens);
+  const text = partsText(parts);
+  if (Array.from(text).length <= FOLD_CHARS && text.split('\n').length <= FOLD_LINES + 1) return null;
+  /** @type {Part[]} */
+  const head = [];
+  let chars = 0;
+  let lines = 0;
+  for (const p of parts) {
+    if (p.esc) {
+      if (chars + p.text.length > FOLD_CHARS) break;
+      head.push(p);
+      chars += p.text.length;
+      continue;
+    }
+    let cut = '';
+    for (const c of p.text) {
+      if (chars >= FOLD_CHARS || (c === '\n' && ++lines === FOLD_LINES)) break;
+      cut += c;
+      chars++;
+    }
+    if (cut !== '') head.push({ text: cut });
+    if (cut !== p.text) break;
+  }
+  head.push({ text: '…' });
+  return { parts: head, size: sizeText(utf8Bytes(nodeText(node))) };
 }
 
 // ---- one card ----------------------------------------------------------------------------------------
@@ -482,9 +587,16 @@ function cardView(tree) {
   const sub = memberText(requester, 'sub');
   const team = memberText(requester, 'team');
   const agent = memberText(requester, 'agent');
+  const name = memberText(requester, 'name');
+  /** @type {Part[]} */
+  const nameParts = name ? text(name, 'the requester’s name') : [];
+  /** @type {Part[]} */
+  const whoParts = name
+    ? [...nameParts, { text: ' (' }, ...text(sub, 'the requester'), { text: ')' }]
+    : text(sub, 'the requester');
   /** @type {Part[]} */
   const requesterParts = [
-    ...text(sub, 'the requester'),
+    ...whoParts,
     ...(team ? [{ text: ' · team ' }, ...text(team, 'the team')] : []),
     ...(agent ? [{ text: ' · agent ' }, ...text(agent, 'the agent')] : []),
   ];
@@ -523,9 +635,18 @@ function cardView(tree) {
     seen.add(key);
     return true;
   });
+  const lead = leadOf(tree);
   return {
     id: memberText(tree, 'id'),
     status: memberText(tree, 'status'),
+    hash: memberText(tree, 'hash'),
+    fingerprint: fingerprintOf(tree),
+    lead: lead.fields,
+    leadText: lead.text,
+    who: whoParts,
+    team: team ? text(team, 'the team') : [],
+    quorum: quorumOf(tree),
+    grants: grantsOf(tree, findings),
     question: questionOf(tree),
     tool,
     args: argsTokens,
@@ -665,6 +786,162 @@ function isPrefix(prefix, path) {
   if (prefix.length > path.length) return false;
   for (let k = 0; k < prefix.length; k++) if (prefix[k] !== path[k]) return false;
   return true;
+}
+
+// ---- what leads the card -------------------------------------------------------------------------------
+
+/**
+ * A node at a dotted argument path of the arguments ("refund.total"), or undefined.
+ * @param {JsonNode | undefined} args
+ * @param {string} path
+ */
+function atPath(args, path) {
+  /** @type {JsonNode | undefined} */
+  let node = args;
+  for (const step of path.split('.')) node = member(node, step);
+  return node;
+}
+
+/**
+ * The money fields the approval's view names (GET /approvals/{id} `money`): path → its currency,
+ * read from the annotation or from the argument it names ('' when that holds no currency code).
+ * @param {JsonNode} tree
+ * @returns {Map<string, string>}
+ */
+function moneyOfTree(tree) {
+  /** @type {Map<string, string>} */
+  const out = new Map();
+  const list = member(tree, 'money');
+  if (list?.t !== 'arr') return out;
+  const args = member(tree, 'args');
+  for (const field of list.items) {
+    const path = memberText(field, 'path');
+    if (!path) continue;
+    const fixed = memberText(field, 'currency');
+    const from = memberText(field, 'currency_path');
+    const code = fixed || (from ? atPath(args, from) : undefined);
+    const text = typeof code === 'string' ? code : code?.t === 'str' ? code.v : '';
+    out.set(path, isCurrencyCode(text) ? text : '');
+  }
+  return out;
+}
+
+/**
+ * What leads the card: the fields the requirements present (else the ones they capture), each as
+ * shown in the call (folded when long) or, for an amount, grouped with its currency; then every
+ * other amount of the arguments. A requirement whose shape is the whole call adds no field: the
+ * call follows the lead. `text`: the first field, for the queue's row.
+ * @param {JsonNode} tree
+ * @returns {{ fields: { label: string, tokens: Token[] | null, money: string | null }[], text: string }}
+ */
+function leadOf(tree) {
+  const money = moneyOfTree(tree);
+  const args = member(tree, 'args');
+  /** @type {Map<string, JsonNode>} */
+  const picked = new Map();
+  for (const r of requirementsOf(tree)) {
+    for (const name of ['presentation', 'capability']) {
+      const view = member(r, name);
+      if (view?.t !== 'obj' || isWholeCall(view, tree)) continue;
+      for (const [path, value] of view.entries) if (!picked.has(path)) picked.set(path, value);
+      break; // the presentation when there is one; the capability only without it
+    }
+  }
+  for (const path of money.keys()) {
+    const value = atPath(args, path);
+    if (!picked.has(path) && value !== undefined) picked.set(path, value);
+  }
+  /** @type {{ label: string, tokens: Token[] | null, money: string | null }[]} */
+  const fields = [];
+  const ignored = /** @type {Finding[]} */ ([]); // the call lists these strings' findings already
+  for (const [path, value] of picked) {
+    const currency = money.get(path);
+    if (currency !== undefined && value.t === 'num')
+      fields.push({
+        label: path,
+        tokens: null,
+        money: currency ? formatMoney(value.v, currency) : value.v + ' (no currency code: ' + path + ')',
+      });
+    else fields.push({ label: path, tokens: jsonTokens(value, ['args', ...path.split('.')], ignored, 0), money: null });
+  }
+  const first = fields[0];
+  const text =
+    first === undefined
+      ? ''
+      : first.label +
+        ' ' +
+        (first.money !== null
+          ? first.money
+          : tokensText(
+              /** @type {Token[]} */ (first.tokens).map((t) => (t.fold ? { k: t.k, parts: t.fold.parts } : t)),
+            ));
+  return { fields, text: text.length > 120 ? text.slice(0, 119) + '…' : text };
+}
+
+/**
+ * How far the grants are: per requirement, who granted and how many must (`quorum`, 1 when the
+ * server does not say), and the text a row shows ("1 of 2").
+ * @param {JsonNode} tree
+ * @returns {{ text: string, done: number, need: number }}
+ */
+function quorumOf(tree) {
+  const status = memberText(tree, 'status');
+  const granted = status === 'granted' || status === 'consumed';
+  let done = 0;
+  let need = 0;
+  const parts = requirementsOf(tree).map((r) => {
+    const q = member(r, 'quorum');
+    const quorum = q?.t === 'num' ? Number(q.v) : 1;
+    const list = member(r, 'granted');
+    const n = granted ? quorum : list?.t === 'arr' ? Math.min(list.items.length, quorum) : 0;
+    done += n;
+    need += quorum;
+    return n + ' of ' + quorum;
+  });
+  const text = parts.length <= 1 || parts.every((p) => p === parts[0]) ? parts[0] || '0 of 1' : parts.join(' · ');
+  return { text, done, need };
+}
+
+/**
+ * The grants so far (`grants: [{by, name, at, note}]`), as lines to show: "Ada (op-1), 12:03 UTC: note".
+ * @param {JsonNode} tree
+ * @param {Finding[]} findings
+ * @returns {Part[][]}
+ */
+function grantsOf(tree, findings) {
+  const list = member(tree, 'grants');
+  if (list?.t !== 'arr') return [];
+  return list.items.map((g) => {
+    /** @type {(s: string, where: string) => Part[]} */
+    const text = (s, where) => {
+      const seen = inspect(s, false);
+      for (const f of seen.findings) findings.push({ where, kind: f.kind, text: f.text });
+      return seen.parts;
+    };
+    const by = memberText(g, 'by');
+    const name = memberText(g, 'name');
+    const note = memberText(g, 'note');
+    return [
+      ...(name
+        ? [...text(name, 'a grant’s name'), { text: ' (' }, ...text(by, 'a grant'), { text: ')' }]
+        : text(by, 'a grant')),
+      { text: ', ' + absoluteTime(memberText(g, 'at')) },
+      ...(note ? [{ text: ': ' }, ...text(note, 'a grant’s note')] : []),
+    ];
+  });
+}
+
+/**
+ * What makes two renderings of an approval the same card: the call it binds (the hash), its grants
+ * and any amendment. A decision is only sent from a card whose fingerprint is the approval's.
+ * @param {JsonNode} tree
+ */
+function fingerprintOf(tree) {
+  const part = (/** @type {string} */ key) => {
+    const v = member(tree, key);
+    return v === undefined ? '' : nodeText(v);
+  };
+  return [part('hash'), part('grants'), part('amended_at'), part('amended_args')].join('|');
 }
 
 // ---- times ---------------------------------------------------------------------------------------------

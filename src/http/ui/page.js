@@ -4,8 +4,14 @@
 // puts it on the page with textContent only (never parsed as HTML), and decides nothing by itself:
 // - a grant is two deliberate acts on the card it belongs to: Grant, then the confirmation that
 //   repeats the exact call; Enter in a text field never decides (no form holds them);
+// - a denial too: Deny, then the confirmation that repeats the call and takes the message for the
+//   model; a second click of a double click never confirms;
+// - a decision is sent only from a card that shows the approval as it stands: one that changed
+//   since it was drawn (its hash, its grants, an amendment) is drawn again first, and the approval is
+//   read again just before a decision is sent;
 // - a card stays where it is once decided, with its outcome written on it, so nothing moves under
 //   the pointer; new approvals join the end of the queue (oldest first);
+// - the compact queue shows one row per approval; Enter opens a row's card and never decides;
 // - while a decision is in flight its buttons are disabled.
 'use strict';
 /**
@@ -13,7 +19,7 @@
  * what those offer together (`value`, `disabled`, `htmlFor`, `hidden`): each is used as what it is.
  * @typedef {HTMLInputElement & HTMLLabelElement} Field
  */
-/** @typedef {{ sub: string, team?: string | null, can: { decide: boolean } }} Me GET /me's answer */
+/** @typedef {{ sub: string, team?: string | null, name?: string | null, can: { decide: boolean } }} Me GET /me's answer */
 /**
  * An approval as the API sends it (a summary in lists and the stream, the whole one from
  * GET /approvals/{id}): the fields the page reads (docs/spec.md).
@@ -22,7 +28,10 @@
  * @property {string} status
  * @property {string} [tool]
  * @property {string} [kind]
- * @property {{ sub: string }} requester
+ * @property {{ sub: string, name?: string | null }} requester
+ * @property {string} [hash]
+ * @property {string} [rule]
+ * @property {string} [created_at]
  * @property {string | null} decided_by
  * @property {string | null} [decided_at]
  * @property {string | null} [decision_note]
@@ -38,6 +47,8 @@
  * @property {ReturnType<typeof cardView>} view
  * @property {Summary} summary
  * @property {boolean} busy
+ * @property {boolean} stale read again: its decisions wait until it is drawn as the approval stands
+ * @property {HTMLLIElement} row its row in the compact queue
  * @property {string} outcome
  * @property {number} checkedAt
  * @property {(name: string) => Field} f the card's element of that data-f name (every name asked for is in the template)
@@ -63,7 +74,9 @@
   const template = /** @type {HTMLTemplateElement} */ (/** @type {HTMLElement} */ ($('card')));
   const dialog = /** @type {HTMLDialogElement} */ (/** @type {HTMLElement} */ ($('confirm')));
   const TOKEN_KEY = 'gatehouse-token';
-  const PAGE_SIZE = 25;
+  const CARD_PAGE = 25;
+  const QUEUE_PAGE = 50; // rows are a line or two: a phone shows 300 in six pages
+  const VIEW_KEY = 'gatehouse-view';
   const READERS = 6;
   const TITLE = 'Gatehouse approvals';
 
@@ -79,13 +92,29 @@
   let stream = null; // the AbortController of the open stream
   /** @type {ReturnType<typeof setTimeout> | null} */
   let streamRetry = null;
-  let retryMs = 2000; // doubles while reconnecting fails, up to 30 s
+  // Reconnecting: doubles while it fails, capped at RETRY_MAX_MS, so a Gatehouse back after any
+  // outage is live again within about 4 s (the cap, plus the connection).
+  const RETRY_FIRST_MS = 500;
+  const RETRY_MAX_MS = 4000;
+  // A stream that says nothing for this long is dead (the server's heartbeat comes every 15 s).
+  const SILENCE_MS = 40_000;
+  let retryMs = RETRY_FIRST_MS;
   let clockSkewMs = 0; // the server's clock minus ours, from Date headers
   let arrived = 0; // approvals that match the list but wait behind "Show them"
   /** @type {ReturnType<typeof setTimeout> | null} */
   let countTimer = null;
   /** @type {Card | null} */
   let confirming = null; // the card the confirmation is open for
+  /** @type {'grant' | 'deny'} */
+  let confirmAction = 'grant';
+  let confirmPrint = ''; // the fingerprint of the card the confirmation shows
+  /** @type {'cards' | 'queue'} */
+  let view = localStorage.getItem(VIEW_KEY) === 'queue' ? 'queue' : 'cards';
+  /** @type {Card | null} */
+  let opened = null; // in the queue view, the card shown instead of the rows
+  const queue = /** @type {HTMLUListElement} */ (/** @type {HTMLElement} */ ($('queue')));
+  const announcer = $('announce');
+  const pageSize = () => (view === 'queue' ? QUEUE_PAGE : CARD_PAGE);
   /** @type {ReturnType<typeof filterValues> | null} */
   let applied = null; // the filters of the list shown (the form may hold edits not applied yet)
   /** @type {Map<string, Card>} */
@@ -173,7 +202,8 @@
       else {
         const span = document.createElement('span');
         span.className = t.k;
-        if (t.parts) fillParts(span, t.parts);
+        if (t.tokens) fillTokens(span, t.tokens);
+        else if (t.parts) fillParts(span, t.parts);
         else span.textContent = /** @type {string} */ (t.text);
         el.append(span);
       }
@@ -215,7 +245,11 @@
     $('signout').hidden = signedIn;
     if (!signedIn)
       whoLine.textContent =
-        'Signed in as ' + plainOf(me.sub) + (me.team ? ' (team ' + plainOf(me.team) + ')' : '') + '.';
+        'Signed in as ' +
+        (me.name
+          ? plainOf(me.name) + ' (' + plainOf(me.sub) + (me.team ? ', team ' + plainOf(me.team) : '') + ')'
+          : plainOf(me.sub) + (me.team ? ' (team ' + plainOf(me.team) + ')' : '')) +
+        '.';
     if (!me.can.decide) {
       say(
         (signedIn ? 'This account (' : 'This token (') +
@@ -226,6 +260,8 @@
       return;
     }
     filters.hidden = false;
+    $('viewbar').hidden = false;
+    setView(view);
     followLink();
     say('Loading…');
     openStream();
@@ -309,16 +345,25 @@
 
   function stop() {
     generation++;
-    if (stream) stream.abort();
-    stream = null;
+    const open = stream;
+    stream = null; // first: the stream's abort is then not taken for silence
+    if (open) open.abort();
     clearTimeout(/** @type {number | undefined} */ (streamRetry)); // null is no timer, as the DOM allows
-    retryMs = 2000;
+    streamRetry = null;
+    retryMs = RETRY_FIRST_MS;
     loadedOnce = false;
     applied = null;
     me = null;
     cards.clear();
     list.textContent = '';
+    queue.textContent = '';
+    opened = null;
+    announcer.textContent = '';
     filters.hidden = true;
+    $('viewbar').hidden = true;
+    queue.hidden = true;
+    $('queue-help').hidden = true;
+    $('back-part').hidden = true;
     $('stats').hidden = true;
     $('signout').hidden = true;
     moreButton.hidden = true;
@@ -333,15 +378,36 @@
 
   async function openStream() {
     const abort = new AbortController();
-    stream = abort;
+    const previous = stream;
+    stream = abort; // first: the previous stream's abort is then not taken for silence
+    if (previous) previous.abort();
+    // A connection a proxy or a sleeping laptop left half-open delivers nothing, not even the
+    // heartbeat (nor, before it, the answer's head): after SILENCE_MS without a byte it is given up
+    // and opened again.
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    let silence = null;
+    const listen = () => {
+      if (silence !== null) clearTimeout(silence);
+      silence = setTimeout(() => abort.abort(), SILENCE_MS);
+    };
+    const quiet = () => {
+      if (silence !== null) clearTimeout(silence);
+    };
+    let silent = false;
+    abort.signal.addEventListener('abort', () => {
+      silent = stream === abort; // aborted by the watchdog, not by stop() or another stream
+    });
     let res;
+    listen();
     try {
       res = await send('GET', '/approvals/stream', { signal: abort.signal });
     } catch {
-      if (!abort.signal.aborted) streamLost();
+      quiet();
+      if (!abort.signal.aborted || silent) streamLost();
       return;
     }
     if (!res.ok) {
+      quiet();
       if (res.status === 401) {
         stop();
         return say('The token has expired: paste a current one to go on.');
@@ -353,6 +419,7 @@
     let buffer = '';
     try {
       for (;;) {
+        listen();
         const { done, value } = await reader.read();
         if (done) break;
         buffer += decoder.decode(value, { stream: true });
@@ -369,9 +436,10 @@
         }
       }
     } catch {
-      // the connection broke, or stop() aborted it
+      // the connection broke, or stop() or the watchdog aborted it
     }
-    if (!abort.signal.aborted) streamLost();
+    quiet();
+    if (!abort.signal.aborted || silent) streamLost();
   }
 
   function streamLost() {
@@ -379,9 +447,21 @@
     liveLine.className = 'live off';
     if (!loadedOnce) load();
     clearTimeout(/** @type {number | undefined} */ (streamRetry)); // null is no timer, as the DOM allows
-    streamRetry = setTimeout(openStream, retryMs);
-    retryMs = Math.min(30_000, retryMs * 2);
+    streamRetry = setTimeout(() => {
+      streamRetry = null;
+      openStream();
+    }, retryMs);
+    retryMs = Math.min(RETRY_MAX_MS, retryMs * 2);
   }
+
+  // The browser says the network is back: try at once rather than at the next retry.
+  window.addEventListener('online', () => {
+    if (streamRetry !== null) {
+      clearTimeout(streamRetry);
+      streamRetry = null;
+      openStream();
+    }
+  });
 
   /**
    * @param {string} name
@@ -389,7 +469,7 @@
    */
   function onStreamEvent(name, data) {
     if (name === 'ready') {
-      retryMs = 2000;
+      retryMs = RETRY_FIRST_MS;
       liveLine.textContent = 'Live: changes appear as they happen.';
       liveLine.className = 'live on';
       if (loadedOnce) refresh();
@@ -422,7 +502,7 @@
   /** @param {string | null} after */
   function listPath(after) {
     const f = /** @type {ReturnType<typeof filterValues>} */ (applied); // called once a list is applied
-    const q = new URLSearchParams({ limit: String(PAGE_SIZE), count: 'true' });
+    const q = new URLSearchParams({ limit: String(pageSize()), count: 'true' });
     if (f.status === 'history') q.set('decided', 'true');
     else if (f.status !== '') q.set('status', f.status);
     if (f.status === 'pending') q.set('order', 'oldest');
@@ -463,6 +543,8 @@
     applied = filterValues();
     cards.clear();
     list.textContent = '';
+    queue.textContent = '';
+    opened = null;
     cursor = null;
     setNotice(0);
     if (dialog.open) dialog.close();
@@ -543,7 +625,10 @@
     const wholes = await readWhole(live.map((c) => c.id));
     if (gen !== generation) return;
     wholes.forEach((w, n) => {
-      if (w !== null) setState(live[n], w.json);
+      const c = live[n];
+      if (w === null || cards.get(c.id) !== c) return;
+      if (cardView(w.tree).fingerprint !== c.view.fingerprint) redraw(c, w);
+      else setState(c, w.json);
     });
     if (cursor === null && oldestFirst()) {
       // The whole queue is shown: anything new belongs at its end.
@@ -562,14 +647,36 @@
   /** @param {Summary} summary */
   function onChange(summary) {
     const c = cards.get(summary.id);
-    if (c) setState(c, summary);
-    else if (matches(summary)) {
+    if (c) {
+      // Still pending, yet it changed (a grant towards a quorum, an amendment): read it again, and
+      // draw it again if what it binds changed. Its decisions wait until then.
+      const changed = summary.status === 'pending' && c.summary.status === 'pending';
+      setState(c, summary);
+      if (changed) recheck(c);
+    } else if (matches(summary)) {
       // Oldest first with the whole queue shown: the new one joins the end, below the pointer's
-      // work. Otherwise it would go above or between what is shown: it waits behind "Show them".
+      // work (in the compact queue, where the sort places it). Otherwise it would go above or
+      // between what is shown: it waits behind "Show them".
       if (oldestFirst() && cursor === null) arrive(summary, generation);
       else setNotice(arrived + 1);
     }
     scheduleCount();
+  }
+
+  /**
+   * Reads the approval again; a card that no longer shows it as it stands is drawn again.
+   * @param {Card} c
+   */
+  async function recheck(c) {
+    c.stale = true;
+    renderState(c);
+    const gen = generation;
+    const [w] = await readWhole([c.id]);
+    if (gen !== generation || cards.get(c.id) !== c) return;
+    c.stale = false;
+    if (w !== null && cardView(w.tree).fingerprint !== c.view.fingerprint) redraw(c, w);
+    else if (w !== null) setState(c, w.json);
+    else renderState(c);
   }
 
   /**
@@ -579,7 +686,15 @@
   async function arrive(summary, gen) {
     const [w] = await readWhole([summary.id]);
     if (gen !== generation || w === null || cards.has(w.json.id) || !matches(w.json)) return;
-    addCard(w);
+    const c = addCard(w);
+    // Said once, politely: a screen reader hears it between what it is reading.
+    announcer.textContent =
+      'New approval: ' +
+      c.view.tool +
+      ', asked by ' +
+      partsText(c.view.who) +
+      (c.view.leadText ? ', ' + c.view.leadText : '') +
+      '.';
   }
 
   /** @param {number} n */
@@ -599,7 +714,7 @@
       if (applied === null) return;
       const [all, listed] = await Promise.all([
         api('GET', '/approvals?status=pending&limit=1&count=true').catch(() => null),
-        api('GET', listPath(null).replace('limit=' + PAGE_SIZE, 'limit=1')).catch(() => null),
+        api('GET', listPath(null).replace('limit=' + pageSize(), 'limit=1')).catch(() => null),
       ]);
       if (gen !== generation) return;
       if (all?.ok) document.title = '(' + all.json.count + ') ' + TITLE;
@@ -614,8 +729,76 @@
   const RANK = { pending: 0, granted: 1 }; // every other status is final
   const rank = (/** @type {string} */ status) => (Object.hasOwn(RANK, status) ? RANK[status] : 2);
 
-  /** @param {{ json: Summary, tree: JsonNode }} whole */
-  function addCard(whole) {
+  /**
+   * The tokens of a call (fillTokens) with every folded string shown folded, and a button that
+   * shows it whole: the whole value is one click away, its escapes and findings the same.
+   * @param {HTMLElement} el
+   * @param {readonly Token[]} tokens
+   */
+  function fillCall(el, tokens) {
+    fillTokens(el, tokens);
+    foldIn(el, tokens);
+  }
+
+  /**
+   * Folds what fillTokens put in `el` for `tokens`: long strings, and long objects and arrays
+   * (whose own long strings are folded inside them too).
+   * @param {HTMLElement} el
+   * @param {readonly Token[]} tokens
+   */
+  function foldIn(el, tokens) {
+    const values = tokens.filter((x) => x.k !== 'punct'); // each one span, in order
+    [...el.children].forEach((span, n) => {
+      const t = values[n];
+      if (t?.tokens) foldIn(/** @type {HTMLElement} */ (span), t.tokens);
+      if (!t?.fold) return;
+      const whole = /** @type {HTMLElement} */ (span);
+      const folded = document.createElement('span');
+      folded.className = whole.className + ' folded';
+      fillParts(folded, t.fold.parts);
+      const more = document.createElement('button');
+      more.type = 'button';
+      more.className = 'show-all';
+      more.textContent = 'show all (' + t.fold.size + ')';
+      more.addEventListener('click', () => {
+        folded.replaceWith(whole);
+        more.remove();
+      });
+      whole.replaceWith(folded, ' ', more);
+    });
+  }
+
+  /**
+   * The lead's fields: label, then the value (an amount grouped with its currency, else the value
+   * as the call shows it, folded when long).
+   * @param {HTMLElement} dl
+   * @param {ReturnType<typeof cardView>['lead']} fields
+   */
+  function fillLead(dl, fields) {
+    dl.textContent = '';
+    dl.hidden = fields.length === 0;
+    for (const field of fields) {
+      const dt = document.createElement('dt');
+      dt.textContent = field.label;
+      const dd = document.createElement('dd');
+      if (field.money !== null) {
+        dd.className = 'money';
+        dd.textContent = field.money;
+      } else {
+        const code = document.createElement('code');
+        fillCall(code, /** @type {Token[]} */ (field.tokens));
+        dd.append(code);
+      }
+      dl.append(dt, dd);
+    }
+  }
+
+  /**
+   * A card (and its row in the compact queue) for an approval, not yet on the page.
+   * @param {{ json: Summary, tree: JsonNode }} whole
+   * @returns {Card}
+   */
+  function buildCard(whole) {
     const view = cardView(whole.tree);
     // page.html's card template: one element, holding every data-f name asked for below.
     const node = /** @type {HTMLElement} */ (
@@ -623,17 +806,19 @@
     );
     const f = (/** @type {string} */ name) => /** @type {Field} */ (node.querySelector('[data-f="' + name + '"]'));
     const id = whole.json.id;
+    const row = document.createElement('li');
     /** @type {Card} */
-    const c = { id, el: node, view, summary: whole.json, busy: false, outcome: '', checkedAt: 0, f };
+    const c = { id, el: node, view, summary: whole.json, busy: false, stale: false, row, outcome: '', checkedAt: 0, f };
     const headingId = 'card-' + id;
     f('heading').id = headingId;
+    f('heading').tabIndex = -1; // focused when the queue opens this card
     node.setAttribute('aria-labelledby', headingId);
     node.dataset.id = id;
     f('tool').textContent = view.tool;
     f('toolname').textContent = view.tool;
-    fillTokens(f('args'), view.args);
+    fillCall(f('args'), view.args);
     if (view.context) {
-      fillTokens(f('context'), view.context);
+      fillCall(f('context'), view.context);
       f('context-part').hidden = false;
     }
     // A tool's result held for review: the call already ran; the grant hands its output on.
@@ -643,6 +828,21 @@
       f('output-part').hidden = false;
       f('why-title').textContent = 'Why the policies hold this output';
     }
+    // What leads: the presented fields and the amounts, who asked, why, and the grants so far.
+    fillLead(f('lead-fields'), view.lead);
+    fillParts(f('lead-who'), view.who);
+    fillParts(f('lead-team'), view.team.length > 0 ? [{ text: ', team ' }, ...view.team] : []);
+    f('lead-why').textContent = view.requirements.map((r) => partsText(r.reason)).join(' · ');
+    if (view.grants.length > 0) {
+      f('lead-grants').hidden = false;
+      f('lead-grants').textContent =
+        'Granted so far (' + view.quorum.text + '): ' + view.grants.map((g) => partsText(g)).join('; ') + '.';
+    }
+    f('to-call').setAttribute('aria-label', 'The full call of approval ' + id + ', exactly as it runs');
+    f('to-call').addEventListener('click', () => {
+      f('call').scrollIntoView({ block: 'start' });
+      f('call').focus({ preventScroll: true });
+    });
     if (view.unshown.length > 0) {
       f('unshown').hidden = false;
       f('unshown').textContent =
@@ -656,6 +856,7 @@
       f('question').textContent = view.question;
       f('question').hidden = false;
       f('requirements').hidden = true;
+      f('lead-why').textContent = view.question;
     }
     for (const r of view.requirements) {
       const li = document.createElement('li');
@@ -697,11 +898,51 @@
       'aria-label',
       'Grant approval ' + id + ' (' + view.tool + ', asked by ' + who + '): opens a confirmation',
     );
-    f('deny').setAttribute('aria-label', 'Deny approval ' + id + ' (' + view.tool + ', asked by ' + who + ')');
-    f('grant').addEventListener('click', () => openConfirm(c));
-    f('deny').addEventListener('click', () => decide(c, 'deny'));
-    cards.set(id, c);
-    list.append(node);
+    f('deny').setAttribute(
+      'aria-label',
+      'Deny approval ' + id + ' (' + view.tool + ', asked by ' + who + '): opens a confirmation',
+    );
+    f('grant').addEventListener('click', () => openConfirm(c, 'grant'));
+    f('deny').addEventListener('click', () => openConfirm(c, 'deny'));
+    buildRow(c);
+    return c;
+  }
+
+  /**
+   * Puts a new card on the page: at the end of the cards, and in the queue where the sort places it.
+   * @param {{ json: Summary, tree: JsonNode }} whole
+   */
+  function addCard(whole) {
+    const c = buildCard(whole);
+    cards.set(c.id, c);
+    c.el.hidden = view === 'queue' && opened !== c;
+    list.append(c.el);
+    placeRow(c);
+    renderState(c);
+    tickCard(c, serverNow());
+    return c;
+  }
+
+  /**
+   * Draws a card again in place, as the approval now stands (it changed since it was drawn): what
+   * the operator typed is kept, and the card says why it changed under them.
+   * @param {Card} old
+   * @param {{ json: Summary, tree: JsonNode }} whole
+   */
+  function redraw(old, whole) {
+    const c = buildCard(whole);
+    c.f('note').value = old.f('note').value;
+    c.f('message').value = old.f('message').value;
+    c.outcome = 'This approval changed since it was shown (its call or its grants): read it again before deciding.';
+    c.el.hidden = old.el.hidden;
+    old.el.replaceWith(c.el);
+    old.row.replaceWith(c.row);
+    cards.set(c.id, c);
+    if (opened === old) opened = c;
+    if (confirming === old) {
+      confirming = c;
+      renderConfirmState();
+    }
     renderState(c);
     tickCard(c, serverNow());
   }
@@ -735,13 +976,14 @@
     c.el.dataset.status = s.status;
     f('status').textContent = STATUS_LABELS[s.status] || s.status;
     f('status').className = 'badge ' + s.status;
-    const open = s.status === 'pending' && !c.busy;
+    const open = s.status === 'pending' && !c.busy && !c.stale;
     f('grant').disabled = !open;
     f('deny').disabled = !open;
     f('note').disabled = !open;
     f('message').disabled = !open;
-    c.el.setAttribute('aria-busy', c.busy ? 'true' : 'false');
+    c.el.setAttribute('aria-busy', c.busy || c.stale ? 'true' : 'false');
     if (c.busy) f('result').textContent = c.outcome;
+    else if (c.stale) f('result').textContent = 'It changed: reading it again…';
     else f('result').textContent = (c.outcome ? c.outcome + ' ' : '') + stateText(s);
     f('result').className = 'result ' + (s.status === 'pending' ? '' : 'done');
     // The history shows the decision's fields; a card of the queue keeps its layout instead.
@@ -754,6 +996,7 @@
       fillParts(f('decision_message'), inspect(s.decision_message || '(none)', false).parts);
     }
     f('expires_at').textContent = absoluteTime(s.expires_at);
+    renderRow(c);
   }
 
   /** @param {Summary} s */
@@ -789,18 +1032,35 @@
   }
 
   /**
+   * Sends a decision, confirmed in the dialog, for the card as it was shown: the approval is read
+   * again first, and one that changed meanwhile (decided, or its call or grants) is drawn again
+   * instead of decided.
    * @param {Card} c
    * @param {'grant' | 'deny'} action
+   * @param {string} message the message for the model (a denial's)
    */
-  async function decide(c, action) {
-    if (c.busy || c.summary.status !== 'pending') return;
+  async function decide(c, action, message) {
+    if (c.busy || c.stale || c.summary.status !== 'pending') return;
     const note = c.f('note').value.trim();
-    const message = c.f('message').value.trim();
     const body =
       action === 'grant' ? (note ? { note } : {}) : { ...(note ? { note } : {}), ...(message ? { message } : {}) };
+    const verb = action === 'grant' ? 'granted' : 'denied';
     c.busy = true;
     c.outcome = action === 'grant' ? 'Granting…' : 'Denying…';
     renderState(c);
+    const [now] = await readWhole([c.id]);
+    if (cards.get(c.id) !== c) return;
+    if (now !== null && cardView(now.tree).fingerprint !== c.view.fingerprint) {
+      c.busy = false;
+      redraw(c, now);
+      return;
+    }
+    if (now !== null && now.json.status !== 'pending') {
+      c.busy = false;
+      c.outcome = 'Not ' + verb + ': it was no longer pending.';
+      setState(c, now.json);
+      return;
+    }
     let r;
     try {
       r = await api('POST', '/approvals/' + encodeURIComponent(c.id) + '/' + action, body);
@@ -808,7 +1068,6 @@
       r = null;
     }
     c.busy = false;
-    const verb = action === 'grant' ? 'granted' : 'denied';
     if (r?.ok) {
       c.outcome = '';
       setState(c, r.json);
@@ -827,15 +1086,26 @@
     scheduleCount();
   }
 
-  // ---- the grant's confirmation ------------------------------------------------------------------------
+  // ---- the confirmation of a grant or a denial ---------------------------------------------------------
 
-  /** @param {Card} c */
-  function openConfirm(c) {
-    if (c.busy || c.summary.status !== 'pending') return;
+  /**
+   * @param {Card} c
+   * @param {'grant' | 'deny'} action
+   */
+  function openConfirm(c, action) {
+    if (c.busy || c.stale || c.summary.status !== 'pending' || dialog.open) return;
     confirming = c;
+    confirmAction = action;
+    confirmPrint = c.view.fingerprint;
+    const grant = action === 'grant';
+    $('confirm-title').textContent = grant ? 'Grant this call, once?' : 'Deny this call?';
+    $('confirm-intro').textContent = grant
+      ? 'A grant lets exactly this call run, one time:'
+      : 'A denial refuses exactly this call; the agent is told it was denied:';
     $('confirm-tool').textContent = c.view.tool;
     $('confirm-who').textContent = partsText(c.view.requester);
-    fillTokens($('confirm-args'), c.view.args);
+    fillLead($('confirm-lead'), c.view.lead);
+    fillCall($('confirm-args'), c.view.args);
     const flagged = $('confirm-flags');
     flagged.hidden = c.view.findings.length === 0;
     flagged.textContent =
@@ -846,7 +1116,12 @@
           ' flagged characters on the card: they are shown as \\u escapes above.';
     const note = c.f('note').value.trim();
     $('confirm-note').textContent = note ? 'Your note for the record: ' + note : 'No note for the record.';
+    $('confirm-message-part').hidden = grant;
+    $('confirm-message').value = grant ? '' : c.f('message').value;
+    $('confirm-grant').hidden = !grant;
+    $('confirm-deny').hidden = grant;
     $('confirm-grant').setAttribute('aria-label', 'Grant approval ' + c.id + ' (' + c.view.tool + ') once');
+    $('confirm-deny').setAttribute('aria-label', 'Deny approval ' + c.id + ' (' + c.view.tool + ')');
     renderConfirmState();
     dialog.showModal();
     $('confirm-cancel').focus();
@@ -854,25 +1129,202 @@
 
   function renderConfirmState() {
     const c = confirming;
-    const open = c !== null && c.summary.status === 'pending' && !c.busy;
+    const changed = c !== null && c.view.fingerprint !== confirmPrint;
+    const open = c !== null && c.summary.status === 'pending' && !c.busy && !c.stale && !changed;
     $('confirm-grant').disabled = !open;
+    $('confirm-deny').disabled = !open;
     $('confirm-state').textContent =
-      c === null || open ? '' : 'This approval is no longer pending: ' + stateText(c.summary);
+      c === null || open
+        ? ''
+        : changed
+          ? 'This approval changed since this confirmation opened: close it and read the card again.'
+          : c.stale
+            ? 'This approval changed: reading it again…'
+            : 'This approval is no longer pending: ' + stateText(c.summary);
   }
 
-  $('confirm-cancel').addEventListener('click', () => dialog.close());
-  $('confirm-grant').addEventListener('click', (event) => {
-    // The second click of a double click (detail 2) is never a confirmation.
-    if (event.detail > 1 || confirming === null) return;
-    const c = confirming;
-    $('confirm-grant').disabled = true;
-    dialog.close();
-    decide(c, 'grant');
+  // The second click of a double click that opened the confirmation may land on it: it acts on nothing.
+  $('confirm-cancel').addEventListener('click', (event) => {
+    if (event.detail <= 1) dialog.close();
   });
+  for (const action of /** @type {const} */ (['grant', 'deny'])) {
+    $('confirm-' + action).addEventListener('click', (event) => {
+      // The second click of a double click (detail 2) is never a confirmation.
+      if (event.detail > 1 || confirming === null || confirmAction !== action) return;
+      const c = confirming;
+      if (c.view.fingerprint !== confirmPrint) return;
+      const message = $('confirm-message').value.trim();
+      if (action === 'deny') c.f('message').value = $('confirm-message').value;
+      $('confirm-' + action).disabled = true;
+      dialog.close();
+      decide(c, action, message);
+    });
+  }
   dialog.addEventListener('close', () => {
     const c = confirming;
     confirming = null;
-    if (c) c.f('grant').focus();
+    if (c && cards.get(c.id) === c) c.f(confirmAction).focus();
+  });
+
+  // ---- the compact queue: one row per approval ---------------------------------------------------------
+
+  /**
+   * A row: the tool, the lead field, the quorum's progress on the first line; who asked, the age,
+   * the expiry and the rule on the second. A row opens its card; it decides nothing.
+   * @param {Card} c
+   */
+  function buildRow(c) {
+    const v = c.view;
+    c.row.className = 'row';
+    c.row.dataset.id = c.id;
+    const open = document.createElement('button');
+    open.type = 'button';
+    open.className = 'row-open';
+    const line1 = document.createElement('span');
+    line1.className = 'row-line';
+    const tool = document.createElement('span');
+    tool.className = 'row-tool';
+    tool.textContent = v.tool;
+    const lead = document.createElement('span');
+    lead.className = 'row-lead';
+    lead.textContent = v.leadText;
+    const quorum = document.createElement('span');
+    quorum.className = 'row-quorum';
+    const status = document.createElement('span');
+    status.className = 'row-status';
+    line1.append(tool, ' ', lead, ' ', quorum, ' ', status);
+    const line2 = document.createElement('span');
+    line2.className = 'row-line row-meta';
+    const who = document.createElement('span');
+    who.className = 'row-who';
+    fillParts(who, v.who);
+    const times = document.createElement('span');
+    times.className = 'row-times';
+    const rule = document.createElement('span');
+    rule.className = 'row-rule';
+    rule.textContent = c.summary.rule || '';
+    line2.append(who, ' · ', times, ' · ', rule);
+    open.append(line1, line2);
+    open.setAttribute(
+      'aria-label',
+      'Open approval ' +
+        c.id +
+        ': ' +
+        v.tool +
+        (v.leadText ? ', ' + v.leadText : '') +
+        ', asked by ' +
+        partsText(v.who),
+    );
+    open.addEventListener('click', () => openCard(c));
+    c.row.append(open);
+  }
+
+  /** @param {Card} c */
+  function renderRow(c) {
+    const s = c.summary;
+    c.row.dataset.status = s.status;
+    const q = /** @type {HTMLElement} */ (c.row.querySelector('.row-quorum'));
+    // A quorum's progress, from the approval's requirements (one grant decides when they do not say).
+    q.textContent = s.status === 'pending' ? 'granted ' + c.view.quorum.text : '';
+    const st = /** @type {HTMLElement} */ (c.row.querySelector('.row-status'));
+    st.textContent = s.status === 'pending' ? '' : STATUS_LABELS[s.status] || s.status;
+  }
+
+  /** Ids are UUIDv7s: within one millisecond, the later filed has the greater id (as the server orders them). */
+  const byId = (/** @type {Card} */ a, /** @type {Card} */ b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  /** @type {Record<string, (a: Card, b: Card) => number>} */
+  const SORTS = {
+    oldest: (a, b) => Date.parse(a.view.createdAt) - Date.parse(b.view.createdAt) || byId(a, b),
+    newest: (a, b) => Date.parse(b.view.createdAt) - Date.parse(a.view.createdAt) || byId(b, a),
+    expiry: (a, b) => Date.parse(a.summary.expires_at) - Date.parse(b.summary.expires_at),
+    tool: (a, b) => a.view.tool.localeCompare(b.view.tool),
+    requester: (a, b) => partsText(a.view.who).localeCompare(partsText(b.view.who)),
+    rule: (a, b) => (a.summary.rule || '').localeCompare(b.summary.rule || ''),
+  };
+  /** The sort chosen, ties broken oldest first: one order for one set of approvals. */
+  const compareRows = (/** @type {Card} */ a, /** @type {Card} */ b) =>
+    (SORTS[$('f-sort').value] || SORTS.oldest)(a, b) || SORTS.oldest(a, b);
+
+  /**
+   * Puts a card's row where the sort places it, moving no other row (a focused row keeps its focus).
+   * @param {Card} c
+   */
+  function placeRow(c) {
+    for (const el of queue.children) {
+      const other = cards.get(/** @type {string} */ (/** @type {HTMLElement} */ (el).dataset.id));
+      if (other && other !== c && compareRows(c, other) < 0) {
+        queue.insertBefore(c.row, el);
+        return;
+      }
+    }
+    queue.append(c.row);
+  }
+
+  function sortRows() {
+    const focused = document.activeElement;
+    for (const c of [...cards.values()].sort(compareRows)) queue.append(c.row);
+    if (focused instanceof HTMLElement) focused.focus();
+  }
+
+  /** @param {'cards' | 'queue'} to */
+  function setView(to) {
+    view = to;
+    localStorage.setItem(VIEW_KEY, to);
+    $('f-view').value = to;
+    $('sort-part').hidden = to !== 'queue';
+    opened = null;
+    showView();
+  }
+
+  // What is shown: every card, or the rows, or the one card a row opened.
+  function showView() {
+    const rows = view === 'queue' && opened === null;
+    queue.hidden = !rows;
+    $('queue-help').hidden = !rows;
+    $('back-part').hidden = view !== 'queue' || opened === null;
+    for (const c of cards.values()) c.el.hidden = view === 'queue' && opened !== c;
+  }
+
+  /** @param {Card} c */
+  function openCard(c) {
+    opened = c;
+    showView();
+    c.f('heading').focus();
+  }
+
+  $('back').addEventListener('click', () => {
+    const c = opened;
+    opened = null;
+    showView();
+    if (c) /** @type {HTMLElement} */ (c.row.querySelector('button')).focus();
+  });
+  $('f-view').addEventListener('change', () => {
+    const before = view;
+    const next = $('f-view').value === 'queue' ? 'queue' : 'cards';
+    setView(next);
+    // A page of rows is longer than a page of cards: the list is read again at its size.
+    if (before !== next && applied !== null) load();
+  });
+  $('f-sort').addEventListener('change', sortRows);
+
+  // Arrow keys, j and k move between rows; Home and End to the first and the last. Enter and Space
+  // are the row button's own: they open the card. Nothing here decides.
+  queue.addEventListener('keydown', (event) => {
+    const rows = [...queue.querySelectorAll('button.row-open')];
+    const at = rows.indexOf(/** @type {Element} */ (document.activeElement));
+    if (at === -1 || event.ctrlKey || event.metaKey || event.altKey) return;
+    const to = {
+      ArrowDown: at + 1,
+      j: at + 1,
+      ArrowUp: at - 1,
+      k: at - 1,
+      Home: 0,
+      End: rows.length - 1,
+    }[event.key];
+    if (to === undefined) return;
+    event.preventDefault();
+    const next = /** @type {HTMLElement | undefined} */ (rows[Math.max(0, Math.min(rows.length - 1, to))]);
+    next?.focus();
   });
 
   // ---- the clock: relative times, and expiry seen as it happens ----------------------------------------
@@ -895,6 +1347,10 @@
         ? 'expires ' + relativeTime(left)
         : 'expiring now';
     if (f('expires').textContent !== expires) f('expires').textContent = expires;
+    const age = relativeTime(Math.min(0, Date.parse(c.view.createdAt) - now));
+    const rowTimes = age + ' · ' + expires;
+    const times = /** @type {HTMLElement} */ (c.row.querySelector('.row-times'));
+    if (times.textContent !== rowTimes) times.textContent = rowTimes;
     // Past its expiry by the server's clock: read it (the database's clock decides), every 2 s.
     if (live && left <= 0 && !c.busy && Date.now() - c.checkedAt > 2000) {
       c.checkedAt = Date.now();

@@ -28,8 +28,9 @@
       who.id = 'session-who';
       who.textContent =
         'Signed in as ' +
-        session.sub +
-        (session.team ? ' (team ' + session.team + ')' : '') +
+        (session.name
+          ? session.name + ' (' + session.sub + (session.team ? ', team ' + session.team : '') + ')'
+          : session.sub + (session.team ? ' (team ' + session.team + ')' : '')) +
         (session.can.decide ? '.' : ': this account does not have the approver role, so it cannot grant or deny.');
       const out = document.createElement('button');
       out.type = 'button';
