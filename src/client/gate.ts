@@ -11,7 +11,7 @@
 // gives back is checked before it is used, and so is the answer to a redeem (./entry.ts).
 import type { Routes } from './api.js';
 import type { Entry } from './entry.js';
-import { GatehouseError } from './http.js';
+import { GatehouseError, sleep } from './http.js';
 import { type ApprovalMemory, callKey } from './memory.js';
 import type { RunLog } from './runs.js';
 import type { Approval, ApprovalStatus, DecisionBody, DecisionKind, RequestOptions, ToolCall } from './types.js';
@@ -434,19 +434,4 @@ function expiredResult(
 
 function summary(a: Approval): { id: string; status: ApprovalStatus; expiresAt: string | null } {
   return { id: a.id, status: a.status, expiresAt: a.expiresAt };
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -8,7 +8,7 @@
 // (POST /approvals answers it, 200), so a retry waits on the same one, and a redeem whose answer is
 // lost leaves the result withheld (the tool's output is gone with the process anyway).
 import type { Routes } from './api.js';
-import { GatehouseError } from './http.js';
+import { GatehouseError, sleep } from './http.js';
 import type { PendingApproval } from './gate.js';
 import type {
   ApprovalStatus,
@@ -211,19 +211,4 @@ async function failed(
     message: `The output of the "${tool}" action was withheld: ${why}. Tell the user; do not work around it.`,
     error: { code, detail },
   };
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

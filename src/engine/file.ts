@@ -26,6 +26,7 @@ import type { DecisionLine } from '../policy/record.js';
 import type { Call, EngineParts } from './parts.js';
 import { replayedFiling } from './replays.js';
 import type { ApprovalService } from '../approvals/service.js';
+import type { ApprovalStore, CreateApprovalInput } from '../approvals/store.js';
 
 export interface FileCall extends Call {
   /** Whether the caller may read operators' notes (an approver). */
@@ -91,28 +92,7 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
       const answer = { status: 409, body: JSON.stringify(decisionBody(result, decisionId)) };
       return { answer, kept: counted ? { kind: 'allow', status: 409, decisionId } : null };
     }
-    const { approval, created } = await store.create(
-      {
-        descriptor,
-        tool: req.tool,
-        args: req.args,
-        context: req.context,
-        runId: req.run?.id,
-        requester: { sub: identity.user, team: identity.team, agent: identity.agent, name: identity.name ?? null },
-        policies: result.policies,
-      },
-      tx,
-    );
-    const run = req.run?.id !== undefined ? { run_id: req.run.id } : {};
-    call.log.info(
-      { approval_id: approval.id, created, tool: req.tool, rule: result.rule, user: identity.user, ...run },
-      'approval requested',
-    );
-    const status = created ? 201 : 200;
-    return {
-      answer: { status, body: canonicalize(approvalView(approval, call.seesNotes)) },
-      kept: { kind: 'filed', status, approvalId: approval.id },
-    };
+    return created(store, call, { descriptor, ...req, runId: req.run?.id, policies: result.policies }, result.rule, tx);
   };
   // A retry is decided again first (`fresh`, for its own identity); what its key kept answers it
   // only when that decision stands behind it (./replays.ts): the approval as it stands now, or the
@@ -198,39 +178,14 @@ async function fileReview(
     recorder.write(line);
     return written({ status: 409, body: JSON.stringify(body), replayed: false });
   }
-  const file = async (tx?: TransactionSql): Promise<Acted> => {
-    const { approval, created } = await approvals.store.create(
-      {
-        descriptor,
-        tool: req.tool,
-        args: req.args,
-        context: req.context,
-        runId: req.run?.id,
-        result: req.result,
-        requester: { sub: identity.user, team: identity.team, agent: identity.agent, name: identity.name ?? null },
-        policies: result.policies,
-      },
+  const file = (tx?: TransactionSql): Promise<Acted> =>
+    created(
+      approvals.store,
+      call,
+      { descriptor, ...req, runId: req.run?.id, policies: result.policies },
+      result.rule,
       tx,
     );
-    const run = req.run?.id !== undefined ? { run_id: req.run.id } : {};
-    call.log.info(
-      {
-        approval_id: approval.id,
-        created,
-        tool: req.tool,
-        stage: 'result',
-        rule: result.rule,
-        user: identity.user,
-        ...run,
-      },
-      'approval requested',
-    );
-    const status = created ? 201 : 200;
-    return {
-      answer: { status, body: canonicalize(approvalView(approval, call.seesNotes)) },
-      kept: { kind: 'filed', status, approvalId: approval.id },
-    };
-  };
   const replay = async (tx: TransactionSql, kept: KeptAnswer): Promise<StoredAnswer | null> => {
     if (kept.kind !== 'filed') return null;
     const a = await approvals.store.get(kept.approvalId, tx);
@@ -253,4 +208,52 @@ async function fileReview(
         };
   recorder.write(answer.replayed ? { ...line, replayed: true } : line);
   return written(answer);
+}
+
+/** The approval a filing describes (a result's review: with its stage and the result), and who files it. */
+type Filed = Omit<CreateApprovalInput, 'requester'> & { readonly stage?: 'result' };
+
+/**
+ * Files (or finds) the approval, logs it, and answers it (201 filed, 200 found), with what an
+ * Idempotency-Key keeps of it.
+ */
+async function created(
+  store: ApprovalStore,
+  call: FileCall,
+  filed: Filed,
+  rule: string,
+  tx?: TransactionSql,
+): Promise<Acted> {
+  const { identity } = call;
+  const { descriptor, tool, args, context, runId, result, stage, policies } = filed;
+  const { approval, created } = await store.create(
+    {
+      descriptor,
+      tool,
+      args,
+      context,
+      runId,
+      result,
+      requester: { sub: identity.user, team: identity.team, agent: identity.agent, name: identity.name ?? null },
+      policies,
+    },
+    tx,
+  );
+  call.log.info(
+    {
+      approval_id: approval.id,
+      created,
+      tool,
+      ...(stage !== undefined ? { stage } : {}),
+      rule,
+      user: identity.user,
+      ...(runId !== undefined ? { run_id: runId } : {}),
+    },
+    'approval requested',
+  );
+  const status = created ? 201 : 200;
+  return {
+    answer: { status, body: canonicalize(approvalView(approval, call.seesNotes)) },
+    kept: { kind: 'filed', status, approvalId: approval.id },
+  };
 }
