@@ -15,7 +15,7 @@ import { inspected, inspectionBody, nextStep, written, type Answer } from './ans
 import { approvalsOf, keysOf } from './limits.js';
 import type { CallLog, EngineParts } from './parts.js';
 import type { DecisionLine } from '../policy/record.js';
-import { inspectionLine, recorderOf, writeRecord, type Inspected, type Recorder } from './record.js';
+import { decisionLine, recorderOf, writeRecord, type Asked, type Recorder } from './record.js';
 
 export interface InspectCall {
   readonly request: InspectRequest;
@@ -34,10 +34,11 @@ export function inspectCall(parts: EngineParts, call: InspectCall): Answer | Pro
   const set = parts.policies.current();
   const result = inspect(set, request, identity);
   const durationUs = Number(process.hrtime.bigint() - started) / 1000;
-  const asked: Inspected = { decisionId, request, set, identity, durationUs, approvalId };
+  const asked: Asked = { decisionId, request, set, identity, durationUs, approvalId };
   // Only a review asked for can be redeemed: any other answer is the inspection's, with nothing to await.
   if (approvalId === undefined || result.decision !== 'require_approval' || request.stage !== 'result') {
-    const line = inspectionLine(asked, result.decision, result.rule, parts.logArgs, result.approval?.kind);
+    const kind = result.approval === undefined ? undefined : { kind: result.approval.kind };
+    const line = decisionLine(asked, result.decision, result.rule, parts.logArgs, kind);
     writeRecord(call.log, parts.metrics, parts.records?.writer ?? null, line, durationUs);
     return inspected(result, decisionId, result.decision === 'require_approval' ? nextStep(null) : undefined);
   }

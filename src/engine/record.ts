@@ -16,10 +16,10 @@ import type { TransactionSql } from 'postgres';
 import type { AfterCounting } from '../budgets/service.js';
 import { insertRecord } from '../records/insert.js';
 
-/** What a record says of one request, beside its outcome. */
+/** What a record says of one request (a call, or an inspection of what came back), beside its outcome. */
 export interface Asked {
   readonly decisionId: string;
-  readonly request: DecideRequest;
+  readonly request: DecideRequest | InspectRequest;
   readonly set: PolicySet;
   readonly identity: Identity;
   readonly durationUs: number;
@@ -29,6 +29,11 @@ export interface Asked {
 /** What the record adds to the outcome: a replay, a counted call's limits, a require_approval's kind. */
 export type Beside = Pick<DecisionLine, 'kind' | 'replayed' | 'replayed_decision_id' | 'budgets'>;
 
+/**
+ * An inspection's record (POST /inspect) has its `stage`, and never the value inspected (the result,
+ * the model's content), not even with LOG_ARGS: a record is no copy of what a guard withheld. A
+ * model stage has no tool: `tool` names the stage.
+ */
 export function decisionLine(
   asked: Asked,
   decision: DecisionResult['decision'],
@@ -37,9 +42,10 @@ export function decisionLine(
   beside?: Beside,
 ): DecisionLine {
   const { request: req, set, identity } = asked;
+  const stage = 'stage' in req ? req.stage : undefined;
   return {
     decision_id: asked.decisionId,
-    tool: req.tool,
+    tool: 'tool' in req ? req.tool : (stage ?? ''),
     decision,
     rule,
     policies: set.digests,
@@ -47,6 +53,7 @@ export function decisionLine(
     team: identity.team,
     agent: identity.agent,
     duration_us: Math.round(asked.durationUs * 10) / 10,
+    ...(stage !== undefined ? { stage } : {}),
     ...(asked.approvalId !== undefined ? { approval_id: asked.approvalId } : {}),
     ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
     ...facts(logArgs, set.env, req, identity), // the set that decided, not one reloaded since
@@ -54,66 +61,12 @@ export function decisionLine(
   };
 }
 
-/** What a record of POST /inspect says of its request, beside its outcome. */
-export interface Inspected {
-  readonly decisionId: string;
-  readonly request: InspectRequest;
-  readonly set: PolicySet;
-  readonly identity: Identity;
-  readonly durationUs: number;
-  readonly approvalId: string | undefined;
-}
-
-/**
- * The record of one POST /inspect answer: as a /decide call's, with `stage`. The value inspected (the
- * result, the model's content) is never in it, not even with LOG_ARGS: a record is no copy of what a
- * guard withheld. A model stage has no tool: `tool` names the stage.
- */
-export function inspectionLine(
-  asked: Inspected,
-  decision: DecisionResult['decision'],
-  rule: string,
-  logArgs: boolean,
-  kind?: string,
-): DecisionLine {
-  const { request: req, set, identity } = asked;
-  return {
-    decision_id: asked.decisionId,
-    tool: req.stage === 'result' ? req.tool : req.stage,
-    decision,
-    rule,
-    ...(kind !== undefined ? { kind } : {}),
-    policies: set.digests,
-    user: identity.user,
-    team: identity.team,
-    agent: identity.agent,
-    duration_us: Math.round(asked.durationUs * 10) / 10,
-    stage: req.stage,
-    ...(asked.approvalId !== undefined ? { approval_id: asked.approvalId } : {}),
-    ...(req.run?.id !== undefined ? { run_id: req.run.id } : {}),
-    ...facts(logArgs, set.env, { args: req.stage === 'result' ? req.args : undefined, ...scene(req) }, identity),
-  };
-}
-
-/** The run view and the context, as given. */
-function scene(req: InspectRequest): Pick<DecideRequest, 'run' | 'context'> {
-  return {
-    ...(req.run !== undefined ? { run: req.run } : {}),
-    ...(req.context !== undefined ? { context: req.context } : {}),
-  };
-}
-
-function facts(
-  logArgs: boolean,
-  env: string | null,
-  req: { args?: JsonObject | undefined } & Pick<DecideRequest, 'run' | 'context'>,
-  identity: Identity,
-): Partial<DecisionLine> {
+function facts(logArgs: boolean, env: string | null, req: Asked['request'], identity: Identity): Partial<DecisionLine> {
   if (!logArgs) return { env, roles: identity.roles };
   return {
     env,
     roles: identity.roles,
-    ...(req.args !== undefined ? { args: redactObject(req.args) } : {}),
+    ...('args' in req ? { args: redactObject(req.args) } : {}),
     claims: redactObject((identity.claims ?? {}) as JsonObject),
     ...(req.context !== undefined ? { context: redactObject(req.context) } : {}),
     ...(req.run !== undefined
@@ -184,17 +137,14 @@ export interface RecorderParts {
 }
 
 /**
- * `asked`: a /decide call's or an inspection's (its record has its stage). `counts`: whether the
- * answer counts in the decision metrics (an answer of /decide or /inspect does; a filing does not).
+ * `counts`: whether the answer counts in the decision metrics (an answer of /decide or /inspect
+ * does; a filing does not).
  */
-export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked | Inspected, counts = true): Recorder {
+export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked, counts = true): Recorder {
   const store = parts.records?.writer ?? null;
   let sent = false; // the row went with a transaction
   return {
-    line: (decision, rule, beside) =>
-      isInspected(asked)
-        ? { ...inspectionLine(asked, decision, rule, parts.logArgs), ...beside }
-        : decisionLine(asked, decision, rule, parts.logArgs, beside),
+    line: (decision, rule, beside) => decisionLine(asked, decision, rule, parts.logArgs, beside),
     async insert(tx, line) {
       const row = store?.rowOf(line) ?? null;
       if (row === null) return;
@@ -218,5 +168,3 @@ export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked | In
     },
   };
 }
-
-const isInspected = (asked: Asked | Inspected): asked is Inspected => 'stage' in asked.request;
