@@ -339,19 +339,16 @@ describe.skipIf(!available)('the operator page, built for a large decision (Chro
   }, 60_000);
 
   it('the compact queue on a phone: 300 pending approvals a row each, paged, sorted, moved through by keyboard; Enter opens and never decides; an arrival is announced and placed by the sort', async () => {
-    const ids: string[] = [];
-    for (let start = 0; start < 300; start += 30) {
-      const batch = await Promise.all(
-        Array.from({ length: 30 }, (_, n) =>
-          file(
-            {
-              tool: (start + n) % 2 === 0 ? 'refund' : 'payout',
-              args: { amount: 1000 + start + n, currency: 'EUR', to: `Q-${start + n}` },
-            },
-            agent({ name: `Agent ${String.fromCharCode(65 + ((start + n) % 26))}` }),
-          ),
-        ),
+    const fileOne = (i: number) =>
+      file(
+        { tool: i % 2 === 0 ? 'refund' : 'payout', args: { amount: 1000 + i, currency: 'EUR', to: `Q-${i}` } },
+        agent({ name: `Agent ${String.fromCharCode(65 + (i % 26))}` }),
       );
+    // The first alone, so that it is the oldest (the rest are filed 30 at a time, in no set order).
+    const ids: string[] = [(await fileOne(0)).id];
+    await new Promise((resolve) => setTimeout(resolve, 5)); // not within its millisecond (the API's precision)
+    for (let start = 1; start < 300; start += 30) {
+      const batch = await Promise.all(Array.from({ length: Math.min(30, 300 - start) }, (_, n) => fileOne(start + n)));
       ids.push(...batch.map((b) => b.id));
     }
     await page.setViewportSize({ width: 390, height: 844 });
