@@ -234,15 +234,32 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
   });
   const after = await db.sql`select * from approvals order by id`;
   expect(
-    after.map(({ requirements, context, run_id, decision_message, result, requester_name, ...rest }) => ({
-      requirements,
-      context,
-      run_id,
-      decision_message,
-      result,
-      requester_name,
-      rest,
-    })),
+    after.map(
+      ({
+        requirements,
+        context,
+        run_id,
+        decision_message,
+        result,
+        requester_name,
+        amended_args,
+        amended_hash,
+        amended_requirements,
+        amended_by,
+        amended_at,
+        grant_round,
+        ...rest
+      }) => ({
+        requirements,
+        context,
+        run_id,
+        decision_message,
+        result,
+        requester_name,
+        amendment: [amended_args, amended_hash, amended_requirements, amended_by, amended_at, grant_round],
+        rest,
+      }),
+    ),
   ).toEqual(
     before.map((rest) => ({
       requirements: null,
@@ -251,6 +268,7 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       decision_message: null,
       result: null,
       requester_name: null,
+      amendment: [null, null, null, null, null, 0],
       rest,
     })),
   );
