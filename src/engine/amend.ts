@@ -5,6 +5,7 @@
 import type { JsonObject } from '../json/value.js';
 import { decide } from '../policy/decide.js';
 import type { Identity } from '../policy/model.js';
+import { plainNumbers } from '../json/plain-numbers.js';
 import type { Approval, Approver } from '../approvals/approval.js';
 import type { TransitionResult } from '../approvals/store.js';
 import { approvalHash, canonicalize } from '../json/canonical.js';
@@ -22,8 +23,10 @@ export interface GrantCall {
 
 export async function grantCall(parts: EngineParts, call: GrantCall): Promise<TransitionResult> {
   const { store } = approvalsOf(parts.approvals);
-  const { id, approver, note, args } = call;
-  if (args === undefined) return store.grant(id, approver, note);
+  const { id, approver, note } = call;
+  if (call.args === undefined) return store.grant(id, approver, note);
+  // As a client will send them back (450.50 as 450.5), so that its redeem hashes the same.
+  const args = plainNumbers(call.args);
   const approval = await store.get(id);
   // Not pending, not found or the approver's own: the grant path answers it as it would any grant.
   if (approval === null || approval.status !== 'pending' || approval.requester.sub === approver.sub)

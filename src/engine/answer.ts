@@ -122,7 +122,7 @@ export function decisionText(
  */
 export function nextOf(result: DecisionResult, cited: CitedApproval | null): Record<string, unknown> | undefined {
   if (result.decision === 'deny' && cited?.amendedArgs !== undefined)
-    return { next: { action: 'use_amended', approval_id: cited.id, args: cited.amendedArgs } };
+    return { next: { action: 'use_amended', url: '/decide', approval_id: cited.id, args: cited.amendedArgs } };
   return result.decision === 'require_approval' ? { next: nextStep(cited) } : undefined;
 }
 

@@ -103,7 +103,7 @@ describe('amend and grant', () => {
     const sub = uniq('agent');
     const filed = await file(sub, { order: 'A-3', amount: 900 });
     const op = uniq('op');
-    // Raw text: the number as the operator wrote it (450.50) is what is granted and shown.
+    // Raw text: 450.50 is kept as a client writes it back (450.5), the same number.
     const res = await a.app.inject({
       method: 'POST',
       url: `/approvals/${filed.id}/grant`,
@@ -120,8 +120,7 @@ describe('amend and grant', () => {
       amended_by: op,
       hash: filed.hash,
     });
-    // The number as the operator wrote it.
-    expect(res.body).toContain('"amount":450.50');
+    expect(res.body).toContain('"amended_args":{"amount":450.5,"order":"A-3"}');
     expect(granted.amended_at).toEqual(expect.any(String));
 
     const original = await decide(sub, { order: 'A-3', amount: 900 }, filed.id);
@@ -132,19 +131,15 @@ describe('amend and grant', () => {
       next: { action: 'use_amended', approval_id: filed.id, args: { order: 'A-3', amount: 450.5 } },
     });
     expect(denied.reason).toMatch(/amended/);
-    expect(original.body).toContain('"amount":450.50');
+    expect(denied.next.url).toBe('/decide');
     expect((await read(filed.id)).status).toBe('granted');
 
     // Another call altogether is not this approval's: a new approval is needed.
     const other = await decide(sub, { order: 'A-3', amount: 700 }, filed.id);
     expect(other.json()).toMatchObject({ decision: 'require_approval', next: { action: 'file_new' } });
 
-    const amended = await a.app.inject({
-      method: 'POST',
-      url: '/decide',
-      headers: { ...bearer(agent(sub)), 'content-type': 'application/json' },
-      payload: `{"tool":"refund","args":{"order":"A-3","amount":450.50},"approval_id":"${filed.id}"}`,
-    });
+    // What a JavaScript client sends back: JSON.stringify of next.args.
+    const amended = await decide(sub, JSON.parse(JSON.stringify(denied.next.args)), filed.id);
     expect(amended.statusCode, amended.body).toBe(200);
     expect(amended.json()).toMatchObject({ decision: 'allow', approval: { id: filed.id, status: 'consumed' } });
     expect((await read(filed.id)).status).toBe('consumed');
