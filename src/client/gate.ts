@@ -16,6 +16,7 @@ import { type ApprovalMemory, callKey } from './memory.js';
 import type { RunLog } from './runs.js';
 import type { Approval, ApprovalStatus, DecisionBody, DecisionKind, RequestOptions, ToolCall } from './types.js';
 import { deniedMessageOf } from './wire.js';
+import { type Amended, changedPaths } from './amended.js';
 
 /** `timeoutMs` applies to each request gate() makes; `signal` to the whole of it. */
 export interface GateOptions extends RequestOptions {
@@ -70,6 +71,12 @@ export interface GateResult {
   body?: DecisionBody;
   /** Why it failed closed (Gatehouse unreachable, a 5xx, an answer that is not one): `decision` is `deny`. */
   error?: { code: string; detail: string };
+  /**
+   * An operator granted the call amended (spec section 5.4, "Amend and grant"): run the tool with
+   * `amended.args`, not the arguments asked for, and tell the model which `paths` changed
+   * (amendedNote()). Set with `allow`, and on a look's granted approval.
+   */
+  amended?: Amended;
 }
 
 export interface GateDeps {
@@ -197,12 +204,20 @@ class Attempt {
       case 'granted':
       case 'consumed': {
         // consumed: by a redeem whose answer was lost, or by someone else; the server tells
-        if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expiresAt);
+        const amended = this.amendedOf(approval);
+        if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expiresAt, amended);
+        // Amended: only the amended call redeems it, and its hash is the one Gatehouse consents to.
+        const call = amended === undefined ? this.call : { ...this.call, args: amended.args };
         const redeem = {
           key: `gatehouse-client:${crypto.randomUUID()}`,
-          body: (await loadEntryChecks()).redeemBody(this.call, approval.id),
+          body: (await loadEntryChecks()).redeemBody(call, approval.id),
         };
-        return this.redeem({ id: approval.id, redeem }, fresh);
+        const consent =
+          amended === undefined || fresh.approval === undefined
+            ? fresh
+            : { ...fresh, approval: { ...fresh.approval, hash: approval.amendedHash ?? '' } };
+        const outcome = await this.redeem({ id: approval.id, redeem }, consent);
+        return outcome?.decision === 'allow' && amended !== undefined ? { ...outcome, amended } : outcome;
       }
       default: {
         // denied, expired, cancelled: deciding again citing it gives the model the reason (or the policy's new answer).
@@ -249,14 +264,22 @@ class Attempt {
   }
 
   /** What a look answers for a grant it leaves to the call's use. */
-  private granted(fresh: DecisionBody, id: string, expiresAt: string | null = null): GateResult {
+  private granted(fresh: DecisionBody, id: string, expiresAt: string | null = null, amended?: Amended): GateResult {
     return {
       decision: 'require_approval',
       message: fresh.message,
       reason: fresh.reason,
       approval: { id, status: 'granted', expiresAt },
       body: fresh,
+      ...(amended !== undefined ? { amended } : {}),
     };
+  }
+
+  /** The amendment of a granted approval of this call: its arguments and what changed. */
+  private amendedOf(approval: Approval): Amended | undefined {
+    const args = approval.amendedArgs;
+    if (args === null || args === undefined || typeof approval.amendedHash !== 'string') return undefined;
+    return { args, paths: changedPaths(this.call.args ?? {}, args) };
   }
 
   /**
