@@ -120,7 +120,7 @@ export function createApprovalService(
         ensureReady();
         const consumed = await store.consume(approvalId, { sub: identity.user }, request.cited.hash, tx);
         if (consumed.ok) {
-          const a = consumed.approval;
+          const a = asRedeemed(consumed.approval);
           return { result: grantedResult(fresh, askedOf(a), request, a.id), cited: citedOf(a, true) };
         }
         // Consumed, cancelled or expired since it was read: `$approval` is absent after all.
@@ -214,6 +214,24 @@ export function grantedResult(
     reason,
     message: modelMessage('allow', request.tool, reason, false),
     approval: { ...asked, id: approvalId, status: 'consumed' },
+  };
+}
+
+/**
+ * Approval `a` as its redeem sees it: once amended (docs/spec.md section 5.4), the amended call, its
+ * hash and the requirements that apply to it; otherwise `a` itself.
+ */
+export function asRedeemed(a: Approval): Approval {
+  if (a.amended_args === null || a.amended_hash === null) return a;
+  const first = a.amended_requirements?.[0];
+  return {
+    ...a,
+    args: a.amended_args,
+    hash: a.amended_hash,
+    requirements: a.amended_requirements ?? a.requirements,
+    ...(first !== undefined
+      ? { kind: first.kind, capability: first.capability, presentation: first.presentation }
+      : {}),
   };
 }
 

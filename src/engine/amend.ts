@@ -6,6 +6,7 @@ import type { JsonObject } from '../json/value.js';
 import { decide } from '../policy/decide.js';
 import type { Identity } from '../policy/model.js';
 import { plainNumbers } from '../json/plain-numbers.js';
+import { INTERRUPTED_KIND } from '../policy/interrupted.js';
 import type { Approval, Approver } from '../approvals/approval.js';
 import type { TransitionResult } from '../approvals/store.js';
 import { approvalHash, canonicalize } from '../json/canonical.js';
@@ -36,6 +37,8 @@ export async function grantCall(parts: EngineParts, call: GrantCall): Promise<Tr
     return store.grant(id, approver, note);
   if (approval.result !== undefined)
     throw new AmendmentRefusedError('the review of a tool result cannot be amended: grant or deny it', null);
+  if (approval.kind === INTERRUPTED_KIND)
+    throw new AmendmentRefusedError('an interrupted side effect is answered as it is: grant or deny it', null);
   if (approval.requirements.some((r) => r.kind === 'budget' || r.kind === 'rate_limit'))
     throw new AmendmentRefusedError('an approval a budget or rate limit asked for cannot be amended', null);
   const decided = decide(parts.policies.current(), amendedRequest(approval, args), requesterOf(approval));

@@ -149,6 +149,25 @@ describe('amend and grant', () => {
     ]);
   });
 
+  it('a redeem of the amended call whose answer is lost is answered again under its Idempotency-Key', async () => {
+    const sub = uniq('agent');
+    const filed = await file(sub, { order: 'A-6', amount: 600 });
+    expect((await grant(filed.id, operator(), { args: { order: 'A-6', amount: 400 } })).statusCode).toBe(200);
+    const keyed = () =>
+      a.app.inject({
+        method: 'POST',
+        url: '/decide',
+        headers: { ...bearer(agent(sub)), 'content-type': 'application/json', 'idempotency-key': `k-${filed.id}` },
+        payload: JSON.stringify({ tool: 'refund', args: { order: 'A-6', amount: 400 }, approval_id: filed.id }),
+      });
+    const first = await keyed();
+    expect(first.statusCode, first.body).toBe(200);
+    const again = await keyed();
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json()).toMatchObject({ decision: 'allow', decision_id: first.json().decision_id });
+  });
+
   it('the same arguments as filed are a plain grant', async () => {
     const sub = uniq('agent');
     const filed = await file(sub, { order: 'A-4', amount: 300 });
