@@ -144,16 +144,24 @@ class Attempt {
     const { routes } = this.deps;
     const fresh = await this.retrying(() => routes.decide(this.call, this.per()));
     if (fresh.decision !== 'require_approval') return finalOf(fresh);
-    let entry = await this.entry();
+    let entry = await this.entry(fresh);
     let expired: GateResult | undefined;
     // A redeem sent before and never answered: repeat it exactly before anything else (a look leaves it
     // for the use), once Gatehouse says its approval is this call's.
     if (entry?.redeem) {
       const approval = await this.read(entry.id, 0);
       if (approval !== undefined && this.isThisCalls(approval, fresh)) {
-        if (this.options.redeem === false) return this.granted(fresh, entry.id);
-        const redeemed = await this.redeem({ id: entry.id, redeem: entry.redeem }, fresh);
-        if (redeemed !== undefined && !this.refiles(redeemed)) return redeemed;
+        // The stored redeem may be of the call as an operator amended it (Gatehouse says to what).
+        const amended = this.amendedOf(approval);
+        const asAmended =
+          amended !== undefined && (await loadEntryChecks()).redeemSends(entry.redeem.body, amended.args);
+        if (this.options.redeem === false) return this.granted(fresh, entry.id, null, amended);
+        const redeemed = await this.redeem(
+          { id: entry.id, redeem: entry.redeem },
+          asAmended ? this.consentOf(fresh, approval) : fresh,
+        );
+        if (redeemed !== undefined && !this.refiles(redeemed))
+          return redeemed.decision === 'allow' && asAmended ? { ...redeemed, amended } : redeemed;
         expired = redeemed;
       } else {
         await this.forget();
@@ -212,11 +220,10 @@ class Attempt {
           key: `gatehouse-client:${crypto.randomUUID()}`,
           body: (await loadEntryChecks()).redeemBody(call, approval.id),
         };
-        const consent =
-          amended === undefined || fresh.approval === undefined
-            ? fresh
-            : { ...fresh, approval: { ...fresh.approval, hash: approval.amendedHash ?? '' } };
-        const outcome = await this.redeem({ id: approval.id, redeem }, consent);
+        const outcome = await this.redeem(
+          { id: approval.id, redeem },
+          amended === undefined ? fresh : this.consentOf(fresh, approval),
+        );
         return outcome?.decision === 'allow' && amended !== undefined ? { ...outcome, amended } : outcome;
       }
       default: {
@@ -273,6 +280,12 @@ class Attempt {
       body: fresh,
       ...(amended !== undefined ? { amended } : {}),
     };
+  }
+
+  /** What an `allow` of the amended call must say it consumed: the amended call's hash, as Gatehouse gave it. */
+  private consentOf(fresh: DecisionBody, approval: Approval): DecisionBody {
+    if (fresh.approval === undefined) return fresh;
+    return { ...fresh, approval: { ...fresh.approval, hash: approval.amendedHash ?? '' } };
   }
 
   /** The amendment of a granted approval of this call: its arguments and what changed. */
@@ -401,11 +414,22 @@ class Attempt {
     return this.options.timeoutMs !== undefined ? { timeoutMs: this.options.timeoutMs } : {};
   }
 
-  /** The memory's entry for this call, when it passes entryFor(); one that does not is removed. */
-  private async entry(): Promise<Entry | undefined> {
+  /**
+   * The memory's entry for this call, when it passes entryFor(); one that does not is removed. A
+   * stored redeem of other arguments passes only when Gatehouse says an operator amended this call's
+   * approval to exactly those (a redeem sent, then its answer lost, and the process restarted).
+   */
+  private async entry(fresh: DecisionBody): Promise<Entry | undefined> {
     const text = await this.deps.memory.get(await this.key());
     if (text === undefined) return undefined;
-    const entry = (await loadEntryChecks()).entryFor(text, this.call);
+    const checks = await loadEntryChecks();
+    let entry = checks.entryFor(text, this.call);
+    const id = entry === undefined ? checks.entryIdOf(text) : undefined;
+    if (id !== undefined) {
+      const approval = await this.read(id, 0);
+      if (approval !== undefined && this.isThisCalls(approval, fresh) && approval.amendedArgs != null)
+        entry = checks.entryFor(text, this.call, approval.amendedArgs);
+    }
     if (entry === undefined) await this.forget();
     return entry;
   }

@@ -143,6 +143,34 @@ describe('gate', () => {
     expect(again.decision).not.toBe('allow');
   });
 
+  it('an amended redeem whose answers are all lost: after a restart (fileMemory) it is sent again under its key, allowed once', async () => {
+    const dir = await tempDir();
+    const call = refund(170);
+    const first = await client({ memory: fileMemory(dir) }).gate(call, { runId: 'run-amend-restart', maxWaitMs: 0 });
+    const id = first.approval!.id;
+    const amendedArgs = { ...(call.args as Record<string, unknown>), amount: 140 };
+    await operator().approvals.grant(id, { args: amendedArgs });
+    // Every answer to a redeem is lost (sent, consumed, then the connection reset): the process gives up.
+    const losing: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (typeof init?.body === 'string' && init.body.includes('"approval_id"'))
+        throw new TypeError('fetch failed: the connection was reset');
+      return res;
+    };
+    const lost = await client({ memory: fileMemory(dir), fetch: losing }).gate(call, {
+      runId: 'run-amend-restart',
+      maxRetryMs: 0,
+    });
+    expect(lost.decision).not.toBe('allow');
+    expect((await operator().approvals.get(id)).status).toBe('consumed');
+    const after = await client({ memory: fileMemory(dir) }).gate(call, { runId: 'run-amend-restart' });
+    expect(after).toMatchObject({
+      decision: 'allow',
+      approval: { id, status: 'consumed' },
+      amended: { args: amendedArgs, paths: ['amount'] },
+    });
+  });
+
   it('a look reports the amendment of a grant; the use redeems the amended call', async () => {
     const c = client();
     const call = refund(130);
