@@ -99,6 +99,18 @@ describe('amend and grant', () => {
     expect((await read(id)).status).toBe('pending');
   });
 
+  it('an amended call is decided without the requester’s roles: a rule that reads them does not allow it (422)', async () => {
+    const sub = uniq('agent');
+    const payer = token({ sub, team: 'support', agent: 'bot', roles: ['payer'] });
+    const res = await post(a.app, '/approvals', { tool: 'payout', args: { to: 'acct-1', amount: 10 } }, payer);
+    expect(res.statusCode, res.body).toBe(201);
+    const { id } = res.json() as Body;
+    const amended = await grant(id, operator(), { args: { to: 'acct-1', amount: 5 } });
+    expect(amended.statusCode).toBe(422);
+    expect(amended.json()).toMatchObject({ code: 'amendment_refused', decision: { decision: 'deny' } });
+    expect((await grant(id, operator(), {})).json()).toMatchObject({ status: 'granted', amended_args: null });
+  });
+
   it('an accepted amendment binds the grant: the filed arguments answer 403 deny with use_amended, the amended ones 200', async () => {
     const sub = uniq('agent');
     const filed = await file(sub, { order: 'A-3', amount: 900 });
@@ -202,6 +214,17 @@ describe('amend and grant', () => {
     expect(body).toMatchObject({ status: 'pending', amended_by: amender, grants: [{ by: amender }] });
     expect(body.grants).toHaveLength(1);
     expect(body.requirements).toEqual([expect.objectContaining({ rule: 'refund-big', quorum: 2, granted: [amender] })]);
+    // The queue agrees: the first granter may answer it again, the amender has.
+    const queue = async (sub: string): Promise<string[]> => {
+      const res = await a.app.inject({
+        method: 'GET',
+        url: '/approvals?eligible=true&limit=200',
+        headers: bearer(operator(sub, ['finance'])),
+      });
+      return (res.json() as { items: { id: string }[] }).items.map((i) => i.id);
+    };
+    expect(await queue(first)).toContain(filed.id);
+    expect(await queue(amender)).not.toContain(filed.id);
     // The first granter's grant was for the call as filed: they grant again, and it counts.
     const done = await grant(filed.id, operator(first, ['finance']), {});
     expect(done.json()).toMatchObject({ status: 'granted', amended_args: { order: 'B-1', amount: 4000 } });
