@@ -278,6 +278,21 @@ describe('amend and grant', () => {
     expect(await read(filed.id)).toMatchObject({ status: 'granted', amended_args: null });
   });
 
+  it('the database is the backstop: an amendment changes only while pending, never by the requester, one round at a time', async () => {
+    const sub = uniq('agent');
+    const filed = await file(sub, { order: 'D-1', amount: 300 });
+    const amend = (by: string, round: string) =>
+      db.sql.unsafe(
+        `update approvals set amended_args = '{"amount":1}', amended_hash = hash, amended_by = $1, amended_at = now(),
+                grant_round = ${round} where id = $2`,
+        [by, filed.id],
+      );
+    await expect(amend(sub, 'grant_round + 1')).rejects.toThrow(/nobody amends their own request/);
+    await expect(amend('op', 'grant_round + 2')).rejects.toThrow(/next round/);
+    expect((await grant(filed.id, operator(), {})).json()).toMatchObject({ status: 'granted' });
+    await expect(amend('op', 'grant_round + 1')).rejects.toThrow(/only while pending/);
+  });
+
   it('amended arguments over the approval size limit are 413', async () => {
     const filed = await file(uniq('agent'), { order: 'C-2', amount: 300 });
     const res = await grant(filed.id, operator(), { args: { order: 'x'.repeat(70_000), amount: 300 } });
