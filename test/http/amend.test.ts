@@ -245,6 +245,20 @@ describe('amend and grant', () => {
     expect(partial).toMatchObject({ amended_by: amender, amended_at: expect.any(String) });
   });
 
+  it('two amendments racing: taken one at a time, the later restarts the count, its amender the only grant', async () => {
+    const filed = await file(uniq('agent'), { order: 'B-3', amount: 5000 });
+    const [x, y] = [uniq('fin'), uniq('fin')];
+    const answers = await Promise.all([
+      grant(filed.id, operator(x, ['finance']), { args: { order: 'B-3', amount: 4000 } }),
+      grant(filed.id, operator(y, ['finance']), { args: { order: 'B-3', amount: 3000 } }),
+    ]);
+    expect(answers.map((r) => r.statusCode)).toEqual([200, 200]);
+    const after = await read(filed.id);
+    expect(after.status).toBe('pending');
+    expect(after.grants.map((g) => g.by)).toEqual([after.amended_by]);
+    expect(after.amended_args).toEqual({ order: 'B-3', amount: after.amended_by === x ? 4000 : 3000 });
+  });
+
   it('an amendment moving the call under a stricter rule asks for that rule’s approvers and quorum', async () => {
     const sub = uniq('agent');
     const filed = await file(sub, { order: 'B-2', amount: 800 });
