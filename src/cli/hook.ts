@@ -127,7 +127,7 @@ export async function runHook(argv: string[], io: Io, stdin: () => Promise<strin
       }),
       deadline,
     );
-    return answer(hookOutputOf(result, onPending));
+    return answer(hookOutputOf(result, onPending, input.toolName));
   } catch (err) {
     return answer(
       denyOutput(

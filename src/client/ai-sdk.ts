@@ -7,7 +7,9 @@
 //   settleApprovalRequests: waits in Gatehouse for the operator's answers to those requests and gives
 //     the tool-approval-response parts to resume the run with.
 //   gateTools: wraps each tool's execute with gate(), which redeems the grant (or decides, for a call
-//     that needed none) right before the tool runs: the enforcement point. The approval step alone is
+//     that needed none) right before the tool runs: the enforcement point. A grant an operator amended
+//     (docs/spec.md section 5.4) runs the tool with the amended input, and its output tells the model
+//     what changed (withAmendedNote). The approval step alone is
 //     not one: a host can answer approval requests itself, and only execute's gate() consumes a grant.
 // Only types are imported from `ai`: at run time this module needs nothing but the client.
 import type { ModelMessage, ToolApprovalResponse, ToolApprovalStatus, ToolExecutionOptions, ToolSet } from 'ai';
@@ -23,6 +25,7 @@ import {
   stepOptions,
 } from './approval-pause.js';
 import type { GatehouseClient, PendingApproval } from './index.js';
+import { type Amended, amendedNote } from './amended.js';
 import type { RequestOptions } from './types.js';
 
 export { GatehouseAbortError, GatehouseRefusalError, GatehouseWithheldError } from './approval-pause.js';
@@ -216,7 +219,8 @@ export function gateTools<TOOLS extends ToolSet>(
 type Execute = (input: unknown, options: ToolExecutionOptions<unknown>) => unknown;
 
 function gatedExecute(name: string, execute: Execute, client: GatehouseClient, options: GateToolsOptions): Execute {
-  const check = async (input: unknown, o: ToolExecutionOptions<unknown>): Promise<void> => {
+  /** The input the tool runs with: the model's, or the operator's amendment of it. */
+  const check = async (input: unknown, o: ToolExecutionOptions<unknown>): Promise<Amended | undefined> => {
     const args = argsOf(input);
     if (args === undefined) throw new GatehouseRefusalError(notAnObject(name), name, 'deny');
     const result = await client.gate(
@@ -229,7 +233,7 @@ function gatedExecute(name: string, execute: Execute, client: GatehouseClient, o
         ...(options.onPending ? { onPending: options.onPending } : {}),
       },
     );
-    if (result.decision === 'allow') return;
+    if (result.decision === 'allow') return result.amended;
     if (result.decision === 'abort') {
       const error = new GatehouseAbortError(result.message, name);
       options.abortController?.abort(error);
@@ -262,22 +266,36 @@ function gatedExecute(name: string, execute: Execute, client: GatehouseClient, o
   // results are guarded, only the last, once guarded: a preliminary one would reach the UI unchecked);
   // any other stays a function whose promise is the result.
   if (Object.prototype.toString.call(execute) === '[object AsyncGeneratorFunction]') {
-    return async function* (input: unknown, o: ToolExecutionOptions<unknown>) {
-      await check(input, o);
-      if (!options.guardResults) {
+    return async function* (asked: unknown, o: ToolExecutionOptions<unknown>) {
+      const amended = await check(asked, o);
+      const input = amended?.args ?? asked;
+      if (!options.guardResults && amended === undefined) {
         yield* execute(input, o) as AsyncIterable<unknown>;
         return;
       }
+      // Amended: only the last part, with the note (a preliminary part would reach the UI without it).
       let last: unknown = null;
       for await (const part of execute(input, o) as AsyncIterable<unknown>) last = part;
-      yield await guard(input, last, o);
+      const output = options.guardResults ? await guard(input, last, o) : last;
+      yield amended === undefined ? output : withAmendedNote(name, amended, output);
     };
   }
-  return async (input: unknown, o: ToolExecutionOptions<unknown>) => {
-    await check(input, o);
-    const output = await execute(input, o);
-    return options.guardResults ? await guard(input, output, o) : output;
+  return async (asked: unknown, o: ToolExecutionOptions<unknown>) => {
+    const amended = await check(asked, o);
+    const input = amended?.args ?? asked;
+    const raw = await execute(input, o);
+    const output = options.guardResults ? await guard(input, raw, o) : raw;
+    return amended === undefined ? output : withAmendedNote(name, amended, output);
   };
+}
+
+/**
+ * The output of a call an operator amended, telling the model so: a text output opens with the note
+ * line; any other becomes `{amended: NOTE, output}` (docs/ai-sdk.md, "Amended calls").
+ */
+export function withAmendedNote(tool: string, amended: Amended, output: unknown): unknown {
+  const note = amendedNote(tool, amended);
+  return typeof output === 'string' ? `${note}\n${output}` : { amended: note, output };
 }
 
 function pausedCall(tool: string, args: Record<string, unknown>, options: AiSdkGateOptions): PausedCall {

@@ -21,8 +21,12 @@ export function redeemBody(call: ToolCall, approvalId: string): string {
   return JSON.stringify(toWire(DECIDE_REQUEST, { ...call, approvalId }));
 }
 
-/** The entry in `text`, when it is one for `call` (as sent, with its run); undefined when it is not. */
-export function entryFor(text: string, call: ToolCall): Entry | undefined {
+/**
+ * The entry in `text`, when it is one for `call` (as sent, with its run); undefined when it is not.
+ * `amendedArgs`: the arguments Gatehouse says an operator amended this call's approval to (read from
+ * Gatehouse, never from the memory); a stored redeem of the call with those arguments is this call's too.
+ */
+export function entryFor(text: string, call: ToolCall, amendedArgs?: Record<string, unknown>): Entry | undefined {
   const value = strictParse(text);
   if (!isRecord(value) || !hasOnly(value, ['id', 'redeem'])) return undefined;
   const { id, redeem } = value;
@@ -31,8 +35,25 @@ export function entryFor(text: string, call: ToolCall): Entry | undefined {
   if (redeem === undefined) return { id };
   if (!isRecord(redeem) || !hasOnly(redeem, ['key', 'body'])) return undefined;
   const { key, body } = redeem;
-  if (typeof key !== 'string' || typeof body !== 'string' || !isRedeemOf(body, call, id)) return undefined;
+  if (typeof key !== 'string' || typeof body !== 'string') return undefined;
+  const of = (c: ToolCall): boolean => isRedeemOf(body, c, id);
+  if (!of(call) && !(amendedArgs !== undefined && of({ ...call, args: amendedArgs }))) return undefined;
   return { id, redeem: { key, body } };
+}
+
+/** The approval id an entry names, whatever else it holds (to ask Gatehouse about it). */
+export function entryIdOf(text: string): string | undefined {
+  const value = strictParse(text);
+  if (!isRecord(value)) return undefined;
+  const { id } = value;
+  return typeof id === 'string' && id.length >= 1 && id.length <= 64 ? id : undefined;
+}
+
+/** Whether a stored redeem body sends exactly `args` (compared in canonical form). */
+export function redeemSends(body: string, args: Record<string, unknown>): boolean {
+  const sent = strictParse(body);
+  if (!isRecord(sent)) return false;
+  return sameJson(sent.args === undefined ? {} : sent.args, args);
 }
 
 /**

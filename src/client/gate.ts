@@ -16,6 +16,7 @@ import { type ApprovalMemory, callKey } from './memory.js';
 import type { RunLog } from './runs.js';
 import type { Approval, ApprovalStatus, DecisionBody, DecisionKind, RequestOptions, ToolCall } from './types.js';
 import { deniedMessageOf } from './wire.js';
+import { type Amended, changedPaths } from './amended.js';
 
 /** `timeoutMs` applies to each request gate() makes; `signal` to the whole of it. */
 export interface GateOptions extends RequestOptions {
@@ -70,6 +71,12 @@ export interface GateResult {
   body?: DecisionBody;
   /** Why it failed closed (Gatehouse unreachable, a 5xx, an answer that is not one): `decision` is `deny`. */
   error?: { code: string; detail: string };
+  /**
+   * An operator granted the call amended (spec section 5.4, "Amend and grant"): run the tool with
+   * `amended.args`, not the arguments asked for, and tell the model which `paths` changed
+   * (amendedNote()). Set with `allow`, and on a look's granted approval.
+   */
+  amended?: Amended;
 }
 
 export interface GateDeps {
@@ -137,16 +144,24 @@ class Attempt {
     const { routes } = this.deps;
     const fresh = await this.retrying(() => routes.decide(this.call, this.per()));
     if (fresh.decision !== 'require_approval') return finalOf(fresh);
-    let entry = await this.entry();
+    let entry = await this.entry(fresh);
     let expired: GateResult | undefined;
     // A redeem sent before and never answered: repeat it exactly before anything else (a look leaves it
     // for the use), once Gatehouse says its approval is this call's.
     if (entry?.redeem) {
       const approval = await this.read(entry.id, 0);
       if (approval !== undefined && this.isThisCalls(approval, fresh)) {
-        if (this.options.redeem === false) return this.granted(fresh, entry.id);
-        const redeemed = await this.redeem({ id: entry.id, redeem: entry.redeem }, fresh);
-        if (redeemed !== undefined && !this.refiles(redeemed)) return redeemed;
+        // The stored redeem may be of the call as an operator amended it (Gatehouse says to what).
+        const amended = this.amendedOf(approval);
+        const asAmended =
+          amended !== undefined && (await loadEntryChecks()).redeemSends(entry.redeem.body, amended.args);
+        if (this.options.redeem === false) return this.granted(fresh, entry.id, null, amended);
+        const redeemed = await this.redeem(
+          { id: entry.id, redeem: entry.redeem },
+          asAmended ? this.consentOf(fresh, approval) : fresh,
+        );
+        if (redeemed !== undefined && !this.refiles(redeemed))
+          return redeemed.decision === 'allow' && asAmended ? { ...redeemed, amended } : redeemed;
         expired = redeemed;
       } else {
         await this.forget();
@@ -197,12 +212,19 @@ class Attempt {
       case 'granted':
       case 'consumed': {
         // consumed: by a redeem whose answer was lost, or by someone else; the server tells
-        if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expiresAt);
+        const amended = this.amendedOf(approval);
+        if (this.options.redeem === false) return this.granted(fresh, approval.id, approval.expiresAt, amended);
+        // Amended: only the amended call redeems it, and its hash is the one Gatehouse consents to.
+        const call = amended === undefined ? this.call : { ...this.call, args: amended.args };
         const redeem = {
           key: `gatehouse-client:${crypto.randomUUID()}`,
-          body: (await loadEntryChecks()).redeemBody(this.call, approval.id),
+          body: (await loadEntryChecks()).redeemBody(call, approval.id),
         };
-        return this.redeem({ id: approval.id, redeem }, fresh);
+        const outcome = await this.redeem(
+          { id: approval.id, redeem },
+          amended === undefined ? fresh : this.consentOf(fresh, approval),
+        );
+        return outcome?.decision === 'allow' && amended !== undefined ? { ...outcome, amended } : outcome;
       }
       default: {
         // denied, expired, cancelled: deciding again citing it gives the model the reason (or the policy's new answer).
@@ -249,14 +271,28 @@ class Attempt {
   }
 
   /** What a look answers for a grant it leaves to the call's use. */
-  private granted(fresh: DecisionBody, id: string, expiresAt: string | null = null): GateResult {
+  private granted(fresh: DecisionBody, id: string, expiresAt: string | null = null, amended?: Amended): GateResult {
     return {
       decision: 'require_approval',
       message: fresh.message,
       reason: fresh.reason,
       approval: { id, status: 'granted', expiresAt },
       body: fresh,
+      ...(amended !== undefined ? { amended } : {}),
     };
+  }
+
+  /** What an `allow` of the amended call must say it consumed: the amended call's hash, as Gatehouse gave it. */
+  private consentOf(fresh: DecisionBody, approval: Approval): DecisionBody {
+    if (fresh.approval === undefined) return fresh;
+    return { ...fresh, approval: { ...fresh.approval, hash: approval.amendedHash ?? '' } };
+  }
+
+  /** The amendment of a granted approval of this call: its arguments and what changed. */
+  private amendedOf(approval: Approval): Amended | undefined {
+    const args = approval.amendedArgs;
+    if (args === null || args === undefined || typeof approval.amendedHash !== 'string') return undefined;
+    return { args, paths: changedPaths(this.call.args ?? {}, args) };
   }
 
   /**
@@ -378,11 +414,22 @@ class Attempt {
     return this.options.timeoutMs !== undefined ? { timeoutMs: this.options.timeoutMs } : {};
   }
 
-  /** The memory's entry for this call, when it passes entryFor(); one that does not is removed. */
-  private async entry(): Promise<Entry | undefined> {
+  /**
+   * The memory's entry for this call, when it passes entryFor(); one that does not is removed. A
+   * stored redeem of other arguments passes only when Gatehouse says an operator amended this call's
+   * approval to exactly those (a redeem sent, then its answer lost, and the process restarted).
+   */
+  private async entry(fresh: DecisionBody): Promise<Entry | undefined> {
     const text = await this.deps.memory.get(await this.key());
     if (text === undefined) return undefined;
-    const entry = (await loadEntryChecks()).entryFor(text, this.call);
+    const checks = await loadEntryChecks();
+    let entry = checks.entryFor(text, this.call);
+    const id = entry === undefined ? checks.entryIdOf(text) : undefined;
+    if (id !== undefined) {
+      const approval = await this.read(id, 0);
+      if (approval !== undefined && this.isThisCalls(approval, fresh) && approval.amendedArgs != null)
+        entry = checks.entryFor(text, this.call, approval.amendedArgs);
+    }
     if (entry === undefined) await this.forget();
     return entry;
   }

@@ -31,6 +31,7 @@ import type {
 
 export type { Filing, GetApprovalOptions } from './api.js';
 export type { GateOptions, GateResult, PendingApproval } from './gate.js';
+export { type Amended, amendedNote, changedPaths } from './amended.js';
 export type { GuardOptions, GuardResult, ToolResult } from './guard.js';
 export { GatehouseError } from './http.js';
 export { type ApprovalMemory, fileMemory, processMemory } from './memory.js';

@@ -5,7 +5,9 @@
 //       require_approval it files the approval, so the run stops with an interruption.
 //     execute: gate() right before the tool runs, which redeems the grant: the enforcement point.
 //       allow → the tool runs; deny, or an approval not granted in time → the model message is the
-//       tool's output; abort → GatehouseAbortError, which fails the run.
+//       tool's output; abort → GatehouseAbortError, which fails the run. A grant an operator amended
+//       (docs/spec.md section 5.4) runs the tool with the amended input, and its output opens with a
+//       line naming the changed paths (a tool with an outputSchema: the output as it is).
 //   settleInterruptions: for each interruption of a gated tool, waits in Gatehouse for the operator
 //     and approves or rejects it (with the model message) in the run state; resume with
 //     run(agent, result.state).
@@ -38,6 +40,7 @@ import {
   stepOptions,
 } from './approval-pause.js';
 import type { GatehouseClient, PendingApproval } from './index.js';
+import { amendedNote } from './amended.js';
 import type { RequestOptions } from './types.js';
 
 export { GatehouseAbortError, GatehouseRefusalError, GatehouseWithheldError } from './approval-pause.js';
@@ -242,7 +245,17 @@ export function gatedTool<
         ...(gateOptions.onPending ? { onPending: gateOptions.onPending } : {}),
       },
     );
-    if (result.decision === 'allow') return await original(input, runContext, details);
+    if (result.decision === 'allow') {
+      const amended = result.amended;
+      if (amended === undefined) return await original(input, runContext, details);
+      if (gateOptions.guardResults && runContext !== undefined && typeof callId === 'string')
+        executedArgs.get(runContext)?.set(callId, amended.args);
+      const output = await original(amended.args, runContext, details);
+      // The SDK gives the model a string output as it is and any other as JSON: either way, after the note.
+      if (hasOutputSchema) return output;
+      const note = amendedNote(name, amended);
+      return `${note}\n${typeof output === 'string' ? output : JSON.stringify(output)}`;
+    }
     if (result.decision === 'abort') throw new GatehouseAbortError(result.message, name);
     return refuse(new GatehouseRefusalError(result.message, name, result.decision));
   };

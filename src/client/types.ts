@@ -138,9 +138,14 @@ export interface ApprovalDescriptor {
 
 /** How to resume a require_approval (spec section 5.3, "What to do next"). */
 export interface NextStep {
-  action: 'file' | 'wait' | 'file_new';
+  /** `use_amended` (on a deny): an operator granted the call amended; run `args` instead (spec section 5.4). */
+  action: 'file' | 'wait' | 'file_new' | 'use_amended';
   url: string;
   expiresAt?: string;
+  /** With `use_amended`: the approval granted for the amended call. */
+  approvalId?: string;
+  /** With `use_amended`: the amended arguments (data, never renamed). */
+  args?: Record<string, unknown>;
 }
 
 export interface DecisionBody {
@@ -183,6 +188,9 @@ export interface ApprovalSummary {
   decisionMessage: string | null;
   consumedAt: string | null;
   argsBytes: number;
+  /** Who amended the call when granting it (spec section 5.4, "Amend and grant"), and when; null when nobody did. */
+  amendedBy: string | null;
+  amendedAt: string | null;
 }
 
 /** One approval whole (GET /approvals/{id}, filing, and the transitions). */
@@ -203,6 +211,10 @@ export interface Approval extends ApprovalSummary {
   resultLabel?: string;
   /** GET /approvals/{id} only: the amounts the serving catalogue annotates, for display (spec section 2.2). */
   money?: MoneyField[];
+  /** The arguments an operator amended the call to when granting it: once set, only these redeem it. */
+  amendedArgs: Record<string, unknown> | null;
+  /** The amended call's approval hash, which its redeem matches; null when not amended. */
+  amendedHash: string | null;
 }
 
 /** A money field of a tool's arguments: its path, and its currency or the path of the argument holding it. */
@@ -243,6 +255,8 @@ export interface ApprovalPage {
 /** The texts of a grant (spec section 5.4): the note, for the record. */
 export interface GrantTexts {
   note?: string;
+  /** The call amended: grant these arguments instead (spec section 5.4, "Amend and grant"). */
+  args?: Record<string, unknown>;
 }
 
 /** The texts of a denial (spec section 5.4): the note for the record, the message for the agent. */

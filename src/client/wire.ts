@@ -120,7 +120,7 @@ export const INSPECT_REQUEST = {
   context: maybe,
   approval_id: maybe,
 } as const satisfies ShapeOf<InspectFields>;
-export const GRANT_REQUEST = { note: maybe } as const satisfies ShapeOf<GrantTexts>;
+export const GRANT_REQUEST = { note: maybe, args: maybe } as const satisfies ShapeOf<GrantTexts>;
 /** The deny body; the server's `reason` (one text for both, kept for older callers) is not sent. */
 export const DENY_REQUEST = { note: maybe, message: maybe } as const satisfies ShapeOf<DenyTexts>;
 /** The query of GET /approvals. */
@@ -177,7 +177,13 @@ export const APPROVAL_DESCRIPTOR = {
   id: maybe,
   status: maybe,
 } as const satisfies ShapeOf<ApprovalDescriptor>;
-export const NEXT_STEP = { action: one, url: one, expires_at: maybe } as const satisfies ShapeOf<NextStep>;
+export const NEXT_STEP = {
+  action: one,
+  url: one,
+  expires_at: maybe,
+  approval_id: maybe,
+  args: maybe,
+} as const satisfies ShapeOf<NextStep>;
 /** A decision: POST /decide (200 and 403) and the 409 of POST /approvals. */
 export const DECISION = {
   decision: one,
@@ -229,6 +235,8 @@ export const APPROVAL_SUMMARY = {
   decision_message: one,
   consumed_at: one,
   args_bytes: one,
+  amended_by: one,
+  amended_at: one,
 } as const satisfies ShapeOf<ApprovalSummary>;
 export const APPROVAL = {
   ...APPROVAL_SUMMARY,
@@ -243,6 +251,8 @@ export const APPROVAL = {
   result: maybe,
   result_label: maybe,
   money: maybeListOf(MONEY_FIELD),
+  amended_args: one,
+  amended_hash: one,
 } as const satisfies ShapeOf<Approval>;
 export const APPROVAL_PAGE = {
   items: listOf(APPROVAL_SUMMARY),

@@ -4,7 +4,7 @@
 // authorizes anything by itself. The row is bound to the identity and the body (src/db/idempotency.ts).
 import type { TransactionSql } from 'postgres';
 import type { KeptAnswer } from '../db/idempotency.js';
-import { approvalCovers, askedOf, grantedResult, type ApprovalService } from '../approvals/service.js';
+import { approvalCovers, askedOf, asRedeemed, grantedResult, type ApprovalService } from '../approvals/service.js';
 import type { Approval } from '../approvals/approval.js';
 import { approvalHash } from '../json/canonical.js';
 import type { CitedApprovalView, DecideRequest, DecisionResult, Identity } from '../policy/model.js';
@@ -38,7 +38,9 @@ export async function replayedDecision(
 ): Promise<{ result: DecisionResult; decisionId: string } | null> {
   if (kept.kind === 'allow') return fresh.decision === 'allow' ? { result: fresh, decisionId: kept.decisionId } : null;
   if (kept.kind !== 'redeem' || approvals === null) return null;
-  const a = await ownApproval(approvals, tx, kept.approvalId, identity);
+  // Consumed as amended, it answered the amended call.
+  const own = await ownApproval(approvals, tx, kept.approvalId, identity);
+  const a = own === null ? null : asRedeemed(own);
   if (a === null || a.status !== 'consumed') return null;
   // Consumed by an allow that read `$approval`: decided now with the approval as it stood when
   // granted (it is consumed, so the retry's own decision had no `$approval`), within its time.

@@ -213,6 +213,27 @@ describe('gatehouse hook claude-code against Gatehouse', () => {
     expect(next).not.toBe(id);
   });
 
+  it('a grant amended by an operator: allow with updatedInput (the amended arguments) and the changed paths for the model', async () => {
+    const input = preToolUse('mcp__github__create_issue', {
+      repo: 'acme/shop',
+      title: 'Checkout is broken: card 4111',
+    });
+    const first = await hook(input, ['--wait', '1']);
+    const id = approvalIdIn(reasonOf(first));
+    const amended = { repo: 'acme/shop', title: 'Checkout is broken' };
+    const grant = await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, { note: 'no card', args: amended });
+    expect(grant.status).toBe(200);
+    const run = await hook(input, ['--wait', '1']);
+    expect(run.code).toBe(0);
+    const out = JSON.parse(run.stdout) as {
+      hookSpecificOutput: { permissionDecision: string; updatedInput?: unknown; additionalContext?: string };
+    };
+    expect(out.hookSpecificOutput).toMatchObject({ permissionDecision: 'allow', updatedInput: amended });
+    expect(reasonOf(run)).toMatch(/amended .*changed: title/);
+    expect(out.hookSpecificOutput.additionalContext).toMatch(/changed: title/);
+    expect((await approval(id)).status).toBe('consumed');
+  });
+
   it("an operator's denial is a deny with the operator's reason", async () => {
     const input = preToolUse('mcp__github__delete_branch', { branch: 'main' });
     const id = approvalIdIn(reasonOf(await hook(input, ['--wait', '1'])));
@@ -626,6 +647,17 @@ describe('the Claude Code mapping', () => {
     });
     expect(toolCallOf(input, undefined).context).toEqual({ cwd: '/w/sub/', project_dir: '/w/sub/' });
     expect(toolCallOf({ ...input, cwd: 'rel' }, 'also-rel').context).toEqual({});
+  });
+
+  it('an allow of an amended call carries the amended arguments as updatedInput', () => {
+    const out = hookOutputOf(
+      { decision: 'allow', message: '', reason: 'granted', amended: { args: { n: 2 }, paths: ['n'] } },
+      'deny',
+      'Write',
+    );
+    expect(out.hookSpecificOutput).toMatchObject({ permissionDecision: 'allow', updatedInput: { n: 2 } });
+    expect(out.hookSpecificOutput.permissionDecisionReason).toContain('"Write"');
+    expect(out.hookSpecificOutput.additionalContext).toContain('changed: n');
   });
 
   it('maps each gate() result to a permission decision; abort also stops Claude Code', () => {

@@ -188,6 +188,26 @@ describe('mcp-proxy over stdio', () => {
     expect((await approval(id)).status).toBe('consumed');
   });
 
+  it('a grant amended by an operator: the upstream runs the amended arguments, and the result names what changed', async () => {
+    const watch = progressWatch();
+    const call = p.client.callTool({ name: 'refund', arguments: { order: 'R7', amount: 900 } }, undefined, {
+      onprogress: watch.onprogress,
+      resetTimeoutOnProgress: true,
+    });
+    const id = await watch.approvalId;
+    const amended = { order: 'R7', amount: 450 };
+    const granted = await callJson(base, 'POST', `/approvals/${id}/grant`, OPERATOR, { note: 'half', args: amended });
+    expect(granted.status).toBe(200);
+    const r = (await call) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    expect(r.structuredContent).toEqual({ tool: 'refund', args: amended });
+    expect(r.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/amended .*changed: amount/) });
+    expect(ran(p.ledger).filter((c) => c.tool === 'refund' && c.args.order === 'R7')).toEqual([
+      { tool: 'refund', args: amended },
+    ]);
+    expect((await approval(id)).status).toBe('consumed');
+  });
+
   it("an operator's denial reaches the model as isError text with the operator's reason; nothing runs", async () => {
     const watch = progressWatch();
     const call = p.client.callTool({ name: 'refund', arguments: { order: 'R2', amount: 500 } }, undefined, {

@@ -250,6 +250,31 @@ describe('gateTools alone: execute is the enforcement point', () => {
   });
 });
 
+describe('gateTools: a grant an operator amended', () => {
+  it('execute runs the amended input, and the model reads the output with the changed paths', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const waiting = firstPending<{ id: string }>();
+    const model = scripted(callTools({ name: 'refund', input: { order: 'M1', amount: 150 } }), say('Refunded 120.'));
+    const run = generateText({
+      model,
+      prompt: 'Refund M1.',
+      tools: gateTools(fixtureTools(ledger), gh.agent(), { runId, onPending: waiting.onPending }),
+      stopWhen: () => false,
+    });
+    const { id } = await waiting.seen;
+    await gh.operator.approvals.grant(id, { note: 'not the shipping', args: { order: 'M1', amount: 120 } });
+    await run;
+    expect(ledger).toEqual(['refund M1 120']);
+    const shown = toolOutputs(promptOf(model, 1)).find((o) => o.toolName === 'refund')!.output;
+    expect(shown).toMatchObject({
+      type: 'json',
+      value: { amended: expect.stringMatching(/amended .*changed: amount/), output: { refunded: 120 } },
+    });
+    expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[id, 'consumed']]);
+  });
+});
+
 /** Run step 1 of a refund that needs an operator: the run stops with one approval request. */
 async function stopForOperator(client: GatehouseClient, ledger: string[], runId: string, order: string) {
   const messages: ModelMessage[] = [{ role: 'user', content: `Refund ${order}.` }];

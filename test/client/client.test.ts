@@ -124,6 +124,69 @@ describe('gate', () => {
     expect(stored).toMatchObject({ status: 'consumed', runId: 'run-grant', args: call.args });
   });
 
+  it('a grant amended by an operator: gate() allows the amended call, says what changed, and redeems with it', async () => {
+    const call = refund(150);
+    const pending = pendingId();
+    const result = client().gate(call, { runId: 'run-amend', onPending: pending.onPending });
+    const id = await pending.id;
+    const amendedArgs = { order: `${(call.args as { order: string }).order}-b`, amount: 110 };
+    const granted = await operator().approvals.grant(id, { note: 'less', args: amendedArgs });
+    expect(granted).toMatchObject({ status: 'granted', amendedArgs, amendedBy: 'operator-1' });
+    const final = await result;
+    expect(final).toMatchObject({
+      decision: 'allow',
+      approval: { id, status: 'consumed' },
+      amended: { args: amendedArgs, paths: ['amount', 'order'] },
+    });
+    // The call as asked never runs on it: the same call again is told to use the amended arguments.
+    const again = await client().decide({ ...call, approvalId: id });
+    expect(again.decision).not.toBe('allow');
+  });
+
+  it('an amended redeem whose answers are all lost: after a restart (fileMemory) it is sent again under its key, allowed once', async () => {
+    const dir = await tempDir();
+    const call = refund(170);
+    const first = await client({ memory: fileMemory(dir) }).gate(call, { runId: 'run-amend-restart', maxWaitMs: 0 });
+    const id = first.approval!.id;
+    const amendedArgs = { ...(call.args as Record<string, unknown>), amount: 140 };
+    await operator().approvals.grant(id, { args: amendedArgs });
+    // Every answer to a redeem is lost (sent, consumed, then the connection reset): the process gives up.
+    const losing: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (typeof init?.body === 'string' && init.body.includes('"approval_id"'))
+        throw new TypeError('fetch failed: the connection was reset');
+      return res;
+    };
+    const lost = await client({ memory: fileMemory(dir), fetch: losing }).gate(call, {
+      runId: 'run-amend-restart',
+      maxRetryMs: 0,
+    });
+    expect(lost.decision).not.toBe('allow');
+    expect((await operator().approvals.get(id)).status).toBe('consumed');
+    const after = await client({ memory: fileMemory(dir) }).gate(call, { runId: 'run-amend-restart' });
+    expect(after).toMatchObject({
+      decision: 'allow',
+      approval: { id, status: 'consumed' },
+      amended: { args: amendedArgs, paths: ['amount'] },
+    });
+  });
+
+  it('a look reports the amendment of a grant; the use redeems the amended call', async () => {
+    const c = client();
+    const call = refund(130);
+    const look = await c.gate(call, { runId: 'run-amend-look', maxWaitMs: 0, redeem: false });
+    const id = look.approval!.id;
+    await operator().approvals.grant(id, { args: { ...(call.args as Record<string, unknown>), amount: 101 } });
+    const again = await c.gate(call, { runId: 'run-amend-look', maxWaitMs: 0, redeem: false });
+    expect(again).toMatchObject({
+      decision: 'require_approval',
+      approval: { id, status: 'granted' },
+      amended: { paths: ['amount'] },
+    });
+    const use = await c.gate(call, { runId: 'run-amend-look' });
+    expect(use).toMatchObject({ decision: 'allow', amended: { args: { amount: 101 }, paths: ['amount'] } });
+  });
+
   it("an operator denial reaches the model with its message, never the operators' note", async () => {
     const pending = pendingId();
     const result = client().gate(refund(), { onPending: pending.onPending });

@@ -21,6 +21,16 @@ describe('entryFor: an entry is used only for the call it was written for', () =
     expect(entryFor(entry(body), CALL)).toEqual({ id: ID, redeem: { key: 'gatehouse-client:k1', body } });
   });
 
+  it('a redeem of other arguments is kept only as the amendment Gatehouse names, exactly', () => {
+    const amended = { repo: 'acme/shop', force: false, depth: 2 };
+    const body = redeemBody({ ...CALL, args: amended }, ID);
+    expect(entryFor(entry(body), CALL)).toBeUndefined();
+    expect(entryFor(entry(body), CALL, amended)).toEqual({ id: ID, redeem: { key: 'gatehouse-client:k1', body } });
+    expect(entryFor(entry(body), CALL, { ...amended, depth: 3 })).toBeUndefined();
+    // Still this call in all else: another tool with the amended arguments is not.
+    expect(entryFor(entry(redeemBody({ ...CALL, tool: 'Bash', args: amended }, ID)), CALL, amended)).toBeUndefined();
+  });
+
   it('compares canonical forms, not text: key order and spacing do not matter', () => {
     const reordered = `{ "approval_id": "${ID}", "run": {"steps": [], "id": "session-1"},
       "context": {"project_dir": "/home/ann/shop/", "cwd": "/home/ann/shop/"},

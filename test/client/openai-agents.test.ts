@@ -238,6 +238,25 @@ describe('an approval: filed by needsApproval, decided in Gatehouse, redeemed by
     expect((await gh.approvalsOf(runId)).map((a) => [a.id, a.status])).toEqual([[filed!.id, 'consumed']]);
   });
 
+  it('a grant an operator amended: the resumed run runs the amended input, and the model reads what changed', async () => {
+    const ledger: string[] = [];
+    const runId = newRunId();
+    const client = gh.agent();
+    const model = new ScriptedModel([[call('refund', { order: 'M2', amount: 150 })], [assistantMessage('Done.')]]);
+    const agent = agentWith(client, ledger, model);
+    const first = await runner.run(agent, 'Refund M2.', { context: { runId } });
+    const [filed] = await gh.approvalsOf(runId);
+    await gh.operator.approvals.grant(filed!.id, { args: { order: 'M2', amount: 120 } });
+    const { settled } = await settleInterruptions(first, client, { maxWaitMs: 0 });
+    expect(settled).toMatchObject([{ outcome: 'approved' }]);
+    await runner.run(agent, first.state);
+    expect(ledger).toEqual(['refund M2 120']);
+    const [shown] = outputsIn(model, 1).map((o) => textOf(o.output));
+    expect(shown).toMatch(/amended .*changed: amount/);
+    expect(shown).toMatch(/\nrefunded 120$/);
+    expect((await gh.approvalsOf(runId)).map((a) => a.status)).toEqual(['consumed']);
+  });
+
   it('settle waits for the operator: a grant while it waits resolves it', async () => {
     const ledger: string[] = [];
     const runId = newRunId();

@@ -123,6 +123,8 @@ describe('lists carry summaries', () => {
     expect(res.body).not.toContain('www');
     for (const item of page.items) {
       expect(Object.keys(item).sort()).toEqual([
+        'amended_at',
+        'amended_by',
         'args_bytes',
         'consumed_at',
         'created_at',

@@ -8,7 +8,9 @@
 // - The context (`$context.` in policies) is `cwd` and `project_dir`: CLAUDE_PROJECT_DIR when set, else
 //   `cwd`; both absolute, normalised, with a trailing `/`, so that `path(file_path) startswith
 //   $context.project_dir` is a sound prefix test (`/repo/` is not a prefix of `/repository/x`).
-// - allow → "allow"; deny → "deny" with the message; abort → "deny", and `continue: false` so that
+// - allow → "allow"; allowed as an operator amended it (docs/spec.md section 5.4, "Amend and grant") →
+//   "allow" with `updatedInput`, the amended arguments Claude Code runs instead, and the changed
+//   argument paths in the reason and in `additionalContext`, which the model reads; deny → "deny" with the message; abort → "deny", and `continue: false` so that
 //   Claude Code stops (the run ends, as abort asks); require_approval still unanswered → "deny" naming
 //   the approval (retry the same call once it is granted) or, with --on-pending ask, "ask".
 // - PostToolUse: the tool already ran. allow → no output; withheld (deny, a review not granted, Gatehouse
@@ -16,6 +18,7 @@
 //   message; redacted → the output replaced by the redacted one, with context (MCP tool) or a `block`
 //   naming what was found (built-in tool, whose replacement Claude Code may not honour).
 import { posix } from 'node:path';
+import { amendedNote } from '../../client/amended.js';
 import type { GateResult, GuardResult, ToolCall, ToolResult } from '../../client/index.js';
 
 export type OnPending = 'ask' | 'deny';
@@ -52,6 +55,10 @@ export interface HookOutput {
     hookEventName: 'PreToolUse';
     permissionDecision: 'allow' | 'deny' | 'ask';
     permissionDecisionReason: string;
+    /** The tool's input as it runs instead: the arguments an operator amended. */
+    updatedInput?: Record<string, unknown>;
+    /** Context for the model: what the operator changed. */
+    additionalContext?: string;
   };
 }
 
@@ -199,13 +206,20 @@ export function directory(path: string): string | undefined {
 }
 
 /** The hook output for a gate() result. */
-export function hookOutputOf(result: GateResult, onPending: OnPending): HookOutput {
+export function hookOutputOf(result: GateResult, onPending: OnPending, tool = 'tool'): HookOutput {
   const say = (permissionDecision: 'allow' | 'deny' | 'ask', permissionDecisionReason: string): HookOutput => ({
     hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision, permissionDecisionReason },
   });
   switch (result.decision) {
-    case 'allow':
-      return say('allow', result.message || 'allowed by Gatehouse');
+    case 'allow': {
+      if (result.amended === undefined) return say('allow', result.message || 'allowed by Gatehouse');
+      const note = amendedNote(tool, result.amended);
+      const out = say('allow', note);
+      return {
+        ...out,
+        hookSpecificOutput: { ...out.hookSpecificOutput, updatedInput: result.amended.args, additionalContext: note },
+      };
+    }
     case 'deny':
       return say('deny', result.message || `Gatehouse denied it (${result.reason})`);
     case 'abort': {

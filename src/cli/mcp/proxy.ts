@@ -8,7 +8,9 @@
 // - tools/call: gate() with the run id, the request's AbortSignal (a notifications/cancelled withdraws
 //   the approval) and, while an approval is pending, notifications/progress every `progressEveryMs` to
 //   a caller that sent a progress token (an SDK client with resetTimeoutOnProgress keeps waiting past
-//   its 60 s request timeout). Allowed: forwarded, its result relayed. Anything else, Gatehouse
+//   its 60 s request timeout). Allowed: forwarded, its result relayed; allowed as an operator amended
+//   it (docs/spec.md section 5.4, "Amend and grant"): forwarded with the amended arguments, and the
+//   result opens with a text line naming the changed argument paths. Anything else, Gatehouse
 //   unreachable included: an isError result carrying the decision's message; the upstream never sees it.
 // - The upstream's result: guardResult() (POST /inspect, stage `result`) before the caller sees it,
 //   for every call, whether or not the policy has result guards for the tool (docs/mcp.md says why).
@@ -50,6 +52,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { TOOL_NAME_PATTERN } from '../../policy/request.js';
 import type { GatehouseClient, GateResult, GuardResult, PendingApproval } from '../../client/index.js';
+import { amendedNote } from '../../client/amended.js';
 import { checkInventory, visibleTools } from './visible.js';
 
 export interface ProxyOptions {
@@ -197,11 +200,15 @@ export function createProxyServer(options: ProxyOptions): Server {
       return refusal(text, result);
     }
     if (result.decision !== 'allow') return refusal(refusalText(result), result);
+    // What runs: the call as asked, or as the operator amended it.
+    const amended = result.amended;
+    const runArgs = amended?.args ?? args ?? {};
+    const params = withoutProgressToken(request.params);
 
     let output: CallToolResult;
     try {
       output = (await upstream.request(
-        { method: 'tools/call', params: withoutProgressToken(request.params) },
+        { method: 'tools/call', params: amended === undefined ? params : { ...params, arguments: amended.args } },
         CallToolResultSchema,
         {
           signal: extra.signal,
@@ -213,9 +220,12 @@ export function createProxyServer(options: ProxyOptions): Server {
     } catch (err) {
       // The upstream's error answer: its text can carry what a result would, so it is guarded too.
       if (!(err instanceof McpError) || extra.signal.aborted) relayed(err);
-      return guardedError(tool, args ?? {}, err, extra.signal, progress);
+      return guardedError(tool, runArgs, err, extra.signal, progress);
     }
-    return guarded(tool, args ?? {}, output, extra.signal, progress);
+    const shown = await guarded(tool, runArgs, output, extra.signal, progress);
+    if (amended === undefined) return shown;
+    // The model is told the call ran with other arguments than it chose, and which (its output withheld or not).
+    return { ...shown, content: [{ type: 'text', text: amendedNote(tool, amended) }, ...shown.content] };
   });
 
   /**
