@@ -93,6 +93,7 @@ describe('the approval page', () => {
   for (const [url, type] of [
     ['/ui', 'text/html'],
     ['/ui/card.js', 'text/javascript'],
+    ['/ui/edit.js', 'text/javascript'],
     ['/ui/page.js', 'text/javascript'],
     ['/ui/session.js', 'text/javascript'],
     ['/ui/page.css', 'text/css'],
@@ -111,18 +112,18 @@ describe('the approval page', () => {
     });
   }
 
-  it('has no inline script or handler (the CSP would block them) and loads money.js, card.js, session.js, then page.js', async () => {
+  it('has no inline script or handler (the CSP would block them) and loads money.js, card.js, edit.js, session.js, then page.js', async () => {
     const html = (await t.app.inject({ method: 'GET', url: '/ui' })).body;
     expect(html).toMatch(
-      /<script src="\/ui\/money\.js" defer><\/script>\n<script src="\/ui\/card\.js" defer><\/script>\n<script src="\/ui\/session\.js" defer><\/script>\n<script src="\/ui\/page\.js" defer><\/script>/,
+      /<script src="\/ui\/money\.js" defer><\/script>\n<script src="\/ui\/card\.js" defer><\/script>\n<script src="\/ui\/edit\.js" defer><\/script>\n<script src="\/ui\/session\.js" defer><\/script>\n<script src="\/ui\/page\.js" defer><\/script>/,
     );
-    expect(html.match(/<script/g)).toHaveLength(4);
+    expect(html.match(/<script/g)).toHaveLength(5);
     expect(html).not.toMatch(/\son[a-z]+=/i);
     expect(html).not.toMatch(/\sstyle=/i);
   });
 
   it('serves the files of src/http/ui as they are', async () => {
-    for (const name of ['money.js', 'card.js', 'session.js', 'page.js', 'page.css']) {
+    for (const name of ['money.js', 'card.js', 'edit.js', 'session.js', 'page.js', 'page.css']) {
       expect((await t.app.inject({ method: 'GET', url: `/ui/${name}` })).body).toBe(ui(name));
     }
     expect((await t.app.inject({ method: 'GET', url: '/ui' })).body).toBe(PAGE_HTML);
