@@ -1143,12 +1143,18 @@
       r = null;
     }
     c.busy = false;
-    if (r?.ok && action === 'amend') {
-      // The approval now binds the edited call: the card is drawn again with it (and the serving hints).
+    if (r?.ok && (action === 'amend' || r.json?.status === 'pending')) {
+      // The approval now binds the edited call, or holds a grant short of its quorum: the card is
+      // drawn again as it stands (with the serving hints), saying what the grant did.
       const [w] = await readWhole([c.id]);
-      if (cards.get(c.id) !== c) return;
+      const now = cards.get(c.id); // the stream may have drawn it again meanwhile
+      if (now === undefined) return;
       const whole = w || { json: r.json, tree: parseExact(r.text) };
-      redraw(c, whole, 'You granted the edited call.');
+      const still = whole.json.status === 'pending';
+      const counted = still
+        ? ' Your grant counts: ' + cardView(whole.tree).quorum.text + '; it waits for more grants.'
+        : '';
+      redraw(now, whole, ((action === 'amend' ? 'You granted the edited call.' : '') + counted).trim());
       scheduleCount();
       return;
     }
