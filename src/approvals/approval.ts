@@ -85,6 +85,9 @@ export interface ApprovalSummary {
   consumed_at: string | null;
   /** Bytes of the canonical arguments. */
   args_bytes: number;
+  /** Who amended the call when granting it (docs/spec.md section 5.4), and when; null when nobody did. */
+  amended_by: string | null;
+  amended_at: string | null;
 }
 
 /** The API shape of one approval, whole. */
@@ -105,8 +108,20 @@ export interface Approval extends ApprovalSummary {
   /** Every policy file that asked for this approval, in load order; the hash covers all of them. */
   requirements: ApprovalRequirement[];
   policies: PolicyIdentity[];
-  /** Who granted it, oldest first: one grant each; the last completes the quorum when it is granted. */
+  /**
+   * Who granted it since the last amendment (grants before one were for another call), oldest first:
+   * one grant each; the last completes the quorum when it is granted.
+   */
   grants: Grant[];
+  /** The arguments an approver amended the call to (what the requester may run now), or null. */
+  amended_args: JsonObject | null;
+  /** The hash a redeem must match once amended: the amended call's (docs/spec.md section 5.4). */
+  amended_hash: string | null;
+  /**
+   * What the amended call asks for, when the policy asks for approval of it (who may grant it and how
+   * many); null when not amended, or when the policy allows the amended call (the filed ones apply).
+   */
+  amended_requirements: ApprovalRequirement[] | null;
 }
 
 export interface ApprovalEvent {

@@ -30,6 +30,9 @@ export interface SummaryRow {
   consumed_at: Date | null;
   args_bytes: number;
   lapsed: boolean;
+  /** undefined before migrations/0021. */
+  amended_by?: string | null;
+  amended_at?: Date | null;
 }
 
 // A row as SELECTed with liveColumns: all of it.
@@ -47,6 +50,11 @@ export interface ApprovalRow extends SummaryRow {
   policies: PolicyIdentity[];
   /** With grantsColumn (store.ts): the grants, oldest first; absent where it was not selected (none yet). */
   grants?: GrantRow[];
+  /** An amendment (migrations/0021): canonical JSON texts and the hash; undefined before it. */
+  amended_args?: string | null;
+  amended_hash?: string | null;
+  amended_requirements?: string | null;
+  grant_round?: number;
 }
 
 /** A grant as grantsColumn aggregates it (json: `at` is a timestamp's text). */
@@ -97,6 +105,8 @@ export function toSummary(row: SummaryRow): ApprovalSummary {
     decision_message: row.decision_message,
     consumed_at: row.consumed_at?.toISOString() ?? null,
     args_bytes: row.args_bytes,
+    amended_by: row.amended_by ?? null,
+    amended_at: row.amended_at?.toISOString() ?? null,
   };
 }
 
@@ -121,6 +131,20 @@ export function toApproval(row: ApprovalRow): Approval {
       note: g.note,
       requirements: g.requirements,
     })),
+    ...amendmentOf(row),
+  };
+}
+
+/** An approval's amendment, read with the amended arguments (its requirements' default shapes are theirs). */
+function amendmentOf(row: ApprovalRow): Pick<Approval, 'amended_args' | 'amended_hash' | 'amended_requirements'> {
+  if (row.amended_args == null || row.amended_hash == null)
+    return { amended_args: null, amended_hash: null, amended_requirements: null };
+  const args = storedObject(row.amended_args);
+  return {
+    amended_args: args,
+    amended_hash: row.amended_hash,
+    amended_requirements:
+      row.amended_requirements == null ? null : storedRequirements(row.amended_requirements, row.tool, args),
   };
 }
 

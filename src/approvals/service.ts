@@ -4,6 +4,7 @@ import type { Sql, TransactionSql } from 'postgres';
 import { StoreUnavailableError } from '../db/errors.js';
 import { modelMessage, spentApprovalMessage } from '../policy/message.js';
 import { approvalHash } from '../json/canonical.js';
+import type { JsonObject } from '../json/value.js';
 import type {
   ApprovalDescriptor,
   CitedApprovalView,
@@ -59,8 +60,10 @@ export interface CitedApproval {
   readonly id: string;
   readonly status: ApprovalStatus;
   readonly expiresAt: string;
-  /** Whether it was asked for this very request (the same hash). */
+  /** Whether it was asked for this very request (the same hash, as filed or as amended). */
   readonly sameRequest: boolean;
+  /** Set when the call was answered `deny` because an operator amended it: the arguments granted instead. */
+  readonly amendedArgs?: JsonObject;
 }
 
 export interface ApprovalServiceOptions {
@@ -100,13 +103,14 @@ export function createApprovalService(
       const a = await store.get(approvalId);
       if (a === null || a.requester.sub !== identity.user || a.status !== 'granted') return null;
       if (a.decided_by === null || a.decided_at === null) return null;
+      // Once amended, only the amended call stands for it (docs/spec.md section 5.4).
       const hash = approvalHash({
         tool: request.tool,
         args: request.args,
         context: request.context,
-        requirements: a.requirements,
+        requirements: a.amended_requirements ?? a.requirements,
       });
-      if (hash !== a.hash) return null;
+      if (hash !== (a.amended_hash ?? a.hash)) return null;
       return { kind: a.kind, status: 'granted', decided_by: a.decided_by, decided_at: a.decided_at, hash };
     },
     async redeem(given, request, approvalId, identity, tx, absent) {
@@ -136,9 +140,22 @@ export function createApprovalService(
       // Someone else's approval, or none: say nothing about it; a new approval is needed.
       const approval = result.approval;
       if (approval === null) return { result: fresh, cited: null };
-      const sameRequest = approval.hash === fresh.approval.hash;
+      const sameRequest = approval.hash === fresh.approval.hash || approval.amended_hash === fresh.approval.hash;
       const cited = citedOf(approval, sameRequest);
       const ref = { id: approval.id, status: approval.status };
+      if (approval.status === 'granted' && approval.amended_args !== null && approval.hash === fresh.approval.hash) {
+        // Granted only as amended: the call as filed never runs on it; the client is handed the
+        // arguments that do (docs/spec.md section 5.3, `use_amended`).
+        const reason = `an operator amended the call under approval ${approval.id}: only the amended arguments are granted`;
+        const amended: DecisionResult = {
+          ...fresh,
+          decision: 'deny',
+          reason,
+          message: modelMessage('deny', request.tool, reason, false),
+          approval: { ...fresh.approval, ...ref },
+        };
+        return { result: amended, cited: { ...cited, amendedArgs: approval.amended_args } };
+      }
       if (approval.status === 'denied') {
         // Only the operator's message for the agent reaches the model; the note is for the record.
         const reason = `an operator denied approval ${approval.id}${approval.decision_message ? `: ${approval.decision_message}` : ''}`;

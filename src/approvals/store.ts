@@ -18,7 +18,7 @@
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
 import { approvalHash, canonicalize } from '../json/canonical.js';
 import type { JsonObject, JsonValue } from '../json/value.js';
-import type { ApprovalDescriptor, PolicyIdentity } from '../policy/model.js';
+import type { ApprovalDescriptor, ApprovalRequirement, PolicyIdentity } from '../policy/model.js';
 import { withDeadline } from '../db/deadline.js';
 import { StoreUnavailableError } from '../db/errors.js';
 import {
@@ -86,6 +86,18 @@ export type TransitionResult =
       error: 'not_found' | 'self_approval' | 'conflict';
       approval?: Approval /* current state, for conflict */;
     };
+
+/**
+ * An approver's amendment of the call they grant (docs/spec.md section 5.4), as the engine decided it
+ * under the serving policy.
+ */
+export interface Amendment {
+  args: JsonObject;
+  /** The amended call's approval hash: over `requirements`, or over the filed ones when that is null. */
+  hash: string;
+  /** What the policy asks for the amended call; null when it allows it (the filed requirements then apply). */
+  requirements: readonly ApprovalRequirement[] | null;
+}
 
 export type ConsumeResult = { ok: true; approval: Approval } | { ok: false; approval: Approval | null };
 
@@ -383,6 +395,29 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     return decide(id, approver, note, null, 'granted');
   }
 
+  /**
+   * A grant of the amended call (docs/spec.md section 5.4): the amendment is recorded, the count of
+   * grants starts again (earlier grants were for another call), and this grant counts as its first.
+   * Eligibility is read from the amended call's requirements.
+   */
+  async function amend(
+    id: string,
+    approver: Approver,
+    note: string | null,
+    amendment: Amendment,
+  ): Promise<TransitionResult> {
+    if (note !== null) checkText('note', note, LIMITS.note);
+    const bytes = Buffer.byteLength(canonicalize(amendment.args), 'utf8');
+    if (bytes > maxArgsBytes) throw new ApprovalTooLargeError(maxArgsBytes);
+    (amendment.requirements ?? []).forEach((r, i) => {
+      checkName(`requirements.${i}.kind`, r.kind);
+      checkName(`requirements.${i}.rule`, r.rule);
+      checkName(`requirements.${i}.policy`, r.policy);
+      checkText(`requirements.${i}.reason`, r.reason, LIMITS.note);
+    });
+    return decide(id, approver, note, null, 'granted', amendment);
+  }
+
   /** A denial: a note for the record (operators only) and a message for the agent, each optional. */
   async function deny(id: string, approver: Approver, text: DenialText): Promise<TransitionResult> {
     // Named as the body field that carried each (an older `reason` is both).
@@ -406,6 +441,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     note: string | null,
     message: string | null,
     to: 'granted' | 'denied',
+    amendment?: Amendment,
   ): Promise<TransitionResult> {
     checkName('approver.sub', approver.sub);
     if (approver.team != null) checkName('approver.team', approver.team);
@@ -426,8 +462,9 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
         return { ok: false, error: 'conflict', approval: toApproval(row) };
       }
       if (row.status !== 'pending') return { ok: false, error: 'conflict', approval: toApproval(row) };
-      if (to === 'granted' && (row.grants ?? []).some((g) => g.by === approver.sub))
+      if (to === 'granted' && amendment === undefined && (row.grants ?? []).some((g) => g.by === approver.sub))
         return { ok: true, approval: toApproval(row), changed: false };
+      if (amendment !== undefined) await recordAmendment(tx, row, approver, amendment);
 
       const standing = await tx<StandingRow[]>`
         select (r.n - 1)::int as idx, coalesce(r.req->>'rule', a.rule) as rule, coalesce(r.req->>'policy', '') as policy,
@@ -446,9 +483,9 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
         // Stamped now, under the lock (not at the transaction's start, which may precede an answer it
         // waited for): the grants' order is the order they counted in.
         const [g] = await tx<GrantInsertRow[]>`
-          insert into approval_grants (approval_id, approver, name, at, note, requirements)
-          values (${id}, ${approver.sub}, ${name}, clock_timestamp(), ${note},
-                  string_to_array(${counted.join(',')}, ',')::int[])
+          insert into approval_grants (approval_id, round, approver, name, at, note, requirements)
+          values (${id}, (select grant_round from approvals where id = ${id}), ${approver.sub}, ${name},
+                  clock_timestamp(), ${note}, string_to_array(${counted.join(',')}, ',')::int[])
           returning approver as by, name, at, note, requirements`;
         const complete = standing.every((r) => r.granted + (counted.includes(r.idx) ? 1 : 0) >= r.quorum);
         if (!complete) {
@@ -492,6 +529,36 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     });
   }
 
+  /**
+   * Writes an amendment on the locked pending row, and the next round of grants: the row must re-hash
+   * to the amendment's hash, or a grant could be redeemed for something nobody decided.
+   */
+  async function recordAmendment(
+    tx: TransactionSql,
+    row: ApprovalRow,
+    approver: Approver,
+    amendment: Amendment,
+  ): Promise<void> {
+    const filed = toApproval(row);
+    const hash = approvalHash({
+      tool: filed.tool,
+      args: amendment.args,
+      context: filed.context,
+      requirements: amendment.requirements ?? filed.requirements,
+      ...(filed.result !== undefined ? { result: filed.result } : {}),
+    });
+    if (hash !== amendment.hash) throw new Error('amendment hash does not match its call');
+    const stored =
+      amendment.requirements === null
+        ? null
+        : canonicalize(amendment.requirements.map((r) => storedRequirement(r, filed.tool, amendment.args)));
+    await tx`
+      update approvals
+         set amended_args = ${canonicalize(amendment.args)}, amended_hash = ${hash}, amended_requirements = ${stored},
+             amended_by = ${approver.sub}, amended_at = clock_timestamp(), grant_round = grant_round + 1
+       where id = ${row.id} and status = 'pending'`;
+  }
+
   async function consume(
     id: string,
     requester: { sub: string },
@@ -510,7 +577,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
           update approvals
              set status = 'consumed', consumed_at = now()
            where id = ${id} and status = 'granted' and expires_at > now()
-             and requester_sub = ${requester.sub} and hash = ${hash}
+             and requester_sub = ${requester.sub} and coalesce(amended_hash, hash) = ${hash}
           returning *
         ), logged as (
           insert into approval_events (approval_id, actor, from_status, to_status)
@@ -633,6 +700,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     summaries,
     settled,
     grant,
+    amend,
     deny,
     consume,
     cancel,
@@ -658,7 +726,7 @@ function pendingCount(tx: TransactionSql, sub: string): PendingQuery<Row[]> {
 function summaryColumns(tx: TransactionSql): PendingQuery<Row[]> {
   // octet_length of a TOASTed value reads its header, not the value.
   return tx`id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, requester_name, run_id,
-            created_at, expires_at, decided_by, decided_at, decision_note, decision_message, consumed_at,
+            created_at, expires_at, decided_by, decided_at, decision_note, decision_message, consumed_at, amended_by, amended_at,
             octet_length(args) as args_bytes, (status in ('pending', 'granted') and expires_at <= now()) as lapsed`;
 }
 
@@ -667,28 +735,35 @@ function liveColumns(tx: TransactionSql): PendingQuery<Row[]> {
             ${grantsColumn(tx, 'approvals')}`;
 }
 
-/** The grants of the approval row of `table` (its alias), oldest first, as a json array named `grants`. */
+/**
+ * The grants of the approval row of `table` (its alias) since its last amendment (earlier ones were for
+ * another call), oldest first, as a json array named `grants`.
+ */
 function grantsColumn(tx: TransactionSql, table: string): PendingQuery<Row[]> {
   return tx`(select coalesce(json_agg(json_build_object('by', g.approver, 'name', g.name, 'at', g.at, 'note', g.note,
                                                          'requirements', g.requirements) order by g.at, g.approver), '[]'::json)
-               from approval_grants g where g.approval_id = ${tx(table)}.id) as grants`;
+               from approval_grants g where g.approval_id = ${tx(table)}.id and g.round = ${tx(table)}.grant_round) as grants`;
 }
 
 // ---- Eligibility (docs/spec.md section 2.4), in SQL: the grant path and the `eligible=true` list read
 // the same checks. Over approval `a` and its requirements `r(req, n)` (requirementsOf).
 
-/** Each requirement of approval `a` as `r(req, n)`: a row written before migrations/0005 has one, with none of the lists. */
+/**
+ * Each requirement of approval `a` as `r(req, n)`: the amended call's when it asks for its own
+ * (migrations/0021); a row written before migrations/0005 has one, with none of the lists.
+ */
 function requirementsOf(tx: TransactionSql): PendingQuery<Row[]> {
-  return tx`jsonb_array_elements(coalesce(a.requirements::text, '[{}]')::jsonb) with ordinality r(req, n)`;
+  return tx`jsonb_array_elements(coalesce(a.amended_requirements::text, a.requirements::text, '[{}]')::jsonb) with ordinality r(req, n)`;
 }
 
 function quorumOf(tx: TransactionSql): PendingQuery<Row[]> {
   return tx`coalesce((r.req->>'quorum')::int, 1)`;
 }
 
-/** How many grants counted toward requirement r of approval a. */
+/** How many grants counted toward requirement r of approval a, since its last amendment. */
 function grantedCount(tx: TransactionSql): PendingQuery<Row[]> {
-  return tx`(select count(*)::int from approval_grants g where g.approval_id = a.id and (r.n - 1)::int = any(g.requirements))`;
+  return tx`(select count(*)::int from approval_grants g
+              where g.approval_id = a.id and g.round = a.grant_round and (r.n - 1)::int = any(g.requirements))`;
 }
 
 /**
@@ -718,10 +793,12 @@ function eligibleFilter(tx: TransactionSql, approver: Approver | 'none'): Pendin
   if (approver === 'none') return tx`and false`;
   return tx`
     and status = 'pending' and expires_at > now() and requester_sub <> ${approver.sub}
-    and not exists (select 1 from approval_grants mine where mine.approval_id = approvals.id and mine.approver = ${approver.sub})
+    and not exists (select 1 from approval_grants mine
+                     where mine.approval_id = approvals.id and mine.round = approvals.grant_round and mine.approver = ${approver.sub})
     and exists (
       select 1 from (select ${checks(tx, approver)}, ${quorumOf(tx)} as quorum, ${grantedCount(tx)} as granted
-                       from (select approvals.id, approvals.requirements, approvals.requester_team) a
+                       from (select approvals.id, approvals.requirements, approvals.amended_requirements,
+                                    approvals.grant_round, approvals.requester_team) a
                             cross join lateral ${requirementsOf(tx)}) e
        where e.role_ok and e.team_ok and e.user_ok and e.separation_ok and e.granted < e.quorum)`;
 }
@@ -813,7 +890,7 @@ async function expireLapsedRows(tx: TransactionSql, where: PendingQuery<Row[]>):
       update approvals set status = 'expired' where id = any(array(select id from due))
       returning id, status, hash, kind, tool, reason, rule, requester_sub, requester_team, requester_agent, requester_name, run_id,
                 created_at, expires_at, decided_by, decided_at, decision_note, decision_message, consumed_at,
-                octet_length(args) as args_bytes
+                amended_by, amended_at, octet_length(args) as args_bytes
     ), logged as (
       insert into approval_events (approval_id, actor, from_status, to_status)
       select id, 'system', due.status, 'expired' from moved join due using (id)

@@ -116,8 +116,13 @@ export function decisionText(
   return { status: decisionStatus(result), body };
 }
 
-/** `next` for a require_approval answer, nothing for the others. */
+/**
+ * `next` for a require_approval answer, and for the deny of a call an operator amended (run the
+ * amended arguments instead: docs/spec.md section 5.3); nothing for the others.
+ */
 export function nextOf(result: DecisionResult, cited: CitedApproval | null): Record<string, unknown> | undefined {
+  if (result.decision === 'deny' && cited?.amendedArgs !== undefined)
+    return { next: { action: 'use_amended', approval_id: cited.id, args: cited.amendedArgs } };
   return result.decision === 'require_approval' ? { next: nextStep(cited) } : undefined;
 }
 

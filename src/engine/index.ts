@@ -12,6 +12,8 @@ import { decideCall, type DecideCall } from './decide.js';
 import { explainCall } from './explain.js';
 import { inspectCall, type InspectCall } from './inspect.js';
 import { fileCall, type FileCall } from './file.js';
+import { grantCall, type GrantCall } from './amend.js';
+import type { TransitionResult } from '../approvals/store.js';
 import { NotConfiguredError } from './errors.js';
 import { approvalsOf } from './limits.js';
 import type { EngineParts } from './parts.js';
@@ -27,6 +29,8 @@ export interface Engine {
   inspect(call: InspectCall): Answer | Promise<Answer>;
   /** POST /approvals. */
   file(call: FileCall): Promise<Answer>;
+  /** POST /approvals/{id}/grant: a grant, of the call as amended when it carries arguments. */
+  grant(call: GrantCall): Promise<TransitionResult>;
   /** POST /explain: the decision and its trace; never counts, never redeems. */
   explain(request: DecideRequest, identity: Identity): Promise<Answer>;
   /** POST /usage. */
@@ -47,6 +51,7 @@ export function createEngine(parts: EngineParts): Engine {
     decide: (call) => decideCall(parts, call),
     inspect: (call) => inspectCall(parts, call),
     file: (call) => fileCall(parts, call),
+    grant: (call) => grantCall(parts, call),
     explain: (request, identity) => explainCall(parts, request, identity),
     report: (usage) => recordUsage(parts, usage),
     standings: (identity, options) => standingsOf(parts, identity, options),
@@ -70,6 +75,7 @@ export function createEngine(parts: EngineParts): Engine {
 export type { Answer } from './answer.js';
 export type { DecideCall } from './decide.js';
 export type { FileCall } from './file.js';
+export type { GrantCall } from './amend.js';
 export type { InspectCall } from './inspect.js';
 export type { EngineParts } from './parts.js';
 export type { ReloadOutcome } from './reload.js';

@@ -5,6 +5,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import {
+  AmendmentRefusedError,
   ApprovalInputError,
   ApprovalTooLargeError,
   IdempotencyKeyReusedError,
@@ -39,6 +40,7 @@ export const ERRORS = {
   uri_too_long: { status: 414, title: 'A path parameter is too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   invalid_body: { status: 422, title: 'The body does not match the schema' },
+  amendment_refused: { status: 422, title: 'The amended call is not one the policy lets stand' },
   identity_in_body: { status: 422, title: 'Identity comes from the token, not the body' },
   idempotency_key_reused: { status: 422, title: 'The Idempotency-Key was used with another body or identity' },
   usage_unattributable: { status: 422, title: 'The spend cannot be counted' },
@@ -113,6 +115,15 @@ export function toHttpError(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
   if (err instanceof JsonParseError) {
     return new HttpError('bad_json', err.message, { errors: [{ pointer: err.pointer, message: err.code }] });
+  }
+  if (err instanceof AmendmentRefusedError) {
+    // The decision as /decide would state it (never the arguments): what to change before trying again.
+    const d = err.decision;
+    const decision =
+      d === null
+        ? null
+        : { decision: d.decision, reason: d.reason, rule: d.rule, policies: d.policies, message: d.message };
+    return new HttpError('amendment_refused', err.message, { body: { decision } });
   }
   if (err instanceof NotConfiguredError) return new HttpError('unavailable', err.message, { retryAfterSec: 5 });
   if (err instanceof StoreUnavailableError) {

@@ -625,6 +625,7 @@ describe('the schema is the backstop', () => {
       select conname from pg_constraint where conrelid in ('approvals'::regclass, 'approval_events'::regclass) and contype = 'c'
        order by conname`;
     expect(rows.map((r) => r.conname)).toEqual([
+      'approvals_amended',
       'approvals_consumed_at',
       'approvals_decided_fields',
       'approvals_message_on_denial',
@@ -646,6 +647,11 @@ describe('the schema is the backstop', () => {
       'approval_events.message': 'note_text',
       'approval_events.note': 'note_text',
       'approval_events.to_status': 'approval_status',
+      'approvals.amended_args': 'json_object_text',
+      'approvals.amended_at': 'timestamp with time zone',
+      'approvals.amended_by': 'name_text',
+      'approvals.amended_hash': 'sha256_text',
+      'approvals.amended_requirements': 'json_array_text',
       'approvals.args': 'json_object_text',
       'approvals.capability': 'json_object_text',
       'approvals.consumed_at': 'timestamp with time zone',
@@ -656,6 +662,7 @@ describe('the schema is the backstop', () => {
       'approvals.decision_message': 'note_text',
       'approvals.decision_note': 'note_text',
       'approvals.expires_at': 'timestamp with time zone',
+      'approvals.grant_round': 'integer',
       'approvals.hash': 'sha256_text',
       'approvals.id': 'uuid',
       'approvals.kind': 'name_text',
@@ -674,9 +681,14 @@ describe('the schema is the backstop', () => {
       'approvals.tool': 'name_text',
     });
     // The guard's triggers fire on UPDATE OF their columns and would not see another BEFORE trigger
-    // changing NEW: the set is exactly these (approvals_quorum, 0019, only reads NEW).
+    // changing NEW: the set is exactly these (approvals_quorum, 0019, and approvals_amendment, 0021, only read NEW).
     const triggers = await db.sql<{ tgname: string }[]>`
       select tgname from pg_trigger where tgrelid = 'approvals'::regclass and not tgisinternal order by tgname`;
-    expect(triggers.map((t) => t.tgname)).toEqual(['approvals_immutable', 'approvals_quorum', 'approvals_transition']);
+    expect(triggers.map((t) => t.tgname)).toEqual([
+      'approvals_amendment',
+      'approvals_immutable',
+      'approvals_quorum',
+      'approvals_transition',
+    ]);
   });
 });

@@ -60,10 +60,13 @@ test('the real migrations apply once; a second run applies nothing', async () =>
       '0018_idempotency_inspect.sql',
       '0019_approval_grants.sql',
       '0020_display_names.sql',
+      '0021_amendments.sql',
     ],
   });
   expect(await migrate(db.sql, MIGRATIONS_DIR)).toEqual({ applied: [] });
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
+  expect(await appliedVersions(db)).toEqual([
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+  ]);
   const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from approvals`;
   expect(row?.n).toBe(0);
   // Not analyzed while empty (reltuples -1: never): plans made on "empty" statistics would seq-scan
@@ -113,9 +116,12 @@ test('two replicas migrating at once from two pools: both succeed, one applied s
       '0018_idempotency_inspect.sql',
       '0019_approval_grants.sql',
       '0020_display_names.sql',
+      '0021_amendments.sql',
     ],
   ]);
-  expect(await appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
+  expect(await appliedVersions(db)).toEqual([
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+  ]);
 });
 
 test('new files apply in order after the applied ones, each once', async () => {
@@ -223,6 +229,7 @@ test('0002 to 0013 on a database holding approvals: the rows stay as they were a
       '0018_idempotency_inspect.sql',
       '0019_approval_grants.sql',
       '0020_display_names.sql',
+      '0021_amendments.sql',
     ],
   });
   const after = await db.sql`select * from approvals order by id`;
@@ -323,6 +330,7 @@ test('0010: a denial written before it keeps its reason as the message for the a
     '0018_idempotency_inspect.sql',
     '0019_approval_grants.sql',
     '0020_display_names.sql',
+    '0021_amendments.sql',
   ]);
   const rows = await db.sql<{ id: string; decision_note: string; decision_message: string | null }[]>`
     select id, decision_note, decision_message from approvals order by id`;
@@ -372,6 +380,7 @@ test('0014: decision records written as jsonb read back the same as json, and th
     '0018_idempotency_inspect.sql',
     '0019_approval_grants.sql',
     '0020_display_names.sql',
+    '0021_amendments.sql',
   ]);
   const types = await db.sql<{ column_name: string; data_type: string }[]>`
     select column_name, data_type from information_schema.columns
@@ -414,6 +423,7 @@ test('0015: Idempotency-Key rows written before it are deleted (they name no ide
     '0018_idempotency_inspect.sql',
     '0019_approval_grants.sql',
     '0020_display_names.sql',
+    '0021_amendments.sql',
   ]);
   expect(await db.sql`select 1 from idempotency_keys`).toHaveLength(0);
   const row = (kind: string, approval: string | null, decision: string | null, response: string | null) => db.sql`
@@ -451,7 +461,7 @@ test('0020: approvals and sessions written before it have no name (null); a name
     insert into approvals (id, status, hash, kind, tool, args, requirements, reason, rule, requester_sub, policies, expires_at)
     values (${id}, 'pending', ${`sha256:${'c'.repeat(64)}`}, 'k', 'refund', '{}', '[{"kind":"k","policy":"p","reason":"r","rule":"r"}]',
             'r', 'r', 'alice', '[]', now() + interval '1 hour')`;
-  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0020_display_names.sql']);
+  expect((await migrate(db.sql, MIGRATIONS_DIR)).applied).toEqual(['0020_display_names.sql', '0021_amendments.sql']);
   const [row] = await db.sql<
     { requester_name: string | null }[]
   >`select requester_name from approvals where id = ${id}`;

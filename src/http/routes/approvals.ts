@@ -21,6 +21,7 @@ import { moneyOf } from '../../policy/money.js';
 import type { Identity } from '../../policy/model.js';
 import { INTERRUPTED_KIND } from '../../policy/interrupted.js';
 import {
+  argsSchema,
   toDecideRequest,
   toInspectRequest,
   toolCallSchema,
@@ -66,7 +67,12 @@ const listQuery = {
 } as const;
 const streamQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
 const decisionText = { type: 'string', maxLength: LIMITS.note } as const;
-const grantBody = { type: 'object', additionalProperties: false, properties: { note: decisionText } } as const;
+// `args`: the call amended (docs/spec.md section 5.4, "Amend and grant").
+const grantBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { note: decisionText, args: argsSchema },
+} as const;
 // `reason`, the one text of a denial before `note` and `message`, is both unless they are given.
 const denyBody = {
   type: 'object',
@@ -270,8 +276,9 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) => {
       const identity = identityOf(request);
       const { id } = request.params as { id: string };
-      const { note } = request.body as { note?: string };
-      const result = await service().store.grant(id, approverOf(identity), note ?? null);
+      const { note, args } = request.body as { note?: string; args?: JsonObject };
+      service(); // the approvals ready, or 503
+      const result = await ctx.engine.grant({ id, approver: approverOf(identity), note: note ?? null, args });
       return sendTransition(reply, result, identity, 'granted');
     },
   );
