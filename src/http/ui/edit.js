@@ -266,7 +266,8 @@ function validate(node, schema, path, unchecked) {
   }
   if (node.t === 'str') {
     const length = Array.from(node.v).length; // JSON Schema counts code points
-    if (typeof s.minLength === 'number' && length < s.minLength) fail('needs at least ' + s.minLength + ' characters');
+    if (typeof s.minLength === 'number' && length < s.minLength)
+      fail('needs at least ' + s.minLength + (s.minLength === 1 ? ' character' : ' characters'));
     if (typeof s.maxLength === 'number' && length > s.maxLength)
       fail('may have at most ' + s.maxLength + ' characters');
     if (typeof s.pattern === 'string' && !new RegExp(s.pattern, 'u').test(node.v))

@@ -880,7 +880,7 @@
         absoluteTime(a.at) +
         ': a grant lets this edited call run instead of the one the agent sent. What changed:';
       fillDiff(f('amended-diff'), argsDiff(a.askedTree, a.tree));
-      fillCall(f('asked'), a.asked);
+      fillCall(f('asked-args'), a.asked);
       f('asked-part').hidden = false;
     }
     f('to-call').setAttribute('aria-label', 'The full call of approval ' + id + ', exactly as it runs');
@@ -1052,7 +1052,7 @@
     c.el.setAttribute('aria-busy', c.busy || c.stale ? 'true' : 'false');
     if (c.busy) f('result').textContent = c.outcome;
     else if (c.stale) f('result').textContent = 'It changed: reading it again…';
-    else f('result').textContent = (c.outcome ? c.outcome + ' ' : '') + stateText(s);
+    else f('result').textContent = [c.outcome, stateText(s)].filter((t) => t !== '').join(' ');
     f('result').className = 'result ' + (s.status === 'pending' ? '' : 'done');
     // The history shows the decision's fields; a card of the queue keeps its layout instead.
     if (!oldestFirst() && s.decided_by !== null) {
