@@ -556,7 +556,7 @@ describe('Edit and grant: the edited arguments (edit.js)', () => {
       { where: 'args.to', text: 'may have at most 5 characters' },
       { where: 'args.to', text: 'must match the pattern ^[A-Z]' },
       { where: 'args.lines[0].qty', text: 'must be integer, not number' },
-      { where: 'args.lines', text: 'may have at most 1 items' },
+      { where: 'args.lines', text: 'may have at most 1 item' },
       { where: 'args.mode', text: 'must be one of "fast", "slow"' },
       { where: 'args.iban', text: 'is not an argument of this tool' },
     ]);

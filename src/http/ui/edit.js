@@ -191,6 +191,24 @@ function nodeOf(value) {
 /** @param {unknown} v */
 const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** "1 item", "3 items". */
+const count = (/** @type {number} */ n, /** @type {string} */ one) => n + ' ' + one + (n === 1 ? '' : 's');
+
+/**
+ * Whether `text` matches a schema's pattern, as ajv reads it (a Unicode RegExp); null when this
+ * browser cannot read the pattern (then Gatehouse's check is the one that counts).
+ * @param {string} pattern
+ * @param {string} text
+ * @returns {boolean | null}
+ */
+function matchesPattern(pattern, text) {
+  try {
+    return new RegExp(pattern, 'u').test(text);
+  } catch {
+    return null;
+  }
+}
+
 /**
  * @param {JsonNode} node
  * @param {unknown} schema
@@ -226,9 +244,9 @@ function validate(node, schema, path, unchecked) {
     for (const name of Array.isArray(s.required) ? s.required : [])
       if (member(node, name) === undefined) fail('needs the key ' + JSON.stringify(name));
     if (typeof s.minProperties === 'number' && node.entries.length < s.minProperties)
-      fail('needs at least ' + s.minProperties + ' keys');
+      fail('needs at least ' + count(s.minProperties, 'key'));
     if (typeof s.maxProperties === 'number' && node.entries.length > s.maxProperties)
-      fail('may have at most ' + s.maxProperties + ' keys');
+      fail('may have at most ' + count(s.maxProperties, 'key'));
     for (const [k, v] of node.entries) {
       let described = false;
       if (Object.hasOwn(props, k)) {
@@ -236,7 +254,9 @@ function validate(node, schema, path, unchecked) {
         out.push(...validate(v, props[k], [...path, k], unchecked));
       }
       for (const p of patterns) {
-        if (new RegExp(p, 'u').test(k)) {
+        const hit = matchesPattern(p, k);
+        if (hit === null) unchecked.add('patternProperties');
+        if (hit === true) {
           described = true;
           out.push(...validate(v, s.patternProperties[p], [...path, k], unchecked));
         }
@@ -258,20 +278,23 @@ function validate(node, schema, path, unchecked) {
       }
     });
     if (typeof s.minItems === 'number' && node.items.length < s.minItems)
-      fail('needs at least ' + s.minItems + ' items');
+      fail('needs at least ' + count(s.minItems, 'item'));
     if (typeof s.maxItems === 'number' && node.items.length > s.maxItems)
-      fail('may have at most ' + s.maxItems + ' items');
+      fail('may have at most ' + count(s.maxItems, 'item'));
     if (s.uniqueItems === true && node.items.some((v, n) => node.items.slice(0, n).some((w) => sameValue(v, w))))
       fail('its items must all differ');
   }
   if (node.t === 'str') {
     const length = Array.from(node.v).length; // JSON Schema counts code points
     if (typeof s.minLength === 'number' && length < s.minLength)
-      fail('needs at least ' + s.minLength + (s.minLength === 1 ? ' character' : ' characters'));
+      fail('needs at least ' + count(s.minLength, 'character'));
     if (typeof s.maxLength === 'number' && length > s.maxLength)
-      fail('may have at most ' + s.maxLength + ' characters');
-    if (typeof s.pattern === 'string' && !new RegExp(s.pattern, 'u').test(node.v))
-      fail('must match the pattern ' + s.pattern);
+      fail('may have at most ' + count(s.maxLength, 'character'));
+    if (typeof s.pattern === 'string') {
+      const hit = matchesPattern(s.pattern, node.v);
+      if (hit === null) unchecked.add('pattern');
+      if (hit === false) fail('must match the pattern ' + s.pattern);
+    }
   }
   if (node.t === 'num') {
     const n = Number(node.v);
