@@ -283,6 +283,16 @@ describe.skipIf(!available)('who may answer, how many, and what, on the operator
       expect(await d.locator('[data-f=lead-fields] dd.money').textContent()).toBe('9,000.10 EUR');
       expect(await d.locator('[data-f=args] .num').allTextContents()).toEqual(['9000.10']);
       expect(await d.locator('[data-f=asked-args] .num').allTextContents()).toEqual(['12000.50']);
+      // The count started again with the amender's grant.
+      expect(await d.locator('[data-f=lead-grants]').textContent()).toMatch(
+        /^Granted 1 of 2 so far, by Ada Finance \(fin-ada\), /,
+      );
+      // Said once the card shows the approval as it stands (the live stream may read it again first).
+      await d
+        .locator('[data-f=result]', {
+          hasText: 'You granted the edited call. Your grant counts: 1 of 2; it waits for more grants.',
+        })
+        .waitFor();
       // The second person of finance grants the edited call: granted.
       expect((await rest('POST', `/approvals/${a.id}/grant`, {}, bob)).json['status']).toBe('granted');
       await statusIs(a.id, 'granted');
