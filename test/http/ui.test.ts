@@ -93,6 +93,7 @@ describe('the approval page', () => {
   for (const [url, type] of [
     ['/ui', 'text/html'],
     ['/ui/card.js', 'text/javascript'],
+    ['/ui/edit.js', 'text/javascript'],
     ['/ui/page.js', 'text/javascript'],
     ['/ui/session.js', 'text/javascript'],
     ['/ui/page.css', 'text/css'],
@@ -111,18 +112,18 @@ describe('the approval page', () => {
     });
   }
 
-  it('has no inline script or handler (the CSP would block them) and loads money.js, card.js, session.js, then page.js', async () => {
+  it('has no inline script or handler (the CSP would block them) and loads money.js, card.js, edit.js, session.js, then page.js', async () => {
     const html = (await t.app.inject({ method: 'GET', url: '/ui' })).body;
     expect(html).toMatch(
-      /<script src="\/ui\/money\.js" defer><\/script>\n<script src="\/ui\/card\.js" defer><\/script>\n<script src="\/ui\/session\.js" defer><\/script>\n<script src="\/ui\/page\.js" defer><\/script>/,
+      /<script src="\/ui\/money\.js" defer><\/script>\n<script src="\/ui\/card\.js" defer><\/script>\n<script src="\/ui\/edit\.js" defer><\/script>\n<script src="\/ui\/session\.js" defer><\/script>\n<script src="\/ui\/page\.js" defer><\/script>/,
     );
-    expect(html.match(/<script/g)).toHaveLength(4);
+    expect(html.match(/<script/g)).toHaveLength(5);
     expect(html).not.toMatch(/\son[a-z]+=/i);
     expect(html).not.toMatch(/\sstyle=/i);
   });
 
   it('serves the files of src/http/ui as they are', async () => {
-    for (const name of ['money.js', 'card.js', 'session.js', 'page.js', 'page.css']) {
+    for (const name of ['money.js', 'card.js', 'edit.js', 'session.js', 'page.js', 'page.css']) {
       expect((await t.app.inject({ method: 'GET', url: `/ui/${name}` })).body).toBe(ui(name));
     }
     expect((await t.app.inject({ method: 'GET', url: '/ui' })).body).toBe(PAGE_HTML);
@@ -357,6 +358,27 @@ describe('the card for a real approval whose rule shape shows a subset of the ar
     await rm(dir, { recursive: true, force: true });
   });
 
+  it("GET /approvals/{id} gives approvers the tool's schema (args_schema) for Edit and grant; the requester, not", async () => {
+    const created = await post(
+      a.app,
+      '/approvals',
+      { tool: 'send_payment', args: { amount: 1, memo: 'm' } },
+      token({ sub: 'ui-schema' }),
+    );
+    expect(created.statusCode).toBe(201);
+    const id = (created.json() as { id: string }).id;
+    const read = async (tok: string) =>
+      (
+        await a.app.inject({ method: 'GET', url: `/approvals/${id}`, headers: { authorization: `Bearer ${tok}` } })
+      ).json();
+    expect((await read(approverToken())).args_schema).toEqual({
+      type: 'object',
+      required: ['amount', 'memo'],
+      properties: { amount: { type: 'number' }, memo: { type: 'string' } },
+    });
+    expect(await read(token({ sub: 'ui-schema' }))).not.toHaveProperty('args_schema');
+  });
+
   it('the operator sees recipient_iban and currency, named, and the amount exactly as sent', async () => {
     const created = await a.app.inject({
       method: 'POST',
@@ -466,5 +488,110 @@ describe('the lead, the quorum and the grants of a card', () => {
       view(body.replace('"granted":["op-1"]', '"granted":[]').replace(/"grants":\[[^\]]*\]/, '"grants":[]'))
         .fingerprint,
     );
+  });
+});
+
+// edit.js (after card.js, as the page loads them): Edit and grant's text, check and change list.
+const EDIT_JS = ui('edit.js');
+/** Runs `expr` with card.js and edit.js loaded, `input` given; its JSON-able value back. */
+function edit(expr: string, input: Record<string, unknown>): unknown {
+  return JSON.parse(runInNewContext(`${CARD_JS}\n${EDIT_JS}\nJSON.stringify(${expr})`, input) as string);
+}
+const SCHEMA = {
+  type: 'object',
+  required: ['amount', 'to'],
+  additionalProperties: false,
+  properties: {
+    amount: {
+      type: 'number',
+      minimum: 0,
+      multipleOf: 0.01,
+      'x-gatehouse-format': 'money',
+      'x-gatehouse-currency': 'EUR',
+    },
+    to: { type: 'string', maxLength: 5, pattern: '^[A-Z]' },
+    lines: { type: 'array', maxItems: 1, items: { type: 'object', properties: { qty: { type: 'integer' } } } },
+    mode: { enum: ['fast', 'slow'] },
+    when: { type: 'string', format: 'date' },
+  },
+};
+const checked = (text: string, schema: unknown = SCHEMA) =>
+  edit(
+    '(() => { const r = readEdited(text); return r.args === null ? { read: r.problems } : checkArgs(r.args, schema); })()',
+    { text, schema },
+  );
+
+describe('Edit and grant: the edited arguments (edit.js)', () => {
+  it('writes the arguments out for editing with every number as written, and reads them back the same', () => {
+    const text = '{"amount":12345678901234567890.50,"to":"A","lines":[{"qty":1e3}],"none":{},"empty":[]}';
+    const pretty = edit('prettyJson(parseExact(text))', { text }) as string;
+    expect(pretty).toBe(
+      '{\n  "amount": 12345678901234567890.50,\n  "to": "A",\n  "lines": [\n    {\n      "qty": 1e3\n    }\n  ],\n  "none": {},\n  "empty": []\n}',
+    );
+    expect(edit('nodeText(readEdited(pretty).args)', { pretty })).toBe(text);
+  });
+
+  it('refuses text that is not a JSON object, or writes a key twice, naming where', () => {
+    expect(checked('{"amount": 1,')).toEqual({ read: [{ where: 'args', text: expect.stringMatching(/^not JSON: /) }] });
+    expect(checked('[1]')).toEqual({ read: [{ where: 'args', text: 'the arguments are a JSON object' }] });
+    expect(checked('{"amount": 1, "lines": [{"qty": 1, "qty": 2}]}')).toEqual({
+      read: [{ where: 'args.lines[0].qty', text: 'this key is written twice' }],
+    });
+  });
+
+  it('checks the keywords tool schemas use, each failure where it is, and names the keywords it skips', () => {
+    expect(checked('{"amount": 10.25, "to": "ACME", "lines": [{"qty": 2}], "mode": "fast", "when": "x"}')).toEqual({
+      problems: [],
+      unchecked: ['format'],
+    });
+    expect(
+      (
+        checked('{"amount": -1.001, "to": "acme-gmbh", "lines": [{"qty": 1.5}, {}], "mode": "FAST", "iban": "DE"}') as {
+          problems: { where: string; text: string }[];
+        }
+      ).problems,
+    ).toEqual([
+      { where: 'args.amount', text: 'must be at least 0' },
+      { where: 'args.amount', text: 'must be a multiple of 0.01' },
+      { where: 'args.to', text: 'may have at most 5 characters' },
+      { where: 'args.to', text: 'must match the pattern ^[A-Z]' },
+      { where: 'args.lines[0].qty', text: 'must be integer, not number' },
+      { where: 'args.lines', text: 'may have at most 1 item' },
+      { where: 'args.mode', text: 'must be one of "fast", "slow"' },
+      { where: 'args.iban', text: 'is not an argument of this tool' },
+    ]);
+    expect((checked('{"to": "A"}') as { problems: unknown[] }).problems).toEqual([
+      { where: 'args', text: 'needs the key "amount"' },
+    ]);
+    // Several catalogue entries' schemas come joined with allOf: each must hold.
+    const both = { allOf: [SCHEMA, { properties: { amount: { maximum: 100 } } }] };
+    expect((checked('{"amount": 101, "to": "A"}', both) as { problems: unknown[] }).problems).toEqual([
+      { where: 'args.amount', text: 'must be at most 100' },
+    ]);
+    expect((checked('{"a": 1}', false) as { problems: unknown[] }).problems).toEqual([
+      { where: 'args', text: 'no value is allowed here' },
+    ]);
+  });
+
+  it('lists what an edit changes, path by path, in the order of the original; the same call changes nothing', () => {
+    const diff = (before: string, after: string) =>
+      edit(
+        'argsDiff(parseExact(before), parseExact(after)).map((c) => [c.where, c.before ? nodeText(c.before) : null, c.after ? nodeText(c.after) : null])',
+        { before, after },
+      );
+    expect(
+      diff(
+        '{"amount":12000.50,"to":"A","lines":[1,2],"memo":"x"}',
+        '{"to":"B","amount":12000.50,"lines":[1],"cc":{"a":1}}',
+      ),
+    ).toEqual([
+      ['args.to', '"A"', '"B"'],
+      ['args.lines[1]', '2', null],
+      ['args.memo', '"x"', null],
+      ['args.cc', null, '{"a":1}'],
+    ]);
+    expect(diff('{"a":{"b":1,"c":2}}', '{"a":{"c":2,"b":1}}')).toEqual([]);
+    // Written differently is a change: the amended call binds what is written.
+    expect(diff('{"n":1}', '{"n":1.0}')).toEqual([['args.n', '1', '1.0']]);
   });
 });

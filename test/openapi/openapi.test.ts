@@ -69,6 +69,7 @@ const OPEN_ROUTES = [
   '/ui',
   '/ui/money.js',
   '/ui/card.js',
+  '/ui/edit.js',
   '/ui/page.js',
   '/ui/page.css',
   '/ui/session.js',
@@ -820,6 +821,7 @@ describe('conformance: every response of the app matches openapi.yaml', () => {
     expect(await call(plain, { url: '/ui' }, 200)).toContain('<title>Gatehouse approvals</title>');
     expect(await call(plain, { url: '/ui/money.js' }, 200)).toContain('function formatMoney');
     expect(await call(plain, { url: '/ui/card.js' }, 200)).toContain('function cardView');
+    expect(await call(plain, { url: '/ui/edit.js' }, 200)).toContain('function checkArgs');
     expect(await call(plain, { url: '/ui/page.js' }, 200)).toContain('textContent');
     expect(await call(plain, { url: '/ui/page.css' }, 200)).toContain('.approval');
     expect(await call(plain, { url: '/ui/session.js' }, 200)).toContain('gatehouseSession');

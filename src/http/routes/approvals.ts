@@ -16,6 +16,7 @@ import {
   type TransitionResult,
 } from '../../engine/index.js';
 import type { JsonObject, JsonValue } from '../../json/value.js';
+import { argsSchemaOf } from '../../policy/args-schema.js';
 import { moneyOf } from '../../policy/money.js';
 import type { Identity } from '../../policy/model.js';
 import { INTERRUPTED_KIND } from '../../policy/interrupted.js';
@@ -157,9 +158,17 @@ export function approvalRoutes(app: FastifyInstance, ctx: AppContext): void {
     }
     // How the page shows its amounts (docs/spec.md section 5.4): the serving catalogue's money
     // annotations for the tool, a display hint that the hash does not cover.
-    const money = moneyOf(ctx.engine.parts.policies.current(), approval.tool);
+    const set = ctx.engine.parts.policies.current();
+    const money = moneyOf(set, approval.tool);
     const view = approvalView(approval, isApprover(identity));
-    return sendCanonical(reply, money.length === 0 ? view : { ...view, money: money as unknown as JsonValue[] });
+    // For approvers, the tool's argument schema the page checks an edited call against before
+    // "Edit and grant" sends it (docs/spec.md section 5.4); not hashed, and the grant decides again.
+    const schema = isApprover(identity) ? argsSchemaOf(set, approval.tool) : null;
+    return sendCanonical(reply, {
+      ...view,
+      ...(money.length === 0 ? {} : { money: money as unknown as JsonValue[] }),
+      ...(schema === null ? {} : { args_schema: schema }),
+    });
   });
 
   app.get('/approvals', { schema: { querystring: listQuery } }, async (request, reply) => {

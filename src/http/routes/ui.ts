@@ -24,6 +24,7 @@ export function uiRoutes(app: FastifyInstance): void {
   serve('/ui', 'text/html; charset=utf-8', file('page.html'));
   serve('/ui/money.js', 'text/javascript; charset=utf-8', file('money.js'));
   serve('/ui/card.js', 'text/javascript; charset=utf-8', file('card.js'));
+  serve('/ui/edit.js', 'text/javascript; charset=utf-8', file('edit.js'));
   serve('/ui/session.js', 'text/javascript; charset=utf-8', file('session.js'));
   serve('/ui/page.js', 'text/javascript; charset=utf-8', file('page.js'));
   serve('/ui/page.css', 'text/css; charset=utf-8', file('page.css'));

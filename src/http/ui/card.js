@@ -576,9 +576,22 @@ function cardView(tree) {
     return seen.parts;
   };
   const tool = memberText(tree, 'tool');
-  const args = member(tree, 'args') || /** @type {JsonNode} */ ({ t: 'obj', entries: [] });
+  const asked = member(tree, 'args') || /** @type {JsonNode} */ ({ t: 'obj', entries: [] });
+  // An operator amended the call (Edit and grant): the amended arguments are what a grant lets run,
+  // so they are what the card shows as the call; the arguments the agent sent follow, marked so.
+  const amended = amendedArgsOf(tree);
+  const args = amended || asked;
   const context = member(tree, 'context');
   const argsTokens = jsonTokens(args, ['args'], findings, 0);
+  const amendment = amended
+    ? {
+        by: text(memberText(tree, 'amended_by'), 'the amendment'),
+        at: memberText(tree, 'amended_at'),
+        asked: jsonTokens(asked, ['asked'], findings, 0),
+        askedTree: asked,
+        tree: amended,
+      }
+    : null;
   const contextTokens = context ? jsonTokens(context, ['context'], findings, 0) : null;
   // A tool's result held for review (POST /inspect): a tool's output, shown as data like the arguments.
   const result = member(tree, 'result');
@@ -647,9 +660,12 @@ function cardView(tree) {
     team: team ? text(team, 'the team') : [],
     quorum: quorumOf(tree),
     grants: grantsOf(tree, findings),
+    grantedBy: grantersOf(tree),
     question: questionOf(tree),
     tool,
     args: argsTokens,
+    argsTree: args,
+    amendment,
     context: contextTokens,
     result: resultTokens,
     requirements,
@@ -791,6 +807,16 @@ function isPrefix(prefix, path) {
 // ---- what leads the card -------------------------------------------------------------------------------
 
 /**
+ * The arguments an operator's amendment put in place of the agent's (`amended_args`), or null.
+ * @param {JsonNode} tree
+ * @returns {JsonNode | null}
+ */
+function amendedArgsOf(tree) {
+  const amended = member(tree, 'amended_args');
+  return amended?.t === 'obj' ? amended : null;
+}
+
+/**
  * A node at a dotted argument path of the arguments ("refund.total"), or undefined.
  * @param {JsonNode | undefined} args
  * @param {string} path
@@ -813,7 +839,7 @@ function moneyOfTree(tree) {
   const out = new Map();
   const list = member(tree, 'money');
   if (list?.t !== 'arr') return out;
-  const args = member(tree, 'args');
+  const args = amendedArgsOf(tree) || member(tree, 'args');
   for (const field of list.items) {
     const path = memberText(field, 'path');
     if (!path) continue;
@@ -836,14 +862,17 @@ function moneyOfTree(tree) {
  */
 function leadOf(tree) {
   const money = moneyOfTree(tree);
-  const args = member(tree, 'args');
+  const amended = amendedArgsOf(tree);
+  const args = amended || member(tree, 'args');
   /** @type {Map<string, JsonNode>} */
   const picked = new Map();
   for (const r of requirementsOf(tree)) {
     for (const name of ['presentation', 'capability']) {
       const view = member(r, name);
       if (view?.t !== 'obj' || isWholeCall(view, tree)) continue;
-      for (const [path, value] of view.entries) if (!picked.has(path)) picked.set(path, value);
+      // Amended, a presented field shows the amended value (the shape named the agent's).
+      for (const [path, value] of view.entries)
+        if (!picked.has(path)) picked.set(path, (amended && atPath(amended, path)) || value);
       break; // the presentation when there is one; the capability only without it
     }
   }
@@ -929,6 +958,17 @@ function grantsOf(tree, findings) {
       ...(note ? [{ text: ': ' }, ...text(note, 'a grant’s note')] : []),
     ];
   });
+}
+
+/**
+ * Who granted so far, each by name when the grant carries one (else the `sub`), escapes shown: a queue row's list.
+ * @param {JsonNode} tree
+ * @returns {string[]}
+ */
+function grantersOf(tree) {
+  const list = member(tree, 'grants');
+  if (list?.t !== 'arr') return [];
+  return list.items.map((g) => partsText(inspect(memberText(g, 'name') || memberText(g, 'by'), false).parts));
 }
 
 /**

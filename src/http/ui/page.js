@@ -52,6 +52,8 @@
  * @property {string} outcome
  * @property {number} checkedAt
  * @property {(name: string) => Field} f the card's element of that data-f name (every name asked for is in the template)
+ * @property {unknown} schema the tool's argument schema (GET /approvals/{id} `args_schema`), undefined without one
+ * @property {{ args: JsonNode | null, changes: EditChange[] }} edit the editor's arguments as last checked (null: not sendable)
  */
 /**
  * An answer of the API: the status, the JSON (any: its shape is the route's, docs/spec.md) and the
@@ -105,9 +107,11 @@
   let countTimer = null;
   /** @type {Card | null} */
   let confirming = null; // the card the confirmation is open for
-  /** @type {'grant' | 'deny'} */
+  /** @type {'grant' | 'deny' | 'amend'} */
   let confirmAction = 'grant';
   let confirmPrint = ''; // the fingerprint of the card the confirmation shows
+  /** @type {JsonNode | null} */
+  let confirmArgs = null; // an amend's arguments, as the confirmation shows them
   /** @type {'cards' | 'queue'} */
   let view = localStorage.getItem(VIEW_KEY) === 'queue' ? 'queue' : 'cards';
   /** @type {Card | null} */
@@ -128,18 +132,18 @@
   /**
    * @param {string} method
    * @param {string} path
-   * @param {{ body?: unknown, signal?: AbortSignal }} [options]
+   * @param {{ body?: unknown, text?: string, signal?: AbortSignal }} [options] `text`: a body already written as JSON
    */
   async function send(method, path, options) {
     const o = options || {};
     const session = gatehouseSession.current();
     /** @type {Record<string, string>} */
     const headers = session ? gatehouseSession.headers() : { authorization: 'Bearer ' + token };
-    if (o.body !== undefined) headers['content-type'] = 'application/json';
+    if (o.body !== undefined || o.text !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(path, {
       method,
       headers,
-      body: o.body === undefined ? undefined : JSON.stringify(o.body),
+      body: o.text !== undefined ? o.text : o.body === undefined ? undefined : JSON.stringify(o.body),
       signal: o.signal,
       cache: 'no-store',
     });
@@ -152,20 +156,21 @@
    * @param {string} method
    * @param {string} path
    * @param {unknown} [body]
+   * @param {string} [text] the body already written as JSON (an edited call's numbers as written)
    * @returns {Promise<Answer>}
    */
-  async function api(method, path, body) {
-    const res = await send(method, path, { body });
-    const text = await res.text();
+  async function api(method, path, body, text) {
+    const res = await send(method, path, text === undefined ? { body } : { text });
+    const answer = await res.text();
     const date = Date.parse(res.headers.get('date') || '');
     if (!Number.isNaN(date)) clockSkewMs = date + 500 - Date.now(); // Date has whole seconds: the middle of one
     let json = null;
     try {
-      json = text === '' ? null : JSON.parse(text);
+      json = answer === '' ? null : JSON.parse(answer);
     } catch {
       json = null;
     }
-    return { status: res.status, ok: res.ok, json, text };
+    return { status: res.status, ok: res.ok, json, text: answer };
   }
   const serverNow = () => Date.now() + clockSkewMs;
   const problemText = (/** @type {Answer} */ r) => (r.json && (r.json.detail || r.json.title)) || 'HTTP ' + r.status;
@@ -495,20 +500,27 @@
       kind: $('f-kind').value.trim(),
       requester: $('f-requester').value.trim(),
       q: $('f-q').value.trim(),
+      mine: $('f-mine').checked,
     };
   }
   const oldestFirst = () => applied !== null && applied.status === 'pending';
 
-  /** @param {string | null} after */
-  function listPath(after) {
+  /**
+   * @param {string | null} after
+   * @param {string} [only] an approval's id: the list narrowed to it (is it still in this list?)
+   */
+  function listPath(after, only) {
     const f = /** @type {ReturnType<typeof filterValues>} */ (applied); // called once a list is applied
     const q = new URLSearchParams({ limit: String(pageSize()), count: 'true' });
     if (f.status === 'history') q.set('decided', 'true');
     else if (f.status !== '') q.set('status', f.status);
     if (f.status === 'pending') q.set('order', 'oldest');
+    // Mine to answer: the approvals this approver may answer and has not granted yet.
+    if (f.mine) q.set('eligible', 'true');
     for (const name of /** @type {const} */ (['tool', 'kind', 'requester', 'q']))
       if (f[name] !== '') q.set(name, f[name]);
     if (after) q.set('cursor', after);
+    if (only) q.set('q', only);
     return '/approvals?' + q.toString();
   }
 
@@ -686,6 +698,12 @@
   async function arrive(summary, gen) {
     const [w] = await readWhole([summary.id]);
     if (gen !== generation || w === null || cards.has(w.json.id) || !matches(w.json)) return;
+    // Mine to answer: the server says whether it is mine (a summary cannot).
+    if (applied?.mine) {
+      const mine = await api('GET', listPath(null, summary.id)).catch(() => null);
+      if (gen !== generation || cards.has(w.json.id) || !mine?.ok) return;
+      if (!mine.json.items.some((/** @type {Summary} */ s) => s.id === summary.id)) return;
+    }
     const c = addCard(w);
     // Said once, politely: a screen reader hears it between what it is reading.
     announcer.textContent =
@@ -808,7 +826,20 @@
     const id = whole.json.id;
     const row = document.createElement('li');
     /** @type {Card} */
-    const c = { id, el: node, view, summary: whole.json, busy: false, stale: false, row, outcome: '', checkedAt: 0, f };
+    const c = {
+      id,
+      el: node,
+      view,
+      summary: whole.json,
+      busy: false,
+      stale: false,
+      row,
+      outcome: '',
+      checkedAt: 0,
+      f,
+      schema: /** @type {{ args_schema?: unknown }} */ (whole.json).args_schema,
+      edit: { args: null, changes: [] },
+    };
     const headingId = 'card-' + id;
     f('heading').id = headingId;
     f('heading').tabIndex = -1; // focused when the queue opens this card
@@ -836,7 +867,21 @@
     if (view.grants.length > 0) {
       f('lead-grants').hidden = false;
       f('lead-grants').textContent =
-        'Granted so far (' + view.quorum.text + '): ' + view.grants.map((g) => partsText(g)).join('; ') + '.';
+        'Granted ' + view.quorum.text + ' so far, by ' + view.grants.map((g) => partsText(g)).join('; ') + '.';
+    }
+    // Amended by an operator: the call shown is the amended one; what changed, and the agent's call after it.
+    if (view.amendment !== null) {
+      const a = view.amendment;
+      f('amended-part').hidden = false;
+      f('amended-by').textContent =
+        'Amended by ' +
+        partsText(a.by) +
+        ' at ' +
+        absoluteTime(a.at) +
+        ': a grant lets this edited call run instead of the one the agent sent. What changed:';
+      fillDiff(f('amended-diff'), argsDiff(a.askedTree, a.tree));
+      fillCall(f('asked-args'), a.asked);
+      f('asked-part').hidden = false;
     }
     f('to-call').setAttribute('aria-label', 'The full call of approval ' + id + ', exactly as it runs');
     f('to-call').addEventListener('click', () => {
@@ -904,6 +949,20 @@
     );
     f('grant').addEventListener('click', () => openConfirm(c, 'grant'));
     f('deny').addEventListener('click', () => openConfirm(c, 'deny'));
+    // Edit and grant: for a call (a result held for review has no arguments to change).
+    f('edit').hidden = view.result !== null;
+    f('edit').setAttribute('aria-label', 'Edit the arguments of approval ' + id + ' (' + view.tool + '), then grant');
+    f('edit-args').id = 'edit-' + id;
+    f('edit-label').htmlFor = 'edit-' + id;
+    f('edit-label').textContent = 'Arguments of ' + view.tool + ' (JSON)';
+    f('edit').addEventListener('click', () => openEditor(c));
+    f('edit-args').addEventListener('input', () => checkEdit(c));
+    f('edit-discard').addEventListener('click', () => {
+      f('editor').hidden = true;
+      f('edit-args').value = '';
+      f('edit').focus();
+    });
+    f('edit-grant').addEventListener('click', () => openConfirm(c, 'amend'));
     buildRow(c);
     return c;
   }
@@ -928,12 +987,17 @@
    * the operator typed is kept, and the card says why it changed under them.
    * @param {Card} old
    * @param {{ json: Summary, tree: JsonNode }} whole
+   * @param {string} [outcome] what the card says (else: that it changed under the operator)
    */
-  function redraw(old, whole) {
+  function redraw(old, whole, outcome) {
     const c = buildCard(whole);
     c.f('note').value = old.f('note').value;
     c.f('message').value = old.f('message').value;
-    c.outcome = 'This approval changed since it was shown (its call or its grants): read it again before deciding.';
+    c.f('edit-args').value = old.f('edit-args').value;
+    c.f('editor').hidden = old.f('editor').hidden;
+    if (!c.f('editor').hidden) checkEdit(c); // what it changes, against the call as it now stands
+    c.outcome =
+      outcome || 'This approval changed since it was shown (its call or its grants): read it again before deciding.';
     c.el.hidden = old.el.hidden;
     old.el.replaceWith(c.el);
     old.row.replaceWith(c.row);
@@ -979,12 +1043,16 @@
     const open = s.status === 'pending' && !c.busy && !c.stale;
     f('grant').disabled = !open;
     f('deny').disabled = !open;
+    f('edit').disabled = !open;
+    f('edit-grant').disabled = !open || c.edit.args === null || c.edit.changes.length === 0;
+    f('edit-args').disabled = !open;
+    if (s.status !== 'pending') f('editor').hidden = true;
     f('note').disabled = !open;
     f('message').disabled = !open;
     c.el.setAttribute('aria-busy', c.busy || c.stale ? 'true' : 'false');
     if (c.busy) f('result').textContent = c.outcome;
     else if (c.stale) f('result').textContent = 'It changed: reading it again…';
-    else f('result').textContent = (c.outcome ? c.outcome + ' ' : '') + stateText(s);
+    else f('result').textContent = [c.outcome, stateText(s)].filter((t) => t !== '').join(' ');
     f('result').className = 'result ' + (s.status === 'pending' ? '' : 'done');
     // The history shows the decision's fields; a card of the queue keeps its layout instead.
     if (!oldestFirst() && s.decided_by !== null) {
@@ -1036,17 +1104,23 @@
    * again first, and one that changed meanwhile (decided, or its call or grants) is drawn again
    * instead of decided.
    * @param {Card} c
-   * @param {'grant' | 'deny'} action
+   * @param {'grant' | 'deny' | 'amend'} action
    * @param {string} message the message for the model (a denial's)
+   * @param {JsonNode | null} [amended] an amend's arguments, as confirmed
    */
-  async function decide(c, action, message) {
+  async function decide(c, action, message, amended) {
     if (c.busy || c.stale || c.summary.status !== 'pending') return;
+    if (action === 'amend' && !amended) return;
     const note = c.f('note').value.trim();
     const body =
-      action === 'grant' ? (note ? { note } : {}) : { ...(note ? { note } : {}), ...(message ? { message } : {}) };
-    const verb = action === 'grant' ? 'granted' : 'denied';
+      action === 'deny' ? { ...(note ? { note } : {}), ...(message ? { message } : {}) } : note ? { note } : {};
+    // An amend's arguments go as written (parseExact kept each number's text): JSON.stringify would round them.
+    const text = amended
+      ? '{' + (note ? '"note":' + JSON.stringify(note) + ',' : '') + '"args":' + nodeText(amended) + '}'
+      : undefined;
+    const verb = action === 'deny' ? 'denied' : 'granted';
     c.busy = true;
-    c.outcome = action === 'grant' ? 'Granting…' : 'Denying…';
+    c.outcome = action === 'grant' ? 'Granting…' : action === 'amend' ? 'Granting the edited call…' : 'Denying…';
     renderState(c);
     const [now] = await readWhole([c.id]);
     if (cards.get(c.id) !== c) return;
@@ -1063,14 +1137,34 @@
     }
     let r;
     try {
-      r = await api('POST', '/approvals/' + encodeURIComponent(c.id) + '/' + action, body);
+      const route = action === 'deny' ? 'deny' : 'grant';
+      r = await api('POST', '/approvals/' + encodeURIComponent(c.id) + '/' + route, body, text);
     } catch {
       r = null;
     }
     c.busy = false;
+    if (r?.ok && (action === 'amend' || r.json?.status === 'pending')) {
+      // The approval now binds the edited call, or holds a grant short of its quorum: the card is
+      // drawn again as it stands (with the serving hints), saying what the grant did.
+      const [w] = await readWhole([c.id]);
+      const now = cards.get(c.id); // the stream may have drawn it again meanwhile
+      if (now === undefined) return;
+      const whole = w || { json: r.json, tree: parseExact(r.text) };
+      const still = whole.json.status === 'pending';
+      const counted = still
+        ? ' Your grant counts: ' + cardView(whole.tree).quorum.text + '; it waits for more grants.'
+        : '';
+      redraw(now, whole, ((action === 'amend' ? 'You granted the edited call.' : '') + counted).trim());
+      scheduleCount();
+      return;
+    }
     if (r?.ok) {
       c.outcome = '';
       setState(c, r.json);
+    } else if (r?.status === 422 && r.json?.code === 'amendment_refused') {
+      c.outcome = 'Not granted: Gatehouse refused the edited call: ' + refusalText(r) + '. Nothing changed.';
+    } else if (r?.status === 403 && r.json?.code === 'not_eligible') {
+      c.outcome = 'Not ' + verb + ': ' + notEligibleText(r) + '.';
     } else if (r?.status === 409 && r.json?.approval) {
       c.outcome = 'Not ' + verb + ': it was no longer pending.';
       setState(c, r.json.approval);
@@ -1086,39 +1180,196 @@
     scheduleCount();
   }
 
+  /** Why an answer's requirements are not the caller's, in words (403 not_eligible's `why`). */
+  /** @type {Record<string, string>} */
+  const NOT_ELIGIBLE_WHY = {
+    role: 'it asks for a role you do not have',
+    team: 'it asks for someone of another team',
+    user: 'it names the people who may answer, and you are not one of them',
+    separation: 'it asks for someone outside the requester’s team',
+  };
+
+  /**
+   * 403 not_eligible: which open requirement (its rule) and why, as a sentence; the approval stays pending.
+   * @param {Answer} r
+   */
+  function notEligibleText(r) {
+    const list = Array.isArray(r.json?.requirements) ? r.json.requirements : [];
+    if (list.length === 0) return problemText(r);
+    const each = list.map(
+      (/** @type {{ rule: string, policy: string, why: string[] }} */ q) =>
+        'rule ' +
+        plainOf(q.rule) +
+        ' of policy ' +
+        plainOf(q.policy) +
+        ' (' +
+        (Array.isArray(q.why) ? q.why.map((w) => NOT_ELIGIBLE_WHY[w] || plainOf(w)).join('; ') : '') +
+        ')',
+    );
+    return (
+      'you may not answer this approval: ' + each.join(', and ') + '. It stays pending: ask someone the policy names'
+    );
+  }
+
+  /**
+   * 422 amendment_refused: the decision of the edited call, its reason first.
+   * @param {Answer} r
+   */
+  function refusalText(r) {
+    const d = r.json?.decision;
+    const said = d && (d.reason || d.message);
+    const how = d && typeof d.decision === 'string' ? d.decision + ', ' : '';
+    return said
+      ? how + plainOf(String(said)) + (d.rule ? ' (rule ' + plainOf(String(d.rule)) + ')' : '')
+      : problemText(r);
+  }
+
+  // ---- Edit and grant: the arguments edited, checked, and what changed ------------------------------------
+
+  /** @param {Card} c */
+  function openEditor(c) {
+    if (c.busy || c.stale || c.summary.status !== 'pending') return;
+    const f = c.f;
+    f('editor').hidden = false;
+    if (f('edit-args').value === '') f('edit-args').value = prettyJson(c.view.argsTree);
+    checkEdit(c);
+    f('edit-args').focus();
+  }
+
+  /**
+   * Reads the editor: problems (not JSON, a key twice, what the schema refuses), the keywords not
+   * checked here, and what changed against the call as shown; the grant waits until it is sendable.
+   * @param {Card} c
+   */
+  function checkEdit(c) {
+    const f = c.f;
+    const read = readEdited(f('edit-args').value);
+    /** @type {EditProblem[]} */
+    let problems = read.problems;
+    /** @type {string[]} */
+    let unchecked = [];
+    if (read.args !== null && c.schema !== undefined) {
+      const checked = checkArgs(read.args, c.schema);
+      problems = checked.problems;
+      unchecked = checked.unchecked;
+    }
+    const changes = read.args === null ? [] : argsDiff(c.view.argsTree, read.args);
+    c.edit = { args: problems.length === 0 ? read.args : null, changes };
+    const list = f('edit-problems');
+    list.textContent = '';
+    for (const p of problems) {
+      const li = document.createElement('li');
+      li.textContent = p.where + ': ' + p.text;
+      list.append(li);
+    }
+    f('edit-unchecked').hidden = unchecked.length === 0 && c.schema !== undefined;
+    f('edit-unchecked').textContent =
+      c.schema === undefined
+        ? 'The tool has no schema in the catalogue: the policies’ decision, when you grant, is the only check.'
+        : 'Not checked here: ' + unchecked.join(', ') + '. Gatehouse checks them when you grant.';
+    fillDiff(f('edit-diff'), changes);
+    f('edit-state').textContent =
+      problems.length > 0
+        ? 'Not sendable: ' + problems.length + (problems.length === 1 ? ' problem' : ' problems') + ' below.'
+        : changes.length === 0
+          ? 'No change yet: Grant… grants the call as it is.'
+          : (c.schema === undefined ? 'Read as JSON' : 'Matches the tool’s schema') +
+            '; ' +
+            changes.length +
+            (changes.length === 1 ? ' change:' : ' changes:');
+    f('edit-state').className = 'edit-state' + (problems.length > 0 ? ' bad' : '');
+    renderState(c);
+  }
+
+  /**
+   * The changes of an edit, one line each: where, the old value → the new (escapes shown, long values cut).
+   * @param {HTMLElement} ul
+   * @param {readonly EditChange[]} changes
+   */
+  function fillDiff(ul, changes) {
+    ul.textContent = '';
+    /** @type {(node: JsonNode | undefined, side: string) => HTMLElement} */
+    const value = (node, side) => {
+      const el = document.createElement(node === undefined ? 'span' : 'code');
+      el.className = side;
+      if (node === undefined) el.textContent = '(absent)';
+      else {
+        const chars = Array.from(nodeText(node));
+        const cut = chars.length > 200 ? chars.slice(0, 200).join('') + '…' : chars.join('');
+        fillParts(el, inspect(cut, false).parts);
+      }
+      return el;
+    };
+    for (const change of changes) {
+      const li = document.createElement('li');
+      const where = document.createElement('span');
+      where.className = 'where';
+      where.textContent = change.where + ': ';
+      li.append(where, value(change.before, 'old'), ' → ', value(change.after, 'new'));
+      ul.append(li);
+    }
+  }
+
   // ---- the confirmation of a grant or a denial ---------------------------------------------------------
 
   /**
    * @param {Card} c
-   * @param {'grant' | 'deny'} action
+   * @param {'grant' | 'deny' | 'amend'} action
    */
   function openConfirm(c, action) {
     if (c.busy || c.stale || c.summary.status !== 'pending' || dialog.open) return;
+    const amended = action === 'amend' ? c.edit.args : null;
+    if (action === 'amend' && (amended === null || c.edit.changes.length === 0)) return;
     confirming = c;
     confirmAction = action;
     confirmPrint = c.view.fingerprint;
-    const grant = action === 'grant';
-    $('confirm-title').textContent = grant ? 'Grant this call, once?' : 'Deny this call?';
-    $('confirm-intro').textContent = grant
-      ? 'A grant lets exactly this call run, one time:'
-      : 'A denial refuses exactly this call; the agent is told it was denied:';
+    confirmArgs = amended;
+    const grant = action !== 'deny';
+    $('confirm-title').textContent =
+      action === 'amend' ? 'Grant the edited call, once?' : grant ? 'Grant this call, once?' : 'Deny this call?';
+    $('confirm-intro').textContent =
+      action === 'amend'
+        ? 'Gatehouse decides this edited call again, for the same requester; if the policies allow it, your grant lets it run once instead of the call the agent sent:'
+        : grant
+          ? 'A grant lets exactly this call run, one time:'
+          : 'A denial refuses exactly this call; the agent is told it was denied:';
     $('confirm-tool').textContent = c.view.tool;
     $('confirm-who').textContent = partsText(c.view.requester);
-    fillLead($('confirm-lead'), c.view.lead);
-    fillCall($('confirm-args'), c.view.args);
+    /** @type {Finding[]} */
+    const findings = [];
+    if (amended !== null) {
+      // The edited call, its strings inspected like the agent's: what changed first, then all of it.
+      $('confirm-lead').hidden = true;
+      fillDiff($('confirm-diff'), c.edit.changes);
+      $('confirm-diff').hidden = false;
+      fillCall($('confirm-args'), jsonTokens(amended, ['args'], findings, 0));
+    } else {
+      fillLead($('confirm-lead'), c.view.lead);
+      $('confirm-diff').hidden = true;
+      $('confirm-diff').textContent = '';
+      fillCall($('confirm-args'), c.view.args);
+      findings.push(...c.view.findings);
+    }
     const flagged = $('confirm-flags');
-    flagged.hidden = c.view.findings.length === 0;
+    flagged.hidden = findings.length === 0;
     flagged.textContent =
-      c.view.findings.length === 0
+      findings.length === 0
         ? ''
-        : 'Check the ' +
-          c.view.findings.length +
-          ' flagged characters on the card: they are shown as \\u escapes above.';
+        : amended !== null
+          ? 'The edited call holds characters to check, shown as \\u escapes above: ' +
+            findings.map((x) => x.where + ': ' + x.text).join('; ')
+          : 'Check the ' + findings.length + ' flagged characters on the card: they are shown as \\u escapes above.';
     const note = c.f('note').value.trim();
-    $('confirm-note').textContent = note ? 'Your note for the record: ' + note : 'No note for the record.';
+    // Under a quorum an amendment starts the count again: the earlier grants were for another call.
+    const restart =
+      amended !== null && c.view.quorum.need > c.view.requirements.length
+        ? ' Under a quorum an amendment starts the count again: grants given so far were for the call as it was, and yours counts as the first.'
+        : '';
+    $('confirm-note').textContent = (note ? 'Your note for the record: ' + note : 'No note for the record.') + restart;
     $('confirm-message-part').hidden = grant;
     $('confirm-message').value = grant ? '' : c.f('message').value;
     $('confirm-grant').hidden = !grant;
+    $('confirm-grant').textContent = action === 'amend' ? 'Grant the edited call once' : 'Grant once';
     $('confirm-deny').hidden = grant;
     $('confirm-grant').setAttribute('aria-label', 'Grant approval ' + c.id + ' (' + c.view.tool + ') once');
     $('confirm-deny').setAttribute('aria-label', 'Deny approval ' + c.id + ' (' + c.view.tool + ')');
@@ -1147,23 +1398,27 @@
   $('confirm-cancel').addEventListener('click', (event) => {
     if (event.detail <= 1) dialog.close();
   });
-  for (const action of /** @type {const} */ (['grant', 'deny'])) {
-    $('confirm-' + action).addEventListener('click', (event) => {
+  for (const button of /** @type {const} */ (['grant', 'deny'])) {
+    $('confirm-' + button).addEventListener('click', (event) => {
       // The second click of a double click (detail 2) is never a confirmation.
-      if (event.detail > 1 || confirming === null || confirmAction !== action) return;
+      if (event.detail > 1 || confirming === null) return;
+      const action = confirmAction;
+      if ((button === 'deny') !== (action === 'deny')) return;
       const c = confirming;
       if (c.view.fingerprint !== confirmPrint) return;
       const message = $('confirm-message').value.trim();
       if (action === 'deny') c.f('message').value = $('confirm-message').value;
-      $('confirm-' + action).disabled = true;
+      $('confirm-' + button).disabled = true;
+      const amended = confirmArgs;
       dialog.close();
-      decide(c, action, message);
+      decide(c, action, message, amended);
     });
   }
   dialog.addEventListener('close', () => {
     const c = confirming;
     confirming = null;
-    if (c && cards.get(c.id) === c) c.f(confirmAction).focus();
+    confirmArgs = null;
+    if (c && cards.get(c.id) === c) c.f(confirmAction === 'amend' ? 'edit-grant' : confirmAction).focus();
   });
 
   // ---- the compact queue: one row per approval ---------------------------------------------------------
@@ -1225,7 +1480,12 @@
     c.row.dataset.status = s.status;
     const q = /** @type {HTMLElement} */ (c.row.querySelector('.row-quorum'));
     // A quorum's progress, from the approval's requirements (one grant decides when they do not say).
-    q.textContent = s.status === 'pending' ? 'granted ' + c.view.quorum.text : '';
+    q.textContent =
+      s.status === 'pending'
+        ? 'granted ' +
+          c.view.quorum.text +
+          (c.view.grantedBy.length > 0 ? ' (' + c.view.grantedBy.join(', ') + ')' : '')
+        : '';
     const st = /** @type {HTMLElement} */ (c.row.querySelector('.row-status'));
     st.textContent = s.status === 'pending' ? '' : STATUS_LABELS[s.status] || s.status;
   }
