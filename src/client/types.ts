@@ -211,6 +211,8 @@ export interface Approval extends ApprovalSummary {
   resultLabel?: string;
   /** GET /approvals/{id} only: the amounts the serving catalogue annotates, for display (spec section 2.2). */
   money?: MoneyField[];
+  /** GET /approvals/{id}, approvers only: the tool's argument schema from the serving catalogue (data, never renamed). */
+  argsSchema?: unknown;
   /** The arguments an operator amended the call to when granting it: once set, only these redeem it. */
   amendedArgs: Record<string, unknown> | null;
   /** The amended call's approval hash, which its redeem matches; null when not amended. */

@@ -251,6 +251,7 @@ export const APPROVAL = {
   result: maybe,
   result_label: maybe,
   money: maybeListOf(MONEY_FIELD),
+  args_schema: maybe,
   amended_args: one,
   amended_hash: one,
 } as const satisfies ShapeOf<Approval>;
