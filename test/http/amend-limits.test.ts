@@ -140,6 +140,33 @@ describe('amend and grant, a call a budget asks an operator for', () => {
   });
 });
 
+describe('amend and grant, the counters moving between the grant and the redeem', () => {
+  it('granted within the room, then the room spent by another call: the redeem asks again, counting nothing', async () => {
+    const { sub, order, filed } = await overBudget();
+    expect((await grant(filed.id, { args: { order, amount: 150 } })).statusCode).toBe(200);
+    expect((await decide(sub, refund(100, unique('O')))).statusCode).toBe(200);
+    expect(await counted(sub, 'refunds-per-user')).toBe(900);
+    // 900 + 150 crosses 1,000 now: another call than the one granted (another requirement), not redeemed.
+    const late = await decide(sub, refund(150, order), filed.id);
+    expect(late.statusCode).toBe(403);
+    expect(late.json()).toMatchObject({ decision: 'require_approval', rule: 'refunds-per-user' });
+    expect(await counted(sub, 'refunds-per-user')).toBe(900);
+    expect((await read(filed.id)).status).toBe('granted');
+  });
+
+  it('granted over the room, the room freed before the redeem: allowed within it, the grant consumed', async () => {
+    const { sub, order, filed } = await overBudget();
+    expect((await grant(filed.id, { args: { order, amount: 400 } })).statusCode).toBe(200);
+    // The counter is moved back by hand, as a new window would: the amended call fits now.
+    await t.db!
+      .sql`update budget_counters set counted = 0 where budget = 'refunds-per-user' and scope_key = ${`user:${sub}`}`;
+    const redeemed = await decide(sub, refund(400, order), filed.id);
+    expect(redeemed.statusCode, redeemed.body).toBe(200);
+    expect(redeemed.json()).toMatchObject({ decision: 'allow', approval: { id: filed.id, status: 'consumed' } });
+    expect(await counted(sub, 'refunds-per-user')).toBe(400);
+  });
+});
+
 describe('amend and grant, a call a rule asks for that a budget counts', () => {
   const payout = (amount: number, run: string) => ({
     tool: 'payout',
