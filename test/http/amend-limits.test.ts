@@ -105,6 +105,25 @@ describe('amend and grant, a call a budget asks an operator for', () => {
     expect(await counted(sub, 'refunds-per-user')).toBe(1100);
   });
 
+  it('a redeem of the amended call retried under its Idempotency-Key is answered again, counted once', async () => {
+    const { sub, order, filed } = await overBudget();
+    expect((await grant(filed.id, { args: { order, amount: 300 } })).statusCode).toBe(200);
+    const keyed = () =>
+      t.app.inject({
+        method: 'POST',
+        url: '/decide',
+        headers: { ...bearer(agent(sub)), 'content-type': 'application/json', 'idempotency-key': `k-${filed.id}` },
+        payload: JSON.stringify({ ...refund(300, order), approval_id: filed.id }),
+      });
+    const first = await keyed();
+    expect(first.statusCode, first.body).toBe(200);
+    const again = await keyed();
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json()).toMatchObject({ decision: 'allow', decision_id: first.json().decision_id });
+    expect(await counted(sub, 'refunds-per-user')).toBe(1100);
+  });
+
   it('amended to an amount a deny rule refuses: 422 amendment_refused with the decision; nothing changes', async () => {
     const { sub, order, filed } = await overBudget();
     const res = await grant(filed.id, { args: { order, amount: 20000 } });
