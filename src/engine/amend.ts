@@ -53,7 +53,8 @@ export async function grantCall(parts: EngineParts, call: GrantCall): Promise<Tr
       requirements: decided.approval.requirements,
     });
   }
-  // Allowed outright: the filed requirements still say who must grant it.
+  // Allowed outright (for one a budget or rate limit asked for: the amended call fits in it now): the
+  // filed requirements still say who must grant it.
   const hash = approvalHash({
     tool: approval.tool,
     args,
@@ -87,8 +88,8 @@ function amendedRequest(approval: Approval, args: JsonObject): DecideRequest {
 }
 
 /**
- * The requester as the approval stores it. Its roles and claims are not stored: a condition that reads
- * them cannot be decided and fails closed (docs/spec.md section 5.4).
+ * The requester as the approval stores it. Its roles and claims are not stored: it has no roles, and
+ * a condition reading its claims cannot be decided and fails closed (docs/spec.md section 5.4).
  */
 function requesterOf(approval: Approval): Identity {
   const { sub, team, agent, name } = approval.requester;
