@@ -1,17 +1,19 @@
 // An approver's grant, amended or not (docs/spec.md section 5.4, "Amend and grant"). An amended call is
-// decided again under the serving policy, for the requester and context the approval stores: a deny
-// or abort refuses the amendment; otherwise the grant is bound to the amended call's hash, which is
-// what the requester's next /decide with the amended arguments computes.
+// decided again under the serving policy, for the requester and context the approval stores, and,
+// when budgets or rate limits select it, against their counters as they stand (read, never counted:
+// the call counts when it is redeemed). A deny or abort refuses the amendment; otherwise the grant is
+// bound to the amended call's hash, which is what the requester's next /decide with the amended
+// arguments computes.
 import type { JsonObject } from '../json/value.js';
 import { decide } from '../policy/decide.js';
-import type { Identity } from '../policy/model.js';
+import type { DecideRequest, DecisionResult, Identity } from '../policy/model.js';
 import { plainNumbers } from '../json/plain-numbers.js';
 import { INTERRUPTED_KIND } from '../policy/interrupted.js';
 import type { Approval, Approver } from '../approvals/approval.js';
 import type { TransitionResult } from '../approvals/store.js';
 import { approvalHash, canonicalize } from '../json/canonical.js';
 import { AmendmentRefusedError } from './errors.js';
-import { approvalsOf } from './limits.js';
+import { approvalsOf, isCounted, limitsOf, settleExplained } from './limits.js';
 import type { EngineParts } from './parts.js';
 
 export interface GrantCall {
@@ -39,15 +41,10 @@ export async function grantCall(parts: EngineParts, call: GrantCall): Promise<Tr
     throw new AmendmentRefusedError('the review of a tool result cannot be amended: grant or deny it', null);
   if (approval.kind === INTERRUPTED_KIND)
     throw new AmendmentRefusedError('an interrupted side effect is answered as it is: grant or deny it', null);
-  if (approval.requirements.some((r) => r.kind === 'budget' || r.kind === 'rate_limit'))
-    throw new AmendmentRefusedError('an approval a budget or rate limit asked for cannot be amended', null);
-  const decided = decide(parts.policies.current(), amendedRequest(approval, args), requesterOf(approval));
+  const request = amendedRequest(approval, args);
+  const decided = await decideAmended(parts, request, requesterOf(approval));
   if (decided.decision === 'deny' || decided.decision === 'abort' || decided.internalError)
     throw new AmendmentRefusedError(`the policy answers ${decided.decision} to the amended call`, decided);
-  // A call counted by budgets or rate limits is counted when it is redeemed, under requirements this
-  // grant could not know of: refused rather than bound to a hash the redeem would not compute.
-  if (decided.charges !== undefined && decided.charges.length > 0)
-    throw new AmendmentRefusedError('a call that budgets or rate limits count cannot be amended', decided);
   if (decided.decision === 'require_approval') {
     if (decided.approval === undefined) throw new Error('require_approval without its approval');
     return store.amend(id, approver, note, {
@@ -56,7 +53,8 @@ export async function grantCall(parts: EngineParts, call: GrantCall): Promise<Tr
       requirements: decided.approval.requirements,
     });
   }
-  // Allowed outright: the filed requirements still say who must grant it.
+  // Allowed outright (for one a budget or rate limit asked for: the amended call fits in it now): the
+  // filed requirements still say who must grant it.
   const hash = approvalHash({
     tool: approval.tool,
     args,
@@ -66,17 +64,32 @@ export async function grantCall(parts: EngineParts, call: GrantCall): Promise<Tr
   return store.amend(id, approver, note, { args, hash, requirements: null });
 }
 
-function amendedRequest(approval: Approval, args: JsonObject) {
+/**
+ * The amended call's decision as its filing would settle it (./file.ts): a call that budgets or rate
+ * limits select is settled against their counters, only read here (settleExplained), so that nothing
+ * is counted by a grant; the redeem counts it (or, granted past a limit, counts it past it).
+ */
+async function decideAmended(parts: EngineParts, request: DecideRequest, identity: Identity): Promise<DecisionResult> {
+  const fresh = decide(parts.policies.current(), request, identity);
+  if (!isCounted(fresh)) return fresh;
+  const limits = limitsOf(parts.limits);
+  const settled = await limits.transaction((tx) => settleExplained(tx, limits, fresh, request));
+  return settled.result;
+}
+
+/** The amended call: the run id the approval was filed under is kept, which a budget per run counts by. */
+function amendedRequest(approval: Approval, args: JsonObject): DecideRequest {
   return {
     tool: approval.tool,
     args,
+    ...(approval.run_id !== null ? { run: { id: approval.run_id } } : {}),
     ...(approval.context !== undefined ? { context: approval.context } : {}),
   };
 }
 
 /**
- * The requester as the approval stores it. Its roles and claims are not stored: a condition that reads
- * them cannot be decided and fails closed (docs/spec.md section 5.4).
+ * The requester as the approval stores it. Its roles and claims are not stored: it has no roles, and
+ * a condition reading its claims cannot be decided and fails closed (docs/spec.md section 5.4).
  */
 function requesterOf(approval: Approval): Identity {
   const { sub, team, agent, name } = approval.requester;
