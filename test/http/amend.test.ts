@@ -189,6 +189,26 @@ describe('amend and grant', () => {
     expect((await decide(sub, { order: 'A-4', amount: 300 }, filed.id)).statusCode).toBe(200);
   });
 
+  it('the grant only screens the amended call: a rule on the requester’s roles applies at its redeem, which then consumes nothing', async () => {
+    const sub = uniq('intern');
+    const intern = token({ sub, team: 'support', agent: 'bot', roles: ['intern'] });
+    const filedRes = await post(a.app, '/approvals', { tool: 'refund', args: { order: 'A-9', amount: 300 } }, intern);
+    expect(filedRes.statusCode, filedRes.body).toBe(201);
+    const filed = filedRes.json() as Body;
+    // Screened without roles: 10 is allowed outright, so the amendment is granted.
+    const res = await grant(filed.id, operator(), { args: { order: 'A-9', amount: 10 } });
+    expect(res.statusCode, res.body).toBe(200);
+    const redeem = await post(
+      a.app,
+      '/decide',
+      { tool: 'refund', args: { order: 'A-9', amount: 10 }, approval_id: filed.id },
+      intern,
+    );
+    expect(redeem.statusCode).toBe(403);
+    expect(redeem.json()).toMatchObject({ decision: 'deny', rule: 'no-small-refunds-by-interns' });
+    expect((await read(filed.id)).status).toBe('granted');
+  });
+
   it('an amendment the policy allows outright still grants the approval; the amended call runs', async () => {
     const sub = uniq('agent');
     const filed = await file(sub, { order: 'A-5', amount: 300 });

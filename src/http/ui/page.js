@@ -950,7 +950,8 @@
     f('grant').addEventListener('click', () => openConfirm(c, 'grant'));
     f('deny').addEventListener('click', () => openConfirm(c, 'deny'));
     // Edit and grant: for a call (a result held for review has no arguments to change).
-    f('edit').hidden = view.result !== null;
+    // Neither a result's review nor a runtime's crash approval can be amended (the server refuses both).
+    f('edit').hidden = view.result !== null || view.question !== null;
     f('edit').setAttribute('aria-label', 'Edit the arguments of approval ' + id + ' (' + view.tool + '), then grant');
     f('edit-args').id = 'edit-' + id;
     f('edit-label').htmlFor = 'edit-' + id;
