@@ -7,6 +7,7 @@ import { chargesFor } from './limits.js';
 import { CALLER_SELECTORS, selectorsMatch, traceSelectors, type SelectorTrace, type Subject } from './match.js';
 import { modelMessage } from './message.js';
 import {
+  isArgsGuard,
   SEVERITY,
   type ApprovalDescriptor,
   type ApprovalShape,
@@ -19,7 +20,7 @@ import {
   type CatalogueEntry,
   type EffectiveKind,
   type FilePlan,
-  type Guard,
+  type ArgsGuard,
   type Identity,
   type PolicyFile,
   type PolicySet,
@@ -209,7 +210,7 @@ function evaluate(set: PolicySet, request: DecideRequest, identity: Identity, tr
         file,
         plan,
         ft ? file.rules : filePlan.rules,
-        ft ? file.guards : filePlan.guards,
+        ft ? file.guards.filter(isArgsGuard) : filePlan.guards,
         subject,
         request,
         input,
@@ -333,7 +334,7 @@ function evaluateFile(
   file: PolicyFile,
   plan: ToolPlan,
   rules: readonly Rule[],
-  guards: readonly Guard[],
+  guards: readonly ArgsGuard[],
   subject: Subject,
   request: DecideRequest,
   input: ConditionInput,
@@ -430,9 +431,6 @@ function evaluateFile(
 
   // Step 7: guards only matter where they would make the answer more severe.
   for (const guard of guards) {
-    // A guard on results or model stages is inspected after the fact (inspect.ts), never here; a
-    // `redact` guard never reads arguments (refused at load).
-    if (!guard.on.has('args') || guard.action === 'redact') continue;
     const action = guard.action;
     const gt: GuardTrace | null = ft
       ? {

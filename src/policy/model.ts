@@ -184,6 +184,12 @@ export interface Guard {
   readonly detector: GuardDetector;
 }
 
+/** A guard that reads a call's arguments (`on` names `args`; `redact` is refused there at load). */
+export type ArgsGuard = Guard & { readonly action: Exclude<GuardAction, 'redact'> };
+
+/** Whether /decide applies the guard: the others are inspected after the call (inspect.ts). */
+export const isArgsGuard = (g: Guard): g is ArgsGuard => g.on.has('args') && g.action !== 'redact';
+
 /** Who shares one counter of a budget or rate limit (docs/spec.md section 2.9). */
 export type LimitScope = 'user' | 'team' | 'agent' | 'run' | 'global';
 /** What a call that would cross a budget or rate limit is answered instead. */
@@ -287,7 +293,7 @@ export interface FilePlan {
   /** False when the tool-dependent selectors of the file's `scope` leave the tool out: the file gives no answer. */
   readonly inScope: boolean;
   readonly rules: readonly Rule[];
-  readonly guards: readonly Guard[];
+  readonly guards: readonly ArgsGuard[];
 }
 
 /**

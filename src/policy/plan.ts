@@ -2,16 +2,17 @@
 // the rules and guards each file could apply to it, computed once per name from indexes built at load.
 import type { Glob } from './glob.js';
 import { selectorsMatch, TOOL_SELECTORS, type Subject } from './match.js';
-import type {
-  CatalogueEntry,
-  FilePlan,
-  Limit,
-  PlannedLimit,
-  PolicyFile,
-  PolicySet,
-  Rule,
-  ToolPlan,
-  ToolView,
+import {
+  isArgsGuard,
+  type CatalogueEntry,
+  type FilePlan,
+  type Limit,
+  type PlannedLimit,
+  type PolicyFile,
+  type PolicySet,
+  type Rule,
+  type ToolPlan,
+  type ToolView,
 } from './model.js';
 
 const PLAN_CACHE_SIZE = 10_000;
@@ -59,8 +60,7 @@ export function createPolicySet(files: readonly PolicyFile[], env: string | null
         return {
           inScope: true,
           rules: rules.filter((r, k) => rules[k - 1] !== r && selectorsMatch(r.selectors, subject, TOOL_SELECTORS)),
-          // Only the guards that read arguments: the others are inspected after the call (inspect.ts).
-          guards: file.guards.filter((g) => g.on.has('args') && selectorsMatch(g.selectors, subject, TOOL_SELECTORS)),
+          guards: file.guards.filter(isArgsGuard).filter((g) => selectorsMatch(g.selectors, subject, TOOL_SELECTORS)),
         };
       });
       return { entry, kind: subject.kind, tags: subject.tags, files: filePlans };
