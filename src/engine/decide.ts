@@ -130,11 +130,9 @@ async function counted(
         );
   if (answer.replayed && keyed.replayed !== undefined) {
     const r = keyed.replayed;
-    recorder.write(
-      recorder.line(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId }),
-    );
+    recorder.write(replayedLine(recorder, r));
   } else {
-    recorder.write(settled === undefined ? recorder.line(fresh.decision, fresh.rule) : settledLine(allowed, settled));
+    recorder.write(settled === undefined ? allowed : settledLine(allowed, settled));
   }
   return written(answer);
 }
@@ -185,10 +183,7 @@ async function redeemed(
       keyed.replay,
     );
     const r = answer.replayed ? keyed.replayed : undefined;
-    if (r !== undefined)
-      recorder.write(
-        recorder.line(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId }),
-      );
+    if (r !== undefined) recorder.write(replayedLine(recorder, r));
     else recorder.write(done?.line ?? recorder.line(fresh.decision, fresh.rule));
     return written(answer);
   }
@@ -233,3 +228,7 @@ function keyedReplay(
 }
 
 type Replayed = { result: DecisionResult; decisionId: string };
+
+/** The record of a keyed retry answered from what its key kept: the decision first given, named. */
+const replayedLine = (recorder: Recorder, r: Replayed): DecisionLine =>
+  recorder.line(r.result.decision, r.result.rule, { replayed: true, replayed_decision_id: r.decisionId });

@@ -56,20 +56,16 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
   const decisionId = randomUUID();
   // A filing is recorded as the decision it made (not in the decision metrics, which count /decide's);
   // a runtime's interrupted-call filing decides nothing, and its approval's events are its record.
-  const recorder =
-    call.interrupted === true
-      ? null
-      : recorderOf(
-          parts,
-          call.log,
-          { decisionId, request: req, set, identity, durationUs, approvalId: undefined },
-          false,
-        );
-  const lineOf = (result: DecisionResult, beside?: Beside): DecisionLine | undefined =>
-    recorder?.line(result.decision, result.rule, { ...kindOf(result), ...beside });
+  const recorder = recorderOf(
+    parts,
+    call.log,
+    { decisionId, request: req, set, identity, durationUs, approvalId: undefined },
+    call.interrupted === true ? 'unrecorded' : 'filing',
+  );
+  const lineOf = (result: DecisionResult, beside?: Beside): DecisionLine =>
+    recorder.line(result.decision, result.rule, { ...kindOf(result), ...beside });
   if (fresh.internalError) {
-    const line = lineOf(fresh);
-    if (line !== undefined) recorder?.write(line);
+    recorder.write(lineOf(fresh));
     return decided(fresh, decisionId);
   }
   const claim = call.claim();
@@ -77,11 +73,10 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
   let recorded: DecisionLine | undefined;
   const record = async (tx: TransactionSql, result: DecisionResult, beside?: Beside): Promise<void> => {
     recorded = lineOf(result, beside);
-    if (recorded !== undefined) await recorder?.insert(tx, recorded);
+    await recorder.insert(tx, recorded);
   };
   const answered = (answer: StoredAnswer & { replayed: boolean }): Answer => {
-    const line = answer.replayed ? lineOf(fresh, { replayed: true }) : (recorded ?? lineOf(fresh));
-    if (line !== undefined) recorder?.write(line);
+    recorder.write(answer.replayed ? lineOf(fresh, { replayed: true }) : (recorded ?? lineOf(fresh)));
     return written(answer);
   };
   // Filing (or the 409 with the decision), as the text sent, and what a key keeps of it: the approval
@@ -135,7 +130,9 @@ export async function fileCall(parts: EngineParts, call: FileCall): Promise<Answ
   if (claim !== undefined) return answered(await keysOf(parts.keys).once(claim, filed, replay));
   // With the decision store on, the filing and its record in one transaction; else the store's own.
   const acted =
-    recorder !== null && parts.records !== null ? await approvals.store.transaction(filed) : await file(fresh, false);
+    call.interrupted !== true && parts.records !== null
+      ? await approvals.store.transaction(filed)
+      : await file(fresh, false);
   return answered({ ...acted.answer, replayed: false });
 }
 
@@ -162,7 +159,7 @@ async function fileReview(
     parts,
     call.log,
     { decisionId, request: req, set, identity, durationUs, approvalId: undefined },
-    false,
+    'filing',
   );
   const line = recorder.line(result.decision, result.rule, result.approval && { kind: result.approval.kind });
   if (result.internalError) {

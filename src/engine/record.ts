@@ -137,11 +137,17 @@ export interface RecorderParts {
 }
 
 /**
- * `counts`: whether the answer counts in the decision metrics (an answer of /decide or /inspect
- * does; a filing does not).
+ * `kind`: an `answer` of /decide or /inspect counts in the decision metrics; a `filing` is recorded
+ * as the decision it made without counting there; an `unrecorded` one (a runtime's crash approval,
+ * which decides nothing) writes nothing anywhere.
  */
-export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked, counts = true): Recorder {
-  const store = parts.records?.writer ?? null;
+export function recorderOf(
+  parts: RecorderParts,
+  log: CallLog,
+  asked: Asked,
+  kind: 'answer' | 'filing' | 'unrecorded' = 'answer',
+): Recorder {
+  const store = kind === 'unrecorded' ? null : (parts.records?.writer ?? null);
   let sent = false; // the row went with a transaction
   return {
     line: (decision, rule, beside) => decisionLine(asked, decision, rule, parts.logArgs, beside),
@@ -160,7 +166,8 @@ export function recorderOf(parts: RecorderParts, log: CallLog, asked: Asked, cou
       };
     },
     write(line) {
-      if (counts) count(parts.metrics, line, asked.durationUs);
+      if (kind === 'unrecorded') return;
+      if (kind === 'answer') count(parts.metrics, line, asked.durationUs);
       log.info(line, 'decision');
       if (store === null) return;
       if (sent) parts.metrics.decisionRecordsWritten.inc();
