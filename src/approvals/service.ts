@@ -137,49 +137,45 @@ export function createApprovalService(
           result: grantedResult(fresh, fresh.approval, request, result.approval.id),
           cited: citedOf(result.approval, true),
         };
+      const asked = fresh.approval;
+      const standing = standingOf(result.approval, asked.hash);
       // Someone else's approval, or none: say nothing about it; a new approval is needed.
-      const approval = result.approval;
-      if (approval === null) return { result: fresh, cited: null };
-      const sameRequest = approval.hash === fresh.approval.hash || approval.amended_hash === fresh.approval.hash;
-      const cited = citedOf(approval, sameRequest);
+      if (standing.is === 'unknown') return { result: fresh, cited: null };
+      const { approval, cited } = standing;
       const ref = { id: approval.id, status: approval.status };
-      if (approval.status === 'granted' && approval.amended_args !== null && approval.hash === fresh.approval.hash) {
-        // Granted only as amended: the call as filed never runs on it; the client is handed the
-        // arguments that do (docs/spec.md section 5.3, `use_amended`).
-        const reason = `an operator amended the call under approval ${approval.id}: only the amended arguments are granted`;
-        const amended: DecisionResult = {
-          ...fresh,
-          decision: 'deny',
-          reason,
-          message: modelMessage('deny', request.tool, reason, false),
-          approval: { ...fresh.approval, ...ref },
-        };
-        return { result: amended, cited: { ...cited, amendedArgs: approval.amended_args } };
+      const denial = (reason: string): DecisionResult => ({
+        ...fresh,
+        decision: 'deny',
+        reason,
+        message: modelMessage('deny', request.tool, reason, false),
+        approval: { ...asked, ...ref },
+      });
+      switch (standing.is) {
+        case 'amended':
+          // Granted only as amended: the call as filed never runs on it; the client is handed the
+          // arguments that do (docs/spec.md section 5.3, `use_amended`).
+          return {
+            result: denial(
+              `an operator amended the call under approval ${approval.id}: only the amended arguments are granted`,
+            ),
+            cited: { ...cited, amendedArgs: approval.amended_args as JsonObject },
+          };
+        case 'denied':
+          return { result: denial(deniedReason(approval)), cited };
+        case 'other':
+          return { result: fresh, cited };
+        case 'spent':
+          return {
+            result: {
+              ...fresh,
+              approval: { ...asked, ...ref },
+              message: spentApprovalMessage(request.tool, fresh.reason, standing.status),
+            },
+            cited,
+          };
+        case 'waiting':
+          return { result: { ...fresh, approval: { ...asked, ...ref } }, cited };
       }
-      if (approval.status === 'denied') {
-        // Only the operator's message for the agent reaches the model; the note is for the record.
-        const reason = `an operator denied approval ${approval.id}${approval.decision_message ? `: ${approval.decision_message}` : ''}`;
-        const denied: DecisionResult = {
-          ...fresh,
-          decision: 'deny',
-          reason,
-          message: modelMessage('deny', request.tool, reason, false),
-          approval: { ...fresh.approval, ...ref },
-        };
-        return { result: denied, cited };
-      }
-      // Changed request or presentation, still pending, consumed or expired: the fresh descriptor
-      // stands. Only when it is the same request do we say where its approval stands, and when that
-      // approval can never be redeemed again, the model is told a new one is needed, not to wait.
-      if (!sameRequest) return { result: fresh, cited };
-      const withRef: DecisionResult = { ...fresh, approval: { ...fresh.approval, ...ref } };
-      if (approval.status === 'consumed' || approval.status === 'expired' || approval.status === 'cancelled') {
-        return {
-          result: { ...withRef, message: spentApprovalMessage(request.tool, fresh.reason, approval.status) },
-          cited,
-        };
-      }
-      return { result: withRef, cited };
     },
     async ping() {
       if (!schemaReady()) return false;
@@ -280,6 +276,43 @@ export function approvalCovers(a: Approval, fresh: DecisionResult, request: Deci
 function changedResult(fresh: DecisionResult, request: DecideRequest): DecisionResult {
   const reason = 'the cited approval changed while the call was decided';
   return { ...fresh, decision: 'deny', reason, message: modelMessage('deny', request.tool, reason, false) };
+}
+
+/**
+ * Where a cited approval stands when a redeem did not consume it (docs/spec.md section 5.3), for the
+ * answer to say: `unknown` (someone else's, or none: nothing is said of it), granted only as
+ * `amended`, `denied`, for an `other` request (a changed call, presentation or result: a new
+ * approval is needed), `spent` (consumed, expired or cancelled: never redeemable again), or
+ * `waiting` (still pending, or granted for this very request and not consumable now).
+ */
+export type Standing =
+  | { readonly is: 'unknown' }
+  | {
+      readonly is: 'amended' | 'denied' | 'other' | 'waiting';
+      readonly approval: Approval;
+      readonly cited: CitedApproval;
+    }
+  | { readonly is: 'spent'; readonly approval: Approval; readonly cited: CitedApproval; readonly status: SpentStatus };
+
+type SpentStatus = 'consumed' | 'expired' | 'cancelled';
+
+export function standingOf(approval: Approval | null, hash: string): Standing {
+  if (approval === null) return { is: 'unknown' };
+  const sameRequest = approval.hash === hash || approval.amended_hash === hash;
+  const cited = citedOf(approval, sameRequest);
+  const { status } = approval;
+  const at = (is: 'amended' | 'denied' | 'other' | 'waiting'): Standing => ({ is, approval, cited });
+  if (status === 'granted' && approval.amended_args !== null && approval.hash === hash) return at('amended');
+  if (status === 'denied') return at('denied');
+  if (!sameRequest) return at('other');
+  if (status === 'consumed' || status === 'expired' || status === 'cancelled')
+    return { is: 'spent', approval, cited, status };
+  return at('waiting');
+}
+
+/** A denial as the model reads it: only the operator's message for the agent, never the note. */
+export function deniedReason(a: Approval): string {
+  return `an operator denied approval ${a.id}${a.decision_message ? `: ${a.decision_message}` : ''}`;
 }
 
 function citedOf(approval: Approval, sameRequest: boolean): CitedApproval {

@@ -10,7 +10,7 @@ import { canonicalize } from '../json/canonical.js';
 import { inspect, type InspectRequest, type InspectResult, type ResultInspection } from '../policy/inspect.js';
 import { inspectMessage, spentReviewMessage } from '../policy/message.js';
 import type { Identity } from '../policy/model.js';
-import type { ApprovalService, CitedApproval } from '../approvals/service.js';
+import { deniedReason, standingOf, type ApprovalService, type CitedApproval } from '../approvals/service.js';
 import { inspected, inspectionBody, nextStep, written, type Answer } from './answer.js';
 import { approvalsOf, keysOf } from './limits.js';
 import type { CallLog, EngineParts } from './parts.js';
@@ -152,36 +152,37 @@ async function redeem(
   let cited: CitedApproval | null = null;
   if (consumed.ok) {
     result = grantedInspection(held, asked, request, consumed.approval.id);
-  } else if (consumed.approval === null) {
-    // Someone else's approval, or none: nothing is said of it; the review is still needed.
-    result = held;
   } else {
-    const a = consumed.approval;
-    const sameRequest = a.hash === asked.hash;
-    cited = { id: a.id, status: a.status, expiresAt: a.expires_at, sameRequest };
-    const ref = { id: a.id, status: a.status };
-    if (a.status === 'denied') {
-      // Only the operator's message for the agent reaches the model; the note is for the record.
-      const reason = `an operator denied approval ${a.id}${a.decision_message ? `: ${a.decision_message}` : ''}`;
-      const { redacted: _r, findings: _f, ...rest } = held;
-      result = {
-        ...rest,
-        decision: 'deny',
-        reason,
-        message: inspectMessage('deny', what, reason, false),
-        approval: { ...asked, ...ref },
-      };
-    } else if (!sameRequest) {
-      // Another call's or another result's approval: a changed result needs a new review.
-      result = held;
-    } else if (a.status === 'consumed' || a.status === 'expired' || a.status === 'cancelled') {
-      result = {
-        ...held,
-        message: spentReviewMessage(request.tool, held.reason, a.status),
-        approval: { ...asked, ...ref },
-      };
-    } else {
-      result = { ...held, approval: { ...asked, ...ref } };
+    const standing = standingOf(consumed.approval, asked.hash);
+    const ref = standing.is === 'unknown' ? undefined : { id: standing.approval.id, status: standing.approval.status };
+    cited = standing.is === 'unknown' ? null : standing.cited;
+    switch (standing.is) {
+      case 'denied': {
+        const reason = deniedReason(standing.approval);
+        const { redacted: _r, findings: _f, ...rest } = held;
+        result = {
+          ...rest,
+          decision: 'deny',
+          reason,
+          message: inspectMessage('deny', what, reason, false),
+          approval: { ...asked, ...ref },
+        };
+        break;
+      }
+      case 'spent':
+        result = {
+          ...held,
+          message: spentReviewMessage(request.tool, held.reason, standing.status),
+          approval: { ...asked, ...ref },
+        };
+        break;
+      case 'waiting':
+        result = { ...held, approval: { ...asked, ...ref } };
+        break;
+      default:
+        // Someone else's approval or none, or another call's or result's: the review is still needed
+        // (a result's review is never amended).
+        result = held;
     }
   }
   return { result, cited };
