@@ -11,7 +11,7 @@
 // gives back is checked before it is used, and so is the answer to a redeem (./entry.ts).
 import type { Routes } from './api.js';
 import type { Entry } from './entry.js';
-import { GatehouseError, sleep } from './http.js';
+import { GatehouseError, retrying } from './http.js';
 import { type ApprovalMemory, callKey } from './memory.js';
 import type { RunLog } from './runs.js';
 import type { Approval, ApprovalStatus, DecisionBody, DecisionKind, RequestOptions, ToolCall } from './types.js';
@@ -389,20 +389,9 @@ class Attempt {
     };
   }
 
-  /** Retry what the server asked to be retried (503, too many waits) while the retry deadline allows; a keyed request also after a lost answer. */
-  private async retrying<T>(send: () => Promise<T>, keyed = false): Promise<T> {
-    for (let lost = 0; ; ) {
-      try {
-        return await send();
-      } catch (err) {
-        if (!(err instanceof GatehouseError)) throw err;
-        const retryable =
-          err.status === 503 || err.code === 'too_many_waits' || (keyed && err.status === 0 && lost++ < 3);
-        const delay = err.retryAfterMs ?? 250 * 2 ** lost;
-        if (!retryable || Date.now() + delay > this.retryDeadline) throw err;
-        await sleep(delay, this.options.signal);
-      }
-    }
+  /** Sends again what the server asked to be sent again, until the retry deadline (http.ts retrying). */
+  private retrying<T>(send: () => Promise<T>, keyed = false): Promise<T> {
+    return retrying(send, this.retryDeadline, this.options.signal, keyed);
   }
 
   /** The caller's options every request of this gate() carries. */

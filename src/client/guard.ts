@@ -8,7 +8,7 @@
 // (POST /approvals answers it, 200), so a retry waits on the same one, and a redeem whose answer is
 // lost leaves the result withheld (the tool's output is gone with the process anyway).
 import type { Routes } from './api.js';
-import { GatehouseError, sleep } from './http.js';
+import { GatehouseError, retrying } from './http.js';
 import type { PendingApproval } from './gate.js';
 import type {
   ApprovalStatus,
@@ -89,29 +89,18 @@ export async function guardResult(routes: Routes, input: ToolResult, options: Gu
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
   };
-  const retrying = async <T>(send: () => Promise<T>): Promise<T> => {
-    for (let n = 0; ; n++) {
-      try {
-        return await send();
-      } catch (err) {
-        if (!(err instanceof GatehouseError)) throw err;
-        const delay = err.retryAfterMs ?? 250 * 2 ** n;
-        if (!(err.status === 503 || err.code === 'too_many_waits') || Date.now() + delay > retryDeadline) throw err;
-        await sleep(delay, options.signal);
-      }
-    }
-  };
+  const send = <T>(request: () => Promise<T>): Promise<T> => retrying(request, retryDeadline, options.signal);
 
   let pendingId: string | undefined;
   try {
-    const fresh = await retrying(() => routes.inspect(request, per));
+    const fresh = await send(() => routes.inspect(request, per));
     if (fresh.decision !== 'require_approval') return finalOf(fresh, input.result);
-    const filed = await retrying(() =>
+    const filed = await send(() =>
       routes.file(request, { idempotencyKey: `gatehouse-client:${crypto.randomUUID()}`, ...per }),
     );
     // The policy changed in between and no review is needed: ask again for the whole answer (the
     // 409 carries no value, redacted or not).
-    if (filed.approval === undefined) return finalOf(await retrying(() => routes.inspect(request, per)), input.result);
+    if (filed.approval === undefined) return finalOf(await send(() => routes.inspect(request, per)), input.result);
     const id = filed.approval.id;
     pendingId = id;
     let approval = filed.approval;
@@ -125,7 +114,7 @@ export async function guardResult(routes: Routes, input: ToolResult, options: Gu
       });
       const left = deadline - Date.now();
       if (left < 1000) break;
-      approval = await retrying(() =>
+      approval = await send(() =>
         routes.approval(id, { waitSeconds: Math.min(POLL_SECONDS, Math.floor(left / 1000)), ...per }),
       );
     }
@@ -143,7 +132,7 @@ export async function guardResult(routes: Routes, input: ToolResult, options: Gu
     // it gives the model the reason (the operator's message, or what to do). One key for every
     // attempt: a retry whose answer was lost is answered the first allow, not a spent grant.
     const idempotencyKey = `gatehouse-client:${crypto.randomUUID()}`;
-    const cited = await retrying(() => routes.inspect({ ...request, approvalId: id }, { idempotencyKey, ...per }));
+    const cited = await send(() => routes.inspect({ ...request, approvalId: id }, { idempotencyKey, ...per }));
     return {
       ...finalOf(cited, input.result),
       approval: { ...summary, status: cited.approval?.status ?? approval.status },

@@ -145,7 +145,7 @@ function retryAfterMs(value: string | null): number | undefined {
 }
 
 /** Waits `ms`, or rejects with the signal's reason once it aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(() => {
@@ -158,4 +158,29 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * Sends again what the server asked to be sent again (503, `too_many_waits`), after its
+ * `Retry-After` or a doubling delay, while `deadline` allows; a `keyed` request (an Idempotency-Key
+ * makes it safe to repeat) also after an answer lost on the way, three times at most.
+ */
+export async function retrying<T>(
+  send: () => Promise<T>,
+  deadline: number,
+  signal: AbortSignal | undefined,
+  keyed = false,
+): Promise<T> {
+  for (let n = 0, lost = 0; ; n++) {
+    try {
+      return await send();
+    } catch (err) {
+      if (!(err instanceof GatehouseError)) throw err;
+      const retryable =
+        err.status === 503 || err.code === 'too_many_waits' || (keyed && err.status === 0 && lost++ < 3);
+      const delay = err.retryAfterMs ?? 250 * 2 ** n;
+      if (!retryable || Date.now() + delay > deadline) throw err;
+      await sleep(delay, signal);
+    }
+  }
 }
