@@ -6,7 +6,7 @@
 //   is written by the same statement and its NOTIFY in the same transaction, so exactly one of any
 //   number of concurrent callers (on any number of replicas) wins, and the log never disagrees. An
 //   approver's answer (grant, deny) first takes the approval row's lock, so the answers to one
-//   approval are counted one at a time: a quorum completes exactly once (decide(), below).
+//   approval are counted one at a time: a quorum completes exactly once (transition(), below).
 // - Expiry is decided by the DATABASE clock (now()), never the app's: a live row past expires_at reads
 //   as `expired` at once, and is written as expired (with a `system` event) whenever a transition or a
 //   create touches it, or the sweeper runs. The sweeper is housekeeping, never needed for safety.
@@ -392,7 +392,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
    */
   async function grant(id: string, approver: Approver, note: string | null): Promise<TransitionResult> {
     if (note !== null) checkText('note', note, LIMITS.note);
-    return decide(id, approver, note, null, 'granted');
+    return transition(id, approver, note, null, 'granted');
   }
 
   /**
@@ -415,7 +415,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
       checkName(`requirements.${i}.policy`, r.policy);
       checkText(`requirements.${i}.reason`, r.reason, LIMITS.note);
     });
-    return decide(id, approver, note, null, 'granted', amendment);
+    return transition(id, approver, note, null, 'granted', amendment);
   }
 
   /** A denial: a note for the record (operators only) and a message for the agent, each optional. */
@@ -426,7 +426,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
     const message = typeof text === 'string' ? text : (text?.message ?? null);
     if (note !== null) checkText(field ?? 'note', note, LIMITS.note);
     if (message !== null) checkText(field ?? 'message', message, LIMITS.note);
-    return decide(id, approver, note, message, 'denied');
+    return transition(id, approver, note, message, 'denied');
   }
 
   /**
@@ -435,7 +435,7 @@ export function createApprovalStore(sql: Sql, options: ApprovalStoreOptions) {
    * grant completes the quorum, and a grant racing a denial either completes first (the denial then
    * finds it granted: 409) or not (the denial wins).
    */
-  async function decide(
+  async function transition(
     id: string,
     approver: Approver,
     note: string | null,
